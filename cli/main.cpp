@@ -1,0 +1,110 @@
+// gnnprof — command-line front end.
+//
+//   gnnprof report PROFILE.json [--json OUT] [--text OUT] [--source-root DIR]...
+//   gnnprof version
+//
+// Exit codes: 0 success; 2 bad usage or bad input (missing, truncated or foreign file), with
+// one line on stderr naming the file and the problem; 1 an output could not be written.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "gnnprof/gnnprof.h"
+#include "gnnprof/profile_io.h"
+#include "gnnprof/reports/reporter.h"
+#include "gnnprof/reports/text_reporter.h"
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitWriteError = 1;
+constexpr int kExitBadInput = 2;
+
+struct ReportArgs {
+  std::string profile;
+  std::string json_out;
+  std::string text_out;
+  std::vector<std::string> source_roots;
+  bool lines_only = false;
+  bool stages_only = false;
+};
+
+int run_report(const ReportArgs& a) {
+  gnnprof::Result<gnnprof::Profile> p = gnnprof::read_profile_file(a.profile);
+  if (!p) {
+    std::cerr << "gnnprof: " << p.status().message() << "\n";
+    return kExitBadInput;
+  }
+  gnnprof::reports::ReportOptions opt;
+  opt.source_roots = a.source_roots;
+  gnnprof::reports::TextReporter text(opt);
+  if (a.lines_only) {
+    text.render_line_table(*p, std::cout);
+  } else if (a.stages_only) {
+    text.render_stage_table(*p, std::cout);
+  } else if (auto st = text.render(*p, std::cout); !st) {
+    std::cerr << "gnnprof: " << st.message() << "\n";
+    return kExitWriteError;
+  }
+  int rc = kExitOk;
+  auto write = [&](const char* format, const std::string& path) {
+    if (path.empty()) return;
+    auto r = gnnprof::reports::make_reporter(format, opt);
+    gnnprof::Status st = r ? gnnprof::reports::render_to_file(**r, *p, path) : r.status();
+    if (!st) {
+      std::cerr << "gnnprof: " << st.message() << "\n";
+      rc = kExitWriteError;
+    } else {
+      std::cerr << "gnnprof: wrote " << path << "\n";
+    }
+  };
+  write("json", a.json_out);
+  write("text", a.text_out);
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"gnnprof: per-line and per-stage profiles of GNN training loops"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("gnnprof ") + gnnprof::kVersion);
+
+  ReportArgs ra;
+  CLI::App* report = app.add_subcommand("report", "Print a profile's line table, stage table and summary");
+  report->add_option("profile", ra.profile, "Profile JSON (gnnprof.profile/1)")->required();
+  report->add_option("--json", ra.json_out, "Also write the profile as JSON to this file");
+  report->add_option("--text", ra.text_out, "Also write the text report to this file");
+  report->add_option("--source-root", ra.source_roots, "Directory to look for source files in (repeatable)");
+  auto* lo = report->add_flag("--lines", ra.lines_only, "Only the line table");
+  report->add_flag("--stages", ra.stages_only, "Only the stage table")->excludes(lo);
+
+  CLI::App* version = app.add_subcommand("version", "Print the version");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "gnnprof: " << e.what() << " (see gnnprof --help)\n";
+    return kExitBadInput;
+  }
+  try {
+    if (report->parsed()) return run_report(ra);
+    if (version->parsed()) {
+      std::cout << "gnnprof " << gnnprof::kVersion << "\n";
+      return kExitOk;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "gnnprof: internal error: " << e.what() << "\n";
+    return kExitWriteError;
+  }
+  return kExitBadInput;
+}

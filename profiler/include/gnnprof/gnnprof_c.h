@@ -1,0 +1,66 @@
+/* gnnprof/gnnprof_c.h — the C ABI of gnnprof.
+ *
+ * For the injected preload library, ctypes and other languages. Every function is noexcept in
+ * C++ terms: no exception ever crosses this boundary, and a call on a disabled or stopped
+ * session is a cheap no-op. Names passed in are copied at registration; ids are stable for
+ * the life of the process.
+ *
+ *   gnnprof_site_t fwd = gnnprof_stage_site("forward", NULL);
+ *   gnnprof_stage_begin(fwd);
+ *   run_forward();
+ *   gnnprof_stage_end();
+ *   gnnprof_step();
+ */
+#ifndef GNNPROF_GNNPROF_C_H_
+#define GNNPROF_GNNPROF_C_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define GNNPROF_C_API __attribute__((visibility("default")))
+#else
+#define GNNPROF_C_API
+#endif
+
+typedef uint32_t gnnprof_site_t; /* 0 means "no site" */
+
+/* Directions, host memory kinds and copy modes for gnnprof_transfer(). */
+enum { GNNPROF_H2D = 0, GNNPROF_D2H = 1, GNNPROF_D2D = 2, GNNPROF_H2H = 3 };
+enum { GNNPROF_PAGEABLE = 0, GNNPROF_PINNED = 1, GNNPROF_NO_HOST_MEMORY = 2 };
+enum { GNNPROF_SYNC = 0, GNNPROF_ASYNC = 1 };
+
+/* Session. start() reads the environment (GNNPROF_ENABLED, GNNPROF_OUTPUT, ...); returns 0 on
+ * success or when already running, 1 when disabled, -1 on error. stop() drains, writes the
+ * profile and returns 0, or -1 when the profile could not be written (one warning on stderr). */
+GNNPROF_C_API int gnnprof_start(void);
+GNNPROF_C_API int gnnprof_stop(void);
+GNNPROF_C_API int gnnprof_is_running(void);
+
+/* Interned sites for run-time names. category may be NULL (derived from the name). */
+GNNPROF_C_API gnnprof_site_t gnnprof_stage_site(const char* name, const char* category);
+GNNPROF_C_API gnnprof_site_t gnnprof_counter_site(const char* name);
+
+/* Ranges nest per thread; end() closes the innermost range begun by begin(). */
+GNNPROF_C_API int gnnprof_stage_begin(gnnprof_site_t site);
+GNNPROF_C_API void gnnprof_stage_end(void);
+
+/* Iteration boundary: ends the open iteration (if any) and begins the next. */
+GNNPROF_C_API void gnnprof_step(void);
+/* Ends the open iteration without beginning another (e.g. before validation). */
+GNNPROF_C_API void gnnprof_step_end(void);
+
+GNNPROF_C_API void gnnprof_transfer(uint64_t bytes, int direction, int host_memory, int mode,
+                                    uint64_t duration_ns);
+GNNPROF_C_API void gnnprof_materialize(uint64_t rows, uint64_t bytes);
+GNNPROF_C_API void gnnprof_counter(gnnprof_site_t site, double value);
+GNNPROF_C_API void gnnprof_set_thread_name(const char* name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GNNPROF_GNNPROF_C_H_ */

@@ -1,0 +1,172 @@
+// gnnprof/profile.h — the profile: what a session measured, aggregated, in plain structs.
+//
+// A Profile is what the collector produces when it drains, what `gnnprof.profile/1` JSON holds
+// (docs/profile-schema.md, field by field), and what every reporter renders. All durations and
+// timestamps are integer nanoseconds; timestamps are relative to the session start
+// (run.start_monotonic_ns gives the absolute CLOCK_MONOTONIC origin).
+//
+//   gnnprof::Result<gnnprof::Profile> p = gnnprof::read_profile_file("run.json");
+//   for (const auto& s : p->stages) std::cout << s.name << " " << s.total_ns << "\n";
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gnnprof {
+
+inline constexpr const char* kProfileSchema = "gnnprof.profile/1";
+
+struct ToolInfo {
+  std::string name = "gnnprof";
+  std::string version;
+};
+
+struct RunInfo {
+  std::vector<std::string> command;
+  std::int64_t pid = 0;
+  std::string host;
+  std::string cwd;
+  std::string start_time;              ///< ISO 8601 UTC, e.g. 2026-11-21T13:48:46Z
+  std::int64_t start_unix_ns = 0;      ///< CLOCK_REALTIME at session start
+  std::int64_t start_monotonic_ns = 0; ///< CLOCK_MONOTONIC at session start (the time origin)
+  std::optional<std::int64_t> rank, local_rank, world_size;
+};
+
+/// How raw timestamps became nanoseconds (docs/architecture.md, "Clock").
+struct ClockInfo {
+  std::string source;          ///< "tsc" or "clock_monotonic"
+  double ticks_per_ns = 1.0;   ///< measured over calibration_ns
+  std::int64_t calibration_ns = 0;
+};
+
+/// One data source and whether it ran; `reason` says why not.
+struct CollectorInfo {
+  std::string name;
+  bool enabled = false;
+  std::string reason;
+};
+
+struct ThreadInfo {
+  std::uint32_t index = 0;  ///< stable within the profile; referenced by other sections
+  std::int64_t tid = 0;     ///< OS thread id
+  std::string name;
+  std::uint64_t recorded_events = 0;
+  std::uint64_t dropped_events = 0;
+};
+
+struct StageThreadStats {
+  std::uint32_t thread = 0;
+  std::uint64_t hits = 0;
+  std::int64_t total_ns = 0;
+  std::int64_t self_ns = 0;
+};
+
+/// A stage aggregated over all threads and call sites with the same (name, category).
+struct StageStats {
+  std::string name;
+  std::string category;      ///< data | compute | sync | comm | function | user | ...
+  std::uint64_t hits = 0;
+  std::int64_t total_ns = 0; ///< inclusive
+  std::int64_t self_ns = 0;  ///< nested stages excluded
+  std::int64_t mean_ns = 0;  ///< per hit
+  std::int64_t p50_ns = 0, p90_ns = 0, max_ns = 0;  ///< per hit
+  double pct_wall = 0.0;     ///< total_ns / wall_ns * 100 (threads add up; may exceed 100)
+  std::vector<StageThreadStats> by_thread;
+};
+
+/// Iteration `index` spans [begin_ns, begin_ns + wall_ns) between two GNNPROF_STEP marks.
+struct IterationStats {
+  std::uint64_t index = 0;
+  std::int64_t begin_ns = 0;
+  std::int64_t wall_ns = 0;
+  bool complete = true;  ///< false: still open when the session stopped
+  std::map<std::string, std::int64_t> stages;         ///< loop thread, inclusive ns by stage
+  std::map<std::string, std::int64_t> other_threads;  ///< other threads, inclusive ns by stage
+  std::int64_t unattributed_ns = 0;  ///< wall minus top-level stages on the loop thread
+};
+
+struct LineStats {
+  std::string file;
+  std::uint32_t line = 0;
+  std::string function;
+  std::string code;   ///< the statement text as written in the macro
+  std::string stage;  ///< innermost stage around the line at its first hit, or ""
+  std::uint64_t hits = 0;
+  std::int64_t total_ns = 0;
+  std::int64_t max_ns = 0;
+};
+
+/// Copies grouped by where they happened and how.
+struct TransferStats {
+  std::string stage;  ///< innermost stage, or ""
+  std::string file;   ///< innermost GNNPROF_LINE, or ""
+  std::uint32_t line = 0;
+  std::string direction;  ///< h2d | d2h | d2d | h2h
+  std::string memory;     ///< pinned | pageable | none
+  std::string mode;       ///< sync | async
+  std::uint64_t count = 0;
+  std::uint64_t bytes = 0;
+  std::int64_t total_ns = 0;  ///< sum of reported copy durations (0 when not measured)
+};
+
+struct MaterializationStats {
+  std::string name;   ///< GNNPROF_MATERIALIZE name, or "" for record_materialization()
+  std::string stage;
+  std::string file;
+  std::uint32_t line = 0;
+  std::uint64_t hits = 0;
+  std::uint64_t rows = 0;
+  std::uint64_t bytes = 0;
+};
+
+struct CounterStats {
+  std::string name;
+  std::uint64_t samples = 0;
+  double min = 0, max = 0, mean = 0, last = 0;
+};
+
+/// One raw event kept for timeline views (Chrome trace); capped by config.
+struct TimelineEvent {
+  std::uint32_t thread = 0;
+  std::string kind;  ///< stage | line | transfer | materialize | counter | step
+  std::string name;
+  std::int64_t ts_ns = 0;
+  std::int64_t dur_ns = 0;
+  double value = 0;  ///< bytes, rows or counter value
+};
+
+struct Diagnostic {
+  std::string id;        ///< stable, e.g. "pageable-h2d"
+  std::string severity;  ///< info | warning | error
+  std::string message;
+  std::map<std::string, double> evidence;
+};
+
+struct Profile {
+  std::string schema = kProfileSchema;
+  ToolInfo tool;
+  RunInfo run;
+  ClockInfo clock;
+  std::vector<CollectorInfo> collectors;
+  std::int64_t wall_ns = 0;
+  std::uint32_t main_thread = 0;
+  std::int64_t unattributed_ns = 0;  ///< wall minus top-level stages on the main thread
+  std::uint64_t recorded_events = 0;
+  std::uint64_t dropped_events = 0;
+  std::vector<ThreadInfo> threads;
+  std::vector<StageStats> stages;
+  std::vector<IterationStats> iterations;
+  std::uint64_t iterations_dropped = 0;
+  std::vector<LineStats> lines;
+  std::vector<TransferStats> transfers;
+  std::vector<MaterializationStats> materializations;
+  std::vector<CounterStats> counters;
+  std::vector<TimelineEvent> timeline;
+  std::uint64_t timeline_dropped = 0;
+  std::vector<Diagnostic> diagnostics;
+};
+
+}  // namespace gnnprof

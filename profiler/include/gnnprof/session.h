@@ -1,0 +1,70 @@
+// gnnprof/session.h — start, stop and configure a profiling session.
+//
+// A session starts explicitly with start(), or lazily on the first instrumented event with the
+// configuration from the environment. It drains per-thread buffers on a background thread and
+// writes the profile at stop() or at process exit.
+//
+//   gnnprof::Config cfg = gnnprof::Config::from_env();
+//   cfg.output = "train.gnnprof.json";
+//   gnnprof::start(cfg);
+//   ... instrumented loop ...
+//   gnnprof::stop();   // drains and writes train.gnnprof.json
+//
+// Environment (each overrides the default; see docs/architecture.md):
+//   GNNPROF_ENABLED=0|1        0: record nothing, write nothing
+//   GNNPROF_OUTPUT=path        profile file; default gnnprof-<pid>.json in the working directory
+//   GNNPROF_BUFFER_EVENTS=N    per-thread ring capacity in events (rounded up to a power of 2)
+//   GNNPROF_MAX_THREADS=N      threads with a buffer; events of further threads are dropped
+//   GNNPROF_TIMELINE_EVENTS=N  raw events kept for timeline views
+//   GNNPROF_QUIET=1            no "profile written" line on stderr (warnings still print)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "gnnprof/profile.h"
+#include "gnnprof/result.h"
+
+namespace gnnprof {
+
+struct Config {
+  bool enabled = true;
+  std::string output;  ///< "" means gnnprof-<pid>.json
+  /// Events per thread ring. 16384 x 48 B = 768 KiB per thread; at the default drain period
+  /// a thread may record ~1.6 M events/s before it drops any.
+  std::size_t buffer_events = 16384;
+  /// Threads that get a ring. Cap on ring memory: max_threads x buffer_events x 48 B
+  /// (256 x 768 KiB = 192 MiB worst case; typical loops use 2-8 threads).
+  std::size_t max_threads = 256;
+  std::uint32_t drain_interval_ms = 10;
+  std::size_t timeline_events = 50000;
+  std::size_t max_iterations = 1000000;
+  bool drainer_thread = true;   ///< false: drain only in snapshot()/stop() (tests)
+  bool write_at_stop = true;    ///< false: stop() writes nothing (tests, in-process use)
+  bool flush_at_exit = true;    ///< register an atexit flush
+  bool quiet = false;
+
+  /// Defaults overridden by the GNNPROF_* environment variables above.
+  static Config from_env();
+};
+
+/// Starts a session. No-op (ok) when one is running; ok and inactive when cfg.enabled is false.
+Status start(const Config& cfg = Config::from_env());
+
+/// Stops the session: drains every buffer, builds the profile and writes it (if configured).
+/// Ok when no session runs. On a write error the message is also printed once on stderr.
+Status stop();
+
+/// Drains now and returns the profile so far; the session keeps running.
+Result<Profile> snapshot();
+
+bool is_running() noexcept;
+
+/// Names the calling thread in the profile (copied; at most 31 bytes are kept).
+void set_thread_name(const char* name) noexcept;
+
+/// The output path a session with this config writes to.
+std::string resolved_output_path(const Config& cfg);
+
+}  // namespace gnnprof

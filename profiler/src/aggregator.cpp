@@ -1,0 +1,339 @@
+#include "aggregator.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace gnnprof::detail {
+
+namespace {
+
+const char* kind_name(EventKind k) {
+  switch (k) {
+    case EventKind::kStage: return "stage";
+    case EventKind::kLine: return "line";
+    case EventKind::kTransfer: return "transfer";
+    case EventKind::kMaterialize: return "materialize";
+    case EventKind::kCounter: return "counter";
+    case EventKind::kStep: return "step";
+    case EventKind::kStepEnd: return "step_end";
+  }
+  return "unknown";
+}
+
+const SiteInfo& site_or_empty(const std::vector<SiteInfo>& sites, std::uint32_t id) {
+  static const SiteInfo kEmpty;
+  return id < sites.size() ? sites[id] : kEmpty;
+}
+
+}  // namespace
+
+void Aggregator::note_thread(std::uint32_t index, std::int64_t tid, const char* name,
+                             std::uint64_t dropped) {
+  ThreadMeta& t = threads_[index];
+  t.tid = tid;
+  if (name != nullptr && name[0] != '\0') t.name = name;
+  t.dropped = dropped;
+}
+
+void Aggregator::keep_timeline(std::uint32_t thread, std::uint32_t site, EventKind kind,
+                               std::int64_t ts, std::int64_t dur, double value) {
+  if (timeline_.size() < opt_.timeline_events)
+    timeline_.push_back(RawTimeline{thread, site, kind, ts, dur, value});
+  else
+    ++timeline_dropped_;
+}
+
+void Aggregator::consume(std::uint32_t thread, const RawEvent& e) {
+  ++recorded_;
+  ++threads_[thread].recorded;
+  switch (e.kind) {
+    case EventKind::kStage:
+      on_stage(thread, e);
+      break;
+    case EventKind::kLine: {
+      std::int64_t ts = clock_.to_ns(e.t0);
+      std::int64_t dur = clock_.ticks_to_ns(e.t1 - e.t0);
+      LineAgg& l = lines_[e.site];
+      if (l.hits == 0) l.stage = e.ctx;
+      ++l.hits;
+      l.total += dur;
+      l.max = std::max(l.max, dur);
+      keep_timeline(thread, e.site, e.kind, ts, dur, 0);
+      break;
+    }
+    case EventKind::kTransfer: {
+      TransferAgg& t = transfers_[{e.ctx, e.line_ctx, e.flags}];
+      ++t.count;
+      t.bytes += e.a;
+      t.total += static_cast<std::int64_t>(e.t1);
+      keep_timeline(thread, e.ctx, e.kind, clock_.to_ns(e.t0), static_cast<std::int64_t>(e.t1),
+                    static_cast<double>(e.a));
+      break;
+    }
+    case EventKind::kMaterialize: {
+      MaterializeAgg& m = materialize_[{e.site, e.ctx, e.line_ctx}];
+      ++m.hits;
+      m.rows += e.a;
+      m.bytes += e.b;
+      keep_timeline(thread, e.site != 0 ? e.site : e.ctx, e.kind, clock_.to_ns(e.t0), 0,
+                    static_cast<double>(e.b));
+      break;
+    }
+    case EventKind::kCounter: {
+      double v = 0;
+      std::memcpy(&v, &e.a, sizeof(double));
+      CounterAgg& c = counters_[e.site];
+      if (c.samples == 0) c.min = c.max = v;
+      ++c.samples;
+      c.min = std::min(c.min, v);
+      c.max = std::max(c.max, v);
+      c.sum += v;
+      c.last = v;
+      keep_timeline(thread, e.site, e.kind, clock_.to_ns(e.t0), 0, v);
+      break;
+    }
+    case EventKind::kStep:
+    case EventKind::kStepEnd: {
+      std::int64_t ts = clock_.to_ns(e.t0);
+      on_mark(thread, ts, e.kind == EventKind::kStep);
+      keep_timeline(thread, 0, e.kind, ts, 0, 0);
+      break;
+    }
+  }
+}
+
+void Aggregator::on_stage(std::uint32_t thread, const RawEvent& e) {
+  std::int64_t begin = clock_.to_ns(e.t0);
+  std::int64_t dur = clock_.ticks_to_ns(e.t1 - e.t0);
+  std::int64_t self = std::min(dur, clock_.ticks_to_ns(e.a));
+  StageAgg& s = stages_[e.site];
+  ++s.hits;
+  s.total += dur;
+  s.self += self;
+  s.max = std::max(s.max, dur);
+  s.hist.add(dur);
+  StageThread& st = s.threads[thread];
+  ++st.hits;
+  st.total += dur;
+  st.self += self;
+  bool top = e.depth == 0;
+  if (top) st.top_level += dur;
+  keep_timeline(thread, e.site, e.kind, begin, dur, static_cast<double>(e.depth));
+
+  Pending p{thread, e.site, begin, dur, top};
+  if (have_boundary_ && begin < last_boundary_) {
+    assign(p);
+    return;
+  }
+  pending_.push_back(p);
+  if (pending_.size() > opt_.max_pending) {
+    // No iteration mark for over max_pending stage events: assign what is waiting to the open
+    // iteration (where almost all of it belongs), or to none if no iteration is open, so that
+    // memory stays bounded in loops that never call GNNPROF_STEP.
+    bool open = !iters_.empty() && iters_.back().end < 0;
+    if (open)
+      for (const Pending& q : pending_) {
+        Iter& it = iters_.back();
+        auto& m = (static_cast<int>(q.thread) == loop_thread_) ? it.loop : it.other;
+        m[q.site] += q.dur;
+        if (q.top_level && static_cast<int>(q.thread) == loop_thread_) it.loop_top_level += q.dur;
+      }
+    pending_.clear();
+  }
+}
+
+void Aggregator::assign_into(std::vector<Iter>& iters, int loop_thread, const Pending& p) {
+  auto it = std::upper_bound(iters.begin(), iters.end(), p.begin,
+                             [](std::int64_t t, const Iter& x) { return t < x.begin; });
+  if (it == iters.begin()) return;  // before the first iteration
+  Iter& target = *(it - 1);
+  if (target.end >= 0 && p.begin >= target.end) return;  // between iterations
+  bool loop = static_cast<int>(p.thread) == loop_thread;
+  (loop ? target.loop : target.other)[p.site] += p.dur;
+  if (loop && p.top_level) target.loop_top_level += p.dur;
+}
+
+void Aggregator::assign(const Pending& p) { assign_into(iters_, loop_thread_, p); }
+
+void Aggregator::on_mark(std::uint32_t thread, std::int64_t ts, bool begin_next) {
+  // Marks are expected from one thread in time order; a mark earlier than the last boundary
+  // (another thread's) would break the sorted iteration list and is ignored.
+  if (have_boundary_ && ts < last_boundary_) return;
+  if (loop_thread_ < 0) loop_thread_ = static_cast<int>(thread);
+  if (!iters_.empty() && iters_.back().end < 0) iters_.back().end = ts;
+  if (begin_next) {
+    if (iters_.size() < opt_.max_iterations) {
+      Iter it;
+      it.begin = ts;
+      iters_.push_back(std::move(it));
+    } else {
+      ++iterations_dropped_;
+    }
+  }
+  have_boundary_ = true;
+  last_boundary_ = ts;
+  std::size_t keep = 0;
+  for (std::size_t i = 0; i < pending_.size(); ++i) {
+    if (pending_[i].begin < last_boundary_)
+      assign(pending_[i]);
+    else
+      pending_[keep++] = pending_[i];
+  }
+  pending_.resize(keep);
+}
+
+Profile Aggregator::build(const std::vector<SiteInfo>& sites, std::int64_t end_ns) const {
+  Profile p;
+  p.wall_ns = end_ns;
+  p.recorded_events = recorded_;
+
+  std::uint64_t dropped = sink_dropped_;
+  for (const auto& [index, t] : threads_) {
+    ThreadInfo ti;
+    ti.index = index;
+    ti.tid = t.tid;
+    ti.name = t.name;
+    ti.recorded_events = t.recorded;
+    ti.dropped_events = t.dropped;
+    dropped += t.dropped;
+    p.threads.push_back(std::move(ti));
+  }
+  p.dropped_events = dropped;
+
+  // Main thread: the one that marks iterations; else the one that started the session; else
+  // the one with the most top-level stage time.
+  int main = loop_thread_;
+  if (main < 0 && main_hint_ >= 0 && threads_.count(static_cast<std::uint32_t>(main_hint_)) != 0)
+    main = main_hint_;
+  if (main < 0) {
+    std::map<std::uint32_t, std::int64_t> top;
+    for (const auto& [id, s] : stages_)
+      for (const auto& [t, st] : s.threads) top[t] += st.top_level;
+    std::int64_t best = -1;
+    for (const auto& [t, v] : top)
+      if (v > best) {
+        best = v;
+        main = static_cast<int>(t);
+      }
+  }
+  p.main_thread = main < 0 ? 0 : static_cast<std::uint32_t>(main);
+
+  std::int64_t main_top = 0;
+  for (const auto& [id, s] : stages_) {
+    const SiteInfo& info = site_or_empty(sites, id);
+    StageStats st;
+    st.name = info.name;
+    st.category = info.category;
+    st.hits = s.hits;
+    st.total_ns = s.total;
+    st.self_ns = s.self;
+    st.mean_ns = s.hits != 0 ? s.total / static_cast<std::int64_t>(s.hits) : 0;
+    st.p50_ns = std::min(s.hist.quantile(0.5), s.max);
+    st.p90_ns = std::min(s.hist.quantile(0.9), s.max);
+    st.max_ns = s.max;
+    st.pct_wall = end_ns > 0 ? 100.0 * static_cast<double>(s.total) / static_cast<double>(end_ns) : 0.0;
+    for (const auto& [t, ts] : s.threads) {
+      st.by_thread.push_back(StageThreadStats{t, ts.hits, ts.total, ts.self});
+      if (t == p.main_thread) main_top += ts.top_level;
+    }
+    p.stages.push_back(std::move(st));
+  }
+  std::stable_sort(p.stages.begin(), p.stages.end(), [](const StageStats& a, const StageStats& b) {
+    if (a.total_ns != b.total_ns) return a.total_ns > b.total_ns;
+    return a.name < b.name;
+  });
+  p.unattributed_ns = std::max<std::int64_t>(0, end_ns - main_top);
+
+  // Iterations: close the open one at end_ns and place the events still waiting for a mark.
+  std::vector<Iter> iters = iters_;
+  bool last_open = !iters.empty() && iters.back().end < 0;
+  if (last_open) iters.back().end = std::max(end_ns, iters.back().begin);
+  for (const Pending& q : pending_) assign_into(iters, loop_thread_, q);
+  for (std::size_t i = 0; i < iters.size(); ++i) {
+    const Iter& it = iters[i];
+    IterationStats is;
+    is.index = i;
+    is.begin_ns = it.begin;
+    is.wall_ns = it.end - it.begin;
+    is.complete = !(last_open && i + 1 == iters.size());
+    for (const auto& [id, ns] : it.loop) is.stages[site_or_empty(sites, id).name] += ns;
+    for (const auto& [id, ns] : it.other) is.other_threads[site_or_empty(sites, id).name] += ns;
+    is.unattributed_ns = std::max<std::int64_t>(0, is.wall_ns - it.loop_top_level);
+    p.iterations.push_back(std::move(is));
+  }
+  p.iterations_dropped = iterations_dropped_;
+
+  for (const auto& [id, l] : lines_) {
+    const SiteInfo& info = site_or_empty(sites, id);
+    LineStats ls;
+    ls.file = info.file;
+    ls.line = info.line;
+    ls.function = info.function;
+    ls.code = info.code;
+    ls.stage = site_or_empty(sites, l.stage).name;
+    ls.hits = l.hits;
+    ls.total_ns = l.total;
+    ls.max_ns = l.max;
+    p.lines.push_back(std::move(ls));
+  }
+  std::sort(p.lines.begin(), p.lines.end(), [](const LineStats& a, const LineStats& b) {
+    return std::tie(a.file, a.function, a.line) < std::tie(b.file, b.function, b.line);
+  });
+
+  static const char* kDir[] = {"h2d", "d2h", "d2d", "h2h"};
+  static const char* kMem[] = {"pageable", "pinned", "none", "none"};
+  for (const auto& [key, t] : transfers_) {
+    const auto& [stage, line, flags] = key;
+    TransferStats ts;
+    ts.stage = site_or_empty(sites, stage).name;
+    const SiteInfo& li = site_or_empty(sites, line);
+    ts.file = li.file;
+    ts.line = li.line;
+    ts.direction = kDir[flags & 3];
+    ts.memory = kMem[(flags >> 2) & 3];
+    ts.mode = ((flags >> 4) & 1) != 0 ? "async" : "sync";
+    ts.count = t.count;
+    ts.bytes = t.bytes;
+    ts.total_ns = t.total;
+    p.transfers.push_back(std::move(ts));
+  }
+  for (const auto& [key, m] : materialize_) {
+    const auto& [site, stage, line] = key;
+    MaterializationStats ms;
+    const SiteInfo& si = site_or_empty(sites, site);
+    ms.name = si.name;
+    ms.stage = site_or_empty(sites, stage).name;
+    const SiteInfo& li = site != 0 ? si : site_or_empty(sites, line);
+    ms.file = li.file;
+    ms.line = li.line;
+    ms.hits = m.hits;
+    ms.rows = m.rows;
+    ms.bytes = m.bytes;
+    p.materializations.push_back(std::move(ms));
+  }
+  for (const auto& [id, c] : counters_) {
+    CounterStats cs;
+    cs.name = site_or_empty(sites, id).name;
+    cs.samples = c.samples;
+    cs.min = c.min;
+    cs.max = c.max;
+    cs.mean = c.samples != 0 ? c.sum / static_cast<double>(c.samples) : 0;
+    cs.last = c.last;
+    p.counters.push_back(std::move(cs));
+  }
+  for (const RawTimeline& r : timeline_) {
+    TimelineEvent te;
+    te.thread = r.thread;
+    te.kind = kind_name(r.kind);
+    const SiteInfo& si = site_or_empty(sites, r.site);
+    te.name = !si.name.empty() ? si.name : si.code;
+    te.ts_ns = r.ts;
+    te.dur_ns = r.dur;
+    te.value = r.value;
+    p.timeline.push_back(std::move(te));
+  }
+  p.timeline_dropped = timeline_dropped_;
+  return p;
+}
+
+}  // namespace gnnprof::detail

@@ -1,0 +1,128 @@
+// aggregator.h — turns drained raw events into the statistics of a Profile.
+//
+// It runs on the drainer thread (or in stop()/snapshot()), never on the hot path, so it may
+// allocate. Memory grows with the number of distinct sites, threads and iterations, not with
+// the number of events: per-hit distributions are histograms, the timeline is capped.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "clock.h"
+#include "gnnprof/profile.h"
+#include "histogram.h"
+#include "raw_event.h"
+#include "site_registry.h"
+
+namespace gnnprof::detail {
+
+struct AggregatorOptions {
+  std::size_t timeline_events = 50000;
+  std::size_t max_iterations = 1000000;
+  /// Stage events waiting for the iteration mark that decides their iteration; past this
+  /// they are assigned to the open iteration (or none) at once. See assign_pending().
+  std::size_t max_pending = 1u << 20;
+};
+
+class Aggregator {
+ public:
+  explicit Aggregator(AggregatorOptions options) : opt_(options) {}
+
+  /// Conversion used for events consumed from now on (refined by the drainer every pass).
+  void set_clock(const ClockConverter& clock) { clock_ = clock; }
+  const ClockConverter& clock() const { return clock_; }
+
+  void consume(std::uint32_t thread, const RawEvent& e);
+  void note_thread(std::uint32_t index, std::int64_t tid, const char* name, std::uint64_t dropped);
+  void note_sink_drops(std::uint64_t dropped) { sink_dropped_ = dropped; }
+  void set_main_thread_hint(int thread) { main_hint_ = thread; }
+
+  /// The profile as of `end_ns` (ns since the origin). Does not change the aggregator.
+  Profile build(const std::vector<SiteInfo>& sites, std::int64_t end_ns) const;
+
+  std::uint64_t recorded() const { return recorded_; }
+
+ private:
+  struct StageThread {
+    std::uint64_t hits = 0;
+    std::int64_t total = 0, self = 0, top_level = 0;
+  };
+  struct StageAgg {
+    std::uint64_t hits = 0;
+    std::int64_t total = 0, self = 0, max = 0;
+    LogHistogram hist;
+    std::map<std::uint32_t, StageThread> threads;
+  };
+  struct LineAgg {
+    std::uint64_t hits = 0;
+    std::int64_t total = 0, max = 0;
+    std::uint32_t stage = 0;
+  };
+  struct TransferAgg {
+    std::uint64_t count = 0, bytes = 0;
+    std::int64_t total = 0;
+  };
+  struct MaterializeAgg {
+    std::uint64_t hits = 0, rows = 0, bytes = 0;
+  };
+  struct CounterAgg {
+    std::uint64_t samples = 0;
+    double min = 0, max = 0, sum = 0, last = 0;
+  };
+  struct Iter {
+    std::int64_t begin = 0;
+    std::int64_t end = -1;  // -1: open
+    std::map<std::uint32_t, std::int64_t> loop, other;
+    std::int64_t loop_top_level = 0;
+  };
+  struct Pending {
+    std::uint32_t thread, site;
+    std::int64_t begin, dur;
+    bool top_level;
+  };
+  struct RawTimeline {
+    std::uint32_t thread, site;
+    EventKind kind;
+    std::int64_t ts, dur;
+    double value;
+  };
+  struct ThreadMeta {
+    std::int64_t tid = 0;
+    std::string name;
+    std::uint64_t recorded = 0, dropped = 0;
+  };
+
+  void on_stage(std::uint32_t thread, const RawEvent& e);
+  void on_mark(std::uint32_t thread, std::int64_t ts, bool begin_next);
+  void assign(const Pending& p);
+  static void assign_into(std::vector<Iter>& iters, int loop_thread, const Pending& p);
+  void keep_timeline(std::uint32_t thread, std::uint32_t site, EventKind kind, std::int64_t ts,
+                     std::int64_t dur, double value);
+
+  AggregatorOptions opt_;
+  ClockConverter clock_;
+  std::uint64_t recorded_ = 0;
+  std::uint64_t sink_dropped_ = 0;
+  int main_hint_ = -1;
+  std::map<std::uint32_t, ThreadMeta> threads_;
+  std::map<std::uint32_t, StageAgg> stages_;
+  std::map<std::uint32_t, LineAgg> lines_;
+  // (stage, line, flags)
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint8_t>, TransferAgg> transfers_;
+  // (site, stage, line)
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, MaterializeAgg> materialize_;
+  std::map<std::uint32_t, CounterAgg> counters_;
+  std::vector<Iter> iters_;
+  std::uint64_t iterations_dropped_ = 0;
+  bool have_boundary_ = false;
+  std::int64_t last_boundary_ = 0;
+  int loop_thread_ = -1;
+  std::vector<Pending> pending_;
+  std::vector<RawTimeline> timeline_;
+  std::uint64_t timeline_dropped_ = 0;
+};
+
+}  // namespace gnnprof::detail

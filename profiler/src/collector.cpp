@@ -1,0 +1,249 @@
+// collector.cpp — the hot path: stage/line ranges and instant events into per-thread rings.
+#include "collector.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <new>
+
+#include "clock.h"
+#include "gnnprof/gnnprof.h"
+
+namespace gnnprof::detail {
+
+std::atomic<int> g_state{kUninit};
+
+namespace {
+
+// initial-exec: the buffer pointer is one %fs-relative load, also when the core is linked
+// into a shared object (the preload library), instead of a __tls_get_addr call.
+__attribute__((tls_model("initial-exec"))) thread_local ThreadBuffer* t_buffer = nullptr;
+// Set once the thread's TLS destructors ran; later events of that thread are not recorded.
+__attribute__((tls_model("initial-exec"))) thread_local bool t_exiting = false;
+
+struct RetireGuard {
+  ThreadBuffer* buffer = nullptr;
+  ~RetireGuard() {
+    t_exiting = true;
+    t_buffer = nullptr;
+    if (buffer != nullptr && !buffer->is_sink()) buffer->retired.store(true, std::memory_order_release);
+  }
+};
+
+void arm_retire_guard(ThreadBuffer* b) {
+  static thread_local RetireGuard guard;
+  guard.buffer = b;
+}
+
+ThreadBuffer* acquire_slow() noexcept {
+  if (t_exiting) return nullptr;
+  int s = g_state.load(std::memory_order_acquire);
+  if (s == kUninit) {
+    lazy_start();
+    s = g_state.load(std::memory_order_acquire);
+  }
+  if (s != kRunning) return nullptr;
+  ThreadBuffer* b = buffer_registry().attach_current_thread();
+  if (b == nullptr) return nullptr;
+  try {
+    arm_retire_guard(b);
+  } catch (...) {
+  }
+  t_buffer = b;
+  return b;
+}
+
+inline ThreadBuffer* buffer_for_begin() noexcept {
+  ThreadBuffer* b = t_buffer;
+  return __builtin_expect(b != nullptr, 1) ? b : acquire_slow();
+}
+
+inline bool recording() noexcept { return g_state.load(std::memory_order_relaxed) == kRunning; }
+
+// Every begin on a real buffer pushes exactly one entry, so begin/end stay balanced for C
+// callers that ignore return values: past kMaxDepth the entry is only counted (depth goes on
+// rising, nothing is stored), and a site id of 0 pushes a transparent entry that records
+// nothing and leaves the stage/line context unchanged.
+inline bool push_range(std::uint32_t site, bool is_line) noexcept {
+  ThreadBuffer* b = buffer_for_begin();
+  if (b == nullptr) return false;
+  if (__builtin_expect(b->is_sink(), 0)) {
+    b->count_drop();  // the range's one event will not be recorded
+    return false;
+  }
+  int d = b->depth++;
+  if (__builtin_expect(d >= kMaxDepth, 0)) {
+    b->count_drop();
+    return true;
+  }
+  OpenRange& r = b->stack[d];
+  r.site = site;
+  r.child_ticks = 0;
+  r.prev_stage = static_cast<std::int16_t>(b->cur_stage);
+  r.prev_line = static_cast<std::int16_t>(b->cur_line);
+  r.stage_depth = b->cur_stage >= 0 ? b->stack[b->cur_stage].stage_depth + 1 : 0;
+  r.is_line = is_line;
+  if (site != 0) {
+    if (is_line)
+      b->cur_line = d;
+    else
+      b->cur_stage = d;
+  }
+  r.begin = raw_now();  // last: the range excludes its own bookkeeping
+  return true;
+}
+
+inline void pop_range() noexcept {
+  std::uint64_t now = raw_now();  // first: the range excludes its own bookkeeping
+  ThreadBuffer* b = t_buffer;
+  if (b == nullptr || b->depth == 0) return;  // unbalanced end: ignore
+  int d = --b->depth;
+  if (d >= kMaxDepth) return;  // counted as dropped at begin
+  OpenRange& r = b->stack[d];
+  b->cur_stage = r.prev_stage;
+  b->cur_line = r.prev_line;
+  if (r.site == 0) return;
+  std::uint64_t dur = now - r.begin;
+  if (!r.is_line && r.prev_stage >= 0) b->stack[r.prev_stage].child_ticks += dur;
+  if (!recording()) return;
+  RawEvent* e = b->reserve();
+  if (e == nullptr) return;
+  e->t0 = r.begin;
+  e->t1 = now;
+  e->a = r.is_line ? 0 : dur - (r.child_ticks < dur ? r.child_ticks : dur);
+  e->b = 0;
+  e->site = r.site;
+  e->ctx = r.prev_stage >= 0 ? b->stack[r.prev_stage].site : 0;
+  e->line_ctx = r.prev_line >= 0 ? b->stack[r.prev_line].site : 0;
+  e->kind = r.is_line ? EventKind::kLine : EventKind::kStage;
+  e->flags = 0;
+  e->depth = r.stage_depth;
+  b->commit();
+}
+
+/// Instant events: a slot stamped with the thread's current stage and line context.
+inline RawEvent* begin_instant(ThreadBuffer*& out) noexcept {
+  ThreadBuffer* b = buffer_for_begin();
+  if (b == nullptr || !recording()) return nullptr;
+  RawEvent* e = b->reserve();
+  if (e == nullptr) return nullptr;
+  e->t0 = raw_now();
+  e->t1 = 0;
+  e->a = 0;
+  e->b = 0;
+  e->site = 0;
+  e->ctx = b->cur_stage >= 0 ? b->stack[b->cur_stage].site : 0;
+  e->line_ctx = b->cur_line >= 0 ? b->stack[b->cur_line].site : 0;
+  e->flags = 0;
+  e->depth = 0;
+  out = b;
+  return e;
+}
+
+}  // namespace
+
+ThreadBuffer::ThreadBuffer(std::size_t capacity) : capacity_(capacity), mask_(0) {
+  if (capacity_ > 0) {
+    std::size_t c = 1;
+    while (c < capacity_) c <<= 1;
+    capacity_ = c;
+    mask_ = c - 1;
+    ring_.reset(new RawEvent[c]);
+  }
+}
+
+void BufferRegistry::configure(std::size_t buffer_events, std::size_t max_threads) noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  buffer_events_ = buffer_events < 16 ? 16 : buffer_events;
+  max_threads_ = max_threads;
+}
+
+ThreadBuffer* BufferRegistry::attach_current_thread() noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(mu_);
+    ThreadBuffer* b = nullptr;
+    for (auto& candidate : buffers_) {
+      if (candidate->retired.load(std::memory_order_acquire) &&
+          candidate->consumed() == candidate->published()) {
+        b = candidate.get();
+        break;
+      }
+    }
+    if (b == nullptr) {
+      if (buffers_.size() >= max_threads_) return &sink_;
+      buffers_.push_back(std::make_unique<ThreadBuffer>(buffer_events_));
+      b = buffers_.back().get();
+    }
+    b->depth = 0;
+    b->cur_stage = -1;
+    b->cur_line = -1;
+    b->index = next_index_++;
+    b->tid = static_cast<std::int64_t>(::syscall(SYS_gettid));
+    std::memset(b->name, 0, sizeof(b->name));
+    b->retired.store(false, std::memory_order_release);
+    return b;
+  } catch (...) {
+    return &sink_;  // out of memory: this thread's events are dropped and counted
+  }
+}
+
+BufferRegistry& buffer_registry() {
+  static auto* registry = new BufferRegistry();  // leaked on purpose, see class comment
+  return *registry;
+}
+
+ThreadBuffer* current_buffer() noexcept { return buffer_for_begin(); }
+
+int current_thread_index() noexcept {
+  ThreadBuffer* b = buffer_for_begin();
+  return (b == nullptr || b->is_sink()) ? -1 : static_cast<int>(b->index);
+}
+
+bool stage_begin(std::uint32_t site) noexcept { return push_range(site, false); }
+void stage_end() noexcept { pop_range(); }
+bool line_begin(std::uint32_t site) noexcept { return push_range(site, true); }
+void line_end() noexcept { pop_range(); }
+
+void step(bool begin_next) noexcept {
+  ThreadBuffer* b = nullptr;
+  RawEvent* e = begin_instant(b);
+  if (e == nullptr) return;
+  e->kind = begin_next ? EventKind::kStep : EventKind::kStepEnd;
+  b->commit();
+}
+
+void counter(std::uint32_t site, double value) noexcept {
+  if (site == 0) return;
+  ThreadBuffer* b = nullptr;
+  RawEvent* e = begin_instant(b);
+  if (e == nullptr) return;
+  e->kind = EventKind::kCounter;
+  e->site = site;
+  std::memcpy(&e->a, &value, sizeof(double));
+  b->commit();
+}
+
+void materialize(std::uint32_t site, std::uint64_t rows, std::uint64_t bytes) noexcept {
+  ThreadBuffer* b = nullptr;
+  RawEvent* e = begin_instant(b);
+  if (e == nullptr) return;
+  e->kind = EventKind::kMaterialize;
+  e->site = site;
+  e->a = rows;
+  e->b = bytes;
+  b->commit();
+}
+
+void transfer(std::uint64_t bytes, int dir, int mem, int mode, std::uint64_t duration_ns) noexcept {
+  ThreadBuffer* b = nullptr;
+  RawEvent* e = begin_instant(b);
+  if (e == nullptr) return;
+  e->kind = EventKind::kTransfer;
+  e->a = bytes;
+  e->t1 = duration_ns;
+  e->flags = pack_transfer_flags(dir, mem, mode);
+  b->commit();
+}
+
+}  // namespace gnnprof::detail

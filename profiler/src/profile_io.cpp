@@ -1,0 +1,437 @@
+// profile_io.cpp — gnnprof.profile/1 <-> Profile. Field order is fixed (ordered_json), so
+// write -> read -> write reproduces the document byte for byte.
+#include "gnnprof/profile_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+namespace gnnprof {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+json opt_int(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
+
+json to_json_stages(const std::map<std::string, std::int64_t>& m) {
+  json o = json::object();
+  for (const auto& [k, v] : m) o[k] = v;
+  return o;
+}
+
+json profile_json(const Profile& p) {
+  json j;
+  j["schema"] = p.schema;
+  j["tool"] = {{"name", p.tool.name}, {"version", p.tool.version}};
+  j["run"] = {{"command", p.run.command},
+              {"pid", p.run.pid},
+              {"host", p.run.host},
+              {"cwd", p.run.cwd},
+              {"start_time", p.run.start_time},
+              {"start_unix_ns", p.run.start_unix_ns},
+              {"start_monotonic_ns", p.run.start_monotonic_ns},
+              {"rank", opt_int(p.run.rank)},
+              {"local_rank", opt_int(p.run.local_rank)},
+              {"world_size", opt_int(p.run.world_size)}};
+  j["clock"] = {{"source", p.clock.source},
+                {"ticks_per_ns", p.clock.ticks_per_ns},
+                {"calibration_ns", p.clock.calibration_ns}};
+  j["collectors"] = json::array();
+  for (const auto& c : p.collectors)
+    j["collectors"].push_back({{"name", c.name}, {"enabled", c.enabled}, {"reason", c.reason}});
+  j["wall_ns"] = p.wall_ns;
+  j["main_thread"] = p.main_thread;
+  j["unattributed_ns"] = p.unattributed_ns;
+  j["recorded_events"] = p.recorded_events;
+  j["dropped_events"] = p.dropped_events;
+  j["threads"] = json::array();
+  for (const auto& t : p.threads)
+    j["threads"].push_back({{"index", t.index},
+                            {"tid", t.tid},
+                            {"name", t.name},
+                            {"recorded_events", t.recorded_events},
+                            {"dropped_events", t.dropped_events}});
+  j["stages"] = json::array();
+  for (const auto& s : p.stages) {
+    json bt = json::array();
+    for (const auto& t : s.by_thread)
+      bt.push_back({{"thread", t.thread}, {"hits", t.hits}, {"total_ns", t.total_ns}, {"self_ns", t.self_ns}});
+    j["stages"].push_back({{"name", s.name},
+                           {"category", s.category},
+                           {"hits", s.hits},
+                           {"total_ns", s.total_ns},
+                           {"self_ns", s.self_ns},
+                           {"mean_ns", s.mean_ns},
+                           {"p50_ns", s.p50_ns},
+                           {"p90_ns", s.p90_ns},
+                           {"max_ns", s.max_ns},
+                           {"pct_wall", s.pct_wall},
+                           {"by_thread", bt}});
+  }
+  j["iterations"] = json::array();
+  for (const auto& it : p.iterations)
+    j["iterations"].push_back({{"index", it.index},
+                               {"begin_ns", it.begin_ns},
+                               {"wall_ns", it.wall_ns},
+                               {"complete", it.complete},
+                               {"stages", to_json_stages(it.stages)},
+                               {"other_threads", to_json_stages(it.other_threads)},
+                               {"unattributed_ns", it.unattributed_ns}});
+  j["iterations_dropped"] = p.iterations_dropped;
+  j["lines"] = json::array();
+  for (const auto& l : p.lines)
+    j["lines"].push_back({{"file", l.file},
+                          {"line", l.line},
+                          {"function", l.function},
+                          {"code", l.code},
+                          {"stage", l.stage},
+                          {"hits", l.hits},
+                          {"total_ns", l.total_ns},
+                          {"max_ns", l.max_ns}});
+  j["transfers"] = json::array();
+  for (const auto& t : p.transfers)
+    j["transfers"].push_back({{"stage", t.stage},
+                              {"file", t.file},
+                              {"line", t.line},
+                              {"direction", t.direction},
+                              {"memory", t.memory},
+                              {"mode", t.mode},
+                              {"count", t.count},
+                              {"bytes", t.bytes},
+                              {"total_ns", t.total_ns}});
+  j["materializations"] = json::array();
+  for (const auto& m : p.materializations)
+    j["materializations"].push_back({{"name", m.name},
+                                     {"stage", m.stage},
+                                     {"file", m.file},
+                                     {"line", m.line},
+                                     {"hits", m.hits},
+                                     {"rows", m.rows},
+                                     {"bytes", m.bytes}});
+  j["counters"] = json::array();
+  for (const auto& c : p.counters)
+    j["counters"].push_back({{"name", c.name},
+                             {"samples", c.samples},
+                             {"min", c.min},
+                             {"max", c.max},
+                             {"mean", c.mean},
+                             {"last", c.last}});
+  j["timeline"] = json::array();
+  for (const auto& e : p.timeline)
+    j["timeline"].push_back({{"thread", e.thread},
+                             {"kind", e.kind},
+                             {"name", e.name},
+                             {"ts_ns", e.ts_ns},
+                             {"dur_ns", e.dur_ns},
+                             {"value", e.value}});
+  j["timeline_dropped"] = p.timeline_dropped;
+  j["diagnostics"] = json::array();
+  for (const auto& d : p.diagnostics) {
+    json ev = json::object();
+    for (const auto& [k, v] : d.evidence) ev[k] = v;
+    j["diagnostics"].push_back(
+        {{"id", d.id}, {"severity", d.severity}, {"message", d.message}, {"evidence", ev}});
+  }
+  return j;
+}
+
+// Reading: every access names the JSON path it failed at.
+struct Reader {
+  std::string origin;
+
+  [[noreturn]] void fail(const std::string& path, const std::string& what) const {
+    throw std::runtime_error(origin + ": " + path + ": " + what);
+  }
+  const json& field(const json& o, const char* key, const std::string& path) const {
+    if (!o.is_object()) fail(path, "expected an object");
+    auto it = o.find(key);
+    if (it == o.end()) fail(path, std::string("missing key \"") + key + "\"");
+    return *it;
+  }
+  template <typename T>
+  T get(const json& o, const char* key, const std::string& path) const {
+    const json& v = field(o, key, path);
+    try {
+      return v.get<T>();
+    } catch (const json::exception&) {
+      fail(path + "." + key, std::string("wrong type (") + v.type_name() + ")");
+    }
+  }
+  const json& array(const json& o, const char* key, const std::string& path) const {
+    const json& v = field(o, key, path);
+    if (!v.is_array()) fail(path + "." + key, "expected an array");
+    return v;
+  }
+  std::optional<std::int64_t> opt(const json& o, const char* key, const std::string& path) const {
+    const json& v = field(o, key, path);
+    if (v.is_null()) return std::nullopt;
+    if (!v.is_number_integer()) fail(path + "." + key, "expected an integer or null");
+    return v.get<std::int64_t>();
+  }
+  std::map<std::string, std::int64_t> stage_map(const json& o, const char* key, const std::string& path) const {
+    const json& v = field(o, key, path);
+    if (!v.is_object()) fail(path + "." + key, "expected an object");
+    std::map<std::string, std::int64_t> m;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      if (!it.value().is_number_integer()) fail(path + "." + key + "." + it.key(), "expected integer ns");
+      m[it.key()] = it.value().get<std::int64_t>();
+    }
+    return m;
+  }
+};
+
+Profile profile_from(const json& j, const Reader& r) {
+  Profile p;
+  const std::string root = "$";
+  p.schema = r.get<std::string>(j, "schema", root);
+  const json& tool = r.field(j, "tool", root);
+  p.tool.name = r.get<std::string>(tool, "name", "$.tool");
+  p.tool.version = r.get<std::string>(tool, "version", "$.tool");
+  const json& run = r.field(j, "run", root);
+  p.run.command = r.get<std::vector<std::string>>(run, "command", "$.run");
+  p.run.pid = r.get<std::int64_t>(run, "pid", "$.run");
+  p.run.host = r.get<std::string>(run, "host", "$.run");
+  p.run.cwd = r.get<std::string>(run, "cwd", "$.run");
+  p.run.start_time = r.get<std::string>(run, "start_time", "$.run");
+  p.run.start_unix_ns = r.get<std::int64_t>(run, "start_unix_ns", "$.run");
+  p.run.start_monotonic_ns = r.get<std::int64_t>(run, "start_monotonic_ns", "$.run");
+  p.run.rank = r.opt(run, "rank", "$.run");
+  p.run.local_rank = r.opt(run, "local_rank", "$.run");
+  p.run.world_size = r.opt(run, "world_size", "$.run");
+  const json& clock = r.field(j, "clock", root);
+  p.clock.source = r.get<std::string>(clock, "source", "$.clock");
+  p.clock.ticks_per_ns = r.get<double>(clock, "ticks_per_ns", "$.clock");
+  p.clock.calibration_ns = r.get<std::int64_t>(clock, "calibration_ns", "$.clock");
+  std::size_t i = 0;
+  for (const auto& c : r.array(j, "collectors", root)) {
+    std::string path = "$.collectors[" + std::to_string(i++) + "]";
+    p.collectors.push_back(CollectorInfo{r.get<std::string>(c, "name", path), r.get<bool>(c, "enabled", path),
+                                         r.get<std::string>(c, "reason", path)});
+  }
+  p.wall_ns = r.get<std::int64_t>(j, "wall_ns", root);
+  p.main_thread = r.get<std::uint32_t>(j, "main_thread", root);
+  p.unattributed_ns = r.get<std::int64_t>(j, "unattributed_ns", root);
+  p.recorded_events = r.get<std::uint64_t>(j, "recorded_events", root);
+  p.dropped_events = r.get<std::uint64_t>(j, "dropped_events", root);
+  i = 0;
+  for (const auto& t : r.array(j, "threads", root)) {
+    std::string path = "$.threads[" + std::to_string(i++) + "]";
+    ThreadInfo ti;
+    ti.index = r.get<std::uint32_t>(t, "index", path);
+    ti.tid = r.get<std::int64_t>(t, "tid", path);
+    ti.name = r.get<std::string>(t, "name", path);
+    ti.recorded_events = r.get<std::uint64_t>(t, "recorded_events", path);
+    ti.dropped_events = r.get<std::uint64_t>(t, "dropped_events", path);
+    p.threads.push_back(std::move(ti));
+  }
+  i = 0;
+  for (const auto& s : r.array(j, "stages", root)) {
+    std::string path = "$.stages[" + std::to_string(i++) + "]";
+    StageStats st;
+    st.name = r.get<std::string>(s, "name", path);
+    st.category = r.get<std::string>(s, "category", path);
+    st.hits = r.get<std::uint64_t>(s, "hits", path);
+    st.total_ns = r.get<std::int64_t>(s, "total_ns", path);
+    st.self_ns = r.get<std::int64_t>(s, "self_ns", path);
+    st.mean_ns = r.get<std::int64_t>(s, "mean_ns", path);
+    st.p50_ns = r.get<std::int64_t>(s, "p50_ns", path);
+    st.p90_ns = r.get<std::int64_t>(s, "p90_ns", path);
+    st.max_ns = r.get<std::int64_t>(s, "max_ns", path);
+    st.pct_wall = r.get<double>(s, "pct_wall", path);
+    std::size_t k = 0;
+    for (const auto& t : r.array(s, "by_thread", path)) {
+      std::string tp = path + ".by_thread[" + std::to_string(k++) + "]";
+      st.by_thread.push_back(StageThreadStats{r.get<std::uint32_t>(t, "thread", tp), r.get<std::uint64_t>(t, "hits", tp),
+                                              r.get<std::int64_t>(t, "total_ns", tp),
+                                              r.get<std::int64_t>(t, "self_ns", tp)});
+    }
+    p.stages.push_back(std::move(st));
+  }
+  i = 0;
+  for (const auto& it : r.array(j, "iterations", root)) {
+    std::string path = "$.iterations[" + std::to_string(i++) + "]";
+    IterationStats is;
+    is.index = r.get<std::uint64_t>(it, "index", path);
+    is.begin_ns = r.get<std::int64_t>(it, "begin_ns", path);
+    is.wall_ns = r.get<std::int64_t>(it, "wall_ns", path);
+    is.complete = r.get<bool>(it, "complete", path);
+    is.stages = r.stage_map(it, "stages", path);
+    is.other_threads = r.stage_map(it, "other_threads", path);
+    is.unattributed_ns = r.get<std::int64_t>(it, "unattributed_ns", path);
+    p.iterations.push_back(std::move(is));
+  }
+  p.iterations_dropped = r.get<std::uint64_t>(j, "iterations_dropped", root);
+  i = 0;
+  for (const auto& l : r.array(j, "lines", root)) {
+    std::string path = "$.lines[" + std::to_string(i++) + "]";
+    LineStats ls;
+    ls.file = r.get<std::string>(l, "file", path);
+    ls.line = r.get<std::uint32_t>(l, "line", path);
+    ls.function = r.get<std::string>(l, "function", path);
+    ls.code = r.get<std::string>(l, "code", path);
+    ls.stage = r.get<std::string>(l, "stage", path);
+    ls.hits = r.get<std::uint64_t>(l, "hits", path);
+    ls.total_ns = r.get<std::int64_t>(l, "total_ns", path);
+    ls.max_ns = r.get<std::int64_t>(l, "max_ns", path);
+    p.lines.push_back(std::move(ls));
+  }
+  i = 0;
+  for (const auto& t : r.array(j, "transfers", root)) {
+    std::string path = "$.transfers[" + std::to_string(i++) + "]";
+    TransferStats ts;
+    ts.stage = r.get<std::string>(t, "stage", path);
+    ts.file = r.get<std::string>(t, "file", path);
+    ts.line = r.get<std::uint32_t>(t, "line", path);
+    ts.direction = r.get<std::string>(t, "direction", path);
+    ts.memory = r.get<std::string>(t, "memory", path);
+    ts.mode = r.get<std::string>(t, "mode", path);
+    ts.count = r.get<std::uint64_t>(t, "count", path);
+    ts.bytes = r.get<std::uint64_t>(t, "bytes", path);
+    ts.total_ns = r.get<std::int64_t>(t, "total_ns", path);
+    p.transfers.push_back(std::move(ts));
+  }
+  i = 0;
+  for (const auto& m : r.array(j, "materializations", root)) {
+    std::string path = "$.materializations[" + std::to_string(i++) + "]";
+    MaterializationStats ms;
+    ms.name = r.get<std::string>(m, "name", path);
+    ms.stage = r.get<std::string>(m, "stage", path);
+    ms.file = r.get<std::string>(m, "file", path);
+    ms.line = r.get<std::uint32_t>(m, "line", path);
+    ms.hits = r.get<std::uint64_t>(m, "hits", path);
+    ms.rows = r.get<std::uint64_t>(m, "rows", path);
+    ms.bytes = r.get<std::uint64_t>(m, "bytes", path);
+    p.materializations.push_back(std::move(ms));
+  }
+  i = 0;
+  for (const auto& c : r.array(j, "counters", root)) {
+    std::string path = "$.counters[" + std::to_string(i++) + "]";
+    CounterStats cs;
+    cs.name = r.get<std::string>(c, "name", path);
+    cs.samples = r.get<std::uint64_t>(c, "samples", path);
+    cs.min = r.get<double>(c, "min", path);
+    cs.max = r.get<double>(c, "max", path);
+    cs.mean = r.get<double>(c, "mean", path);
+    cs.last = r.get<double>(c, "last", path);
+    p.counters.push_back(std::move(cs));
+  }
+  i = 0;
+  for (const auto& e : r.array(j, "timeline", root)) {
+    std::string path = "$.timeline[" + std::to_string(i++) + "]";
+    TimelineEvent te;
+    te.thread = r.get<std::uint32_t>(e, "thread", path);
+    te.kind = r.get<std::string>(e, "kind", path);
+    te.name = r.get<std::string>(e, "name", path);
+    te.ts_ns = r.get<std::int64_t>(e, "ts_ns", path);
+    te.dur_ns = r.get<std::int64_t>(e, "dur_ns", path);
+    te.value = r.get<double>(e, "value", path);
+    p.timeline.push_back(std::move(te));
+  }
+  p.timeline_dropped = r.get<std::uint64_t>(j, "timeline_dropped", root);
+  i = 0;
+  for (const auto& d : r.array(j, "diagnostics", root)) {
+    std::string path = "$.diagnostics[" + std::to_string(i++) + "]";
+    Diagnostic dg;
+    dg.id = r.get<std::string>(d, "id", path);
+    dg.severity = r.get<std::string>(d, "severity", path);
+    dg.message = r.get<std::string>(d, "message", path);
+    dg.evidence = r.get<std::map<std::string, double>>(d, "evidence", path);
+    p.diagnostics.push_back(std::move(dg));
+  }
+  return p;
+}
+
+}  // namespace
+
+std::string profile_to_json(const Profile& profile) { return profile_json(profile).dump(2) + "\n"; }
+
+Result<Profile> profile_from_json(const std::string& text, const std::string& origin) {
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) return Status::error(origin + ": empty file");
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    bool at_end = e.byte >= text.size();
+    return Status::error(origin + (at_end ? ": truncated JSON (input ends at byte " : ": malformed JSON at byte ") +
+                         std::to_string(at_end ? text.size() : e.byte) + ")");
+  }
+  if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string())
+    return Status::error(origin + ": not a gnnprof profile (no \"schema\" key)");
+  const std::string schema = j["schema"].get<std::string>();
+  if (schema != kProfileSchema) {
+    if (schema.rfind("gnnprof.profile/", 0) == 0)
+      return Status::error(origin + ": unsupported profile schema \"" + schema + "\" (this gnnprof reads " +
+                           kProfileSchema + ")");
+    return Status::error(origin + ": not a gnnprof profile (schema \"" + schema + "\")");
+  }
+  try {
+    return profile_from(j, Reader{origin});
+  } catch (const std::exception& e) {
+    return Status::error(e.what());
+  }
+}
+
+Result<Profile> read_profile_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status::error(path + ": cannot open: " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) return Status::error(path + ": read error: " + std::strerror(errno));
+  return profile_from_json(ss.str(), path);
+}
+
+Status write_file_atomic(const std::string& path, const std::string& text) {
+  std::random_device rd;
+  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rd() & 0xffffff);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::error("cannot write " + path + ": " + std::strerror(errno));
+  const char* data = text.data();
+  std::size_t left = text.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, data, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return Status::error("cannot write " + path + ": " + std::strerror(err));
+    }
+    data += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
+    int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return Status::error("cannot write " + path + ": " + std::strerror(err));
+  }
+  if (::close(fd) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return Status::error("cannot write " + path + ": " + std::strerror(err));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return Status::error("cannot write " + path + ": " + std::strerror(err));
+  }
+  return Status::ok();
+}
+
+Status write_profile_file(const Profile& profile, const std::string& path) {
+  try {
+    return write_file_atomic(path, profile_to_json(profile));
+  } catch (const std::exception& e) {
+    return Status::error("cannot write " + path + ": " + e.what());
+  }
+}
+
+}  // namespace gnnprof

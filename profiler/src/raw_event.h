@@ -1,0 +1,38 @@
+// raw_event.h — the 48-byte record a hot-path call writes into its thread's ring.
+#pragma once
+
+#include <cstdint>
+
+namespace gnnprof::detail {
+
+enum class EventKind : std::uint8_t {
+  kStage = 1,        // t0..t1 range; a = self ticks; depth = enclosing stages
+  kLine = 2,         // t0..t1 range
+  kTransfer = 3,     // t0 = when; t1 = duration ns (0 if unknown); a = bytes; flags = dir|mem|mode
+  kMaterialize = 4,  // t0 = when; a = rows; b = bytes
+  kCounter = 5,      // t0 = when; a = bit pattern of a double
+  kStep = 6,         // t0 = iteration boundary
+  kStepEnd = 7,      // t0 = end of the open iteration
+};
+
+/// Plain data, written by one producer thread and read by the drainer once published.
+struct RawEvent {
+  std::uint64_t t0;
+  std::uint64_t t1;
+  std::uint64_t a;
+  std::uint64_t b;
+  std::uint32_t site;      // stage/line/counter/materialize site id
+  std::uint32_t ctx;       // innermost open stage's site id, 0 if none
+  std::uint32_t line_ctx;  // innermost open line's site id, 0 if none
+  EventKind kind;
+  std::uint8_t flags;
+  std::uint16_t depth;
+};
+static_assert(sizeof(RawEvent) == 48, "RawEvent layout is part of the memory-cap arithmetic");
+
+// flags of kTransfer: bits 0-1 direction, bits 2-3 host memory, bit 4 async.
+inline std::uint8_t pack_transfer_flags(int dir, int mem, int mode) noexcept {
+  return static_cast<std::uint8_t>((dir & 3) | ((mem & 3) << 2) | ((mode & 1) << 4));
+}
+
+}  // namespace gnnprof::detail

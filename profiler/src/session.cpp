@@ -1,0 +1,396 @@
+// session.cpp — session lifecycle: configuration, the drainer thread, stop and exit flush.
+//
+// Locks, outermost first: g.mu (start/stop/snapshot) -> g.drain_mu (aggregator) ->
+// BufferRegistry::mutex() (buffer list) ; SiteRegistry's mutex is a leaf. The hot path takes
+// none of them.
+#include <pthread.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "aggregator.h"
+#include "clock.h"
+#include "collector.h"
+#include "gnnprof/gnnprof.h"
+#include "gnnprof/profile_io.h"
+#include "site_registry.h"
+
+namespace gnnprof {
+namespace detail {
+namespace {
+
+struct Global {
+  std::timed_mutex mu;
+  Config cfg;
+  pid_t owner_pid = 0;
+  bool atexit_registered = false;
+  bool atfork_registered = false;
+  std::mutex drain_mu;
+  std::unique_ptr<Aggregator> agg;
+  ClockConverter clock;
+  RunInfo run;
+  std::vector<CollectorInfo> collectors;
+  std::thread drainer;
+  std::mutex wake_mu;
+  std::condition_variable wake_cv;
+  bool stop_drainer = false;
+  std::optional<Profile> last_profile;
+};
+
+Global& g() {
+  static auto* s = new Global();  // leaked on purpose: used from atexit and late threads
+  return *s;
+}
+
+std::size_t env_size(const char* name, std::size_t fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  unsigned long long x = std::strtoull(v, &end, 10);
+  if (end == v || *end != '\0') {
+    std::fprintf(stderr, "gnnprof: ignoring %s=%s (not a number)\n", name, v);
+    return fallback;
+  }
+  return static_cast<std::size_t>(x);
+}
+
+std::optional<std::int64_t> env_int(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  char* end = nullptr;
+  long long x = std::strtoll(v, &end, 10);
+  if (end == v || *end != '\0') return std::nullopt;
+  return x;
+}
+
+std::vector<std::string> read_cmdline() {
+  std::vector<std::string> out;
+  std::ifstream f("/proc/self/cmdline", std::ios::binary);
+  std::string arg;
+  while (std::getline(f, arg, '\0')) out.push_back(arg);
+  return out;
+}
+
+std::string iso8601_utc(std::int64_t unix_ns) {
+  std::time_t t = static_cast<std::time_t>(unix_ns / 1000000000LL);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+RunInfo make_run_info() {
+  RunInfo r;
+  r.command = read_cmdline();
+  r.pid = static_cast<std::int64_t>(::getpid());
+  char host[256] = {0};
+  if (::gethostname(host, sizeof(host) - 1) == 0) r.host = host;
+  char cwd[4096] = {0};
+  if (::getcwd(cwd, sizeof(cwd) - 1) != nullptr) r.cwd = cwd;
+  r.start_unix_ns = realtime_ns();
+  r.start_time = iso8601_utc(r.start_unix_ns);
+  r.rank = env_int("RANK");
+  r.local_rank = env_int("LOCAL_RANK");
+  r.world_size = env_int("WORLD_SIZE");
+  return r;
+}
+
+/// One pass: read every ring's published events into the aggregator. Caller holds drain_mu.
+void drain_pass_locked(Global& s) {
+  BufferRegistry& reg = buffer_registry();
+  std::lock_guard<std::mutex> lock(reg.mutex());
+  // Heads are read before the clock pair, so every converted event predates the pair and
+  // the interpolation bound of clock.h holds.
+  std::vector<std::pair<ThreadBuffer*, std::uint64_t>> heads;
+  heads.reserve(reg.buffers().size());
+  for (const auto& b : reg.buffers()) heads.emplace_back(b.get(), b->published());
+  s.clock.update(sample_clock_pair());
+  if (!s.agg) return;
+  s.agg->set_clock(s.clock);
+  for (auto& [b, head] : heads) {
+    for (std::uint64_t i = b->consumed(); i < head; ++i) s.agg->consume(b->index, b->at(i));
+    b->release_to(head);
+    s.agg->note_thread(b->index, b->tid, b->name, b->dropped());
+  }
+  s.agg->note_sink_drops(reg.sink().dropped());
+}
+
+/// Discards whatever the rings hold (events of an earlier session). Caller holds drain_mu.
+void discard_pending_locked() {
+  BufferRegistry& reg = buffer_registry();
+  std::lock_guard<std::mutex> lock(reg.mutex());
+  for (const auto& b : reg.buffers()) b->release_to(b->published());
+}
+
+void drainer_main() {
+  // Host signal handlers must run on host threads, never on ours.
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  Global& s = g();
+  const auto period = std::chrono::milliseconds(s.cfg.drain_interval_ms == 0 ? 1 : s.cfg.drain_interval_ms);
+  std::unique_lock<std::mutex> lock(s.wake_mu);
+  while (!s.stop_drainer) {
+    s.wake_cv.wait_for(lock, period);
+    if (s.stop_drainer) break;
+    lock.unlock();
+    {
+      std::lock_guard<std::mutex> d(s.drain_mu);
+      try {
+        drain_pass_locked(s);
+      } catch (...) {
+        // Out of memory while aggregating: keep the program alive; events stay in the rings
+        // and are counted as dropped when the rings fill.
+      }
+    }
+    lock.lock();
+  }
+}
+
+void stop_drainer(Global& s) {
+  if (!s.drainer.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(s.wake_mu);
+    s.stop_drainer = true;
+  }
+  s.wake_cv.notify_all();
+  s.drainer.join();
+}
+
+void flush_at_exit() {
+  Global& s = g();
+  if (s.owner_pid != ::getpid()) return;  // a forked child never writes the parent's profile
+  if (g_state.load() != kRunning) return;
+  (void)gnnprof::stop();
+}
+
+// fork(): hold every collector lock across the fork so that the child never inherits one
+// held by a thread that does not exist there. The child records nothing (its ring memory is a
+// copy of the parent's) until it starts its own session.
+void atfork_prepare() {
+  Global& s = g();
+  s.mu.lock();
+  s.drain_mu.lock();
+  buffer_registry().mutex().lock();
+  site_registry().mutex().lock();
+}
+void atfork_parent() {
+  Global& s = g();
+  site_registry().mutex().unlock();
+  buffer_registry().mutex().unlock();
+  s.drain_mu.unlock();
+  s.mu.unlock();
+}
+void atfork_child() {
+  Global& s = g();
+  site_registry().mutex().unlock();
+  buffer_registry().mutex().unlock();
+  s.drain_mu.unlock();
+  s.mu.unlock();
+  if (g_state.load() == kRunning) g_state.store(kStopped);
+  // The std::thread names a thread that does not exist in the child; joining or detaching it
+  // there is undefined, so forget the handle without touching it.
+  new (&s.drainer) std::thread();
+}
+
+Status start_locked(Global& s, const Config& cfg, int starter_thread_hint) {
+  int state = g_state.load();
+  if (state == kRunning) return Status::ok();
+  s.cfg = cfg;
+  if (!cfg.enabled) {
+    g_state.store(kDisabled);
+    return Status::ok();
+  }
+  select_clock();
+  buffer_registry().configure(cfg.buffer_events, cfg.max_threads);
+  {
+    std::lock_guard<std::mutex> d(s.drain_mu);
+    discard_pending_locked();
+    AggregatorOptions ao;
+    ao.timeline_events = cfg.timeline_events;
+    ao.max_iterations = cfg.max_iterations;
+    s.agg = std::make_unique<Aggregator>(ao);
+    s.agg->set_main_thread_hint(starter_thread_hint);
+    s.clock.set_origin(sample_clock_pair());
+    s.agg->set_clock(s.clock);
+    s.run = make_run_info();
+    s.run.start_monotonic_ns = s.clock.origin().mono_ns;
+    s.collectors = {CollectorInfo{"host", true, ""}};
+  }
+  s.owner_pid = ::getpid();
+  s.last_profile.reset();
+  if (cfg.flush_at_exit && !s.atexit_registered) {
+    s.atexit_registered = std::atexit(flush_at_exit) == 0;
+  }
+  if (!s.atfork_registered) {
+    s.atfork_registered = pthread_atfork(atfork_prepare, atfork_parent, atfork_child) == 0;
+  }
+  g_state.store(kRunning, std::memory_order_release);
+  if (cfg.drainer_thread) {
+    s.stop_drainer = false;
+    try {
+      s.drainer = std::thread(drainer_main);
+    } catch (...) {
+      // No thread: events are drained at snapshot()/stop(); rings may fill and drop (counted).
+      std::fprintf(stderr, "gnnprof: cannot start the drainer thread; draining at stop only\n");
+    }
+  }
+  return Status::ok();
+}
+
+Profile build_locked(Global& s) {
+  std::int64_t end_ns = s.clock.to_ns(raw_now());
+  Profile p = s.agg->build(site_registry().snapshot(), end_ns);
+  p.tool.version = kVersion;
+  p.run = s.run;
+  p.clock.source = g_use_tsc ? "tsc" : "clock_monotonic";
+  p.clock.ticks_per_ns = s.clock.ticks_per_ns();
+  p.clock.calibration_ns = s.clock.calibration_ns();
+  p.collectors = s.collectors;
+  return p;
+}
+
+}  // namespace
+
+void lazy_start() noexcept {
+  Global& s = g();
+  try {
+    std::unique_lock<std::timed_mutex> lock(s.mu, std::try_to_lock);
+    if (!lock.owns_lock()) {
+      // Another thread is starting or stopping the session: don't wait on the hot path.
+      return;
+    }
+    if (g_state.load() != kUninit) return;
+    (void)start_locked(s, Config::from_env(), -1);
+  } catch (...) {
+    g_state.store(kDisabled);
+  }
+}
+
+}  // namespace detail
+
+Config Config::from_env() {
+  Config c;
+  if (const char* v = std::getenv("GNNPROF_ENABLED"); v != nullptr)
+    c.enabled = !(std::strcmp(v, "0") == 0 || std::strcmp(v, "false") == 0 || std::strcmp(v, "off") == 0);
+  if (const char* v = std::getenv("GNNPROF_OUTPUT"); v != nullptr) c.output = v;
+  c.buffer_events = detail::env_size("GNNPROF_BUFFER_EVENTS", c.buffer_events);
+  c.max_threads = detail::env_size("GNNPROF_MAX_THREADS", c.max_threads);
+  c.timeline_events = detail::env_size("GNNPROF_TIMELINE_EVENTS", c.timeline_events);
+  if (const char* v = std::getenv("GNNPROF_QUIET"); v != nullptr) c.quiet = std::strcmp(v, "0") != 0;
+  return c;
+}
+
+std::string resolved_output_path(const Config& cfg) {
+  std::string pattern = cfg.output.empty() ? std::string("gnnprof-%p.json") : cfg.output;
+  std::string out;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size()) {
+      char c = pattern[i + 1];
+      if (c == 'p') {
+        out += std::to_string(::getpid());
+        ++i;
+        continue;
+      }
+      if (c == 'r') {
+        auto rank = detail::env_int("RANK");
+        out += rank ? std::to_string(*rank) : std::string("0");
+        ++i;
+        continue;
+      }
+    }
+    out += pattern[i];
+  }
+  return out;
+}
+
+Status start(const Config& cfg) {
+  auto& s = detail::g();
+  try {
+    std::lock_guard<std::timed_mutex> lock(s.mu);
+    if (detail::g_state.load() == detail::kRunning) return Status::ok();
+    Status st = detail::start_locked(s, cfg, -1);
+    if (st && detail::g_state.load() == detail::kRunning) {
+      std::lock_guard<std::mutex> d(s.drain_mu);
+      s.agg->set_main_thread_hint(detail::current_thread_index());
+    }
+    return st;
+  } catch (const std::exception& e) {
+    return Status::error(std::string("gnnprof: cannot start session: ") + e.what());
+  }
+}
+
+Status stop() {
+  auto& s = detail::g();
+  try {
+    std::unique_lock<std::timed_mutex> lock(s.mu, std::defer_lock);
+    // Bounded wait: stop() also runs from atexit, where waiting forever on a lock held by a
+    // thread that is itself blocked would hang the host's exit.
+    if (!lock.try_lock_for(std::chrono::seconds(5)))
+      return Status::error("gnnprof: session busy; profile not written");
+    if (detail::g_state.load() != detail::kRunning) return Status::ok();
+    detail::g_state.store(detail::kStopped);
+    detail::stop_drainer(s);
+    Profile p;
+    {
+      std::lock_guard<std::mutex> d(s.drain_mu);
+      detail::drain_pass_locked(s);
+      p = detail::build_locked(s);
+    }
+    s.last_profile = p;
+    if (!s.cfg.write_at_stop) return Status::ok();
+    std::string path = resolved_output_path(s.cfg);
+    Status st = write_profile_file(p, path);
+    if (!st) {
+      std::fprintf(stderr, "gnnprof: warning: %s\n", st.message().c_str());
+      return st;
+    }
+    if (!s.cfg.quiet) std::fprintf(stderr, "gnnprof: profile written to %s\n", path.c_str());
+    return Status::ok();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gnnprof: warning: profile not written: %s\n", e.what());
+    return Status::error(std::string("gnnprof: profile not written: ") + e.what());
+  }
+}
+
+Result<Profile> snapshot() {
+  auto& s = detail::g();
+  try {
+    std::lock_guard<std::timed_mutex> lock(s.mu);
+    if (detail::g_state.load() != detail::kRunning) {
+      if (s.last_profile) return *s.last_profile;
+      return Status::error("gnnprof: no session has run");
+    }
+    std::lock_guard<std::mutex> d(s.drain_mu);
+    detail::drain_pass_locked(s);
+    return detail::build_locked(s);
+  } catch (const std::exception& e) {
+    return Status::error(std::string("gnnprof: snapshot failed: ") + e.what());
+  }
+}
+
+bool is_running() noexcept { return detail::g_state.load(std::memory_order_relaxed) == detail::kRunning; }
+
+void set_thread_name(const char* name) noexcept {
+  if (name == nullptr) return;
+  detail::ThreadBuffer* b = detail::current_buffer();
+  if (b == nullptr || b->is_sink()) return;
+  std::lock_guard<std::mutex> lock(detail::buffer_registry().mutex());  // the drainer reads it
+  std::strncpy(b->name, name, sizeof(b->name) - 1);
+  b->name[sizeof(b->name) - 1] = '\0';
+}
+
+}  // namespace gnnprof

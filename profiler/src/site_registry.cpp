@@ -1,0 +1,113 @@
+#include "site_registry.h"
+
+#include <array>
+#include <string_view>
+
+namespace gnnprof::detail {
+
+const char* default_category(const std::string& n) noexcept {
+  struct Entry {
+    std::string_view name;
+    const char* category;
+  };
+  // The pipeline stages of docs/architecture.md; analysis uses the category to tell data time
+  // from compute time, so these spellings are part of the interface.
+  static constexpr std::array<Entry, 14> kKnown{{{"sample", "data"},
+                                                 {"materialize", "data"},
+                                                 {"h2d", "data"},
+                                                 {"collate", "data"},
+                                                 {"load", "data"},
+                                                 {"loader_wait", "data"},
+                                                 {"forward", "compute"},
+                                                 {"backward", "compute"},
+                                                 {"optimizer", "compute"},
+                                                 {"loss", "compute"},
+                                                 {"sync", "sync"},
+                                                 {"comm", "comm"},
+                                                 {"eval", "eval"},
+                                                 {"validate", "eval"}}};
+  for (const auto& e : kKnown)
+    if (e.name == n) return e.category;
+  return "user";
+}
+
+std::uint32_t SiteRegistry::intern(const SiteInfo& info) {
+  std::string key;
+  key.reserve(64);
+  key += static_cast<char>('0' + static_cast<int>(info.kind));
+  key += '\x1f';
+  if (info.kind == SiteKind::kStage || info.kind == SiteKind::kCounter) {
+    key += info.name;
+    key += '\x1f';
+    key += info.category;
+  } else {
+    key += info.file;
+    key += '\x1f';
+    key += std::to_string(info.line);
+    key += '\x1f';
+    key += info.function;
+    key += '\x1f';
+    key += info.name;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_key_.find(key);
+  if (it != by_key_.end()) return it->second;
+  auto id = static_cast<std::uint32_t>(sites_.size());
+  sites_.push_back(info);
+  by_key_.emplace(std::move(key), id);
+  return id;
+}
+
+std::vector<SiteInfo> SiteRegistry::snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sites_;
+}
+
+SiteRegistry& site_registry() {
+  // Leaked on purpose: sites are used by threads and atexit handlers that may outlive static
+  // destruction order.
+  static auto* registry = new SiteRegistry();
+  return *registry;
+}
+
+std::uint32_t register_site(SourceSite& site) noexcept {
+  try {
+    SiteInfo info;
+    info.kind = site.kind;
+    if (site.name != nullptr) info.name = site.name;
+    if (site.file != nullptr) info.file = site.file;
+    if (site.function != nullptr) info.function = site.function;
+    if (site.code != nullptr) info.code = site.code;
+    info.line = site.line;
+    if (site.kind == SiteKind::kStage)
+      info.category = site.category != nullptr ? site.category : default_category(info.name);
+    std::uint32_t id = site_registry().intern(info);
+    site.id.store(id, std::memory_order_relaxed);
+    return id;
+  } catch (...) {
+    return 0;  // out of memory: the site records nothing
+  }
+}
+
+}  // namespace gnnprof::detail
+
+namespace gnnprof {
+const char* to_string(Direction d) noexcept {
+  switch (d) {
+    case Direction::kH2D: return "h2d";
+    case Direction::kD2H: return "d2h";
+    case Direction::kD2D: return "d2d";
+    case Direction::kH2H: return "h2h";
+  }
+  return "h2d";
+}
+const char* to_string(HostMemory m) noexcept {
+  switch (m) {
+    case HostMemory::kPageable: return "pageable";
+    case HostMemory::kPinned: return "pinned";
+    case HostMemory::kNone: return "none";
+  }
+  return "none";
+}
+const char* to_string(CopyMode m) noexcept { return m == CopyMode::kAsync ? "async" : "sync"; }
+}  // namespace gnnprof

@@ -1,0 +1,46 @@
+// site_registry.h — id <-> site metadata, shared by the hot path (registration, once per
+// site) and the drainer (names when building a profile).
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gnnprof/site.h"
+
+namespace gnnprof::detail {
+
+struct SiteInfo {
+  SiteKind kind = SiteKind::kStage;
+  std::string name;
+  std::string category;
+  std::string file;
+  std::string function;
+  std::string code;
+  std::uint32_t line = 0;
+};
+
+/// Stage category derived from well-known stage names (docs/architecture.md, "Stages").
+const char* default_category(const std::string& stage_name) noexcept;
+
+class SiteRegistry {
+ public:
+  /// Returns the id for this metadata, creating it if new. Stages and counters are keyed by
+  /// (kind, name, category), so call sites sharing a stage name share one row; lines and
+  /// materializations by (kind, file, line, function, name).
+  std::uint32_t intern(const SiteInfo& info);
+  /// Copy of all sites, indexed by id (index 0 is a placeholder).
+  std::vector<SiteInfo> snapshot() const;
+  std::mutex& mutex() { return mu_; }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<SiteInfo> sites_{SiteInfo{}};
+  std::unordered_map<std::string, std::uint32_t> by_key_;
+};
+
+SiteRegistry& site_registry();
+
+}  // namespace gnnprof::detail

@@ -1,0 +1,14 @@
+// gnnprof/reports/format.h — number formatting shared by the text renderers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace gnnprof::reports {
+
+/// "12.3 ms", "850 ns", "1.24 s": three significant digits, unit chosen by magnitude.
+std::string human_ns(std::int64_t ns);
+/// "1.5 GiB", "512 B".
+std::string human_bytes(std::uint64_t bytes);
+
+}  // namespace gnnprof::reports

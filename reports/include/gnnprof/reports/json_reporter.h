@@ -1,0 +1,14 @@
+// gnnprof/reports/json_reporter.h — the profile itself as `gnnprof.profile/1` JSON.
+#pragma once
+
+#include "gnnprof/reports/reporter.h"
+
+namespace gnnprof::reports {
+
+class JsonReporter final : public Reporter {
+ public:
+  const char* format() const noexcept override { return "json"; }
+  Status render(const Profile& profile, std::ostream& out) const override;
+};
+
+}  // namespace gnnprof::reports

@@ -1,0 +1,29 @@
+// gnnprof/reports/text_reporter.h — the terminal report.
+//
+// First the line table in line_profiler's layout ("Timer unit:", "Total time:", "File:",
+// "Function:", then Line #, Hits, Time, Per Hit, % Time, Line Contents), one block per
+// function, with the source read from disk; then the stage table (stage, hits, total, self,
+// per hit, %), with time outside every stage as "(unattributed)"; then iterations, transfers,
+// materializations, counters, dropped events and collectors.
+#pragma once
+
+#include "gnnprof/reports/reporter.h"
+
+namespace gnnprof::reports {
+
+class TextReporter final : public Reporter {
+ public:
+  explicit TextReporter(ReportOptions options) : options_(std::move(options)) {}
+  const char* format() const noexcept override { return "text"; }
+  Status render(const Profile& profile, std::ostream& out) const override;
+
+  /// Only the line table (used by the golden test and by `gnnprof report --lines`).
+  void render_line_table(const Profile& profile, std::ostream& out) const;
+  /// Only the stage table.
+  void render_stage_table(const Profile& profile, std::ostream& out) const;
+
+ private:
+  ReportOptions options_;
+};
+
+}  // namespace gnnprof::reports

@@ -1,0 +1,36 @@
+#include "gnnprof/reports/format.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace gnnprof::reports {
+
+std::string human_ns(std::int64_t ns) {
+  double v = static_cast<double>(ns);
+  double a = std::fabs(v);
+  auto three = [](double x, const char* unit) {
+    double ax = std::fabs(x);
+    if (ax >= 100) return fmt::format("{:.0f} {}", x, unit);
+    if (ax >= 10) return fmt::format("{:.1f} {}", x, unit);
+    return fmt::format("{:.2f} {}", x, unit);
+  };
+  if (a < 1e3) return fmt::format("{} ns", ns);
+  if (a < 1e6) return three(v / 1e3, "us");
+  if (a < 1e9) return three(v / 1e6, "ms");
+  return three(v / 1e9, "s");
+}
+
+std::string human_bytes(std::uint64_t bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  if (u == 0) return fmt::format("{} B", bytes);
+  return fmt::format("{:.1f} {}", v, kUnits[u]);
+}
+
+}  // namespace gnnprof::reports

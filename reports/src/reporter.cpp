@@ -1,0 +1,28 @@
+#include "gnnprof/reports/reporter.h"
+
+#include <sstream>
+
+#include "gnnprof/profile_io.h"
+#include "gnnprof/reports/json_reporter.h"
+#include "gnnprof/reports/text_reporter.h"
+
+namespace gnnprof::reports {
+
+Result<std::unique_ptr<Reporter>> make_reporter(const std::string& format, const ReportOptions& options) {
+  if (format == "text") return std::unique_ptr<Reporter>(new TextReporter(options));
+  if (format == "json") return std::unique_ptr<Reporter>(new JsonReporter());
+  return Status::error("unknown report format \"" + format + "\" (known: text, json)");
+}
+
+Status render_to_file(const Reporter& reporter, const Profile& profile, const std::string& path) {
+  std::ostringstream out;
+  if (Status st = reporter.render(profile, out); !st) return st;
+  return write_file_atomic(path, out.str());
+}
+
+Status JsonReporter::render(const Profile& profile, std::ostream& out) const {
+  out << profile_to_json(profile);
+  return out ? Status::ok() : Status::error("write error");
+}
+
+}  // namespace gnnprof::reports

@@ -1,0 +1,210 @@
+#include "gnnprof/reports/text_reporter.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "gnnprof/reports/format.h"
+
+namespace gnnprof::reports {
+
+namespace {
+
+std::string base_name(const std::string& p) {
+  auto slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+/// Source lines of `file`, found as given, under the run's cwd, or under a source root.
+bool load_source(const std::string& file, const std::string& cwd, const std::vector<std::string>& roots,
+                 std::vector<std::string>& lines) {
+  std::vector<std::string> candidates{file};
+  if (!file.empty() && file[0] != '/' && !cwd.empty()) candidates.push_back(cwd + "/" + file);
+  for (const auto& r : roots) {
+    candidates.push_back(r + "/" + file);
+    candidates.push_back(r + "/" + base_name(file));
+  }
+  for (const auto& c : candidates) {
+    std::ifstream f(c);
+    if (!f) continue;
+    lines.clear();
+    std::string l;
+    while (std::getline(f, l)) lines.push_back(l);
+    return true;
+  }
+  return false;
+}
+
+std::int64_t median(std::vector<std::int64_t> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::int64_t quantile(std::vector<std::int64_t> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  auto idx = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(idx, v.size() - 1)];
+}
+
+}  // namespace
+
+void TextReporter::render_line_table(const Profile& p, std::ostream& out) const {
+  // One block per (file, function), as line_profiler prints one block per profiled function.
+  std::map<std::pair<std::string, std::string>, std::vector<const LineStats*>> groups;
+  for (const auto& l : p.lines) groups[{l.file, l.function}].push_back(&l);
+  if (groups.empty()) {
+    out << "No GNNPROF_LINE hits recorded.\n";
+    return;
+  }
+  out << "Timer unit: 1e-06 s\n";
+  const std::string header = fmt::format("{:>6} {:>9} {:>12} {:>8} {:>8}  {}", "Line #", "Hits", "Time", "Per Hit",
+                                         "% Time", "Line Contents");
+  for (auto& [key, lines] : groups) {
+    std::sort(lines.begin(), lines.end(), [](const LineStats* a, const LineStats* b) { return a->line < b->line; });
+    std::int64_t total = 0;
+    for (const auto* l : lines) total += l->total_ns;
+    std::uint32_t first = lines.front()->line, last = lines.back()->line;
+    out << "\n" << fmt::format("Total time: {:g} s\n", static_cast<double>(total) / 1e9);
+    out << "File: " << key.first << "\n";
+    out << "Function: " << key.second << " at line " << first << "\n\n";
+    out << header << "\n" << std::string(header.size(), '=') << "\n";
+
+    std::map<std::uint32_t, const LineStats*> by_line;
+    for (const auto* l : lines) by_line[l->line] = l;
+    auto row = [&](std::uint32_t n, const LineStats* l, const std::string& text) {
+      if (l == nullptr) {
+        out << fmt::format("{:>6} {:>9} {:>12} {:>8} {:>8}  {}", n, "", "", "", "", text) << "\n";
+        return;
+      }
+      double us = static_cast<double>(l->total_ns) / 1e3;
+      double per = l->hits != 0 ? us / static_cast<double>(l->hits) : 0.0;
+      double pct = total > 0 ? 100.0 * static_cast<double>(l->total_ns) / static_cast<double>(total) : 0.0;
+      out << fmt::format("{:>6} {:>9} {:>12.1f} {:>8.1f} {:>8.1f}  {}", n, l->hits, us, per, pct, text) << "\n";
+    };
+
+    std::vector<std::string> src;
+    bool have = load_source(key.first, p.run.cwd, options_.source_roots, src) && last <= src.size() &&
+                static_cast<int>(last - first) < options_.max_function_lines;
+    if (have) {
+      for (std::uint32_t n = first; n <= last; ++n) {
+        auto it = by_line.find(n);
+        row(n, it == by_line.end() ? nullptr : it->second, src[n - 1]);
+      }
+    } else {
+      out << "(source missing: " << key.first << "; showing the recorded statements)\n";
+      for (const auto& [n, l] : by_line) row(n, l, "GNNPROF_LINE(" + l->code + ")");
+    }
+  }
+}
+
+void TextReporter::render_stage_table(const Profile& p, std::ostream& out) const {
+  const std::string header = fmt::format("{:<20} {:<9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7}", "Stage",
+                                         "Category", "Hits", "Total", "Self", "Per hit", "p50", "p90", "Max", "% wall");
+  out << header << "\n" << std::string(header.size(), '-') << "\n";
+  for (const auto& s : p.stages) {
+    out << fmt::format("{:<20} {:<9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.1f}", s.name, s.category,
+                       s.hits, human_ns(s.total_ns), human_ns(s.self_ns), human_ns(s.mean_ns), human_ns(s.p50_ns),
+                       human_ns(s.p90_ns), human_ns(s.max_ns), s.pct_wall)
+        << "\n";
+  }
+  double un_pct = p.wall_ns > 0 ? 100.0 * static_cast<double>(p.unattributed_ns) / static_cast<double>(p.wall_ns) : 0;
+  out << fmt::format("{:<20} {:<9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.1f}", "(unattributed)", "-", "-",
+                     human_ns(p.unattributed_ns), "-", "-", "-", "-", "-", un_pct)
+      << "\n";
+  out << fmt::format("Wall {}; % wall adds up per thread; unattributed = main thread (#{}) time outside every stage.\n",
+                     human_ns(p.wall_ns), p.main_thread);
+}
+
+Status TextReporter::render(const Profile& p, std::ostream& out) const {
+  std::string cmd;
+  for (const auto& a : p.run.command) cmd += (cmd.empty() ? "" : " ") + a;
+  out << fmt::format("gnnprof {} profile of `{}` (pid {}, host {}, started {})\n", p.tool.version, cmd, p.run.pid,
+                     p.run.host, p.run.start_time);
+  if (p.run.rank) out << fmt::format("rank {} of {}\n", *p.run.rank, p.run.world_size ? *p.run.world_size : 0);
+  out << "\n== Line table ==\n";
+  render_line_table(p, out);
+  out << "\n== Stages ==\n";
+  render_stage_table(p, out);
+
+  std::vector<const IterationStats*> done;
+  for (const auto& it : p.iterations)
+    if (it.complete) done.push_back(&it);
+  out << "\n== Iterations ==\n";
+  if (done.empty()) {
+    out << "No complete iterations (mark boundaries with GNNPROF_STEP()).\n";
+  } else {
+    std::vector<std::int64_t> walls;
+    std::set<std::string> names;
+    for (const auto* it : done) {
+      walls.push_back(it->wall_ns);
+      for (const auto& [n, v] : it->stages) names.insert(n);
+    }
+    out << fmt::format("{} complete iterations: median {}, p90 {}, min {}, max {}\n", done.size(), human_ns(median(walls)),
+                       human_ns(quantile(walls, 0.9)), human_ns(*std::min_element(walls.begin(), walls.end())),
+                       human_ns(*std::max_element(walls.begin(), walls.end())));
+    out << fmt::format("{:<20} {:>12} {:>12}\n", "Stage (loop thread)", "median/iter", "p90/iter");
+    for (const auto& n : names) {
+      std::vector<std::int64_t> v;
+      for (const auto* it : done) {
+        auto f = it->stages.find(n);
+        v.push_back(f == it->stages.end() ? 0 : f->second);
+      }
+      out << fmt::format("{:<20} {:>12} {:>12}\n", n, human_ns(median(v)), human_ns(quantile(v, 0.9)));
+    }
+    std::vector<std::int64_t> un;
+    for (const auto* it : done) un.push_back(it->unattributed_ns);
+    out << fmt::format("{:<20} {:>12} {:>12}\n", "(unattributed)", human_ns(median(un)), human_ns(quantile(un, 0.9)));
+  }
+
+  if (!p.transfers.empty()) {
+    out << "\n== Transfers ==\n";
+    out << fmt::format("{:<14} {:<28} {:<4} {:<8} {:<5} {:>8} {:>12} {:>12}\n", "Stage", "Line", "Dir", "Memory", "Mode",
+                       "Count", "Bytes", "Bandwidth");
+    for (const auto& t : p.transfers) {
+      std::string where = t.file.empty() ? "-" : fmt::format("{}:{}", base_name(t.file), t.line);
+      std::string bw = t.total_ns > 0 ? fmt::format("{:.2f} GB/s", static_cast<double>(t.bytes) / static_cast<double>(t.total_ns))
+                                      : std::string("-");
+      out << fmt::format("{:<14} {:<28} {:<4} {:<8} {:<5} {:>8} {:>12} {:>12}\n", t.stage.empty() ? "-" : t.stage, where,
+                         t.direction, t.memory, t.mode, t.count, human_bytes(t.bytes), bw);
+    }
+  }
+  if (!p.materializations.empty()) {
+    out << "\n== Materializations ==\n";
+    out << fmt::format("{:<16} {:<14} {:<28} {:>8} {:>12} {:>12}\n", "Name", "Stage", "Where", "Hits", "Rows", "Bytes");
+    for (const auto& m : p.materializations) {
+      std::string where = m.file.empty() ? "-" : fmt::format("{}:{}", base_name(m.file), m.line);
+      out << fmt::format("{:<16} {:<14} {:<28} {:>8} {:>12} {:>12}\n", m.name.empty() ? "-" : m.name,
+                         m.stage.empty() ? "-" : m.stage, where, m.hits, m.rows, human_bytes(m.bytes));
+    }
+  }
+  if (!p.counters.empty()) {
+    out << "\n== Counters ==\n";
+    out << fmt::format("{:<20} {:>9} {:>12} {:>12} {:>12} {:>12}\n", "Counter", "Samples", "Min", "Mean", "Max", "Last");
+    for (const auto& c : p.counters)
+      out << fmt::format("{:<20} {:>9} {:>12.4g} {:>12.4g} {:>12.4g} {:>12.4g}\n", c.name, c.samples, c.min, c.mean,
+                         c.max, c.last);
+  }
+  out << "\n== Collection ==\n";
+  out << fmt::format("Events: {} recorded, {} dropped{}\n", p.recorded_events, p.dropped_events,
+                     p.dropped_events > 0 ? " (rings full or thread cap reached: statistics undercount)" : "");
+  if (p.timeline_dropped > 0)
+    out << fmt::format("Timeline: first {} events kept, {} more not kept (GNNPROF_TIMELINE_EVENTS)\n", p.timeline.size(),
+                       p.timeline_dropped);
+  std::string cols;
+  for (const auto& c : p.collectors)
+    cols += fmt::format("{}{} ({}{})", cols.empty() ? "" : ", ", c.name, c.enabled ? "on" : "off",
+                        c.reason.empty() ? "" : ": " + c.reason);
+  out << "Collectors: " << cols << "\n";
+  out << fmt::format("Clock: {} ({:.4f} ticks/ns, calibrated over {})\n", p.clock.source, p.clock.ticks_per_ns,
+                     human_ns(p.clock.calibration_ns));
+  return out ? Status::ok() : Status::error("write error");
+}
+
+}  // namespace gnnprof::reports
