@@ -1,0 +1,35 @@
+# Thin wrapper over scripts/ and CMake. Quick start:  make demo   |   make test
+BUILD ?= build
+CORE_BUILD ?= build-core
+GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
+
+.PHONY: all deps build demo test test-core bench clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+# Configure once (or when the cache is gone), then build incrementally.
+build: deps
+	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=Release
+	@cmake --build $(BUILD)
+
+demo: build
+	@scripts/demo.sh $(BUILD)
+
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -j2
+
+# The core alone: libtorch and CUDA switched off (as CI also checks).
+test-core: deps
+	@test -f $(CORE_BUILD)/CMakeCache.txt || cmake -S . -B $(CORE_BUILD) -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=Release \
+	  -DGNNPROF_WITH_CUDA=OFF -DGNNPROF_WITH_TORCH=OFF -DGNNPROF_BUILD_BENCH=OFF
+	@cmake --build $(CORE_BUILD)
+	@cd $(CORE_BUILD) && ctest -L core --output-on-failure -j2
+
+bench: build
+	@/usr/bin/python3 bench/run_overhead.py $(BUILD)/bench/bench_overhead
+
+clean:
+	rm -rf $(BUILD) $(CORE_BUILD)

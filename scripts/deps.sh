@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages gnnprof builds and runs with, when any is missing.
+# Fast when nothing is missing (one dpkg-query). Not root and something missing: prints the
+# exact apt-get line and exits 1.
+set -euo pipefail
+
+PKGS=(
+  cmake ninja-build g++ make pkg-config
+  libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev libbenchmark-dev
+  libtorch-dev python3-torch
+  libopenblas0-openmp   # libtorch's BLAS through libblas.so.3; the reference BLAS is ~8x slower
+)
+
+missing=()
+status=$(dpkg-query -W -f='${Package} ${Status}\n' "${PKGS[@]}" 2>/dev/null || true)
+for p in "${PKGS[@]}"; do
+  grep -q "^$p install ok installed$" <<<"$status" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "gnnprof: missing Debian packages; as root run:" >&2
+  echo "  apt-get update && apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+echo "gnnprof: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq "${missing[@]}" >/dev/null

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The CLI on good and bad input: one line naming the file and the problem, exit 2.
+# usage: cli_test.sh GNNPROF_CLI DEMO_LOOP
+set -u
+cli=$1 demo=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
+one_line_exit2() {  # name, expected-substring, args...
+  local name=$1 want=$2; shift 2
+  "$cli" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+  check "$name: exit 2" "[ $rc -eq 2 ]"
+  check "$name: one line" '[ "$(wc -l <"$tmp/err")" -eq 1 ]'
+  check "$name: message" 'grep -qF -- "$want" "$tmp/err"'
+}
+
+GNNPROF_QUIET=1 "$demo" --iterations 20 --profile "$tmp/demo.json" >/dev/null
+check "demo profile written" '[ -s "$tmp/demo.json" ]'
+"$cli" report "$tmp/demo.json" >"$tmp/report" 2>&1; rc=$?
+check "report exit 0" '[ $rc -eq 0 ]'
+for want in "Timer unit: 1e-06 s" "Total time:" "File: " "Function: main at line" \
+            "Line #      Hits         Time  Per Hit   % Time  Line Contents" \
+            "(unattributed)" "20 complete iterations" "Events: " "Collectors: host (on)"; do
+  check "report shows '$want'" 'grep -qF -- "$want" "$tmp/report"'
+done
+for s in sample materialize forward backward optimizer; do
+  check "stage $s in report" 'grep -q "^$s " "$tmp/report"'
+done
+"$cli" report "$tmp/demo.json" --json "$tmp/again.json" >/dev/null 2>&1
+check "--json rewrites an identical profile" 'cmp -s "$tmp/demo.json" "$tmp/again.json"'
+
+one_line_exit2 "missing file" "$tmp/nope.json: cannot open: No such file or directory" report "$tmp/nope.json"
+head -c 500 "$tmp/demo.json" >"$tmp/trunc.json"
+one_line_exit2 "truncated file" "$tmp/trunc.json: truncated JSON" report "$tmp/trunc.json"
+echo '{"traceEvents": []}' >"$tmp/foreign.json"
+one_line_exit2 "foreign file" "$tmp/foreign.json: not a gnnprof profile" report "$tmp/foreign.json"
+cp "$cli" "$tmp/binary.json"
+one_line_exit2 "binary file" "$tmp/binary.json: malformed JSON at byte" report "$tmp/binary.json"
+one_line_exit2 "unknown flag" "gnnprof: " report "$tmp/demo.json" --no-such-flag
+one_line_exit2 "no subcommand" "gnnprof: " 
+cp "$tmp/demo.json" "$tmp/keep.json"
+"$cli" report "$tmp/demo.json" --json /nonexistent-dir/x.json >/dev/null 2>"$tmp/err"; rc=$?
+check "unwritable --json exits 1" '[ $rc -eq 1 ]'
+check "unwritable --json names it" 'grep -qF "cannot write /nonexistent-dir/x.json" "$tmp/err"'
+check "--help exits 0" '"$cli" report --help >/dev/null'
+check "--version" '"$cli" --version | grep -q "^gnnprof 0\."'
+exit $fail

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# gnnprof never changes the host program's output or exit code, says so once when it cannot
+# write, and writes nothing when disabled.  usage: host_program_test.sh HOST_APP GNNPROF_CLI
+set -u
+app=$1 cli=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
+
+# 1. Profiling on (lazy start from the environment, flush at exit).
+GNNPROF_OUTPUT="$tmp/p.json" "$app" 3 >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "exit code kept (profiling)" '[ $rc -eq 3 ]'
+check "stdout unchanged (profiling)" '[ "$(cat "$tmp/out")" = "host_app: sum=1499700" ]'
+check "one stderr line names the profile" '[ "$(cat "$tmp/err")" = "gnnprof: profile written to $tmp/p.json" ]'
+check "profile readable" '"$cli" report "$tmp/p.json" --stages >"$tmp/rep" 2>&1'
+check "report has forward stage" 'grep -q "^forward  *user\|^forward  *compute" "$tmp/rep"'
+
+# 2. Unwritable output: one warning line; output and exit code unchanged.
+GNNPROF_OUTPUT=/nonexistent-dir/p.json "$app" 4 >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "exit code kept (unwritable)" '[ $rc -eq 4 ]'
+check "stdout unchanged (unwritable)" '[ "$(cat "$tmp/out")" = "host_app: sum=1499700" ]'
+check "exactly one warning line" '[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "^gnnprof: warning: cannot write /nonexistent-dir/p.json: " "$tmp/err"'
+
+# 3. Disabled: nothing written, nothing said.
+(cd "$tmp" && GNNPROF_ENABLED=0 "$app" 5 >"$tmp/out" 2>"$tmp/err"); rc=$?
+check "exit code kept (disabled)" '[ $rc -eq 5 ]'
+check "stdout unchanged (disabled)" '[ "$(cat "$tmp/out")" = "host_app: sum=1499700" ]'
+check "no stderr (disabled)" '[ ! -s "$tmp/err" ]'
+check "no profile file (disabled)" '[ -z "$(ls "$tmp" | grep -v "^out$\|^err$\|^p.json$\|^rep$")" ]'
+
+# 4. exit() inside an open stage: the profile is still complete and readable.
+GNNPROF_OUTPUT="$tmp/exit.json" "$app" 6 exit-inside-stage >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "exit code kept (exit in stage)" '[ $rc -eq 6 ]'
+check "profile written (exit in stage)" '"$cli" report "$tmp/exit.json" >/dev/null 2>&1'
+check "no temp files left" '[ -z "$(ls "$tmp" | grep tmp)" ]'
+
+exit $fail

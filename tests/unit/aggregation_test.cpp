@@ -1,0 +1,262 @@
+// Aggregation: nesting and self time, unattributed time, iterations, lines, transfers.
+#include <stdexcept>
+#include <thread>
+
+#include "aggregator.h"  // internal: deterministic synthetic events
+#include "histogram.h"
+#include "test_support.h"
+
+namespace gnnprof {
+namespace {
+
+using testing::find_stage;
+using testing::profile_of;
+using testing::quiet_config;
+using testing::spin_ns;
+
+TEST(Aggregation, NestedStagesSelfTimeExcludesChildren) {
+  Profile p = profile_of(quiet_config(), [] {
+    for (int i = 0; i < 20; ++i) {
+      GNNPROF_STAGE("outer");
+      spin_ns(20000);
+      {
+        GNNPROF_STAGE("inner");
+        spin_ns(50000);
+        {
+          GNNPROF_STAGE("innermost");
+          spin_ns(10000);
+        }
+      }
+    }
+  });
+  const StageStats* outer = find_stage(p, "outer");
+  const StageStats* inner = find_stage(p, "inner");
+  const StageStats* innermost = find_stage(p, "innermost");
+  ASSERT_TRUE(outer && inner && innermost);
+  EXPECT_EQ(outer->hits, 20u);
+  // self = total - directly nested stages, to conversion rounding (<= 2 ns per hit).
+  EXPECT_NEAR(static_cast<double>(outer->self_ns), static_cast<double>(outer->total_ns - inner->total_ns), 40.0);
+  EXPECT_NEAR(static_cast<double>(inner->self_ns), static_cast<double>(inner->total_ns - innermost->total_ns), 40.0);
+  EXPECT_EQ(innermost->self_ns, innermost->total_ns);
+  EXPECT_GT(outer->self_ns, 20 * 15000);
+  EXPECT_LE(innermost->p50_ns, innermost->max_ns);
+  EXPECT_LE(innermost->p50_ns, innermost->p90_ns);
+}
+
+TEST(Aggregation, UnattributedIsWallMinusTopLevelStagesOfMainThread) {
+  Profile p = profile_of(quiet_config(), [] {
+    { GNNPROF_STAGE("a"); spin_ns(200000); }
+    spin_ns(300000);  // outside every stage
+    { GNNPROF_STAGE("b"); spin_ns(200000); }
+  });
+  const StageStats* a = find_stage(p, "a");
+  const StageStats* b = find_stage(p, "b");
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(p.unattributed_ns, p.wall_ns - a->total_ns - b->total_ns);
+  EXPECT_GE(p.unattributed_ns, 300000);
+}
+
+TEST(Aggregation, PerIterationSumsEqualTotals) {
+  Profile p = profile_of(quiet_config(), [] {
+    for (int i = 0; i < 10; ++i) {
+      GNNPROF_STEP();
+      { GNNPROF_STAGE("sample"); spin_ns(10000 + 1000 * i); }
+      { GNNPROF_STAGE("forward"); spin_ns(30000); { GNNPROF_STAGE("matmul"); spin_ns(5000); } }
+    }
+    GNNPROF_STEP_END();
+    { GNNPROF_STAGE("eval"); spin_ns(50000); }  // outside every iteration
+  });
+  ASSERT_EQ(p.iterations.size(), 10u);
+  for (const char* name : {"sample", "forward", "matmul"}) {
+    std::int64_t sum = 0;
+    for (const auto& it : p.iterations) sum += it.stages.at(name);
+    EXPECT_EQ(sum, find_stage(p, name)->total_ns) << name;
+  }
+  for (const auto& it : p.iterations) {
+    EXPECT_TRUE(it.complete);
+    EXPECT_EQ(it.stages.count("eval"), 0u);
+    // unattributed per iteration: wall minus top-level stages (matmul is nested in forward).
+    EXPECT_EQ(it.unattributed_ns, it.wall_ns - it.stages.at("sample") - it.stages.at("forward"));
+  }
+  EXPECT_LT(p.iterations[0].stages.at("sample"), p.iterations[9].stages.at("sample"));
+}
+
+TEST(Aggregation, OtherThreadsGoToOtherThreadsOfTheirIteration) {
+  Profile p = profile_of(quiet_config(), [] {
+    for (int i = 0; i < 3; ++i) {
+      GNNPROF_STEP();
+      std::thread producer([] { GNNPROF_STAGE("sample"); spin_ns(20000); });
+      producer.join();
+      { GNNPROF_STAGE("forward"); spin_ns(20000); }
+    }
+    GNNPROF_STEP_END();
+  });
+  ASSERT_EQ(p.iterations.size(), 3u);
+  for (const auto& it : p.iterations) {
+    EXPECT_EQ(it.stages.count("sample"), 0u);
+    EXPECT_GT(it.other_threads.at("sample"), 0);
+    EXPECT_GT(it.stages.at("forward"), 0);
+  }
+}
+
+TEST(Aggregation, EventsDrainedBeforeTheirMarkAreStillAssigned) {
+  // Thread 1's stage (begins at 150) is drained before thread 0's mark at 200 arrives: it must
+  // wait and land in iteration 0 = [100, 200), not be lost or put in iteration 1.
+  detail::Aggregator agg(detail::AggregatorOptions{});
+  auto ev = [](detail::EventKind k, std::uint64_t t0, std::uint64_t t1, std::uint32_t site) {
+    detail::RawEvent e{};
+    e.kind = k;
+    e.t0 = t0;
+    e.t1 = t1;
+    e.site = site;
+    return e;
+  };
+  using K = detail::EventKind;
+  agg.consume(0, ev(K::kStep, 100, 0, 0));
+  agg.consume(1, ev(K::kStage, 150, 180, 1));  // other thread, iteration 0
+  agg.consume(1, ev(K::kStage, 250, 260, 1));  // other thread, iteration 1
+  agg.consume(0, ev(K::kStage, 110, 190, 2));  // loop thread, iteration 0
+  agg.consume(0, ev(K::kStep, 200, 0, 0));
+  agg.consume(0, ev(K::kStepEnd, 300, 0, 0));
+  std::vector<detail::SiteInfo> sites(3);
+  sites[1].name = "sample";
+  sites[2].name = "forward";
+  Profile p = agg.build(sites, 400);
+  ASSERT_EQ(p.iterations.size(), 2u);
+  EXPECT_EQ(p.iterations[0].other_threads.at("sample"), 30);
+  EXPECT_EQ(p.iterations[0].stages.at("forward"), 80);
+  EXPECT_EQ(p.iterations[0].unattributed_ns, 100 - 80);
+  EXPECT_EQ(p.iterations[1].other_threads.at("sample"), 10);
+  EXPECT_EQ(p.iterations[1].wall_ns, 100);
+  EXPECT_EQ(p.main_thread, 0u);
+}
+
+TEST(Aggregation, OpenIterationAtStopIsMarkedIncomplete) {
+  Profile p = profile_of(quiet_config(), [] {
+    for (int i = 0; i < 3; ++i) {
+      GNNPROF_STEP();
+      GNNPROF_STAGE("forward");
+      spin_ns(10000);
+    }
+  });
+  ASSERT_EQ(p.iterations.size(), 3u);
+  EXPECT_TRUE(p.iterations[1].complete);
+  EXPECT_FALSE(p.iterations[2].complete);
+}
+
+TEST(Aggregation, LinesDoNotReduceStageSelfTime) {
+  Profile p = profile_of(quiet_config(), [] {
+    for (int i = 0; i < 5; ++i) {
+      GNNPROF_STAGE("materialize");
+      GNNPROF_LINE(spin_ns(20000));
+    }
+  });
+  const StageStats* s = find_stage(p, "materialize");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->self_ns, s->total_ns);
+  ASSERT_EQ(p.lines.size(), 1u);
+  EXPECT_EQ(p.lines[0].hits, 5u);
+  EXPECT_EQ(p.lines[0].stage, "materialize");
+  EXPECT_EQ(p.lines[0].code, "spin_ns(20000)");
+  EXPECT_LE(p.lines[0].total_ns, s->total_ns);
+}
+
+TEST(Aggregation, TransfersAndMaterializationsCarryStageAndLine) {
+  Profile p = profile_of(quiet_config(), [] {
+    for (int i = 0; i < 4; ++i) {
+      GNNPROF_STAGE("h2d");
+      GNNPROF_LINE(record_transfer(1000, Direction::kH2D, HostMemory::kPinned, CopyMode::kAsync, 50));
+      record_transfer(10, Direction::kD2H, HostMemory::kPageable, CopyMode::kSync);
+      GNNPROF_MATERIALIZE("features", 512, 512 * 256);
+    }
+  });
+  ASSERT_EQ(p.transfers.size(), 2u);
+  const TransferStats* h2d = nullptr;
+  const TransferStats* d2h = nullptr;
+  for (const auto& t : p.transfers) (t.direction == "h2d" ? h2d : d2h) = &t;
+  ASSERT_TRUE(h2d && d2h);
+  EXPECT_EQ(h2d->stage, "h2d");
+  EXPECT_EQ(h2d->memory, "pinned");
+  EXPECT_EQ(h2d->mode, "async");
+  EXPECT_EQ(h2d->count, 4u);
+  EXPECT_EQ(h2d->bytes, 4000u);
+  EXPECT_EQ(h2d->total_ns, 200);
+  EXPECT_NE(h2d->line, 0u);  // inside the GNNPROF_LINE
+  EXPECT_EQ(d2h->memory, "pageable");
+  EXPECT_EQ(d2h->mode, "sync");
+  EXPECT_EQ(d2h->line, 0u);
+  ASSERT_EQ(p.materializations.size(), 1u);
+  EXPECT_EQ(p.materializations[0].name, "features");
+  EXPECT_EQ(p.materializations[0].rows, 4u * 512);
+  EXPECT_EQ(p.materializations[0].bytes, 4u * 512 * 256);
+}
+
+TEST(Aggregation, CountersKeepMinMaxMeanLast) {
+  Profile p = profile_of(quiet_config(), [] {
+    for (int v : {3, 1, 4, 1, 5}) GNNPROF_COUNTER("queue_depth", v);
+  });
+  ASSERT_EQ(p.counters.size(), 1u);
+  EXPECT_EQ(p.counters[0].samples, 5u);
+  EXPECT_EQ(p.counters[0].min, 1);
+  EXPECT_EQ(p.counters[0].max, 5);
+  EXPECT_DOUBLE_EQ(p.counters[0].mean, 14.0 / 5);
+  EXPECT_EQ(p.counters[0].last, 5);
+}
+
+TEST(Aggregation, DeepNestingBeyondTheStackIsDroppedAndStaysBalanced) {
+  Profile p = profile_of(quiet_config(), [] {
+    gnnprof_site_t site = gnnprof_stage_site("deep", nullptr);
+    for (int i = 0; i < 70; ++i) gnnprof_stage_begin(site);
+    for (int i = 0; i < 70; ++i) gnnprof_stage_end();
+    { GNNPROF_STAGE("after"); }
+  });
+  EXPECT_EQ(find_stage(p, "deep")->hits, 64u);
+  EXPECT_EQ(p.dropped_events, 6u);
+  const StageStats* after = find_stage(p, "after");
+  ASSERT_NE(after, nullptr);
+  EXPECT_EQ(after->by_thread.size(), 1u);
+  EXPECT_EQ(after->self_ns, after->total_ns);
+}
+
+TEST(Aggregation, ExceptionThroughAStageClosesIt) {
+  Profile p = profile_of(quiet_config(), [] {
+    try {
+      GNNPROF_STAGE("throws");
+      GNNPROF_LINE(throw std::runtime_error("boom"));
+    } catch (const std::runtime_error&) {
+    }
+    { GNNPROF_STAGE("next"); }
+  });
+  EXPECT_EQ(find_stage(p, "throws")->hits, 1u);
+  ASSERT_EQ(p.lines.size(), 1u);
+  EXPECT_EQ(p.lines[0].hits, 1u);
+  // "next" is top level again, so it is not nested under "throws".
+  EXPECT_EQ(find_stage(p, "throws")->self_ns, find_stage(p, "throws")->total_ns);
+}
+
+TEST(Aggregation, CategoriesComeFromWellKnownNames) {
+  Profile p = profile_of(quiet_config(), [] {
+    { GNNPROF_STAGE("sample"); }
+    { GNNPROF_STAGE("backward"); }
+    { GNNPROF_STAGE("my_stage"); }
+    { GNNPROF_STAGE_CAT("custom", "io"); }
+  });
+  EXPECT_EQ(find_stage(p, "sample")->category, "data");
+  EXPECT_EQ(find_stage(p, "backward")->category, "compute");
+  EXPECT_EQ(find_stage(p, "my_stage")->category, "user");
+  EXPECT_EQ(find_stage(p, "custom")->category, "io");
+}
+
+TEST(Histogram, QuantilesWithinOnePercent) {
+  detail::LogHistogram h;
+  for (int v = 1; v <= 100000; ++v) h.add(v);
+  EXPECT_NEAR(static_cast<double>(h.quantile(0.5)), 50000.0, 50000.0 * 0.01);
+  EXPECT_NEAR(static_cast<double>(h.quantile(0.9)), 90000.0, 90000.0 * 0.01);
+  detail::LogHistogram small;
+  for (int v : {5, 7, 9}) small.add(v);
+  EXPECT_EQ(small.quantile(0.5), 7);  // exact below 128 ns
+  EXPECT_EQ(detail::LogHistogram().quantile(0.5), 0);
+}
+
+}  // namespace
+}  // namespace gnnprof

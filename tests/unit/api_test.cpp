@@ -1,0 +1,117 @@
+// The linked API: macros side by side, declarations through GNNPROF_LINE, the C ABI, sessions.
+#include <cstdlib>
+#include <fstream>
+
+#include "gnnprof/gnnprof_c.h"
+#include "gnnprof/profile_io.h"
+#include "test_support.h"
+
+namespace gnnprof {
+namespace {
+
+int twice(int x) { return 2 * x; }
+
+void instrumented_function() {
+  GNNPROF_FUNCTION();
+  testing::spin_ns(1000);
+}
+
+TEST(Api, MacrosInTheSameBlockAndDeclarationsThroughLine) {
+  int total = 0;
+  Profile p = testing::profile_of(testing::quiet_config(), [&] {
+    GNNPROF_STAGE("first");
+    GNNPROF_STAGE("second");  // same block: unique names
+    GNNPROF_LINE(int y = twice(21));
+    GNNPROF_LINE(total += y);  GNNPROF_LINE(total += 1);  // two on one line
+    instrumented_function();
+  });
+  EXPECT_EQ(total, 43);
+  ASSERT_NE(testing::find_stage(p, "first"), nullptr);
+  const StageStats* second = testing::find_stage(p, "second");
+  ASSERT_NE(second, nullptr);
+  // "second" opened after "first" in the same scope, so it nests inside it.
+  EXPECT_NEAR(static_cast<double>(testing::find_stage(p, "first")->self_ns),
+              static_cast<double>(testing::find_stage(p, "first")->total_ns - second->total_ns), 2.0);
+  const StageStats* fn = testing::find_stage(p, "instrumented_function");
+  ASSERT_NE(fn, nullptr);
+  EXPECT_EQ(fn->category, "function");
+  // Two GNNPROF_LINEs on one source line share its row, as in line_profiler.
+  ASSERT_EQ(p.lines.size(), 2u);
+  EXPECT_EQ(p.lines[0].code, "int y = twice(21)");
+  EXPECT_EQ(p.lines[0].function, "operator()");
+  EXPECT_NE(p.lines[0].file.find("api_test.cpp"), std::string::npos);
+  EXPECT_EQ(p.lines[1].hits, 2u);
+}
+
+TEST(Api, CAbiRecordsStagesStepsAndCounters) {
+  Profile p = testing::profile_of(testing::quiet_config(), [] {
+    gnnprof_site_t fwd = gnnprof_stage_site("forward", nullptr);
+    gnnprof_site_t q = gnnprof_counter_site("queue");
+    EXPECT_EQ(fwd, gnnprof_stage_site("forward", nullptr));  // interned
+    for (int i = 0; i < 4; ++i) {
+      gnnprof_step();
+      EXPECT_EQ(gnnprof_stage_begin(fwd), 1);
+      gnnprof_transfer(100, GNNPROF_H2D, GNNPROF_PINNED, GNNPROF_ASYNC, 0);
+      gnnprof_stage_end();
+      gnnprof_counter(q, i);
+    }
+    gnnprof_step_end();
+    gnnprof_stage_end();  // unbalanced: ignored
+    EXPECT_EQ(gnnprof_stage_begin(0), 1);  // site 0: a transparent range, still balanced
+    gnnprof_stage_end();
+    gnnprof_set_thread_name("trainer");
+  });
+  EXPECT_EQ(testing::find_stage(p, "forward")->hits, 4u);
+  EXPECT_EQ(p.iterations.size(), 4u);
+  ASSERT_EQ(p.transfers.size(), 1u);
+  EXPECT_EQ(p.transfers[0].stage, "forward");
+  EXPECT_EQ(p.counters.at(0).samples, 4u);
+  EXPECT_EQ(p.threads.at(p.main_thread).name, "trainer");
+}
+
+TEST(Api, StopWritesTheProfileToTheConfiguredPathWithPidPattern) {
+  Config cfg = testing::quiet_config();
+  cfg.write_at_stop = true;
+  cfg.output = std::string(::testing::TempDir()) + "/gnnprof_api_%p.json";
+  (void)stop();
+  ASSERT_TRUE(start(cfg));
+  { GNNPROF_STAGE("written"); }
+  ASSERT_TRUE(stop());
+  const std::string path = resolved_output_path(cfg);
+  EXPECT_NE(path.find(std::to_string(::getpid())), std::string::npos);
+  auto p = read_profile_file(path);
+  ASSERT_TRUE(p) << p.status().message();
+  EXPECT_NE(testing::find_stage(*p, "written"), nullptr);
+  EXPECT_EQ(p->run.pid, ::getpid());
+}
+
+TEST(Api, UnwritableOutputIsAnErrorNotACrash) {
+  Config cfg = testing::quiet_config();
+  cfg.write_at_stop = true;
+  cfg.output = "/nonexistent-dir/p.json";
+  (void)stop();
+  ASSERT_TRUE(start(cfg));
+  { GNNPROF_STAGE("lost"); }
+  ::testing::internal::CaptureStderr();
+  Status st = stop();
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(st);
+  EXPECT_EQ(err, "gnnprof: warning: cannot write /nonexistent-dir/p.json: No such file or directory\n");
+}
+
+TEST(Api, ConfigFromEnvironment) {
+  ::setenv("GNNPROF_ENABLED", "0", 1);
+  ::setenv("GNNPROF_OUTPUT", "/tmp/x-%p.json", 1);
+  ::setenv("GNNPROF_BUFFER_EVENTS", "4096", 1);
+  Config c = Config::from_env();
+  EXPECT_FALSE(c.enabled);
+  EXPECT_EQ(c.output, "/tmp/x-%p.json");
+  EXPECT_EQ(c.buffer_events, 4096u);
+  ::unsetenv("GNNPROF_ENABLED");
+  ::unsetenv("GNNPROF_OUTPUT");
+  ::unsetenv("GNNPROF_BUFFER_EVENTS");
+  EXPECT_TRUE(Config::from_env().enabled);
+}
+
+}  // namespace
+}  // namespace gnnprof

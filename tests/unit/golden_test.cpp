@@ -1,0 +1,140 @@
+// Golden files: the text report (line table + stage table) and the JSON profile of a fixed
+// Profile, and the JSON parsed back. GNNPROF_UPDATE_GOLDEN=1 rewrites the golden files.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "gnnprof/profile_io.h"
+#include "gnnprof/reports/text_reporter.h"
+
+#ifndef GNNPROF_TEST_DATA_DIR
+#error "GNNPROF_TEST_DATA_DIR must point at tests/"
+#endif
+
+namespace gnnprof {
+namespace {
+
+const std::string kTests = GNNPROF_TEST_DATA_DIR;
+
+Profile fixed_profile() {
+  Profile p;
+  p.tool.version = "0.1.0";
+  p.run.command = {"./train", "--epochs", "1"};
+  p.run.pid = 4242;
+  p.run.host = "golden-host";
+  p.run.cwd = "/nonexistent-cwd";
+  p.run.start_time = "2026-11-21T00:00:00Z";
+  p.run.start_unix_ns = 1795219200000000000;
+  p.run.start_monotonic_ns = 123456789;
+  p.run.rank = 0;
+  p.run.world_size = 2;
+  p.clock = ClockInfo{"tsc", 2.5, 1000000000};
+  p.collectors = {{"host", true, ""}, {"cupti", false, "no CUDA driver (cudaGetDeviceCount returned 35)"}};
+  p.wall_ns = 2000000000;
+  p.recorded_events = 4100;
+  p.dropped_events = 3;
+  p.threads = {{0, 100, "main", 4000, 3}, {1, 101, "prefetch", 100, 0}};
+  auto stage = [](std::string n, std::string c, std::uint64_t hits, std::int64_t total, std::int64_t self) {
+    StageStats s;
+    s.name = std::move(n);
+    s.category = std::move(c);
+    s.hits = hits;
+    s.total_ns = total;
+    s.self_ns = self;
+    s.mean_ns = total / static_cast<std::int64_t>(hits);
+    s.p50_ns = s.mean_ns - 1000;
+    s.p90_ns = s.mean_ns + 2000;
+    s.max_ns = s.mean_ns * 2;
+    s.pct_wall = 100.0 * static_cast<double>(total) / 2e9;
+    s.by_thread = {{0, hits, total, self}};
+    return s;
+  };
+  p.stages = {stage("forward", "compute", 100, 542000000, 542000000),
+              stage("backward", "compute", 100, 436000000, 436000000),
+              stage("materialize", "data", 100, 390000000, 390000000),
+              stage("sample", "data", 100, 176000000, 176000000)};
+  p.unattributed_ns = 2000000000 - 542000000 - 436000000 - 390000000 - 176000000;
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    IterationStats it;
+    it.index = i;
+    it.begin_ns = 1000 + static_cast<std::int64_t>(i) * 20000000;
+    it.wall_ns = 20000000;
+    it.stages = {{"forward", 5420000}, {"backward", 4360000}, {"materialize", 3900000}, {"sample", 1760000}};
+    it.other_threads = {{"sample", 100}};
+    it.unattributed_ns = 20000000 - 5420000 - 4360000 - 3900000 - 1760000;
+    p.iterations.push_back(it);
+  }
+  const std::string file = kTests + "/data/train_fixture.cpp";
+  auto line = [&](std::uint32_t n, std::string code, std::string stage_name, std::uint64_t hits, std::int64_t total) {
+    return LineStats{file, n, "train", std::move(code), std::move(stage_name), hits, total, total / 50};
+  };
+  p.lines = {line(5, "auto blocks = sampler.sample(batch)", "", 100, 176000000),
+             line(6, "auto x = features.gather(blocks.input_nodes())", "", 100, 390000000),
+             line(8, "auto y_hat = model.forward(blocks, x)", "", 100, 542000000),
+             line(9, "auto loss = criterion(y_hat, batch.labels)", "", 100, 12000000),
+             line(10, "loss.backward()", "", 100, 436000000),
+             line(11, "opt.step()", "", 100, 44000000),
+             LineStats{"/missing/dir/loop.cpp", 42, "run", "x.copy_(y)", "h2d", 10, 5000000, 600000}};
+  p.transfers = {TransferStats{"h2d", file, 6, "h2d", "pinned", "async", 100, 3276800000, 130000000}};
+  p.materializations = {MaterializationStats{"features", "materialize", file, 6, 100, 1126400, 3276800000}};
+  p.counters = {CounterStats{"queue_depth", 100, 0, 2, 1.5, 2}};
+  p.timeline = {TimelineEvent{0, "stage", "forward", 1000, 5420000, 0}, TimelineEvent{1, "counter", "queue_depth", 2000, 0, 2}};
+  p.timeline_dropped = 7;
+  p.diagnostics = {Diagnostic{"pageable-h2d", "warning", "example", {{"bytes", 1024.0}}}};
+  return p;
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void expect_golden(const std::string& name, const std::string& actual) {
+  const std::string path = kTests + "/golden/" + name;
+  // The fixture path depends on the checkout; the golden file says @TESTS@.
+  std::string normalized = actual;
+  for (std::size_t pos; (pos = normalized.find(kTests)) != std::string::npos;)
+    normalized.replace(pos, kTests.size(), "@TESTS@");
+  if (const char* u = std::getenv("GNNPROF_UPDATE_GOLDEN"); u != nullptr && std::string(u) == "1") {
+    std::ofstream(path) << normalized;
+    GTEST_SKIP() << "rewrote " << path;
+  }
+  std::string expected = read_all(path);
+  ASSERT_FALSE(expected.empty()) << "missing golden file " << path;
+  EXPECT_EQ(normalized, expected) << "golden mismatch: " << path << " (GNNPROF_UPDATE_GOLDEN=1 to accept)";
+}
+
+TEST(Golden, TextReport) {
+  std::ostringstream out;
+  ASSERT_TRUE(reports::TextReporter({}).render(fixed_profile(), out));
+  expect_golden("report.txt", out.str());
+}
+
+TEST(Golden, LineTableHasLineProfilerLayout) {
+  std::ostringstream out;
+  reports::TextReporter({}).render_line_table(fixed_profile(), out);
+  const std::string t = out.str();
+  EXPECT_NE(t.find("Timer unit: 1e-06 s"), std::string::npos);
+  EXPECT_NE(t.find("Total time: 1.6 s"), std::string::npos);
+  EXPECT_NE(t.find("Function: train at line 5"), std::string::npos);
+  EXPECT_NE(t.find("Line #      Hits         Time  Per Hit   % Time  Line Contents"), std::string::npos);
+  // Line 7 is blank in the source and shown without numbers, as line_profiler does.
+  EXPECT_NE(t.find("     7                                           \n"), std::string::npos);
+  EXPECT_NE(t.find("(source missing: /missing/dir/loop.cpp"), std::string::npos);
+}
+
+TEST(Golden, JsonProfile) {
+  const std::string json = profile_to_json(fixed_profile());
+  expect_golden("profile.json", json);
+  // Parsed back, it renders to the same document.
+  auto back = profile_from_json(json, "golden");
+  ASSERT_TRUE(back) << back.status().message();
+  EXPECT_EQ(profile_to_json(*back), json);
+}
+
+}  // namespace
+}  // namespace gnnprof

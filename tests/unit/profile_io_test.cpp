@@ -1,0 +1,143 @@
+// The JSON profile: round trip, required keys, and clear errors for bad files.
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "gnnprof/profile_io.h"
+#include "test_support.h"
+
+namespace gnnprof {
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return (std::string(::testing::TempDir()) + "/gnnprof_io_" + name);
+}
+
+Profile real_profile() {
+  return testing::profile_of(testing::quiet_config(), [] {
+    for (int i = 0; i < 5; ++i) {
+      GNNPROF_STEP();
+      { GNNPROF_STAGE("sample"); testing::spin_ns(5000); }
+      GNNPROF_LINE(record_transfer(4096, Direction::kH2D, HostMemory::kPageable, CopyMode::kSync));
+      GNNPROF_MATERIALIZE("labels", 16, 64);
+      GNNPROF_COUNTER("queue_depth", i);
+      std::thread([] { GNNPROF_STAGE("producer"); }).join();
+    }
+    GNNPROF_STEP_END();
+  });
+}
+
+TEST(ProfileIo, WriteReadWriteIsIdentical) {
+  Profile p = real_profile();
+  const std::string path = temp_path("roundtrip.json");
+  ASSERT_TRUE(write_profile_file(p, path));
+  auto back = read_profile_file(path);
+  ASSERT_TRUE(back) << back.status().message();
+  EXPECT_EQ(profile_to_json(*back), profile_to_json(p));
+  const std::string path2 = temp_path("roundtrip2.json");
+  ASSERT_TRUE(write_profile_file(*back, path2));
+  std::ifstream a(path), b(path2);
+  std::string sa((std::istreambuf_iterator<char>(a)), {}), sb((std::istreambuf_iterator<char>(b)), {});
+  EXPECT_EQ(sa, sb);
+}
+
+TEST(ProfileIo, SchemaRequiredKeysArePresent) {
+  auto j = nlohmann::json::parse(profile_to_json(real_profile()));
+  EXPECT_EQ(j["schema"], "gnnprof.profile/1");
+  for (const char* key : {"schema", "tool", "run", "collectors", "wall_ns", "stages", "iterations", "lines",
+                          "transfers", "dropped_events", "diagnostics"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["tool"]["name"], "gnnprof");
+  for (const char* key : {"command", "pid", "host", "start_time", "rank", "world_size"})
+    EXPECT_TRUE(j["run"].contains(key)) << key;
+  EXPECT_TRUE(j["wall_ns"].is_number_integer());
+  for (const auto& s : j["stages"]) {
+    for (const char* key : {"name", "category", "hits", "total_ns", "self_ns", "p50_ns", "p90_ns", "max_ns"})
+      EXPECT_TRUE(s.contains(key)) << key;
+    EXPECT_TRUE(s["total_ns"].is_number_integer());
+  }
+  ASSERT_FALSE(j["iterations"].empty());
+  for (const char* key : {"index", "wall_ns", "stages"}) EXPECT_TRUE(j["iterations"][0].contains(key)) << key;
+  ASSERT_FALSE(j["lines"].empty());
+  for (const char* key : {"file", "line", "function", "code", "hits", "total_ns"})
+    EXPECT_TRUE(j["lines"][0].contains(key)) << key;
+  EXPECT_EQ(j["collectors"][0]["name"], "host");
+  EXPECT_TRUE(j["collectors"][0]["enabled"].get<bool>());
+  EXPECT_TRUE(j["diagnostics"].is_array());
+}
+
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+TEST(ProfileIo, MissingFileNamesTheFile) {
+  auto r = read_profile_file("/nonexistent/p.json");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(), "/nonexistent/p.json: cannot open: No such file or directory");
+}
+
+TEST(ProfileIo, TruncatedFileIsReportedAsTruncated) {
+  std::string full = profile_to_json(real_profile());
+  const std::string path = temp_path("truncated.json");
+  write_text(path, full.substr(0, full.size() / 2));
+  auto r = read_profile_file(path);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.status().message().find(path + ": truncated JSON"), std::string::npos) << r.status().message();
+}
+
+TEST(ProfileIo, ForeignFilesAreRejected) {
+  const std::string path = temp_path("foreign.json");
+  write_text(path, R"({"traceEvents": []})");
+  auto r = read_profile_file(path);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(), path + ": not a gnnprof profile (no \"schema\" key)");
+
+  write_text(path, R"({"schema": "gnnprof.compare/1"})");
+  r = read_profile_file(path);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(), path + ": not a gnnprof profile (schema \"gnnprof.compare/1\")");
+
+  write_text(path, R"({"schema": "gnnprof.profile/9"})");
+  r = read_profile_file(path);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.status().message().find("unsupported profile schema"), std::string::npos);
+
+  write_text(path, "\x7f" "ELF\x02\x01");
+  r = read_profile_file(path);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.status().message().find("malformed JSON at byte"), std::string::npos) << r.status().message();
+
+  write_text(path, "");
+  r = read_profile_file(path);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(), path + ": empty file");
+}
+
+TEST(ProfileIo, WrongTypesNameTheField) {
+  auto j = nlohmann::ordered_json::parse(profile_to_json(real_profile()));
+  j["stages"][0]["hits"] = "many";
+  auto r = profile_from_json(j.dump(), "x.json");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(), "x.json: $.stages[0].hits: wrong type (string)");
+  j = nlohmann::ordered_json::parse(profile_to_json(real_profile()));
+  j.erase("wall_ns");
+  r = profile_from_json(j.dump(), "x.json");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(), "x.json: $: missing key \"wall_ns\"");
+}
+
+TEST(ProfileIo, AtomicWriteKeepsThePreviousFileOnFailure) {
+  const std::string path = temp_path("keep.json");
+  write_text(path, "previous");
+  // A directory that does not exist: the write fails and names the target.
+  Status st = write_file_atomic("/nonexistent-dir/keep.json", "new");
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.message().find("cannot write /nonexistent-dir/keep.json"), std::string::npos);
+  ASSERT_TRUE(write_file_atomic(path, "new"));
+  std::ifstream f(path);
+  std::string s((std::istreambuf_iterator<char>(f)), {});
+  EXPECT_EQ(s, "new");
+}
+
+}  // namespace
+}  // namespace gnnprof
