@@ -63,8 +63,9 @@ inline bool recording() noexcept { return g_state.load(std::memory_order_relaxed
 
 // Every begin on a real buffer pushes exactly one entry, so begin/end stay balanced for C
 // callers that ignore return values: past kMaxDepth the entry is only counted (depth goes on
-// rising, nothing is stored), and a site id of 0 pushes a transparent entry that records
-// nothing and leaves the stage/line context unchanged.
+// rising, nothing is stored), and a site id of 0 -- or a begin while no session records --
+// pushes a transparent entry that takes no timestamp, records nothing and leaves the
+// stage/line context unchanged.
 inline bool push_range(std::uint32_t site, bool is_line) noexcept {
   ThreadBuffer* b = buffer_for_begin();
   if (b == nullptr) return false;
@@ -78,35 +79,42 @@ inline bool push_range(std::uint32_t site, bool is_line) noexcept {
     return true;
   }
   OpenRange& r = b->stack[d];
-  r.site = site;
-  r.child_ticks = 0;
   r.prev_stage = static_cast<std::int16_t>(b->cur_stage);
   r.prev_line = static_cast<std::int16_t>(b->cur_line);
-  r.stage_depth = b->cur_stage >= 0 ? b->stack[b->cur_stage].stage_depth + 1 : 0;
+  if (__builtin_expect(site == 0 || !recording(), 0)) {
+    r.site = 0;
+    return true;
+  }
+  r.site = site;
   r.is_line = is_line;
-  if (site != 0) {
-    if (is_line)
-      b->cur_line = d;
-    else
-      b->cur_stage = d;
+  r.child_ticks = 0;
+  if (is_line) {
+    b->cur_line = d;
+  } else {
+    r.stage_depth = static_cast<std::uint16_t>(b->stage_depth++);
+    b->cur_stage = d;
   }
   r.begin = raw_now();  // last: the range excludes its own bookkeeping
   return true;
 }
 
 inline void pop_range() noexcept {
-  std::uint64_t now = raw_now();  // first: the range excludes its own bookkeeping
   ThreadBuffer* b = t_buffer;
   if (b == nullptr || b->depth == 0) return;  // unbalanced end: ignore
   int d = --b->depth;
-  if (d >= kMaxDepth) return;  // counted as dropped at begin
+  if (__builtin_expect(d >= kMaxDepth, 0)) return;  // counted as dropped at begin
   OpenRange& r = b->stack[d];
   b->cur_stage = r.prev_stage;
   b->cur_line = r.prev_line;
-  if (r.site == 0) return;
+  if (__builtin_expect(r.site == 0, 0)) return;  // transparent: no timestamp at all
+  // The range includes the few loads above (~1 ns) so that a disabled session reads no clock.
+  std::uint64_t now = raw_now();
   std::uint64_t dur = now - r.begin;
-  if (!r.is_line && r.prev_stage >= 0) b->stack[r.prev_stage].child_ticks += dur;
-  if (!recording()) return;
+  if (!r.is_line) {
+    --b->stage_depth;
+    if (r.prev_stage >= 0) b->stack[r.prev_stage].child_ticks += dur;
+  }
+  if (__builtin_expect(!recording(), 0)) return;
   RawEvent* e = b->reserve();
   if (e == nullptr) return;
   e->t0 = r.begin;
@@ -178,6 +186,7 @@ ThreadBuffer* BufferRegistry::attach_current_thread() noexcept {
     b->depth = 0;
     b->cur_stage = -1;
     b->cur_line = -1;
+    b->stage_depth = 0;
     b->index = next_index_++;
     b->tid = static_cast<std::int64_t>(::syscall(SYS_gettid));
     std::memset(b->name, 0, sizeof(b->name));

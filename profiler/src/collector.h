@@ -36,7 +36,7 @@ class BufferRegistry {
   std::mutex mu_;
   std::vector<std::unique_ptr<ThreadBuffer>> buffers_;
   ThreadBuffer sink_{0};
-  std::size_t buffer_events_ = 16384;
+  std::size_t buffer_events_ = 4096;
   std::size_t max_threads_ = 256;
   std::uint32_t next_index_ = 0;
 };

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -109,7 +110,8 @@ RunInfo make_run_info() {
 }
 
 /// One pass: read every ring's published events into the aggregator. Caller holds drain_mu.
-void drain_pass_locked(Global& s) {
+/// Returns the fullest ring's fill fraction before the pass (the drainer's pacing signal).
+double drain_pass_locked(Global& s) {
   BufferRegistry& reg = buffer_registry();
   std::lock_guard<std::mutex> lock(reg.mutex());
   // Heads are read before the clock pair, so every converted event predates the pair and
@@ -118,14 +120,18 @@ void drain_pass_locked(Global& s) {
   heads.reserve(reg.buffers().size());
   for (const auto& b : reg.buffers()) heads.emplace_back(b.get(), b->published());
   s.clock.update(sample_clock_pair());
-  if (!s.agg) return;
+  if (!s.agg) return 0.0;
   s.agg->set_clock(s.clock);
+  double fullest = 0.0;
   for (auto& [b, head] : heads) {
-    for (std::uint64_t i = b->consumed(); i < head; ++i) s.agg->consume(b->index, b->at(i));
+    std::uint64_t tail = b->consumed();
+    fullest = std::max(fullest, static_cast<double>(head - tail) / static_cast<double>(b->capacity()));
+    for (std::uint64_t i = tail; i < head; ++i) s.agg->consume(b->index, b->at(i));
     b->release_to(head);
     s.agg->note_thread(b->index, b->tid, b->name, b->dropped());
   }
   s.agg->note_sink_drops(reg.sink().dropped());
+  return fullest;
 }
 
 /// Discards whatever the rings hold (events of an earlier session). Caller holds drain_mu.
@@ -141,7 +147,9 @@ void drainer_main() {
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
   Global& s = g();
-  const auto period = std::chrono::milliseconds(s.cfg.drain_interval_ms == 0 ? 1 : s.cfg.drain_interval_ms);
+  const auto slow = std::chrono::milliseconds(s.cfg.drain_interval_ms == 0 ? 1 : s.cfg.drain_interval_ms);
+  const auto fast = std::chrono::milliseconds(1);
+  auto period = slow;
   std::unique_lock<std::mutex> lock(s.wake_mu);
   while (!s.stop_drainer) {
     s.wake_cv.wait_for(lock, period);
@@ -150,7 +158,9 @@ void drainer_main() {
     {
       std::lock_guard<std::mutex> d(s.drain_mu);
       try {
-        drain_pass_locked(s);
+        // A ring over a quarter full at the slow period would fill before the next pass at
+        // 4x the rate: drain every 1 ms until the burst is over.
+        period = drain_pass_locked(s) > 0.25 ? fast : slow;
       } catch (...) {
         // Out of memory while aggregating: keep the program alive; events stay in the rings
         // and are counted as dropped when the rings fill.

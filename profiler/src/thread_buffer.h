@@ -24,7 +24,7 @@ inline constexpr int kMaxDepth = 64;
 struct OpenRange {
   std::uint64_t begin;
   std::uint64_t child_ticks;  // time in directly nested stages (stages only)
-  std::uint32_t site;
+  std::uint32_t site;         // 0: transparent entry (records nothing)
   std::int16_t prev_stage;    // index of the enclosing stage entry, -1 if none
   std::int16_t prev_line;     // index of the enclosing line entry, -1 if none
   std::uint16_t stage_depth;  // number of enclosing stages
@@ -37,10 +37,11 @@ class ThreadBuffer {
   explicit ThreadBuffer(std::size_t capacity);
 
   bool is_sink() const noexcept { return capacity_ == 0; }
+  std::size_t capacity() const noexcept { return capacity_; }
 
   /// Producer: a slot to fill, or nullptr (counted as dropped) when the ring is full.
   RawEvent* reserve() noexcept {
-    if (head_local_ - tail_cache_ >= capacity_) {
+    if (__builtin_expect(head_local_ - tail_cache_ >= capacity_, 0)) {
       tail_cache_ = tail_.load(std::memory_order_acquire);
       if (head_local_ - tail_cache_ >= capacity_) {
         count_drop();
@@ -63,11 +64,22 @@ class ThreadBuffer {
   void release_to(std::uint64_t i) noexcept { tail_.store(i, std::memory_order_release); }
   std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
 
-  // Producer-owned open-range stack (see collector.cpp).
+  // Producer-owned state, first so that a warm begin/end touches one cache line of it
+  // plus the stack entry and the ring slot.
+  int depth = 0;          // open entries, may exceed kMaxDepth (those are not stored)
+  int cur_stage = -1;     // stack index of the innermost stage, -1 if none
+  int cur_line = -1;      // stack index of the innermost line, -1 if none
+  int stage_depth = 0;    // open stages (lines excluded)
+
+ private:
+  std::size_t capacity_;
+  std::uint64_t mask_;
+  std::unique_ptr<RawEvent[]> ring_;
+  std::uint64_t head_local_ = 0;  // producer's copy of head_
+  std::uint64_t tail_cache_ = 0;  // producer's last view of tail_
+
+ public:
   OpenRange stack[kMaxDepth];
-  int depth = 0;
-  int cur_stage = -1;
-  int cur_line = -1;
 
   // Owner identity; written under the registry mutex, read by the drainer under it.
   std::uint32_t index = 0;
@@ -76,11 +88,6 @@ class ThreadBuffer {
   std::atomic<bool> retired{false};
 
  private:
-  std::size_t capacity_;
-  std::uint64_t mask_;
-  std::unique_ptr<RawEvent[]> ring_;
-  std::uint64_t head_local_ = 0;  // producer's copy of head_
-  std::uint64_t tail_cache_ = 0;  // producer's last view of tail_
   alignas(64) std::atomic<std::uint64_t> head_{0};
   alignas(64) std::atomic<std::uint64_t> tail_{0};
   alignas(64) std::atomic<std::uint64_t> dropped_{0};

@@ -31,12 +31,16 @@ namespace gnnprof {
 struct Config {
   bool enabled = true;
   std::string output;  ///< "" means gnnprof-<pid>.json
-  /// Events per thread ring. 16384 x 48 B = 768 KiB per thread; at the default drain period
-  /// a thread may record ~1.6 M events/s before it drops any.
-  std::size_t buffer_events = 16384;
+  /// Events per thread ring: 4096 x 48 B = 192 KiB, small enough to stay in L2 next to the
+  /// program's data (a 768 KiB ring measured ~10 ns more per event on a 5 us loop body,
+  /// docs/performance.md). The drainer empties rings every drain_interval_ms, and every 1 ms
+  /// while any ring is over a quarter full, so a thread may record ~3 M events/s without
+  /// dropping any.
+  std::size_t buffer_events = 4096;
   /// Threads that get a ring. Cap on ring memory: max_threads x buffer_events x 48 B
-  /// (256 x 768 KiB = 192 MiB worst case; typical loops use 2-8 threads).
+  /// (256 x 192 KiB = 48 MiB worst case; typical loops use 2-8 threads).
   std::size_t max_threads = 256;
+  /// Drainer period when rings are less than a quarter full.
   std::uint32_t drain_interval_ms = 10;
   std::size_t timeline_events = 50000;
   std::size_t max_iterations = 1000000;
