@@ -53,7 +53,7 @@ TEST(Aggregation, UnattributedIsWallMinusTopLevelStagesOfMainThread) {
   const StageStats* b = find_stage(p, "b");
   ASSERT_TRUE(a && b);
   EXPECT_EQ(p.unattributed_ns, p.wall_ns - a->total_ns - b->total_ns);
-  EXPECT_GE(p.unattributed_ns, 300000);
+  EXPECT_GE(p.unattributed_ns, 290000);  // 300 us spun; slack for TSC calibration
 }
 
 TEST(Aggregation, PerIterationSumsEqualTotals) {
