@@ -1,6 +1,7 @@
 // bench_overhead — what instrumentation costs on the hot path.
 //
 //   BM_EmptyLoop             the loop itself
+//   BM_RawRdtsc              one rdtsc, the clock read of the hot path (x86-64)
 //   BM_StageEnterExit        GNNPROF_STAGE enter + exit (one 48-byte event)
 //   BM_LineHit               GNNPROF_LINE around a trivial statement
 //   BM_StageDisabled         GNNPROF_STAGE with GNNPROF_ENABLED=0 semantics (no session)
@@ -63,6 +64,14 @@ void BM_EmptyLoop(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(++n);
 }
 BENCHMARK(BM_EmptyLoop);
+
+#if defined(__x86_64__)
+// The floor: a stage reads the clock twice.
+void BM_RawRdtsc(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(__builtin_ia32_rdtsc());
+}
+BENCHMARK(BM_RawRdtsc);
+#endif
 
 void BM_StageEnterExit(benchmark::State& state) {
   ensure_session(true);

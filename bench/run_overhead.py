@@ -54,6 +54,8 @@ def main():
     print(f"stage enter+exit:   {stage:.2f} ns (target <= 25)")
     print(f"line hit:           {line:.2f} ns (target <= 25)")
     print(f"stage, no session:  {disabled:.2f} ns")
+    if "BM_RawRdtsc" in med:
+        print(f"one rdtsc:          {med['BM_RawRdtsc']:.2f} ns (a stage reads it twice: floor {2 * med['BM_RawRdtsc']:.2f} ns)")
     print(f"5 us loop body:     body {body:.0f} ns, +{added:.2f} ns per iteration = {pct:.3f} % "
           f"(target <= 0.5 %); per-run values {', '.join(f'{100 * x / y:.3f}' for x, y in zip(abba['added_ns_per_iter'], abba['body_ns']))} %")
     all_dropped = [d for c in counters.values() for d in c.get("dropped", [])]

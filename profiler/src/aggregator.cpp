@@ -121,23 +121,24 @@ void Aggregator::on_stage(std::uint32_t thread, const RawEvent& e) {
   keep_timeline(thread, e.site, e.kind, begin, dur, static_cast<double>(e.depth));
 
   Pending p{thread, e.site, begin, dur, top};
-  if (have_boundary_ && begin < last_boundary_) {
+  // The loop thread's own events are published after its earlier marks and before its later
+  // ones, so their iteration is known now; before any mark there is no iteration to join
+  // (other threads' events racing the very first mark land in none). Only another thread's
+  // event that began after the latest mark must wait: that thread's ring may be drained
+  // before the loop thread's next mark is.
+  if (!have_boundary_ || static_cast<int>(thread) == loop_thread_) {
+    place_now(p);
+    return;
+  }
+  if (begin < last_boundary_) {
     assign(p);
     return;
   }
   pending_.push_back(p);
   if (pending_.size() > opt_.max_pending) {
-    // No iteration mark for over max_pending stage events: assign what is waiting to the open
-    // iteration (where almost all of it belongs), or to none if no iteration is open, so that
-    // memory stays bounded in loops that never call GNNPROF_STEP.
-    bool open = !iters_.empty() && iters_.back().end < 0;
-    if (open)
-      for (const Pending& q : pending_) {
-        Iter& it = iters_.back();
-        auto& m = (static_cast<int>(q.thread) == loop_thread_) ? it.loop : it.other;
-        m[q.site] += q.dur;
-        if (q.top_level && static_cast<int>(q.thread) == loop_thread_) it.loop_top_level += q.dur;
-      }
+    // Safety net (advance() normally keeps the list to ~100 ms): place what is waiting as if
+    // no mark could still arrive before it.
+    for (const Pending& q : pending_) place_now(q);
     pending_.clear();
   }
 }
@@ -154,6 +155,38 @@ void Aggregator::assign_into(std::vector<Iter>& iters, int loop_thread, const Pe
 }
 
 void Aggregator::assign(const Pending& p) { assign_into(iters_, loop_thread_, p); }
+
+// A mark not yet drained was stamped after its ring head was last read, except for the few
+// instructions between its rdtsc and its publishing store. Allowing 10 ms for a thread
+// preempted exactly there (longer than a scheduler time slice), no mark can still arrive
+// stamped before pass_ns - 10 ms, so the open iteration (if any) certainly extends to that
+// point and older pending events can be placed: in the open iteration, an earlier one, or none.
+void Aggregator::advance(std::int64_t pass_ns) {
+  const std::int64_t horizon = pass_ns - kMarkHorizonNs;
+  std::size_t keep = 0;
+  for (std::size_t i = 0; i < pending_.size(); ++i) {
+    const Pending& q = pending_[i];
+    if (q.begin >= horizon) {
+      pending_[keep++] = q;
+      continue;
+    }
+    place_now(q);
+  }
+  pending_.resize(keep);
+}
+
+void Aggregator::place_now(const Pending& q) {
+  bool open = !iters_.empty() && iters_.back().end < 0;
+  if (open && q.begin >= iters_.back().begin) {
+    // The open iteration, with its end treated as beyond q.begin.
+    Iter& it = iters_.back();
+    bool loop = static_cast<int>(q.thread) == loop_thread_;
+    (loop ? it.loop : it.other)[q.site] += q.dur;
+    if (loop && q.top_level) it.loop_top_level += q.dur;
+  } else {
+    assign(q);
+  }
+}
 
 void Aggregator::on_mark(std::uint32_t thread, std::int64_t ts, bool begin_next) {
   // Marks are expected from one thread in time order; a mark earlier than the last boundary

@@ -22,9 +22,9 @@ namespace gnnprof::detail {
 struct AggregatorOptions {
   std::size_t timeline_events = 50000;
   std::size_t max_iterations = 1000000;
-  /// Stage events waiting for the iteration mark that decides their iteration; past this
-  /// they are assigned to the open iteration (or none) at once. See assign_pending().
-  std::size_t max_pending = 1u << 20;
+  /// Stage events of other threads waiting for the mark that decides their iteration
+  /// (normally a few ms of them, see advance()); past this they are placed at once.
+  std::size_t max_pending = 1u << 16;
 };
 
 class Aggregator {
@@ -36,6 +36,12 @@ class Aggregator {
   const ClockConverter& clock() const { return clock_; }
 
   void consume(std::uint32_t thread, const RawEvent& e);
+  /// Called after each drain pass with the pass's clock time: stage events of non-loop
+  /// threads that began more than kMarkHorizonNs before it are placed now, since no iteration
+  /// mark can still arrive with an earlier timestamp (see the .cpp). Keeps the pending list to
+  /// the other threads' events of the last drain period + 10 ms.
+  void advance(std::int64_t pass_ns);
+  static constexpr std::int64_t kMarkHorizonNs = 10000000;
   void note_thread(std::uint32_t index, std::int64_t tid, const char* name, std::uint64_t dropped);
   void note_sink_drops(std::uint64_t dropped) { sink_dropped_ = dropped; }
   void set_main_thread_hint(int thread) { main_hint_ = thread; }
@@ -44,6 +50,7 @@ class Aggregator {
   Profile build(const std::vector<SiteInfo>& sites, std::int64_t end_ns) const;
 
   std::uint64_t recorded() const { return recorded_; }
+  std::size_t pending() const { return pending_.size(); }
 
  private:
   struct StageThread {
@@ -98,6 +105,7 @@ class Aggregator {
   void on_stage(std::uint32_t thread, const RawEvent& e);
   void on_mark(std::uint32_t thread, std::int64_t ts, bool begin_next);
   void assign(const Pending& p);
+  void place_now(const Pending& p);
   static void assign_into(std::vector<Iter>& iters, int loop_thread, const Pending& p);
   void keep_timeline(std::uint32_t thread, std::uint32_t site, EventKind kind, std::int64_t ts,
                      std::int64_t dur, double value);

@@ -119,7 +119,8 @@ double drain_pass_locked(Global& s) {
   std::vector<std::pair<ThreadBuffer*, std::uint64_t>> heads;
   heads.reserve(reg.buffers().size());
   for (const auto& b : reg.buffers()) heads.emplace_back(b.get(), b->published());
-  s.clock.update(sample_clock_pair());
+  const ClockPair pair = sample_clock_pair();
+  s.clock.update(pair);
   if (!s.agg) return 0.0;
   s.agg->set_clock(s.clock);
   double fullest = 0.0;
@@ -131,6 +132,7 @@ double drain_pass_locked(Global& s) {
     s.agg->note_thread(b->index, b->tid, b->name, b->dropped());
   }
   s.agg->note_sink_drops(reg.sink().dropped());
+  s.agg->advance(s.clock.to_ns(pair.raw));
   return fullest;
 }
 

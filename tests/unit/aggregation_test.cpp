@@ -116,6 +116,8 @@ TEST(Aggregation, EventsDrainedBeforeTheirMarkAreStillAssigned) {
   agg.consume(1, ev(K::kStage, 150, 180, 1));  // other thread, iteration 0
   agg.consume(1, ev(K::kStage, 250, 260, 1));  // other thread, iteration 1
   agg.consume(0, ev(K::kStage, 110, 190, 2));  // loop thread, iteration 0
+  agg.advance(300);  // a drain pass well within the mark horizon: nothing placed early
+  EXPECT_EQ(agg.pending(), 2u);  // thread 1's two events; the loop thread's never wait
   agg.consume(0, ev(K::kStep, 200, 0, 0));
   agg.consume(0, ev(K::kStepEnd, 300, 0, 0));
   std::vector<detail::SiteInfo> sites(3);
@@ -129,6 +131,43 @@ TEST(Aggregation, EventsDrainedBeforeTheirMarkAreStillAssigned) {
   EXPECT_EQ(p.iterations[1].other_threads.at("sample"), 10);
   EXPECT_EQ(p.iterations[1].wall_ns, 100);
   EXPECT_EQ(p.main_thread, 0u);
+}
+
+TEST(Aggregation, OtherThreadsEventsWaitOnlyWithinTheMarkHorizon) {
+  // Thread 0 marks iterations; thread 1's events after the latest mark wait for the next mark
+  // only until they are older than the horizon, so waiting memory stays bounded.
+  detail::Aggregator agg(detail::AggregatorOptions{});
+  detail::RawEvent m{};
+  m.kind = detail::EventKind::kStep;
+  m.t0 = 1000;
+  agg.consume(0, m);
+  detail::RawEvent e{};
+  e.kind = detail::EventKind::kStage;
+  e.site = 1;
+  const std::uint64_t n = 50000;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    e.t0 = 2000 + i * 1000;
+    e.t1 = e.t0 + 500;
+    agg.consume(1, e);
+  }
+  EXPECT_EQ(agg.pending(), n);
+  const auto now = static_cast<std::int64_t>(2000 + n * 1000);
+  agg.advance(now);
+  EXPECT_EQ(agg.pending(), static_cast<std::size_t>(detail::Aggregator::kMarkHorizonNs / 1000));
+  agg.advance(now + detail::Aggregator::kMarkHorizonNs);
+  EXPECT_EQ(agg.pending(), 0u);
+  // The loop thread's own events never wait.
+  e.t0 = static_cast<std::uint64_t>(now);
+  e.t1 = e.t0 + 100;
+  agg.consume(0, e);
+  EXPECT_EQ(agg.pending(), 0u);
+  std::vector<detail::SiteInfo> sites(2);
+  sites[1].name = "sample";
+  Profile p = agg.build(sites, now + 1000);
+  ASSERT_EQ(p.iterations.size(), 1u);
+  EXPECT_EQ(p.iterations[0].other_threads.at("sample"), static_cast<std::int64_t>(n * 500));
+  EXPECT_EQ(p.iterations[0].stages.at("sample"), 100);
+  EXPECT_FALSE(p.iterations[0].complete);
 }
 
 TEST(Aggregation, OpenIterationAtStopIsMarkedIncomplete) {
