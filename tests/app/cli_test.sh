@@ -3,10 +3,7 @@
 # usage: cli_test.sh GNNPROF_CLI DEMO_LOOP
 set -u
 cli=$1 demo=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
+. "$(dirname "$0")/lib.sh"
 one_line_exit2() {  # name, expected-substring, args...
   local name=$1 want=$2; shift 2
   "$cli" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?

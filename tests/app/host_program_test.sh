@@ -3,10 +3,7 @@
 # write, and writes nothing when disabled.  usage: host_program_test.sh HOST_APP GNNPROF_CLI
 set -u
 app=$1 cli=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
+. "$(dirname "$0")/lib.sh"
 
 # 1. Profiling on (lazy start from the environment, flush at exit).
 GNNPROF_OUTPUT="$tmp/p.json" "$app" 3 >"$tmp/out" 2>"$tmp/err"; rc=$?
