@@ -218,7 +218,7 @@ void atfork_child() {
   new (&s.drainer) std::thread();
 }
 
-Status start_locked(Global& s, const Config& cfg, int starter_thread_hint) {
+Status start_locked(Global& s, const Config& cfg) {
   int state = g_state.load();
   if (state == kRunning) return Status::ok();
   s.cfg = cfg;
@@ -235,7 +235,6 @@ Status start_locked(Global& s, const Config& cfg, int starter_thread_hint) {
     ao.timeline_events = cfg.timeline_events;
     ao.max_iterations = cfg.max_iterations;
     s.agg = std::make_unique<Aggregator>(ao);
-    s.agg->set_main_thread_hint(starter_thread_hint);
     s.clock.set_origin(sample_clock_pair());
     s.agg->set_clock(s.clock);
     s.run = make_run_info();
@@ -286,7 +285,7 @@ void lazy_start() noexcept {
       return;
     }
     if (g_state.load() != kUninit) return;
-    (void)start_locked(s, Config::from_env(), -1);
+    (void)start_locked(s, Config::from_env());
   } catch (...) {
     g_state.store(kDisabled);
   }
@@ -334,8 +333,9 @@ Status start(const Config& cfg) {
   try {
     std::lock_guard<std::timed_mutex> lock(s.mu);
     if (detail::g_state.load() == detail::kRunning) return Status::ok();
-    Status st = detail::start_locked(s, cfg, -1);
+    Status st = detail::start_locked(s, cfg);
     if (st && detail::g_state.load() == detail::kRunning) {
+      // The explicit starter is the main-thread fallback (a lazy start has none).
       std::lock_guard<std::mutex> d(s.drain_mu);
       s.agg->set_main_thread_hint(detail::current_thread_index());
     }
