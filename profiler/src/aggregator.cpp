@@ -71,7 +71,9 @@ void Aggregator::consume(std::uint32_t thread, const RawEvent& e) {
       break;
     }
     case EventKind::kMaterialize: {
-      MaterializeAgg& m = materialize_[{e.site, e.ctx, e.line_ctx}];
+      // A named site (GNNPROF_MATERIALIZE) is its own place; an anonymous one is placed by
+      // the enclosing GNNPROF_LINE.
+      MaterializeAgg& m = materialize_[{e.site, e.ctx, e.site != 0 ? 0u : e.line_ctx}];
       ++m.hits;
       m.rows += e.a;
       m.bytes += e.b;

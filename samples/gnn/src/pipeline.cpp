@@ -1,0 +1,166 @@
+// pipeline.cpp — the only libtorch translation unit of the pipeline library.
+#include "gnnprof/gnn/pipeline.h"
+
+#include <ATen/Parallel.h>
+#include <gnnprof/gnnprof.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "random.h"
+
+namespace gnnprof::gnn {
+
+namespace {
+
+torch::Tensor to_tensor(const std::vector<std::int64_t>& v) {
+  return torch::from_blob(const_cast<std::int64_t*>(v.data()), {static_cast<std::int64_t>(v.size())}, torch::kInt64).clone();
+}
+
+BlockTensors block_tensors(const Block& b) {
+  BlockTensors t;
+  t.num_src = b.num_src();
+  t.num_dst = b.num_dst;
+  std::vector<std::int64_t> dst(b.indices.size());
+  std::vector<float> inv(static_cast<std::size_t>(b.num_dst));
+  for (std::int64_t i = 0; i < b.num_dst; ++i) {
+    const auto lo = b.indptr[static_cast<std::size_t>(i)], hi = b.indptr[static_cast<std::size_t>(i) + 1];
+    std::fill(dst.begin() + lo, dst.begin() + hi, i);
+    inv[static_cast<std::size_t>(i)] = 1.0f / static_cast<float>(std::max<std::int64_t>(1, hi - lo));
+  }
+  t.src = to_tensor(b.indices);
+  t.dst = to_tensor(dst);
+  t.inv_deg = torch::from_blob(inv.data(), {b.num_dst}, torch::kFloat32).clone();
+  return t;
+}
+
+}  // namespace
+
+torch::Tensor gather_features(const MappedFeatures& features, const std::vector<std::int64_t>& ids) {
+  const auto n = static_cast<std::int64_t>(ids.size());
+  torch::Tensor out = torch::empty({n, features.dim()}, torch::kFloat32);
+  float* dst = out.data_ptr<float>();
+  at::parallel_for(0, n, 256, [&](std::int64_t b, std::int64_t e) { features.gather(ids.data(), b, e, dst); });
+  GNNPROF_MATERIALIZE("features", n, n * features.dim() * 4);
+  return out;
+}
+
+BatchProducer::BatchProducer(const Dataset& ds, const MappedFeatures& features, const NeighborSampler& sampler,
+                             torch::Device device, std::uint64_t seed, std::int64_t batch_size)
+    : ds_(&ds),
+      features_(&features),
+      sampler_(&sampler),
+      device_(device),
+      seed_(seed),
+      batch_size_(batch_size),
+      train_(ds.nodes_in(Split::kTrain)) {}
+
+std::int64_t BatchProducer::batches_per_epoch() const noexcept {
+  return (static_cast<std::int64_t>(train_.size()) + batch_size_ - 1) / batch_size_;
+}
+
+std::vector<std::int64_t> BatchProducer::epoch_order(std::int64_t epoch) const {
+  std::vector<std::int64_t> order = train_;
+  SplitMix64 rng(mix_seed(seed_, static_cast<std::uint64_t>(epoch), ~0ULL));
+  for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+  return order;
+}
+
+std::vector<std::int64_t> BatchProducer::batch_seeds(const std::vector<std::int64_t>& order, std::int64_t index) const {
+  const auto lo = std::min<std::size_t>(order.size(), static_cast<std::size_t>(index * batch_size_));
+  const auto hi = std::min<std::size_t>(order.size(), lo + static_cast<std::size_t>(batch_size_));
+  return {order.begin() + static_cast<std::ptrdiff_t>(lo), order.begin() + static_cast<std::ptrdiff_t>(hi)};
+}
+
+MiniBatch BatchProducer::produce(std::int64_t epoch, std::int64_t index) const {
+  return produce(epoch, index, batch_seeds(epoch_order(epoch), index));
+}
+
+MiniBatch BatchProducer::produce(std::int64_t epoch, std::int64_t index, const std::vector<std::int64_t>& seeds) const {
+  MiniBatch mb;
+  mb.epoch = epoch;
+  mb.index = index;
+  std::vector<Block> blocks;
+  {
+    GNNPROF_STAGE("sample");
+    blocks = sampler_->sample(seeds, mix_seed(seed_, static_cast<std::uint64_t>(epoch), static_cast<std::uint64_t>(index)));
+    for (const Block& b : blocks) mb.blocks.push_back(block_tensors(b));
+    mb.input_nodes = blocks.front().src_nodes;
+  }
+  {
+    GNNPROF_STAGE("materialize");
+    mb.x = gather_features(*features_, mb.input_nodes);
+    std::vector<std::int64_t> labels(seeds.size());
+    for (std::size_t i = 0; i < seeds.size(); ++i) labels[i] = ds_->labels[static_cast<std::size_t>(seeds[i])];
+    mb.y = to_tensor(labels);
+    GNNPROF_MATERIALIZE("labels", static_cast<std::int64_t>(seeds.size()), static_cast<std::int64_t>(seeds.size()) * 8);
+  }
+  {
+    GNNPROF_STAGE("h2d");
+    if (device_.is_cuda()) {
+      std::uint64_t bytes = 0;
+      auto move = [&](torch::Tensor& t) {
+        torch::Tensor pinned = t.pin_memory();
+        bytes += static_cast<std::uint64_t>(pinned.nbytes());
+        t = pinned.to(device_, /*non_blocking=*/true);
+      };
+      move(mb.x);
+      move(mb.y);
+      for (auto& b : mb.blocks) {
+        move(b.src);
+        move(b.dst);
+        move(b.inv_deg);
+      }
+      record_transfer(bytes, Direction::kH2D, HostMemory::kPinned, CopyMode::kAsync);
+    } else {
+      // The training device is the host: nothing is copied. Recorded as a 0-byte copy so that
+      // the h2d stage and the transfer table say so instead of inventing bytes.
+      record_transfer(0, Direction::kH2D, HostMemory::kNone, CopyMode::kSync);
+    }
+  }
+  return mb;
+}
+
+SageImpl::SageImpl(std::int64_t in_dim, std::int64_t hidden, std::int64_t classes, std::int64_t layers, double dropout)
+    : dropout_(dropout) {
+  for (std::int64_t l = 0; l < layers; ++l) {
+    const std::int64_t in = l == 0 ? in_dim : hidden, out = l + 1 == layers ? classes : hidden;
+    self_.push_back(register_module("self" + std::to_string(l), torch::nn::Linear(in, out)));
+    neigh_.push_back(register_module("neigh" + std::to_string(l), torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false))));
+  }
+}
+
+torch::Tensor SageImpl::forward(const MiniBatch& mb) {
+  torch::Tensor h = mb.x;
+  const auto layers = self_.size();
+  if (mb.blocks.size() != layers) throw std::invalid_argument("Sage: batch has a different number of blocks than layers");
+  for (std::size_t l = 0; l < layers; ++l) {
+    const BlockTensors& b = mb.blocks[l];
+    torch::Tensor h_dst = h.narrow(0, 0, b.num_dst);
+    torch::Tensor agg = torch::zeros({b.num_dst, h.size(1)}, h.options()).index_add(0, b.dst, h.index_select(0, b.src));
+    agg = agg * b.inv_deg.unsqueeze(1);
+    h = self_[l]->forward(h_dst) + neigh_[l]->forward(agg);
+    if (l + 1 < layers) {
+      h = torch::relu(h);
+      h = torch::dropout(h, dropout_, is_training());
+    }
+  }
+  return h;
+}
+
+double evaluate(Sage& model, const BatchProducer& producer, const std::vector<std::int64_t>& nodes,
+                std::int64_t max_nodes, std::int64_t batch_size) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  const auto n = std::min<std::int64_t>(max_nodes, static_cast<std::int64_t>(nodes.size()));
+  std::int64_t correct = 0;
+  for (std::int64_t lo = 0; lo < n; lo += batch_size) {
+    std::vector<std::int64_t> seeds(nodes.begin() + lo, nodes.begin() + std::min(n, lo + batch_size));
+    MiniBatch mb = producer.produce(-1, lo / batch_size, seeds);
+    correct += model->forward(mb).argmax(1).eq(mb.y).sum().item<std::int64_t>();
+  }
+  model->train();
+  return n > 0 ? static_cast<double>(correct) / static_cast<double>(n) : 0.0;
+}
+
+}  // namespace gnnprof::gnn
