@@ -25,7 +25,7 @@ struct Options {
   std::string dataset = "synthetic";
   std::int64_t nodes = 1000000, avg_degree = 10, feat_dim = 128, classes = 16;
   std::string fanouts = "15,10";
-  std::int64_t batch_size = 1024, epochs = 6, iterations = 0, hidden = 128, eval_nodes = 4096;
+  std::int64_t batch_size = 1024, epochs = 8, iterations = 0, hidden = 128, eval_nodes = 4096;
   std::string device = "cpu";
   int threads = 0;
   std::uint64_t seed = 1;
