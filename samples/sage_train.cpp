@@ -9,7 +9,10 @@
 #include <CLI/CLI.hpp>
 #include <gnnprof/gnn/pipeline.h>
 #include <gnnprof/gnnprof.h>
+#include <gnnprof/prefetch/prefetcher.h>
 #include <gnnprof/reports/text_reporter.h>
+
+#include <malloc.h>
 
 #include <chrono>
 #include <cstdio>
@@ -28,6 +31,8 @@ struct Options {
   std::int64_t batch_size = 1024, epochs = 8, iterations = 0, hidden = 128, eval_nodes = 4096;
   std::string device = "cpu";
   int threads = 0;
+  int prefetch = -1, prefetch_workers = 1;
+  std::string prefetch_priority = "auto";
   std::uint64_t seed = 1;
   double lr = 0.003;
   std::string profile, cache_dir;
@@ -75,6 +80,12 @@ int main(int argc, char** argv) {
   app.add_option("--eval-nodes", o.eval_nodes, "validation nodes evaluated per epoch")->check(CLI::Range(0, 1 << 30));
   app.add_option("--device", o.device, "cpu | cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--threads", o.threads, "torch intra-op threads (default: all cores)")->check(CLI::Range(1, 1024));
+  app.add_option("--prefetch", o.prefetch, "batches prepared ahead on a worker thread (default: GNNPROF_PREFETCH or 0 = inline)")
+      ->check(CLI::Range(0, gnnprof::prefetch::kMaxDepth));
+  app.add_option("--prefetch-workers", o.prefetch_workers, "producer threads when prefetching")->check(CLI::Range(1, 64));
+  app.add_option("--prefetch-priority", o.prefetch_priority,
+                 "producer threads' scheduling: normal | background (SCHED_IDLE) | auto (background on cpu)")
+      ->check(CLI::IsMember({"auto", "normal", "background"}));
   app.add_option("--seed", o.seed, "seed for data, sampling and weights");
   app.add_option("--profile", o.profile, "write the gnnprof profile here (default: GNNPROF_OUTPUT or gnnprof-<pid>.json)");
   app.add_option("--cache-dir", o.cache_dir, "where generated datasets are kept (default ~/.cache/gnnprof)");
@@ -118,24 +129,37 @@ int main(int argc, char** argv) {
   if (!o.profile.empty()) cfg.output = o.profile;
   gnnprof::start(cfg);
 
-  // Threads: torch's intra-op pool gets every core (the loop is synchronous: sampling and
-  // materialization run on this thread between compute stages).
+  // Per-batch tensors are tens of MB (x: ~60 MB at the default size), above glibc's largest
+  // mmap threshold (32 MB): each one would be fresh mmap'd pages, paid for with page faults and
+  // kernel zeroing on every batch (measured: ~5 ms of a ~50 ms iteration, docs/performance.md).
+  // Serving them from the heap lets freed batches be reused.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+
+  // Threads: torch's intra-op pool gets every core, for the baseline and with prefetching.
+  // Compute scales 1.4x from 1 to 2 threads here, so giving the producer a core of its own
+  // would slow compute more than it hides data time; instead the producer runs at background
+  // priority and fills the gaps of compute's serial sections (see --prefetch-priority).
   const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   torch::set_num_threads(threads);
   torch::manual_seed(o.seed);
 
   gnnprof::gnn::NeighborSampler sampler(ds->graph, fanouts);
   gnnprof::gnn::BatchProducer producer(*ds, **features, sampler, device, o.seed, o.batch_size);
+  const int prefetch = o.prefetch >= 0 ? o.prefetch : gnnprof::prefetch::resolve_depth(0);
+  producer.set_parallel_gather(prefetch == 0);
+  const bool background = o.prefetch_priority == "background" || (o.prefetch_priority == "auto" && !device.is_cuda());
+  const auto priority = background ? gnnprof::prefetch::WorkerPriority::kBackground : gnnprof::prefetch::WorkerPriority::kNormal;
   gnnprof::gnn::Sage model(ds->feat_dim, o.hidden, ds->num_classes, static_cast<std::int64_t>(fanouts.size()), 0.2);
   model->to(device);
   torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(o.lr));
   const std::vector<std::int64_t> val = ds->nodes_in(gnnprof::gnn::Split::kVal);
 
-  std::printf("sage_train: %s, %lld nodes, %lld edges, %lld classes, feat %lld; fanouts %s, batch %lld, %lld batches/epoch, %d threads, %s\n",
+  std::printf("sage_train: %s, %lld nodes, %lld edges, %lld classes, feat %lld; fanouts %s, batch %lld, %lld batches/epoch, %d threads, %s, prefetch %d\n",
               ds->name.c_str(), static_cast<long long>(ds->graph.num_nodes()), static_cast<long long>(ds->graph.num_edges()),
               static_cast<long long>(ds->num_classes), static_cast<long long>(ds->feat_dim), o.fanouts.c_str(),
               static_cast<long long>(o.batch_size), static_cast<long long>(producer.batches_per_epoch()), threads,
-              o.device.c_str());
+              o.device.c_str(), prefetch);
   std::fflush(stdout);
 
   std::int64_t done = 0;
@@ -146,10 +170,16 @@ int main(int argc, char** argv) {
     double loss_sum = 0;
     std::int64_t batches = 0;
     torch::Tensor logits, loss;
-    for (std::int64_t i = 0; i < producer.batches_per_epoch(); ++i) {
-      if (o.iterations > 0 && done == o.iterations) break;
+    std::int64_t count = producer.batches_per_epoch();
+    if (o.iterations > 0) count = std::min(count, o.iterations - done);
+    // K = 0 produces each batch inline in next(): the baseline runs the very same code.
+    gnnprof::prefetch::Prefetcher<gnnprof::gnn::MiniBatch> loader(
+        [&](std::int64_t i) { return producer.produce(epoch, i, producer.batch_seeds(order, i)); }, count, prefetch,
+        o.prefetch_workers, priority);
+    for (std::int64_t i = 0; i < count; ++i) {
       GNNPROF_STEP();
-      GNNPROF_LINE(gnnprof::gnn::MiniBatch mb = producer.produce(epoch, i, producer.batch_seeds(order, i)));
+      GNNPROF_LINE(std::optional<gnnprof::gnn::MiniBatch> next = loader.next());
+      const gnnprof::gnn::MiniBatch& mb = *next;
       {
         GNNPROF_STAGE("forward");
         GNNPROF_LINE(logits = model->forward(mb));

@@ -1,3 +1,6 @@
+#include <pthread.h>
+#include <sched.h>
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -20,6 +23,16 @@ int resolve_depth(int code_default) noexcept {
   std::fprintf(stderr, "gnnprof: ignoring GNNPROF_PREFETCH=%s (expected an integer in 0..%d); using %d\n", env,
                kMaxDepth, code_default);
   return code_default;
+}
+
+bool set_background_priority() noexcept {
+#if defined(__linux__)
+  sched_param param{};
+  param.sched_priority = 0;
+  return pthread_setschedparam(pthread_self(), SCHED_IDLE, &param) == 0;
+#else
+  return false;
+#endif
 }
 
 }  // namespace gnnprof::prefetch

@@ -203,8 +203,8 @@ TEST(Prefetcher, ProfilesExposedWaitAndHiddenProducerStages) {
   ASSERT_EQ(p.counters.size(), 1u);
   EXPECT_EQ(p.counters[0].name, "prefetch_queue_depth");
   EXPECT_LE(p.counters[0].max, 2);
-  // The producer is faster than the consumer here: waits are short after the first batch.
-  EXPECT_LT(wait->p50_ns, 50000);
+  // How much data time is hidden is a timing figure: bench/ measures it (docs/performance.md).
+  EXPECT_EQ(sample->hits, 20u);
 }
 
 }  // namespace

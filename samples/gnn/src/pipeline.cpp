@@ -36,11 +36,14 @@ BlockTensors block_tensors(const Block& b) {
 
 }  // namespace
 
-torch::Tensor gather_features(const MappedFeatures& features, const std::vector<std::int64_t>& ids) {
+torch::Tensor gather_features(const MappedFeatures& features, const std::vector<std::int64_t>& ids, bool parallel) {
   const auto n = static_cast<std::int64_t>(ids.size());
   torch::Tensor out = torch::empty({n, features.dim()}, torch::kFloat32);
   float* dst = out.data_ptr<float>();
-  at::parallel_for(0, n, 256, [&](std::int64_t b, std::int64_t e) { features.gather(ids.data(), b, e, dst); });
+  if (parallel)
+    at::parallel_for(0, n, 256, [&](std::int64_t b, std::int64_t e) { features.gather(ids.data(), b, e, dst); });
+  else
+    features.gather(ids.data(), 0, n, dst);
   GNNPROF_MATERIALIZE("features", n, n * features.dim() * 4);
   return out;
 }
@@ -89,7 +92,7 @@ MiniBatch BatchProducer::produce(std::int64_t epoch, std::int64_t index, const s
   }
   {
     GNNPROF_STAGE("materialize");
-    mb.x = gather_features(*features_, mb.input_nodes);
+    mb.x = gather_features(*features_, mb.input_nodes, parallel_gather_);
     std::vector<std::int64_t> labels(seeds.size());
     for (std::size_t i = 0; i < seeds.size(); ++i) labels[i] = ds_->labels[static_cast<std::size_t>(seeds[i])];
     mb.y = to_tensor(labels);

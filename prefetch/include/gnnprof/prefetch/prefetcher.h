@@ -48,16 +48,30 @@ int resolve_depth(int code_default) noexcept;
 /// Parses a GNNPROF_PREFETCH value; nullopt when it is not an integer in 0..kMaxDepth.
 std::optional<int> parse_depth(const char* text) noexcept;
 
+/// Scheduling of the producer threads.
+///  kNormal:     the same priority as the training thread.
+///  kBackground: SCHED_IDLE on Linux: a producer runs only on a core nothing else wants. On a
+///               machine whose cores the compute already keeps busy (CPU training on 2 cores)
+///               this keeps the producer from preempting the compute threads and stalling
+///               their OpenMP barriers; the producer fills the gaps of the compute's serial
+///               sections instead. docs/performance.md has the measurements.
+enum class WorkerPriority { kNormal, kBackground };
+
+/// Puts the calling thread in SCHED_IDLE (Linux); returns false where that is not possible.
+bool set_background_priority() noexcept;
+
 template <typename Batch>
 class Prefetcher {
  public:
   using Producer = std::function<Batch(std::int64_t)>;
 
   /// Produces batches 0 .. count-1 with up to `depth` in flight on `workers` threads.
-  Prefetcher(Producer produce, std::int64_t count, int depth, int workers = 1)
+  Prefetcher(Producer produce, std::int64_t count, int depth, int workers = 1,
+             WorkerPriority priority = WorkerPriority::kNormal)
       : produce_(std::move(produce)),
         count_(count < 0 ? 0 : count),
-        depth_(depth < 0 ? 0 : (depth > kMaxDepth ? kMaxDepth : depth)) {
+        depth_(depth < 0 ? 0 : (depth > kMaxDepth ? kMaxDepth : depth)),
+        priority_(priority) {
     if (depth_ == 0) return;
     slots_.resize(static_cast<std::size_t>(depth_));
     const int n = workers < 1 ? 1 : workers;
@@ -127,6 +141,7 @@ class Prefetcher {
 
   void work(int worker) {
     gnnprof::set_thread_name(("prefetch-" + std::to_string(worker)).c_str());
+    if (priority_ == WorkerPriority::kBackground) set_background_priority();
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       // Backpressure: batch i may start only while fewer than K batches are in flight.
@@ -158,6 +173,7 @@ class Prefetcher {
   Producer produce_;
   const std::int64_t count_;
   const int depth_;
+  const WorkerPriority priority_;
   // Consumer-only state (next() is called from one thread).
   bool failed_ = false;
   // Shared state, guarded by mu_. Slot i % K belongs to batch i: with at most K in flight no

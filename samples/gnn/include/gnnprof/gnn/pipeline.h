@@ -42,8 +42,10 @@ struct MiniBatch {
 };
 
 /// fp32 rows of the mapped fp16 feature table, gathered in parallel with torch's intra-op
-/// threads; records rows and bytes as a materialization.
-torch::Tensor gather_features(const MappedFeatures& features, const std::vector<std::int64_t>& ids);
+/// threads (or on the calling thread alone when `parallel` is false); records rows and bytes
+/// as a materialization.
+torch::Tensor gather_features(const MappedFeatures& features, const std::vector<std::int64_t>& ids,
+                              bool parallel = true);
 
 class BatchProducer {
  public:
@@ -63,6 +65,10 @@ class BatchProducer {
   MiniBatch produce(std::int64_t epoch, std::int64_t index) const;
 
   torch::Device device() const noexcept { return device_; }
+  /// Gather with torch's intra-op threads (default) or on the producing thread alone. A
+  /// prefetch worker gathers alone: at::parallel_for from a second thread starts a second
+  /// OpenMP team, and on 2 cores that team and training's fight for the same cores.
+  void set_parallel_gather(bool parallel) noexcept { parallel_gather_ = parallel; }
 
  private:
   const Dataset* ds_;
@@ -72,6 +78,7 @@ class BatchProducer {
   std::uint64_t seed_;
   std::int64_t batch_size_;
   std::vector<std::int64_t> train_;
+  bool parallel_gather_ = true;
 };
 
 /// GraphSAGE with the mean aggregator: h_dst' = W_self h_dst + W_neigh mean(h_src over
