@@ -16,6 +16,7 @@
 #include "gnnprof/profile_io.h"
 #include "gnnprof/reports/reporter.h"
 #include "gnnprof/reports/text_reporter.h"
+#include "ab.h"
 
 namespace {
 
@@ -82,6 +83,21 @@ int main(int argc, char** argv) {
   auto* lo = report->add_flag("--lines", ra.lines_only, "Only the line table");
   report->add_flag("--stages", ra.stages_only, "Only the stage table")->excludes(lo);
 
+  gnnprof::cli::AbArgs ab;
+  CLI::App* abc = app.add_subcommand(
+      "ab", "A/B: baseline vs candidate runs, interleaved, compared per stage with statistics.\n"
+            "  gnnprof ab [options] -- CMD ARGS...      GNNPROF_PREFETCH=0 vs =2 (change with --*-env)\n"
+            "  gnnprof ab [options] --baseline 'CMD' --candidate 'CMD'");
+  abc->add_option("--repeat", ab.repeat, "runs per side (default 5)")->check(CLI::Range(1, 1000));
+  abc->add_option("-o,--output", ab.out_dir, "directory for profiles, logs and comparison.json (default gnnprof-ab)");
+  abc->add_option("--skip", ab.skip, "warm-up iterations left out of every run (default 2)");
+  abc->add_option("--baseline-env", ab.baseline_env, "K=V for baseline runs (repeatable)");
+  abc->add_option("--candidate-env", ab.candidate_env, "K=V for candidate runs (repeatable)");
+  abc->add_option("--baseline", ab.baseline_cmd, "baseline shell command (second form)");
+  abc->add_option("--candidate", ab.candidate_cmd, "candidate shell command (second form)");
+  abc->add_option("command", ab.command, "CMD ARGS... (after --)");
+  abc->positionals_at_end();
+
   CLI::App* version = app.add_subcommand("version", "Print the version");
 
   try {
@@ -98,6 +114,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (report->parsed()) return run_report(ra);
+    if (abc->parsed()) return gnnprof::cli::run_ab(ab);
     if (version->parsed()) {
       std::cout << "gnnprof " << gnnprof::kVersion << "\n";
       return kExitOk;

@@ -1,0 +1,220 @@
+// ab.cpp — runs baseline and candidate interleaved (B1 C1 B2 C2 ...), each run writing its own
+// profile into the output directory, then compares them (reports/compare.h).
+#include "ab.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "gnnprof/profile_io.h"
+#include "gnnprof/reports/compare.h"
+
+extern char** environ;
+
+namespace gnnprof::cli {
+
+namespace {
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") == std::string::npos)
+    return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string tail_lines(const std::string& path, int n) {
+  std::ifstream f(path);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(f, l);) {
+    lines.push_back(l);
+    if (lines.size() > static_cast<std::size_t>(n)) lines.erase(lines.begin());
+  }
+  std::string out;
+  for (const auto& l : lines) out += "    | " + l + "\n";
+  return out;
+}
+
+struct RunSpec {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;  // overrides
+};
+
+/// Runs one command with env overrides, stdout+stderr to `log`; returns the exit code
+/// (128+signal when killed, 127 when it could not start).
+int spawn_and_wait(const RunSpec& spec, const std::string& log, std::string& error) {
+  std::vector<std::string> env_store;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    if (eq != std::string::npos && spec.env.count(kv.substr(0, eq)) != 0) continue;
+    env_store.push_back(kv);
+  }
+  for (const auto& [k, v] : spec.env) env_store.push_back(k + "=" + v);
+  std::vector<char*> envp, argv;
+  for (auto& s : env_store) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = spec.argv;
+  for (auto& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  posix_spawn_file_actions_addclose(&fa, 0);
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    error = std::string("cannot start ") + argv[0] + ": " + std::strerror(rc);
+    return 127;
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      error = std::string("waitpid: ") + std::strerror(errno);
+      return 127;
+    }
+  }
+  if (WIFSIGNALED(status)) {
+    error = std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+    return 128 + WTERMSIG(status);
+  }
+  return WEXITSTATUS(status);
+}
+
+bool parse_env(const std::vector<std::string>& kvs, std::map<std::string, std::string>& out, std::string& bad) {
+  for (const auto& kv : kvs) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      bad = kv;
+      return false;
+    }
+    out[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return true;
+}
+
+}  // namespace
+
+int run_ab(const AbArgs& a) {
+  const bool shell_form = !a.baseline_cmd.empty() || !a.candidate_cmd.empty();
+  if (shell_form && !a.command.empty()) {
+    std::cerr << "gnnprof ab: give either -- CMD ARGS... or --baseline/--candidate, not both\n";
+    return 2;
+  }
+  if (shell_form && (a.baseline_cmd.empty() || a.candidate_cmd.empty())) {
+    std::cerr << "gnnprof ab: --baseline and --candidate go together\n";
+    return 2;
+  }
+  if (!shell_form && a.command.empty()) {
+    std::cerr << "gnnprof ab: no command (gnnprof ab [options] -- CMD ARGS..., or --baseline 'CMD' --candidate 'CMD')\n";
+    return 2;
+  }
+  if (a.repeat < 1) {
+    std::cerr << "gnnprof ab: --repeat must be at least 1\n";
+    return 2;
+  }
+  std::map<std::string, std::string> benv, cenv;
+  if (!shell_form) {
+    benv["GNNPROF_PREFETCH"] = "0";
+    cenv["GNNPROF_PREFETCH"] = "2";
+  }
+  std::string bad;
+  if (!parse_env(a.baseline_env, benv, bad) || !parse_env(a.candidate_env, cenv, bad)) {
+    std::cerr << "gnnprof ab: bad environment setting \"" << bad << "\" (expected K=V)\n";
+    return 2;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(a.out_dir, ec);
+  if (ec || ::access(a.out_dir.c_str(), W_OK) != 0) {
+    std::cerr << "gnnprof ab: cannot write to " << a.out_dir << ": " << (ec ? ec.message() : std::strerror(errno)) << "\n";
+    return 1;
+  }
+
+  reports::Side sides[2];
+  sides[0].label = "baseline";
+  sides[1].label = "candidate";
+  std::string joined;
+  for (const auto& s : a.command) joined += (joined.empty() ? "" : " ") + shell_quote(s);
+  sides[0].command = shell_form ? a.baseline_cmd : joined;
+  sides[1].command = shell_form ? a.candidate_cmd : joined;
+  for (const auto& [k, v] : benv) sides[0].env.push_back(k + "=" + v);
+  for (const auto& [k, v] : cenv) sides[1].env.push_back(k + "=" + v);
+
+  std::vector<Profile> profiles[2];
+  bool any_failed = false;
+  const int total = 2 * a.repeat;
+  for (int r = 0; r < a.repeat; ++r) {
+    for (int side = 0; side < 2; ++side) {
+      const int n = 2 * r + side + 1;
+      const std::string stem = a.out_dir + "/" + sides[side].label + "-" + std::to_string(r + 1);
+      RunSpec spec;
+      spec.argv = shell_form ? std::vector<std::string>{"/bin/sh", "-c", side == 0 ? a.baseline_cmd : a.candidate_cmd} : a.command;
+      spec.env = side == 0 ? benv : cenv;
+      spec.env["GNNPROF_OUTPUT"] = stem + ".json";
+      spec.env["GNNPROF_QUIET"] = "1";
+      std::filesystem::remove(stem + ".json", ec);  // a stale profile must not pass for this run's
+      std::cerr << "gnnprof ab: [" << n << "/" << total << "] " << sides[side].label << " run " << (r + 1) << "/" << a.repeat
+                << " ..." << std::flush;
+      reports::RunRecord rec;
+      rec.command = sides[side].command;
+      const auto t0 = std::chrono::steady_clock::now();
+      std::string error;
+      rec.exit_code = spawn_and_wait(spec, stem + ".log", error);
+      rec.wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+      if (rec.exit_code != 0 && error.empty()) error = "exit code " + std::to_string(rec.exit_code);
+      if (error.empty()) {
+        auto p = read_profile_file(stem + ".json");
+        if (!p) {
+          error = "no usable profile: " + p.status().message();
+        } else {
+          rec.profile = stem + ".json";
+          reports::describe_run(*p, a.skip, rec);
+          profiles[side].push_back(std::move(*p));
+        }
+      }
+      rec.error = error;
+      std::cerr << " " << (static_cast<double>(rec.wall_ns) / 1e9) << " s";
+      if (!error.empty()) {
+        any_failed = true;
+        std::cerr << ", FAILED: " << error << " (log: " << stem << ".log)\n" << tail_lines(stem + ".log", 10);
+      } else {
+        std::cerr << ", median iteration " << (static_cast<double>(rec.median_iteration_ns) / 1e6) << " ms\n";
+      }
+      sides[side].runs.push_back(std::move(rec));
+    }
+  }
+
+  if (profiles[0].empty() || profiles[1].empty()) {
+    std::cerr << "gnnprof ab: no comparison: " << (profiles[0].empty() ? "no baseline" : "no candidate")
+              << " run produced a profile; profiles and logs are in " << a.out_dir << "\n";
+    return 1;
+  }
+  reports::CompareOptions opt;
+  opt.skip = a.skip;
+  reports::Comparison c = reports::compare_profiles(profiles[0], profiles[1], opt);
+  c.baseline = sides[0];
+  c.candidate = sides[1];
+  std::cout << reports::comparison_text(c);
+  const std::string out = a.out_dir + "/comparison.json";
+  if (Status st = write_file_atomic(out, reports::comparison_to_json(c)); !st) {
+    std::cerr << "gnnprof ab: " << st.message() << "\n";
+    return 1;
+  }
+  std::cerr << "gnnprof ab: comparison written to " << out << (any_failed ? "; some runs FAILED (see above)" : "") << "\n";
+  return any_failed ? 1 : 0;
+}
+
+}  // namespace gnnprof::cli

@@ -1,0 +1,22 @@
+// ab.h — `gnnprof ab`: baseline vs candidate runs, interleaved, then a comparison.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gnnprof::cli {
+
+struct AbArgs {
+  int repeat = 5;
+  std::string out_dir = "gnnprof-ab";
+  std::uint64_t skip = 2;
+  std::vector<std::string> baseline_env, candidate_env;  ///< K=V, applied after the defaults
+  std::string baseline_cmd, candidate_cmd;               ///< shell commands (second form)
+  std::vector<std::string> command;                      ///< CMD ARGS... after `--` (first form)
+};
+
+/// Runs the A/B and prints the comparison. Returns the process exit code: 0, 1 when a run
+/// failed or an output could not be written, 2 for bad usage.
+int run_ab(const AbArgs& args);
+
+}  // namespace gnnprof::cli

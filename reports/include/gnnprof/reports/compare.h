@@ -1,0 +1,93 @@
+// gnnprof/reports/compare.h — baseline vs candidate, per stage and per iteration, with
+// statistics: the `gnnprof.compare/1` document of `gnnprof ab` (and later `gnnprof compare`).
+//
+// Samples are per-iteration values pooled over each side's runs (complete iterations only,
+// the first `skip` of every run left out as warm-up). For every metric: both medians, the
+// delta and ratio of medians, a 95 % bootstrap confidence interval of that ratio, a two-sided
+// Mann-Whitney U p-value, and a verdict. docs/compare-schema.md describes the JSON.
+//
+//   gnnprof::reports::Comparison c = gnnprof::reports::compare_profiles(base, cand, {});
+//   std::cout << gnnprof::reports::comparison_text(c);
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gnnprof/profile.h"
+#include "gnnprof/result.h"
+
+namespace gnnprof::reports {
+
+inline constexpr const char* kCompareSchema = "gnnprof.compare/1";
+
+struct CompareOptions {
+  std::uint64_t skip = 2;            ///< warm-up iterations left out of every run
+  std::uint32_t bootstrap = 2000;    ///< resamples for the confidence interval
+  std::uint64_t seed = 12345;        ///< bootstrap seed: the same inputs give the same document
+  double alpha = 0.05;               ///< significance level of the verdict
+};
+
+/// One run of one side.
+struct RunRecord {
+  std::string profile;   ///< path of its profile ("" when it wrote none)
+  std::string command;
+  int exit_code = 0;
+  std::string error;     ///< why the run is not usable ("" when it is)
+  std::uint64_t iterations = 0;          ///< complete iterations used (after skip)
+  std::int64_t median_iteration_ns = 0;
+  std::int64_t wall_ns = 0;              ///< the process's wall time, as measured by the runner
+};
+
+struct Side {
+  std::string label;  ///< "baseline" / "candidate"
+  std::vector<std::string> env;  ///< K=V settings the runner applied
+  std::string command;
+  std::vector<RunRecord> runs;
+};
+
+struct MetricComparison {
+  std::string name;   ///< "iteration" or a stage name
+  std::string scope;  ///< "loop" (iteration wall), "loop_thread" (stage time on the loop thread:
+                      ///< exposed), "other_threads" (stage time on other threads: hidden)
+  std::uint64_t baseline_n = 0, candidate_n = 0;
+  std::int64_t baseline_median_ns = 0, candidate_median_ns = 0;
+  std::int64_t delta_ns = 0;              ///< candidate - baseline medians
+  std::optional<double> ratio;            ///< candidate / baseline medians; none if baseline is 0
+  std::optional<double> ci_low, ci_high;  ///< 95 % bootstrap CI of the ratio
+  double p_value = 1.0;                   ///< Mann-Whitney U, two-sided, normal approximation
+  /// faster | slower | no significant change; for scope other_threads: more | less | no
+  /// significant change (hidden time is not on the critical path).
+  std::string verdict;
+};
+
+struct Comparison {
+  std::string schema = kCompareSchema;
+  std::string tool_version;
+  CompareOptions options;
+  Side baseline, candidate;
+  std::vector<MetricComparison> metrics;  ///< "iteration" first, then stages by baseline median
+  /// From the "iteration" metric: baseline / candidate medians (> 1: candidate faster), with
+  /// the CI inverted accordingly.
+  std::optional<double> speedup, speedup_ci_low, speedup_ci_high;
+  std::string verdict;
+};
+
+/// Compares two sets of profiles (each with at least one profile).
+Comparison compare_profiles(const std::vector<Profile>& baseline, const std::vector<Profile>& candidate,
+                            const CompareOptions& options);
+
+/// Fills run statistics (iterations, median iteration) of `run` from its profile.
+void describe_run(const Profile& profile, std::uint64_t skip, RunRecord& run);
+
+std::string comparison_to_json(const Comparison& c);
+Result<Comparison> comparison_from_json(const std::string& text, const std::string& origin);
+Result<Comparison> read_comparison_file(const std::string& path);
+std::string comparison_text(const Comparison& c);
+
+/// Statistics used above, exposed for tests.
+double mann_whitney_p(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b);
+std::int64_t median_of(std::vector<std::int64_t> v);
+
+}  // namespace gnnprof::reports
