@@ -1,0 +1,101 @@
+// The comparison: statistics against known values, verdicts, scopes, JSON round trip.
+#include "gnnprof/reports/compare.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace gnnprof::reports {
+namespace {
+
+TEST(CompareStats, MannWhitneyMatchesTheTextbookValue) {
+  // U = 0 for fully separated samples of 5 and 5: z = (12.5 - 0.5) / sqrt(25/12 * 11),
+  // two-sided p = 0.01219 (scipy.stats.mannwhitneyu, asymptotic, continuity correction).
+  EXPECT_NEAR(mann_whitney_p({1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}), 0.01219, 5e-5);
+  EXPECT_NEAR(mann_whitney_p({6, 7, 8, 9, 10}, {1, 2, 3, 4, 5}), 0.01219, 5e-5);
+  EXPECT_DOUBLE_EQ(mann_whitney_p({1, 2, 3}, {1, 2, 3}), 1.0);
+  EXPECT_DOUBLE_EQ(mann_whitney_p({}, {1}), 1.0);
+  EXPECT_DOUBLE_EQ(mann_whitney_p({4, 4, 4}, {4, 4}), 1.0);  // all ties
+  EXPECT_EQ(median_of({5, 1, 3}), 3);
+  EXPECT_EQ(median_of({4, 1, 3, 2}), 2);  // lower-middle average, integer ns
+  EXPECT_EQ(median_of({}), 0);
+}
+
+Profile run(std::mt19937& rng, double wall_ms, double data_ms, bool data_on_loop) {
+  Profile p;
+  std::normal_distribution<double> noise(0, 0.02);
+  for (int i = 0; i < 40; ++i) {
+    IterationStats it;
+    it.index = static_cast<std::uint64_t>(i);
+    it.wall_ns = static_cast<std::int64_t>(wall_ms * (1 + noise(rng)) * 1e6);
+    const auto data = static_cast<std::int64_t>(data_ms * (1 + noise(rng)) * 1e6);
+    (data_on_loop ? it.stages : it.other_threads)["sample"] = data;
+    it.stages["forward"] = static_cast<std::int64_t>(20e6 * (1 + noise(rng)));
+    p.iterations.push_back(it);
+  }
+  return p;
+}
+
+TEST(Compare, VerdictsScopesAndHeadline) {
+  std::mt19937 rng(1);
+  std::vector<Profile> base{run(rng, 30, 10, true), run(rng, 30, 10, true)};
+  std::vector<Profile> cand{run(rng, 21, 10, false), run(rng, 21, 10, false)};
+  Comparison c = compare_profiles(base, cand, CompareOptions{});
+  ASSERT_GE(c.metrics.size(), 4u);
+  const MetricComparison& it = c.metrics[0];
+  EXPECT_EQ(it.name, "iteration");
+  EXPECT_EQ(it.baseline_n, 2u * 38);  // 2 runs x (40 - 2 skipped)
+  EXPECT_EQ(it.verdict, "faster");
+  ASSERT_TRUE(it.ratio && it.ci_low && it.ci_high);
+  EXPECT_NEAR(*it.ratio, 0.7, 0.03);
+  EXPECT_LT(*it.ci_low, *it.ratio);
+  EXPECT_GT(*it.ci_high, *it.ratio);
+  EXPECT_LT(*it.ci_high, 1.0);
+  ASSERT_TRUE(c.speedup);
+  EXPECT_NEAR(*c.speedup, 1.0 / 0.7, 0.07);
+  EXPECT_EQ(c.verdict, "faster");
+  auto find = [&](const std::string& name, const std::string& scope) -> const MetricComparison& {
+    for (const auto& m : c.metrics)
+      if (m.name == name && m.scope == scope) return m;
+    ADD_FAILURE() << name << " " << scope;
+    return c.metrics[0];
+  };
+  EXPECT_EQ(find("sample", "loop_thread").candidate_median_ns, 0);  // moved off the loop
+  EXPECT_EQ(find("sample", "loop_thread").verdict, "faster");
+  EXPECT_EQ(find("sample", "other_threads").verdict, "more");       // hidden, not "slower"
+  EXPECT_FALSE(find("sample", "other_threads").ratio.has_value());  // baseline median 0
+  EXPECT_EQ(find("forward", "loop_thread").verdict, "no significant change");
+}
+
+TEST(Compare, IdenticalSidesShowNoChange) {
+  std::mt19937 rng(2);
+  std::vector<Profile> a{run(rng, 30, 5, true)};
+  Comparison c = compare_profiles(a, a, CompareOptions{});
+  for (const auto& m : c.metrics) EXPECT_EQ(m.verdict, "no significant change") << m.name;
+}
+
+TEST(Compare, JsonRoundTripAndForeignFiles) {
+  std::mt19937 rng(3);
+  std::vector<Profile> a{run(rng, 30, 5, true)}, b{run(rng, 25, 5, false)};
+  Comparison c = compare_profiles(a, b, CompareOptions{});
+  c.baseline.label = "baseline";
+  c.baseline.env = {"GNNPROF_PREFETCH=0"};
+  c.baseline.runs.push_back(RunRecord{"b-1.json", "./train", 0, "", 38, 30000000, 2000000000});
+  c.candidate.runs.push_back(RunRecord{"", "./train", 3, "exit code 3", 0, 0, 1000000});
+  const std::string text = comparison_to_json(c);
+  auto back = comparison_from_json(text, "c.json");
+  ASSERT_TRUE(back) << back.status().message();
+  EXPECT_EQ(comparison_to_json(*back), text);
+  // Same inputs, same document (seeded bootstrap).
+  Comparison again = compare_profiles(a, b, CompareOptions{});
+  again.baseline = c.baseline;
+  again.candidate = c.candidate;
+  EXPECT_EQ(comparison_to_json(again), text);
+  EXPECT_EQ(comparison_from_json(R"({"schema": "gnnprof.profile/1"})", "p.json").status().message(),
+            "p.json: not a gnnprof comparison (expected schema \"gnnprof.compare/1\")");
+  EXPECT_EQ(comparison_from_json(text.substr(0, 100), "t.json").status().message(), "t.json: truncated JSON");
+  EXPECT_NE(comparison_text(c).find("Headline: iteration"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gnnprof::reports
