@@ -3,7 +3,7 @@ BUILD ?= build
 CORE_BUILD ?= build-core
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
 
-.PHONY: all deps build demo test test-core bench clean
+.PHONY: all deps build demo test test-core tsan bench clean
 
 all: build
 
@@ -28,8 +28,17 @@ test-core: deps
 	@cmake --build $(CORE_BUILD)
 	@cd $(CORE_BUILD) && ctest -L core --output-on-failure -j2
 
+# ThreadSanitizer over the collector and the prefetch runtime (core only: Debian's libtorch is
+# not TSan-instrumented, so its OpenMP threads would report false races).
+TSAN_TESTS := buffer_test aggregation_test api_test prefetcher_test
+tsan: deps
+	@test -f build-tsan/CMakeCache.txt || cmake -S . -B build-tsan -G "$(GENERATOR)" -DGNNPROF_SANITIZE=thread \
+	  -DGNNPROF_WITH_CUDA=OFF -DGNNPROF_WITH_TORCH=OFF -DGNNPROF_BUILD_BENCH=OFF
+	@cmake --build build-tsan --target $(TSAN_TESTS)
+	@cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -R "^(Buffers|Aggregation|Histogram|Api|Prefetcher|PrefetchDepth)\."
+
 bench: build
 	@/usr/bin/python3 bench/run_overhead.py $(BUILD)/bench/bench_overhead
 
 clean:
-	rm -rf $(BUILD) $(CORE_BUILD)
+	rm -rf $(BUILD) $(CORE_BUILD) build-tsan

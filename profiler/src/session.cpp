@@ -33,7 +33,7 @@ namespace detail {
 namespace {
 
 struct Global {
-  std::timed_mutex mu;
+  std::mutex mu;
   Config cfg;
   pid_t owner_pid = 0;
   bool atexit_registered = false;
@@ -279,7 +279,7 @@ Profile build_locked(Global& s) {
 void lazy_start() noexcept {
   Global& s = g();
   try {
-    std::unique_lock<std::timed_mutex> lock(s.mu, std::try_to_lock);
+    std::unique_lock<std::mutex> lock(s.mu, std::try_to_lock);
     if (!lock.owns_lock()) {
       // Another thread is starting or stopping the session: don't wait on the hot path.
       return;
@@ -331,7 +331,7 @@ std::string resolved_output_path(const Config& cfg) {
 Status start(const Config& cfg) {
   auto& s = detail::g();
   try {
-    std::lock_guard<std::timed_mutex> lock(s.mu);
+    std::lock_guard<std::mutex> lock(s.mu);
     if (detail::g_state.load() == detail::kRunning) return Status::ok();
     Status st = detail::start_locked(s, cfg);
     if (st && detail::g_state.load() == detail::kRunning) {
@@ -348,11 +348,14 @@ Status start(const Config& cfg) {
 Status stop() {
   auto& s = detail::g();
   try {
-    std::unique_lock<std::timed_mutex> lock(s.mu, std::defer_lock);
+    std::unique_lock<std::mutex> lock(s.mu, std::defer_lock);
     // Bounded wait: stop() also runs from atexit, where waiting forever on a lock held by a
-    // thread that is itself blocked would hang the host's exit.
-    if (!lock.try_lock_for(std::chrono::seconds(5)))
-      return Status::error("gnnprof: session busy; profile not written");
+    // thread that is itself blocked would hang the host's exit. Polled try_lock rather than
+    // timed_mutex::try_lock_for, whose pthread_mutex_clocklock ThreadSanitizer cannot see.
+    for (int i = 0; !lock.try_lock(); ++i) {
+      if (i == 5000) return Status::error("gnnprof: session busy; profile not written");
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     if (detail::g_state.load() != detail::kRunning) return Status::ok();
     detail::g_state.store(detail::kStopped);
     detail::stop_drainer(s);
@@ -381,7 +384,7 @@ Status stop() {
 Result<Profile> snapshot() {
   auto& s = detail::g();
   try {
-    std::lock_guard<std::timed_mutex> lock(s.mu);
+    std::lock_guard<std::mutex> lock(s.mu);
     if (detail::g_state.load() != detail::kRunning) {
       if (s.last_profile) return *s.last_profile;
       return Status::error("gnnprof: no session has run");
