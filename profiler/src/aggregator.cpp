@@ -35,6 +35,17 @@ void Aggregator::note_thread(std::uint32_t index, std::int64_t tid, const char* 
   t.dropped = dropped;
 }
 
+void Aggregator::note_host(const HostSample& s) {
+  if (!host_.empty() && s.ts_ns - host_.back().ts_ns < host_stride_ns_) return;
+  if (host_.size() == 1024) {
+    std::size_t keep = 0;
+    for (std::size_t i = 0; i < host_.size(); i += 2) host_[keep++] = host_[i];
+    host_.resize(keep);
+    host_stride_ns_ *= 2;
+  }
+  host_.push_back(s);
+}
+
 void Aggregator::keep_timeline(std::uint32_t thread, std::uint32_t site, EventKind kind,
                                std::int64_t ts, std::int64_t dur, double value) {
   if (timeline_.size() < opt_.timeline_events)
@@ -368,6 +379,7 @@ Profile Aggregator::build(const std::vector<SiteInfo>& sites, std::int64_t end_n
     p.timeline.push_back(std::move(te));
   }
   p.timeline_dropped = timeline_dropped_;
+  p.host_samples = host_;
   return p;
 }
 

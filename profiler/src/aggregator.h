@@ -44,6 +44,8 @@ class Aggregator {
   static constexpr std::int64_t kMarkHorizonNs = 10000000;
   void note_thread(std::uint32_t index, std::int64_t tid, const char* name, std::uint64_t dropped);
   void note_sink_drops(std::uint64_t dropped) { sink_dropped_ = dropped; }
+  /// A host sample (RSS, CPU time); kept at <= 1024 by dropping every other one when full.
+  void note_host(const HostSample& s);
   void set_main_thread_hint(int thread) { main_hint_ = thread; }
 
   /// The profile as of `end_ns` (ns since the origin). Does not change the aggregator.
@@ -130,6 +132,8 @@ class Aggregator {
   int loop_thread_ = -1;
   std::vector<Pending> pending_;
   std::vector<RawTimeline> timeline_;
+  std::vector<HostSample> host_;
+  std::int64_t host_stride_ns_ = 50000000;  // 50 ms, doubled on every downsampling
   std::uint64_t timeline_dropped_ = 0;
 };
 

@@ -133,6 +133,13 @@ json profile_json(const Profile& p) {
                              {"dur_ns", e.dur_ns},
                              {"value", e.value}});
   j["timeline_dropped"] = p.timeline_dropped;
+  j["environment"] = {{"cpus", p.environment.cpus},
+                      {"blas", p.environment.blas},
+                      {"omp_num_threads", p.environment.omp_num_threads},
+                      {"max_threads", p.environment.max_threads}};
+  j["host_samples"] = json::array();
+  for (const auto& h : p.host_samples)
+    j["host_samples"].push_back({{"ts_ns", h.ts_ns}, {"rss_bytes", h.rss_bytes}, {"cpu_ns", h.cpu_ns}});
   j["diagnostics"] = json::array();
   for (const auto& d : p.diagnostics) {
     json ev = json::object();
@@ -336,6 +343,17 @@ Profile profile_from(const json& j, const Reader& r) {
     p.timeline.push_back(std::move(te));
   }
   p.timeline_dropped = r.get<std::uint64_t>(j, "timeline_dropped", root);
+  const json& env = r.field(j, "environment", root);
+  p.environment.cpus = r.get<std::int64_t>(env, "cpus", "$.environment");
+  p.environment.blas = r.get<std::string>(env, "blas", "$.environment");
+  p.environment.omp_num_threads = r.get<std::string>(env, "omp_num_threads", "$.environment");
+  p.environment.max_threads = r.get<std::int64_t>(env, "max_threads", "$.environment");
+  i = 0;
+  for (const auto& h : r.array(j, "host_samples", root)) {
+    std::string path = "$.host_samples[" + std::to_string(i++) + "]";
+    p.host_samples.push_back(HostSample{r.get<std::int64_t>(h, "ts_ns", path), r.get<std::int64_t>(h, "rss_bytes", path),
+                                        r.get<std::int64_t>(h, "cpu_ns", path)});
+  }
   i = 0;
   for (const auto& d : r.array(j, "diagnostics", root)) {
     std::string path = "$.diagnostics[" + std::to_string(i++) + "]";

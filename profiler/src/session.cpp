@@ -4,6 +4,8 @@
 // BufferRegistry::mutex() (buffer list) ; SiteRegistry's mutex is a leaf. The hot path takes
 // none of them.
 #include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -48,6 +50,8 @@ struct Global {
   std::condition_variable wake_cv;
   bool stop_drainer = false;
   std::optional<Profile> last_profile;
+  std::int64_t last_host_ns = -1;
+  std::int64_t max_threads = 0;
 };
 
 Global& g() {
@@ -109,6 +113,55 @@ RunInfo make_run_info() {
   return r;
 }
 
+/// RSS (from /proc/self/statm) and CPU time (getrusage) of this process now.
+HostSample host_sample(std::int64_t ts_ns) {
+  HostSample h;
+  h.ts_ns = ts_ns;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    long size = 0, resident = 0;
+    if (std::fscanf(f, "%ld %ld", &size, &resident) == 2) h.rss_bytes = resident * ::sysconf(_SC_PAGESIZE);
+    std::fclose(f);
+  }
+  rusage ru{};
+  if (::getrusage(RUSAGE_SELF, &ru) == 0)
+    h.cpu_ns = (static_cast<std::int64_t>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 + ru.ru_utime.tv_usec +
+                ru.ru_stime.tv_usec) * 1000;
+  return h;
+}
+
+std::int64_t process_threads() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("Threads:", 0) == 0) return std::atoll(line.c_str() + 8);
+  return 0;
+}
+
+/// The environment facts the diagnostics need: usable CPUs, the BLAS library actually mapped
+/// (Debian's reference BLAS lives in .../blas/, OpenBLAS in .../openblas-*/), OMP_NUM_THREADS.
+EnvironmentInfo environment_info(std::int64_t max_threads) {
+  EnvironmentInfo e;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  e.cpus = ::sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : ::sysconf(_SC_NPROCESSORS_ONLN);
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    auto slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    std::string path = line.substr(slash);
+    std::string base = path.substr(path.rfind('/') + 1);
+    if (base.rfind("libblas.so", 0) == 0 || base.rfind("libopenblas", 0) == 0 || base.rfind("libmkl_rt", 0) == 0 ||
+        base.rfind("libblis", 0) == 0) {
+      e.blas = path;
+      break;
+    }
+  }
+  if (const char* v = std::getenv("OMP_NUM_THREADS")) e.omp_num_threads = v;
+  e.max_threads = max_threads;
+  return e;
+}
+
 /// One pass: read every ring's published events into the aggregator. Caller holds drain_mu.
 /// Returns the fullest ring's fill fraction before the pass (the drainer's pacing signal).
 double drain_pass_locked(Global& s) {
@@ -132,7 +185,13 @@ double drain_pass_locked(Global& s) {
     s.agg->note_thread(b->index, b->tid, b->name, b->dropped());
   }
   s.agg->note_sink_drops(reg.sink().dropped());
-  s.agg->advance(s.clock.to_ns(pair.raw));
+  const std::int64_t now_ns = s.clock.to_ns(pair.raw);
+  s.agg->advance(now_ns);
+  if (now_ns - s.last_host_ns >= 50000000 || s.last_host_ns < 0) {
+    s.agg->note_host(host_sample(now_ns));
+    s.max_threads = std::max(s.max_threads, process_threads());
+    s.last_host_ns = now_ns;
+  }
   return fullest;
 }
 
@@ -240,6 +299,8 @@ Status start_locked(Global& s, const Config& cfg) {
     s.run = make_run_info();
     s.run.start_monotonic_ns = s.clock.origin().mono_ns;
     s.collectors = {CollectorInfo{"host", true, ""}};
+    s.last_host_ns = -1;
+    s.max_threads = 0;
   }
   s.owner_pid = ::getpid();
   s.last_profile.reset();
@@ -271,6 +332,7 @@ Profile build_locked(Global& s) {
   p.clock.ticks_per_ns = s.clock.ticks_per_ns();
   p.clock.calibration_ns = s.clock.calibration_ns();
   p.collectors = s.collectors;
+  p.environment = environment_info(std::max(s.max_threads, process_threads()));
   return p;
 }
 

@@ -82,6 +82,8 @@ Profile fixed_profile() {
   p.counters = {CounterStats{"queue_depth", 100, 0, 2, 1.5, 2}};
   p.timeline = {TimelineEvent{0, "stage", "forward", 1000, 5420000, 0}, TimelineEvent{1, "counter", "queue_depth", 2000, 0, 2}};
   p.timeline_dropped = 7;
+  p.environment = EnvironmentInfo{2, "/usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3", "", 5};
+  p.host_samples = {HostSample{0, 500000000, 1000000}, HostSample{1000000000, 520000000, 1900000000}};
   p.diagnostics = {Diagnostic{"pageable-h2d", "warning", "example", {{"bytes", 1024.0}}}};
   return p;
 }

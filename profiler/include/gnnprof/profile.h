@@ -138,6 +138,22 @@ struct TimelineEvent {
   double value = 0;  ///< bytes, rows or counter value
 };
 
+/// What the process ran on, for the environment diagnostics.
+struct EnvironmentInfo {
+  std::int64_t cpus = 0;            ///< CPUs this process may run on (affinity)
+  std::string blas;                 ///< path of the loaded BLAS library, "" if none
+  std::string omp_num_threads;      ///< OMP_NUM_THREADS, "" if unset
+  std::int64_t max_threads = 0;     ///< most threads the process had at a drain pass
+};
+
+/// One sample of the host process, taken by the drainer (at most every 50 ms; downsampled to
+/// at most 1024 samples by keeping every other one when full).
+struct HostSample {
+  std::int64_t ts_ns = 0;
+  std::int64_t rss_bytes = 0;
+  std::int64_t cpu_ns = 0;  ///< user + system CPU time of the process so far
+};
+
 struct Diagnostic {
   std::string id;        ///< stable, e.g. "pageable-h2d"
   std::string severity;  ///< info | warning | error
@@ -166,6 +182,8 @@ struct Profile {
   std::vector<CounterStats> counters;
   std::vector<TimelineEvent> timeline;
   std::uint64_t timeline_dropped = 0;
+  EnvironmentInfo environment;
+  std::vector<HostSample> host_samples;
   std::vector<Diagnostic> diagnostics;
 };
 
