@@ -14,6 +14,7 @@
 
 #include "gnnprof/gnnprof.h"
 #include "gnnprof/profile_io.h"
+#include "gnnprof/reports/analysis.h"
 #include "gnnprof/reports/reporter.h"
 #include "gnnprof/reports/text_reporter.h"
 #include "ab.h"
@@ -31,6 +32,7 @@ struct ReportArgs {
   std::vector<std::string> source_roots;
   bool lines_only = false;
   bool stages_only = false;
+  std::int64_t skip = -1;
 };
 
 int run_report(const ReportArgs& a) {
@@ -41,6 +43,9 @@ int run_report(const ReportArgs& a) {
   }
   gnnprof::reports::ReportOptions opt;
   opt.source_roots = a.source_roots;
+  opt.skip = a.skip;
+  // Written profiles carry the diagnostics of this analysis.
+  p->diagnostics = gnnprof::reports::diagnose(*p, gnnprof::reports::analyze(*p, gnnprof::reports::AnalysisOptions{a.skip}));
   gnnprof::reports::TextReporter text(opt);
   if (a.lines_only) {
     text.render_line_table(*p, std::cout);
@@ -80,6 +85,8 @@ int main(int argc, char** argv) {
   report->add_option("--json", ra.json_out, "Also write the profile as JSON to this file");
   report->add_option("--text", ra.text_out, "Also write the text report to this file");
   report->add_option("--source-root", ra.source_roots, "Directory to look for source files in (repeatable)");
+  report->add_option("--skip", ra.skip, "warm-up iterations to leave out of the analysis (default: detect)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40));
   auto* lo = report->add_flag("--lines", ra.lines_only, "Only the line table");
   report->add_flag("--stages", ra.stages_only, "Only the stage table")->excludes(lo);
 

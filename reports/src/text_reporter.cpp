@@ -8,6 +8,7 @@
 #include <numeric>
 #include <set>
 
+#include "gnnprof/reports/analysis.h"
 #include "gnnprof/reports/format.h"
 
 namespace gnnprof::reports {
@@ -161,6 +162,38 @@ Status TextReporter::render(const Profile& p, std::ostream& out) const {
     std::vector<std::int64_t> un;
     for (const auto* it : done) un.push_back(it->unattributed_ns);
     out << fmt::format("{:<20} {:>12} {:>12}\n", "(unattributed)", human_ns(median(un)), human_ns(quantile(un, 0.9)));
+  }
+
+  const Analysis a = analyze(p, AnalysisOptions{options_.skip});
+  out << "\n== Analysis ==\n";
+  if (a.iterations_used == 0) {
+    out << "No complete iterations to analyze.\n";
+  } else {
+    out << fmt::format("{} iterations analyzed ({} warm-up skipped{}); median {}, p90 {}\n", a.iterations_used, a.skipped,
+                       a.skip_detected ? ", detected" : "", human_ns(a.iteration_median_ns), human_ns(a.iteration_p90_ns));
+    out << fmt::format("Data time exposed (loop waited): {} per iteration ({:.1f}%); hidden (other threads): {}\n",
+                       human_ns(a.exposed_data_ns), 100 * a.exposed_data_share, human_ns(a.hidden_data_ns));
+    out << fmt::format("Compute: {}; the rest (sync, other stages, unattributed): {}\n", human_ns(a.compute_ns),
+                       human_ns(a.rest_ns));
+    out << fmt::format("What-if prefetch: max(data, compute) + rest = {} per iteration, {:.2f}x of today's {}\n",
+                       human_ns(a.whatif_predicted_ns), a.whatif_speedup, human_ns(a.iteration_median_ns));
+  }
+  if (a.cpu_utilization)
+    out << fmt::format("Host: {:.0f}% of {} CPUs busy; RSS {} -> {} (peak {})\n", 100 * *a.cpu_utilization,
+                       p.environment.cpus, human_bytes(static_cast<std::uint64_t>(a.rss_first)),
+                       human_bytes(static_cast<std::uint64_t>(a.rss_last)), human_bytes(static_cast<std::uint64_t>(a.rss_peak)));
+  if (!a.device_note.empty()) out << "Device: " << a.device_note << "\n";
+
+  out << "\n== Diagnostics ==\n";
+  const std::vector<Diagnostic> diags = diagnose(p, a);
+  if (diags.empty()) out << "None of the " << diagnostic_ids().size() << " rules fired.\n";
+  for (const auto& d : diags) {
+    out << fmt::format("[{}] {}: {}\n", d.severity, d.id, d.message);
+    if (!d.evidence.empty()) {
+      std::string ev;
+      for (const auto& [k, v] : d.evidence) ev += fmt::format("{}{}={:.6g}", ev.empty() ? "" : ", ", k, v);
+      out << "    evidence: " << ev << "\n";
+    }
   }
 
   if (!p.transfers.empty()) {

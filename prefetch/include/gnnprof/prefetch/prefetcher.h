@@ -21,7 +21,8 @@
 //
 // Self-profiling: "loader_wait" (category data) is the consumer's wait for a batch, i.e. the
 // data time exposed on the critical path; the producer's own stages run on threads named
-// "prefetch-N" (hidden data time); "prefetch_queue_depth" counts ready batches at each next().
+// "prefetch-N" ("prefetch-idle-N" at background priority): hidden data time;
+// "prefetch_queue_depth" counts ready batches at each next().
 #pragma once
 
 #include <gnnprof/gnnprof.h>
@@ -140,8 +141,10 @@ class Prefetcher {
   };
 
   void work(int worker) {
-    gnnprof::set_thread_name(("prefetch-" + std::to_string(worker)).c_str());
-    if (priority_ == WorkerPriority::kBackground) set_background_priority();
+    // "prefetch-idle-N" when at background priority: the thread-oversubscription diagnostic
+    // counts only producers that compete with compute at normal priority.
+    const bool background = priority_ == WorkerPriority::kBackground && set_background_priority();
+    gnnprof::set_thread_name(((background ? "prefetch-idle-" : "prefetch-") + std::to_string(worker)).c_str());
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       // Backpressure: batch i may start only while fewer than K batches are in flight.

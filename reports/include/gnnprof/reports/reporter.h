@@ -22,6 +22,8 @@ struct ReportOptions {
   std::vector<std::string> source_roots;
   /// Longest source range shown per function in the line table.
   int max_function_lines = 400;
+  /// Warm-up iterations left out of the analysis; -1 detects them.
+  std::int64_t skip = -1;
 };
 
 class Reporter {

@@ -1,0 +1,291 @@
+#include "gnnprof/reports/analysis.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+
+#include "gnnprof/reports/format.h"
+
+namespace gnnprof::reports {
+
+namespace {
+
+std::int64_t median(std::vector<std::int64_t> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+std::int64_t quantile(std::vector<std::int64_t> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5))];
+}
+std::int64_t mean(const std::vector<std::int64_t>& v) {
+  if (v.empty()) return 0;
+  long double s = 0;
+  for (auto x : v) s += static_cast<long double>(x);
+  return static_cast<std::int64_t>(s / static_cast<long double>(v.size()));
+}
+
+std::vector<IterationStage> stage_rows(const std::vector<const IterationStats*>& its,
+                                       const std::map<std::string, std::string>& category, bool loop, std::int64_t iter_median) {
+  std::map<std::string, std::vector<std::int64_t>> per;
+  for (const auto* it : its)
+    for (const auto& [n, v] : loop ? it->stages : it->other_threads) per[n];
+  for (const auto* it : its) {
+    const auto& m = loop ? it->stages : it->other_threads;
+    for (auto& [n, v] : per) {
+      auto f = m.find(n);
+      v.push_back(f == m.end() ? 0 : f->second);
+    }
+  }
+  std::vector<IterationStage> rows;
+  for (auto& [n, v] : per) {
+    IterationStage s;
+    s.name = n;
+    auto c = category.find(n);
+    s.category = c == category.end() ? "" : c->second;
+    s.median_ns = median(v);
+    s.p90_ns = quantile(v, 0.9);
+    s.mean_ns = mean(v);
+    s.share = iter_median > 0 ? static_cast<double>(s.median_ns) / static_cast<double>(iter_median) : 0;
+    rows.push_back(s);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.median_ns > b.median_ns; });
+  return rows;
+}
+
+}  // namespace
+
+Analysis analyze(const Profile& p, const AnalysisOptions& options) {
+  Analysis a;
+  std::map<std::string, std::string> category;
+  for (const auto& s : p.stages) category.emplace(s.name, s.category);
+
+  std::vector<const IterationStats*> complete;
+  for (const auto& it : p.iterations)
+    if (it.complete) complete.push_back(&it);
+  a.iterations_total = complete.size();
+  std::size_t skip = 0;
+  if (options.skip >= 0) {
+    skip = std::min<std::size_t>(complete.size(), static_cast<std::size_t>(options.skip));
+  } else if (!complete.empty()) {
+    std::vector<std::int64_t> walls;
+    for (const auto* it : complete) walls.push_back(it->wall_ns);
+    const std::int64_t m = median(walls);
+    const std::size_t limit = std::min<std::size_t>(10, complete.size() / 10);
+    while (skip < limit && static_cast<double>(complete[skip]->wall_ns) > 1.5 * static_cast<double>(m)) ++skip;
+    a.skip_detected = true;
+  }
+  a.skipped = skip;
+  std::vector<const IterationStats*> its(complete.begin() + static_cast<std::ptrdiff_t>(skip), complete.end());
+  a.iterations_used = its.size();
+
+  std::vector<std::int64_t> walls, d, h, c, r, predicted;
+  for (const auto* it : its) {
+    std::int64_t di = 0, hi = 0, ci = 0;
+    for (const auto& [n, v] : it->stages) {
+      auto cat = category.find(n);
+      if (cat == category.end()) continue;
+      if (cat->second == "data") di += v;
+      if (cat->second == "compute") ci += v;
+    }
+    for (const auto& [n, v] : it->other_threads) {
+      auto cat = category.find(n);
+      if (cat != category.end() && cat->second == "data") hi += v;
+    }
+    const std::int64_t ri = std::max<std::int64_t>(0, it->wall_ns - di - ci);
+    walls.push_back(it->wall_ns);
+    d.push_back(di);
+    h.push_back(hi);
+    c.push_back(ci);
+    r.push_back(ri);
+    predicted.push_back(std::max(di, ci) + ri);
+  }
+  a.iteration_median_ns = median(walls);
+  a.iteration_p90_ns = quantile(walls, 0.9);
+  a.iteration_mean_ns = mean(walls);
+  a.loop_stages = stage_rows(its, category, true, a.iteration_median_ns);
+  a.other_stages = stage_rows(its, category, false, a.iteration_median_ns);
+  a.exposed_data_ns = median(d);
+  a.hidden_data_ns = median(h);
+  a.compute_ns = median(c);
+  a.rest_ns = median(r);
+  a.exposed_data_share = a.iteration_median_ns > 0 ? static_cast<double>(a.exposed_data_ns) / static_cast<double>(a.iteration_median_ns) : 0;
+  a.whatif_predicted_ns = median(predicted);
+  a.whatif_speedup = a.whatif_predicted_ns > 0 ? static_cast<double>(a.iteration_median_ns) / static_cast<double>(a.whatif_predicted_ns) : 1.0;
+
+  for (const auto& t : p.transfers) {
+    a.transfers.count += t.count;
+    a.transfers.bytes += t.bytes;
+    if (t.memory == "pinned") a.transfers.pinned_bytes += t.bytes;
+    if (t.memory == "pageable") a.transfers.pageable_bytes += t.bytes;
+    (t.mode == "async" ? a.transfers.async_count : a.transfers.sync_count) += t.count;
+    a.transfers.total_ns += t.total_ns;
+  }
+
+  if (p.host_samples.size() >= 2) {
+    const auto& f = p.host_samples.front();
+    const auto& l = p.host_samples.back();
+    const std::int64_t wall = l.ts_ns - f.ts_ns;
+    if (wall > 0 && p.environment.cpus > 0)
+      a.cpu_utilization = static_cast<double>(l.cpu_ns - f.cpu_ns) / (static_cast<double>(wall) * static_cast<double>(p.environment.cpus));
+  }
+  if (!p.host_samples.empty()) {
+    a.rss_first = p.host_samples.front().rss_bytes;
+    a.rss_last = p.host_samples.back().rss_bytes;
+    for (const auto& s : p.host_samples) a.rss_peak = std::max(a.rss_peak, s.rss_bytes);
+  }
+  bool device = false;
+  for (const auto& col : p.collectors) device |= col.name == "cupti" && col.enabled;
+  a.device_note = device ? "" : "no device activity recorded (no CUPTI collector in this profile): GPU busy/idle not available";
+  return a;
+}
+
+// ---- diagnostics ----
+
+const std::vector<std::string>& diagnostic_ids() {
+  static const std::vector<std::string> ids{"pageable-h2d",     "exposed-data-time",  "materialize-in-compute",
+                                            "host-sync",        "host-memory-growth", "low-utilization",
+                                            "dropped-events",   "reference-blas",     "thread-oversubscription"};
+  return ids;
+}
+
+std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
+  std::vector<Diagnostic> out;
+  auto add = [&](std::string id, std::string severity, std::string message, std::map<std::string, double> evidence) {
+    out.push_back(Diagnostic{std::move(id), std::move(severity), std::move(message), std::move(evidence)});
+  };
+  std::map<std::string, std::string> category;
+  for (const auto& s : p.stages) category.emplace(s.name, s.category);
+
+  // pageable-h2d: host-to-device bytes from pageable memory are staged synchronously.
+  std::uint64_t h2d = 0, pageable = 0, pageable_count = 0;
+  for (const auto& t : p.transfers)
+    if (t.direction == "h2d") {
+      h2d += t.bytes;
+      if (t.memory == "pageable") {
+        pageable += t.bytes;
+        pageable_count += t.count;
+      }
+    }
+  if (pageable > 0)
+    add("pageable-h2d", "warning",
+        fmt::format("{} of {} host-to-device bytes ({} copies) come from pageable memory: the driver stages them "
+                    "synchronously. Pin the source (pin_memory=True / tensor.pin_memory()) and copy non_blocking.",
+                    human_bytes(pageable), human_bytes(h2d), pageable_count),
+        {{"pageable_bytes", static_cast<double>(pageable)},
+         {"pageable_copies", static_cast<double>(pageable_count)},
+         {"pageable_share", static_cast<double>(pageable) / static_cast<double>(h2d)}});
+
+  // exposed-data-time: data stages on the critical path, nothing overlapped.
+  if (a.iterations_used > 0 && a.exposed_data_share > 0.20 && a.hidden_data_ns == 0)
+    add("exposed-data-time", "warning",
+        fmt::format("data stages take {:.0f}% of each iteration ({} of {}) on the loop thread and nothing overlaps them. "
+                    "Prefetching could bring the iteration to about {} ({:.2f}x), if compute keeps its speed.",
+                    100 * a.exposed_data_share, human_ns(a.exposed_data_ns), human_ns(a.iteration_median_ns),
+                    human_ns(a.whatif_predicted_ns), a.whatif_speedup),
+        {{"exposed_data_ns", static_cast<double>(a.exposed_data_ns)},
+         {"compute_ns", static_cast<double>(a.compute_ns)},
+         {"iteration_ns", static_cast<double>(a.iteration_median_ns)},
+         {"exposed_share", a.exposed_data_share},
+         {"whatif_predicted_ns", static_cast<double>(a.whatif_predicted_ns)}});
+
+  // materialize-in-compute: a gather recorded inside a compute stage (lazy features).
+  for (const auto& m : p.materializations) {
+    auto c = category.find(m.stage);
+    if (c == category.end() || c->second != "compute") continue;
+    add("materialize-in-compute", "warning",
+        fmt::format("\"{}\" is materialized inside the compute stage \"{}\"{} ({} rows, {}): a lazy gather on the "
+                    "critical path, like DGL's first access to srcdata['x']. Gather it in the data pipeline, where it "
+                    "can be prefetched.",
+                    m.name.empty() ? std::string("data") : m.name, m.stage,
+                    m.file.empty() ? "" : fmt::format(" at {}:{}", m.file, m.line), m.rows, human_bytes(m.bytes)),
+        {{"rows", static_cast<double>(m.rows)}, {"bytes", static_cast<double>(m.bytes)}, {"hits", static_cast<double>(m.hits)}});
+  }
+
+  // host-sync: a sync stage (loss.item(), synchronize) holding a real share of the iteration.
+  for (const auto& s : a.loop_stages) {
+    if (s.category != "sync" || s.share <= 0.05) continue;
+    add("host-sync", "warning",
+        fmt::format("\"{}\" waits {:.0f}% of each iteration ({}): the host blocks until queued device work is done, "
+                    "so device time is absorbed here. Read losses every N iterations, or asynchronously.",
+                    s.name, 100 * s.share, human_ns(s.median_ns)),
+        {{"median_ns", static_cast<double>(s.median_ns)}, {"share", s.share}});
+  }
+
+  // host-memory-growth: RSS keeps rising after warm-up (DataLoader workers' copy-on-write leak).
+  if (p.host_samples.size() >= 8) {
+    const std::size_t n = p.host_samples.size(), start = n / 5;
+    auto avg = [&](std::size_t lo, std::size_t hi) {
+      long double s = 0;
+      for (std::size_t i = lo; i < hi; ++i) s += static_cast<long double>(p.host_samples[i].rss_bytes);
+      return static_cast<double>(s / static_cast<long double>(hi - lo));
+    };
+    const std::size_t third = (n - start) / 3;
+    const double early = avg(start, start + third), late = avg(n - third, n);
+    const double growth = late - early;
+    const double minutes = static_cast<double>(p.host_samples.back().ts_ns - p.host_samples[start].ts_ns) / 60e9;
+    if (third > 0 && growth > 64.0 * 1024 * 1024 && growth > 0.10 * early)
+      add("host-memory-growth", "warning",
+          fmt::format("host memory grew from {} to {} after warm-up ({:.0f} MiB/min) and kept growing: a leak, such as "
+                      "DataLoader workers touching Python lists (copy-on-write of refcounts). Keep per-sample data in "
+                      "numpy arrays or tensors.",
+                      human_bytes(static_cast<std::uint64_t>(early)), human_bytes(static_cast<std::uint64_t>(late)),
+                      minutes > 0 ? growth / (1024 * 1024) / minutes : 0.0),
+          {{"rss_early_bytes", early}, {"rss_late_bytes", late}, {"growth_bytes", growth}});
+  }
+
+  // low-utilization: short iterations and idle cores. Without device activity, the device is
+  // the host CPU.
+  if (a.cpu_utilization && *a.cpu_utilization < 0.5 && a.iterations_used > 0 && a.iteration_median_ns < 20000000)
+    add("low-utilization", "info",
+        fmt::format("iterations are short ({}) and the {} CPUs are {:.0f}% busy: batches too small to keep the device "
+                    "busy. A larger batch (scaling the learning rate) amortizes the per-iteration overhead.",
+                    human_ns(a.iteration_median_ns), p.environment.cpus, 100 * *a.cpu_utilization),
+        {{"cpu_utilization", *a.cpu_utilization}, {"iteration_ns", static_cast<double>(a.iteration_median_ns)},
+         {"cpus", static_cast<double>(p.environment.cpus)}});
+
+  // dropped-events: the statistics undercount.
+  if (p.dropped_events > 0)
+    add("dropped-events", "warning",
+        fmt::format("{} events were dropped ({:.2f}% of {}): rings full or too many threads; statistics undercount. "
+                    "Raise GNNPROF_BUFFER_EVENTS or GNNPROF_MAX_THREADS.",
+                    p.dropped_events,
+                    100.0 * static_cast<double>(p.dropped_events) / static_cast<double>(p.dropped_events + p.recorded_events),
+                    p.dropped_events + p.recorded_events),
+        {{"dropped", static_cast<double>(p.dropped_events)}, {"recorded", static_cast<double>(p.recorded_events)}});
+
+  // reference-blas: Debian's reference BLAS is ~8x slower than OpenBLAS for training.
+  if (p.environment.blas.find("/blas/libblas.so") != std::string::npos)
+    add("reference-blas", "error",
+        fmt::format("the process uses the reference BLAS ({}), about 8x slower than OpenBLAS for a training step. "
+                    "Install libopenblas0-openmp; Debian's alternatives then switch libblas.so.3 to it.",
+                    p.environment.blas),
+        {});
+
+  // thread-oversubscription: compute threads plus normal-priority producer threads > CPUs.
+  if (p.environment.cpus > 0) {
+    std::int64_t compute = p.environment.cpus;  // torch's default: one intra-op thread per CPU
+    if (!p.environment.omp_num_threads.empty()) compute = std::atoll(p.environment.omp_num_threads.c_str());
+    std::int64_t producers = 0;
+    for (const auto& t : p.threads)
+      if (t.name.rfind("prefetch-", 0) == 0 && t.name.rfind("prefetch-idle-", 0) != 0) ++producers;
+    if (compute + producers > p.environment.cpus)
+      add("thread-oversubscription", "warning",
+          fmt::format("{} compute threads{} share {} CPUs: threads preempt each other mid parallel region. Set "
+                      "OMP_NUM_THREADS / torch.set_num_threads to the cores left, or run producers at background "
+                      "priority.",
+                      compute, producers > 0 ? fmt::format(" and {} normal-priority producer threads", producers) : "",
+                      p.environment.cpus),
+          {{"compute_threads", static_cast<double>(compute)},
+           {"producer_threads", static_cast<double>(producers)},
+           {"cpus", static_cast<double>(p.environment.cpus)}});
+  }
+  return out;
+}
+
+}  // namespace gnnprof::reports

@@ -1,0 +1,164 @@
+// Analysis and diagnostics: each rule on a profile that triggers it and on one that must not.
+#include "gnnprof/reports/analysis.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace gnnprof::reports {
+namespace {
+
+constexpr std::int64_t kMs = 1000000;
+
+StageStats stage(const std::string& name, const std::string& category) {
+  StageStats s;
+  s.name = name;
+  s.category = category;
+  return s;
+}
+
+/// 20 iterations of 100 ms: sample 15 + materialize 15 (data), forward 40 + backward 20
+/// (compute), sync 1; the first two iterations are 300 ms (warm-up).
+Profile loop_profile(bool prefetched) {
+  Profile p;
+  p.stages = {stage("sample", "data"), stage("materialize", "data"), stage("loader_wait", "data"),
+              stage("forward", "compute"), stage("backward", "compute"), stage("sync", "sync")};
+  for (int i = 0; i < 20; ++i) {
+    IterationStats it;
+    it.index = static_cast<std::uint64_t>(i);
+    it.wall_ns = (i < 2 ? 300 : 100) * kMs;
+    auto& data = prefetched ? it.other_threads : it.stages;
+    data["sample"] = 15 * kMs;
+    data["materialize"] = 15 * kMs;
+    if (prefetched) it.stages["loader_wait"] = kMs / 10;
+    it.stages["forward"] = 40 * kMs;
+    it.stages["backward"] = 20 * kMs;
+    it.stages["sync"] = 1 * kMs;
+    p.iterations.push_back(it);
+  }
+  p.environment.cpus = 2;
+  p.environment.blas = "/usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3";
+  p.threads = {ThreadInfo{0, 1, "", 0, 0}};
+  return p;
+}
+
+bool has(const std::vector<Diagnostic>& ds, const std::string& id) {
+  return std::any_of(ds.begin(), ds.end(), [&](const Diagnostic& d) { return d.id == id; });
+}
+std::vector<Diagnostic> run(const Profile& p) { return diagnose(p, analyze(p, {})); }
+
+TEST(Analysis, WarmupExposedHiddenAndWhatIf) {
+  Analysis a = analyze(loop_profile(false), {});
+  EXPECT_TRUE(a.skip_detected);
+  EXPECT_EQ(a.skipped, 2u);
+  EXPECT_EQ(a.iterations_used, 18u);
+  EXPECT_EQ(a.iteration_median_ns, 100 * kMs);
+  EXPECT_EQ(a.exposed_data_ns, 30 * kMs);
+  EXPECT_EQ(a.hidden_data_ns, 0);
+  EXPECT_EQ(a.compute_ns, 60 * kMs);
+  EXPECT_EQ(a.rest_ns, 10 * kMs);
+  EXPECT_DOUBLE_EQ(a.exposed_data_share, 0.3);
+  EXPECT_EQ(a.whatif_predicted_ns, 70 * kMs);  // max(30, 60) + 10
+  EXPECT_NEAR(a.whatif_speedup, 100.0 / 70.0, 1e-9);
+  ASSERT_FALSE(a.loop_stages.empty());
+  EXPECT_EQ(a.loop_stages[0].name, "forward");
+  EXPECT_DOUBLE_EQ(a.loop_stages[0].share, 0.4);
+  EXPECT_FALSE(a.device_note.empty());
+
+  Analysis b = analyze(loop_profile(true), AnalysisOptions{0});
+  EXPECT_FALSE(b.skip_detected);
+  EXPECT_EQ(b.skipped, 0u);
+  EXPECT_EQ(b.exposed_data_ns, kMs / 10);  // only loader_wait
+  EXPECT_EQ(b.hidden_data_ns, 30 * kMs);
+}
+
+TEST(Diagnostics, ExposedDataTime) {
+  EXPECT_TRUE(has(run(loop_profile(false)), "exposed-data-time"));
+  EXPECT_FALSE(has(run(loop_profile(true)), "exposed-data-time"));
+  auto ds = run(loop_profile(false));
+  const auto& d = *std::find_if(ds.begin(), ds.end(), [](const Diagnostic& x) { return x.id == "exposed-data-time"; });
+  EXPECT_EQ(d.severity, "warning");
+  EXPECT_DOUBLE_EQ(d.evidence.at("exposed_share"), 0.3);
+  EXPECT_DOUBLE_EQ(d.evidence.at("whatif_predicted_ns"), 70.0 * kMs);
+}
+
+TEST(Diagnostics, PageableHostToDevice) {
+  Profile p = loop_profile(true);
+  p.transfers = {TransferStats{"h2d", "", 0, "h2d", "pinned", "async", 10, 1000, 0}};
+  EXPECT_FALSE(has(run(p), "pageable-h2d"));
+  p.transfers.push_back(TransferStats{"h2d", "", 0, "h2d", "pageable", "sync", 5, 3000, 0});
+  auto ds = run(p);
+  ASSERT_TRUE(has(ds, "pageable-h2d"));
+  EXPECT_DOUBLE_EQ(ds[0].evidence.at("pageable_share"), 0.75);
+}
+
+TEST(Diagnostics, MaterializeInCompute) {
+  Profile p = loop_profile(true);
+  p.materializations = {MaterializationStats{"features", "materialize", "", 0, 10, 100, 400}};
+  EXPECT_FALSE(has(run(p), "materialize-in-compute"));
+  p.materializations.push_back(MaterializationStats{"x", "forward", "train.py", 12, 10, 100, 400});
+  EXPECT_TRUE(has(run(p), "materialize-in-compute"));
+}
+
+TEST(Diagnostics, HostSync) {
+  Profile p = loop_profile(true);
+  EXPECT_FALSE(has(run(p), "host-sync"));  // 1 % of the iteration
+  for (auto& it : p.iterations) it.stages["sync"] = 10 * kMs;
+  EXPECT_TRUE(has(run(p), "host-sync"));
+}
+
+TEST(Diagnostics, HostMemoryGrowth) {
+  Profile p = loop_profile(true);
+  for (int i = 0; i < 40; ++i) p.host_samples.push_back(HostSample{i * 1000 * kMs, 1000 * kMs, i * 1500 * kMs});
+  EXPECT_FALSE(has(run(p), "host-memory-growth"));  // flat
+  for (int i = 0; i < 40; ++i) p.host_samples[static_cast<std::size_t>(i)].rss_bytes = 1000 * kMs + i * 20 * kMs;
+  EXPECT_TRUE(has(run(p), "host-memory-growth"));  // +20 MB per second
+}
+
+TEST(Diagnostics, LowUtilization) {
+  Profile p = loop_profile(true);
+  for (auto& it : p.iterations) it.wall_ns = 5 * kMs;
+  for (int i = 0; i < 10; ++i) p.host_samples.push_back(HostSample{i * 100 * kMs, 0, i * 180 * kMs});  // 90 % of 2 CPUs
+  EXPECT_FALSE(has(run(p), "low-utilization"));
+  for (int i = 0; i < 10; ++i) p.host_samples[static_cast<std::size_t>(i)].cpu_ns = i * 40 * kMs;  // 20 %
+  EXPECT_TRUE(has(run(p), "low-utilization"));
+  for (auto& it : p.iterations) it.wall_ns = 100 * kMs;  // long iterations: not "small batches"
+  EXPECT_FALSE(has(run(p), "low-utilization"));
+}
+
+TEST(Diagnostics, DroppedEvents) {
+  Profile p = loop_profile(true);
+  EXPECT_FALSE(has(run(p), "dropped-events"));
+  p.dropped_events = 5;
+  p.recorded_events = 995;
+  EXPECT_TRUE(has(run(p), "dropped-events"));
+}
+
+TEST(Diagnostics, ReferenceBlas) {
+  Profile p = loop_profile(true);
+  EXPECT_FALSE(has(run(p), "reference-blas"));
+  p.environment.blas = "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3";
+  auto ds = run(p);
+  ASSERT_TRUE(has(ds, "reference-blas"));
+  EXPECT_EQ(ds.back().severity, "error");
+}
+
+TEST(Diagnostics, ThreadOversubscription) {
+  Profile p = loop_profile(true);
+  p.threads.push_back(ThreadInfo{1, 2, "prefetch-idle-0", 0, 0});  // background priority: fine
+  EXPECT_FALSE(has(run(p), "thread-oversubscription"));
+  p.threads.push_back(ThreadInfo{2, 3, "prefetch-1", 0, 0});  // normal priority: 2 + 1 > 2 CPUs
+  EXPECT_TRUE(has(run(p), "thread-oversubscription"));
+  Profile q = loop_profile(true);
+  q.environment.omp_num_threads = "4";
+  EXPECT_TRUE(has(run(q), "thread-oversubscription"));
+}
+
+TEST(Diagnostics, EveryRuleHasAStableId) {
+  EXPECT_EQ(diagnostic_ids().size(), 9u);
+  Profile clean = loop_profile(true);
+  EXPECT_TRUE(run(clean).empty());
+}
+
+}  // namespace
+}  // namespace gnnprof::reports
