@@ -1,10 +1,14 @@
 // gnnprof — command-line front end.
 //
-//   gnnprof report PROFILE.json [--json OUT] [--text OUT] [--source-root DIR]...
+//   gnnprof report PROFILE.json [--html OUT] [--trace OUT] [--markdown OUT] [--json OUT] [--text OUT]
+//   gnnprof ab [--repeat N] [-o DIR] -- CMD ARGS...   |   --baseline 'CMD' --candidate 'CMD'
+//   gnnprof compare BASE.json CAND.json [--html OUT] [--json OUT]   |   compare comparison.json
+//   gnnprof check --baseline BASE.json CURRENT.json [--max-slowdown 5%] [--stage NAME=PCT]...
 //   gnnprof version
 //
 // Exit codes: 0 success; 2 bad usage or bad input (missing, truncated or foreign file), with
-// one line on stderr naming the file and the problem; 1 an output could not be written.
+// one line on stderr naming the file and the problem; 1 an output could not be written, a run
+// of `ab` failed, or `check` found a regression.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -18,6 +22,7 @@
 #include "gnnprof/reports/reporter.h"
 #include "gnnprof/reports/text_reporter.h"
 #include "ab.h"
+#include "compare.h"
 
 namespace {
 
@@ -29,6 +34,7 @@ struct ReportArgs {
   std::string profile;
   std::string json_out;
   std::string text_out;
+  std::string html_out, trace_out, markdown_out;
   std::vector<std::string> source_roots;
   bool lines_only = false;
   bool stages_only = false;
@@ -69,6 +75,9 @@ int run_report(const ReportArgs& a) {
   };
   write("json", a.json_out);
   write("text", a.text_out);
+  write("html", a.html_out);
+  write("trace", a.trace_out);
+  write("markdown", a.markdown_out);
   return rc;
 }
 
@@ -84,6 +93,9 @@ int main(int argc, char** argv) {
   report->add_option("profile", ra.profile, "Profile JSON (gnnprof.profile/1)")->required();
   report->add_option("--json", ra.json_out, "Also write the profile as JSON to this file");
   report->add_option("--text", ra.text_out, "Also write the text report to this file");
+  report->add_option("--html", ra.html_out, "Write a self-contained HTML report");
+  report->add_option("--trace", ra.trace_out, "Write a Chrome Trace Event file (Perfetto UI, chrome://tracing)");
+  report->add_option("--markdown", ra.markdown_out, "Write a Markdown summary");
   report->add_option("--source-root", ra.source_roots, "Directory to look for source files in (repeatable)");
   report->add_option("--skip", ra.skip, "warm-up iterations to leave out of the analysis (default: detect)")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40));
@@ -105,6 +117,23 @@ int main(int argc, char** argv) {
   abc->add_option("command", ab.command, "CMD ARGS... (after --)");
   abc->positionals_at_end();
 
+  gnnprof::cli::CompareArgs cmp;
+  CLI::App* cmpc = app.add_subcommand("compare", "Compare two profiles per stage (or render a gnnprof ab comparison.json)");
+  cmpc->add_option("inputs", cmp.inputs, "BASE.json CAND.json, or one comparison.json")->required()->expected(1, 2);
+  cmpc->add_option("--html", cmp.html_out, "Write the comparison as self-contained HTML");
+  cmpc->add_option("--json", cmp.json_out, "Write the comparison as gnnprof.compare/1 JSON");
+  cmpc->add_option("--skip", cmp.skip, "warm-up iterations left out (default 2)");
+
+  gnnprof::cli::CheckArgs chk;
+  CLI::App* chkc = app.add_subcommand("check", "CI regression gate: exit 0 pass, 1 regression, 2 usage or input error");
+  chkc->add_option("--baseline", chk.baseline, "stored baseline profile")->required();
+  chkc->add_option("current", chk.current, "profile of this build")->required();
+  chkc->add_option("--max-slowdown", chk.max_slowdown, "allowed slowdown of the iteration and of every stage (default 5%)");
+  chkc->add_option("--stage", chk.stage_limits, "NAME=PCT: a stage's own limit (repeatable)");
+  chkc->add_option("--junit", chk.junit_out, "write JUnit XML for CI test-report viewers");
+  chkc->add_option("--markdown", chk.markdown_out, "write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)");
+  chkc->add_option("--skip", chk.skip, "warm-up iterations left out (default 2)");
+
   CLI::App* version = app.add_subcommand("version", "Print the version");
 
   try {
@@ -122,6 +151,8 @@ int main(int argc, char** argv) {
   try {
     if (report->parsed()) return run_report(ra);
     if (abc->parsed()) return gnnprof::cli::run_ab(ab);
+    if (cmpc->parsed()) return gnnprof::cli::run_compare(cmp);
+    if (chkc->parsed()) return gnnprof::cli::run_check(chk);
     if (version->parsed()) {
       std::cout << "gnnprof " << gnnprof::kVersion << "\n";
       return kExitOk;

@@ -1,0 +1,27 @@
+// compare.h — `gnnprof compare` and `gnnprof check` (the CI regression gate).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gnnprof::cli {
+
+struct CompareArgs {
+  std::vector<std::string> inputs;  ///< BASE.json CAND.json, or one gnnprof.compare/1 file
+  std::string html_out, json_out;
+  std::uint64_t skip = 2;
+};
+int run_compare(const CompareArgs& args);
+
+struct CheckArgs {
+  std::string baseline, current;
+  std::string max_slowdown = "5%";
+  std::vector<std::string> stage_limits;  ///< NAME=PCT
+  std::string junit_out, markdown_out;
+  std::uint64_t skip = 2;
+};
+/// 0 pass, 1 regression (or an output not written), 2 usage or input error.
+int run_check(const CheckArgs& args);
+
+}  // namespace gnnprof::cli

@@ -1,0 +1,38 @@
+#include "gnnprof/reports/markdown_reporter.h"
+
+#include <fmt/format.h>
+
+#include "gnnprof/reports/analysis.h"
+#include "gnnprof/reports/format.h"
+
+namespace gnnprof::reports {
+
+namespace {
+std::string cell(const std::string& s) {
+  std::string o;
+  for (char c : s) o += c == '|' ? std::string("\\|") : std::string(1, c);
+  return o;
+}
+}  // namespace
+
+Status MarkdownReporter::render(const Profile& p, std::ostream& out) const {
+  const Analysis a = analyze(p, AnalysisOptions{options_.skip});
+  std::string cmd;
+  for (const auto& c : p.run.command) cmd += (cmd.empty() ? "" : " ") + c;
+  out << "### gnnprof profile\n\n`" << cell(cmd) << "`\n\n";
+  out << fmt::format("Wall {}, {} iterations analyzed ({} warm-up skipped), median iteration **{}**; data exposed {:.1f}%, "
+                     "what-if prefetch {} ({:.2f}x).\n\n",
+                     human_ns(p.wall_ns), a.iterations_used, a.skipped, human_ns(a.iteration_median_ns), 100 * a.exposed_data_share,
+                     human_ns(a.whatif_predicted_ns), a.whatif_speedup);
+  out << "| stage | scope | median/iteration | p90 | share |\n|---|---|---:|---:|---:|\n";
+  for (const auto* rows : {&a.loop_stages, &a.other_stages})
+    for (const auto& s : *rows)
+      out << fmt::format("| {} | {} | {} | {} | {:.1f}% |\n", cell(s.name), rows == &a.loop_stages ? "loop" : "hidden",
+                         human_ns(s.median_ns), human_ns(s.p90_ns), 100 * s.share);
+  const auto diags = diagnose(p, a);
+  out << "\n**Diagnostics:** " << (diags.empty() ? "none.\n" : "\n\n");
+  for (const auto& d : diags) out << fmt::format("- **{}** `{}`: {}\n", d.severity, d.id, cell(d.message));
+  return out ? Status::ok() : Status::error("write error");
+}
+
+}  // namespace gnnprof::reports
