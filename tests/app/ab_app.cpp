@@ -1,6 +1,6 @@
 // ab_app — a tiny instrumented loop for testing `gnnprof ab`. Appends its GNNPROF_PREFETCH
-// value (or "-") to the file $AB_ORDER, runs 10 iterations whose "work" stage spins
-// 300 us + K x 300 us, and exits with $AB_EXIT (default 0).
+// value (or "-") to the file $AB_ORDER, runs $AB_ITERS iterations (default 10) whose "work"
+// stage spins 300 us + K x 300 us, and exits with $AB_EXIT (default 0).
 #include <gnnprof/gnnprof.h>
 
 #include <chrono>
@@ -16,7 +16,9 @@ int main() {
       std::fclose(f);
     }
   }
-  for (int i = 0; i < 10; ++i) {
+  const char* iters_env = std::getenv("AB_ITERS");
+  const int iters = iters_env != nullptr ? std::atoi(iters_env) : 10;
+  for (int i = 0; i < iters; ++i) {
     GNNPROF_STEP();
     GNNPROF_STAGE("work");
     const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(300 + 300 * k);

@@ -6,8 +6,14 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "gnnprof/profile_io.h"
+#include "gnnprof/reports/compare.h"
+#include "gnnprof/reports/html_reporter.h"
+#include "gnnprof/reports/markdown_reporter.h"
 #include "gnnprof/reports/text_reporter.h"
+#include "gnnprof/reports/trace_reporter.h"
 
 #ifndef GNNPROF_TEST_DATA_DIR
 #error "GNNPROF_TEST_DATA_DIR must point at tests/"
@@ -136,6 +142,59 @@ TEST(Golden, JsonProfile) {
   auto back = profile_from_json(json, "golden");
   ASSERT_TRUE(back) << back.status().message();
   EXPECT_EQ(profile_to_json(*back), json);
+}
+
+TEST(Golden, ChromeTrace) {
+  std::ostringstream out;
+  ASSERT_TRUE(reports::TraceReporter().render(fixed_profile(), out));
+  expect_golden("trace.json", out.str());
+  // Parsed back: thread tracks named, the loop thread marked, a transfers track, events typed.
+  auto j = nlohmann::json::parse(out.str());
+  ASSERT_TRUE(j["traceEvents"].is_array());
+  bool loop_track = false, transfers_track = false, complete = false, counter = false;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") {
+      const std::string n = e["args"]["name"];
+      loop_track |= n.find("main (loop)") != std::string::npos;
+      transfers_track |= n == "transfers";
+    }
+    complete |= e["ph"] == "X" && e["name"] == "forward" && e["cat"] == "compute" && e["dur"] == 5420.0;
+    counter |= e["ph"] == "C" && e["name"] == "queue_depth";
+  }
+  EXPECT_TRUE(loop_track && transfers_track && complete && counter);
+}
+
+TEST(Golden, Markdown) {
+  std::ostringstream out;
+  ASSERT_TRUE(reports::MarkdownReporter({}).render(fixed_profile(), out));
+  expect_golden("report.md", out.str());
+}
+
+TEST(Golden, Html) {
+  std::ostringstream out;
+  ASSERT_TRUE(reports::HtmlReporter({}).render(fixed_profile(), out));
+  const std::string html = out.str();
+  expect_golden("report.html", html);
+  EXPECT_EQ(html.find("http://"), std::string::npos);  // offline: nothing fetched
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  EXPECT_NE(html.find("<div class=kpi id=total-time><b>2.00 s</b>"), std::string::npos);
+  EXPECT_NE(html.find("<div class=kpi id=top-stage><b>forward</b><span>top stage: 27.1% of an iteration</span>"), std::string::npos);
+  EXPECT_NE(html.find("<code>dropped-events</code>"), std::string::npos);
+}
+
+TEST(Golden, ComparisonTextAndJson) {
+  Profile a = fixed_profile(), b = fixed_profile();
+  for (auto& it : b.iterations) it.wall_ns /= 2;
+  reports::CompareOptions opt;
+  opt.skip = 0;
+  reports::Comparison c = reports::compare_profiles({a}, {b}, opt);
+  c.baseline.label = "baseline";
+  c.candidate.label = "candidate";
+  expect_golden("comparison.txt", reports::comparison_text(c));
+  expect_golden("comparison.json", reports::comparison_to_json(c));
+  std::ostringstream html;
+  ASSERT_TRUE(reports::render_comparison_html(c, &a, &b, html));
+  EXPECT_NE(html.str().find("Side by side"), std::string::npos);
 }
 
 }  // namespace

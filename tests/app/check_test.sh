@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# gnnprof compare and gnnprof check on real profiles: pass, regression, undecided, outputs,
+# and every kind of bad input (one line, exit 2).  usage: check_test.sh GNNPROF_CLI AB_APP
+set -u
+cli=$1 app=$2
+. "$(dirname "$0")/lib.sh"
+py=/usr/bin/python3
+run() { AB_ITERS=$2 GNNPROF_PREFETCH=$3 GNNPROF_OUTPUT="$tmp/$1.json" GNNPROF_QUIET=1 "$app" >/dev/null; }
+run fast 40 0
+run fast2 40 0
+run slow 40 2      # 900 us per iteration instead of 300 us
+run short 8 0      # too few iterations to decide
+
+"$cli" check --baseline "$tmp/fast.json" "$tmp/fast2.json" --junit "$tmp/pass.xml" --markdown "$tmp/pass.md" >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "same build passes (exit 0)" '[ $rc -eq 0 ] && grep -q "^PASS" "$tmp/out"'
+check "junit is XML with testcases" '"$py" -c "import xml.etree.ElementTree as E,sys; r=E.parse(sys.argv[1]).getroot(); sys.exit(0 if len(r.iter(\"testcase\").__next__().attrib) and r.find(\"testsuite\").get(\"failures\")==\"0\" else 1)" "$tmp/pass.xml"'
+check "markdown summary table" 'grep -q "^| metric | baseline | current |" "$tmp/pass.md"'
+
+"$cli" check --baseline "$tmp/fast.json" "$tmp/slow.json" --junit "$tmp/fail.xml" --markdown "$tmp/fail.md" >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "slower build fails (exit 1)" '[ $rc -eq 1 ] && grep -q "^FAIL: " "$tmp/out" && grep -q "REGRESSION" "$tmp/out"'
+check "junit counts the failure" '"$py" -c "import xml.etree.ElementTree as E,sys; r=E.parse(sys.argv[1]).getroot(); sys.exit(0 if int(r.find(\"testsuite\").get(\"failures\")) >= 1 and r.find(\".//failure\") is not None else 1)" "$tmp/fail.xml"'
+check "markdown marks the regression" 'grep -q "\*\*REGRESSION\*\*" "$tmp/fail.md"'
+
+"$cli" check --baseline "$tmp/fast.json" "$tmp/slow.json" --max-slowdown 500% >"$tmp/out" 2>&1; rc=$?
+check "within a generous limit: pass" '[ $rc -eq 0 ] && grep -q "within limit" "$tmp/out"'
+"$cli" check --baseline "$tmp/fast.json" "$tmp/slow.json" --max-slowdown 500% --stage work=10% >"$tmp/out" 2>&1; rc=$?
+check "a stage's own limit applies" '[ $rc -eq 1 ]'
+
+"$cli" check --baseline "$tmp/short.json" "$tmp/short.json" >"$tmp/out" 2>&1; rc=$?
+check "too few samples: undecided, said so" '[ $rc -eq 0 ] && grep -q "undecided: fewer than 9 iterations" "$tmp/out"'
+
+"$cli" compare "$tmp/fast.json" "$tmp/slow.json" --html "$tmp/c.html" --json "$tmp/c.json" >"$tmp/out" 2>&1; rc=$?
+check "compare exit 0" '[ $rc -eq 0 ] && grep -q "^Headline: " "$tmp/out"'
+check "compare json" '"$py" -c "import json,sys; c=json.load(open(sys.argv[1])); sys.exit(0 if c[\"schema\"]==\"gnnprof.compare/1\" and c[\"headline\"][\"verdict\"]==\"slower\" else 1)" "$tmp/c.json"'
+check "compare html, side by side" 'grep -q "Side by side" "$tmp/c.html"'
+"$cli" compare "$tmp/c.json" >"$tmp/out" 2>&1; rc=$?
+check "compare renders a comparison.json" '[ $rc -eq 0 ] && grep -q "^Headline: " "$tmp/out"'
+
+one_line_exit2() {  # name, expected text, args...
+  local name=$1 want=$2; shift 2
+  "$cli" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+  check "$name: exit 2, one line" '[ $rc -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ]'
+  check "$name: message" 'grep -qF -- "$want" "$tmp/err"'
+}
+: >"$tmp/empty.json"
+head -c 300 "$tmp/fast.json" >"$tmp/trunc.json"
+echo '{"traceEvents": []}' >"$tmp/other.json"
+sed 's/"gnnprof.profile\/1"/"gnnprof.profile\/7"/' "$tmp/fast.json" >"$tmp/v7.json"
+"$py" -c "import json,sys; p=json.load(open(sys.argv[1])); p['iterations']=[]; json.dump(p, open(sys.argv[2],'w'))" "$tmp/fast.json" "$tmp/noiter.json"
+"$py" -c "import json,sys; p=json.load(open(sys.argv[1]))
+for it in p['iterations']: it['stages']['extra']=1
+json.dump(p, open(sys.argv[2],'w'))" "$tmp/fast.json" "$tmp/extra.json"
+one_line_exit2 "check missing" "$tmp/none.json: cannot open" check --baseline "$tmp/none.json" "$tmp/fast.json"
+one_line_exit2 "check empty" "$tmp/empty.json: empty file" check --baseline "$tmp/empty.json" "$tmp/fast.json"
+one_line_exit2 "check truncated" "$tmp/trunc.json: truncated JSON" check --baseline "$tmp/fast.json" "$tmp/trunc.json"
+one_line_exit2 "check foreign" "$tmp/other.json: not a gnnprof profile" check --baseline "$tmp/other.json" "$tmp/fast.json"
+one_line_exit2 "check schema version" "unsupported profile schema \"gnnprof.profile/7\"" check --baseline "$tmp/v7.json" "$tmp/fast.json"
+one_line_exit2 "check no iterations" "$tmp/noiter.json: no complete iterations" check --baseline "$tmp/noiter.json" "$tmp/fast.json"
+one_line_exit2 "check different stages" "have different stages (only in baseline: -; only in current: extra)" check --baseline "$tmp/fast.json" "$tmp/extra.json"
+one_line_exit2 "check bad limit" "--max-slowdown: expected a percentage" check --baseline "$tmp/fast.json" "$tmp/fast.json" --max-slowdown lots
+one_line_exit2 "check bad stage" "--stage nope: no such stage" check --baseline "$tmp/fast.json" "$tmp/fast.json" --stage nope=5%
+one_line_exit2 "compare missing" "$tmp/none.json: cannot open" compare "$tmp/fast.json" "$tmp/none.json"
+one_line_exit2 "compare no iterations" "no complete iterations" compare "$tmp/noiter.json" "$tmp/fast.json"
+one_line_exit2 "compare foreign comparison" "not a gnnprof comparison" compare "$tmp/fast.json"
+exit $fail
