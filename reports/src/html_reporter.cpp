@@ -142,12 +142,17 @@ std::string iteration_chart(const Profile& p, const std::map<std::string, std::s
     c.last = its[end - 1]->index;
     data.push_back(c);
   }
-  double mx = 1;
+  // Scale to 2.5x the median column so that a warm-up iteration does not flatten the rest;
+  // taller columns are clipped and capped with a dark line (their tooltip has the value).
+  std::vector<double> heights;
   for (const auto& c : data) {
     double stack = c.un;
     for (const auto& [n, v] : c.v) stack += v;
-    mx = std::max({mx, stack, c.wall});
+    heights.push_back(std::max(stack, c.wall));
   }
+  std::vector<double> sorted = heights;
+  std::sort(sorted.begin(), sorted.end());
+  const double mx = std::max({1.0, std::min(sorted.back(), 2.5 * sorted[sorted.size() / 2])});
   const int w = 1000, h = 240, left = 60, bottom = 24;
   const double cw = static_cast<double>(w - left - 10) / static_cast<double>(data.size());
   std::string svg = fmt::format("<svg viewBox='0 0 {} {}' width='{}' role=img aria-label='per-iteration timeline'>", w, h, w);
@@ -162,9 +167,10 @@ std::string iteration_chart(const Profile& p, const std::map<std::string, std::s
     const double x = left + cw * static_cast<double>(i);
     std::string tip = c.first == c.last ? fmt::format("iteration {}", c.first) : fmt::format("iterations {}-{} (mean)", c.first, c.last);
     tip += fmt::format(": wall {}", human_ns(static_cast<std::int64_t>(c.wall)));
+    const double top = 10;
     auto bar = [&](double v, const std::string& color, const std::string& name) {
-      if (v <= 0) return;
-      const double bh = v / mx * (h - bottom - 10);
+      if (v <= 0 || y <= top) return;
+      const double bh = std::min(v / mx * (h - bottom - 10), y - top);
       y -= bh;
       svg += fmt::format("<rect x='{:.2f}' y='{:.2f}' width='{:.2f}' height='{:.2f}' fill='{}'><title>{}; {} {}</title></rect>", x, y,
                          std::max(0.5, cw - (cw > 3 ? 1 : 0)), bh, color, esc(tip), esc(name), human_ns(static_cast<std::int64_t>(v)));
@@ -174,6 +180,9 @@ std::string iteration_chart(const Profile& p, const std::map<std::string, std::s
       if (f != c.v.end()) bar(f->second, colors.count(n) ? colors.at(n) : "#999", n);
     }
     bar(c.un, "#cfd5de", "unattributed");
+    if (heights[i] > mx)
+      svg += fmt::format("<rect x='{:.2f}' y='{}' width='{:.2f}' height='3' fill='#1d2330'><title>{} (clipped)</title></rect>", x, top,
+                         std::max(0.5, cw - (cw > 3 ? 1 : 0)), esc(tip));
   }
   svg += fmt::format("<text x='{}' y='{}'>iteration {}</text><text x='{}' y='{}' text-anchor=end>{}</text>", left, h - 6,
                      data.front().first, w - 10, h - 6, data.back().last);
