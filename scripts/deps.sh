@@ -2,6 +2,8 @@
 # Installs the Debian packages gnnprof builds and runs with, when any is missing.
 # Fast when nothing is missing (one dpkg-query). Not root and something missing: prints the
 # exact apt-get line and exits 1.
+#   scripts/deps.sh            build and test dependencies
+#   scripts/deps.sh --browser  also Debian's chromium, for the HTML-in-a-browser test (CI)
 set -euo pipefail
 
 PKGS=(
@@ -10,6 +12,8 @@ PKGS=(
   libtorch-dev python3-torch
   libopenblas0-openmp   # libtorch's BLAS through libblas.so.3; the reference BLAS is ~8x slower
 )
+
+if [ "${1:-}" = "--browser" ]; then PKGS+=(chromium); fi
 
 missing=()
 status=$(dpkg-query -W -f='${Package} ${Status}\n' "${PKGS[@]}" 2>/dev/null || true)
