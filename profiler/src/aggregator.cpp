@@ -7,17 +7,17 @@ namespace gnnprof::detail {
 
 namespace {
 
-const char* kind_name(EventKind k) {
+TimelineKind timeline_kind(EventKind k) {
   switch (k) {
-    case EventKind::kStage: return "stage";
-    case EventKind::kLine: return "line";
-    case EventKind::kTransfer: return "transfer";
-    case EventKind::kMaterialize: return "materialize";
-    case EventKind::kCounter: return "counter";
-    case EventKind::kStep: return "step";
-    case EventKind::kStepEnd: return "step_end";
+    case EventKind::kStage: return TimelineKind::kStage;
+    case EventKind::kLine: return TimelineKind::kLine;
+    case EventKind::kTransfer: return TimelineKind::kTransfer;
+    case EventKind::kMaterialize: return TimelineKind::kMaterialize;
+    case EventKind::kCounter: return TimelineKind::kCounter;
+    case EventKind::kStep: return TimelineKind::kStep;
+    case EventKind::kStepEnd: return TimelineKind::kStepEnd;
   }
-  return "unknown";
+  return TimelineKind::kStage;
 }
 
 const SiteInfo& site_or_empty(const std::vector<SiteInfo>& sites, std::uint32_t id) {
@@ -367,16 +367,22 @@ Profile Aggregator::build(const std::vector<SiteInfo>& sites, std::int64_t end_n
     cs.last = c.last;
     p.counters.push_back(std::move(cs));
   }
+  std::map<std::uint32_t, std::uint32_t> name_index;  // site id -> index in timeline_names
+  p.timeline.reserve(timeline_.size());
   for (const RawTimeline& r : timeline_) {
+    auto [it, fresh] = name_index.try_emplace(r.site, static_cast<std::uint32_t>(p.timeline_names.size()));
+    if (fresh) {
+      const SiteInfo& si = site_or_empty(sites, r.site);
+      p.timeline_names.push_back(!si.name.empty() ? si.name : si.code);
+    }
     TimelineEvent te;
     te.thread = r.thread;
-    te.kind = kind_name(r.kind);
-    const SiteInfo& si = site_or_empty(sites, r.site);
-    te.name = !si.name.empty() ? si.name : si.code;
+    te.kind = timeline_kind(r.kind);
+    te.name = it->second;
     te.ts_ns = r.ts;
     te.dur_ns = r.dur;
     te.value = r.value;
-    p.timeline.push_back(std::move(te));
+    p.timeline.push_back(te);
   }
   p.timeline_dropped = timeline_dropped_;
   p.host_samples = host_;

@@ -124,14 +124,23 @@ json profile_json(const Profile& p) {
                              {"max", c.max},
                              {"mean", c.mean},
                              {"last", c.last}});
-  j["timeline"] = json::array();
-  for (const auto& e : p.timeline)
-    j["timeline"].push_back({{"thread", e.thread},
-                             {"kind", e.kind},
-                             {"name", e.name},
-                             {"ts_ns", e.ts_ns},
-                             {"dur_ns", e.dur_ns},
-                             {"value", e.value}});
+  // Columnar: a name table and one array per field, so that a million events cost a few
+  // numbers each in the file and in a reader's memory, not an object each.
+  {
+    json thread = json::array(), kind = json::array(), name = json::array(), ts = json::array(), dur = json::array(),
+         value = json::array();
+    for (const auto& e : p.timeline) {
+      thread.push_back(e.thread);
+      kind.push_back(static_cast<int>(e.kind));
+      name.push_back(e.name);
+      ts.push_back(e.ts_ns);
+      dur.push_back(e.dur_ns);
+      value.push_back(e.value);
+    }
+    j["timeline"] = {{"names", p.timeline_names}, {"thread", std::move(thread)}, {"kind", std::move(kind)},
+                     {"name", std::move(name)},   {"ts_ns", std::move(ts)},      {"dur_ns", std::move(dur)},
+                     {"value", std::move(value)}};
+  }
   j["timeline_dropped"] = p.timeline_dropped;
   j["environment"] = {{"cpus", p.environment.cpus},
                       {"blas", p.environment.blas},
@@ -330,17 +339,35 @@ Profile profile_from(const json& j, const Reader& r) {
     cs.last = r.get<double>(c, "last", path);
     p.counters.push_back(std::move(cs));
   }
-  i = 0;
-  for (const auto& e : r.array(j, "timeline", root)) {
-    std::string path = "$.timeline[" + std::to_string(i++) + "]";
-    TimelineEvent te;
-    te.thread = r.get<std::uint32_t>(e, "thread", path);
-    te.kind = r.get<std::string>(e, "kind", path);
-    te.name = r.get<std::string>(e, "name", path);
-    te.ts_ns = r.get<std::int64_t>(e, "ts_ns", path);
-    te.dur_ns = r.get<std::int64_t>(e, "dur_ns", path);
-    te.value = r.get<double>(e, "value", path);
-    p.timeline.push_back(std::move(te));
+  {
+    const json& tl = r.field(j, "timeline", root);
+    p.timeline_names = r.get<std::vector<std::string>>(tl, "names", "$.timeline");
+    const json& thread = r.array(tl, "thread", "$.timeline");
+    const json& kind = r.array(tl, "kind", "$.timeline");
+    const json& name = r.array(tl, "name", "$.timeline");
+    const json& ts = r.array(tl, "ts_ns", "$.timeline");
+    const json& dur = r.array(tl, "dur_ns", "$.timeline");
+    const json& value = r.array(tl, "value", "$.timeline");
+    const std::size_t n = thread.size();
+    if (kind.size() != n || name.size() != n || ts.size() != n || dur.size() != n || value.size() != n)
+      r.fail("$.timeline", "columns differ in length");
+    p.timeline.resize(n);
+    try {
+      for (std::size_t k = 0; k < n; ++k) {
+        TimelineEvent& e = p.timeline[k];
+        e.thread = thread[k].get<std::uint32_t>();
+        const int kd = kind[k].get<int>();
+        e.name = name[k].get<std::uint32_t>();
+        if (kd < 0 || kd >= kTimelineKinds || e.name >= p.timeline_names.size())
+          r.fail("$.timeline[" + std::to_string(k) + "]", "kind or name index out of range");
+        e.kind = static_cast<TimelineKind>(kd);
+        e.ts_ns = ts[k].get<std::int64_t>();
+        e.dur_ns = dur[k].get<std::int64_t>();
+        e.value = value[k].get<double>();
+      }
+    } catch (const json::exception&) {
+      r.fail("$.timeline", "wrong type in a column");
+    }
   }
   p.timeline_dropped = r.get<std::uint64_t>(j, "timeline_dropped", root);
   const json& env = r.field(j, "environment", root);

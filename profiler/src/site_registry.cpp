@@ -1,5 +1,7 @@
 #include "site_registry.h"
 
+#include "gnnprof/profile.h"
+
 #include <array>
 #include <string_view>
 
@@ -110,4 +112,9 @@ const char* to_string(HostMemory m) noexcept {
   return "none";
 }
 const char* to_string(CopyMode m) noexcept { return m == CopyMode::kAsync ? "async" : "sync"; }
+const char* to_string(TimelineKind k) noexcept {
+  static const char* kNames[kTimelineKinds] = {"stage", "line", "transfer", "materialize", "counter", "step", "step_end"};
+  const auto i = static_cast<int>(k);
+  return i >= 0 && i < kTimelineKinds ? kNames[i] : "unknown";
+}
 }  // namespace gnnprof

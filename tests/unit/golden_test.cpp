@@ -86,7 +86,8 @@ Profile fixed_profile() {
   p.transfers = {TransferStats{"h2d", file, 6, "h2d", "pinned", "async", 100, 3276800000, 130000000}};
   p.materializations = {MaterializationStats{"features", "materialize", file, 6, 100, 1126400, 3276800000}};
   p.counters = {CounterStats{"queue_depth", 100, 0, 2, 1.5, 2}};
-  p.timeline = {TimelineEvent{0, "stage", "forward", 1000, 5420000, 0}, TimelineEvent{1, "counter", "queue_depth", 2000, 0, 2}};
+  p.timeline_names = {"forward", "queue_depth"};
+  p.timeline = {TimelineEvent{0, TimelineKind::kStage, 0, 1000, 5420000, 0}, TimelineEvent{1, TimelineKind::kCounter, 1, 2000, 0, 2}};
   p.timeline_dropped = 7;
   p.environment = EnvironmentInfo{2, "/usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3", "", 5};
   p.host_samples = {HostSample{0, 500000000, 1000000}, HostSample{1000000000, 520000000, 1900000000}};

@@ -128,14 +128,22 @@ struct CounterStats {
   double min = 0, max = 0, mean = 0, last = 0;
 };
 
-/// One raw event kept for timeline views (Chrome trace); capped by config.
+/// Kind of a timeline event. The numeric values are part of the profile format.
+enum class TimelineKind : std::uint8_t {
+  kStage = 0, kLine = 1, kTransfer = 2, kMaterialize = 3, kCounter = 4, kStep = 5, kStepEnd = 6
+};
+inline constexpr int kTimelineKinds = 7;
+const char* to_string(TimelineKind k) noexcept;
+
+/// One raw event kept for timeline views (Chrome trace); capped by config. Compact (40 bytes):
+/// a million of them must fit comfortably in a report's memory.
 struct TimelineEvent {
   std::uint32_t thread = 0;
-  std::string kind;  ///< stage | line | transfer | materialize | counter | step
-  std::string name;
+  TimelineKind kind = TimelineKind::kStage;
+  std::uint32_t name = 0;  ///< index into Profile::timeline_names
   std::int64_t ts_ns = 0;
   std::int64_t dur_ns = 0;
-  double value = 0;  ///< bytes, rows or counter value
+  double value = 0;  ///< stage: nesting depth; transfer/materialize: bytes; counter: the sample
 };
 
 /// What the process ran on, for the environment diagnostics.
@@ -180,6 +188,7 @@ struct Profile {
   std::vector<TransferStats> transfers;
   std::vector<MaterializationStats> materializations;
   std::vector<CounterStats> counters;
+  std::vector<std::string> timeline_names;  ///< names referenced by TimelineEvent::name
   std::vector<TimelineEvent> timeline;
   std::uint64_t timeline_dropped = 0;
   EnvironmentInfo environment;
