@@ -3,7 +3,7 @@ BUILD ?= build
 CORE_BUILD ?= build-core
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
 
-.PHONY: all deps build demo test test-core tsan bench clean
+.PHONY: all deps build demo test test-core tsan fuzz bench clean
 
 all: build
 
@@ -37,8 +37,13 @@ tsan: deps
 	@cmake --build build-tsan --target $(TSAN_TESTS)
 	@cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -R "^(Buffers|Aggregation|Histogram|Api|Prefetcher|PrefetchDepth)\."
 
+# libFuzzer over the profile and comparison readers (clang); FUZZ_SECONDS per target.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@scripts/fuzz.sh $(FUZZ_SECONDS)
+
 bench: build
 	@/usr/bin/python3 bench/run_overhead.py $(BUILD)/bench/bench_overhead
 
 clean:
-	rm -rf $(BUILD) $(CORE_BUILD) build-tsan
+	rm -rf $(BUILD) $(CORE_BUILD) build-tsan build-fuzz

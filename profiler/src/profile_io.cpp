@@ -9,7 +9,9 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <type_traits>
 #include <random>
 #include <sstream>
 
@@ -174,11 +176,30 @@ struct Reader {
   }
   template <typename T>
   T get(const json& o, const char* key, const std::string& path) const {
-    const json& v = field(o, key, path);
+    return as<T>(field(o, key, path), path + "." + key);
+  }
+  /// v as T, checked first: converting an out-of-range number with get<T>() is undefined
+  /// behaviour (UBSan found it through the fuzzer), so integers must be JSON integers in T's
+  /// range, and the other types must match exactly.
+  template <typename T>
+  T as(const json& v, const std::string& path) const {
+    if constexpr (std::is_same_v<T, bool>) {
+      if (!v.is_boolean()) fail(path, std::string("wrong type (") + v.type_name() + ")");
+    } else if constexpr (std::is_integral_v<T>) {
+      bool ok = false;
+      if (v.is_number_unsigned())
+        ok = v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max());
+      else if (v.is_number_integer())
+        ok = v.get<std::int64_t>() >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
+             (std::is_unsigned_v<T> || v.get<std::int64_t>() <= static_cast<std::int64_t>(std::numeric_limits<T>::max()));
+      if (!ok) fail(path, v.is_number_integer() ? "integer out of range" : std::string("wrong type (") + v.type_name() + ")");
+    } else if constexpr (std::is_floating_point_v<T>) {
+      if (!v.is_number()) fail(path, std::string("wrong type (") + v.type_name() + ")");
+    }
     try {
       return v.get<T>();
     } catch (const json::exception&) {
-      fail(path + "." + key, std::string("wrong type (") + v.type_name() + ")");
+      fail(path, std::string("wrong type (") + v.type_name() + ")");
     }
   }
   const json& array(const json& o, const char* key, const std::string& path) const {
@@ -189,16 +210,14 @@ struct Reader {
   std::optional<std::int64_t> opt(const json& o, const char* key, const std::string& path) const {
     const json& v = field(o, key, path);
     if (v.is_null()) return std::nullopt;
-    if (!v.is_number_integer()) fail(path + "." + key, "expected an integer or null");
-    return v.get<std::int64_t>();
+    return as<std::int64_t>(v, path + "." + key);
   }
   std::map<std::string, std::int64_t> stage_map(const json& o, const char* key, const std::string& path) const {
     const json& v = field(o, key, path);
     if (!v.is_object()) fail(path + "." + key, "expected an object");
     std::map<std::string, std::int64_t> m;
     for (auto it = v.begin(); it != v.end(); ++it) {
-      if (!it.value().is_number_integer()) fail(path + "." + key + "." + it.key(), "expected integer ns");
-      m[it.key()] = it.value().get<std::int64_t>();
+      m[it.key()] = as<std::int64_t>(it.value(), path + "." + key + "." + it.key());
     }
     return m;
   }
@@ -355,15 +374,16 @@ Profile profile_from(const json& j, const Reader& r) {
     try {
       for (std::size_t k = 0; k < n; ++k) {
         TimelineEvent& e = p.timeline[k];
-        e.thread = thread[k].get<std::uint32_t>();
-        const int kd = kind[k].get<int>();
-        e.name = name[k].get<std::uint32_t>();
+        const std::string at = "$.timeline[" + std::to_string(k) + "]";
+        e.thread = r.as<std::uint32_t>(thread[k], at + ".thread");
+        const int kd = r.as<int>(kind[k], at + ".kind");
+        e.name = r.as<std::uint32_t>(name[k], at + ".name");
         if (kd < 0 || kd >= kTimelineKinds || e.name >= p.timeline_names.size())
           r.fail("$.timeline[" + std::to_string(k) + "]", "kind or name index out of range");
         e.kind = static_cast<TimelineKind>(kd);
-        e.ts_ns = ts[k].get<std::int64_t>();
-        e.dur_ns = dur[k].get<std::int64_t>();
-        e.value = value[k].get<double>();
+        e.ts_ns = r.as<std::int64_t>(ts[k], at + ".ts_ns");
+        e.dur_ns = r.as<std::int64_t>(dur[k], at + ".dur_ns");
+        e.value = r.as<double>(value[k], at + ".value");
       }
     } catch (const json::exception&) {
       r.fail("$.timeline", "wrong type in a column");
@@ -407,6 +427,9 @@ Result<Profile> profile_from_json(const std::string& text, const std::string& or
     bool at_end = e.byte >= text.size();
     return Status::error(origin + (at_end ? ": truncated JSON (input ends at byte " : ": malformed JSON at byte ") +
                          std::to_string(at_end ? text.size() : e.byte) + ")");
+  } catch (const json::exception& e) {
+    // e.g. out_of_range 406, a number too large for a double (found by the fuzzer).
+    return Status::error(origin + ": invalid JSON: " + e.what());
   }
   if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string())
     return Status::error(origin + ": not a gnnprof profile (no \"schema\" key)");

@@ -7,6 +7,9 @@
 #include <cstring>
 #include <cmath>
 #include <fstream>
+#include <limits>
+#include <stdexcept>
+#include <type_traits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -195,10 +198,28 @@ json side_json(const Side& s) {
   return {{"label", s.label}, {"env", s.env}, {"command", s.command}, {"runs", runs}};
 }
 
+/// A number as T, checked: get<T>() on an out-of-range or fractional number is undefined
+/// behaviour for integers (the fuzzer's UBSan found it in the profile reader).
+template <typename T>
+T checked(const json& v) {
+  if constexpr (std::is_integral_v<T>) {
+    bool ok = false;
+    if (v.is_number_unsigned())
+      ok = v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max());
+    else if (v.is_number_integer())
+      ok = v.get<std::int64_t>() >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
+           (std::is_unsigned_v<T> || v.get<std::int64_t>() <= static_cast<std::int64_t>(std::numeric_limits<T>::max()));
+    if (!ok) throw std::runtime_error(std::string("expected an integer in range, got ") + v.dump());
+  } else if (!v.is_number()) {
+    throw std::runtime_error(std::string("expected a number, got ") + v.type_name());
+  }
+  return v.get<T>();
+}
+
 std::optional<double> get_opt(const json& j, const char* key) {
   const json& v = j.at(key);
   if (v.is_null()) return std::nullopt;
-  return v.get<double>();
+  return checked<double>(v);
 }
 
 Side side_from(const json& j) {
@@ -210,11 +231,11 @@ Side side_from(const json& j) {
     RunRecord rr;
     rr.profile = r.at("profile").get<std::string>();
     rr.command = r.at("command").get<std::string>();
-    rr.exit_code = r.at("exit_code").get<int>();
+    rr.exit_code = checked<int>(r.at("exit_code"));
     rr.error = r.at("error").get<std::string>();
-    rr.iterations = r.at("iterations").get<std::uint64_t>();
-    rr.median_iteration_ns = r.at("median_iteration_ns").get<std::int64_t>();
-    rr.wall_ns = r.at("wall_ns").get<std::int64_t>();
+    rr.iterations = checked<std::uint64_t>(r.at("iterations"));
+    rr.median_iteration_ns = checked<std::int64_t>(r.at("median_iteration_ns"));
+    rr.wall_ns = checked<std::int64_t>(r.at("wall_ns"));
     s.runs.push_back(std::move(rr));
   }
   return s;
@@ -262,6 +283,8 @@ Result<Comparison> comparison_from_json(const std::string& text, const std::stri
     j = json::parse(text);
   } catch (const json::parse_error& e) {
     return Status::error(origin + (e.byte >= text.size() ? ": truncated JSON" : ": malformed JSON at byte " + std::to_string(e.byte)));
+  } catch (const json::exception& e) {
+    return Status::error(origin + ": invalid JSON: " + e.what());
   }
   if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string() || j["schema"] != kCompareSchema)
     return Status::error(origin + ": not a gnnprof comparison (expected schema \"" + kCompareSchema + "\")");
@@ -269,10 +292,10 @@ Result<Comparison> comparison_from_json(const std::string& text, const std::stri
     Comparison c;
     c.tool_version = j.at("tool").at("version").get<std::string>();
     const json& o = j.at("options");
-    c.options.skip = o.at("skip").get<std::uint64_t>();
-    c.options.bootstrap = o.at("bootstrap").get<std::uint32_t>();
-    c.options.seed = o.at("seed").get<std::uint64_t>();
-    c.options.alpha = o.at("alpha").get<double>();
+    c.options.skip = checked<std::uint64_t>(o.at("skip"));
+    c.options.bootstrap = checked<std::uint32_t>(o.at("bootstrap"));
+    c.options.seed = checked<std::uint64_t>(o.at("seed"));
+    c.options.alpha = checked<double>(o.at("alpha"));
     c.baseline = side_from(j.at("baseline"));
     c.candidate = side_from(j.at("candidate"));
     const json& h = j.at("headline");
@@ -284,20 +307,20 @@ Result<Comparison> comparison_from_json(const std::string& text, const std::stri
       MetricComparison mc;
       mc.name = m.at("name").get<std::string>();
       mc.scope = m.at("scope").get<std::string>();
-      mc.baseline_n = m.at("baseline_n").get<std::uint64_t>();
-      mc.candidate_n = m.at("candidate_n").get<std::uint64_t>();
-      mc.baseline_median_ns = m.at("baseline_median_ns").get<std::int64_t>();
-      mc.candidate_median_ns = m.at("candidate_median_ns").get<std::int64_t>();
-      mc.delta_ns = m.at("delta_ns").get<std::int64_t>();
+      mc.baseline_n = checked<std::uint64_t>(m.at("baseline_n"));
+      mc.candidate_n = checked<std::uint64_t>(m.at("candidate_n"));
+      mc.baseline_median_ns = checked<std::int64_t>(m.at("baseline_median_ns"));
+      mc.candidate_median_ns = checked<std::int64_t>(m.at("candidate_median_ns"));
+      mc.delta_ns = checked<std::int64_t>(m.at("delta_ns"));
       mc.ratio = get_opt(m, "ratio");
       mc.ci_low = get_opt(m, "ci_low");
       mc.ci_high = get_opt(m, "ci_high");
-      mc.p_value = m.at("p_value").get<double>();
+      mc.p_value = checked<double>(m.at("p_value"));
       mc.verdict = m.at("verdict").get<std::string>();
       c.metrics.push_back(std::move(mc));
     }
     return c;
-  } catch (const json::exception& e) {
+  } catch (const std::exception& e) {
     return Status::error(origin + ": bad comparison: " + e.what());
   }
 }

@@ -113,6 +113,14 @@ TEST(ProfileIo, ForeignFilesAreRejected) {
   EXPECT_EQ(r.status().message(), path + ": empty file");
 }
 
+TEST(ProfileIo, NumbersTooLargeForADoubleAreAnErrorNotACrash) {
+  // Found by fuzz/profile_reader_fuzzer (regression input fuzz/corpus/profile/crash-number-overflow.json):
+  // nlohmann throws out_of_range, not parse_error, for such a number.
+  auto r = profile_from_json(R"({"schema": "gnnprof.profile/1", "wall_ns": 1E6000000})", "big.json");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.status().message().find("big.json: invalid JSON: "), std::string::npos) << r.status().message();
+}
+
 TEST(ProfileIo, WrongTypesNameTheField) {
   auto j = nlohmann::ordered_json::parse(profile_to_json(real_profile()));
   j["stages"][0]["hits"] = "many";
