@@ -70,19 +70,7 @@ bool parse_pct(std::string s, double& out) {
   return true;
 }
 
-std::string xml(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
+std::string xml(const std::string& s) { return reports::escape_markup(s); }
 
 }  // namespace
 

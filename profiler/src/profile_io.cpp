@@ -9,15 +9,17 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <limits>
 #include <nlohmann/json.hpp>
 #include <type_traits>
 #include <random>
 #include <sstream>
 
+#include "gnnprof/detail/json_number.h"
+
 namespace gnnprof {
 
 using json = nlohmann::ordered_json;
+using detail::json_number_fits;
 
 namespace {
 
@@ -185,16 +187,9 @@ struct Reader {
   T as(const json& v, const std::string& path) const {
     if constexpr (std::is_same_v<T, bool>) {
       if (!v.is_boolean()) fail(path, std::string("wrong type (") + v.type_name() + ")");
-    } else if constexpr (std::is_integral_v<T>) {
-      bool ok = false;
-      if (v.is_number_unsigned())
-        ok = v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max());
-      else if (v.is_number_integer())
-        ok = v.get<std::int64_t>() >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
-             (std::is_unsigned_v<T> || v.get<std::int64_t>() <= static_cast<std::int64_t>(std::numeric_limits<T>::max()));
-      if (!ok) fail(path, v.is_number_integer() ? "integer out of range" : std::string("wrong type (") + v.type_name() + ")");
-    } else if constexpr (std::is_floating_point_v<T>) {
-      if (!v.is_number()) fail(path, std::string("wrong type (") + v.type_name() + ")");
+    } else if constexpr (std::is_arithmetic_v<T>) {
+      if (!json_number_fits<T>(v))
+        fail(path, v.is_number_integer() ? "integer out of range" : std::string("wrong type (") + v.type_name() + ")");
     }
     try {
       return v.get<T>();
@@ -456,42 +451,71 @@ Result<Profile> read_profile_file(const std::string& path) {
   return profile_from_json(ss.str(), path);
 }
 
-Status write_file_atomic(const std::string& path, const std::string& text) {
+Result<AtomicFileWriter> AtomicFileWriter::open(const std::string& path) {
   std::random_device rd;
   std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rd() & 0xffffff);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return Status::error("cannot write " + path + ": " + std::strerror(errno));
-  const char* data = text.data();
-  std::size_t left = text.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, data, left);
+  return AtomicFileWriter(path, std::move(tmp), fd);
+}
+
+AtomicFileWriter::AtomicFileWriter(AtomicFileWriter&& other) noexcept
+    : path_(std::move(other.path_)), tmp_(std::move(other.tmp_)), fd_(other.fd_) {
+  other.fd_ = -1;
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(tmp_.c_str());
+  }
+}
+
+Status AtomicFileWriter::fail(int err) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  ::unlink(tmp_.c_str());
+  return Status::error("cannot write " + path_ + ": " + std::strerror(err));
+}
+
+Status AtomicFileWriter::write(const void* data, std::size_t size) {
+  if (fd_ < 0) return Status::error("cannot write " + path_ + ": writer already closed");
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd_, p, size);
     if (n < 0) {
       if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return Status::error("cannot write " + path + ": " + std::strerror(err));
+      return fail(errno);
     }
-    data += n;
-    left -= static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
-    int err = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return Status::error("cannot write " + path + ": " + std::strerror(err));
-  }
-  if (::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return Status::error("cannot write " + path + ": " + std::strerror(err));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return Status::error("cannot write " + path + ": " + std::strerror(err));
+    p += n;
+    size -= static_cast<std::size_t>(n);
   }
   return Status::ok();
+}
+
+Status AtomicFileWriter::commit() {
+  if (fd_ < 0) return Status::error("cannot write " + path_ + ": writer already closed");
+  if (::fsync(fd_) != 0 && errno != EINVAL && errno != EROFS) return fail(errno);
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp_.c_str());
+    return Status::error("cannot write " + path_ + ": " + std::strerror(err));
+  }
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp_.c_str());
+    return Status::error("cannot write " + path_ + ": " + std::strerror(err));
+  }
+  return Status::ok();
+}
+
+Status write_file_atomic(const std::string& path, const std::string& text) {
+  auto w = AtomicFileWriter::open(path);
+  if (!w) return w.status();
+  if (Status st = w->write(text.data(), text.size()); !st) return st;
+  return w->commit();
 }
 
 Status write_profile_file(const Profile& profile, const std::string& path) {

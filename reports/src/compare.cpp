@@ -7,9 +7,7 @@
 #include <cstring>
 #include <cmath>
 #include <fstream>
-#include <limits>
 #include <stdexcept>
-#include <type_traits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -17,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "gnnprof/detail/json_number.h"
 #include "gnnprof/gnnprof.h"
 #include "gnnprof/reports/format.h"
 
@@ -202,17 +201,7 @@ json side_json(const Side& s) {
 /// behaviour for integers (the fuzzer's UBSan found it in the profile reader).
 template <typename T>
 T checked(const json& v) {
-  if constexpr (std::is_integral_v<T>) {
-    bool ok = false;
-    if (v.is_number_unsigned())
-      ok = v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max());
-    else if (v.is_number_integer())
-      ok = v.get<std::int64_t>() >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
-           (std::is_unsigned_v<T> || v.get<std::int64_t>() <= static_cast<std::int64_t>(std::numeric_limits<T>::max()));
-    if (!ok) throw std::runtime_error(std::string("expected an integer in range, got ") + v.dump());
-  } else if (!v.is_number()) {
-    throw std::runtime_error(std::string("expected a number, got ") + v.type_name());
-  }
+  if (!detail::json_number_fits<T>(v)) throw std::runtime_error(std::string("expected a number in range, got ") + v.dump());
   return v.get<T>();
 }
 

@@ -33,4 +33,19 @@ std::string human_bytes(std::uint64_t bytes) {
   return fmt::format("{:.1f} {}", v, kUnits[u]);
 }
 
+std::string escape_markup(const std::string& s) {
+  std::string o;
+  o.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
 }  // namespace gnnprof::reports

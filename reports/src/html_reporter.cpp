@@ -13,20 +13,7 @@ namespace gnnprof::reports {
 
 namespace {
 
-std::string esc(const std::string& s) {
-  std::string o;
-  o.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
+std::string esc(const std::string& s) { return escape_markup(s); }
 
 const char* kStyle = R"(<style>
 :root{--fg:#1d2330;--muted:#5d6778;--line:#d8dde6;--bg:#fff;--card:#f6f8fb}

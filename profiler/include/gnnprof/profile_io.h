@@ -23,7 +23,33 @@ Result<Profile> profile_from_json(const std::string& text, const std::string& or
 /// Reads and validates a profile file.
 Result<Profile> read_profile_file(const std::string& path);
 
-/// Writes `text` to `path` atomically (temp file in the same directory + rename).
+/// Writes a file through a temporary file in the same directory that commit() renames over
+/// the target, so readers see the old complete file or the new complete one. Destroyed
+/// without commit() (an error, an exception), the temporary file is removed.
+///
+///   auto w = gnnprof::AtomicFileWriter::open("features.f16");
+///   if (!w) return w.status();
+///   for (...) if (auto st = w->write(chunk.data(), chunk.size()); !st) return st;
+///   return w->commit();
+class AtomicFileWriter {
+ public:
+  static Result<AtomicFileWriter> open(const std::string& path);
+  AtomicFileWriter(AtomicFileWriter&& other) noexcept;
+  AtomicFileWriter& operator=(AtomicFileWriter&&) = delete;
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  ~AtomicFileWriter();
+  Status write(const void* data, std::size_t size);
+  /// Flushes to disk, closes and renames over the target. The writer is done afterwards.
+  Status commit();
+
+ private:
+  AtomicFileWriter(std::string path, std::string tmp, int fd) : path_(std::move(path)), tmp_(std::move(tmp)), fd_(fd) {}
+  Status fail(int err);
+  std::string path_, tmp_;
+  int fd_ = -1;
+};
+
+/// Writes `text` to `path` atomically (AtomicFileWriter).
 Status write_file_atomic(const std::string& path, const std::string& text);
 
 /// write_file_atomic(path, profile_to_json(profile)).

@@ -14,6 +14,7 @@
 #endif
 
 #include "gnnprof/gnn/half.h"
+#include "gnnprof/profile_io.h"
 
 namespace gnnprof::gnn {
 
@@ -77,14 +78,8 @@ Result<FeatureFileInfo> read_feature_header(const std::string& path) {
 
 Status write_feature_file(const std::string& path, std::int64_t rows, std::int64_t dim,
                           const std::function<void(std::int64_t, std::int64_t, std::uint16_t*)>& fill) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::error("cannot write " + path + ": " + std::strerror(errno));
-  auto fail = [&](int err) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return Status::error("cannot write " + path + ": " + std::strerror(err));
-  };
+  auto w = AtomicFileWriter::open(path);
+  if (!w) return w.status();
   std::vector<char> header(kFeatureHeaderBytes, 0);
   Header h{};
   std::memcpy(h.magic, kMagic, 8);
@@ -92,38 +87,15 @@ Status write_feature_file(const std::string& path, std::int64_t rows, std::int64
   h.dim = dim;
   h.dtype = 1;
   std::memcpy(header.data(), &h, sizeof(h));
-  auto write_all = [fd](const void* p, std::size_t n) {
-    const char* c = static_cast<const char*>(p);
-    while (n > 0) {
-      ssize_t w = ::write(fd, c, n);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return false;
-      }
-      c += w;
-      n -= static_cast<std::size_t>(w);
-    }
-    return true;
-  };
-  if (!write_all(header.data(), header.size())) return fail(errno);
+  if (Status st = w->write(header.data(), header.size()); !st) return st;
   constexpr std::int64_t kChunk = 65536;
   std::vector<std::uint16_t> buf(static_cast<std::size_t>(std::min(rows, kChunk) * dim));
   for (std::int64_t r = 0; r < rows; r += kChunk) {
     const std::int64_t cnt = std::min(kChunk, rows - r);
     fill(r, cnt, buf.data());
-    if (!write_all(buf.data(), static_cast<std::size_t>(cnt * dim) * 2)) return fail(errno);
+    if (Status st = w->write(buf.data(), static_cast<std::size_t>(cnt * dim) * 2); !st) return st;
   }
-  if (::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return Status::error("cannot write " + path + ": " + std::strerror(err));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return Status::error("cannot write " + path + ": " + std::strerror(err));
-  }
-  return Status::ok();
+  return w->commit();
 }
 
 Result<std::unique_ptr<MappedFeatures>> MappedFeatures::open(const std::string& path) {

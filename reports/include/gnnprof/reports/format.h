@@ -10,5 +10,7 @@ namespace gnnprof::reports {
 std::string human_ns(std::int64_t ns);
 /// "1.5 GiB", "512 B".
 std::string human_bytes(std::uint64_t bytes);
+/// &, <, >, " escaped: safe in HTML and XML text and attribute values.
+std::string escape_markup(const std::string& s);
 
 }  // namespace gnnprof::reports
