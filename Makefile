@@ -3,7 +3,7 @@ BUILD ?= build
 CORE_BUILD ?= build-core
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
 
-.PHONY: all deps build demo test test-core tsan fuzz bench clean
+.PHONY: all deps build demo test test-core tsan asan fuzz bench clean
 
 all: build
 
@@ -37,6 +37,16 @@ tsan: deps
 	@cmake --build build-tsan --target $(TSAN_TESTS)
 	@cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -R "^(Buffers|Aggregation|Histogram|Api|Prefetcher|PrefetchDepth)\."
 
+# AddressSanitizer + UndefinedBehaviorSanitizer over every test that needs no libtorch (core,
+# reports, prefetch, the sample's data layer, the CLI and app tests). UB aborts.
+asan: deps
+	@test -f build-asan/CMakeCache.txt || cmake -S . -B build-asan -G "$(GENERATOR)" -DGNNPROF_SANITIZE=address \
+	  -DGNNPROF_WITH_CUDA=OFF -DGNNPROF_WITH_TORCH=OFF -DGNNPROF_BUILD_BENCH=OFF
+	@cmake --build build-asan
+	@# The install test builds an outside project against these libraries without the sanitizer
+	@# runtime, which cannot link: it runs in the normal builds.
+	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest -L core -E '^install\.' --output-on-failure -j2
+
 # libFuzzer over the profile and comparison readers (clang); FUZZ_SECONDS per target.
 FUZZ_SECONDS ?= 60
 fuzz: deps
@@ -46,4 +56,4 @@ bench: build
 	@/usr/bin/python3 bench/run_overhead.py $(BUILD)/bench/bench_overhead
 
 clean:
-	rm -rf $(BUILD) $(CORE_BUILD) build-tsan build-fuzz
+	rm -rf $(BUILD) $(CORE_BUILD) build-tsan build-asan build-fuzz
