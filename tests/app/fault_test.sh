@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Faults in a profiled program: its fate is its own (same exit status with and without
+# gnnprof), nothing hangs, and no profile is left half-written: the output path holds the
+# previous complete profile or a new complete one.  usage: fault_test.sh FAULT_APP GNNPROF_CLI
+set -u
+app=$1 cli=$2
+. "$(dirname "$0")/lib.sh"
+complete() { "$cli" report "$1" --stages >/dev/null 2>&1; }
+# A previous complete profile at the output path: a fault must never leave less than this.
+GNNPROF_OUTPUT="$tmp/previous.json" GNNPROF_QUIET=1 "$app" exec >/dev/null 2>&1
+GNNPROF_OUTPUT="$tmp/previous.json" GNNPROF_QUIET=1 timeout 20 "$app" fork >/dev/null 2>&1
+check "a previous profile exists" 'complete "$tmp/previous.json"'
+fresh() { cp "$tmp/previous.json" "$tmp/out.json"; }
+status_of() {  # mode env... -> exit status
+  local mode=$1; shift
+  env "$@" timeout 60 "$app" "$mode" >"$tmp/stdout" 2>"$tmp/stderr"; echo $?
+}
+
+# fork with collector locks in use by another thread: no child hangs, the parent's profile is
+# written once, by the parent.
+fresh
+rc=$(status_of fork GNNPROF_OUTPUT="$tmp/out.json" GNNPROF_QUIET=1)
+check "fork storm: exit 0, no hang" '[ "$rc" -eq 0 ] && grep -q "forks ok" "$tmp/stdout"'
+check "fork storm: parent profile complete" 'complete "$tmp/out.json"'
+check "fork storm: children wrote nothing" '[ -z "$(ls "$tmp" | grep -E "\.tmp\.|^gnnprof-")" ]'
+
+# exec: the new image's exit status, no crash, the previous profile intact.
+ref=$(status_of exec GNNPROF_ENABLED=0)
+fresh
+rc=$(status_of exec GNNPROF_OUTPUT="$tmp/out.json")
+check "exec: same status as without gnnprof ($ref)" '[ "$rc" -eq "$ref" ] && [ "$rc" -eq 7 ]'
+check "exec: output path still a complete profile" 'complete "$tmp/out.json"'
+
+# SIGTERM / SIGKILL while profiling, and SIGSEGV: the host dies as it would without gnnprof.
+for sig in TERM KILL; do
+  fresh
+  GNNPROF_OUTPUT="$tmp/out.json" "$app" loop >"$tmp/stdout" 2>&1 &
+  pid=$!
+  for _ in $(seq 50); do grep -q looping "$tmp/stdout" && break; sleep 0.1; done
+  sleep 0.2
+  kill -s "$sig" "$pid"
+  wait "$pid"; rc=$?
+  want=$((128 + $(kill -l "$sig")))
+  check "SIG$sig: killed by the signal ($want)" '[ "$rc" -eq "$want" ]'
+  check "SIG$sig: output path still a complete profile" 'complete "$tmp/out.json"'
+done
+ref=$(status_of segv GNNPROF_ENABLED=0)
+fresh
+rc=$(status_of segv GNNPROF_OUTPUT="$tmp/out.json")
+check "SIGSEGV: same fate as without gnnprof ($ref)" '[ "$rc" -eq "$ref" ] && [ "$rc" -eq 139 ]'
+check "SIGSEGV: output path still a complete profile" 'complete "$tmp/out.json"'
+exit $fail
