@@ -3,7 +3,7 @@ BUILD ?= build
 CORE_BUILD ?= build-core
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo Ninja || echo "Unix Makefiles")
 
-.PHONY: all deps build demo test test-core tsan asan fuzz bench clean
+.PHONY: all deps build demo test test-core tsan asan fuzz stress bench clean
 
 all: build
 
@@ -51,6 +51,10 @@ asan: deps
 FUZZ_SECONDS ?= 60
 fuzz: deps
 	@scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# Load: 16 threads x 10M events, the prefetcher at K=1..16 for 100k batches, a soak with RSS.
+stress: build
+	@$(BUILD)/tests/stress
 
 bench: build
 	@/usr/bin/python3 bench/run_overhead.py $(BUILD)/bench/bench_overhead

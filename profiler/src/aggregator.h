@@ -21,7 +21,7 @@ namespace gnnprof::detail {
 
 struct AggregatorOptions {
   std::size_t timeline_events = 50000;
-  std::size_t max_iterations = 1000000;
+  std::size_t max_iterations = 200000;
   /// Stage events of other threads waiting for the mark that decides their iteration
   /// (normally a few ms of them, see advance()); past this they are placed at once.
   std::size_t max_pending = 1u << 16;

@@ -171,15 +171,21 @@ ThreadBuffer* BufferRegistry::attach_current_thread() noexcept {
   try {
     std::lock_guard<std::mutex> lock(mu_);
     ThreadBuffer* b = nullptr;
+    std::size_t capacity = 1, live = 0;
+    while (capacity < buffer_events_) capacity <<= 1;
+    for (auto& candidate : buffers_) live += candidate->retired.load(std::memory_order_acquire) ? 0 : 1;
+    // The cap counts threads that own a ring now, reused rings included.
+    if (live >= max_threads_) return &sink_;
     for (auto& candidate : buffers_) {
-      if (candidate->retired.load(std::memory_order_acquire) &&
-          candidate->consumed() == candidate->published()) {
+      // Reusable: its thread exited, its events and drops are accounted for, and it has the
+      // capacity the current session asked for.
+      if (candidate->retired.load(std::memory_order_acquire) && candidate->consumed() == candidate->published() &&
+          candidate->noted_dropped == candidate->dropped() && candidate->capacity() == capacity) {
         b = candidate.get();
         break;
       }
     }
     if (b == nullptr) {
-      if (buffers_.size() >= max_threads_) return &sink_;
       buffers_.push_back(std::make_unique<ThreadBuffer>(buffer_events_));
       b = buffers_.back().get();
     }
@@ -187,6 +193,7 @@ ThreadBuffer* BufferRegistry::attach_current_thread() noexcept {
     b->cur_stage = -1;
     b->cur_line = -1;
     b->stage_depth = 0;
+    b->dropped_base = b->noted_dropped = b->dropped();
     b->index = next_index_++;
     b->tid = static_cast<std::int64_t>(::syscall(SYS_gettid));
     std::memset(b->name, 0, sizeof(b->name));

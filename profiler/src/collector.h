@@ -20,6 +20,7 @@ extern std::atomic<int> g_state;
 /// Owns every ThreadBuffer for the life of the process (never freed: a late thread or an
 /// atexit handler may still touch its buffer). A buffer whose thread exited and whose events
 /// were all drained is reused by the next new thread, so thread churn does not grow memory.
+/// At most max_threads threads own a ring at once; further threads get the sink.
 class BufferRegistry {
  public:
   /// Buffer for the calling thread: a new or reused ring, or the sink when the cap is reached.

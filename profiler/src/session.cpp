@@ -52,6 +52,7 @@ struct Global {
   std::optional<Profile> last_profile;
   std::int64_t last_host_ns = -1;
   std::int64_t max_threads = 0;
+  std::uint64_t sink_dropped_base = 0;
 };
 
 Global& g() {
@@ -182,9 +183,10 @@ double drain_pass_locked(Global& s) {
     fullest = std::max(fullest, static_cast<double>(head - tail) / static_cast<double>(b->capacity()));
     for (std::uint64_t i = tail; i < head; ++i) s.agg->consume(b->index, b->at(i));
     b->release_to(head);
-    s.agg->note_thread(b->index, b->tid, b->name, b->dropped());
+    b->noted_dropped = b->dropped();
+    s.agg->note_thread(b->index, b->tid, b->name, b->noted_dropped - b->dropped_base);
   }
-  s.agg->note_sink_drops(reg.sink().dropped());
+  s.agg->note_sink_drops(reg.sink().dropped() - s.sink_dropped_base);
   const std::int64_t now_ns = s.clock.to_ns(pair.raw);
   s.agg->advance(now_ns);
   if (now_ns - s.last_host_ns >= 50000000 || s.last_host_ns < 0) {
@@ -195,11 +197,16 @@ double drain_pass_locked(Global& s) {
   return fullest;
 }
 
-/// Discards whatever the rings hold (events of an earlier session). Caller holds drain_mu.
-void discard_pending_locked() {
+/// Discards whatever the rings hold (events of an earlier session) and starts drop counts
+/// from zero. Caller holds drain_mu.
+void discard_pending_locked(Global& s) {
   BufferRegistry& reg = buffer_registry();
   std::lock_guard<std::mutex> lock(reg.mutex());
-  for (const auto& b : reg.buffers()) b->release_to(b->published());
+  for (const auto& b : reg.buffers()) {
+    b->release_to(b->published());
+    b->dropped_base = b->noted_dropped = b->dropped();
+  }
+  s.sink_dropped_base = reg.sink().dropped();
 }
 
 void drainer_main() {
@@ -289,7 +296,7 @@ Status start_locked(Global& s, const Config& cfg) {
   buffer_registry().configure(cfg.buffer_events, cfg.max_threads);
   {
     std::lock_guard<std::mutex> d(s.drain_mu);
-    discard_pending_locked();
+    discard_pending_locked(s);
     AggregatorOptions ao;
     ao.timeline_events = cfg.timeline_events;
     ao.max_iterations = cfg.max_iterations;

@@ -82,6 +82,11 @@ class ThreadBuffer {
   OpenRange stack[kMaxDepth];
 
   // Owner identity; written under the registry mutex, read by the drainer under it.
+  // Drops are reported relative to dropped_base (set when a session starts or a new thread
+  // takes the ring over); noted_dropped is what the drainer last handed to the aggregator, so
+  // a ring is reused only once its owner's last drops are accounted for.
+  std::uint64_t dropped_base = 0;
+  std::uint64_t noted_dropped = 0;
   std::uint32_t index = 0;
   std::int64_t tid = 0;
   char name[32] = {0};

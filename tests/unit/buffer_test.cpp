@@ -53,6 +53,30 @@ TEST(Buffers, OverflowDropsAndCountsExactly) {
   EXPECT_EQ(s->hits, 1024u);
 }
 
+TEST(Buffers, DropsBelongToTheSessionAndTheThreadThatHadThem) {
+  // Session 1 overflows a ring; session 2 on the same rings drops nothing and must say 0
+  // (found by the stress soak: a ring's drop counter carried over between sessions).
+  Config cfg = quiet_config(/*drainer=*/false);
+  cfg.buffer_events = 64;
+  // Fresh threads: the rings they get have this test's capacity whatever ran before.
+  Profile first = profile_of(cfg, [] { std::thread(emit, gnnprof_stage_site("overflowing", nullptr), 1000).join(); });
+  EXPECT_EQ(first.dropped_events, 1000u - 64u);
+  Profile second = profile_of(cfg, [] { std::thread(emit, gnnprof_stage_site("calm", nullptr), 10).join(); });
+  EXPECT_EQ(second.recorded_events, 10u);
+  EXPECT_EQ(second.dropped_events, 0u);
+  // A thread that takes over a ring whose owner dropped events starts from 0 too.
+  Profile third = profile_of(cfg, [] {
+    std::thread a(emit, gnnprof_stage_site("a", nullptr), 100);
+    a.join();
+    ASSERT_TRUE(snapshot());
+    std::thread b(emit, gnnprof_stage_site("b", nullptr), 10);
+    b.join();
+  });
+  EXPECT_EQ(third.dropped_events, 100u - 64u);
+  for (const auto& t : third.threads)
+    if (t.recorded_events == 10) EXPECT_EQ(t.dropped_events, 0u);
+}
+
 TEST(Buffers, ThreadsOverTheCapAreDroppedAndCounted) {
   Config cfg = quiet_config(/*drainer=*/false);
   cfg.max_threads = 0;  // no thread gets a ring
