@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Faults in a profiled program: its fate is its own (same exit status with and without
 # gnnprof), nothing hangs, and no profile is left half-written: the output path holds the
-# previous complete profile or a new complete one.  usage: fault_test.sh FAULT_APP GNNPROF_CLI
+# previous complete profile or a new complete one. Faults: fork with collector locks busy,
+# exec, SIGTERM, SIGKILL, SIGSEGV, disk full (a small tmpfs, filled; skipped where mount fails).
+# usage: fault_test.sh FAULT_APP GNNPROF_CLI
 set -u
 app=$1 cli=$2
 . "$(dirname "$0")/lib.sh"
@@ -49,4 +51,19 @@ fresh
 rc=$(status_of segv GNNPROF_OUTPUT="$tmp/out.json")
 check "SIGSEGV: same fate as without gnnprof ($ref)" '[ "$rc" -eq "$ref" ] && [ "$rc" -eq 139 ]'
 check "SIGSEGV: output path still a complete profile" 'complete "$tmp/out.json"'
+# Disk full: the profile cannot be written at exit. One warning line, the host's status
+# unchanged, the previous profile intact, no temporary file left behind.
+mkdir -p "$tmp/full"
+if mount -t tmpfs -o size=$(( $(stat -c %s "$tmp/previous.json") / 1024 + 64 ))k tmpfs "$tmp/full" 2>/dev/null; then
+  cp "$tmp/previous.json" "$tmp/full/out.json"
+  dd if=/dev/zero of="$tmp/full/filler" bs=4k 2>/dev/null
+  GNNPROF_OUTPUT="$tmp/full/out.json" timeout 60 "$app" fork >"$tmp/stdout" 2>"$tmp/stderr"; rc=$?
+  check "disk full: exit status kept" '[ "$rc" -eq 0 ] && grep -q "forks ok" "$tmp/stdout"'
+  check "disk full: one warning line" '[ "$(wc -l <"$tmp/stderr")" -eq 1 ] && grep -q "^gnnprof: warning: cannot write .*No space left on device" "$tmp/stderr"'
+  check "disk full: previous profile intact" 'complete "$tmp/full/out.json" && cmp -s "$tmp/full/out.json" "$tmp/previous.json"'
+  check "disk full: no temporary file left" '[ -z "$(ls "$tmp/full" | grep "\.tmp\.")" ]'
+  umount "$tmp/full"
+else
+  echo "skip: disk-full case (cannot mount a tmpfs here; needs root)"
+fi
 exit $fail

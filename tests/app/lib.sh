@@ -1,6 +1,6 @@
 # Shared by the app-level test scripts: a temp dir removed at exit, and check NAME EXPR, which
 # prints ok/FAIL per assertion and makes the script exit 1 at the end if any failed.
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap 'umount "$tmp"/* 2>/dev/null; rm -rf "$tmp"' EXIT
 fail=0
 check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
