@@ -11,11 +11,11 @@ if ! command -v clang++ >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux
 fi
 test -f build-fuzz/CMakeCache.txt || CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DGNNPROF_FUZZ=ON -DGNNPROF_SANITIZE=address -DGNNPROF_WITH_TORCH=OFF -DGNNPROF_WITH_CUDA=OFF \
-  -DGNNPROF_BUILD_TESTS=OFF -DGNNPROF_BUILD_BENCH=OFF -DGNNPROF_BUILD_SAMPLES=OFF >/dev/null
-cmake --build build-fuzz --target profile_reader_fuzzer comparison_reader_fuzzer
+  -DGNNPROF_BUILD_TESTS=OFF -DGNNPROF_BUILD_BENCH=OFF >/dev/null
+cmake --build build-fuzz --target profile_reader_fuzzer comparison_reader_fuzzer cora_loader_fuzzer
 rm -f build-fuzz/crash-* build-fuzz/leak-* build-fuzz/timeout-* build-fuzz/oom-*
-for target in profile_reader comparison_reader; do
-  corpus=fuzz/corpus/${target%_reader}
+for target in profile_reader comparison_reader cora_loader; do
+  corpus=fuzz/corpus/${target%_*}
   scratch=build-fuzz/corpus-$target
   mkdir -p "$scratch"
   echo "fuzz: $target for ${seconds}s over $corpus ($(ls "$corpus" | wc -l) seeds)"

@@ -18,10 +18,11 @@ make asan >"$log/asan" 2>&1; rc=$?
 row "ASan + UBSan (UB aborts)" "every test that needs no libtorch (core, reports, prefetch, sample data layer, CLI and app tests) but the install and fault tests" \
     "$(passed "$log/asan" | grep -oE "out of [0-9]+" | grep -oE "[0-9]+") tests" "$([ $rc -eq 0 ] && echo "pass, 0 reports" || echo FAIL)"
 scripts/fuzz.sh "$fuzz_seconds" >"$log/fuzz" 2>&1; rc=$?
-for t in profile comparison; do
-  runs=$(awk -v t="$t" '$0 ~ "fuzz: "t"_reader" {f=1} f && /stat::number_of_executed_units/ {print $2; exit}' "$log/fuzz")
+for target in profile_reader comparison_reader cora_loader; do
+  t=${target%_*}
+  runs=$(awk -v t="$target" '$0 ~ "fuzz: "t" " {f=1} f && /stat::number_of_executed_units/ {print $2; exit}' "$log/fuzz")
   seeds=$(ls "fuzz/corpus/$t" | wc -l)
-  row "libFuzzer: $t reader" "random mutations of $seeds checked-in seeds for ${fuzz_seconds} s (ASan + UBSan)" \
+  row "libFuzzer: ${target/_/ }" "random mutations of $seeds checked-in seeds for ${fuzz_seconds} s (ASan + UBSan)" \
       "${runs:-?} inputs" "$([ $rc -eq 0 ] && echo "pass: no crash, leak or timeout" || echo FAIL)"
 done
 make build >/dev/null 2>&1

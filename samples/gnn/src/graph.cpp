@@ -207,10 +207,8 @@ Result<Dataset> prepare_synthetic(const std::string& cache_dir, const SyntheticS
 
 // ---- Cora ----
 
-Result<Dataset> load_cora(const std::string& dir, const std::string& cache_dir) {
-  const std::string content_path = dir + "/cora.content", cites_path = dir + "/cora.cites";
-  std::ifstream content(content_path);
-  if (!content) return Status::error(content_path + ": cannot open: " + std::strerror(errno));
+Result<CoraParsed> parse_cora(std::istream& content, const std::string& content_path, std::istream& cites,
+                              const std::string& cites_path) {
   std::unordered_map<std::string, std::int64_t> id_of;
   std::vector<std::vector<float>> rows;
   std::vector<std::string> label_names;
@@ -246,8 +244,6 @@ Result<Dataset> load_cora(const std::string& dir, const std::string& cache_dir) 
   if (rows.empty()) return Status::error(content_path + ": no papers");
   const auto n = static_cast<std::int64_t>(rows.size());
 
-  std::ifstream cites(cites_path);
-  if (!cites) return Status::error(cites_path + ": cannot open: " + std::strerror(errno));
   std::vector<std::vector<std::int64_t>> in(static_cast<std::size_t>(n));
   lineno = 0;
   while (std::getline(cites, line)) {
@@ -272,7 +268,8 @@ Result<Dataset> load_cora(const std::string& dir, const std::string& cache_dir) 
     indptr.push_back(static_cast<std::int64_t>(indices.size()));
   }
 
-  Dataset ds;
+  CoraParsed out;
+  Dataset& ds = out.dataset;
   ds.name = "cora";
   std::vector<std::string> classes = label_names;
   std::sort(classes.begin(), classes.end());
@@ -283,6 +280,21 @@ Result<Dataset> load_cora(const std::string& dir, const std::string& cache_dir) 
   ds.graph = CscGraph(n, std::move(indptr), std::move(indices));
   ds.split = make_split(n, 0.5, 0.2, 0);
   ds.feat_dim = words;
+  out.rows = std::move(rows);
+  return out;
+}
+
+Result<Dataset> load_cora(const std::string& dir, const std::string& cache_dir) {
+  const std::string content_path = dir + "/cora.content", cites_path = dir + "/cora.cites";
+  std::ifstream content(content_path);
+  if (!content) return Status::error(content_path + ": cannot open: " + std::strerror(errno));
+  std::ifstream cites(cites_path);
+  if (!cites) return Status::error(cites_path + ": cannot open: " + std::strerror(errno));
+  auto parsed = parse_cora(content, content_path, cites, cites_path);
+  if (!parsed) return parsed.status();
+  Dataset ds = std::move(parsed->dataset);
+  const auto& rows = parsed->rows;
+  const std::int64_t n = ds.graph.num_nodes(), words = ds.feat_dim;
 
   // Features go to the cache as fp16, keyed by the absolute source directory.
   std::error_code ec;

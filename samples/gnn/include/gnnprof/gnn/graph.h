@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <istream>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -92,6 +93,15 @@ Result<Dataset> prepare_synthetic(const std::string& cache_dir, const SyntheticS
 /// <label>" and "<cited> <citing>"); edges are made symmetric. Features are written as fp16
 /// to `cache_dir`/cora-<hash>/features.f16.
 Result<Dataset> load_cora(const std::string& dir, const std::string& cache_dir);
+
+/// The parsing half of load_cora, from streams (`*_name` names them in errors): graph,
+/// labels, split and the row-normalized features, which load_cora then writes as fp16.
+struct CoraParsed {
+  Dataset dataset;                        ///< features_path left empty
+  std::vector<std::vector<float>> rows;   ///< features, one row per paper
+};
+Result<CoraParsed> parse_cora(std::istream& content, const std::string& content_name, std::istream& cites,
+                              const std::string& cites_name);
 
 /// Binary graph file: magic "GNNPGRF1", then counts, indptr, indices, labels and split.
 Status save_graph_file(const Dataset& ds, const std::string& path);
