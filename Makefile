@@ -49,7 +49,8 @@ asan: deps
 	@# process: the runtime, not gnnprof, would change the fates they compare).
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest -L core -E '^(install\.|app\.faults$$)' --output-on-failure -j2
 
-# libFuzzer over the profile and comparison readers (clang); FUZZ_SECONDS per target.
+# libFuzzer over the profile and comparison readers, the Cora loader and argument parsing
+# (clang, ASan + UBSan); FUZZ_SECONDS per target.
 FUZZ_SECONDS ?= 60
 fuzz: deps
 	@scripts/fuzz.sh $(FUZZ_SECONDS)

@@ -94,6 +94,8 @@ int spawn_and_wait(const RunSpec& spec, const std::string& log, std::string& err
   return WEXITSTATUS(status);
 }
 
+}  // namespace
+
 bool parse_env(const std::vector<std::string>& kvs, std::map<std::string, std::string>& out, std::string& bad) {
   for (const auto& kv : kvs) {
     auto eq = kv.find('=');
@@ -105,8 +107,6 @@ bool parse_env(const std::vector<std::string>& kvs, std::map<std::string, std::s
   }
   return true;
 }
-
-}  // namespace
 
 int run_ab(const AbArgs& a) {
   const bool shell_form = !a.baseline_cmd.empty() || !a.candidate_cmd.empty();

@@ -1,6 +1,8 @@
 // ab.h — `gnnprof ab`: baseline vs candidate runs, interleaved, then a comparison.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,9 @@ struct AbArgs {
   std::string baseline_cmd, candidate_cmd;               ///< shell commands (second form)
   std::vector<std::string> command;                      ///< CMD ARGS... after `--` (first form)
 };
+
+/// K=V settings into `out` (later ones win); false with the offending text in `bad`.
+bool parse_env(const std::vector<std::string>& kvs, std::map<std::string, std::string>& out, std::string& bad);
 
 /// Runs the A/B and prints the comparison. Returns the process exit code: 0, 1 when a run
 /// failed or an output could not be written, 2 for bad usage.

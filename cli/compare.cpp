@@ -60,7 +60,10 @@ bool write_text(const std::string& path, const std::string& text, const char* to
   return true;
 }
 
-/// "5%", "5", "0.5%" -> 0.05 etc.; false when not a non-negative number.
+std::string xml(const std::string& s) { return reports::escape_markup(s); }
+
+}  // namespace
+
 bool parse_pct(std::string s, double& out) {
   if (!s.empty() && s.back() == '%') s.pop_back();
   char* end = nullptr;
@@ -69,10 +72,6 @@ bool parse_pct(std::string s, double& out) {
   out = v / 100.0;
   return true;
 }
-
-std::string xml(const std::string& s) { return reports::escape_markup(s); }
-
-}  // namespace
 
 int run_compare(const CompareArgs& a) {
   const char* tool = "gnnprof compare";

@@ -24,4 +24,8 @@ struct CheckArgs {
 /// 0 pass, 1 regression (or an output not written), 2 usage or input error.
 int run_check(const CheckArgs& args);
 
+/// "5%", "5", "0.5%" -> 0.05, 0.05, 0.005; false unless a non-negative number (with or
+/// without "%").
+bool parse_pct(std::string text, double& out);
+
 }  // namespace gnnprof::cli

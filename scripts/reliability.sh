@@ -18,7 +18,7 @@ make asan >"$log/asan" 2>&1; rc=$?
 row "ASan + UBSan (UB aborts)" "every test that needs no libtorch (core, reports, prefetch, sample data layer, CLI and app tests) but the install and fault tests" \
     "$(passed "$log/asan" | grep -oE "out of [0-9]+" | grep -oE "[0-9]+") tests" "$([ $rc -eq 0 ] && echo "pass, 0 reports" || echo FAIL)"
 scripts/fuzz.sh "$fuzz_seconds" >"$log/fuzz" 2>&1; rc=$?
-for target in profile_reader comparison_reader cora_loader; do
+for target in profile_reader comparison_reader cora_loader cli_args; do
   t=${target%_*}
   runs=$(awk -v t="$target" '$0 ~ "fuzz: "t" " {f=1} f && /stat::number_of_executed_units/ {print $2; exit}' "$log/fuzz")
   seeds=$(ls "fuzz/corpus/$t" | wc -l)

@@ -1,0 +1,81 @@
+#include "cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <string>
+
+#include "gnnprof/gnnprof.h"
+
+namespace gnnprof::cli {
+
+int parse_cli(int argc, const char* const* argv, Cli& out) {
+  CLI::App app{"gnnprof: per-line and per-stage profiles of GNN training loops"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("gnnprof ") + gnnprof::kVersion);
+
+  CLI::App* report = app.add_subcommand("report", "Print a profile's line table, stage table and summary");
+  report->add_option("profile", out.report.profile, "Profile JSON (gnnprof.profile/1)")->required();
+  report->add_option("--json", out.report.json_out, "Also write the profile as JSON to this file");
+  report->add_option("--text", out.report.text_out, "Also write the text report to this file");
+  report->add_option("--html", out.report.html_out, "Write a self-contained HTML report");
+  report->add_option("--trace", out.report.trace_out, "Write a Chrome Trace Event file (Perfetto UI, chrome://tracing)");
+  report->add_option("--markdown", out.report.markdown_out, "Write a Markdown summary");
+  report->add_option("--source-root", out.report.source_roots, "Directory to look for source files in (repeatable)");
+  report->add_option("--skip", out.report.skip, "warm-up iterations to leave out of the analysis (default: detect)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40));
+  auto* lo = report->add_flag("--lines", out.report.lines_only, "Only the line table");
+  report->add_flag("--stages", out.report.stages_only, "Only the stage table")->excludes(lo);
+
+  CLI::App* abc = app.add_subcommand(
+      "ab", "A/B: baseline vs candidate runs, interleaved, compared per stage with statistics.\n"
+            "  gnnprof ab [options] -- CMD ARGS...      GNNPROF_PREFETCH=0 vs =2 (change with --*-env)\n"
+            "  gnnprof ab [options] --baseline 'CMD' --candidate 'CMD'");
+  abc->add_option("--repeat", out.ab.repeat, "runs per side (default 5)")->check(CLI::Range(1, 1000));
+  abc->add_option("-o,--output", out.ab.out_dir, "directory for profiles, logs and comparison.json (default gnnprof-ab)");
+  abc->add_option("--skip", out.ab.skip, "warm-up iterations left out of every run (default 2)");
+  abc->add_option("--baseline-env", out.ab.baseline_env, "K=V for baseline runs (repeatable)");
+  abc->add_option("--candidate-env", out.ab.candidate_env, "K=V for candidate runs (repeatable)");
+  abc->add_option("--baseline", out.ab.baseline_cmd, "baseline shell command (second form)");
+  abc->add_option("--candidate", out.ab.candidate_cmd, "candidate shell command (second form)");
+  abc->add_option("command", out.ab.command, "CMD ARGS... (after --)");
+  abc->positionals_at_end();
+
+  CLI::App* cmpc = app.add_subcommand("compare", "Compare two profiles per stage (or render a gnnprof ab comparison.json)");
+  cmpc->add_option("inputs", out.compare.inputs, "BASE.json CAND.json, or one comparison.json")->required()->expected(1, 2);
+  cmpc->add_option("--html", out.compare.html_out, "Write the comparison as self-contained HTML");
+  cmpc->add_option("--json", out.compare.json_out, "Write the comparison as gnnprof.compare/1 JSON");
+  cmpc->add_option("--skip", out.compare.skip, "warm-up iterations left out (default 2)");
+
+  CLI::App* chkc = app.add_subcommand("check", "CI regression gate: exit 0 pass, 1 regression, 2 usage or input error");
+  chkc->add_option("--baseline", out.check.baseline, "stored baseline profile")->required();
+  chkc->add_option("current", out.check.current, "profile of this build")->required();
+  chkc->add_option("--max-slowdown", out.check.max_slowdown, "allowed slowdown of the iteration and of every stage (default 5%)");
+  chkc->add_option("--stage", out.check.stage_limits, "NAME=PCT: a stage's own limit (repeatable)");
+  chkc->add_option("--junit", out.check.junit_out, "write JUnit XML for CI test-report viewers");
+  chkc->add_option("--markdown", out.check.markdown_out, "write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)");
+  chkc->add_option("--skip", out.check.skip, "warm-up iterations left out (default 2)");
+
+  CLI::App* version = app.add_subcommand("version", "Print the version");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "gnnprof: " << e.what() << " (see gnnprof --help)\n";
+    return 2;
+  }
+  if (report->parsed()) out.command = Cli::Command::kReport;
+  if (abc->parsed()) out.command = Cli::Command::kAb;
+  if (cmpc->parsed()) out.command = Cli::Command::kCompare;
+  if (chkc->parsed()) out.command = Cli::Command::kCheck;
+  if (version->parsed()) out.command = Cli::Command::kVersion;
+  return -1;
+}
+
+}  // namespace gnnprof::cli
