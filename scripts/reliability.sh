@@ -27,7 +27,7 @@ for target in profile_reader comparison_reader cora_loader cli_args; do
 done
 make build >/dev/null 2>&1
 (cd build && ctest -R '^app\.(faults|host_program)$' -V >"$log/faults" 2>&1); rc=$?
-row "Fault injection" "fork storm with collector locks busy, exec, SIGTERM, SIGKILL, SIGSEGV, unwritable output, disabled, exit() in a stage; host exit status compared with and without gnnprof, output path must hold a complete profile" \
+row "Fault injection" "fork storm with collector locks busy, exec, SIGTERM, SIGKILL, SIGSEGV, disk full (filled tmpfs), unwritable output, disabled, exit() in a stage; host exit status compared with and without gnnprof, output path must hold a complete profile" \
     "$(grep -c ": ok: " "$log/faults") checks" "$([ $rc -eq 0 ] && echo pass || echo FAIL)"
 (cd build && ctest -R '^(Aggregation.ExceptionThroughAStageClosesIt|Prefetcher.ProducerExceptionIsRaisedAtItsBatch|Prefetcher.EarlyBreakAndDestructionMidEpochJoinCleanly|Api.UnwritableOutputIsAnErrorNotACrash)$' >"$log/exc" 2>&1); rc=$?
 row "Exceptions and early exits" "exception through GNNPROF_STAGE/GNNPROF_LINE, producer exception, early break and destruction mid-epoch, unwritable output" \
