@@ -8,20 +8,18 @@
 #include <map>
 
 #include "gnnprof/reports/format.h"
+#include "gnnprof/reports/stats.h"
 
 namespace gnnprof::reports {
 
 namespace {
 
+// The upper middle sample (not stats.h's median_of, which averages the two middle ones for an
+// even count): the analysis reports values that some iteration actually had.
 std::int64_t median(std::vector<std::int64_t> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
-}
-std::int64_t quantile(std::vector<std::int64_t> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5))];
 }
 std::int64_t mean(const std::vector<std::int64_t>& v) {
   if (v.empty()) return 0;
@@ -49,7 +47,7 @@ std::vector<IterationStage> stage_rows(const std::vector<const IterationStats*>&
     auto c = category.find(n);
     s.category = c == category.end() ? "" : c->second;
     s.median_ns = median(v);
-    s.p90_ns = quantile(v, 0.9);
+    s.p90_ns = quantile_of(v, 0.9);
     s.mean_ns = mean(v);
     s.share = iter_median > 0 ? static_cast<double>(s.median_ns) / static_cast<double>(iter_median) : 0;
     rows.push_back(s);
@@ -106,7 +104,7 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
     predicted.push_back(std::max(di, ci) + ri);
   }
   a.iteration_median_ns = median(walls);
-  a.iteration_p90_ns = quantile(walls, 0.9);
+  a.iteration_p90_ns = quantile_of(walls, 0.9);
   a.iteration_mean_ns = mean(walls);
   a.loop_stages = stage_rows(its, category, true, a.iteration_median_ns);
   a.other_stages = stage_rows(its, category, false, a.iteration_median_ns);

@@ -23,16 +23,6 @@ namespace gnnprof::reports {
 
 using json = nlohmann::ordered_json;
 
-std::int64_t median_of(std::vector<std::int64_t> v) {
-  if (v.empty()) return 0;
-  const std::size_t n = v.size();
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n / 2), v.end());
-  std::int64_t hi = v[n / 2];
-  if (n % 2 == 1) return hi;
-  std::int64_t lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n / 2));
-  return lo + (hi - lo) / 2;
-}
-
 double mann_whitney_p(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) {
   const double n1 = static_cast<double>(a.size()), n2 = static_cast<double>(b.size());
   if (a.empty() || b.empty()) return 1.0;

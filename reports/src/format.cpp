@@ -33,6 +33,17 @@ std::string human_bytes(std::uint64_t bytes) {
   return fmt::format("{:.1f} {}", v, kUnits[u]);
 }
 
+std::string base_name(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string command_line(const Profile& p) {
+  std::string cmd;
+  for (const auto& a : p.run.command) cmd += (cmd.empty() ? "" : " ") + a;
+  return cmd;
+}
+
 std::string escape_markup(const std::string& s) {
   std::string o;
   o.reserve(s.size());

@@ -251,10 +251,9 @@ std::string profile_body(const Profile& p, const Analysis& a, bool compact) {
          "<th>% of function</th><th class=l>statement</th></tr></thead><tbody>";
     for (const auto& l : p.lines) {
       const std::int64_t ft = fn_total[{l.file, l.function}];
-      const std::string base = l.file.substr(l.file.rfind('/') == std::string::npos ? 0 : l.file.rfind('/') + 1);
       o += fmt::format("<tr><td class=l title='{}'>{}:{}</td><td class=l>{}</td><td>{}</td><td data-v={}>{}</td><td data-v={}>{}</td>"
                        "<td>{:.1f}</td><td class=code>{}</td></tr>",
-                       esc(l.file), esc(base), l.line, esc(l.function), l.hits, l.total_ns, human_ns(l.total_ns),
+                       esc(l.file), esc(base_name(l.file)), l.line, esc(l.function), l.hits, l.total_ns, human_ns(l.total_ns),
                        l.hits ? l.total_ns / static_cast<std::int64_t>(l.hits) : 0,
                        human_ns(l.hits ? l.total_ns / static_cast<std::int64_t>(l.hits) : 0),
                        ft > 0 ? 100.0 * static_cast<double>(l.total_ns) / static_cast<double>(ft) : 0.0, esc(l.code));
@@ -273,7 +272,7 @@ std::string profile_body(const Profile& p, const Analysis& a, bool compact) {
     for (const auto& t : p.transfers)
       o += fmt::format("<tr><td class=l>{}</td><td class=l>{}</td><td class=l>{}</td><td class=l>{}</td><td class=l>{}</td><td>{}</td>"
                        "<td data-v={}>{}</td><td>{}</td></tr>",
-                       esc(t.stage), t.file.empty() ? "-" : esc(fmt::format("{}:{}", t.file.substr(t.file.rfind('/') + 1), t.line)),
+                       esc(t.stage), t.file.empty() ? "-" : esc(fmt::format("{}:{}", base_name(t.file), t.line)),
                        esc(t.direction), esc(t.memory), esc(t.mode), t.count, t.bytes, human_bytes(t.bytes),
                        t.total_ns > 0 ? fmt::format("{:.2f} GB/s", static_cast<double>(t.bytes) / static_cast<double>(t.total_ns)) : "-");
     o += "</tbody></table>";
@@ -283,7 +282,7 @@ std::string profile_body(const Profile& p, const Analysis& a, bool compact) {
          "<th>hits</th><th>rows</th><th>bytes</th></tr></thead><tbody>";
     for (const auto& m : p.materializations)
       o += fmt::format("<tr><td class=l>{}</td><td class=l>{}</td><td class=l>{}</td><td>{}</td><td>{}</td><td data-v={}>{}</td></tr>",
-                       esc(m.name), esc(m.stage), esc(fmt::format("{}:{}", m.file.substr(m.file.rfind('/') + 1), m.line)), m.hits,
+                       esc(m.name), esc(m.stage), esc(fmt::format("{}:{}", base_name(m.file), m.line)), m.hits,
                        m.rows, m.bytes, human_bytes(m.bytes));
     o += "</tbody></table>";
   }
@@ -306,12 +305,6 @@ std::string head(const std::string& title) {
          "<title>" + esc(title) + "</title>" + kStyle + "</head><body>";
 }
 
-std::string command_of(const Profile& p) {
-  std::string cmd;
-  for (const auto& a : p.run.command) cmd += (cmd.empty() ? "" : " ") + a;
-  return cmd;
-}
-
 }  // namespace
 
 Status HtmlReporter::render(const Profile& p, std::ostream& out) const {
@@ -323,8 +316,8 @@ Status HtmlReporter::render(const Profile& p, std::ostream& out) const {
     top = a.loop_stages.front().name;
     top_share = a.loop_stages.front().share;
   }
-  std::string o = head("gnnprof: " + command_of(p));
-  o += "<h1>gnnprof profile</h1><div class=muted>" + esc(command_of(p)) +
+  std::string o = head("gnnprof: " + command_line(p));
+  o += "<h1>gnnprof profile</h1><div class=muted>" + esc(command_line(p)) +
        fmt::format(" &middot; pid {} &middot; {} &middot; {} &middot; gnnprof {}</div>", p.run.pid, esc(p.run.host),
                    esc(p.run.start_time), esc(p.tool.version));
   o += "<div class=kpis>";

@@ -17,9 +17,7 @@ std::string cell(const std::string& s) {
 
 Status MarkdownReporter::render(const Profile& p, std::ostream& out) const {
   const Analysis a = analyze(p, AnalysisOptions{options_.skip});
-  std::string cmd;
-  for (const auto& c : p.run.command) cmd += (cmd.empty() ? "" : " ") + c;
-  out << "### gnnprof profile\n\n`" << cell(cmd) << "`\n\n";
+  out << "### gnnprof profile\n\n`" << cell(command_line(p)) << "`\n\n";
   out << fmt::format("Wall {}, {} iterations analyzed ({} warm-up skipped), median iteration **{}**; data exposed {:.1f}%, "
                      "what-if prefetch {} ({:.2f}x).\n\n",
                      human_ns(p.wall_ns), a.iterations_used, a.skipped, human_ns(a.iteration_median_ns), 100 * a.exposed_data_share,

@@ -10,15 +10,11 @@
 
 #include "gnnprof/reports/analysis.h"
 #include "gnnprof/reports/format.h"
+#include "gnnprof/reports/stats.h"
 
 namespace gnnprof::reports {
 
 namespace {
-
-std::string base_name(const std::string& p) {
-  auto slash = p.rfind('/');
-  return slash == std::string::npos ? p : p.substr(slash + 1);
-}
 
 /// Source lines of `file`, found as given, under the run's cwd, or under a source root.
 bool load_source(const std::string& file, const std::string& cwd, const std::vector<std::string>& roots,
@@ -38,20 +34,6 @@ bool load_source(const std::string& file, const std::string& cwd, const std::vec
     return true;
   }
   return false;
-}
-
-std::int64_t median(std::vector<std::int64_t> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-std::int64_t quantile(std::vector<std::int64_t> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  auto idx = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(idx, v.size() - 1)];
 }
 
 }  // namespace
@@ -124,8 +106,7 @@ void TextReporter::render_stage_table(const Profile& p, std::ostream& out) const
 }
 
 Status TextReporter::render(const Profile& p, std::ostream& out) const {
-  std::string cmd;
-  for (const auto& a : p.run.command) cmd += (cmd.empty() ? "" : " ") + a;
+  const std::string cmd = command_line(p);
   out << fmt::format("gnnprof {} profile of `{}` (pid {}, host {}, started {})\n", p.tool.version, cmd, p.run.pid,
                      p.run.host, p.run.start_time);
   if (p.run.rank) out << fmt::format("rank {} of {}\n", *p.run.rank, p.run.world_size ? *p.run.world_size : 0);
@@ -147,8 +128,8 @@ Status TextReporter::render(const Profile& p, std::ostream& out) const {
       walls.push_back(it->wall_ns);
       for (const auto& [n, v] : it->stages) names.insert(n);
     }
-    out << fmt::format("{} complete iterations: median {}, p90 {}, min {}, max {}\n", done.size(), human_ns(median(walls)),
-                       human_ns(quantile(walls, 0.9)), human_ns(*std::min_element(walls.begin(), walls.end())),
+    out << fmt::format("{} complete iterations: median {}, p90 {}, min {}, max {}\n", done.size(), human_ns(median_of(walls)),
+                       human_ns(quantile_of(walls, 0.9)), human_ns(*std::min_element(walls.begin(), walls.end())),
                        human_ns(*std::max_element(walls.begin(), walls.end())));
     out << fmt::format("{:<20} {:>12} {:>12}\n", "Stage (loop thread)", "median/iter", "p90/iter");
     for (const auto& n : names) {
@@ -157,11 +138,11 @@ Status TextReporter::render(const Profile& p, std::ostream& out) const {
         auto f = it->stages.find(n);
         v.push_back(f == it->stages.end() ? 0 : f->second);
       }
-      out << fmt::format("{:<20} {:>12} {:>12}\n", n, human_ns(median(v)), human_ns(quantile(v, 0.9)));
+      out << fmt::format("{:<20} {:>12} {:>12}\n", n, human_ns(median_of(v)), human_ns(quantile_of(v, 0.9)));
     }
     std::vector<std::int64_t> un;
     for (const auto* it : done) un.push_back(it->unattributed_ns);
-    out << fmt::format("{:<20} {:>12} {:>12}\n", "(unattributed)", human_ns(median(un)), human_ns(quantile(un, 0.9)));
+    out << fmt::format("{:<20} {:>12} {:>12}\n", "(unattributed)", human_ns(median_of(un)), human_ns(quantile_of(un, 0.9)));
   }
 
   const Analysis a = analyze(p, AnalysisOptions{options_.skip});

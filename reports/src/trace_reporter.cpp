@@ -27,8 +27,6 @@ Status TraceReporter::render(const Profile& p, std::ostream& out) const {
     cats.push_back(quoted(c == category.end() ? "stage" : c->second));
     lines.push_back(quoted(n.size() > 80 ? n.substr(0, 77) + "..." : n));
   }
-  std::string cmd;
-  for (const auto& a : p.run.command) cmd += (cmd.empty() ? "" : " ") + a;
 
   std::string buf;
   buf.reserve(1 << 16);
@@ -49,7 +47,7 @@ Status TraceReporter::render(const Profile& p, std::ostream& out) const {
                          {"start_monotonic_ns", p.run.start_monotonic_ns}})
              .dump()
       << ",\"traceEvents\":[";
-  emit(fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})", pid, quoted("gnnprof: " + cmd)));
+  emit(fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})", pid, quoted("gnnprof: " + command_line(p))));
   for (const auto& t : p.threads) {
     std::string name = t.name.empty() ? "thread" : t.name;
     if (t.index == p.main_thread) name += " (loop)";

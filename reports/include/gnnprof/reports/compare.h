@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gnnprof/profile.h"
+#include "gnnprof/reports/stats.h"
 #include "gnnprof/result.h"
 
 namespace gnnprof::reports {
@@ -88,6 +89,5 @@ std::string comparison_text(const Comparison& c);
 
 /// Statistics used above, exposed for tests.
 double mann_whitney_p(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b);
-std::int64_t median_of(std::vector<std::int64_t> v);
 
 }  // namespace gnnprof::reports
