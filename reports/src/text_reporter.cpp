@@ -49,10 +49,25 @@ void TextReporter::render_line_table(const Profile& p, std::ostream& out) const 
   out << "Timer unit: 1e-06 s\n";
   const std::string header = fmt::format("{:>6} {:>9} {:>12} {:>8} {:>8}  {}", "Line #", "Hits", "Time", "Per Hit",
                                          "% Time", "Line Contents");
+  // Heaviest function first (ties by file, function), so the order does not depend on where the
+  // sources were checked out.
+  struct Block {
+    const std::pair<std::string, std::string>* key;
+    std::vector<const LineStats*>* lines;
+    std::int64_t total;
+  };
+  std::vector<Block> blocks;
   for (auto& [key, lines] : groups) {
+    std::int64_t t = 0;
+    for (const auto* l : lines) t += l->total_ns;
+    blocks.push_back({&key, &lines, t});
+  }
+  std::stable_sort(blocks.begin(), blocks.end(), [](const Block& a, const Block& b) { return a.total > b.total; });
+  for (auto& block : blocks) {
+    const auto& key = *block.key;
+    auto& lines = *block.lines;
+    const std::int64_t total = block.total;
     std::sort(lines.begin(), lines.end(), [](const LineStats* a, const LineStats* b) { return a->line < b->line; });
-    std::int64_t total = 0;
-    for (const auto* l : lines) total += l->total_ns;
     std::uint32_t first = lines.front()->line, last = lines.back()->line;
     out << "\n" << fmt::format("Total time: {:g} s\n", static_cast<double>(total) / 1e9);
     out << "File: " << key.first << "\n";
