@@ -56,6 +56,16 @@ int parse_cli(int argc, const char* const* argv, Cli& out) {
   chkc->add_option("--markdown", out.check.markdown_out, "write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)");
   chkc->add_option("--skip", out.check.skip, "warm-up iterations left out (default 2)");
 
+  CLI::App* runc = app.add_subcommand(
+      "run", "Profile an unmodified program (Python or native) through the injected library.\n"
+             "  gnnprof run [-o OUT.json] [--html OUT.html] -- /usr/bin/python3 train.py ARGS...");
+  runc->add_option("-o,--output", out.run.output, "profile of the launched process (default $GNNPROF_OUTPUT or gnnprof.json); "
+                                                  "other processes write OUT.[rankN.]PID.json next to it");
+  runc->add_option("--html", out.run.html_out, "also write that profile's HTML report");
+  runc->add_option("--preload", out.run.preload, "libgnnprof_preload.so to inject (default: next to gnnprof)");
+  runc->add_option("command", out.run.command, "CMD ARGS... (after --)")->required();
+  runc->positionals_at_end();
+
   CLI::App* version = app.add_subcommand("version", "Print the version");
 
   try {
@@ -74,6 +84,7 @@ int parse_cli(int argc, const char* const* argv, Cli& out) {
   if (abc->parsed()) out.command = Cli::Command::kAb;
   if (cmpc->parsed()) out.command = Cli::Command::kCompare;
   if (chkc->parsed()) out.command = Cli::Command::kCheck;
+  if (runc->parsed()) out.command = Cli::Command::kRun;
   if (version->parsed()) out.command = Cli::Command::kVersion;
   return -1;
 }

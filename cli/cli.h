@@ -5,16 +5,18 @@
 #include "ab.h"
 #include "compare.h"
 #include "report.h"
+#include "run.h"
 
 namespace gnnprof::cli {
 
 struct Cli {
-  enum class Command { kNone, kReport, kAb, kCompare, kCheck, kVersion };
+  enum class Command { kNone, kReport, kAb, kCompare, kCheck, kRun, kVersion };
   Command command = Command::kNone;
   ReportArgs report;
   AbArgs ab;
   CompareArgs compare;
   CheckArgs check;
+  RunArgs run;
 };
 
 /// Parses argv into `out`. Returns -1 to go on and run out.command, or the exit code to stop

@@ -73,11 +73,11 @@ void Aggregator::consume(std::uint32_t thread, const RawEvent& e) {
       break;
     }
     case EventKind::kTransfer: {
-      TransferAgg& t = transfers_[{e.ctx, e.line_ctx, e.flags}];
+      TransferAgg& t = transfers_[{e.ctx, e.line_ctx, static_cast<std::uint8_t>(e.flags & ~kFlagMonoNs)}];
       ++t.count;
       t.bytes += e.a;
       t.total += static_cast<std::int64_t>(e.t1);
-      keep_timeline(thread, e.ctx, e.kind, clock_.to_ns(e.t0), static_cast<std::int64_t>(e.t1),
+      keep_timeline(thread, e.ctx, e.kind, ts_of(e), static_cast<std::int64_t>(e.t1),
                     static_cast<double>(e.a));
       break;
     }
@@ -116,9 +116,10 @@ void Aggregator::consume(std::uint32_t thread, const RawEvent& e) {
 }
 
 void Aggregator::on_stage(std::uint32_t thread, const RawEvent& e) {
-  std::int64_t begin = clock_.to_ns(e.t0);
-  std::int64_t dur = clock_.ticks_to_ns(e.t1 - e.t0);
-  std::int64_t self = std::min(dur, clock_.ticks_to_ns(e.a));
+  const bool mono = (e.flags & kFlagMonoNs) != 0;
+  std::int64_t begin = ts_of(e);
+  std::int64_t dur = mono ? static_cast<std::int64_t>(e.t1 - e.t0) : clock_.ticks_to_ns(e.t1 - e.t0);
+  std::int64_t self = mono ? dur : std::min(dur, clock_.ticks_to_ns(e.a));
   StageAgg& s = stages_[e.site];
   ++s.hits;
   s.total += dur;

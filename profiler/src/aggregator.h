@@ -36,6 +36,11 @@ class Aggregator {
   const ClockConverter& clock() const { return clock_; }
 
   void consume(std::uint32_t thread, const RawEvent& e);
+  /// An event's start in profile ns: raw ticks converted, or a lane event's CLOCK_MONOTONIC ns
+  /// made relative to the session origin.
+  std::int64_t ts_of(const RawEvent& e) const noexcept {
+    return (e.flags & kFlagMonoNs) != 0 ? static_cast<std::int64_t>(e.t0) - clock_.origin().mono_ns : clock_.to_ns(e.t0);
+  }
   /// Called after each drain pass with the pass's clock time: stage events of non-loop
   /// threads that began more than kMarkHorizonNs before it are placed now, since no iteration
   /// mark can still arrive with an earlier timestamp (see the .cpp). Keeps the pending list to

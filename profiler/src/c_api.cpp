@@ -3,12 +3,17 @@
 #include <string>
 
 #include "collector.h"
+#include "raw_event.h"
 #include "gnnprof/gnnprof.h"
 #include "gnnprof/gnnprof_c.h"
 #include "site_registry.h"
 
 namespace gnnprof::detail {
 void transfer(std::uint64_t bytes, int dir, int mem, int mode, std::uint64_t duration_ns) noexcept;
+std::uint32_t lane(const char* name) noexcept;
+void lane_event(std::uint32_t lane_id, const RawEvent& ev) noexcept;
+void note_collector(const char* name, bool enabled, const char* reason) noexcept;
+int flush_now() noexcept;
 }
 
 extern "C" {
@@ -69,5 +74,53 @@ void gnnprof_materialize(uint64_t rows, uint64_t bytes) { gnnprof::detail::mater
 void gnnprof_counter(gnnprof_site_t site, double value) { gnnprof::detail::counter(site, value); }
 
 void gnnprof_set_thread_name(const char* name) { gnnprof::set_thread_name(name); }
+
+int gnnprof_flush(void) { return gnnprof::detail::flush_now(); }
+
+void gnnprof_note_collector(const char* name, int enabled, const char* reason) {
+  gnnprof::detail::note_collector(name, enabled != 0, reason);
+}
+
+int gnnprof_site_name(gnnprof_site_t site, char* buf, unsigned long n) {
+  try {
+    const std::string name = gnnprof::detail::site_registry().name_of(site);
+    if (name.empty()) return -1;
+    if (buf != nullptr && n > 0) {
+      const std::size_t len = name.size() < n - 1 ? name.size() : n - 1;
+      name.copy(buf, len);
+      buf[len] = '\0';
+    }
+    return static_cast<int>(name.size());
+  } catch (...) {
+    return -1;
+  }
+}
+
+gnnprof_lane_t gnnprof_lane(const char* name) { return gnnprof::detail::lane(name); }
+
+void gnnprof_lane_range(gnnprof_lane_t lane, gnnprof_site_t site, gnnprof_site_t ctx, int64_t begin_mono_ns,
+                        int64_t end_mono_ns) {
+  if (site == 0 || begin_mono_ns < 0 || end_mono_ns < begin_mono_ns) return;
+  gnnprof::detail::RawEvent e{};
+  e.kind = gnnprof::detail::EventKind::kStage;
+  e.t0 = static_cast<std::uint64_t>(begin_mono_ns);
+  e.t1 = static_cast<std::uint64_t>(end_mono_ns);
+  e.site = site;
+  e.ctx = ctx;
+  gnnprof::detail::lane_event(lane, e);
+}
+
+void gnnprof_lane_transfer(gnnprof_lane_t lane, gnnprof_site_t ctx, uint64_t bytes, int direction, int host_memory,
+                           int mode, int64_t begin_mono_ns, int64_t end_mono_ns) {
+  if (begin_mono_ns < 0 || end_mono_ns < begin_mono_ns) return;
+  gnnprof::detail::RawEvent e{};
+  e.kind = gnnprof::detail::EventKind::kTransfer;
+  e.t0 = static_cast<std::uint64_t>(begin_mono_ns);
+  e.t1 = static_cast<std::uint64_t>(end_mono_ns - begin_mono_ns);
+  e.a = bytes;
+  e.ctx = ctx;
+  e.flags = gnnprof::detail::pack_transfer_flags(direction, host_memory, mode);
+  gnnprof::detail::lane_event(lane, e);
+}
 
 }  // extern "C"

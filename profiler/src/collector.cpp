@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
 #include <new>
 
 #include "clock.h"
@@ -204,6 +207,23 @@ ThreadBuffer* BufferRegistry::attach_current_thread() noexcept {
   }
 }
 
+ThreadBuffer* BufferRegistry::add_lane(const char* name) noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(mu_);
+    buffers_.push_back(std::make_unique<ThreadBuffer>(buffer_events_));
+    ThreadBuffer* b = buffers_.back().get();
+    b->dropped_base = b->noted_dropped = b->dropped();
+    b->index = next_index_++;
+    b->tid = 0;
+    std::memset(b->name, 0, sizeof(b->name));
+    std::strncpy(b->name, name, sizeof(b->name) - 1);
+    b->retired.store(false, std::memory_order_release);
+    return b;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
 BufferRegistry& buffer_registry() {
   static auto* registry = new BufferRegistry();  // leaked on purpose, see class comment
   return *registry;
@@ -259,6 +279,48 @@ void transfer(std::uint64_t bytes, int dir, int mem, int mode, std::uint64_t dur
   e->a = bytes;
   e->t1 = duration_ns;
   e->flags = pack_transfer_flags(dir, mem, mode);
+  b->commit();
+}
+
+namespace {
+// Lanes are few (a GPU stream each) and written from collector callbacks, not the hot path:
+// one mutex serializes their producers so that each ring keeps a single writer at a time.
+struct LaneTable {
+  std::mutex mu;
+  std::vector<std::pair<std::string, ThreadBuffer*>> lanes;
+};
+LaneTable& lane_table() {
+  static auto* t = new LaneTable();  // leaked on purpose, like the buffer registry
+  return *t;
+}
+}  // namespace
+
+std::uint32_t lane(const char* name) noexcept {
+  if (name == nullptr) return 0;
+  try {
+    LaneTable& t = lane_table();
+    std::lock_guard<std::mutex> lock(t.mu);
+    for (std::size_t i = 0; i < t.lanes.size(); ++i)
+      if (t.lanes[i].first == name) return static_cast<std::uint32_t>(i + 1);
+    ThreadBuffer* b = buffer_registry().add_lane(name);
+    if (b == nullptr) return 0;
+    t.lanes.emplace_back(name, b);
+    return static_cast<std::uint32_t>(t.lanes.size());
+  } catch (...) {
+    return 0;
+  }
+}
+
+void lane_event(std::uint32_t lane_id, const RawEvent& ev) noexcept {
+  if (lane_id == 0 || !recording()) return;
+  LaneTable& t = lane_table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (lane_id > t.lanes.size()) return;
+  ThreadBuffer* b = t.lanes[lane_id - 1].second;
+  RawEvent* e = b->reserve();
+  if (e == nullptr) return;
+  *e = ev;
+  e->flags = static_cast<std::uint8_t>(e->flags | kFlagMonoNs);
   b->commit();
 }
 

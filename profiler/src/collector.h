@@ -25,6 +25,8 @@ class BufferRegistry {
  public:
   /// Buffer for the calling thread: a new or reused ring, or the sink when the cap is reached.
   ThreadBuffer* attach_current_thread() noexcept;
+  /// A ring owned by no thread (a lane), named; never retired or reused. nullptr on failure.
+  ThreadBuffer* add_lane(const char* name) noexcept;
   /// Applies to buffers created after the call.
   void configure(std::size_t buffer_events, std::size_t max_threads) noexcept;
   std::mutex& mutex() { return mu_; }

@@ -31,6 +31,8 @@ struct RawEvent {
 static_assert(sizeof(RawEvent) == 48, "RawEvent layout is part of the memory-cap arithmetic");
 
 // flags of kTransfer: bits 0-1 direction, bits 2-3 host memory, bit 4 async.
+// Bit 7 (any kind): t0 (and t1 of a stage) are CLOCK_MONOTONIC ns, not raw ticks (lane events).
+inline constexpr std::uint8_t kFlagMonoNs = 0x80;
 inline std::uint8_t pack_transfer_flags(int dir, int mem, int mode) noexcept {
   return static_cast<std::uint8_t>((dir & 3) | ((mem & 3) << 2) | ((mode & 1) << 4));
 }

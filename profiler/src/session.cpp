@@ -53,6 +53,8 @@ struct Global {
   std::int64_t last_host_ns = -1;
   std::int64_t max_threads = 0;
   std::uint64_t sink_dropped_base = 0;
+  std::vector<CollectorInfo> noted;  // gnnprof_note_collector(), kept across sessions
+  bool flush_warned = false;
 };
 
 Global& g() {
@@ -209,6 +211,30 @@ void discard_pending_locked(Global& s) {
   s.sink_dropped_base = reg.sink().dropped();
 }
 
+Profile build_locked(Global& s);
+
+/// Writes the profile so far. Caller holds mu (not drain_mu). A failed periodic write warns
+/// once per session; the final write at stop() warns on its own.
+int flush_locked(Global& s, bool periodic) noexcept {
+  try {
+    Profile p;
+    {
+      std::lock_guard<std::mutex> d(s.drain_mu);
+      drain_pass_locked(s);
+      p = build_locked(s);
+    }
+    if (!s.cfg.write_empty && p.recorded_events == 0) return 0;
+    Status st = write_profile_file(p, resolved_output_path(s.cfg));
+    if (!st && (!periodic || !s.flush_warned)) {
+      s.flush_warned = true;
+      std::fprintf(stderr, "gnnprof: warning: %s\n", st.message().c_str());
+    }
+    return st ? 0 : -1;
+  } catch (...) {
+    return -1;
+  }
+}
+
 void drainer_main() {
   // Host signal handlers must run on host threads, never on ours.
   sigset_t all;
@@ -218,6 +244,8 @@ void drainer_main() {
   const auto slow = std::chrono::milliseconds(s.cfg.drain_interval_ms == 0 ? 1 : s.cfg.drain_interval_ms);
   const auto fast = std::chrono::milliseconds(1);
   auto period = slow;
+  const auto flush_every = std::chrono::milliseconds(s.cfg.flush_interval_ms);
+  auto last_flush = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(s.wake_mu);
   while (!s.stop_drainer) {
     s.wake_cv.wait_for(lock, period);
@@ -233,6 +261,12 @@ void drainer_main() {
         // Out of memory while aggregating: keep the program alive; events stay in the rings
         // and are counted as dropped when the rings fill.
       }
+    }
+    if (flush_every.count() > 0 && std::chrono::steady_clock::now() - last_flush >= flush_every) {
+      last_flush = std::chrono::steady_clock::now();
+      // try_lock: stop() holds mu while it joins this thread; skip a beat rather than wait.
+      std::unique_lock<std::mutex> m(s.mu, std::try_to_lock);
+      if (m.owns_lock() && g_state.load() == kRunning) (void)flush_locked(s, /*periodic=*/true);
     }
     lock.lock();
   }
@@ -308,6 +342,7 @@ Status start_locked(Global& s, const Config& cfg) {
     s.collectors = {CollectorInfo{"host", true, ""}};
     s.last_host_ns = -1;
     s.max_threads = 0;
+    s.flush_warned = false;
   }
   s.owner_pid = ::getpid();
   s.last_profile.reset();
@@ -339,6 +374,11 @@ Profile build_locked(Global& s) {
   p.clock.ticks_per_ns = s.clock.ticks_per_ns();
   p.clock.calibration_ns = s.clock.calibration_ns();
   p.collectors = s.collectors;
+  for (const auto& n : s.noted) {
+    auto it = std::find_if(p.collectors.begin(), p.collectors.end(), [&](const CollectorInfo& c) { return c.name == n.name; });
+    if (it != p.collectors.end()) *it = n;
+    else p.collectors.push_back(n);
+  }
   p.environment = environment_info(std::max(s.max_threads, process_threads()));
   return p;
 }
@@ -360,6 +400,34 @@ void lazy_start() noexcept {
   }
 }
 
+void note_collector(const char* name, bool enabled, const char* reason) noexcept {
+  if (name == nullptr) return;
+  try {
+    Global& s = g();
+    std::lock_guard<std::mutex> lock(s.mu);
+    CollectorInfo c{name, enabled, reason != nullptr ? reason : ""};
+    auto it = std::find_if(s.noted.begin(), s.noted.end(), [&](const CollectorInfo& x) { return x.name == c.name; });
+    if (it != s.noted.end()) *it = c;
+    else s.noted.push_back(c);
+  } catch (...) {
+  }
+}
+
+int flush_now() noexcept {
+  Global& s = g();
+  try {
+    std::unique_lock<std::mutex> lock(s.mu, std::defer_lock);
+    for (int i = 0; !lock.try_lock(); ++i) {  // bounded, as in stop()
+      if (i == 2000) return -1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (g_state.load() != kRunning || s.owner_pid != ::getpid() || !s.cfg.write_at_stop) return -1;
+    return flush_locked(s, false);
+  } catch (...) {
+    return -1;
+  }
+}
+
 }  // namespace detail
 
 Config Config::from_env() {
@@ -371,6 +439,7 @@ Config Config::from_env() {
   c.max_threads = detail::env_size("GNNPROF_MAX_THREADS", c.max_threads);
   c.timeline_events = detail::env_size("GNNPROF_TIMELINE_EVENTS", c.timeline_events);
   if (const char* v = std::getenv("GNNPROF_QUIET"); v != nullptr) c.quiet = std::strcmp(v, "0") != 0;
+  c.flush_interval_ms = static_cast<std::uint32_t>(detail::env_size("GNNPROF_FLUSH_INTERVAL_MS", c.flush_interval_ms));
   return c;
 }
 
@@ -382,6 +451,13 @@ std::string resolved_output_path(const Config& cfg) {
       char c = pattern[i + 1];
       if (c == 'p') {
         out += std::to_string(::getpid());
+        ++i;
+        continue;
+      }
+      if (c == 'R') {  // "rank<N>." when RANK (else LOCAL_RANK) is set, else nothing
+        auto rank = detail::env_int("RANK");
+        if (!rank) rank = detail::env_int("LOCAL_RANK");
+        if (rank) out += "rank" + std::to_string(*rank) + ".";
         ++i;
         continue;
       }
@@ -436,6 +512,7 @@ Status stop() {
     }
     s.last_profile = p;
     if (!s.cfg.write_at_stop) return Status::ok();
+    if (!s.cfg.write_empty && p.recorded_events == 0) return Status::ok();
     std::string path = resolved_output_path(s.cfg);
     Status st = write_profile_file(p, path);
     if (!st) {

@@ -91,6 +91,11 @@ std::uint32_t register_site(SourceSite& site) noexcept {
   }
 }
 
+std::string SiteRegistry::name_of(std::uint32_t site) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return site < sites_.size() ? sites_[site].name : std::string();
+}
+
 }  // namespace gnnprof::detail
 
 namespace gnnprof {

@@ -33,6 +33,8 @@ class SiteRegistry {
   std::uint32_t intern(const SiteInfo& info);
   /// Copy of all sites, indexed by id (index 0 is a placeholder).
   std::vector<SiteInfo> snapshot() const;
+  /// The name of one site, "" for an unknown id.
+  std::string name_of(std::uint32_t site) const;
   std::mutex& mutex() { return mu_; }
 
  private:

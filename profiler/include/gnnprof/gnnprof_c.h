@@ -59,6 +59,30 @@ GNNPROF_C_API void gnnprof_materialize(uint64_t rows, uint64_t bytes);
 GNNPROF_C_API void gnnprof_counter(gnnprof_site_t site, double value);
 GNNPROF_C_API void gnnprof_set_thread_name(const char* name);
 
+/* Writes the profile so far (drained, built and written via temp file + rename) while the
+ * session keeps running: what a later SIGKILL leaves behind. 0 on success, -1 otherwise. */
+GNNPROF_C_API int gnnprof_flush(void);
+
+/* Declares a collector in the profile's "collectors" list (replacing one of the same name),
+ * e.g. ("cupti", 0, "no CUDA driver (cuptiActivityEnable: CUPTI_ERROR_UNKNOWN)"). May be called
+ * before the session starts. */
+GNNPROF_C_API void gnnprof_note_collector(const char* name, int enabled, const char* reason);
+
+/* Lanes: timelines that belong to no host thread (a GPU stream, cross-thread NVTX ranges),
+ * filled with events that carry their own CLOCK_MONOTONIC timestamps. A lane shows in the
+ * profile as a thread with that name. Lane calls are serialized internally (not a hot path).
+ * ctx is the stage site that caused the event (e.g. the op that launched a kernel), or 0. */
+/* Copies a site's name into buf (NUL-terminated, truncated to n-1); returns its length, or -1
+ * for an unknown site. */
+GNNPROF_C_API int gnnprof_site_name(gnnprof_site_t site, char* buf, unsigned long n);
+
+typedef uint32_t gnnprof_lane_t; /* 0 means "no lane" */
+GNNPROF_C_API gnnprof_lane_t gnnprof_lane(const char* name);
+GNNPROF_C_API void gnnprof_lane_range(gnnprof_lane_t lane, gnnprof_site_t site, gnnprof_site_t ctx,
+                                      int64_t begin_mono_ns, int64_t end_mono_ns);
+GNNPROF_C_API void gnnprof_lane_transfer(gnnprof_lane_t lane, gnnprof_site_t ctx, uint64_t bytes, int direction,
+                                         int host_memory, int mode, int64_t begin_mono_ns, int64_t end_mono_ns);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,11 +12,13 @@
 //
 // Environment (each overrides the default; see docs/architecture.md):
 //   GNNPROF_ENABLED=0|1        0: record nothing, write nothing
-//   GNNPROF_OUTPUT=path        profile file; default gnnprof-<pid>.json in the working directory
+//   GNNPROF_OUTPUT=path        profile file; default gnnprof-<pid>.json in the working directory.
+//                              %p: pid; %r: RANK or 0; %R: "rank<N>." when RANK/LOCAL_RANK is set
 //   GNNPROF_BUFFER_EVENTS=N    per-thread ring capacity in events (rounded up to a power of 2)
 //   GNNPROF_MAX_THREADS=N      threads with a buffer; events of further threads are dropped
 //   GNNPROF_TIMELINE_EVENTS=N  raw events kept for timeline views
 //   GNNPROF_QUIET=1            no "profile written" line on stderr (warnings still print)
+//   GNNPROF_FLUSH_INTERVAL_MS=N  also write the profile so far every N ms (0: only at stop)
 #pragma once
 
 #include <cstddef>
@@ -50,6 +52,12 @@ struct Config {
   bool write_at_stop = true;    ///< false: stop() writes nothing (tests, in-process use)
   bool flush_at_exit = true;    ///< register an atexit flush
   bool quiet = false;
+  /// > 0: also write the profile so far every flush_interval_ms (temp file + rename), so that
+  /// a process killed with SIGKILL leaves what was flushed. The preload library uses 1000.
+  std::uint32_t flush_interval_ms = 0;
+  /// false: a session that recorded no event writes no file (the preload library's helper
+  /// processes under `gnnprof run`: shells, compilers, ...).
+  bool write_empty = true;
 
   /// Defaults overridden by the GNNPROF_* environment variables above.
   static Config from_env();

@@ -1,0 +1,206 @@
+// run.cpp — `gnnprof run [-o OUT.json] [--html OUT.html] -- CMD ARGS...`
+//
+// Every process of the command (children that exec included) loads libgnnprof_preload.so via
+// LD_PRELOAD and writes <dir>/<stem>.[rankN.]<pid>.json; helper processes that record nothing
+// write none. Afterwards the launched process's profile (or, when it recorded nothing, the
+// busiest one) is renamed to OUT.json and every profile is listed with its pid and rank.
+#include "run.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "gnnprof/profile_io.h"
+#include "gnnprof/reports/reporter.h"
+
+extern char** environ;
+
+namespace gnnprof::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+volatile sig_atomic_t g_child = 0;
+
+void forward_signal(int sig) {
+  if (g_child > 0) ::kill(static_cast<pid_t>(g_child), sig);
+}
+
+std::string exe_dir() {
+  char buf[PATH_MAX] = {0};
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  std::string p(buf, static_cast<std::size_t>(n));
+  return p.substr(0, p.rfind('/'));
+}
+
+struct Found {
+  std::string path;
+  Profile profile;
+};
+
+}  // namespace
+
+std::string find_preload() {
+  if (const char* v = std::getenv("GNNPROF_PRELOAD"); v != nullptr && *v != '\0') return v;
+  const std::string dir = exe_dir();
+  for (const std::string& c : {dir + "/../lib/libgnnprof_preload.so", dir + "/../lib64/libgnnprof_preload.so",
+                               dir + "/../../lib/libgnnprof_preload.so", dir + "/libgnnprof_preload.so"}) {
+    std::error_code ec;
+    if (fs::exists(c, ec)) return fs::weakly_canonical(c, ec).string();
+  }
+  return "";
+}
+
+int run_run(const RunArgs& args) {
+  if (args.command.empty()) {
+    std::cerr << "gnnprof run: no command given (usage: gnnprof run [-o OUT.json] [--html OUT.html] -- CMD ARGS...)\n";
+    return 2;
+  }
+  const std::string preload = args.preload.empty() ? find_preload() : args.preload;
+  if (preload.empty() || ::access(preload.c_str(), R_OK) != 0) {
+    std::cerr << "gnnprof run: cannot find libgnnprof_preload.so" << (preload.empty() ? "" : " at " + preload)
+              << " (set GNNPROF_PRELOAD)\n";
+    return 2;
+  }
+  std::string out = args.output;
+  if (out.empty()) {
+    const char* env = std::getenv("GNNPROF_OUTPUT");  // e.g. set by `gnnprof ab`
+    out = env != nullptr && *env != '\0' && std::strchr(env, '%') == nullptr ? env : "gnnprof.json";
+  }
+  fs::path out_path(out);
+  fs::path dir = out_path.has_parent_path() ? out_path.parent_path() : fs::path(".");
+  std::string stem = out_path.filename().string();
+  if (stem.size() > 5 && stem.substr(stem.size() - 5) == ".json") stem.resize(stem.size() - 5);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (!fs::is_directory(dir, ec)) {
+    std::cerr << "gnnprof run: cannot create the output directory " << dir.string() << "\n";
+    return 2;
+  }
+
+  // Environment: the host's, plus the injection.
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (eq != nullptr) env[std::string(*e, static_cast<std::size_t>(eq - *e))] = eq + 1;
+  }
+  const std::string prev = env.count("LD_PRELOAD") ? env["LD_PRELOAD"] : "";
+  env["LD_PRELOAD"] = prev.empty() ? preload : preload + ":" + prev;
+  env["GNNPROF_OUTPUT"] = (dir / (stem + ".%R%p.json")).string();
+  env["GNNPROF_RUN_PID"] = std::to_string(::getpid());
+  if (!env.count("GNNPROF_QUIET")) env["GNNPROF_QUIET"] = "1";  // this command lists the files
+  if (!env.count("NVTX_INJECTION64_PATH")) env["NVTX_INJECTION64_PATH"] = preload;
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_strings = args.command;
+  std::vector<char*> argv;
+  for (auto& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  const auto started = fs::file_time_type::clock::now() - std::chrono::seconds(2);
+  // The terminal's Ctrl-C reaches the child directly (same process group); a SIGTERM sent to
+  // gnnprof is passed on. Either way the child decides, and its fate becomes ours.
+  struct sigaction ignore {}, fwd {}, old_int {}, old_quit {}, old_term {};
+  ignore.sa_handler = SIG_IGN;
+  fwd.sa_handler = forward_signal;
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGQUIT, &ignore, &old_quit);
+  sigaction(SIGTERM, &fwd, &old_term);
+  pid_t pid = 0;
+  const int rc = ::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data());
+  if (rc != 0) {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGQUIT, &old_quit, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+    std::cerr << "gnnprof run: cannot run " << args.command[0] << ": " << std::strerror(rc) << "\n";
+    return 2;
+  }
+  g_child = pid;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  g_child = 0;
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGQUIT, &old_quit, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+
+  // Collect this run's profiles.
+  const std::regex name_re(std::regex_replace(stem, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
+                           R"(\.(rank[0-9]+\.)?[0-9]+\.json)");
+  std::vector<Found> found;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_regular_file(ec) || !std::regex_match(name, name_re)) continue;
+    if (entry.last_write_time(ec) < started) continue;
+    Result<Profile> p = read_profile_file(entry.path().string());
+    if (!p) {
+      std::cerr << "gnnprof run: skipping " << entry.path().string() << ": " << p.status().message() << "\n";
+      continue;
+    }
+    found.push_back({entry.path().string(), std::move(*p)});
+  }
+  // The launched process's profile when it recorded anything, else the busiest one.
+  const Found* main = nullptr;
+  for (const auto& f : found)
+    if (f.profile.run.pid == pid && f.profile.recorded_events > 0) main = &f;
+  if (main == nullptr)
+    for (const auto& f : found)
+      if (main == nullptr || f.profile.recorded_events > main->profile.recorded_events) main = &f;
+  if (found.empty()) {
+    std::cerr << "gnnprof run: no profile was written (is the program statically linked, or GNNPROF_ENABLED=0?)\n";
+  } else {
+    std::string main_path;
+    if (main != nullptr) {
+      if (::rename(main->path.c_str(), out.c_str()) == 0) main_path = out;
+      else std::cerr << "gnnprof run: cannot rename " << main->path << " to " << out << ": " << std::strerror(errno) << "\n";
+    }
+    std::cerr << "gnnprof run: " << found.size() << (found.size() == 1 ? " profile" : " profiles") << ":\n";
+    for (const auto& f : found) {
+      const Profile& p = f.profile;
+      std::cerr << "  " << (&f == main && !main_path.empty() ? main_path : f.path) << "  pid " << p.run.pid;
+      if (p.run.rank) std::cerr << ", rank " << *p.run.rank;
+      if (p.run.world_size) std::cerr << " of " << *p.run.world_size;
+      std::cerr << ", " << p.recorded_events << " events, " << p.iterations.size() << " iterations";
+      for (const auto& c : p.collectors)
+        if (c.enabled && c.name != "host") std::cerr << ", " << c.name;
+      std::cerr << "\n";
+    }
+    if (!args.html_out.empty() && main != nullptr) {
+      auto reporter = reports::make_reporter("html", {});
+      Status st = reporter ? reports::render_to_file(**reporter, main->profile, args.html_out) : reporter.status();
+      if (!st) std::cerr << "gnnprof run: " << st.message() << "\n";
+      else std::cerr << "gnnprof run: HTML report " << args.html_out << "\n";
+    }
+  }
+
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    std::cout.flush();
+    std::cerr.flush();
+    ::signal(sig, SIG_DFL);
+    ::kill(::getpid(), sig);
+    return 128 + sig;
+  }
+  return 1;
+}
+
+}  // namespace gnnprof::cli

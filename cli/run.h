@@ -1,0 +1,25 @@
+// run.h — `gnnprof run`: profile an unmodified program through the preload library.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gnnprof::cli {
+
+struct RunArgs {
+  std::string output;   ///< the launched process's profile; "" = $GNNPROF_OUTPUT or gnnprof.json
+  std::string html_out;  ///< optional HTML report of that profile
+  std::string preload;   ///< libgnnprof_preload.so; "" = found next to the executable
+  std::vector<std::string> command;
+};
+
+/// Runs the command with libgnnprof_preload.so injected, collects the profiles its processes
+/// wrote and lists them. Returns the command's exit status (a command killed by a signal
+/// makes gnnprof die of the same signal), or 2 when the command cannot be started.
+int run_run(const RunArgs& args);
+
+/// The preload library to inject: $GNNPROF_PRELOAD, else the first of ../lib/,
+/// ../../lib/ (build tree) relative to this executable, else "".
+std::string find_preload();
+
+}  // namespace gnnprof::cli

@@ -1,0 +1,128 @@
+// cupti_backend.cpp — libgnnprof_cupti.so: CUPTI activity collection for the preload library.
+//
+// dlopened by the preload library when the process loads the CUDA runtime (or with
+// GNNPROF_CUPTI=1). Enables MEMCPY, CONCURRENT_KERNEL, SYNCHRONIZATION and
+// EXTERNAL_CORRELATION records with host CLOCK_MONOTONIC timestamps
+// (cuptiActivityRegisterTimestampCallback), converts each completed buffer
+// (cupti_convert.h) and records it through the C ABI. Without a driver or device, or with
+// another CUPTI subscriber, start fails with the reason noted in the profile's collectors.
+#include <cupti.h>
+#include <time.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cupti_convert.h"
+#include "gnnprof/gnnprof_c.h"
+
+namespace {
+
+constexpr std::size_t kBufferBytes = 4u << 20;
+constexpr std::size_t kAlign = 8;
+
+std::mutex g_mu;  // CUPTI may complete buffers on several threads
+gnnprof::instrument::CuptiConverter* g_converter = nullptr;
+gnnprof::instrument::GpuEventEmitter* g_emitter = nullptr;
+bool g_started = false;
+
+std::uint64_t CUPTIAPI host_timestamp() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(kAlign, kBufferBytes));
+  *size = *buffer != nullptr ? kBufferBytes : 0;
+  *max_records = 0;
+}
+
+void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  try {
+    std::vector<const CUpti_Activity*> records;
+    CUpti_Activity* rec = nullptr;
+    while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) records.push_back(rec);
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (g_converter != nullptr && g_emitter != nullptr)
+      for (const auto& ev : g_converter->convert(records)) g_emitter->emit(ev);
+  } catch (...) {
+  }
+  std::free(buffer);
+}
+
+std::string result_text(CUptiResult r) {
+  const char* s = nullptr;
+  cuptiGetResultString(r, &s);
+  return s != nullptr ? s : std::to_string(static_cast<int>(r));
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) int gnnprof_cupti_start(char* reason, unsigned long reason_size) {
+  std::string why;
+  const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                      CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
+  const char* names[] = {"EXTERNAL_CORRELATION", "CONCURRENT_KERNEL", "MEMCPY", "SYNCHRONIZATION"};
+  try {
+    std::int64_t offset = 0;
+    if (cuptiActivityRegisterTimestampCallback(host_timestamp) != CUPTI_SUCCESS) {
+      // Older CUPTI: align its clock to CLOCK_MONOTONIC once (drift over a run is small).
+      uint64_t gpu = 0;
+      cuptiGetTimestamp(&gpu);
+      offset = static_cast<std::int64_t>(host_timestamp()) - static_cast<std::int64_t>(gpu);
+    }
+    CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+    if (r != CUPTI_SUCCESS) {
+      why = "cuptiActivityRegisterCallbacks: " + result_text(r);
+    } else {
+      int enabled = 0;
+      for (int i = 0; i < 4 && why.empty(); ++i) {
+        r = cuptiActivityEnable(kinds[i]);
+        if (r == CUPTI_SUCCESS) {
+          ++enabled;
+        } else if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+          why = "another profiler is attached to CUPTI (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)";
+        } else {
+          why = std::string("no usable GPU (cuptiActivityEnable(") + names[i] + "): " + result_text(r) + ")";
+        }
+      }
+      if (!why.empty())
+        for (int i = 0; i < enabled; ++i) cuptiActivityDisable(kinds[i]);
+    }
+    if (why.empty()) {
+      std::lock_guard<std::mutex> lock(g_mu);
+      g_converter = new gnnprof::instrument::CuptiConverter(offset);  // leaked: buffers may
+      g_emitter = new gnnprof::instrument::GpuEventEmitter();          // complete at exit
+      g_started = true;
+    }
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  if (!why.empty()) {
+    gnnprof_note_collector("cupti", 0, why.c_str());
+    if (reason != nullptr && reason_size > 0) std::snprintf(reason, reason_size, "%s", why.c_str());
+    return -1;
+  }
+  gnnprof_note_collector("cupti", 1, "MEMCPY, CONCURRENT_KERNEL, SYNCHRONIZATION, EXTERNAL_CORRELATION");
+  return 0;
+}
+
+__attribute__((visibility("default"))) void gnnprof_cupti_flush(void) {
+  if (g_started) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+__attribute__((visibility("default"))) void gnnprof_cupti_push_external(unsigned long long id) {
+  cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
+}
+
+__attribute__((visibility("default"))) void gnnprof_cupti_pop_external(void) {
+  uint64_t last = 0;
+  cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+}
+
+}  // extern "C"

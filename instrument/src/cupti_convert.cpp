@@ -1,0 +1,175 @@
+// cupti_convert.cpp — see cupti_convert.h.
+#include "cupti_convert.h"
+
+#include <fmt/format.h>
+
+namespace gnnprof::instrument {
+namespace {
+
+constexpr int kH2D = 0, kD2H = 1, kD2D = 2, kH2H = 3;
+constexpr int kPageable = 0, kPinned = 1, kNoHost = 2;
+constexpr int kSync = 0, kAsync = 1;
+
+const char* copy_name(std::uint8_t kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "memcpy HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "memcpy DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "memcpy DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "memcpy HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "memcpy PtoP";
+    default: return "memcpy";
+  }
+}
+
+int memory_of(std::uint8_t host_kind) {
+  if (host_kind == CUPTI_ACTIVITY_MEMORY_KIND_PINNED) return kPinned;
+  if (host_kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE) return kPageable;
+  return kNoHost;
+}
+
+const char* sync_name(CUpti_ActivitySynchronizationType t) {
+  switch (t) {
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return "cuda sync: event";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return "cuda sync: stream wait event";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return "cuda sync: stream";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return "cuda sync: device";
+    default: return "cuda sync";
+  }
+}
+
+}  // namespace
+
+std::vector<GpuEvent> CuptiConverter::convert(const std::vector<const CUpti_Activity*>& records) {
+  for (const CUpti_Activity* r : records) {
+    if (r != nullptr && r->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
+      const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(r);
+      external_[e->correlationId] = e->externalId;
+    }
+  }
+  auto ext = [&](std::uint32_t corr) -> std::uint64_t {
+    auto it = external_.find(corr);
+    return it == external_.end() ? 0 : it->second;
+  };
+  std::vector<GpuEvent> out;
+  for (const CUpti_Activity* r : records) {
+    if (r == nullptr) continue;
+    switch (r->kind) {
+      case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+        break;
+      case CUPTI_ACTIVITY_KIND_KERNEL:
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+        const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(r);
+        GpuEvent ev;
+        ev.kind = GpuEvent::Kind::kKernel;
+        ev.lane = fmt::format("GPU{} stream {}", k->deviceId, k->streamId);
+        ev.name = k->name != nullptr ? k->name : "(kernel)";
+        ev.external = ext(k->correlationId);
+        ev.begin_ns = static_cast<std::int64_t>(k->start) + offset_;
+        ev.end_ns = static_cast<std::int64_t>(k->end) + offset_;
+        out.push_back(std::move(ev));
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(r);
+        GpuEvent ev;
+        ev.kind = GpuEvent::Kind::kMemcpy;
+        ev.lane = fmt::format("GPU{} stream {}", m->deviceId, m->streamId);
+        ev.name = copy_name(m->copyKind);
+        ev.external = ext(m->correlationId);
+        ev.begin_ns = static_cast<std::int64_t>(m->start) + offset_;
+        ev.end_ns = static_cast<std::int64_t>(m->end) + offset_;
+        ev.bytes = m->bytes;
+        switch (m->copyKind) {
+          case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+          case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
+            ev.direction = kH2D;
+            ev.memory = memory_of(m->srcKind);
+            break;
+          case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+          case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
+            ev.direction = kD2H;
+            ev.memory = memory_of(m->dstKind);
+            break;
+          case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
+            ev.direction = kH2H;
+            ev.memory = memory_of(m->srcKind);
+            break;
+          default:
+            ev.direction = kD2D;
+            ev.memory = kNoHost;
+            break;
+        }
+        ev.mode = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0 ? kAsync : kSync;
+        out.push_back(std::move(ev));
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+        const auto* s = reinterpret_cast<const CUpti_ActivitySynchronization2*>(r);
+        GpuEvent ev;
+        ev.kind = GpuEvent::Kind::kSync;
+        ev.lane = "CUDA sync";
+        ev.name = sync_name(s->type);
+        ev.external = ext(s->correlationId);
+        ev.begin_ns = static_cast<std::int64_t>(s->start) + offset_;
+        ev.end_ns = static_cast<std::int64_t>(s->end) + offset_;
+        out.push_back(std::move(ev));
+        break;
+      }
+      default:
+        ++unknown_;
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace gnnprof::instrument
+
+#include "gnnprof/gnnprof_c.h"
+
+namespace gnnprof::instrument {
+
+std::uint32_t GpuEventEmitter::lane_of(const std::string& name) {
+  auto it = lanes_.find(name);
+  if (it != lanes_.end()) return it->second;
+  const std::uint32_t lane = gnnprof_lane(name.c_str());
+  lanes_.emplace(name, lane);
+  return lane;
+}
+
+std::uint32_t GpuEventEmitter::site_for(std::uint64_t external, const std::string& fallback) {
+  std::string name;
+  if (external != 0) {
+    char buf[256];
+    if (gnnprof_site_name(static_cast<gnnprof_site_t>(external), buf, sizeof(buf)) > 0) name = std::string("gpu: ") + buf;
+  }
+  if (name.empty()) name = "gpu: " + fallback;
+  auto it = sites_.find(name);
+  if (it != sites_.end()) return it->second;
+  const std::uint32_t site = gnnprof_stage_site(name.c_str(), "gpu");
+  sites_.emplace(name, site);
+  return site;
+}
+
+void GpuEventEmitter::emit(const GpuEvent& ev) {
+  const std::uint32_t lane = lane_of(ev.lane);
+  const auto ctx = static_cast<gnnprof_site_t>(ev.external);
+  switch (ev.kind) {
+    case GpuEvent::Kind::kKernel:
+      gnnprof_lane_range(lane, site_for(ev.external, "(no op)"), ctx, ev.begin_ns, ev.end_ns);
+      break;
+    case GpuEvent::Kind::kMemcpy:
+      gnnprof_lane_range(lane, site_for(ev.external, ev.name), ctx, ev.begin_ns, ev.end_ns);
+      gnnprof_lane_transfer(lane, ctx, ev.bytes, ev.direction, ev.memory, ev.mode, ev.begin_ns, ev.end_ns);
+      break;
+    case GpuEvent::Kind::kSync: {
+      auto it = sites_.find(ev.name);
+      std::uint32_t site = it != sites_.end() ? it->second : gnnprof_stage_site(ev.name.c_str(), "sync");
+      sites_.emplace(ev.name, site);
+      gnnprof_lane_range(lane, site, ctx, ev.begin_ns, ev.end_ns);
+      break;
+    }
+  }
+}
+
+}  // namespace gnnprof::instrument

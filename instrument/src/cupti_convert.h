@@ -1,0 +1,65 @@
+// cupti_convert.h — CUPTI activity records -> gnnprof GPU events (headers only, no libcupti).
+//
+// Kept apart from the CUPTI calls so that tests feed it synthetic records on a machine with no
+// GPU (tests/instrument/cupti_convert_test.cpp).
+#pragma once
+
+#include <cupti_activity.h>
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace gnnprof::instrument {
+
+struct GpuEvent {
+  enum class Kind : std::uint8_t { kKernel, kMemcpy, kSync };
+  Kind kind = Kind::kKernel;
+  std::string lane;          ///< "GPU0 stream 7", "CUDA sync"
+  std::string name;          ///< kernel name, "memcpy HtoD", "stream synchronize", ...
+  std::uint64_t external = 0;  ///< external correlation id (the gnnprof stage site), 0 if none
+  std::int64_t begin_ns = 0, end_ns = 0;  ///< host CLOCK_MONOTONIC
+  std::uint64_t bytes = 0;
+  int direction = 0, memory = 0, mode = 0;  ///< GNNPROF_H2D.., GNNPROF_PINNED.., GNNPROF_ASYNC..
+};
+
+class CuptiConverter {
+ public:
+  /// gpu_to_mono_ns is added to every record timestamp (0 when CUPTI already uses the host
+  /// clock through cuptiActivityRegisterTimestampCallback).
+  explicit CuptiConverter(std::int64_t gpu_to_mono_ns = 0) : offset_(gpu_to_mono_ns) {}
+
+  /// Converts one buffer's records. External-correlation records are applied first, so a
+  /// kernel finds its launching op's id even when it comes before that record in the buffer;
+  /// the map persists for later buffers.
+  std::vector<GpuEvent> convert(const std::vector<const CUpti_Activity*>& records);
+
+  std::uint64_t unknown_records() const noexcept { return unknown_; }
+
+ private:
+  std::int64_t offset_;
+  std::unordered_map<std::uint32_t, std::uint64_t> external_;  // correlationId -> external id
+  std::uint64_t unknown_ = 0;
+};
+
+}  // namespace gnnprof::instrument
+
+namespace gnnprof::instrument {
+
+/// Records GpuEvents into the session through the C ABI: each kernel/memcpy becomes a range
+/// "gpu: <stage of the launching op>" on its stream's lane (so the stage table gives GPU
+/// time per phase), memcpys also a transfer with their bytes and host memory kind, and syncs
+/// a range on the "CUDA sync" lane.
+class GpuEventEmitter {
+ public:
+  void emit(const GpuEvent& ev);
+
+ private:
+  std::uint32_t lane_of(const std::string& name);
+  std::uint32_t site_for(std::uint64_t external, const std::string& fallback);
+  std::unordered_map<std::string, std::uint32_t> lanes_;
+  std::unordered_map<std::string, std::uint32_t> sites_;
+};
+
+}  // namespace gnnprof::instrument

@@ -1,0 +1,202 @@
+// op_classifier.cpp — the rules of docs/zero-code.md, "How ops become stages".
+#include "op_classifier.h"
+
+namespace gnnprof::instrument {
+
+namespace {
+bool starts_with(std::string_view s, std::string_view p) noexcept { return s.substr(0, p.size()) == p; }
+
+// GNNPROF_H2D... from gnnprof_c.h, repeated so that this file needs no C header.
+constexpr int kH2D = 0, kD2H = 1, kD2D = 2, kH2H = 3;
+constexpr int kPageable = 0, kPinned = 1, kNoHost = 2;
+constexpr int kSync = 0, kAsync = 1;
+}  // namespace
+
+OpKind classify_name(std::string_view name, Scope scope) noexcept {
+  if (starts_with(name, "profiler::")) return OpKind::kIgnore;
+  if (scope == Scope::kUser) {
+    if (starts_with(name, "Optimizer.step#")) return OpKind::kOptimizerStep;
+    if (starts_with(name, "Optimizer.zero_grad#")) return OpKind::kOptimizerZero;
+    if (starts_with(name, "ProfilerStep#")) return OpKind::kProfilerStep;
+    return OpKind::kUserScope;
+  }
+  if (scope == Scope::kBackward || starts_with(name, "autograd::engine::evaluate_function:")) return OpKind::kBackwardOp;
+  if (name == "aten::index_select" || name == "aten::embedding" || name == "aten::index") return OpKind::kGather;
+  if (name == "aten::copy_") return OpKind::kCopy;
+  if (name == "aten::_pin_memory") return OpKind::kPinMemory;
+  if (starts_with(name, "c10d::") || starts_with(name, "gloo:") || starts_with(name, "nccl:") || starts_with(name, "mpi:"))
+    return OpKind::kComm;
+  return OpKind::kPlain;
+}
+
+const char* OpClassifier::phase_name(Phase p) noexcept {
+  switch (p) {
+    case Phase::kForward: return "forward";
+    case Phase::kForwardNoGrad: return "forward (no grad)";
+    case Phase::kBackward: return "backward";
+    case Phase::kOther: return "ops (no grad)";
+    case Phase::kNone: break;
+  }
+  return "";
+}
+
+void OpClassifier::close_phase(Level& l) {
+  if (l.phase_open) sink_.end();
+  l.phase_open = false;
+  l.phase = Phase::kNone;
+}
+
+void OpClassifier::open_phase(Level& l, Phase p) {
+  if (l.pinned != Phase::kNone) return;  // inside record_function("forward") etc.
+  if (l.phase_open && l.phase == p) return;
+  close_phase(l);
+  const char* cat = p == Phase::kBackward || p == Phase::kForward || p == Phase::kForwardNoGrad ? "compute" : "data";
+  sink_.begin(phase_name(p), cat);
+  l.phase = p;
+  l.phase_open = true;
+}
+
+void OpClassifier::on_start(const OpInfo& op) {
+  Frame f;
+  Level& level = levels_.back();
+  switch (op.kind) {
+    case OpKind::kIgnore:
+      break;
+    case OpKind::kProfilerStep:
+      // torch.profiler's step scopes are the loop's own iteration marks when present.
+      profiler_steps_ = true;
+      if (opt_.marks_iterations) {
+        close_phase(level);
+        sink_.step();
+        iteration_open_ = true;
+      }
+      break;
+    case OpKind::kOptimizerStep:
+    case OpKind::kOptimizerZero:
+    case OpKind::kUserScope: {
+      Level inner;
+      if (op_depth_ == 0) {
+        close_phase(level);
+      } else {
+        inner.pinned = Phase::kOther;  // a scope inside an op: its ops are that op's
+      }
+      if (op.kind == OpKind::kUserScope) {
+        sink_.begin(op.name, "user");
+        if (op.name == "forward") inner.pinned = Phase::kForward;
+        else if (op.name == "backward") inner.pinned = Phase::kBackward;
+      } else {
+        sink_.begin("optimizer", "compute");
+        inner.pinned = Phase::kOther;  // ops inside step()/zero_grad() are the optimizer's
+      }
+      levels_.push_back(inner);
+      f.ends = 1;
+      f.pops_level = true;
+      f.steps_after = op.kind == OpKind::kOptimizerStep && opt_.marks_iterations && !profiler_steps_;
+      break;
+    }
+    case OpKind::kComm:
+      f.is_op = true;
+      if (!in_comm_) {
+        if (op_depth_ == 0) close_phase(level);
+        sink_.begin("comm", "comm");
+        f.ends = 1;
+        in_comm_ = f.clears_comm = true;
+      }
+      break;
+    case OpKind::kGather:
+      f.is_op = true;
+      if (!in_gather_ && op.gather_source_bytes >= opt_.gather_min_bytes) {
+        if (op_depth_ == 0) close_phase(level);
+        sink_.begin("materialize", "data");
+        sink_.materialize(op.gather_rows, op.gather_bytes);
+        f.ends = 1;
+        in_gather_ = f.clears_gather = true;
+      } else if (op_depth_ == 0) {
+        open_phase(level, op.any_input_requires_grad ? (op.grad_enabled ? Phase::kForward : Phase::kForwardNoGrad)
+                                                     : Phase::kOther);
+      }
+      break;
+    case OpKind::kCopy:
+    case OpKind::kPinMemory:
+      f.is_op = true;
+      if (op.kind == OpKind::kPinMemory && !in_copy_) {
+        if (op_depth_ == 0) close_phase(level);
+        sink_.begin("pin_memory", "data");
+        f.ends = 1;
+        in_copy_ = f.clears_copy = true;
+      } else if (op.kind == OpKind::kCopy && !in_copy_ && op.copy_src != op.copy_dst) {
+        int dir = kD2D, mem = kNoHost;
+        if (op.copy_src == Device::kCpu) {
+          dir = kH2D;
+          mem = op.copy_host_pinned ? kPinned : kPageable;
+        } else if (op.copy_dst == Device::kCpu) {
+          dir = kD2H;
+          mem = op.copy_host_pinned ? kPinned : kPageable;
+        }
+        if (op_depth_ == 0) close_phase(level);
+        sink_.begin(dir == kH2D ? "h2d" : dir == kD2H ? "d2h" : "d2d", dir == kD2H ? "sync" : "data");
+        // A non_blocking copy from pageable memory is synchronous anyway (CUDA stages it).
+        const bool async = op.copy_non_blocking && (mem == kPinned || mem == kNoHost);
+        sink_.transfer(op.copy_bytes, dir, mem, async ? kAsync : kSync);
+        f.ends = 1;
+        in_copy_ = f.clears_copy = true;
+      } else if (op_depth_ == 0) {
+        open_phase(level, op.any_input_requires_grad ? Phase::kForward : Phase::kOther);
+      }
+      break;
+    case OpKind::kBackwardOp:
+      f.is_op = true;
+      if (op_depth_ == 0) open_phase(level, Phase::kBackward);
+      break;
+    case OpKind::kPlain:
+      f.is_op = true;
+      if (op_depth_ == 0) {
+        Phase p = !op.any_input_requires_grad ? Phase::kOther
+                                              : (op.grad_enabled ? Phase::kForward : Phase::kForwardNoGrad);
+        // The loop's first forward op begins the first iteration (later ones begin at the
+        // previous optimizer step's end).
+        if (p == Phase::kForward && opt_.marks_iterations && !iteration_open_ && !profiler_steps_) {
+          close_phase(level);
+          sink_.step();
+          iteration_open_ = true;
+        }
+        open_phase(level, p);
+      }
+      break;
+  }
+  if (f.is_op) {
+    if (op_depth_ == 0 && opt_.op_stages && op.kind != OpKind::kIgnore) {
+      sink_.begin(op.name, "op");
+      ++f.ends;
+    }
+    ++op_depth_;
+  }
+  frames_.push_back(f);
+}
+
+void OpClassifier::on_end() {
+  if (frames_.empty()) return;  // unbalanced: a start before the observer was installed
+  Frame f = frames_.back();
+  frames_.pop_back();
+  if (f.is_op && op_depth_ > 0) --op_depth_;
+  if (f.pops_level && levels_.size() > 1) {
+    close_phase(levels_.back());
+    levels_.pop_back();
+  }
+  for (int i = 0; i < f.ends; ++i) sink_.end();
+  if (f.is_op && op_depth_ == 0 && !opt_.phases_span_gaps) close_phase(levels_.back());
+  if (f.clears_gather) in_gather_ = false;
+  if (f.clears_copy) in_copy_ = false;
+  if (f.clears_comm) in_comm_ = false;
+  if (f.steps_after) {
+    sink_.step();
+    iteration_open_ = true;
+  }
+}
+
+void OpClassifier::close_all() {
+  while (!frames_.empty()) on_end();
+  close_phase(levels_.back());
+}
+
+}  // namespace gnnprof::instrument

@@ -1,0 +1,129 @@
+// op_classifier.h — sorts a thread's torch RecordFunction starts/ends into gnnprof stages.
+//
+// No torch here: the torch TU (torch_observer.cpp) reads the RecordFunction and fills an
+// OpInfo; this class decides which stages open and close, and what transfers, materializations
+// and iteration marks to record, through an OpSink. Tests drive it with recorded op sequences
+// (tests/instrument/op_classifier_test.cpp). The rules are in docs/zero-code.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gnnprof::instrument {
+
+/// Mirrors the RecordScope values that matter.
+enum class Scope : std::uint8_t { kFunction, kBackward, kUser, kOther };
+
+/// What an op or scope is, from its name and scope alone (cached per name by the caller).
+enum class OpKind : std::uint8_t {
+  kIgnore,         // profiler::* bookkeeping ops
+  kPlain,          // any other op
+  kBackwardOp,     // BACKWARD_FUNCTION scope or autograd::engine::evaluate_function:*
+  kGather,         // aten::index_select / aten::embedding / aten::index
+  kCopy,           // aten::copy_ (the op every cross-device to()/_to_copy ends in)
+  kPinMemory,      // aten::_pin_memory
+  kOptimizerStep,  // user scope Optimizer.step#...
+  kOptimizerZero,  // user scope Optimizer.zero_grad#...
+  kProfilerStep,   // user scope ProfilerStep#N
+  kUserScope,      // record_function("name")
+  kComm,           // c10d / gloo / nccl collectives (allreduce, broadcast, ...)
+};
+
+OpKind classify_name(std::string_view name, Scope scope) noexcept;
+
+enum class Device : std::uint8_t { kCpu, kCuda, kOther };
+
+/// The facts about one RecordFunction start that the rules use; the torch TU fills only the
+/// fields its kind needs.
+struct OpInfo {
+  OpKind kind = OpKind::kPlain;
+  std::string_view name;
+  bool grad_enabled = true;
+  bool any_input_requires_grad = false;  // kPlain / kBackwardOp
+  // kGather: the source's bytes and the gathered rows and bytes.
+  std::uint64_t gather_source_bytes = 0;
+  std::uint64_t gather_rows = 0;
+  std::uint64_t gather_bytes = 0;
+  // kCopy: devices, bytes, whether the host side is pinned, non_blocking.
+  Device copy_src = Device::kCpu, copy_dst = Device::kCpu;
+  std::uint64_t copy_bytes = 0;
+  bool copy_host_pinned = false;
+  bool copy_non_blocking = false;
+  // kComm: bytes of the tensors it communicates, when known.
+  std::uint64_t comm_bytes = 0;
+};
+
+/// Where decisions go: the C ABI in the injected library, a recorder in tests.
+class OpSink {
+ public:
+  virtual ~OpSink() = default;
+  virtual void begin(std::string_view stage, const char* category) = 0;
+  virtual void end() = 0;
+  virtual void step() = 0;  // iteration boundary
+  virtual void materialize(std::uint64_t rows, std::uint64_t bytes) = 0;
+  /// direction/memory/mode as in gnnprof_c.h (GNNPROF_H2D, GNNPROF_PINNED, GNNPROF_ASYNC...).
+  virtual void transfer(std::uint64_t bytes, int direction, int memory, int mode) = 0;
+};
+
+struct ClassifierOptions {
+  /// A gather from a host tensor at least this large is a materialization.
+  std::uint64_t gather_min_bytes = 1u << 20;
+  /// Record every top-level op as a stage of category "op" inside its phase.
+  bool op_stages = true;
+  /// This thread may mark iterations (the process's main thread).
+  bool marks_iterations = true;
+  /// A phase stage (forward, backward, ...) stays open across the gaps between its ops, so that
+  /// the Python between two ops counts in the phase: right for the training loop's thread. On
+  /// other threads (autograd device threads, loader threads) a phase closes after each op.
+  bool phases_span_gaps = true;
+};
+
+/// One per thread. Not thread-safe; every call comes from its thread's RecordFunctions.
+class OpClassifier {
+ public:
+  OpClassifier(OpSink& sink, ClassifierOptions opt) : sink_(sink), opt_(opt) { levels_.push_back({}); }
+
+  /// Every on_start is matched by one on_end, in LIFO order, on this thread.
+  void on_start(const OpInfo& op);
+  void on_end();
+
+  /// Closes whatever is open (thread or session end).
+  void close_all();
+
+  int op_depth() const noexcept { return op_depth_; }
+
+ private:
+  enum class Phase : std::uint8_t { kNone, kForward, kForwardNoGrad, kBackward, kOther };
+  struct Level {
+    Phase phase = Phase::kNone;
+    bool phase_open = false;
+    Phase pinned = Phase::kNone;  // a user scope named like a phase: no nested phase stage
+  };
+  struct Frame {
+    std::uint8_t ends = 0;       // stage_end() calls due at on_end
+    bool pops_level = false;
+    bool is_op = false;
+    bool clears_gather = false;
+    bool clears_copy = false;
+    bool clears_comm = false;
+    bool steps_after = false;
+  };
+  void close_phase(Level& l);
+  void open_phase(Level& l, Phase p);
+  static const char* phase_name(Phase p) noexcept;
+
+  OpSink& sink_;
+  ClassifierOptions opt_;
+  std::vector<Level> levels_;
+  std::vector<Frame> frames_;
+  int op_depth_ = 0;
+  bool in_gather_ = false;
+  bool in_copy_ = false;
+  bool in_comm_ = false;
+  bool iteration_open_ = false;
+  bool profiler_steps_ = false;
+};
+
+}  // namespace gnnprof::instrument

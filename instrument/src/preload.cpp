@@ -1,0 +1,316 @@
+// preload.cpp — libgnnprof_preload.so: zero-code attach through LD_PRELOAD.
+//
+// At load (a constructor, before main): start a session whose profile goes to
+// GNNPROF_OUTPUT (default gnnprof-[rankN.]<pid>.json), flushed every second and at exit;
+// install a SIGTERM (and, outside Python, SIGINT) handler that flushes and then lets the
+// signal kill the process as it would have; start one "gnnprof-attach" thread that watches
+// for libtorch and the CUDA runtime being loaded and then dlopens the torch observer
+// (libgnnprof_torch_observer.so) or the CUPTI backend (libgnnprof_cupti.so) next to this
+// library. Those two reach the session only through the C ABI exported here.
+//
+// Never harm the host: nothing throws out of here, every wait is bounded, the attach thread
+// blocks all signals, a forked child records nothing (the core's atfork handler), and every
+// missing piece is one line on stderr plus a "collectors" entry in the profile.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+
+#include "gnnprof/gnnprof_c.h"
+#include "gnnprof/session.h"
+
+#ifndef GNNPROF_TORCH_CPU_REALPATH
+#define GNNPROF_TORCH_CPU_REALPATH ""
+#endif
+#ifndef GNNPROF_TORCH_VERSION
+#define GNNPROF_TORCH_VERSION ""
+#endif
+
+namespace {
+
+int g_pipe[2] = {-1, -1};
+std::atomic<bool> g_attach_running{false};
+std::atomic<int> g_signal_flushed{0};
+std::atomic<bool> g_in_signal{false};
+bool g_active = false;
+
+using TorchObserve = int (*)(int, unsigned long long, char*, unsigned long);
+using TorchCloseThread = void (*)();
+using TorchSetCorrelation = void (*)(void (*)(unsigned long long), void (*)());
+using CuptiStart = int (*)(char*, unsigned long);
+using CuptiFlush = void (*)();
+using CuptiCorrPush = void (*)(unsigned long long);
+using CuptiCorrPop = void (*)();
+
+std::atomic<TorchCloseThread> g_torch_close{nullptr};
+TorchSetCorrelation g_torch_set_corr = nullptr;
+std::atomic<CuptiFlush> g_cupti_flush{nullptr};
+CuptiCorrPush g_cupti_push = nullptr;
+CuptiCorrPop g_cupti_pop = nullptr;
+
+std::string self_dir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&self_dir), &info) == 0 || info.dli_fname == nullptr) return ".";
+  std::string p = info.dli_fname;
+  auto slash = p.rfind('/');
+  return slash == std::string::npos ? "." : p.substr(0, slash);
+}
+
+std::string self_path() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&self_path), &info) == 0 || info.dli_fname == nullptr) return "";
+  char real[PATH_MAX];
+  return realpath(info.dli_fname, real) != nullptr ? std::string(real) : std::string(info.dli_fname);
+}
+
+bool quiet_notes() {
+  const char* v = std::getenv("GNNPROF_QUIET");
+  return v != nullptr && std::strcmp(v, "0") != 0;
+}
+
+/// One line on stderr (unless GNNPROF_QUIET) and the collector entry.
+void note(const char* collector, bool enabled, const std::string& reason, bool say) {
+  gnnprof_note_collector(collector, enabled ? 1 : 0, reason.c_str());
+  if (say && !quiet_notes()) std::fprintf(stderr, "gnnprof: %s: %s\n", collector, reason.c_str());
+}
+
+struct Loaded {
+  std::string torch_cpu;  // path of the mapped libtorch_cpu.so, "" if none
+  bool cuda = false;      // libcudart or libcuda mapped
+};
+
+int scan_object(dl_phdr_info* info, size_t, void* data) {
+  auto* out = static_cast<Loaded*>(data);
+  if (info->dlpi_name == nullptr || info->dlpi_name[0] == '\0') return 0;
+  const char* base = std::strrchr(info->dlpi_name, '/');
+  base = base != nullptr ? base + 1 : info->dlpi_name;
+  if (std::strncmp(base, "libtorch_cpu.so", 15) == 0) out->torch_cpu = info->dlpi_name;
+  if (std::strncmp(base, "libcudart.so", 12) == 0 || std::strncmp(base, "libcuda.so", 10) == 0) out->cuda = true;
+  return 0;
+}
+
+void wire_correlation() {
+  if (g_torch_set_corr != nullptr && g_cupti_push != nullptr && g_cupti_pop != nullptr)
+    g_torch_set_corr(g_cupti_push, g_cupti_pop);
+}
+
+void try_torch(const std::string& loaded) {
+  const std::string built = GNNPROF_TORCH_CPU_REALPATH;
+  if (built.empty()) {
+    note("torch-ops", false, "gnnprof was built without libtorch; torch ops are not observed", true);
+    return;
+  }
+  char real[PATH_MAX];
+  const std::string loaded_real = realpath(loaded.c_str(), real) != nullptr ? std::string(real) : loaded;
+  if (loaded_real != built) {
+    note("torch-ops", false,
+         "the process loaded " + loaded_real + ", but gnnprof's observer was built against torch " +
+             GNNPROF_TORCH_VERSION + " (" + built +
+             "); op observer disabled (rebuild gnnprof against this torch, or use /usr/bin/python3)",
+         true);
+    return;
+  }
+  const std::string lib = self_dir() + "/libgnnprof_torch_observer.so";
+  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) {
+    const char* err = dlerror();
+    note("torch-ops", false, std::string("cannot load the torch observer: ") + (err != nullptr ? err : lib), true);
+    return;
+  }
+  auto observe = reinterpret_cast<TorchObserve>(dlsym(h, "gnnprof_torch_observe"));
+  g_torch_set_corr = reinterpret_cast<TorchSetCorrelation>(dlsym(h, "gnnprof_torch_set_correlation"));
+  auto close = reinterpret_cast<TorchCloseThread>(dlsym(h, "gnnprof_torch_close_thread"));
+  if (observe == nullptr) {
+    note("torch-ops", false, "the torch observer library lacks gnnprof_torch_observe", true);
+    return;
+  }
+  const char* ops = std::getenv("GNNPROF_TORCH_OPS");
+  const bool op_stages = ops == nullptr || std::strcmp(ops, "0") != 0;
+  unsigned long long min_bytes = 1ull << 20;
+  if (const char* v = std::getenv("GNNPROF_GATHER_MIN_BYTES")) min_bytes = std::strtoull(v, nullptr, 10);
+  char reason[256] = {0};
+  if (observe(op_stages ? 1 : 0, min_bytes, reason, sizeof(reason)) != 0) {
+    note("torch-ops", false, reason, true);
+    return;
+  }
+  g_torch_close.store(close);
+  note("torch-ops", true, std::string("torch ") + GNNPROF_TORCH_VERSION + " at " + loaded_real, false);
+  wire_correlation();
+}
+
+void try_cupti(const char* why) {
+  const std::string lib = self_dir() + "/libgnnprof_cupti.so";
+  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) {
+    const char* err = dlerror();
+    note("cupti", false, std::string("CUPTI backend not available: ") + (err != nullptr ? err : lib), true);
+    return;
+  }
+  auto start = reinterpret_cast<CuptiStart>(dlsym(h, "gnnprof_cupti_start"));
+  if (start == nullptr) {
+    note("cupti", false, "the CUPTI backend lacks gnnprof_cupti_start", true);
+    return;
+  }
+  char reason[512] = {0};
+  if (start(reason, sizeof(reason)) != 0) {
+    // The backend noted the collector itself; one line here.
+    if (!quiet_notes()) std::fprintf(stderr, "gnnprof: cupti: %s (%s)\n", reason, why);
+    return;
+  }
+  g_cupti_flush.store(reinterpret_cast<CuptiFlush>(dlsym(h, "gnnprof_cupti_flush")));
+  g_cupti_push = reinterpret_cast<CuptiCorrPush>(dlsym(h, "gnnprof_cupti_push_external"));
+  g_cupti_pop = reinterpret_cast<CuptiCorrPop>(dlsym(h, "gnnprof_cupti_pop_external"));
+  wire_correlation();
+}
+
+void* attach_main(void*) {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  gnnprof_set_thread_name("gnnprof-attach");
+  bool torch_done = false, cuda_done = false;
+  const char* force = std::getenv("GNNPROF_CUPTI");
+  if (force != nullptr && std::strcmp(force, "1") == 0) {
+    try_cupti("GNNPROF_CUPTI=1");
+    cuda_done = true;
+  }
+  if (force != nullptr && std::strcmp(force, "0") == 0) {
+    note("cupti", false, "off (GNNPROF_CUPTI=0)", false);
+    cuda_done = true;
+  }
+  for (;;) {
+    pollfd p{g_pipe[0], POLLIN, 0};
+    // 5 ms while watching for torch/CUDA (ops before the observer is in are missed), then
+    // only the signal pipe.
+    const int r = poll(&p, 1, torch_done && cuda_done ? -1 : 5);
+    if (r > 0 && (p.revents & POLLIN) != 0) {
+      char sig = 0;
+      if (read(g_pipe[0], &sig, 1) == 1) {
+        if (CuptiFlush f = g_cupti_flush.load()) f();
+        gnnprof_stop();
+        g_signal_flushed.store(1);
+      }
+      continue;
+    }
+    if (torch_done && cuda_done) continue;
+    Loaded l;
+    dl_iterate_phdr(scan_object, &l);
+    if (!torch_done && !l.torch_cpu.empty()) {
+      torch_done = true;
+      try_torch(l.torch_cpu);
+    }
+    if (!cuda_done && l.cuda) {
+      cuda_done = true;
+      try_cupti("the process loaded the CUDA runtime");
+    }
+  }
+  return nullptr;
+}
+
+void on_fatal_signal(int sig) {
+  const int saved = errno;
+  if (!g_in_signal.exchange(true) && g_attach_running.load()) {
+    char c = static_cast<char>(sig);
+    if (write(g_pipe[1], &c, 1) == 1) {
+      // Bounded: 3 s at most, then the signal takes its course regardless.
+      timespec ts{0, 5 * 1000 * 1000};
+      for (int i = 0; i < 600 && g_signal_flushed.load() == 0; ++i) nanosleep(&ts, nullptr);
+    }
+  }
+  // Restore the default action and let the (blocked, pending) signal kill us as it would have.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, nullptr);
+  errno = saved;
+  raise(sig);
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, sig);
+  pthread_sigmask(SIG_UNBLOCK, &s, nullptr);
+}
+
+void install_handler(int sig) {
+  struct sigaction old {};
+  if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO) != 0) return;
+  struct sigaction sa {};
+  sa.sa_handler = on_fatal_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(sig, &sa, nullptr);
+}
+
+bool is_python() {
+  char exe[PATH_MAX] = {0};
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n <= 0) return false;
+  const char* base = std::strrchr(exe, '/');
+  base = base != nullptr ? base + 1 : exe;
+  return std::strncmp(base, "python", 6) == 0;
+}
+
+void at_exit_first() {
+  // Runs before the core's exit flush (registered after it): close the main thread's open
+  // torch phase and drain CUPTI's buffers so both make it into the final profile.
+  if (TorchCloseThread c = g_torch_close.load()) c();
+  if (CuptiFlush f = g_cupti_flush.load()) f();
+}
+
+__attribute__((constructor)) void gnnprof_preload_init() {
+  try {
+    gnnprof::Config cfg = gnnprof::Config::from_env();
+    if (!cfg.enabled) return;
+    if (std::getenv("GNNPROF_OUTPUT") == nullptr) cfg.output = "gnnprof-%R%p.json";
+    if (std::getenv("GNNPROF_FLUSH_INTERVAL_MS") == nullptr) cfg.flush_interval_ms = 1000;
+    // Under `gnnprof run`, helper processes (shells, `sleep`, ...) that record nothing leave no
+    // file; the launched process itself always writes one (host samples at least).
+    if (const char* parent = std::getenv("GNNPROF_RUN_PID"))
+      cfg.write_empty = std::strtoll(parent, nullptr, 10) == static_cast<long long>(getppid());
+    // NVTX finds its injection through this variable: point it here unless the user chose one.
+    if (std::getenv("NVTX_INJECTION64_PATH") == nullptr) {
+      const std::string me = self_path();
+      if (!me.empty()) setenv("NVTX_INJECTION64_PATH", me.c_str(), 0);
+    }
+    if (!gnnprof::start(cfg)) return;
+    g_active = true;
+    gnnprof_note_collector("torch-ops", false, "the process never loaded libtorch");
+#ifndef GNNPROF_HAVE_NVTX
+    gnnprof_note_collector("nvtx", false, "gnnprof was built without the NVTX headers");
+#endif
+    if (std::getenv("GNNPROF_CUPTI") == nullptr || std::strcmp(std::getenv("GNNPROF_CUPTI"), "0") != 0)
+      gnnprof_note_collector("cupti", false, "the process never loaded the CUDA runtime");
+    std::atexit(at_exit_first);
+    if (pipe2(g_pipe, O_CLOEXEC) == 0) {
+      pthread_attr_t attr;
+      pthread_attr_init(&attr);
+      pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+      pthread_t t;
+      if (pthread_create(&t, &attr, attach_main, nullptr) == 0) g_attach_running.store(true);
+      pthread_attr_destroy(&attr);
+    }
+    if (!g_attach_running.load())
+      note("torch-ops", false, "cannot start the gnnprof-attach thread; torch ops and CUPTI are not observed", true);
+    // A forked child has no attach thread: its signal handler must not wait for one.
+    pthread_atfork(nullptr, nullptr, [] { g_attach_running.store(false); });
+    install_handler(SIGTERM);
+    // Python turns SIGINT into KeyboardInterrupt and exits through atexit (which flushes);
+    // a handler here would stop it from installing its own.
+    if (!is_python()) install_handler(SIGINT);
+  } catch (...) {
+    // Never harm the host: without a session the program simply runs unprofiled.
+  }
+}
+
+}  // namespace

@@ -1,0 +1,308 @@
+// torch_observer.cpp — the global at::RecordFunction callback (the only torch TU here).
+//
+// Per thread: an OpClassifier (op_classifier.h) fed with OpInfo read from the RecordFunction,
+// and a sink that turns its decisions into C ABI calls. Everything per-thread is allocated
+// once and leaked on purpose: torch may run ops during static destruction, after a
+// thread_local with a destructor would be gone. Nothing here throws into torch.
+#include <ATen/core/List.h>
+#include <ATen/record_function.h>
+#include <c10/core/GradMode.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "gnnprof/gnnprof_c.h"
+#include "gnnprof/torch_observer.h"
+#include "op_classifier.h"
+
+namespace gnnprof::instrument {
+namespace {
+
+using CorrPush = void (*)(std::uint64_t);
+using CorrPop = void (*)();
+std::atomic<CorrPush> g_corr_push{nullptr};
+std::atomic<CorrPop> g_corr_pop{nullptr};
+ClassifierOptions g_options;
+
+class CApiSink final : public OpSink {
+ public:
+  void begin(std::string_view stage, const char* category) override {
+    const std::uint32_t site = site_of(stage, category);
+    gnnprof_stage_begin(site);
+    sites_.push_back(site);
+  }
+  void end() override {
+    gnnprof_stage_end();
+    if (!sites_.empty()) sites_.pop_back();
+  }
+  void step() override { gnnprof_step(); }
+  void materialize(std::uint64_t rows, std::uint64_t bytes) override { gnnprof_materialize(rows, bytes); }
+  void transfer(std::uint64_t bytes, int direction, int memory, int mode) override {
+    gnnprof_transfer(bytes, direction, memory, mode, 0);
+  }
+  std::uint32_t current_site() const noexcept { return sites_.empty() ? 0 : sites_.back(); }
+
+ private:
+  std::uint32_t site_of(std::string_view name, const char* category) {
+    auto it = sites_by_name_.find(name);
+    if (it != sites_by_name_.end()) return it->second;
+    names_.emplace_back(name);
+    const std::uint32_t site = gnnprof_stage_site(names_.back().c_str(), category);
+    sites_by_name_.emplace(names_.back(), site);
+    return site;
+  }
+  std::deque<std::string> names_;  // stable storage for the map's keys
+  std::unordered_map<std::string_view, std::uint32_t> sites_by_name_;
+  std::vector<std::uint32_t> sites_;
+};
+
+struct ThreadState {
+  CApiSink sink;
+  OpClassifier classifier;
+  std::vector<std::uint64_t> handles;   // RecordFunction handles of the frames, LIFO
+  std::vector<bool> pushed_corr;        // whether that frame pushed an external correlation id
+  explicit ThreadState(ClassifierOptions opt) : classifier(sink, opt) {}
+};
+
+thread_local ThreadState* t_state = nullptr;
+
+ThreadState* state() {
+  if (t_state == nullptr) {
+    ClassifierOptions opt = g_options;
+    const bool main_thread = ::syscall(SYS_gettid) == ::getpid();
+    opt.marks_iterations = main_thread;
+    opt.phases_span_gaps = main_thread;
+    t_state = new ThreadState(opt);
+  }
+  return t_state;
+}
+
+Scope scope_of(at::RecordScope s) {
+  switch (s) {
+    case at::RecordScope::FUNCTION: return Scope::kFunction;
+    case at::RecordScope::BACKWARD_FUNCTION: return Scope::kBackward;
+    case at::RecordScope::USER_SCOPE: return Scope::kUser;
+    default: return Scope::kOther;
+  }
+}
+
+Device device_of(const at::Tensor& t) {
+  if (t.is_cpu()) return Device::kCpu;
+  if (t.is_cuda()) return Device::kCuda;
+  return Device::kOther;
+}
+
+bool any_requires_grad(c10::ArrayRef<const c10::IValue> inputs) {
+  for (const auto& iv : inputs) {
+    if (iv.isTensor()) {
+      const at::Tensor& t = iv.toTensor();
+      if (t.defined() && t.requires_grad()) return true;
+    }
+  }
+  return false;
+}
+
+const at::Tensor* tensor_at(c10::ArrayRef<const c10::IValue> inputs, std::size_t i) {
+  if (i >= inputs.size() || !inputs[i].isTensor()) return nullptr;
+  const at::Tensor& t = inputs[i].toTensor();
+  return t.defined() ? &t : nullptr;
+}
+
+void fill_gather(const at::RecordFunction& fn, std::string_view name, OpInfo& op) {
+  auto inputs = fn.inputs();
+  const at::Tensor* src = tensor_at(inputs, 0);
+  if (src == nullptr || !src->is_cpu() || src->dim() == 0) return;
+  std::int64_t dim = 0;
+  std::uint64_t rows = 0;
+  if (name == "aten::index_select") {
+    if (inputs.size() < 3 || !inputs[1].isInt()) return;
+    dim = inputs[1].toInt();
+    if (dim < 0) dim += src->dim();
+    if (const at::Tensor* idx = tensor_at(inputs, 2)) rows = static_cast<std::uint64_t>(idx->numel());
+  } else if (name == "aten::embedding") {
+    if (const at::Tensor* idx = tensor_at(inputs, 1)) rows = static_cast<std::uint64_t>(idx->numel());
+  } else if (inputs.size() >= 2 && inputs[1].isList()) {  // aten::index(self, Tensor?[] indices)
+    for (const auto& e : inputs[1].toListRef()) {
+      if (e.isTensor() && e.toTensor().defined()) {
+        const at::Tensor& idx = e.toTensor();
+        // A boolean mask selects its true entries: count them only when small enough to be
+        // cheap; otherwise rows are the mask's length (an upper bound).
+        rows = static_cast<std::uint64_t>(idx.scalar_type() == at::kBool ? idx.size(0) : idx.numel());
+        break;
+      }
+    }
+  }
+  if (dim < 0 || dim >= src->dim() || src->size(dim) == 0) return;
+  const std::uint64_t src_bytes = src->nbytes();
+  op.gather_source_bytes = src_bytes;
+  op.gather_rows = rows;
+  op.gather_bytes = rows * (src_bytes / static_cast<std::uint64_t>(src->size(dim)));
+}
+
+void fill_copy(const at::RecordFunction& fn, OpInfo& op) {
+  auto inputs = fn.inputs();
+  const at::Tensor* dst = tensor_at(inputs, 0);
+  const at::Tensor* src = tensor_at(inputs, 1);
+  if (dst == nullptr || src == nullptr) return;
+  op.copy_dst = device_of(*dst);
+  op.copy_src = device_of(*src);
+  op.copy_bytes = src->nbytes();
+  if (op.copy_src != op.copy_dst) {
+    const at::Tensor& host = op.copy_src == Device::kCpu ? *src : *dst;
+    op.copy_host_pinned = host.is_cpu() && host.is_pinned();
+  }
+  if (inputs.size() >= 3 && inputs[2].isBool()) op.copy_non_blocking = inputs[2].toBool();
+}
+
+std::uint64_t tensor_bytes(c10::ArrayRef<const c10::IValue> inputs) {
+  std::uint64_t bytes = 0;
+  for (const auto& iv : inputs) {
+    if (iv.isTensor() && iv.toTensor().defined()) bytes += iv.toTensor().nbytes();
+    else if (iv.isTensorList())
+      for (const at::Tensor& t : iv.toTensorList().vec()) bytes += t.defined() ? t.nbytes() : 0;
+  }
+  return bytes;
+}
+
+std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+  try {
+    if (fn.isAsync()) return nullptr;
+    ThreadState* ts = state();
+    const char* cname = fn.name();
+    const Scope scope = scope_of(fn.scope());
+    // Not cached by pointer: backward and user-scope names live in per-call strings.
+    const OpKind kind = classify_name(cname, scope);
+    if (kind == OpKind::kIgnore) return nullptr;
+    OpInfo op;
+    op.kind = kind;
+    op.name = cname;
+    op.grad_enabled = c10::GradMode::is_enabled();
+    const bool top = ts->classifier.op_depth() == 0;
+    switch (kind) {
+      case OpKind::kGather: fill_gather(fn, op.name, op); break;
+      case OpKind::kCopy: fill_copy(fn, op); break;
+      case OpKind::kComm: op.comm_bytes = tensor_bytes(fn.inputs()); break;
+      default: break;
+    }
+    if (top && kind != OpKind::kUserScope && kind != OpKind::kOptimizerStep && kind != OpKind::kOptimizerZero &&
+        kind != OpKind::kProfilerStep)
+      op.any_input_requires_grad = any_requires_grad(fn.inputs());
+    ts->classifier.on_start(op);
+    ts->handles.push_back(fn.handle());
+    bool pushed = false;
+    if (top) {
+      if (CorrPush push = g_corr_push.load(std::memory_order_acquire)) {
+        push(ts->sink.current_site());
+        pushed = true;
+      }
+    }
+    ts->pushed_corr.push_back(pushed);
+  } catch (...) {
+    // Never throw into torch; this op is simply not classified.
+  }
+  return nullptr;
+}
+
+void pop_frame(ThreadState* ts) {
+  if (!ts->pushed_corr.empty()) {
+    if (ts->pushed_corr.back())
+      if (CorrPop pop = g_corr_pop.load(std::memory_order_acquire)) pop();
+    ts->pushed_corr.pop_back();
+  }
+  ts->handles.pop_back();
+  ts->classifier.on_end();
+}
+
+void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
+  try {
+    if (fn.isAsync()) return;
+    ThreadState* ts = t_state;
+    if (ts == nullptr || ts->handles.empty()) return;
+    const std::uint64_t h = fn.handle();
+    if (ts->handles.back() == h) {
+      pop_frame(ts);
+      return;
+    }
+    // Out of order (a scope that outlived an op begun inside it): close down to it if open.
+    for (std::size_t i = ts->handles.size(); i-- > 0;) {
+      if (ts->handles[i] == h) {
+        while (ts->handles.size() > i) pop_frame(ts);
+        return;
+      }
+    }
+  } catch (...) {
+  }
+}
+
+std::once_flag g_once;
+int g_install_result = -1;
+
+}  // namespace
+}  // namespace gnnprof::instrument
+
+namespace gi = gnnprof::instrument;
+
+extern "C" {
+
+/// Installs the observer. Returns 0 on success; otherwise -1 with the reason in `reason`.
+__attribute__((visibility("default"))) int gnnprof_torch_observe(int op_stages, unsigned long long gather_min_bytes,
+                                                                 char* reason, unsigned long reason_size) {
+  std::call_once(gi::g_once, [&] {
+    try {
+      gi::g_options.op_stages = op_stages != 0;
+      gi::g_options.gather_min_bytes = gather_min_bytes;
+      at::addGlobalCallback(at::RecordFunctionCallback(&gi::on_start, &gi::on_end).needsInputs(true));
+      gi::g_install_result = 0;
+    } catch (const std::exception& e) {
+      if (reason != nullptr && reason_size > 0) std::snprintf(reason, reason_size, "addGlobalCallback failed: %s", e.what());
+      gi::g_install_result = -1;
+    }
+  });
+  return gi::g_install_result;
+}
+
+__attribute__((visibility("default"))) void gnnprof_torch_close_thread(void) {
+  try {
+    if (gi::t_state != nullptr) {
+      gi::t_state->classifier.close_all();
+      gi::t_state->handles.clear();
+      gi::t_state->pushed_corr.clear();
+    }
+  } catch (...) {
+  }
+}
+
+/// The CUPTI backend's external-correlation hooks (nullptr to remove).
+__attribute__((visibility("default"))) void gnnprof_torch_set_correlation(void (*push)(unsigned long long),
+                                                                          void (*pop)(void)) {
+  gi::g_corr_push.store(reinterpret_cast<gi::CorrPush>(push), std::memory_order_release);
+  gi::g_corr_pop.store(pop, std::memory_order_release);
+}
+
+}  // extern "C"
+
+namespace gnnprof::torch {
+
+Status observe_ops(const ObserveOptions& options) {
+  char reason[256] = {0};
+  if (gnnprof_torch_observe(options.op_stages ? 1 : 0, options.gather_min_bytes, reason, sizeof(reason)) != 0) {
+    gnnprof_note_collector("torch-ops", 0, reason);
+    return Status::error(std::string("gnnprof: torch observer: ") + reason);
+  }
+  gnnprof_note_collector("torch-ops", 1, "");
+  return Status::ok();
+}
+
+void close_thread() noexcept { gnnprof_torch_close_thread(); }
+
+}  // namespace gnnprof::torch
