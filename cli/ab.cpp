@@ -1,6 +1,7 @@
 // ab.cpp — runs baseline and candidate interleaved (B1 C1 B2 C2 ...), each run writing its own
 // profile into the output directory, then compares them (reports/compare.h).
 #include "ab.h"
+#include "run.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -153,6 +154,14 @@ int run_ab(const AbArgs& a) {
   for (const auto& [k, v] : benv) sides[0].env.push_back(k + "=" + v);
   for (const auto& [k, v] : cenv) sides[1].env.push_back(k + "=" + v);
 
+  std::string preload;
+  if (a.preload) {
+    preload = find_preload();
+    if (preload.empty()) {
+      std::cerr << "gnnprof ab: --preload: cannot find libgnnprof_preload.so (set GNNPROF_PRELOAD)\n";
+      return 2;
+    }
+  }
   std::vector<Profile> profiles[2];
   bool any_failed = false;
   const int total = 2 * a.repeat;
@@ -165,6 +174,10 @@ int run_ab(const AbArgs& a) {
       spec.env = side == 0 ? benv : cenv;
       spec.env["GNNPROF_OUTPUT"] = stem + ".json";
       spec.env["GNNPROF_QUIET"] = "1";
+      if (!preload.empty()) {
+        const char* prev = std::getenv("LD_PRELOAD");
+        spec.env["LD_PRELOAD"] = prev != nullptr && *prev != '\0' ? preload + ":" + prev : preload;
+      }
       std::filesystem::remove(stem + ".json", ec);  // a stale profile must not pass for this run's
       std::cerr << "gnnprof ab: [" << n << "/" << total << "] " << sides[side].label << " run " << (r + 1) << "/" << a.repeat
                 << " ..." << std::flush;

@@ -15,6 +15,7 @@ struct AbArgs {
   std::vector<std::string> baseline_env, candidate_env;  ///< K=V, applied after the defaults
   std::string baseline_cmd, candidate_cmd;               ///< shell commands (second form)
   std::vector<std::string> command;                      ///< CMD ARGS... after `--` (first form)
+  bool preload = false;  ///< inject libgnnprof_preload.so (unmodified programs, e.g. Python)
 };
 
 /// K=V settings into `out` (later ones win); false with the offending text in `bad`.

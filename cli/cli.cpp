@@ -38,6 +38,7 @@ int parse_cli(int argc, const char* const* argv, Cli& out) {
   abc->add_option("--candidate-env", out.ab.candidate_env, "K=V for candidate runs (repeatable)");
   abc->add_option("--baseline", out.ab.baseline_cmd, "baseline shell command (second form)");
   abc->add_option("--candidate", out.ab.candidate_cmd, "candidate shell command (second form)");
+  abc->add_flag("--preload", out.ab.preload, "inject libgnnprof_preload.so into every run (unmodified programs, e.g. Python)");
   abc->add_option("command", out.ab.command, "CMD ARGS... (after --)");
   abc->positionals_at_end();
 

@@ -40,6 +40,15 @@ const char* OpClassifier::phase_name(Phase p) noexcept {
   return "";
 }
 
+OpClassifier::Phase OpClassifier::phase_for(const OpInfo& op, const Level& level) noexcept {
+  Phase p = !op.any_input_requires_grad ? Phase::kOther : (op.grad_enabled ? Phase::kForward : Phase::kForwardNoGrad);
+  // Inside a forward (or backward) phase, helper ops on tensors that need no grad
+  // (torch.zeros, bincount, x[idx] of the input features, ...) belong to that phase; only a
+  // new phase, a scope, a materializing gather, a copy or the iteration's end ends it.
+  if (p == Phase::kOther && level.phase_open && level.phase != Phase::kOther) p = level.phase;
+  return p;
+}
+
 void OpClassifier::close_phase(Level& l) {
   if (l.phase_open) sink_.end();
   l.phase_open = false;
@@ -48,6 +57,12 @@ void OpClassifier::close_phase(Level& l) {
 
 void OpClassifier::open_phase(Level& l, Phase p) {
   if (l.pinned != Phase::kNone) return;  // inside record_function("forward") etc.
+  // Inside a user scope ("sample", "train_step"), ops needing no grad are simply the scope's;
+  // only forward/backward get a stage of their own there.
+  if (p == Phase::kOther && &l != &levels_.front()) {
+    close_phase(l);
+    return;
+  }
   if (l.phase_open && l.phase == p) return;
   close_phase(l);
   const char* cat = p == Phase::kBackward || p == Phase::kForward || p == Phase::kForwardNoGrad ? "compute" : "data";
@@ -103,19 +118,23 @@ void OpClassifier::on_start(const OpInfo& op) {
         in_comm_ = f.clears_comm = true;
       }
       break;
-    case OpKind::kGather:
+    case OpKind::kGather: {
       f.is_op = true;
-      if (!in_gather_ && op.gather_source_bytes >= opt_.gather_min_bytes) {
+      // Message passing inside forward/backward gathers activations: compute, not a read of
+      // stored features.
+      const Phase here = level.pinned != Phase::kNone ? level.pinned : (level.phase_open ? level.phase : Phase::kNone);
+      const bool in_compute = here == Phase::kForward || here == Phase::kForwardNoGrad || here == Phase::kBackward;
+      if (!in_gather_ && !in_compute && op.gather_source_bytes >= opt_.gather_min_bytes) {
         if (op_depth_ == 0) close_phase(level);
         sink_.begin("materialize", "data");
         sink_.materialize(op.gather_rows, op.gather_bytes);
         f.ends = 1;
         in_gather_ = f.clears_gather = true;
       } else if (op_depth_ == 0) {
-        open_phase(level, op.any_input_requires_grad ? (op.grad_enabled ? Phase::kForward : Phase::kForwardNoGrad)
-                                                     : Phase::kOther);
+        open_phase(level, phase_for(op, level));
       }
       break;
+    }
     case OpKind::kCopy:
     case OpKind::kPinMemory:
       f.is_op = true;
@@ -141,7 +160,7 @@ void OpClassifier::on_start(const OpInfo& op) {
         f.ends = 1;
         in_copy_ = f.clears_copy = true;
       } else if (op_depth_ == 0) {
-        open_phase(level, op.any_input_requires_grad ? Phase::kForward : Phase::kOther);
+        open_phase(level, phase_for(op, level));
       }
       break;
     case OpKind::kBackwardOp:
@@ -151,8 +170,7 @@ void OpClassifier::on_start(const OpInfo& op) {
     case OpKind::kPlain:
       f.is_op = true;
       if (op_depth_ == 0) {
-        Phase p = !op.any_input_requires_grad ? Phase::kOther
-                                              : (op.grad_enabled ? Phase::kForward : Phase::kForwardNoGrad);
+        const Phase p = phase_for(op, level);
         // The loop's first forward op begins the first iteration (later ones begin at the
         // previous optimizer step's end).
         if (p == Phase::kForward && opt_.marks_iterations && !iteration_open_ && !profiler_steps_) {

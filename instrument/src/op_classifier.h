@@ -42,7 +42,7 @@ struct OpInfo {
   std::string_view name;
   bool grad_enabled = true;
   bool any_input_requires_grad = false;  // kPlain / kBackwardOp
-  // kGather: the source's bytes and the gathered rows and bytes.
+  // kGather: the source's bytes (0 unless a host tensor of 2+ dims) and the gathered rows/bytes.
   std::uint64_t gather_source_bytes = 0;
   std::uint64_t gather_rows = 0;
   std::uint64_t gather_bytes = 0;
@@ -68,7 +68,8 @@ class OpSink {
 };
 
 struct ClassifierOptions {
-  /// A gather from a host tensor at least this large is a materialization.
+  /// A gather of rows from a 2-D (or wider) host tensor at least this large is a
+  /// materialization; 1-D gathers are index lookups (sampling), not feature reads.
   std::uint64_t gather_min_bytes = 1u << 20;
   /// Record every top-level op as a stage of category "op" inside its phase.
   bool op_stages = true;
@@ -110,6 +111,7 @@ class OpClassifier {
     bool clears_comm = false;
     bool steps_after = false;
   };
+  static Phase phase_for(const OpInfo& op, const Level& level) noexcept;
   void close_phase(Level& l);
   void open_phase(Level& l, Phase p);
   static const char* phase_name(Phase p) noexcept;

@@ -57,7 +57,9 @@ class CApiSink final : public OpSink {
     auto it = sites_by_name_.find(name);
     if (it != sites_by_name_.end()) return it->second;
     names_.emplace_back(name);
-    const std::uint32_t site = gnnprof_stage_site(names_.back().c_str(), category);
+    // A record_function scope takes the category its name implies ("sample" is data, ...).
+    const bool user = std::strcmp(category, "user") == 0;
+    const std::uint32_t site = gnnprof_stage_site(names_.back().c_str(), user ? nullptr : category);
     sites_by_name_.emplace(names_.back(), site);
     return site;
   }
@@ -121,7 +123,7 @@ const at::Tensor* tensor_at(c10::ArrayRef<const c10::IValue> inputs, std::size_t
 void fill_gather(const at::RecordFunction& fn, std::string_view name, OpInfo& op) {
   auto inputs = fn.inputs();
   const at::Tensor* src = tensor_at(inputs, 0);
-  if (src == nullptr || !src->is_cpu() || src->dim() == 0) return;
+  if (src == nullptr || !src->is_cpu() || src->dim() < 2) return;  // feature rows, not index lookups
   std::int64_t dim = 0;
   std::uint64_t rows = 0;
   if (name == "aten::index_select") {

@@ -14,8 +14,10 @@ const char* default_category(const std::string& n) noexcept {
   };
   // The pipeline stages of docs/architecture.md; analysis uses the category to tell data time
   // from compute time, so these spellings are part of the interface.
-  static constexpr std::array<Entry, 14> kKnown{{{"sample", "data"},
+  static constexpr std::array<Entry, 16> kKnown{{{"sample", "data"},
                                                  {"materialize", "data"},
+                                                 {"gather", "data"},
+                                                 {"pin_memory", "data"},
                                                  {"h2d", "data"},
                                                  {"collate", "data"},
                                                  {"load", "data"},

@@ -1,0 +1,215 @@
+#!/usr/bin/python3
+"""GraphSAGE mini-batch training in plain PyTorch: the zero-code sample of gnnprof.
+
+    gnnprof run -o sage.json -- /usr/bin/python3 samples/python/sage_train.py --steps 50
+    gnnprof ab --baseline '/usr/bin/python3 samples/python/sage_train.py --prefetch 0' \\
+               --candidate '/usr/bin/python3 samples/python/sage_train.py --prefetch 2' \\
+               --preload
+
+No gnnprof import: the injected library sees torch's ops. The script is what a GNN engineer
+writes without DGL/PyG: a synthetic power-law graph in CSC form, neighbour sampling written in
+torch, node features in a large fp16 file memory-mapped with numpy and gathered by index
+(the lazy materialization), a two-layer GraphSAGE-mean model, Adam. record_function scopes
+name the data stages ("sample", "gather"); forward, backward and optimizer are found by the
+observer on its own. --prefetch K prepares up to K batches ahead on a background thread.
+"""
+import argparse
+import os
+import queue
+import sys
+import threading
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.autograd.profiler import record_function
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--nodes", type=int, default=200_000)
+    p.add_argument("--avg-degree", type=int, default=10)
+    p.add_argument("--feat-dim", type=int, default=128)
+    p.add_argument("--hidden", type=int, default=128)
+    p.add_argument("--classes", type=int, default=16)
+    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--fanouts", default="10,5")
+    p.add_argument("--steps", type=int, default=40, help="optimizer steps (iterations)")
+    p.add_argument("--prefetch", type=int, default=0, help="batches prepared ahead on a thread (0: inline)")
+    p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: leave)")
+    p.add_argument("--cache", default=os.path.expanduser("~/.cache/gnnprof"))
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--exit-code", type=int, default=0, help="exit with this status (tests)")
+    a = p.parse_args(argv)
+    a.fanouts = [int(x) for x in a.fanouts.split(",")]
+    if a.nodes < 100 or a.steps < 1 or a.prefetch < 0 or min(a.fanouts) < 1:
+        p.error("--nodes >= 100, --steps >= 1, --prefetch >= 0 and fanouts >= 1 required")
+    return a
+
+
+def make_graph(n, avg_degree, classes, gen):
+    """Chung-Lu style power-law in-degrees with homophily: CSC (indptr, indices), labels."""
+    labels = torch.randint(0, classes, (n,), generator=gen)
+    weights = (torch.arange(1, n + 1, dtype=torch.float64) ** -0.8)
+    weights = weights[torch.randperm(n, generator=gen)]
+    m = n * avg_degree
+    dst = torch.multinomial(weights, m, replacement=True, generator=gen)
+    # Homophily: 70 % of sources are drawn from nodes of the same class (a shuffled pick).
+    src = torch.randint(0, n, (m,), generator=gen)
+    order = torch.argsort(labels)
+    by_class_start = torch.searchsorted(labels[order], torch.arange(classes))
+    counts = torch.bincount(labels, minlength=classes)
+    same = torch.rand(m, generator=gen) < 0.7
+    cls = labels[dst[same]]
+    pick = (torch.rand(int(same.sum()), generator=gen) * counts[cls]).long()
+    src[same] = order[by_class_start[cls] + pick]
+    perm = torch.argsort(dst)
+    indices = src[perm].contiguous()
+    indptr = torch.zeros(n + 1, dtype=torch.long)
+    indptr[1:] = torch.cumsum(torch.bincount(dst, minlength=n), 0)
+    return indptr, indices, labels
+
+
+def feature_file(args, labels, gen):
+    """fp16 features [nodes, feat_dim] on disk (written once), memory-mapped read-only."""
+    os.makedirs(args.cache, exist_ok=True)
+    path = os.path.join(args.cache, f"py-feat-{args.nodes}-{args.feat_dim}-{args.classes}-{args.seed}.f16")
+    if not os.path.exists(path):
+        print(f"sage_train.py: writing {args.nodes * args.feat_dim * 2 / 2**20:.0f} MiB of features to {path}",
+              file=sys.stderr)
+        centers = torch.randn(args.classes, args.feat_dim, generator=gen)
+        tmp = path + f".tmp{os.getpid()}"
+        mm = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float16, shape=(args.nodes, args.feat_dim))
+        for lo in range(0, args.nodes, 65536):
+            hi = min(args.nodes, lo + 65536)
+            x = centers[labels[lo:hi]] + 1.5 * torch.randn(hi - lo, args.feat_dim, generator=gen)
+            mm[lo:hi] = x.half().numpy()
+        mm.flush()
+        del mm
+        os.replace(tmp, path)
+    # Copy-on-write mapping: pages are read from the file on first touch and never written back.
+    return torch.from_numpy(np.load(path, mmap_mode="c"))
+
+
+def sample_blocks(seeds, indptr, indices, fanouts, gen):
+    """Uniform neighbour sampling, with replacement, outermost layer last: list of
+    (src_nodes, dst_count, edge_src_local, edge_dst_local)."""
+    blocks = []
+    frontier = seeds
+    for fanout in fanouts:
+        start = indptr[frontier]
+        deg = indptr[frontier + 1] - start
+        has = deg > 0
+        k = torch.full_like(deg, fanout)
+        rnd = torch.rand(frontier.numel(), fanout, generator=gen)
+        offs = (rnd * deg.clamp(min=1).unsqueeze(1)).long()
+        nbr = indices[(start.unsqueeze(1) + offs).clamp(max=indices.numel() - 1)]
+        dst_local = torch.arange(frontier.numel()).unsqueeze(1).expand(-1, fanout)
+        mask = has.unsqueeze(1).expand(-1, fanout)
+        nbr, dst_local = nbr[mask], dst_local[mask]
+        all_nodes, inverse = torch.unique(torch.cat([frontier, nbr]), return_inverse=True)
+        # Destination nodes first in the source list, as DGL blocks do.
+        src_nodes = torch.cat([frontier, all_nodes[~torch.isin(all_nodes, frontier)]])
+        remap = torch.empty(int(all_nodes.max()) + 1, dtype=torch.long)
+        remap[src_nodes] = torch.arange(src_nodes.numel())
+        blocks.append((src_nodes, frontier.numel(), remap[nbr], dst_local))
+        del k, inverse
+        frontier = src_nodes
+    return list(reversed(blocks))
+
+
+class Sage(torch.nn.Module):
+    def __init__(self, d_in, d_hidden, d_out):
+        super().__init__()
+        self.self1, self.neigh1 = torch.nn.Linear(d_in, d_hidden), torch.nn.Linear(d_in, d_hidden, bias=False)
+        self.self2, self.neigh2 = torch.nn.Linear(d_hidden, d_out), torch.nn.Linear(d_hidden, d_out, bias=False)
+
+    @staticmethod
+    def mean_agg(h, n_dst, e_src, e_dst):
+        out = torch.zeros(n_dst, h.shape[1]).index_add_(0, e_dst, h[e_src])
+        deg = torch.bincount(e_dst, minlength=n_dst).clamp(min=1).unsqueeze(1)
+        return out / deg
+
+    def forward(self, blocks, x):
+        (_, n1, s1, d1), (_, n2, s2, d2) = blocks
+        h = F.relu(self.self1(x[:n1]) + self.neigh1(self.mean_agg(x, n1, s1, d1)))
+        return self.self2(h[:n2]) + self.neigh2(self.mean_agg(h, n2, s2, d2))
+
+
+def make_batch(step, args, train_nodes, indptr, indices, feats, labels, gen):
+    with record_function("sample"):
+        seeds = train_nodes[torch.randint(0, train_nodes.numel(), (args.batch_size,), generator=gen)]
+        blocks = sample_blocks(seeds, indptr, indices, args.fanouts, gen)
+    with record_function("gather"):
+        x = feats[blocks[0][0]].float()  # the lazy materialization: rows read from the mmap
+        y = labels[seeds]
+    return blocks, x, y
+
+
+def batches(args, *data):
+    gen = torch.Generator().manual_seed(args.seed + 1)
+    if args.prefetch == 0:
+        for step in range(args.steps):
+            yield make_batch(step, args, *data, gen)
+        return
+    q = queue.Queue(maxsize=args.prefetch)
+    stop = threading.Event()
+
+    def producer():
+        try:
+            for step in range(args.steps):
+                if stop.is_set():
+                    return
+                q.put(make_batch(step, args, *data, gen))
+        except BaseException as e:  # re-raised in the loop at its batch
+            q.put(e)
+
+    t = threading.Thread(target=producer, name="prefetch", daemon=True)
+    t.start()
+    try:
+        for _ in range(args.steps):
+            with record_function("loader_wait"):
+                item = q.get()
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+
+
+def main(argv):
+    args = parse_args(argv)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    gen = torch.Generator().manual_seed(args.seed)
+    indptr, indices, labels = make_graph(args.nodes, args.avg_degree, args.classes, gen)
+    feats = feature_file(args, labels, gen)
+    perm = torch.randperm(args.nodes, generator=gen)
+    train_nodes, val_nodes = perm[: args.nodes * 8 // 10], perm[args.nodes * 8 // 10:]
+    model = Sage(args.feat_dim, args.hidden, args.classes)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+
+    t0 = time.perf_counter()
+    losses = []
+    for blocks, x, y in batches(args, train_nodes, indptr, indices, feats, labels):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(blocks, x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    loop_s = time.perf_counter() - t0
+
+    model.eval()
+    with torch.no_grad():
+        vgen = torch.Generator().manual_seed(args.seed + 2)
+        seeds = val_nodes[torch.randint(0, val_nodes.numel(), (2048,), generator=vgen)]
+        blocks = sample_blocks(seeds, indptr, indices, args.fanouts, vgen)
+        acc = (model(blocks, feats[blocks[0][0]].float()).argmax(1) == labels[seeds]).float().mean().item()
+    print(f"steps {len(losses)} loss {losses[0]:.3f} -> {losses[-1]:.3f} val_acc {acc:.3f} "
+          f"loop {loop_s:.3f} s ({1e3 * loop_s / len(losses):.2f} ms/step)")
+    return args.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,182 @@
+// CUPTI activity records -> gnnprof events, with synthetic records (no GPU, no libcupti):
+// kernels and copies find the stage of the op that launched them through the external
+// correlation id; memcpy kinds map to direction and pinned/pageable; timestamps are offset;
+// and the emitter puts them into a real session as lane stages and transfers.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "cupti_convert.h"
+#include "gnnprof/gnnprof.h"
+#include "gnnprof/gnnprof_c.h"
+#include "gnnprof/session.h"
+
+namespace gi = gnnprof::instrument;
+
+namespace {
+
+CUpti_ActivityKernel10 kernel(std::uint32_t corr, std::uint64_t start, std::uint64_t end, const char* name) {
+  CUpti_ActivityKernel10 k;
+  std::memset(&k, 0, sizeof(k));
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.correlationId = corr;
+  k.start = start;
+  k.end = end;
+  k.deviceId = 0;
+  k.streamId = 7;
+  k.name = name;
+  return k;
+}
+
+CUpti_ActivityMemcpy6 memcpy_rec(std::uint32_t corr, std::uint8_t copy_kind, std::uint8_t src, std::uint8_t dst,
+                                 std::uint64_t bytes, bool async) {
+  CUpti_ActivityMemcpy6 m;
+  std::memset(&m, 0, sizeof(m));
+  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  m.copyKind = copy_kind;
+  m.srcKind = src;
+  m.dstKind = dst;
+  m.bytes = bytes;
+  m.start = 1000;
+  m.end = 1500;
+  m.streamId = 3;
+  m.correlationId = corr;
+  m.flags = async ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0;
+  return m;
+}
+
+CUpti_ActivityExternalCorrelation ext(std::uint32_t corr, std::uint64_t id) {
+  CUpti_ActivityExternalCorrelation e;
+  std::memset(&e, 0, sizeof(e));
+  e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+  e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+  e.correlationId = corr;
+  e.externalId = id;
+  return e;
+}
+
+const CUpti_Activity* as_rec(const void* p) { return static_cast<const CUpti_Activity*>(p); }
+
+}  // namespace
+
+TEST(CuptiConvert, KernelsFindTheirOpThroughExternalCorrelationEvenWhenItComesLater) {
+  auto k1 = kernel(11, 100, 300, "sgemm");
+  auto k2 = kernel(12, 400, 450, "relu");
+  auto e1 = ext(11, 42);  // after the kernel in the buffer
+  gi::CuptiConverter conv(1000);
+  auto out = conv.convert({as_rec(&k1), as_rec(&k2), as_rec(&e1)});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].kind, gi::GpuEvent::Kind::kKernel);
+  EXPECT_EQ(out[0].lane, "GPU0 stream 7");
+  EXPECT_EQ(out[0].name, "sgemm");
+  EXPECT_EQ(out[0].external, 42u);
+  EXPECT_EQ(out[0].begin_ns, 1100);  // offset applied
+  EXPECT_EQ(out[0].end_ns, 1300);
+  EXPECT_EQ(out[1].external, 0u);  // no correlation record: unattributed
+  // The mapping persists into later buffers.
+  auto k3 = kernel(11, 500, 600, "sgemm");
+  EXPECT_EQ(conv.convert({as_rec(&k3)}).at(0).external, 42u);
+}
+
+TEST(CuptiConvert, MemcpyKindsBecomeDirectionsMemoryKindsAndModes) {
+  auto h2d_pinned = memcpy_rec(1, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+                               CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 1 << 20, true);
+  auto h2d_pageable = memcpy_rec(2, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+                                 CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 4096, false);
+  auto d2h = memcpy_rec(3, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                        CUPTI_ACTIVITY_MEMORY_KIND_PINNED, 8, true);
+  auto d2d = memcpy_rec(4, CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                        CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 64, true);
+  gi::CuptiConverter conv;
+  auto out = conv.convert({as_rec(&h2d_pinned), as_rec(&h2d_pageable), as_rec(&d2h), as_rec(&d2d)});
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(out[0].name, "memcpy HtoD");
+  EXPECT_EQ(out[0].direction, GNNPROF_H2D);
+  EXPECT_EQ(out[0].memory, GNNPROF_PINNED);
+  EXPECT_EQ(out[0].mode, GNNPROF_ASYNC);
+  EXPECT_EQ(out[0].bytes, 1u << 20);
+  EXPECT_EQ(out[0].lane, "GPU0 stream 3");
+  EXPECT_EQ(out[1].memory, GNNPROF_PAGEABLE);
+  EXPECT_EQ(out[1].mode, GNNPROF_SYNC);
+  EXPECT_EQ(out[2].direction, GNNPROF_D2H);
+  EXPECT_EQ(out[2].memory, GNNPROF_PINNED);
+  EXPECT_EQ(out[3].direction, GNNPROF_D2D);
+  EXPECT_EQ(out[3].memory, GNNPROF_NO_HOST_MEMORY);
+}
+
+TEST(CuptiConvert, SynchronizationAndUnknownRecords) {
+  CUpti_ActivitySynchronization2 s;
+  std::memset(&s, 0, sizeof(s));
+  s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  s.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+  s.start = 10;
+  s.end = 90;
+  s.correlationId = 5;
+  CUpti_Activity other;
+  std::memset(&other, 0, sizeof(other));
+  other.kind = CUPTI_ACTIVITY_KIND_DRIVER;
+  gi::CuptiConverter conv;
+  auto out = conv.convert({as_rec(&s), &other, nullptr});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].kind, gi::GpuEvent::Kind::kSync);
+  EXPECT_EQ(out[0].lane, "CUDA sync");
+  EXPECT_EQ(out[0].name, "cuda sync: stream");
+  EXPECT_EQ(conv.unknown_records(), 1u);
+}
+
+// The emitter against a real session: GPU time per launching stage, on a lane of its own.
+TEST(CuptiConvert, EmittedEventsBecomeGpuStagesOnLanesAndTransfers) {
+  gnnprof::Config cfg;
+  cfg.drainer_thread = false;
+  cfg.write_at_stop = false;
+  cfg.flush_at_exit = false;
+  ASSERT_TRUE(gnnprof::start(cfg));
+  const gnnprof_site_t fwd = gnnprof_stage_site("forward", nullptr);
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const std::int64_t t = static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+  gi::GpuEvent k;
+  k.kind = gi::GpuEvent::Kind::kKernel;
+  k.lane = "GPU0 stream 7";
+  k.name = "sgemm";
+  k.external = fwd;
+  k.begin_ns = t + 1000;
+  k.end_ns = t + 6000;
+  gi::GpuEvent m;
+  m.kind = gi::GpuEvent::Kind::kMemcpy;
+  m.lane = "GPU0 stream 7";
+  m.name = "memcpy HtoD";
+  m.begin_ns = t + 100;
+  m.end_ns = t + 900;
+  m.bytes = 4096;
+  m.direction = GNNPROF_H2D;
+  m.memory = GNNPROF_PINNED;
+  m.mode = GNNPROF_ASYNC;
+  gi::GpuEventEmitter em;
+  em.emit(k);
+  em.emit(k);
+  em.emit(m);
+  ASSERT_TRUE(gnnprof::stop());
+  auto p = gnnprof::snapshot();
+  ASSERT_TRUE(p);
+  const gnnprof::StageStats* gpu_fwd = nullptr;
+  const gnnprof::StageStats* gpu_copy = nullptr;
+  for (const auto& s : p->stages) {
+    if (s.name == "gpu: forward") gpu_fwd = &s;
+    if (s.name == "gpu: memcpy HtoD") gpu_copy = &s;
+  }
+  ASSERT_NE(gpu_fwd, nullptr);
+  EXPECT_EQ(gpu_fwd->category, "gpu");
+  EXPECT_EQ(gpu_fwd->hits, 2u);
+  EXPECT_EQ(gpu_fwd->total_ns, 10000);
+  ASSERT_NE(gpu_copy, nullptr);
+  EXPECT_EQ(gpu_copy->total_ns, 800);
+  bool lane = false;
+  for (const auto& th : p->threads) lane |= th.name == "GPU0 stream 7" && th.tid == 0;
+  EXPECT_TRUE(lane);
+  ASSERT_EQ(p->transfers.size(), 1u);
+  EXPECT_EQ(p->transfers[0].bytes, 4096u);
+  EXPECT_EQ(p->transfers[0].memory, "pinned");
+  EXPECT_EQ(p->transfers[0].mode, "async");
+  EXPECT_EQ(p->transfers[0].total_ns, 800);
+}

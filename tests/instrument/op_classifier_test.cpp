@@ -1,0 +1,247 @@
+// The op classification rules (docs/zero-code.md) on recorded op sequences: what a Python
+// training step, a record_function scope, an optimizer, a copy and a gather look like to the
+// RecordFunction observer, and the stages, marks, transfers and materializations that result.
+#include "op_classifier.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace gi = gnnprof::instrument;
+
+namespace {
+
+class Recorder final : public gi::OpSink {
+ public:
+  std::vector<std::string> log;
+  int depth = 0;
+  void begin(std::string_view stage, const char* category) override {
+    log.push_back("+" + std::string(stage) + "[" + category + "]");
+    ++depth;
+  }
+  void end() override {
+    log.push_back("-");
+    --depth;
+  }
+  void step() override { log.push_back("STEP"); }
+  void materialize(std::uint64_t rows, std::uint64_t bytes) override {
+    log.push_back("MAT " + std::to_string(rows) + " " + std::to_string(bytes));
+  }
+  void transfer(std::uint64_t bytes, int dir, int mem, int mode) override {
+    log.push_back("XFER " + std::to_string(bytes) + " d" + std::to_string(dir) + " m" + std::to_string(mem) + " a" +
+                  std::to_string(mode));
+  }
+};
+
+gi::OpInfo op(const char* name, bool requires_grad = false, gi::Scope scope = gi::Scope::kFunction) {
+  gi::OpInfo o;
+  o.name = name;
+  o.kind = gi::classify_name(name, scope);
+  o.any_input_requires_grad = requires_grad;
+  return o;
+}
+
+// A leaf op: start and end at once.
+void leaf(gi::OpClassifier& c, const gi::OpInfo& o) {
+  c.on_start(o);
+  c.on_end();
+}
+
+gi::ClassifierOptions no_ops() {
+  gi::ClassifierOptions o;
+  o.op_stages = false;
+  return o;
+}
+
+}  // namespace
+
+TEST(OpClassifier, NamesAndScopes) {
+  EXPECT_EQ(gi::classify_name("profiler::_record_function_enter_new", gi::Scope::kFunction), gi::OpKind::kIgnore);
+  EXPECT_EQ(gi::classify_name("Optimizer.step#Adam.step", gi::Scope::kUser), gi::OpKind::kOptimizerStep);
+  EXPECT_EQ(gi::classify_name("Optimizer.zero_grad#Adam.zero_grad", gi::Scope::kUser), gi::OpKind::kOptimizerZero);
+  EXPECT_EQ(gi::classify_name("ProfilerStep#3", gi::Scope::kUser), gi::OpKind::kProfilerStep);
+  EXPECT_EQ(gi::classify_name("sample", gi::Scope::kUser), gi::OpKind::kUserScope);
+  EXPECT_EQ(gi::classify_name("AddmmBackward0", gi::Scope::kBackward), gi::OpKind::kBackwardOp);
+  EXPECT_EQ(gi::classify_name("autograd::engine::evaluate_function: AddmmBackward0", gi::Scope::kFunction),
+            gi::OpKind::kBackwardOp);
+  EXPECT_EQ(gi::classify_name("aten::index_select", gi::Scope::kFunction), gi::OpKind::kGather);
+  EXPECT_EQ(gi::classify_name("aten::embedding", gi::Scope::kFunction), gi::OpKind::kGather);
+  EXPECT_EQ(gi::classify_name("aten::index", gi::Scope::kFunction), gi::OpKind::kGather);
+  EXPECT_EQ(gi::classify_name("aten::copy_", gi::Scope::kFunction), gi::OpKind::kCopy);
+  EXPECT_EQ(gi::classify_name("aten::_pin_memory", gi::Scope::kFunction), gi::OpKind::kPinMemory);
+  EXPECT_EQ(gi::classify_name("gloo:all_reduce", gi::Scope::kFunction), gi::OpKind::kComm);
+  EXPECT_EQ(gi::classify_name("nccl:all_reduce", gi::Scope::kFunction), gi::OpKind::kComm);
+  EXPECT_EQ(gi::classify_name("aten::addmm", gi::Scope::kFunction), gi::OpKind::kPlain);
+  // A user scope is a user scope whatever it is called.
+  EXPECT_EQ(gi::classify_name("aten::index", gi::Scope::kUser), gi::OpKind::kUserScope);
+}
+
+// One training step as torch 1.13 records it for
+//   opt.zero_grad(); loss = F.cross_entropy(model(x), y); loss.backward(); opt.step()
+TEST(OpClassifier, TrainingStepBecomesForwardBackwardOptimizerAndOneIteration) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  c.on_start(op("Optimizer.zero_grad#Adam.zero_grad", false, gi::Scope::kUser));
+  leaf(c, op("aten::zero_"));
+  c.on_end();
+  c.on_start(op("aten::linear", true));  // weight requires grad
+  leaf(c, op("aten::addmm", true));      // nested: no new stage
+  c.on_end();
+  leaf(c, op("aten::zeros"));            // a helper inside forward stays forward
+  leaf(c, op("aten::cross_entropy_loss", true));
+  leaf(c, op("aten::ones_like", true));
+  leaf(c, op("autograd::engine::evaluate_function: NllLossBackward0"));
+  leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
+  c.on_start(op("Optimizer.step#Adam.step", false, gi::Scope::kUser));
+  leaf(c, op("aten::add_"));
+  c.on_end();
+  const std::vector<std::string> want = {
+      "+optimizer[compute]", "-",                    // zero_grad
+      "STEP",                                        // first forward op begins iteration 1
+      "+forward[compute]", "-",                      // linear .. ones_like
+      "+backward[compute]", "-",                     // closed by the optimizer scope
+      "+optimizer[compute]", "-", "STEP",            // step() ends iteration 1
+  };
+  EXPECT_EQ(r.log, want);
+  EXPECT_EQ(r.depth, 0);
+}
+
+TEST(OpClassifier, IterationsFollowOptimizerSteps) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  for (int i = 0; i < 3; ++i) {
+    leaf(c, op("aten::randint"));  // sampling, before the forward
+    leaf(c, op("aten::linear", true));
+    c.on_start(op("Optimizer.step#SGD.step", false, gi::Scope::kUser));
+    c.on_end();
+  }
+  int steps = 0;
+  for (const auto& e : r.log) steps += e == "STEP";
+  EXPECT_EQ(steps, 4);  // one to begin the first iteration, one per step()
+  EXPECT_EQ(r.log.front(), "+ops (no grad)[data]");
+}
+
+TEST(OpClassifier, RecordFunctionScopesNestTheirOps) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  c.on_start(op("sample", false, gi::Scope::kUser));
+  leaf(c, op("aten::randint"));  // no phase stage inside a user scope
+  leaf(c, op("aten::unique"));
+  c.on_end();
+  c.on_start(op("train_step", false, gi::Scope::kUser));
+  leaf(c, op("aten::linear", true));  // forward gets its stage inside the scope
+  c.on_end();
+  c.on_start(op("forward", false, gi::Scope::kUser));
+  leaf(c, op("aten::linear", true));  // a scope named like a phase: no nested "forward"
+  c.on_end();
+  const std::vector<std::string> want = {"+sample[user]", "-", "+train_step[user]", "STEP", "+forward[compute]", "-", "-",
+                                         "+forward[user]", "-"};
+  EXPECT_EQ(r.log, want);
+}
+
+TEST(OpClassifier, CrossDeviceCopiesAreTransfersWithMemoryKindAndMode) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  gi::OpInfo to = op("aten::to");
+  gi::OpInfo cp = op("aten::copy_");
+  cp.copy_src = gi::Device::kCpu;
+  cp.copy_dst = gi::Device::kCuda;
+  cp.copy_bytes = 4096;
+  cp.copy_host_pinned = true;
+  cp.copy_non_blocking = true;
+  c.on_start(to);
+  leaf(c, cp);
+  c.on_end();
+  gi::OpInfo pageable = cp;
+  pageable.copy_host_pinned = false;  // non_blocking from pageable memory is a sync copy
+  leaf(c, pageable);
+  gi::OpInfo d2h = op("aten::copy_");
+  d2h.copy_src = gi::Device::kCuda;
+  d2h.copy_dst = gi::Device::kCpu;
+  d2h.copy_bytes = 8;
+  leaf(c, d2h);
+  gi::OpInfo same = op("aten::copy_");  // cpu -> cpu: not a transfer
+  leaf(c, same);
+  // The first copy is nested in aten::to, so the phase stays open around it.
+  const std::vector<std::string> nested = {"+ops (no grad)[data]", "+h2d[data]", "XFER 4096 d0 m1 a1", "-"};
+  ASSERT_GE(r.log.size(), nested.size());
+  EXPECT_EQ(std::vector<std::string>(r.log.begin(), r.log.begin() + 4), nested);
+  EXPECT_NE(std::find(r.log.begin(), r.log.end(), "XFER 4096 d0 m0 a0"), r.log.end());
+  EXPECT_NE(std::find(r.log.begin(), r.log.end(), "XFER 8 d1 m0 a0"), r.log.end());
+  EXPECT_EQ(std::count_if(r.log.begin(), r.log.end(), [](const std::string& s) { return s.rfind("XFER", 0) == 0; }), 3);
+}
+
+TEST(OpClassifier, LargeHostGathersAreMaterializationsButNotInsideForward) {
+  Recorder r;
+  gi::ClassifierOptions o = no_ops();
+  o.gather_min_bytes = 1000;
+  gi::OpClassifier c(r, o);
+  gi::OpInfo g = op("aten::index");
+  g.gather_source_bytes = 1 << 20;
+  g.gather_rows = 10;
+  g.gather_bytes = 2560;
+  c.on_start(op("gather", false, gi::Scope::kUser));
+  c.on_start(g);
+  leaf(c, op("aten::index_select"));  // nested in the gather: counted once
+  c.on_end();
+  c.on_end();
+  gi::OpInfo small = g;
+  small.gather_source_bytes = 10;  // below the threshold: an ordinary op
+  leaf(c, small);
+  leaf(c, op("aten::linear", true));
+  leaf(c, g);  // a gather of activations during forward is message passing, not a read
+  const std::vector<std::string> want = {"+gather[user]", "+materialize[data]", "MAT 10 2560", "-", "-",
+                                         "+ops (no grad)[data]", "-", "STEP", "+forward[compute]"};
+  EXPECT_EQ(r.log, want);
+}
+
+TEST(OpClassifier, OpStagesNestInsideTheirPhase) {
+  Recorder r;
+  gi::OpClassifier c(r, gi::ClassifierOptions{});
+  c.on_start(op("aten::linear", true));
+  leaf(c, op("aten::addmm", true));  // only top-level ops get a stage
+  c.on_end();
+  c.close_all();
+  const std::vector<std::string> want = {"STEP", "+forward[compute]", "+aten::linear[op]", "-", "-"};
+  EXPECT_EQ(r.log, want);
+}
+
+TEST(OpClassifier, OtherThreadsCloseTheirPhaseAfterEachOpAndNeverMark) {
+  Recorder r;
+  gi::ClassifierOptions o = no_ops();
+  o.marks_iterations = false;
+  o.phases_span_gaps = false;
+  gi::OpClassifier c(r, o);
+  leaf(c, op("autograd::engine::evaluate_function: MmBackward0"));
+  leaf(c, op("aten::linear", true));
+  const std::vector<std::string> want = {"+backward[compute]", "-", "+forward[compute]", "-"};
+  EXPECT_EQ(r.log, want);
+}
+
+TEST(OpClassifier, ProfilerStepsReplaceOptimizerMarks) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  for (int i = 0; i < 2; ++i) {
+    c.on_start(op("ProfilerStep#1", false, gi::Scope::kUser));
+    leaf(c, op("aten::linear", true));
+    c.on_start(op("Optimizer.step#SGD.step", false, gi::Scope::kUser));
+    c.on_end();
+    c.on_end();
+  }
+  EXPECT_EQ(std::count(r.log.begin(), r.log.end(), "STEP"), 2);
+}
+
+TEST(OpClassifier, CollectivesAreCommAndUnbalancedEndsAreHarmless) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  c.on_start(op("gloo:all_reduce"));
+  leaf(c, op("c10d::allreduce_"));  // nested collective: one comm stage
+  c.on_end();
+  c.on_end();  // an end whose start came before the observer: ignored
+  c.on_end();
+  const std::vector<std::string> want = {"+comm[comm]", "-"};
+  EXPECT_EQ(r.log, want);
+  EXPECT_EQ(r.depth, 0);
+}
