@@ -75,15 +75,10 @@ std::string self_path() {
   return realpath(info.dli_fname, real) != nullptr ? std::string(real) : std::string(info.dli_fname);
 }
 
-bool quiet_notes() {
-  const char* v = std::getenv("GNNPROF_QUIET");
-  return v != nullptr && std::strcmp(v, "0") != 0;
-}
-
-/// One line on stderr (unless GNNPROF_QUIET) and the collector entry.
+/// One line on stderr (a warning: GNNPROF_QUIET does not silence it) and the collector entry.
 void note(const char* collector, bool enabled, const std::string& reason, bool say) {
   gnnprof_note_collector(collector, enabled ? 1 : 0, reason.c_str());
-  if (say && !quiet_notes()) std::fprintf(stderr, "gnnprof: %s: %s\n", collector, reason.c_str());
+  if (say) std::fprintf(stderr, "gnnprof: %s: %s\n", collector, reason.c_str());
 }
 
 struct Loaded {
@@ -107,7 +102,9 @@ void wire_correlation() {
 }
 
 void try_torch(const std::string& loaded) {
-  const std::string built = GNNPROF_TORCH_CPU_REALPATH;
+  std::string built = GNNPROF_TORCH_CPU_REALPATH;
+  // Test hook: pretend gnnprof was built against another torch (tests/app/zero_code_test.sh).
+  if (const char* v = std::getenv("GNNPROF_TORCH_BUILT_PATH"); v != nullptr && !built.empty()) built = v;
   if (built.empty()) {
     note("torch-ops", false, "gnnprof was built without libtorch; torch ops are not observed", true);
     return;
@@ -166,7 +163,7 @@ void try_cupti(const char* why) {
   char reason[512] = {0};
   if (start(reason, sizeof(reason)) != 0) {
     // The backend noted the collector itself; one line here.
-    if (!quiet_notes()) std::fprintf(stderr, "gnnprof: cupti: %s (%s)\n", reason, why);
+    std::fprintf(stderr, "gnnprof: cupti: %s (%s)\n", reason, why);
     return;
   }
   g_cupti_flush.store(reinterpret_cast<CuptiFlush>(dlsym(h, "gnnprof_cupti_flush")));
@@ -286,7 +283,9 @@ __attribute__((constructor)) void gnnprof_preload_init() {
     if (!gnnprof::start(cfg)) return;
     g_active = true;
     gnnprof_note_collector("torch-ops", false, "the process never loaded libtorch");
-#ifndef GNNPROF_HAVE_NVTX
+#ifdef GNNPROF_HAVE_NVTX
+    gnnprof_note_collector("nvtx", false, "the process made no NVTX call");
+#else
     gnnprof_note_collector("nvtx", false, "gnnprof was built without the NVTX headers");
 #endif
     if (std::getenv("GNNPROF_CUPTI") == nullptr || std::strcmp(std::getenv("GNNPROF_CUPTI"), "0") != 0)

@@ -1,0 +1,111 @@
+#!/bin/bash
+# gnnprof run / libgnnprof_preload.so on real programs: unmodified Python scripts (torch 1.13
+# from /usr/bin/python3), the Python GNN sample, a forking DataLoader, SIGKILL and SIGTERM,
+# an NVTX program without torch, CUPTI without a GPU, a torch ABI mismatch, and the exports.
+# usage: zero_code_test.sh GNNPROF PRELOAD_SO NVTX_APP SAMPLE_PY
+set -u
+gnnprof=$1 preload=$2 nvtx_app=$3 sample=$4
+. "$(dirname "$0")/lib.sh"
+py=/usr/bin/python3
+json() { $py -c "import json,sys; p=json.load(open(sys.argv[1])); print($2)" "$1"; }
+export GNNPROF_QUIET=1
+
+# 1. Output, behaviour and exit code unchanged.
+cat > "$tmp/fidelity.py" <<'PY'
+import sys, torch
+torch.manual_seed(0)
+m = torch.nn.Linear(8, 2); opt = torch.optim.SGD(m.parameters(), lr=0.1)
+for i in range(5):
+    opt.zero_grad(); loss = m(torch.randn(4, 8)).pow(2).mean(); loss.backward(); opt.step()
+    print("step", i, round(float(loss), 4))
+print("to stderr", file=sys.stderr)
+sys.exit(3)
+PY
+(cd "$tmp" && $py fidelity.py > plain.out 2> plain.err); plain_rc=$?
+(cd "$tmp" && "$gnnprof" run -o "$tmp/fid/p.json" -- $py fidelity.py > prof.out 2> prof.err); prof_rc=$?
+check "exit code kept (3)" "[ $plain_rc = 3 ] && [ $prof_rc = 3 ]"
+check "stdout identical" "cmp -s '$tmp/plain.out' '$tmp/prof.out'"
+check "program's stderr kept" "grep -q '^to stderr' '$tmp/prof.err'"
+check "5 iterations from 5 optimizer steps" "[ \"\$(json $tmp/fid/p.json \"sum(1 for i in p['iterations'] if i['complete'])\")\" = 5 ]"
+check "profile listed by gnnprof run" "grep -q 'fid/p.json  pid' '$tmp/prof.err'"
+
+# 2. The Python GNN sample: forward, backward, optimizer, materialize, >= 90 % coverage.
+"$gnnprof" run -o "$tmp/sage/s.json" --html "$tmp/sage/s.html" -- $py "$sample" --nodes 20000 --steps 12 \
+  --cache "$tmp/cache" > "$tmp/sage.out" 2> "$tmp/sage.err"
+check "sample ran under gnnprof run" "grep -q '^steps 12 ' '$tmp/sage.out'"
+cat > "$tmp/shares.py" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+it = [i for i in p["iterations"] if i["complete"]]
+wall = sum(i["wall_ns"] for i in it)
+cover = 1 - sum(i["unattributed_ns"] for i in it) / wall
+share = {s: sum(i["stages"].get(s, 0) for i in it) / wall for s in ("forward", "backward", "optimizer", "materialize")}
+print(len(it), round(cover, 3), " ".join(f"{k}={v:.3f}" for k, v in share.items()))
+ok = len(it) == int(sys.argv[2]) and cover >= 0.9 and all(0.001 < v < 0.9 for v in share.values())
+sys.exit(0 if ok else 1)
+PY
+check "iterations = 12 steps; forward/backward/optimizer/materialize plausible; >= 90% of loop covered ($($py "$tmp/shares.py" "$tmp/sage/s.json" 12))" \
+  "$py '$tmp/shares.py' '$tmp/sage/s.json' 12"
+check "HTML report written" "grep -q '</html>' '$tmp/sage/s.html'"
+
+# 3. DataLoader workers (fork): no deadlock, the parent's profile intact.
+cat > "$tmp/loader.py" <<'PY'
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+ds = TensorDataset(torch.randn(512, 16), torch.randint(0, 4, (512,)))
+m = torch.nn.Linear(16, 4); opt = torch.optim.SGD(m.parameters(), lr=0.1)
+n = 0
+for epoch in range(2):
+    for x, y in DataLoader(ds, batch_size=64, num_workers=2):
+        opt.zero_grad(); torch.nn.functional.cross_entropy(m(x), y).backward(); opt.step(); n += 1
+print("steps", n)
+PY
+(cd "$tmp" && timeout 120 "$gnnprof" run -o "$tmp/dl/p.json" -- $py loader.py > dl.out 2> dl.err); rc=$?
+check "DataLoader(num_workers=2) ran to the end (rc $rc)" "[ $rc = 0 ] && grep -q 'steps 16' '$tmp/dl.out'"
+check "parent profile: 16 iterations" "[ \"\$(json $tmp/dl/p.json \"sum(1 for i in p['iterations'] if i['complete'])\")\" = 16 ]"
+check "every profile written is readable" "for f in $tmp/dl/*.json; do \"$gnnprof\" report \"\$f\" >/dev/null 2>&1 || exit 1; done"
+
+# 4. SIGKILL mid-run: the last periodic flush is a readable profile.
+(cd "$tmp" && GNNPROF_OUTPUT="$tmp/kill.json" GNNPROF_FLUSH_INTERVAL_MS=200 LD_PRELOAD="$preload" \
+  exec $py "$sample" --nodes 20000 --steps 100000 --cache "$tmp/cache" > /dev/null 2>&1) &
+pid=$!
+for i in $(seq 1 300); do [ -s "$tmp/kill.json" ] && $py -c "import json,sys; p=json.load(open(sys.argv[1])); sys.exit(0 if p['iterations'] else 1)" "$tmp/kill.json" 2>/dev/null && break; sleep 0.1; done
+kill -KILL $pid; wait $pid 2>/dev/null
+check "SIGKILL: profile readable with iterations" "\"$gnnprof\" report '$tmp/kill.json' > /dev/null"
+check "SIGKILL: no half-written file left in its place" "! ls '$tmp'/kill.json.tmp.* >/dev/null 2>&1 || \"$gnnprof\" report '$tmp/kill.json' >/dev/null"
+
+# 5. SIGTERM: flushed, then the process dies of SIGTERM as it would have.
+cat > "$tmp/term.py" <<'PY'
+import time, torch
+m = torch.nn.Linear(4, 4)
+while True:
+    m(torch.randn(2, 4)); time.sleep(0.01)
+PY
+(cd "$tmp" && GNNPROF_OUTPUT="$tmp/term.json" GNNPROF_FLUSH_INTERVAL_MS=0 LD_PRELOAD="$preload" exec $py term.py) &
+pid=$!
+sleep 3
+kill -TERM $pid; wait $pid; rc=$?
+check "SIGTERM: killed by SIGTERM (rc $rc = 143)" "[ $rc = 143 ]"
+check "SIGTERM: profile written at the signal" "\"$gnnprof\" report '$tmp/term.json' > /dev/null"
+
+# 6. No torch, NVTX only; 7. CUPTI with no GPU: one line, collector off with the reason.
+GNNPROF_CUPTI=1 "$gnnprof" run -o "$tmp/nv/n.json" -- "$nvtx_app" 4 > "$tmp/nv.out" 2> "$tmp/nv.err"; rc=$?
+check "NVTX program: exit code kept (4)" "[ $rc = 4 ] && grep -q 'nvtx_app done' '$tmp/nv.out'"
+check "NVTX ranges became stages" "[ \"\$(json $tmp/nv/n.json \"sorted(s['name'] for s in p['stages'])\")\" = \"['async_io', 'epoch_step', 'fetch']\" ]"
+check "NVTX collector on, torch-ops off with a reason" \
+  "[ \"\$(json $tmp/nv/n.json \"[(c['enabled'], bool(c['reason'])) for c in p['collectors'] if c['name'] in ('nvtx','torch-ops')]\")\" = '[(False, True), (True, False)]' ] || [ \"\$(json $tmp/nv/n.json \"[(c['enabled'], bool(c['reason'])) for c in p['collectors'] if c['name'] in ('nvtx','torch-ops')]\")\" = '[(True, False), (False, True)]' ]"
+check "CUPTI without a GPU: collector off with the reason" "[ \"\$(json $tmp/nv/n.json \"[c['enabled'] for c in p['collectors'] if c['name']=='cupti' and c['reason']]\")\" = '[False]' ]"
+check "CUPTI without a GPU: exactly one line on stderr" "[ \$(grep -c '^gnnprof: cupti' '$tmp/nv.err') = 1 ]"
+
+# 8. A torch the observer was not built against: disabled with the reason, program unharmed.
+(cd "$tmp" && GNNPROF_TORCH_BUILT_PATH=/opt/other/libtorch_cpu.so "$gnnprof" run -o "$tmp/abi/p.json" -- $py fidelity.py > abi.out 2> abi.err); rc=$?
+check "ABI mismatch: exit code and output kept" "[ $rc = 3 ] && cmp -s '$tmp/plain.out' '$tmp/abi.out'"
+check "ABI mismatch: one line naming both torches" "[ \$(grep -c 'built against torch' '$tmp/abi.err') = 1 ]"
+check "ABI mismatch: collector off with the reason" "json $tmp/abi/p.json \"[c for c in p['collectors'] if c['name']=='torch-ops'][0]['reason']\" | grep -q /opt/other"
+
+# 9. LD_PRELOAD by hand; 10. only the C ABI and the NVTX entry point are exported.
+(cd "$tmp" && GNNPROF_OUTPUT="$tmp/hand.json" LD_PRELOAD="$preload" $py fidelity.py > /dev/null 2>&1)
+check "LD_PRELOAD by hand writes GNNPROF_OUTPUT" "\"$gnnprof\" report '$tmp/hand.json' > /dev/null"
+check "exports: gnnprof_* and InitializeInjectionNvtx2 only" \
+  "[ -z \"\$(nm -D --defined-only '$preload' | awk '{print \$3}' | grep -v '^gnnprof_' | grep -v '^InitializeInjectionNvtx2\$')\" ]"
+exit $fail
