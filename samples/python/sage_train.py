@@ -41,6 +41,8 @@ def parse_args(argv):
     p.add_argument("--cache", default=os.path.expanduser("~/.cache/gnnprof"))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--exit-code", type=int, default=0, help="exit with this status (tests)")
+    p.add_argument("--torch-profiler", action="store_true",
+                   help="run the loop under torch.autograd.profiler.profile() (overhead comparison)")
     a = p.parse_args(argv)
     a.fanouts = [int(x) for x in a.fanouts.split(",")]
     if a.nodes < 100 or a.steps < 1 or a.prefetch < 0 or min(a.fanouts) < 1:
@@ -192,12 +194,17 @@ def main(argv):
 
     t0 = time.perf_counter()
     losses = []
+    prof = torch.autograd.profiler.profile() if args.torch_profiler else None
+    if prof is not None:
+        prof.__enter__()
     for blocks, x, y in batches(args, train_nodes, indptr, indices, feats, labels):
         opt.zero_grad()
         loss = F.cross_entropy(model(blocks, x), y)
         loss.backward()
         opt.step()
         losses.append(loss.item())
+    if prof is not None:
+        prof.__exit__(None, None, None)
     loop_s = time.perf_counter() - t0
 
     model.eval()
