@@ -37,7 +37,9 @@ while IFS= read -r line; do
   what=${line#ok: }; what=${what#FAIL: }
   row "Load: ${what%%:*}" "${what#*: }" "see left" "$([[ $line == ok:* ]] && echo pass || echo FAIL)"
 done <"$log/stress"
-row "CUPTI unavailable" "no CUPTI collector exists yet (zero-code attach issue)" "—" "not tested"
+(cd build && ctest -R '^app\.zero_code$' -V >"$log/zero" 2>&1); rc=$?
+row "Zero-code faults" "CUPTI unavailable (no driver: one line, collector off with the reason), torch ABI mismatch, SIGKILL and SIGTERM of a Python process, DataLoader fork, exit status and stdout compared with and without gnnprof run" \
+    "$(grep -c ": ok: " "$log/zero") checks" "$([ $rc -eq 0 ] && echo pass || echo FAIL)"
 
 {
   echo "# Reliability"
