@@ -96,6 +96,17 @@ int scan_object(dl_phdr_info* info, size_t, void* data) {
   return 0;
 }
 
+/// dlopens a plugin next to this library; on failure notes the collector off with dlerror().
+void* open_plugin(const char* file, const char* collector) {
+  const std::string lib = self_dir() + "/" + file;
+  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) {
+    const char* err = dlerror();
+    note(collector, false, std::string("cannot load ") + file + ": " + (err != nullptr ? err : lib), true);
+  }
+  return h;
+}
+
 void wire_correlation() {
   if (g_torch_set_corr != nullptr && g_cupti_push != nullptr && g_cupti_pop != nullptr)
     g_torch_set_corr(g_cupti_push, g_cupti_pop);
@@ -119,13 +130,8 @@ void try_torch(const std::string& loaded) {
          true);
     return;
   }
-  const std::string lib = self_dir() + "/libgnnprof_torch_observer.so";
-  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (h == nullptr) {
-    const char* err = dlerror();
-    note("torch-ops", false, std::string("cannot load the torch observer: ") + (err != nullptr ? err : lib), true);
-    return;
-  }
+  void* h = open_plugin("libgnnprof_torch_observer.so", "torch-ops");
+  if (h == nullptr) return;
   auto observe = reinterpret_cast<TorchObserve>(dlsym(h, "gnnprof_torch_observe"));
   g_torch_set_corr = reinterpret_cast<TorchSetCorrelation>(dlsym(h, "gnnprof_torch_set_correlation"));
   auto close = reinterpret_cast<TorchCloseThread>(dlsym(h, "gnnprof_torch_close_thread"));
@@ -148,13 +154,8 @@ void try_torch(const std::string& loaded) {
 }
 
 void try_cupti(const char* why) {
-  const std::string lib = self_dir() + "/libgnnprof_cupti.so";
-  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (h == nullptr) {
-    const char* err = dlerror();
-    note("cupti", false, std::string("CUPTI backend not available: ") + (err != nullptr ? err : lib), true);
-    return;
-  }
+  void* h = open_plugin("libgnnprof_cupti.so", "cupti");
+  if (h == nullptr) return;
   auto start = reinterpret_cast<CuptiStart>(dlsym(h, "gnnprof_cupti_start"));
   if (start == nullptr) {
     note("cupti", false, "the CUPTI backend lacks gnnprof_cupti_start", true);
