@@ -6,10 +6,8 @@
 // busiest one) is renamed to OUT.json and every profile is listed with its pid and rank.
 #include "run.h"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 

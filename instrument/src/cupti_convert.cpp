@@ -144,9 +144,13 @@ std::uint32_t GpuEventEmitter::site_for(std::uint64_t external, const std::strin
     if (gnnprof_site_name(static_cast<gnnprof_site_t>(external), buf, sizeof(buf)) > 0) name = std::string("gpu: ") + buf;
   }
   if (name.empty()) name = "gpu: " + fallback;
+  return site_named(name, "gpu");
+}
+
+std::uint32_t GpuEventEmitter::site_named(const std::string& name, const char* category) {
   auto it = sites_.find(name);
   if (it != sites_.end()) return it->second;
-  const std::uint32_t site = gnnprof_stage_site(name.c_str(), "gpu");
+  const std::uint32_t site = gnnprof_stage_site(name.c_str(), category);
   sites_.emplace(name, site);
   return site;
 }
@@ -162,13 +166,9 @@ void GpuEventEmitter::emit(const GpuEvent& ev) {
       gnnprof_lane_range(lane, site_for(ev.external, ev.name), ctx, ev.begin_ns, ev.end_ns);
       gnnprof_lane_transfer(lane, ctx, ev.bytes, ev.direction, ev.memory, ev.mode, ev.begin_ns, ev.end_ns);
       break;
-    case GpuEvent::Kind::kSync: {
-      auto it = sites_.find(ev.name);
-      std::uint32_t site = it != sites_.end() ? it->second : gnnprof_stage_site(ev.name.c_str(), "sync");
-      sites_.emplace(ev.name, site);
-      gnnprof_lane_range(lane, site, ctx, ev.begin_ns, ev.end_ns);
+    case GpuEvent::Kind::kSync:
+      gnnprof_lane_range(lane, site_named(ev.name, "sync"), ctx, ev.begin_ns, ev.end_ns);
       break;
-    }
   }
 }
 

@@ -58,6 +58,7 @@ class GpuEventEmitter {
  private:
   std::uint32_t lane_of(const std::string& name);
   std::uint32_t site_for(std::uint64_t external, const std::string& fallback);
+  std::uint32_t site_named(const std::string& name, const char* category);  // interned once
   std::unordered_map<std::string, std::uint32_t> lanes_;
   std::unordered_map<std::string, std::uint32_t> sites_;
 };
