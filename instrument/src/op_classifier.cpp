@@ -29,6 +29,20 @@ OpKind classify_name(std::string_view name, Scope scope) noexcept {
   return OpKind::kPlain;
 }
 
+bool may_mute_nested(OpKind kind, std::string_view name) noexcept {
+  switch (kind) {
+    case OpKind::kBackwardOp: return name.find("AccumulateGrad") == std::string_view::npos;
+    case OpKind::kPlain:
+      return !(name == "aten::to" || name == "aten::_to_copy" || name == "aten::pin_memory" || name == "aten::cuda" ||
+               name == "aten::cpu" || starts_with(name, "c10d::"));
+    case OpKind::kGather:
+    case OpKind::kCopy:
+    case OpKind::kPinMemory:
+    case OpKind::kComm: return true;
+    default: return false;
+  }
+}
+
 const char* OpClassifier::phase_name(Phase p) noexcept {
   switch (p) {
     case Phase::kForward: return "forward";

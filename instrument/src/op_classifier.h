@@ -33,6 +33,14 @@ enum class OpKind : std::uint8_t {
 
 OpKind classify_name(std::string_view name, Scope scope) noexcept;
 
+/// Whether the ops nested in a top-level op of this kind and name may go unobserved (the
+/// observer then turns RecordFunction off on its thread until the op ends). They change
+/// nothing in the picture, the op being one stage whatever it calls, except where the rules
+/// need them: a cross-device copy ends in a nested aten::copy_ (aten::to -> _to_copy -> copy_),
+/// pinning in a nested _pin_memory, and DDP's gradient allreduce runs in AccumulateGrad's post
+/// hooks. Scopes (record_function, optimizer, ProfilerStep) are not ops: never.
+bool may_mute_nested(OpKind kind, std::string_view name) noexcept;
+
 enum class Device : std::uint8_t { kCpu, kCuda, kOther };
 
 /// The facts about one RecordFunction start that the rules use; the torch TU fills only the

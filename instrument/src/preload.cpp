@@ -190,9 +190,11 @@ void* attach_main(void*) {
   }
   for (;;) {
     pollfd p{g_pipe[0], POLLIN, 0};
-    // 5 ms while watching for torch/CUDA (ops before the observer is in are missed), then
-    // only the signal pipe.
-    const int r = poll(&p, 1, torch_done && cuda_done ? -1 : 5);
+    // 5 ms while watching for torch (ops before the observer is in are missed); 50 ms while
+    // only the CUDA runtime is awaited (a torch with CUDA loads it with libtorch, so it is
+    // usually found in the same pass; a CPU-only process never loads it, and a 5 ms poll for
+    // its whole run would cost a little of a core); then only the signal pipe.
+    const int r = poll(&p, 1, torch_done && cuda_done ? -1 : torch_done ? 50 : 5);
     if (r > 0 && (p.revents & POLLIN) != 0) {
       char sig = 0;
       if (read(g_pipe[0], &sig, 1) == 1) {

@@ -33,6 +33,7 @@ using CorrPop = void (*)();
 std::atomic<CorrPush> g_corr_push{nullptr};
 std::atomic<CorrPop> g_corr_pop{nullptr};
 ClassifierOptions g_options;
+bool g_nested = false;  // record the ops nested in top-level ops too (GNNPROF_TORCH_NESTED=1)
 
 class CApiSink final : public OpSink {
  public:
@@ -68,11 +69,15 @@ class CApiSink final : public OpSink {
   std::vector<std::uint32_t> sites_;
 };
 
+// What a frame did at its start that its end must undo.
+constexpr std::uint8_t kPushedCorr = 1;    // pushed an external correlation id (CUPTI)
+constexpr std::uint8_t kMutedNested = 2;   // turned RecordFunction off for the ops nested in it
+
 struct ThreadState {
   CApiSink sink;
   OpClassifier classifier;
-  std::vector<std::uint64_t> handles;   // RecordFunction handles of the frames, LIFO
-  std::vector<bool> pushed_corr;        // whether that frame pushed an external correlation id
+  std::vector<std::uint64_t> handles;  // RecordFunction handles of the frames, LIFO
+  std::vector<std::uint8_t> undo;      // kPushedCorr | kMutedNested, per frame
   explicit ThreadState(ClassifierOptions opt) : classifier(sink, opt) {}
 };
 
@@ -201,14 +206,22 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
       op.any_input_requires_grad = any_requires_grad(fn.inputs());
     ts->classifier.on_start(op);
     ts->handles.push_back(fn.handle());
-    bool pushed = false;
+    std::uint8_t undo = 0;
     if (top) {
       if (CorrPush push = g_corr_push.load(std::memory_order_acquire)) {
         push(ts->sink.current_site());
-        pushed = true;
+        undo |= kPushedCorr;
+      }
+      // The main cost of observing is paid per op, nested ones included (~100 per training
+      // step of a small model); a top-level op's nested ops change nothing in the picture unless
+      // may_mute_nested says otherwise, so RecordFunction is off (this thread only) until it ends.
+      // Not while another observer uses thread-local callbacks (torch.profiler): it would lose them.
+      if (!g_nested && may_mute_nested(kind, op.name) && !at::hasThreadLocalCallbacks()) {
+        at::enableRecordFunction(false);
+        undo |= kMutedNested;
       }
     }
-    ts->pushed_corr.push_back(pushed);
+    ts->undo.push_back(undo);
   } catch (...) {
     // Never throw into torch; this op is simply not classified.
   }
@@ -216,10 +229,12 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
 }
 
 void pop_frame(ThreadState* ts) {
-  if (!ts->pushed_corr.empty()) {
-    if (ts->pushed_corr.back())
+  if (!ts->undo.empty()) {
+    const std::uint8_t undo = ts->undo.back();
+    if (undo & kMutedNested) at::enableRecordFunction(true);
+    if (undo & kPushedCorr)
       if (CorrPop pop = g_corr_pop.load(std::memory_order_acquire)) pop();
-    ts->pushed_corr.pop_back();
+    ts->undo.pop_back();
   }
   ts->handles.pop_back();
   ts->classifier.on_end();
@@ -263,7 +278,14 @@ __attribute__((visibility("default"))) int gnnprof_torch_observe(int op_stages, 
     try {
       gi::g_options.op_stages = op_stages != 0;
       gi::g_options.gather_min_bytes = gather_min_bytes;
-      at::addGlobalCallback(at::RecordFunctionCallback(&gi::on_start, &gi::on_end).needsInputs(true));
+      const char* nested = std::getenv("GNNPROF_TORCH_NESTED");
+      gi::g_nested = nested != nullptr && nested[0] == '1';
+      // FUNCTION scope has the ops and autograd's evaluate_function frames; USER_SCOPE the
+      // record_function, optimizer and ProfilerStep scopes. Not BACKWARD_FUNCTION: it repeats
+      // every evaluate_function frame as a second RecordFunction (a demangled name each time).
+      at::addGlobalCallback(at::RecordFunctionCallback(&gi::on_start, &gi::on_end)
+                                .needsInputs(true)
+                                .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
       gi::g_install_result = 0;
     } catch (const std::exception& e) {
       if (reason != nullptr && reason_size > 0) std::snprintf(reason, reason_size, "addGlobalCallback failed: %s", e.what());
@@ -277,8 +299,10 @@ __attribute__((visibility("default"))) void gnnprof_torch_close_thread(void) {
   try {
     if (gi::t_state != nullptr) {
       gi::t_state->classifier.close_all();
+      for (std::uint8_t undo : gi::t_state->undo)
+        if (undo & gi::kMutedNested) at::enableRecordFunction(true);
       gi::t_state->handles.clear();
-      gi::t_state->pushed_corr.clear();
+      gi::t_state->undo.clear();
     }
   } catch (...) {
   }

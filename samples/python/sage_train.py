@@ -12,8 +12,19 @@ torch, node features in a large fp16 file memory-mapped with numpy and gathered 
 (the lazy materialization), a two-layer GraphSAGE-mean model, Adam. record_function scopes
 name the data stages ("sample", "gather"); forward, backward and optimizer are found by the
 observer on its own. --prefetch K prepares up to K batches ahead on a background thread.
+
+--ddp trains with DistributedDataParallel, one process per rank as torch.distributed.run starts
+them (Gloo on CPU, NCCL with --device cuda), uneven step counts handled with Join:
+
+    gnnprof run -o ddp.json -- /usr/bin/python3 -m torch.distributed.run --nproc_per_node 2 \
+        samples/python/sage_train.py --ddp --steps 20 --straggler-rank 1 --straggler-factor 3
+    gnnprof merge gnnprof-ddp.rank0.*.json gnnprof-ddp.rank1.*.json --html merged.html
+
+--straggler-rank R --straggler-factor F gives rank R F times the seeds per batch: more
+sampling, gathering and compute, so that gnnprof merge has a straggler to find.
 """
 import argparse
+import contextlib
 import os
 import queue
 import sys
@@ -41,12 +52,18 @@ def parse_args(argv):
     p.add_argument("--cache", default=os.path.expanduser("~/.cache/gnnprof"))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--exit-code", type=int, default=0, help="exit with this status (tests)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (features are gathered on the host, then copied)")
+    p.add_argument("--ddp", action="store_true", help="DistributedDataParallel; RANK/WORLD_SIZE from torch.distributed.run")
+    p.add_argument("--straggler-rank", type=int, default=-1, help="with --ddp: this rank gets --straggler-factor x the seeds")
+    p.add_argument("--straggler-factor", type=float, default=1.0)
+    p.add_argument("--uneven", type=int, default=0, help="with --ddp: rank r runs --steps + r * UNEVEN steps (Join)")
     p.add_argument("--torch-profiler", action="store_true",
                    help="run the loop under torch.autograd.profiler.profile() (overhead comparison)")
     a = p.parse_args(argv)
     a.fanouts = [int(x) for x in a.fanouts.split(",")]
-    if a.nodes < 100 or a.steps < 1 or a.prefetch < 0 or min(a.fanouts) < 1:
-        p.error("--nodes >= 100, --steps >= 1, --prefetch >= 0 and fanouts >= 1 required")
+    if a.nodes < 100 or a.steps < 1 or a.prefetch < 0 or min(a.fanouts) < 1 or a.straggler_factor <= 0 or a.uneven < 0:
+        p.error("--nodes >= 100, --steps >= 1, --prefetch >= 0, fanouts >= 1, --straggler-factor > 0 "
+                "and --uneven >= 0 required")
     return a
 
 
@@ -73,8 +90,9 @@ def make_graph(n, avg_degree, classes, gen):
     return indptr, indices, labels
 
 
-def feature_file(args, labels, gen):
+def feature_file(args, labels):
     """fp16 features [nodes, feat_dim] on disk (written once), memory-mapped read-only."""
+    gen = torch.Generator().manual_seed(args.seed + 7)  # its own: the same file however many ranks
     os.makedirs(args.cache, exist_ok=True)
     path = os.path.join(args.cache, f"py-feat-{args.nodes}-{args.feat_dim}-{args.classes}-{args.seed}.f16")
     if not os.path.exists(path):
@@ -184,37 +202,77 @@ def main(argv):
     args = parse_args(argv)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    rank, world = 0, 1
+    if args.ddp:
+        import torch.distributed as dist
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        rank, world = dist.get_rank(), dist.get_world_size()
+        if device.type == "cuda":
+            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+            torch.cuda.set_device(device)
+        if rank == args.straggler_rank:
+            args.batch_size = max(1, int(args.batch_size * args.straggler_factor))
+        args.steps += rank * args.uneven
     gen = torch.Generator().manual_seed(args.seed)
     indptr, indices, labels = make_graph(args.nodes, args.avg_degree, args.classes, gen)
-    feats = feature_file(args, labels, gen)
+    if args.ddp and rank == 0:
+        feature_file(args, labels)  # rank 0 writes the file once; the others wait
+    if args.ddp:
+        dist.barrier()
+    feats = feature_file(args, labels)
     perm = torch.randperm(args.nodes, generator=gen)
     train_nodes, val_nodes = perm[: args.nodes * 8 // 10], perm[args.nodes * 8 // 10:]
-    model = Sage(args.feat_dim, args.hidden, args.classes)
+    model = Sage(args.feat_dim, args.hidden, args.classes).to(device)
+    if args.ddp:
+        from torch.nn.parallel import DistributedDataParallel
+        model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    # Each rank draws its own batches.
+    args.seed += 1000 * rank
 
     t0 = time.perf_counter()
     losses = []
     prof = torch.autograd.profiler.profile() if args.torch_profiler else None
     if prof is not None:
         prof.__enter__()
-    for blocks, x, y in batches(args, train_nodes, indptr, indices, feats, labels):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(blocks, x), y)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+    join = contextlib.nullcontext()
+    if args.ddp:
+        from torch.distributed.algorithms.join import Join
+        join = Join([model])  # ranks with fewer batches shadow the others' allreduces
+    with join:
+        for blocks, x, y in batches(args, train_nodes, indptr, indices, feats, labels):
+            if device.type != "cpu":
+                blocks = [(s.to(device, non_blocking=True), n, es.to(device, non_blocking=True),
+                           ed.to(device, non_blocking=True)) for s, n, es, ed in blocks]
+                x, y = x.pin_memory().to(device, non_blocking=True), y.to(device, non_blocking=True)
+            opt.zero_grad()
+            loss = F.cross_entropy(model(blocks, x), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
     if prof is not None:
         prof.__exit__(None, None, None)
     loop_s = time.perf_counter() - t0
 
     model.eval()
+    net = model.module if args.ddp else model
     with torch.no_grad():
         vgen = torch.Generator().manual_seed(args.seed + 2)
         seeds = val_nodes[torch.randint(0, val_nodes.numel(), (2048,), generator=vgen)]
         blocks = sample_blocks(seeds, indptr, indices, args.fanouts, vgen)
-        acc = (model(blocks, feats[blocks[0][0]].float()).argmax(1) == labels[seeds]).float().mean().item()
-    print(f"steps {len(losses)} loss {losses[0]:.3f} -> {losses[-1]:.3f} val_acc {acc:.3f} "
+        blocks = [(s.to(device), n, es.to(device), ed.to(device)) for s, n, es, ed in blocks]
+        correct = (net(blocks, feats[blocks[0][0].cpu()].float().to(device)).argmax(1) == labels[seeds].to(device))
+        acc = correct.float().mean()
+        if args.ddp:
+            dist.all_reduce(acc)
+            acc /= world
+        acc = acc.item()
+    who = f"rank {rank}/{world} " if args.ddp else ""
+    print(f"{who}steps {len(losses)} loss {losses[0]:.3f} -> {losses[-1]:.3f} val_acc {acc:.3f} "
           f"loop {loop_s:.3f} s ({1e3 * loop_s / len(losses):.2f} ms/step)")
+    if args.ddp:
+        dist.destroy_process_group()
     return args.exit_code
 
 

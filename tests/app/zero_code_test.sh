@@ -29,6 +29,20 @@ check "program's stderr kept" "grep -q '^to stderr' '$tmp/prof.err'"
 check "5 iterations from 5 optimizer steps" "[ \"\$(json $tmp/fid/p.json \"sum(1 for i in p['iterations'] if i['complete'])\")\" = 5 ]"
 check "profile listed by gnnprof run" "grep -q 'fid/p.json  pid' '$tmp/prof.err'"
 
+# 1b. The observer stops observing inside top-level ops (docs/zero-code.md), but never while
+# the program's own torch.profiler is on: its nested ops must stay visible to it.
+cat > "$tmp/own_prof.py" <<'PY'
+import torch
+m = torch.nn.Linear(8, 2)
+with torch.autograd.profiler.profile() as prof:
+    m(torch.randn(4, 8)).sum().backward()
+names = {e.name for e in prof.function_events}
+print("nested addmm seen" if "aten::addmm" in names and "aten::linear" in names else "nested ops lost: %s" % sorted(names))
+PY
+$py "$tmp/own_prof.py" > "$tmp/own_plain.out" 2>&1
+"$gnnprof" run -o "$tmp/own/p.json" -- $py "$tmp/own_prof.py" > "$tmp/own.out" 2> "$tmp/own.err"
+check "torch.profiler under gnnprof still sees nested ops" "grep -q 'nested addmm seen' '$tmp/own_plain.out' && grep -q 'nested addmm seen' '$tmp/own.out'"
+
 # 2. The Python GNN sample: forward, backward, optimizer, materialize, >= 90 % coverage.
 "$gnnprof" run -o "$tmp/sage/s.json" --html "$tmp/sage/s.html" -- $py "$sample" --nodes 20000 --steps 12 \
   --cache "$tmp/cache" > "$tmp/sage.out" 2> "$tmp/sage.err"

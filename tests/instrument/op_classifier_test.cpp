@@ -78,6 +78,30 @@ TEST(OpClassifier, NamesAndScopes) {
   EXPECT_EQ(gi::classify_name("aten::index", gi::Scope::kUser), gi::OpKind::kUserScope);
 }
 
+// The observer stops observing inside a top-level op unless the rules need its nested ops.
+TEST(OpClassifier, NestedOpsAreObservedOnlyWhereTheRulesNeedThem) {
+  auto mute = [](const char* name, gi::Scope scope = gi::Scope::kFunction) {
+    return gi::may_mute_nested(gi::classify_name(name, scope), name);
+  };
+  // One stage whatever they call.
+  EXPECT_TRUE(mute("aten::linear"));
+  EXPECT_TRUE(mute("aten::cross_entropy_loss"));
+  EXPECT_TRUE(mute("aten::index"));
+  EXPECT_TRUE(mute("aten::copy_"));
+  EXPECT_TRUE(mute("autograd::engine::evaluate_function: AddmmBackward0"));
+  // Cross-device copies and pinning end in nested ops; DDP's allreduce runs in AccumulateGrad's hooks.
+  EXPECT_FALSE(mute("aten::to"));
+  EXPECT_FALSE(mute("aten::_to_copy"));
+  EXPECT_FALSE(mute("aten::pin_memory"));
+  EXPECT_FALSE(mute("aten::cuda"));
+  EXPECT_FALSE(mute("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad"));
+  // Scopes are not ops: their contents are top-level.
+  EXPECT_FALSE(mute("sample", gi::Scope::kUser));
+  EXPECT_FALSE(mute("Optimizer.step#SGD.step", gi::Scope::kUser));
+  EXPECT_FALSE(mute("ProfilerStep#1", gi::Scope::kUser));
+  EXPECT_FALSE(mute("profiler::_record_function_enter_new"));
+}
+
 // One training step as torch 1.13 records it for
 //   opt.zero_grad(); loss = F.cross_entropy(model(x), y); loss.backward(); opt.step()
 TEST(OpClassifier, TrainingStepBecomesForwardBackwardOptimizerAndOneIteration) {

@@ -1,0 +1,109 @@
+#!/usr/bin/python3
+"""The torch op observer's cost on the two Python loops of bench/python_overhead.py, measured
+inside one process under libgnnprof_preload.so with blocks of steps interleaved: RecordFunction
+off on the loop's thread (torch._C._autograd._enable_record_function(False): the observer sees
+nothing, plain torch) and on. Machine noise, which on a 2-core VM moves whole runs by 10-20 %,
+hits both modes alike; what the preload costs outside the observer (its threads, the
+periodic flush) is what python_overhead.py's process-level comparison adds.
+
+    bench/python_inproc_overhead.py --preload build/lib/libgnnprof_preload.so [--rounds 30]
+"""
+import argparse, importlib.util, os, statistics, subprocess, sys, time
+
+here = os.path.dirname(os.path.abspath(__file__))
+root = os.path.dirname(here)
+
+
+def blocks_ratio(step, steps, rounds, enable):
+    ratios, base = [], []
+    for _ in range(rounds):
+        enable(False)
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        off = time.perf_counter() - t0
+        enable(True)
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        on = time.perf_counter() - t0
+        ratios.append(on / off)
+        base.append(off / steps)
+    return statistics.median(ratios), statistics.median(base), ratios
+
+
+def small_ops():
+    import torch
+    m = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64), torch.nn.ReLU(),
+                            torch.nn.Linear(64, 4))
+    opt = torch.optim.SGD(m.parameters(), lr=0.01)
+    x, y = torch.randn(64, 32), torch.randint(0, 4, (64,))
+
+    def step():
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(m(x), y).backward()
+        opt.step()
+    return step
+
+
+def sage():
+    import torch
+    import torch.nn.functional as F
+    spec = importlib.util.spec_from_file_location("sage_train", os.path.join(root, "samples/python/sage_train.py"))
+    st = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(st)
+    args = st.parse_args([])
+    gen = torch.Generator().manual_seed(args.seed)
+    indptr, indices, labels = st.make_graph(args.nodes, args.avg_degree, args.classes, gen)
+    feats = st.feature_file(args, labels)
+    train_nodes = torch.randperm(args.nodes, generator=gen)[: args.nodes * 8 // 10]
+    model = st.Sage(args.feat_dim, args.hidden, args.classes)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    bgen = torch.Generator().manual_seed(args.seed + 1)
+
+    def step():
+        blocks, x, y = st.make_batch(0, args, train_nodes, indptr, indices, feats, labels, bgen)
+        opt.zero_grad()
+        F.cross_entropy(model(blocks, x), y).backward()
+        opt.step()
+    return step
+
+
+def measure(rounds):
+    import torch
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    enable = torch._C._autograd._enable_record_function
+    for name, make, block_s in (("small-op MLP loop (bench/small_ops.py's model)", small_ops, 0.05),
+                                ("Python GNN sample (samples/python/sage_train.py's step)", sage, 0.3)):
+        step = make()
+        for _ in range(5):
+            step()
+        t0 = time.perf_counter()
+        for _ in range(5):
+            step()
+        steps = max(3, int(block_s / ((time.perf_counter() - t0) / 5)))
+        med, base, r = blocks_ratio(step, steps, rounds, enable)
+        r = sorted(r)
+        print(f"{name}: {rounds} rounds x {steps} steps per mode; plain {1e3 * base:.3f} ms/step; "
+              f"observer on: median ratio {med:.3f} (+{100 * (med - 1):.1f} %, "
+              f"+{1e6 * base * (med - 1):.0f} us/step), p25..p75 {r[len(r) // 4]:.3f}..{r[3 * len(r) // 4]:.3f}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--preload")
+    ap.add_argument("--rounds", type=int, default=30)
+    a = ap.parse_args()
+    if os.environ.get("GNNPROF_INPROC_CHILD") != "1":
+        if not a.preload:
+            raise SystemExit("--preload PATH is required")
+        env = dict(os.environ, LD_PRELOAD=os.path.abspath(a.preload), GNNPROF_INPROC_CHILD="1", GNNPROF_QUIET="1",
+                   GNNPROF_OUTPUT=os.path.join(os.environ.get("TMPDIR", "/tmp"), f"gnnprof-inproc-{os.getpid()}.json"),
+                   OMP_NUM_THREADS="1")
+        sys.exit(subprocess.call([sys.executable, __file__, "--rounds", str(a.rounds)], env=env))
+    measure(a.rounds)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+// gnnprof/reports/merge.h — one cross-rank view of a distributed run (`gnnprof merge`).
+//
+// Input: one profile per rank (rank, local rank, world size, host and run id in each
+// profile's `run`). Output: each rank's per-iteration stage times side by side, iteration time
+// per rank, stragglers with the stage that makes the difference, load imbalance (rows and
+// bytes materialized per iteration), the share of each rank's iterations spent waiting in
+// communication, and the clock offset of each rank (docs/architecture.md, "Distributed").
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gnnprof/profile.h"
+#include "gnnprof/result.h"
+
+namespace gnnprof::reports {
+
+inline constexpr const char* kMergeSchema = "gnnprof.merge/1";
+
+struct MergeOptions {
+  /// A rank is a straggler when its median busy time per iteration exceeds the median rank's
+  /// by more than this fraction.
+  double straggler_threshold = 0.10;
+  /// Warm-up iterations left out on every rank.
+  std::uint64_t skip = 2;
+};
+
+struct RankSummary {
+  std::int64_t rank = 0;
+  std::int64_t local_rank = -1;
+  std::string host;
+  std::int64_t pid = 0;
+  std::string file;
+  std::uint64_t iterations = 0;              ///< complete iterations used (after skip)
+  std::vector<std::int64_t> iteration_ns;    ///< wall per iteration used, in order
+  std::int64_t iteration_median_ns = 0;
+  /// Per iteration (mean): time in comm stages of the loop thread (waiting for the other ranks
+  /// or the network), and wall minus that (what this rank computes and loads itself).
+  std::int64_t comm_ns = 0;
+  std::int64_t busy_median_ns = 0;
+  double comm_share = 0.0;                   ///< comm_ns / mean iteration wall
+  /// Collectives in flight per iteration (launch to completion, other threads included) and
+  /// the part of it overlapped by the loop thread's own work.
+  std::int64_t comm_in_flight_ns = 0;
+  std::int64_t comm_overlapped_ns = 0;
+  std::map<std::string, std::int64_t> stage_ns;  ///< loop thread, mean inclusive ns per iteration
+  double materialized_rows = 0, materialized_bytes = 0;  ///< per iteration
+  std::int64_t clock_offset_ns = 0;  ///< this rank's time origin minus rank 0's
+  std::string clock_basis;           ///< "monotonic (same host)" | "realtime (other host)"
+};
+
+struct Straggler {
+  std::int64_t rank = 0;
+  double excess = 0.0;           ///< busy time over the median rank's, as a fraction
+  std::string stage;             ///< the stage that makes the most of the difference
+  std::int64_t stage_excess_ns = 0;
+};
+
+struct Merged {
+  std::string schema = kMergeSchema;
+  std::string run_id;
+  std::int64_t world_size = 0;
+  std::vector<std::string> hosts;
+  MergeOptions options;
+  std::vector<RankSummary> ranks;  ///< by rank
+  std::vector<std::string> stages; ///< stage rows, heaviest first (by the median rank)
+  std::map<std::string, std::string> stage_category;
+  std::int64_t busy_median_ns = 0; ///< the median rank's
+  std::vector<Straggler> stragglers;
+  /// Max over median rank, per iteration (1.0 = balanced); 0 when nothing was materialized.
+  double rows_imbalance = 0, bytes_imbalance = 0;
+  std::vector<std::string> notes;  ///< e.g. "rank 3 has 2 fewer iterations"
+};
+
+/// Checks that the profiles are ranks of one run (rank present, no duplicate, same run id and
+/// world size) and summarizes them. `files` names them in errors. An error message names the
+/// file(s) and the problem.
+Result<Merged> merge_profiles(const std::vector<Profile>& profiles, const std::vector<std::string>& files,
+                              const MergeOptions& options = {});
+
+std::string merged_to_json(const Merged& m);
+std::string merged_text(const Merged& m);
+Status render_merged_html(const Merged& m, std::ostream& out);
+
+}  // namespace gnnprof::reports
