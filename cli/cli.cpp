@@ -67,6 +67,15 @@ int parse_cli(int argc, const char* const* argv, Cli& out) {
   runc->add_option("command", out.run.command, "CMD ARGS... (after --)")->required();
   runc->positionals_at_end();
 
+  CLI::App* mrgc = app.add_subcommand(
+      "merge", "One report of a distributed run: each rank side by side, stragglers, imbalance, comm wait.\n"
+               "  gnnprof merge RANK0.json RANK1.json ... [-o merged.json] [--html OUT.html]");
+  mrgc->add_option("inputs", out.merge.inputs, "one profile per rank")->required()->expected(1, -1);
+  mrgc->add_option("-o,--json", out.merge.json_out, "write the merged view as gnnprof.merge/1 JSON");
+  mrgc->add_option("--html", out.merge.html_out, "write it as self-contained HTML");
+  mrgc->add_option("--threshold", out.merge.threshold, "straggler: busy time over the median rank's by more than this (default 10%)");
+  mrgc->add_option("--skip", out.merge.skip, "warm-up iterations left out on every rank (default 2)");
+
   CLI::App* version = app.add_subcommand("version", "Print the version");
 
   try {
@@ -86,6 +95,7 @@ int parse_cli(int argc, const char* const* argv, Cli& out) {
   if (cmpc->parsed()) out.command = Cli::Command::kCompare;
   if (chkc->parsed()) out.command = Cli::Command::kCheck;
   if (runc->parsed()) out.command = Cli::Command::kRun;
+  if (mrgc->parsed()) out.command = Cli::Command::kMerge;
   if (version->parsed()) out.command = Cli::Command::kVersion;
   return -1;
 }

@@ -4,19 +4,21 @@
 
 #include "ab.h"
 #include "compare.h"
+#include "merge.h"
 #include "report.h"
 #include "run.h"
 
 namespace gnnprof::cli {
 
 struct Cli {
-  enum class Command { kNone, kReport, kAb, kCompare, kCheck, kRun, kVersion };
+  enum class Command { kNone, kReport, kAb, kCompare, kCheck, kRun, kMerge, kVersion };
   Command command = Command::kNone;
   ReportArgs report;
   AbArgs ab;
   CompareArgs compare;
   CheckArgs check;
   RunArgs run;
+  MergeArgs merge;
 };
 
 /// Parses argv into `out`. Returns -1 to go on and run out.command, or the exit code to stop

@@ -5,6 +5,7 @@
 //   gnnprof compare BASE.json CAND.json [--html OUT] [--json OUT]   |   compare comparison.json
 //   gnnprof check --baseline BASE.json CURRENT.json [--max-slowdown 5%] [--stage NAME=PCT]...
 //   gnnprof run [-o OUT.json] [--html OUT.html] -- CMD ARGS...   (zero-code attach, LD_PRELOAD)
+//   gnnprof merge RANK0.json RANK1.json ... [-o merged.json] [--html OUT]   (distributed runs)
 //   gnnprof version
 //
 // Exit codes: 0 success; 2 bad usage or bad input (missing, truncated or foreign file), with
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
       case Cli::Command::kCompare: return gnnprof::cli::run_compare(cli.compare);
       case Cli::Command::kCheck: return gnnprof::cli::run_check(cli.check);
       case Cli::Command::kRun: return gnnprof::cli::run_run(cli.run);
+      case Cli::Command::kMerge: return gnnprof::cli::run_merge(cli.merge);
       case Cli::Command::kVersion:
         std::cout << "gnnprof " << gnnprof::kVersion << "\n";
         return 0;

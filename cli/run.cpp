@@ -3,7 +3,9 @@
 // Every process of the command (children that exec included) loads libgnnprof_preload.so via
 // LD_PRELOAD and writes <dir>/<stem>.[rankN.]<pid>.json; helper processes that record nothing
 // write none. Afterwards the launched process's profile (or, when it recorded nothing, the
-// busiest one) is renamed to OUT.json and every profile is listed with its pid and rank.
+// busiest one) is renamed to OUT.json and every profile is listed with its pid and rank. A
+// distributed run (two or more rank profiles) keeps the rank-named files and prints the
+// `gnnprof merge` command that reports them together; GNNPROF_RUN_ID ties them to this launch.
 #include "run.h"
 
 #include <signal.h>
@@ -11,7 +13,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -101,6 +107,14 @@ int run_run(const RunArgs& args) {
   env["LD_PRELOAD"] = prev.empty() ? preload : preload + ":" + prev;
   env["GNNPROF_OUTPUT"] = (dir / (stem + ".%R%p.json")).string();
   env["GNNPROF_RUN_PID"] = std::to_string(::getpid());
+  // One id for every process of this launch: `gnnprof merge` refuses ranks of different runs.
+  if (!env.count("GNNPROF_RUN_ID")) {
+    char host[256] = {0};
+    ::gethostname(host, sizeof(host) - 1);
+    env["GNNPROF_RUN_ID"] = fmt::format("{}-{}-{}", host, ::getpid(),
+                                        std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            std::chrono::system_clock::now().time_since_epoch()).count());
+  }
   if (!env.count("GNNPROF_QUIET")) env["GNNPROF_QUIET"] = "1";  // this command lists the files
   if (!env.count("NVTX_INJECTION64_PATH")) env["NVTX_INJECTION64_PATH"] = preload;
   std::vector<std::string> env_strings;
@@ -162,6 +176,11 @@ int run_run(const RunArgs& args) {
   if (main == nullptr)
     for (const auto& f : found)
       if (main == nullptr || f.profile.recorded_events > main->profile.recorded_events) main = &f;
+  // A distributed run: the rank profiles keep their rank-named files, for gnnprof merge.
+  std::vector<std::string> rank_files;
+  for (const auto& f : found)
+    if (f.profile.run.rank) rank_files.push_back(f.path);
+  if (rank_files.size() > 1) main = nullptr;
   if (found.empty()) {
     std::cerr << "gnnprof run: no profile was written (is the program statically linked, or GNNPROF_ENABLED=0?)\n";
   } else {
@@ -180,6 +199,13 @@ int run_run(const RunArgs& args) {
       for (const auto& c : p.collectors)
         if (c.enabled && c.name != "host") std::cerr << ", " << c.name;
       std::cerr << "\n";
+    }
+    if (rank_files.size() > 1) {
+      std::sort(rank_files.begin(), rank_files.end());
+      std::string cmd;
+      for (const auto& f : rank_files) cmd += " " + f;
+      std::cerr << "gnnprof run: " << rank_files.size() << " ranks; one report of them all: gnnprof merge" << cmd
+                << (args.html_out.empty() ? "" : " --html " + args.html_out) << "\n";
     }
     if (!args.html_out.empty() && main != nullptr) {
       auto reporter = reports::make_reporter("html", {});

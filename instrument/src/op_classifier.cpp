@@ -43,6 +43,10 @@ bool may_mute_nested(OpKind kind, std::string_view name) noexcept {
   }
 }
 
+bool is_async_collective_name(std::string_view name) noexcept {
+  return starts_with(name, "gloo:") || starts_with(name, "nccl:") || starts_with(name, "mpi:");
+}
+
 const char* OpClassifier::phase_name(Phase p) noexcept {
   switch (p) {
     case Phase::kForward: return "forward";
@@ -86,6 +90,10 @@ void OpClassifier::open_phase(Level& l, Phase p) {
 }
 
 void OpClassifier::on_start(const OpInfo& op) {
+  if (wait_open_) {
+    sink_.end();
+    wait_open_ = false;
+  }
   Frame f;
   Level& level = levels_.back();
   switch (op.kind) {
@@ -128,6 +136,7 @@ void OpClassifier::on_start(const OpInfo& op) {
       if (!in_comm_) {
         if (op_depth_ == 0) close_phase(level);
         sink_.begin("comm", "comm");
+        if (op.comm_bytes > 0) sink_.comm_bytes(op.comm_bytes);
         f.ends = 1;
         in_comm_ = f.clears_comm = true;
       }
@@ -206,7 +215,7 @@ void OpClassifier::on_start(const OpInfo& op) {
   frames_.push_back(f);
 }
 
-void OpClassifier::on_end() {
+void OpClassifier::on_end(bool comm_in_flight) {
   if (frames_.empty()) return;  // unbalanced: a start before the observer was installed
   Frame f = frames_.back();
   frames_.pop_back();
@@ -224,9 +233,17 @@ void OpClassifier::on_end() {
     sink_.step();
     iteration_open_ = true;
   }
+  if (f.is_op && op_depth_ == 0 && comm_in_flight && opt_.phases_span_gaps && !wait_open_) {
+    sink_.begin("comm wait", "comm");
+    wait_open_ = true;
+  }
 }
 
 void OpClassifier::close_all() {
+  if (wait_open_) {
+    sink_.end();
+    wait_open_ = false;
+  }
   while (!frames_.empty()) on_end();
   close_phase(levels_.back());
 }

@@ -41,6 +41,10 @@ OpKind classify_name(std::string_view name, Scope scope) noexcept;
 /// hooks. Scopes (record_function, optimizer, ProfilerStep) are not ops: never.
 bool may_mute_nested(OpKind kind, std::string_view name) noexcept;
 
+/// gloo:* / nccl:* / mpi:* — the names ProcessGroup works give the asynchronous RecordFunction
+/// that spans a collective from its launch to its completion (on another thread).
+bool is_async_collective_name(std::string_view name) noexcept;
+
 enum class Device : std::uint8_t { kCpu, kCuda, kOther };
 
 /// The facts about one RecordFunction start that the rules use; the torch TU fills only the
@@ -73,6 +77,8 @@ class OpSink {
   virtual void materialize(std::uint64_t rows, std::uint64_t bytes) = 0;
   /// direction/memory/mode as in gnnprof_c.h (GNNPROF_H2D, GNNPROF_PINNED, GNNPROF_ASYNC...).
   virtual void transfer(std::uint64_t bytes, int direction, int memory, int mode) = 0;
+  /// Bytes a collective communicates (its tensors' sizes).
+  virtual void comm_bytes(std::uint64_t bytes) = 0;
 };
 
 struct ClassifierOptions {
@@ -95,8 +101,12 @@ class OpClassifier {
   OpClassifier(OpSink& sink, ClassifierOptions opt) : sink_(sink), opt_(opt) { levels_.push_back({}); }
 
   /// Every on_start is matched by one on_end, in LIFO order, on this thread.
+  /// `comm_in_flight`: a collective launched by the process has not completed yet. When a
+  /// top-level op of the loop thread ends with one in flight, the thread is waiting for it or
+  /// running Python until its next op: a stage "comm wait" (category comm) spans that gap,
+  /// closed by the next start. That is the communication time exposed on the critical path.
   void on_start(const OpInfo& op);
-  void on_end();
+  void on_end(bool comm_in_flight = false);
 
   /// Closes whatever is open (thread or session end).
   void close_all();
@@ -134,6 +144,7 @@ class OpClassifier {
   bool in_comm_ = false;
   bool iteration_open_ = false;
   bool profiler_steps_ = false;
+  bool wait_open_ = false;
 };
 
 }  // namespace gnnprof::instrument

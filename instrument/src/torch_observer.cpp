@@ -8,6 +8,7 @@
 #include <ATen/record_function.h>
 #include <c10/core/GradMode.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -51,6 +52,10 @@ class CApiSink final : public OpSink {
   void transfer(std::uint64_t bytes, int direction, int memory, int mode) override {
     gnnprof_transfer(bytes, direction, memory, mode, 0);
   }
+  void comm_bytes(std::uint64_t bytes) override {
+    static const gnnprof_site_t site = gnnprof_counter_site("comm bytes");
+    gnnprof_counter(site, static_cast<double>(bytes));
+  }
   std::uint32_t current_site() const noexcept { return sites_.empty() ? 0 : sites_.back(); }
 
  private:
@@ -68,6 +73,57 @@ class CApiSink final : public OpSink {
   std::unordered_map<std::string_view, std::uint32_t> sites_by_name_;
   std::vector<std::uint32_t> sites_;
 };
+
+// Asynchronous collectives (ProcessGroup works: "gloo:all_reduce", ...): their RecordFunction
+// starts on the launching thread and ends on a backend thread at completion. Each becomes a
+// range on the lane "comm (in flight)", attributed to the launching stage; the count of those
+// in flight tells the loop thread's classifier when a gap between ops is a wait.
+struct PendingComm {
+  std::int64_t t0 = 0;
+  std::uint32_t ctx = 0;
+  std::string name;
+};
+std::mutex g_comm_mu;
+std::unordered_map<const void*, PendingComm> g_comm;  // keyed by the RecordFunction's address
+std::unordered_map<std::string, std::uint32_t> g_comm_sites;
+std::atomic<int> g_comm_in_flight{0};
+
+std::int64_t mono_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+void async_comm_start(const at::RecordFunction& fn, std::uint32_t ctx) {
+  PendingComm p;
+  p.t0 = mono_ns();
+  p.ctx = ctx;
+  p.name = fn.name();
+  std::lock_guard<std::mutex> lock(g_comm_mu);
+  if (g_comm.size() >= 4096) return;  // a backend that never ends its works: stop tracking
+  auto [it, inserted] = g_comm.try_emplace(&fn);
+  it->second = std::move(p);  // an address reused by a work that never ended: replaced, not counted twice
+  if (inserted) g_comm_in_flight.fetch_add(1, std::memory_order_relaxed);
+}
+
+void async_comm_end(const at::RecordFunction& fn) {
+  const std::int64_t t1 = mono_ns();
+  PendingComm p;
+  std::uint32_t site = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_comm_mu);
+    auto it = g_comm.find(&fn);
+    if (it == g_comm.end()) return;
+    p = std::move(it->second);
+    g_comm.erase(it);
+    g_comm_in_flight.fetch_sub(1, std::memory_order_relaxed);
+    auto s = g_comm_sites.find(p.name);
+    if (s == g_comm_sites.end()) s = g_comm_sites.emplace(p.name, gnnprof_stage_site(p.name.c_str(), "comm")).first;
+    site = s->second;
+  }
+  static const gnnprof_lane_t lane = gnnprof_lane("comm (in flight)");
+  gnnprof_lane_range(lane, site, p.ctx, p.t0, t1);
+}
 
 // What a frame did at its start that its end must undo.
 constexpr std::uint8_t kPushedCorr = 1;    // pushed an external correlation id (CUPTI)
@@ -183,7 +239,10 @@ std::uint64_t tensor_bytes(c10::ArrayRef<const c10::IValue> inputs) {
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   try {
-    if (fn.isAsync()) return nullptr;
+    if (fn.isAsync()) {
+      if (is_async_collective_name(fn.name())) async_comm_start(fn, state()->sink.current_site());
+      return nullptr;
+    }
     ThreadState* ts = state();
     const char* cname = fn.name();
     const Scope scope = scope_of(fn.scope());
@@ -228,7 +287,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   return nullptr;
 }
 
-void pop_frame(ThreadState* ts) {
+void pop_frame(ThreadState* ts, bool last) {
   if (!ts->undo.empty()) {
     const std::uint8_t undo = ts->undo.back();
     if (undo & kMutedNested) at::enableRecordFunction(true);
@@ -237,23 +296,26 @@ void pop_frame(ThreadState* ts) {
     ts->undo.pop_back();
   }
   ts->handles.pop_back();
-  ts->classifier.on_end();
+  ts->classifier.on_end(last && g_comm_in_flight.load(std::memory_order_relaxed) > 0);
 }
 
 void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   try {
-    if (fn.isAsync()) return;
+    if (fn.isAsync()) {
+      if (is_async_collective_name(fn.name())) async_comm_end(fn);
+      return;
+    }
     ThreadState* ts = t_state;
     if (ts == nullptr || ts->handles.empty()) return;
     const std::uint64_t h = fn.handle();
     if (ts->handles.back() == h) {
-      pop_frame(ts);
+      pop_frame(ts, true);
       return;
     }
     // Out of order (a scope that outlived an op begun inside it): close down to it if open.
     for (std::size_t i = ts->handles.size(); i-- > 0;) {
       if (ts->handles[i] == h) {
-        while (ts->handles.size() > i) pop_frame(ts);
+        while (ts->handles.size() > i) pop_frame(ts, ts->handles.size() == i + 1);
         return;
       }
     }

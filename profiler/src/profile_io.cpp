@@ -45,6 +45,7 @@ json profile_json(const Profile& p) {
               {"rank", opt_int(p.run.rank)},
               {"local_rank", opt_int(p.run.local_rank)},
               {"world_size", opt_int(p.run.world_size)}};
+  if (!p.run.run_id.empty()) j["run"]["run_id"] = p.run.run_id;
   j["clock"] = {{"source", p.clock.source},
                 {"ticks_per_ns", p.clock.ticks_per_ns},
                 {"calibration_ns", p.clock.calibration_ns}};
@@ -236,6 +237,7 @@ Profile profile_from(const json& j, const Reader& r) {
   p.run.rank = r.opt(run, "rank", "$.run");
   p.run.local_rank = r.opt(run, "local_rank", "$.run");
   p.run.world_size = r.opt(run, "world_size", "$.run");
+  if (auto id = run.find("run_id"); id != run.end() && id->is_string()) p.run.run_id = id->get<std::string>();
   const json& clock = r.field(j, "clock", root);
   p.clock.source = r.get<std::string>(clock, "source", "$.clock");
   p.clock.ticks_per_ns = r.get<double>(clock, "ticks_per_ns", "$.clock");

@@ -113,6 +113,12 @@ RunInfo make_run_info() {
   r.rank = env_int("RANK");
   r.local_rank = env_int("LOCAL_RANK");
   r.world_size = env_int("WORLD_SIZE");
+  if (const char* id = std::getenv("GNNPROF_RUN_ID"); id != nullptr && *id != '\0') {
+    r.run_id = id;
+  } else if (const char* te = std::getenv("TORCHELASTIC_RUN_ID"); te != nullptr && *te != '\0' &&
+             std::strcmp(te, "none") != 0) {
+    r.run_id = te;
+  }
   return r;
 }
 

@@ -33,6 +33,7 @@ class Recorder final : public gi::OpSink {
     log.push_back("XFER " + std::to_string(bytes) + " d" + std::to_string(dir) + " m" + std::to_string(mem) + " a" +
                   std::to_string(mode));
   }
+  void comm_bytes(std::uint64_t bytes) override { log.push_back("COMM " + std::to_string(bytes)); }
 };
 
 gi::OpInfo op(const char* name, bool requires_grad = false, gi::Scope scope = gi::Scope::kFunction) {
@@ -268,4 +269,50 @@ TEST(OpClassifier, CollectivesAreCommAndUnbalancedEndsAreHarmless) {
   const std::vector<std::string> want = {"+comm[comm]", "-"};
   EXPECT_EQ(r.log, want);
   EXPECT_EQ(r.depth, 0);
+}
+
+// DDP's backward as torch 1.13 records it on the loop thread: the gradient allreduce is launched
+// (c10d::allreduce_) inside AccumulateGrad and completes on a Gloo thread while later backward
+// nodes run; after the last node the engine waits for it. Gaps between ops while a collective
+// is in flight are "comm wait" (exposed); the overlapped part is not.
+TEST(OpClassifier, GapsWhileACollectiveIsInFlightAreCommWait) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  auto ag = op("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad");
+  auto allreduce = op("c10d::allreduce_");
+  allreduce.comm_bytes = 4096;
+  leaf(c, op("aten::mm", true));
+  c.on_start(op("autograd::engine::evaluate_function: MmBackward0"));
+  c.on_end(false);
+  c.on_start(ag);
+  leaf(c, allreduce);
+  c.on_end(/*comm_in_flight=*/true);   // the bucket's allreduce is in flight: gap is a wait
+  c.on_start(op("autograd::engine::evaluate_function: TBackward0"));  // closes the wait
+  c.on_end(true);                      // the engine's final wait for the allreduce
+  c.on_start(op("Optimizer.step#SGD.step", false, gi::Scope::kUser));
+  c.on_end(false);
+  const std::vector<std::string> want = {
+      "STEP", "+forward[compute]", "-", "+backward[compute]",
+      "+comm[comm]", "COMM 4096", "-",          // the launch, nested in AccumulateGrad
+      "+comm wait[comm]", "-",                  // between AccumulateGrad and TBackward0
+      "+comm wait[comm]", "-",                  // after the last node, until the optimizer
+      "-", "+optimizer[compute]", "-", "STEP"};
+  EXPECT_EQ(r.log, want);
+  EXPECT_EQ(r.depth, 0);
+  EXPECT_TRUE(gi::is_async_collective_name("gloo:all_reduce"));
+  EXPECT_TRUE(gi::is_async_collective_name("nccl:all_reduce"));
+  EXPECT_FALSE(gi::is_async_collective_name("c10d::allreduce_"));
+}
+
+// Other threads never record waits (their gaps are not the loop's critical path).
+TEST(OpClassifier, OnlyTheLoopThreadRecordsCommWait) {
+  Recorder r;
+  gi::ClassifierOptions o = no_ops();
+  o.marks_iterations = false;
+  o.phases_span_gaps = false;
+  gi::OpClassifier c(r, o);
+  c.on_start(op("aten::add"));
+  c.on_end(true);
+  c.close_all();
+  EXPECT_EQ(std::count(r.log.begin(), r.log.end(), "+comm wait[comm]"), 0);
 }

@@ -12,6 +12,7 @@
 #include "gnnprof/reports/compare.h"
 #include "gnnprof/reports/html_reporter.h"
 #include "gnnprof/reports/markdown_reporter.h"
+#include "gnnprof/reports/merge.h"
 #include "gnnprof/reports/text_reporter.h"
 #include "gnnprof/reports/trace_reporter.h"
 
@@ -196,6 +197,71 @@ TEST(Golden, ComparisonTextAndJson) {
   std::ostringstream html;
   ASSERT_TRUE(reports::render_comparison_html(c, &a, &b, html));
   EXPECT_NE(html.str().find("Side by side"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gnnprof
+
+namespace gnnprof {
+namespace {
+
+// Two ranks of one run: rank 1 samples 3x longer and rank 0 waits for it in "comm wait".
+std::vector<Profile> merge_fixture() {
+  std::vector<Profile> ranks;
+  for (std::int64_t r = 0; r < 2; ++r) {
+    Profile p = fixed_profile();
+    p.run.rank = r;
+    p.run.local_rank = r;
+    p.run.pid = 4242 + r;
+    p.run.run_id = "golden-run";
+    p.run.start_monotonic_ns += r * 1500000;
+    StageStats wait;
+    wait.name = "comm wait";
+    wait.category = "comm";
+    p.stages.push_back(wait);
+    for (IterationStats& it : p.iterations) {
+      it.stages["sample"] = r == 1 ? 5280000 : 1760000;
+      it.stages["comm wait"] = r == 1 ? 100000 : 3620000;
+      it.other_threads["gloo:all_reduce"] = 4000000;
+    }
+    StageStats ar;
+    ar.name = "gloo:all_reduce";
+    ar.category = "comm";
+    p.stages.push_back(ar);
+    ranks.push_back(p);
+  }
+  return ranks;
+}
+
+TEST(Golden, MergeTextJsonAndHtml) {
+  reports::MergeOptions opt;
+  opt.skip = 1;
+  auto m = reports::merge_profiles(merge_fixture(), {"rank0.json", "rank1.json"}, opt);
+  ASSERT_TRUE(m) << m.status().message();
+  ASSERT_EQ(m->stragglers.size(), 1u);
+  EXPECT_EQ(m->stragglers[0].rank, 1);
+  EXPECT_EQ(m->stragglers[0].stage, "sample");
+  expect_golden("merge.txt", reports::merged_text(*m));
+  expect_golden("merge.json", reports::merged_to_json(*m));
+  std::ostringstream html;
+  ASSERT_TRUE(reports::render_merged_html(*m, html));
+  expect_golden("merge.html", html.str());
+}
+
+TEST(Golden, MergeRefusesProfilesOfDifferentRunsOrDuplicateRanks) {
+  auto ranks = merge_fixture();
+  ranks[1].run.rank = 0;
+  auto dup = reports::merge_profiles(ranks, {"a.json", "b.json"});
+  ASSERT_FALSE(dup);
+  EXPECT_EQ(dup.status().message(), "a.json and b.json are both rank 0: profiles of one run have distinct ranks");
+  ranks = merge_fixture();
+  ranks[1].run.run_id = "other";
+  auto runs = reports::merge_profiles(ranks, {"a.json", "b.json"});
+  ASSERT_FALSE(runs);
+  EXPECT_EQ(runs.status().message(), "a.json (run golden-run) and b.json (run other) are from different runs");
+  ranks = merge_fixture();
+  ranks[0].run.rank.reset();
+  EXPECT_FALSE(reports::merge_profiles(ranks, {"a.json", "b.json"}));
 }
 
 }  // namespace

@@ -33,6 +33,9 @@ struct RunInfo {
   std::int64_t start_unix_ns = 0;      ///< CLOCK_REALTIME at session start
   std::int64_t start_monotonic_ns = 0; ///< CLOCK_MONOTONIC at session start (the time origin)
   std::optional<std::int64_t> rank, local_rank, world_size;
+  /// Names the launch that all ranks of one distributed run share: GNNPROF_RUN_ID (set by
+  /// `gnnprof run`), else TORCHELASTIC_RUN_ID unless "none"; "" when unknown.
+  std::string run_id;
 };
 
 /// How raw timestamps became nanoseconds (docs/architecture.md, "Clock").

@@ -20,8 +20,8 @@ namespace gnnprof::reports {
 inline constexpr const char* kMergeSchema = "gnnprof.merge/1";
 
 struct MergeOptions {
-  /// A rank is a straggler when its median busy time per iteration exceeds the median rank's
-  /// by more than this fraction.
+  /// A rank is a straggler when its median busy time per iteration (wall minus exposed
+  /// communication) exceeds the median of the other ranks' by more than this fraction.
   double straggler_threshold = 0.10;
   /// Warm-up iterations left out on every rank.
   std::uint64_t skip = 2;
@@ -53,7 +53,9 @@ struct RankSummary {
 
 struct Straggler {
   std::int64_t rank = 0;
-  double excess = 0.0;           ///< busy time over the median rank's, as a fraction
+  double excess = 0.0;           ///< busy time over the other ranks' median, as a fraction
+  std::int64_t busy_ns = 0;         ///< its median busy time per iteration
+  std::int64_t others_busy_ns = 0;  ///< the median of the other ranks' busy times
   std::string stage;             ///< the stage that makes the most of the difference
   std::int64_t stage_excess_ns = 0;
 };
