@@ -34,11 +34,11 @@ bool may_mute_nested(OpKind kind, std::string_view name) noexcept {
     case OpKind::kBackwardOp: return name.find("AccumulateGrad") == std::string_view::npos;
     case OpKind::kPlain:
       return !(name == "aten::to" || name == "aten::_to_copy" || name == "aten::pin_memory" || name == "aten::cuda" ||
-               name == "aten::cpu" || starts_with(name, "c10d::"));
+               name == "aten::cpu");
     case OpKind::kGather:
     case OpKind::kCopy:
-    case OpKind::kPinMemory:
-    case OpKind::kComm: return true;
+    case OpKind::kPinMemory: return true;
+    case OpKind::kComm: return false;  // the backend's work (gloo:all_reduce ...) starts inside it
     default: return false;
   }
 }

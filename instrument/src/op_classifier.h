@@ -37,7 +37,8 @@ OpKind classify_name(std::string_view name, Scope scope) noexcept;
 /// observer then turns RecordFunction off on its thread until the op ends). They change
 /// nothing in the picture, the op being one stage whatever it calls, except where the rules
 /// need them: a cross-device copy ends in a nested aten::copy_ (aten::to -> _to_copy -> copy_),
-/// pinning in a nested _pin_memory, and DDP's gradient allreduce runs in AccumulateGrad's post
+/// pinning in a nested _pin_memory, a c10d collective starts its backend work (gloo:all_reduce,
+/// the span in flight) inside it, and DDP's gradient allreduce runs in AccumulateGrad's post
 /// hooks. Scopes (record_function, optimizer, ProfilerStep) are not ops: never.
 bool may_mute_nested(OpKind kind, std::string_view name) noexcept;
 

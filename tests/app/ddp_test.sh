@@ -40,4 +40,24 @@ check "merge: rank 1 is the straggler, named with a stage that is not comm" \
   "$py -c \"import json; m=json.load(open('$tmp/m.json')); s=m['stragglers']; cat={x['name']:x['category'] for x in m['stages']}; assert [x['rank'] for x in s]==[1] and s[0]['stage'] and cat[s[0]['stage']]!='comm', s\""
 check "merge: the fast rank waits longer in comm" \
   "$py -c \"import json; m=json.load(open('$tmp/m.json')); r=m['ranks']; assert r[0]['comm_ns']>r[1]['comm_ns']\""
+
+# The plain torchrun entry point, where one exists (Debian's python3-torch installs it).
+if command -v torchrun > /dev/null; then
+  cat > "$tmp/allreduce.py" <<'PY'
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+t = torch.ones(1024)
+for _ in range(5):
+    dist.all_reduce(t)
+dist.barrier()
+print("rank", dist.get_rank(), "sum", float(t[0]))
+dist.destroy_process_group()
+PY
+  (cd "$tmp" && "$gnnprof" run --preload "$preload" -o "$tmp/tr/t.json" -- torchrun --standalone --nproc_per_node 2 \
+     --redirects 1 --tee 1 "$tmp/allreduce.py" > "$tmp/tr.out" 2> "$tmp/tr.err"); rc=$?
+  check "torchrun under gnnprof run: exit 0 (rc $rc), two rank profiles" \
+    "[ $rc = 0 ] && [ \$(ls '$tmp'/tr/t.rank*.json | wc -l) = 2 ]"
+  check "torchrun: explicit all_reduce is comm with bytes, the wait exposed" \
+    "json \$(ls '$tmp'/tr/t.rank0.*.json) \"sorted({s['name'] for s in p['stages'] if s['category']=='comm'}) + [c['mean'] for c in p['counters'] if c['name']=='comm bytes']\" | grep -q \"'comm', 'comm wait'.*4096\""
+fi
 exit $fail

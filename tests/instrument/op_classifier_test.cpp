@@ -95,6 +95,7 @@ TEST(OpClassifier, NestedOpsAreObservedOnlyWhereTheRulesNeedThem) {
   EXPECT_FALSE(mute("aten::_to_copy"));
   EXPECT_FALSE(mute("aten::pin_memory"));
   EXPECT_FALSE(mute("aten::cuda"));
+  EXPECT_FALSE(mute("c10d::allreduce_"));
   EXPECT_FALSE(mute("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad"));
   // Scopes are not ops: their contents are top-level.
   EXPECT_FALSE(mute("sample", gi::Scope::kUser));
