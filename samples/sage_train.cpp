@@ -11,6 +11,7 @@
 #include <gnnprof/gnnprof.h>
 #include <gnnprof/prefetch/prefetcher.h>
 #include <gnnprof/reports/text_reporter.h>
+#include <gnnprof/torch_observer.h>
 
 #include <malloc.h>
 
@@ -37,6 +38,7 @@ struct Options {
   double lr = 0.003;
   std::string profile, cache_dir;
   bool quiet_report = false;
+  bool observe_ops = false;
 };
 
 [[noreturn]] void usage_error(const std::string& msg) {
@@ -90,6 +92,8 @@ int main(int argc, char** argv) {
   app.add_option("--profile", o.profile, "write the gnnprof profile here (default: GNNPROF_OUTPUT or gnnprof-<pid>.json)");
   app.add_option("--cache-dir", o.cache_dir, "where generated datasets are kept (default ~/.cache/gnnprof)");
   app.add_flag("--no-report", o.quiet_report, "do not print the stage and line tables at the end");
+  app.add_flag("--observe-ops", o.observe_ops,
+               "also record every torch op (gnnprof::torch::observe_ops), nested in the loop's own stages");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -128,6 +132,14 @@ int main(int argc, char** argv) {
   gnnprof::Config cfg = gnnprof::Config::from_env();
   if (!o.profile.empty()) cfg.output = o.profile;
   gnnprof::start(cfg);
+  if (o.observe_ops) {
+    // Op-level detail without a macro per line: the ops nest in this loop's GNNPROF_STAGEs,
+    // which already name the phases and mark the iterations.
+    gnnprof::torch::ObserveOptions obs;
+    obs.phases = false;
+    obs.mark_iterations = false;
+    if (gnnprof::Status st = gnnprof::torch::observe_ops(obs); !st) std::fprintf(stderr, "%s\n", st.message().c_str());
+  }
 
   // Per-batch tensors are tens of MB (x: ~60 MB at the default size), above glibc's largest
   // mmap threshold (32 MB): each one would be fresh mmap'd pages, paid for with page faults and
@@ -215,6 +227,7 @@ int main(int argc, char** argv) {
                 acc, static_cast<long long>(std::min<std::int64_t>(o.eval_nodes, static_cast<std::int64_t>(val.size()))), secs);
     std::fflush(stdout);
   }
+  if (o.observe_ops) gnnprof::torch::close_thread();
   gnnprof::stop();
   if (!o.quiet_report) {
     if (auto p = gnnprof::snapshot(); p) {

@@ -74,6 +74,7 @@ void OpClassifier::close_phase(Level& l) {
 }
 
 void OpClassifier::open_phase(Level& l, Phase p) {
+  if (!opt_.phases) return;
   if (l.pinned != Phase::kNone) return;  // inside record_function("forward") etc.
   // Inside a user scope ("sample", "train_step"), ops needing no grad are simply the scope's;
   // only forward/backward get a stage of their own there.
@@ -121,12 +122,15 @@ void OpClassifier::on_start(const OpInfo& op) {
         sink_.begin(op.name, "user");
         if (op.name == "forward") inner.pinned = Phase::kForward;
         else if (op.name == "backward") inner.pinned = Phase::kBackward;
-      } else {
+        f.ends = 1;
+      } else if (opt_.phases) {
         sink_.begin("optimizer", "compute");
         inner.pinned = Phase::kOther;  // ops inside step()/zero_grad() are the optimizer's
+        f.ends = 1;
+      } else {
+        inner.pinned = Phase::kOther;
       }
       levels_.push_back(inner);
-      f.ends = 1;
       f.pops_level = true;
       f.steps_after = op.kind == OpKind::kOptimizerStep && opt_.marks_iterations && !profiler_steps_;
       break;
@@ -147,7 +151,9 @@ void OpClassifier::on_start(const OpInfo& op) {
       // stored features.
       const Phase here = level.pinned != Phase::kNone ? level.pinned : (level.phase_open ? level.phase : Phase::kNone);
       const bool in_compute = here == Phase::kForward || here == Phase::kForwardNoGrad || here == Phase::kBackward;
-      if (!in_gather_ && !in_compute && op.gather_source_bytes >= opt_.gather_min_bytes) {
+      // Without phases (a linked program whose macros name its stages) the observer cannot
+      // tell a feature read from message passing: gathers stay op stages.
+      if (opt_.phases && !in_gather_ && !in_compute && op.gather_source_bytes >= opt_.gather_min_bytes) {
         if (op_depth_ == 0) close_phase(level);
         sink_.begin("materialize", "data");
         sink_.materialize(op.gather_rows, op.gather_bytes);

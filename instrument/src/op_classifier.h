@@ -88,6 +88,11 @@ struct ClassifierOptions {
   std::uint64_t gather_min_bytes = 1u << 20;
   /// Record every top-level op as a stage of category "op" inside its phase.
   bool op_stages = true;
+  /// Open phase stages (forward, backward, ops (no grad), optimizer). Off for a linked program
+  /// whose own GNNPROF_STAGE macros already name its phases: ops then nest in those, and
+  /// gathers are not materializations (without phases a feature read and message passing look
+  /// alike; such a program records its materializations itself).
+  bool phases = true;
   /// This thread may mark iterations (the process's main thread).
   bool marks_iterations = true;
   /// A phase stage (forward, backward, ...) stays open across the gaps between its ops, so that

@@ -143,7 +143,7 @@ ThreadState* state() {
   if (t_state == nullptr) {
     ClassifierOptions opt = g_options;
     const bool main_thread = ::syscall(SYS_gettid) == ::getpid();
-    opt.marks_iterations = main_thread;
+    opt.marks_iterations = main_thread && g_options.marks_iterations;
     opt.phases_span_gaps = main_thread;
     t_state = new ThreadState(opt);
   }
@@ -333,12 +333,16 @@ namespace gi = gnnprof::instrument;
 
 extern "C" {
 
-/// Installs the observer. Returns 0 on success; otherwise -1 with the reason in `reason`.
-__attribute__((visibility("default"))) int gnnprof_torch_observe(int op_stages, unsigned long long gather_min_bytes,
+/// Installs the observer. `flags`: bit 0 per-op stages, bit 1 no phase stages, bit 2 no
+/// iteration marks (a linked program with its own GNNPROF_STAGE / GNNPROF_STEP). Returns 0 on
+/// success; otherwise -1 with the reason in `reason`.
+__attribute__((visibility("default"))) int gnnprof_torch_observe(int flags, unsigned long long gather_min_bytes,
                                                                  char* reason, unsigned long reason_size) {
   std::call_once(gi::g_once, [&] {
     try {
-      gi::g_options.op_stages = op_stages != 0;
+      gi::g_options.op_stages = (flags & 1) != 0;
+      gi::g_options.phases = (flags & 2) == 0;
+      gi::g_options.marks_iterations = (flags & 4) == 0;
       gi::g_options.gather_min_bytes = gather_min_bytes;
       const char* nested = std::getenv("GNNPROF_TORCH_NESTED");
       gi::g_nested = nested != nullptr && nested[0] == '1';
@@ -383,7 +387,8 @@ namespace gnnprof::torch {
 
 Status observe_ops(const ObserveOptions& options) {
   char reason[256] = {0};
-  if (gnnprof_torch_observe(options.op_stages ? 1 : 0, options.gather_min_bytes, reason, sizeof(reason)) != 0) {
+  const int flags = (options.op_stages ? 1 : 0) | (options.phases ? 0 : 2) | (options.mark_iterations ? 0 : 4);
+  if (gnnprof_torch_observe(flags, options.gather_min_bytes, reason, sizeof(reason)) != 0) {
     gnnprof_note_collector("torch-ops", 0, reason);
     return Status::error(std::string("gnnprof: torch observer: ") + reason);
   }

@@ -84,6 +84,44 @@ TEST(SageTrain, ProfileHasTheSixStagesCoveringTheLoop) {
   EXPECT_TRUE(features);
 }
 
+// Linked use of the torch observer: with --observe-ops every torch op is a stage of category
+// "op" nested in the loop's own stages, which keep their hits; no materialization is counted
+// twice and no iteration is marked twice.
+TEST(SageTrain, ObserveOpsNestsTorchOpsInTheLoopStages) {
+  const std::string profile = std::string(::testing::TempDir()) + "/sage_ops_" + std::to_string(::getpid()) + ".json";
+  RunResult r = run("--nodes 20000 --feat-dim 64 --batch-size 256 --iterations 6 --eval-nodes 0 --no-report --observe-ops "
+                    "--cache-dir " + cache() + " --profile " + profile);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto p = read_profile_file(profile);
+  ASSERT_TRUE(p) << p.status().message();
+  std::size_t complete = 0;
+  for (const auto& it : p->iterations) complete += it.complete ? 1 : 0;
+  EXPECT_EQ(complete, 6u);
+  auto stage = [&](const std::string& n) -> const StageStats* {
+    for (const auto& st : p->stages)
+      if (st.name == n) return &st;
+    return nullptr;
+  };
+  for (const char* name : {"forward", "backward", "optimizer"}) {
+    const StageStats* s = stage(name);
+    ASSERT_NE(s, nullptr) << name;
+    EXPECT_EQ(s->hits, 6u) << name << ": the observer added no phase stage of its own";
+  }
+  const StageStats* addmm = stage("aten::addmm");
+  ASSERT_NE(addmm, nullptr);
+  EXPECT_EQ(addmm->category, "op");
+  // Ops nest in the macros' stages: forward's self time excludes them.
+  const StageStats* fwd = stage("forward");
+  EXPECT_LT(fwd->self_ns, fwd->total_ns / 2);
+  bool backward_op = false;
+  for (const auto& st : p->stages) backward_op |= st.name.rfind("autograd::engine::evaluate_function:", 0) == 0;
+  EXPECT_TRUE(backward_op);
+  for (const auto& m : p->materializations) EXPECT_FALSE(m.name.empty()) << "a gather counted by the observer too";
+  bool collector = false;
+  for (const auto& c : p->collectors) collector |= c.name == "torch-ops" && c.enabled;
+  EXPECT_TRUE(collector);
+}
+
 TEST(SageTrain, PrintsTheStageAndLineTables) {
   RunResult r = run("--nodes 20000 --feat-dim 32 --batch-size 256 --iterations 3 --eval-nodes 64 --cache-dir " + cache() +
               " --profile /dev/null");

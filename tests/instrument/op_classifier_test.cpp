@@ -317,3 +317,29 @@ TEST(OpClassifier, OnlyTheLoopThreadRecordsCommWait) {
   c.close_all();
   EXPECT_EQ(std::count(r.log.begin(), r.log.end(), "+comm wait[comm]"), 0);
 }
+
+// Linked use beside the program's own GNNPROF_STAGE / GNNPROF_STEP macros: no phase stages and
+// no iteration marks from the observer, only the ops (which nest in the macros' stages).
+TEST(OpClassifier, WithoutPhasesOnlyOpsAreStages) {
+  Recorder r;
+  gi::ClassifierOptions o;
+  o.phases = false;
+  o.marks_iterations = false;
+  gi::OpClassifier c(r, o);
+  leaf(c, op("aten::linear", true));
+  auto gather = op("aten::index_select");
+  gather.gather_source_bytes = 64u << 20;
+  gather.gather_rows = 10;
+  gather.gather_bytes = 5120;
+  leaf(c, gather);  // message passing or a feature read: the program's stages say which
+  leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
+  c.on_start(op("Optimizer.step#Adam.step", false, gi::Scope::kUser));
+  leaf(c, op("aten::add_"));
+  c.on_end();
+  c.close_all();
+  const std::vector<std::string> want = {"+aten::linear[op]", "-", "+aten::index_select[op]", "-",
+                                         "+autograd::engine::evaluate_function: AddmmBackward0[op]",
+                                         "-", "+aten::add_[op]", "-"};
+  EXPECT_EQ(r.log, want);
+  EXPECT_EQ(r.depth, 0);
+}

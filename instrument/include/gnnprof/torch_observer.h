@@ -23,6 +23,11 @@ struct ObserveOptions {
   /// A gather (index_select / embedding / index) from a host tensor of at least this many
   /// bytes is recorded as a materialization.
   std::uint64_t gather_min_bytes = 1u << 20;
+  /// Phase stages (forward, backward, ops (no grad), optimizer). Turn off when the program's
+  /// own GNNPROF_STAGE macros name its phases: the op stages then nest in those.
+  bool phases = true;
+  /// Iterations from optimizer steps. Turn off when the program marks them (GNNPROF_STEP).
+  bool mark_iterations = true;
 };
 
 /// Registers the global RecordFunction callback (once; later calls are no-ops).
