@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cupti_convert.h"
+#include "mono_clock.h"
 #include "gnnprof/gnnprof_c.h"
 
 namespace {
@@ -28,11 +29,7 @@ gnnprof::instrument::CuptiConverter* g_converter = nullptr;
 gnnprof::instrument::GpuEventEmitter* g_emitter = nullptr;
 bool g_started = false;
 
-std::uint64_t CUPTIAPI host_timestamp() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
-}
+std::uint64_t CUPTIAPI host_timestamp() { return static_cast<std::uint64_t>(gnnprof::instrument::mono_ns()); }
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(kAlign, kBufferBytes));

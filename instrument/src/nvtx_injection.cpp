@@ -18,8 +18,11 @@
 #include <unordered_map>
 
 #include "gnnprof/gnnprof_c.h"
+#include "mono_clock.h"
 
 namespace {
+
+using gnnprof::instrument::mono_ns;
 
 struct Domain {
   std::string name;
@@ -35,12 +38,6 @@ struct Strings {
 Strings& strings() {
   static auto* s = new Strings();  // leaked: NVTX calls may come during static destruction
   return *s;
-}
-
-std::int64_t mono_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
 std::string narrow(const wchar_t* w) {

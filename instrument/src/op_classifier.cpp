@@ -239,7 +239,10 @@ void OpClassifier::on_end(bool comm_in_flight) {
     sink_.step();
     iteration_open_ = true;
   }
-  if (f.is_op && op_depth_ == 0 && comm_in_flight && opt_.phases_span_gaps && !wait_open_) {
+  // After a top-level collective the wait is usually the program's (dist.all_reduce waits on
+  // its work after the c10d op returns, and the backend may report the work as started only
+  // then, on its own thread): that gap is a wait too.
+  if (f.is_op && op_depth_ == 0 && (comm_in_flight || f.clears_comm) && opt_.phases_span_gaps && !wait_open_) {
     sink_.begin("comm wait", "comm");
     wait_open_ = true;
   }

@@ -108,9 +108,10 @@ class OpClassifier {
 
   /// Every on_start is matched by one on_end, in LIFO order, on this thread.
   /// `comm_in_flight`: a collective launched by the process has not completed yet. When a
-  /// top-level op of the loop thread ends with one in flight, the thread is waiting for it or
-  /// running Python until its next op: a stage "comm wait" (category comm) spans that gap,
-  /// closed by the next start. That is the communication time exposed on the critical path.
+  /// top-level op of the loop thread ends with one in flight, or is itself a collective, the
+  /// thread is waiting for it or running Python until its next op: a stage "comm wait"
+  /// (category comm) spans that gap, closed by the next start. That is the communication time
+  /// exposed on the critical path.
   void on_start(const OpInfo& op);
   void on_end(bool comm_in_flight = false);
 

@@ -24,6 +24,7 @@
 
 #include "gnnprof/gnnprof_c.h"
 #include "gnnprof/torch_observer.h"
+#include "mono_clock.h"
 #include "op_classifier.h"
 
 namespace gnnprof::instrument {
@@ -87,12 +88,6 @@ std::mutex g_comm_mu;
 std::unordered_map<const void*, PendingComm> g_comm;  // keyed by the RecordFunction's address
 std::unordered_map<std::string, std::uint32_t> g_comm_sites;
 std::atomic<int> g_comm_in_flight{0};
-
-std::int64_t mono_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 void async_comm_start(const at::RecordFunction& fn, std::uint32_t ctx) {
   PendingComm p;
@@ -271,10 +266,11 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
         push(ts->sink.current_site());
         undo |= kPushedCorr;
       }
-      // The main cost of observing is paid per op, nested ones included (~100 per training
-      // step of a small model); a top-level op's nested ops change nothing in the picture unless
-      // may_mute_nested says otherwise, so RecordFunction is off (this thread only) until it ends.
-      // Not while another observer uses thread-local callbacks (torch.profiler): it would lose them.
+      // While a callback is registered torch builds a RecordFunction for every op, nested ones
+      // included: the main cost of observing (docs/architecture.md, "Cost model"). A top-level
+      // op's nested ops change nothing in the picture unless may_mute_nested says otherwise, so
+      // RecordFunction is off (this thread only) until it ends. Not while another observer uses
+      // thread-local callbacks (torch.profiler): it would lose them.
       if (!g_nested && may_mute_nested(kind, op.name) && !at::hasThreadLocalCallbacks()) {
         at::enableRecordFunction(false);
         undo |= kMutedNested;

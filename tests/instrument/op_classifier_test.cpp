@@ -267,7 +267,8 @@ TEST(OpClassifier, CollectivesAreCommAndUnbalancedEndsAreHarmless) {
   c.on_end();
   c.on_end();  // an end whose start came before the observer: ignored
   c.on_end();
-  const std::vector<std::string> want = {"+comm[comm]", "-"};
+  c.close_all();
+  const std::vector<std::string> want = {"+comm[comm]", "-", "+comm wait[comm]", "-"};
   EXPECT_EQ(r.log, want);
   EXPECT_EQ(r.depth, 0);
 }
@@ -303,6 +304,18 @@ TEST(OpClassifier, GapsWhileACollectiveIsInFlightAreCommWait) {
   EXPECT_TRUE(gi::is_async_collective_name("gloo:all_reduce"));
   EXPECT_TRUE(gi::is_async_collective_name("nccl:all_reduce"));
   EXPECT_FALSE(gi::is_async_collective_name("c10d::allreduce_"));
+}
+
+// dist.all_reduce(t): the c10d op launches the work and returns; Python then waits on it, and
+// Gloo reports the work as started only on its own thread. The gap after a top-level
+// collective is a wait whatever the in-flight count says.
+TEST(OpClassifier, TheGapAfterATopLevelCollectiveIsCommWait) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  leaf(c, op("c10d::allreduce_"));
+  leaf(c, op("aten::add"));
+  const std::vector<std::string> want = {"+comm[comm]", "-", "+comm wait[comm]", "-", "+ops (no grad)[data]"};
+  EXPECT_EQ(r.log, want);
 }
 
 // Other threads never record waits (their gaps are not the loop's critical path).
