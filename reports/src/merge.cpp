@@ -99,7 +99,7 @@ Result<Merged> merge_profiles(const std::vector<Profile>& profiles, const std::v
     rs.iterations = used.size();
     std::map<std::string, std::int64_t> stage_total;
     std::int64_t comm = 0, in_flight = 0, wait = 0, wall = 0;
-    std::vector<std::int64_t> busy;
+    std::vector<std::int64_t>& busy = rs.busy_ns;
     for (const IterationStats* it : used) {
       rs.iteration_ns.push_back(it->wall_ns);
       wall += it->wall_ns;
@@ -242,6 +242,7 @@ std::string merged_to_json(const Merged& m) {
                           {"file", r.file},
                           {"iterations", r.iterations},
                           {"iteration_ns", r.iteration_ns},
+                          {"busy_ns", r.busy_ns},
                           {"iteration_median_ns", r.iteration_median_ns},
                           {"busy_median_ns", r.busy_median_ns},
                           {"comm_ns", r.comm_ns},
@@ -448,16 +449,18 @@ Status render_merged_html(const Merged& m, std::ostream& out) {
                        "<text x=\"{}\" y=\"{}\" font-size=\"11\">iteration</text>\n",
                        W, H, ms(max_ns), W - 70, H - 8);
     static const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
-    auto poly = [&](const std::vector<std::int64_t>& v, const char* color, const std::string& label) {
+    auto poly = [&](const std::vector<std::int64_t>& v, const char* color, const std::string& label, bool dashed = false) {
       std::string pts;
       for (std::size_t i = 0; i < v.size(); ++i) pts += fmt::format("{:.1f},{:.1f} ", x(i), y(v[i]));
-      out << fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"><title>{}</title></polyline>\n",
-                         color, pts, escape_markup(label));
+      out << fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"{} points=\"{}\"><title>{}</title></polyline>\n",
+                         color, dashed ? " stroke-dasharray=\"4 3\"" : "", pts, escape_markup(label));
     };
     if (per_rank_columns(m)) {
-      for (std::size_t k = 0; k < m.ranks.size(); ++k)
-        poly(m.ranks[k].iteration_ns, strag.count(m.ranks[k].rank) ? "#b00020" : colors[k % 8],
-             fmt::format("rank {}", m.ranks[k].rank));
+      for (std::size_t k = 0; k < m.ranks.size(); ++k) {
+        const char* color = strag.count(m.ranks[k].rank) ? "#b00020" : colors[k % 8];
+        poly(m.ranks[k].iteration_ns, color, fmt::format("rank {}: iteration", m.ranks[k].rank));
+        poly(m.ranks[k].busy_ns, color, fmt::format("rank {}: busy (iteration - comm)", m.ranks[k].rank), true);
+      }
     } else {
       std::vector<std::int64_t> lo(n_it, 0), med(n_it, 0), hi(n_it, 0);
       for (std::size_t i = 0; i < n_it; ++i) {
@@ -474,7 +477,10 @@ Status render_merged_html(const Merged& m, std::ostream& out) {
       poly(hi, "#d62728", "max over ranks");
     }
     out << "</svg>\n<p class=\"note\">"
-        << (per_rank_columns(m) ? "One line per rank (stragglers in red)." : "Min, median and max over ranks per iteration.")
+        << (per_rank_columns(m) ? "Per rank (stragglers in red): iteration time, solid; busy time (iteration minus "
+                                  "exposed comm), dashed. In synchronous training every rank's iteration lasts as long as "
+                                  "the slowest one's; busy time shows who makes the others wait."
+                                : "Min, median and max over ranks per iteration.")
         << "</p>\n";
   }
   out << "<h2>Clocks</h2>\n<p class=\"note\">Ranks on one host share CLOCK_MONOTONIC; ranks on other hosts are "

@@ -35,6 +35,7 @@ struct RankSummary {
   std::string file;
   std::uint64_t iterations = 0;              ///< complete iterations used (after skip)
   std::vector<std::int64_t> iteration_ns;    ///< wall per iteration used, in order
+  std::vector<std::int64_t> busy_ns;         ///< the same minus exposed comm, per iteration
   std::int64_t iteration_median_ns = 0;
   /// Per iteration (mean): time in comm stages of the loop thread (waiting for the other ranks
   /// or the network), and wall minus that (what this rank computes and loads itself).
