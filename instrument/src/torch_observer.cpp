@@ -75,13 +75,12 @@ class CApiSink final : public OpSink {
   std::vector<std::uint32_t> sites_;
 };
 
-// Asynchronous collectives (ProcessGroup works: "gloo:all_reduce", ...): their RecordFunction
-// starts on the launching thread and ends on a backend thread at completion. Each becomes a
-// range on the lane "comm (in flight)", attributed to the launching stage; the count of those
-// in flight tells the loop thread's classifier when a gap between ops is a wait.
+// Asynchronous collectives (ProcessGroup works: "gloo:all_reduce", ...): Gloo starts their
+// RecordFunction on its worker thread when it begins the work and ends it at completion. Each
+// becomes a range on the lane "comm (in flight)"; the count of those in flight tells the loop
+// thread's classifier when a gap between ops is a wait.
 struct PendingComm {
   std::int64_t t0 = 0;
-  std::uint32_t ctx = 0;
   std::string name;
 };
 std::mutex g_comm_mu;
@@ -89,10 +88,9 @@ std::unordered_map<const void*, PendingComm> g_comm;  // keyed by the RecordFunc
 std::unordered_map<std::string, std::uint32_t> g_comm_sites;
 std::atomic<int> g_comm_in_flight{0};
 
-void async_comm_start(const at::RecordFunction& fn, std::uint32_t ctx) {
+void async_comm_start(const at::RecordFunction& fn) {
   PendingComm p;
   p.t0 = mono_ns();
-  p.ctx = ctx;
   p.name = fn.name();
   std::lock_guard<std::mutex> lock(g_comm_mu);
   if (g_comm.size() >= 4096) return;  // a backend that never ends its works: stop tracking
@@ -117,7 +115,7 @@ void async_comm_end(const at::RecordFunction& fn) {
     site = s->second;
   }
   static const gnnprof_lane_t lane = gnnprof_lane("comm (in flight)");
-  gnnprof_lane_range(lane, site, p.ctx, p.t0, t1);
+  gnnprof_lane_range(lane, site, 0, p.t0, t1);
 }
 
 // What a frame did at its start that its end must undo.
@@ -235,7 +233,7 @@ std::uint64_t tensor_bytes(c10::ArrayRef<const c10::IValue> inputs) {
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   try {
     if (fn.isAsync()) {
-      if (is_async_collective_name(fn.name())) async_comm_start(fn, state()->sink.current_site());
+      if (is_async_collective_name(fn.name())) async_comm_start(fn);
       return nullptr;
     }
     ThreadState* ts = state();

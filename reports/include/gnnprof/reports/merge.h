@@ -42,7 +42,7 @@ struct RankSummary {
   std::int64_t comm_ns = 0;
   std::int64_t busy_median_ns = 0;
   double comm_share = 0.0;                   ///< comm_ns / mean iteration wall
-  /// Collectives in flight per iteration (launch to completion, other threads included) and
+  /// Collectives in flight per iteration (start to completion, on the backend's threads) and
   /// the part of it overlapped by the loop thread's own work.
   std::int64_t comm_in_flight_ns = 0;
   std::int64_t comm_overlapped_ns = 0;
