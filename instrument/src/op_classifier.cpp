@@ -90,11 +90,13 @@ void OpClassifier::open_phase(Level& l, Phase p) {
   l.phase_open = true;
 }
 
+void OpClassifier::close_wait() {
+  if (wait_open_) sink_.end();
+  wait_open_ = false;
+}
+
 void OpClassifier::on_start(const OpInfo& op) {
-  if (wait_open_) {
-    sink_.end();
-    wait_open_ = false;
-  }
+  close_wait();
   Frame f;
   Level& level = levels_.back();
   switch (op.kind) {
@@ -249,11 +251,11 @@ void OpClassifier::on_end(bool comm_in_flight) {
 }
 
 void OpClassifier::close_all() {
-  if (wait_open_) {
-    sink_.end();
-    wait_open_ = false;
+  close_wait();
+  while (!frames_.empty()) {
+    on_end();
+    close_wait();  // one that closing a collective's frame opened: innermost, so closed at once
   }
-  while (!frames_.empty()) on_end();
   close_phase(levels_.back());
 }
 

@@ -140,6 +140,7 @@ class OpClassifier {
   void close_phase(Level& l);
   void open_phase(Level& l, Phase p);
   static const char* phase_name(Phase p) noexcept;
+  void close_wait();
 
   OpSink& sink_;
   ClassifierOptions opt_;

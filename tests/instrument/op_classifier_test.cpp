@@ -316,6 +316,15 @@ TEST(OpClassifier, TheGapAfterATopLevelCollectiveIsCommWait) {
   leaf(c, op("aten::add"));
   const std::vector<std::string> want = {"+comm[comm]", "-", "+comm wait[comm]", "-", "+ops (no grad)[data]"};
   EXPECT_EQ(r.log, want);
+  // Closing everything (thread or session end) while inside a collective leaves nothing open.
+  Recorder r2;
+  gi::OpClassifier c2(r2, no_ops());
+  c2.on_start(op("sample", false, gi::Scope::kUser));
+  c2.on_start(op("c10d::broadcast_"));
+  c2.close_all();
+  const std::vector<std::string> want2 = {"+sample[user]", "+comm[comm]", "-", "+comm wait[comm]", "-", "-"};
+  EXPECT_EQ(r2.log, want2);
+  EXPECT_EQ(r2.depth, 0);
 }
 
 // Other threads never record waits (their gaps are not the loop's critical path).
