@@ -4,7 +4,6 @@
 set -u
 cli=$1 app=$2
 . "$(dirname "$0")/lib.sh"
-py=/usr/bin/python3
 json_check() { "$py" -c "import json,sys; c=json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" "$1"; }
 
 # 1. Default form: GNNPROF_PREFETCH=0 vs 2, interleaved B C B C B C.

@@ -4,7 +4,6 @@
 set -u
 cli=$1 app=$2
 . "$(dirname "$0")/lib.sh"
-py=/usr/bin/python3
 run() { AB_ITERS=$2 GNNPROF_PREFETCH=$3 GNNPROF_OUTPUT="$tmp/$1.json" GNNPROF_QUIET=1 "$app" >/dev/null; }
 run fast 40 0
 run fast2 40 0

@@ -8,8 +8,6 @@
 set -u
 gnnprof=$1 preload=$2 sample=$3
 . "$(dirname "$0")/lib.sh"
-py=/usr/bin/python3
-json() { $py -c "import json,sys; p=json.load(open(sys.argv[1])); print($2)" "$1"; }
 export GNNPROF_QUIET=1 OMP_NUM_THREADS=1
 
 # Debian's torch 1.13 on Python 3.11: torch.distributed.run's default --redirects/--tee ("0")

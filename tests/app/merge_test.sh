@@ -7,7 +7,6 @@
 set -u
 gnnprof=$1 gen=$2
 . "$(dirname "$0")/lib.sh"
-py=/usr/bin/python3
 export GNNPROF_RUN_ID=merge-test WORLD_SIZE=4
 
 # Four ranks, rank 2 spends 400 us more per iteration sampling.

@@ -6,8 +6,6 @@
 set -u
 gnnprof=$1 preload=$2 nvtx_app=$3 sample=$4
 . "$(dirname "$0")/lib.sh"
-py=/usr/bin/python3
-json() { $py -c "import json,sys; p=json.load(open(sys.argv[1])); print($2)" "$1"; }
 export GNNPROF_QUIET=1
 
 # 1. Output, behaviour and exit code unchanged.
