@@ -63,7 +63,8 @@ OpClassifier::Phase OpClassifier::phase_for(const OpInfo& op, const Level& level
   // Inside a forward (or backward) phase, helper ops on tensors that need no grad
   // (torch.zeros, bincount, x[idx] of the input features, ...) belong to that phase; only a
   // new phase, a scope, a materializing gather, a copy or the iteration's end ends it.
-  if (p == Phase::kOther && level.phase_open && level.phase != Phase::kOther) p = level.phase;
+  const Phase cur = current_phase(level);
+  if (p == Phase::kOther && cur != Phase::kNone && cur != Phase::kOther) p = cur;
   return p;
 }
 
@@ -71,6 +72,13 @@ void OpClassifier::close_phase(Level& l) {
   if (l.phase_open) sink_.end();
   l.phase_open = false;
   l.phase = Phase::kNone;
+  l.suspended = Phase::kNone;
+}
+
+void OpClassifier::suspend_phase(Level& l) {
+  const Phase p = l.phase_open ? l.phase : l.suspended;
+  close_phase(l);
+  l.suspended = p;
 }
 
 void OpClassifier::open_phase(Level& l, Phase p) {
@@ -146,12 +154,13 @@ void OpClassifier::on_start(const OpInfo& op) {
         f.ends = 1;
         in_comm_ = f.clears_comm = true;
       }
+      launched_comm_ = true;
       break;
     case OpKind::kGather: {
       f.is_op = true;
       // Message passing inside forward/backward gathers activations: compute, not a read of
       // stored features.
-      const Phase here = level.pinned != Phase::kNone ? level.pinned : (level.phase_open ? level.phase : Phase::kNone);
+      const Phase here = level.pinned != Phase::kNone ? level.pinned : current_phase(level);
       const bool in_compute = here == Phase::kForward || here == Phase::kForwardNoGrad || here == Phase::kBackward;
       // Without phases (a linked program whose macros name its stages) the observer cannot
       // tell a feature read from message passing: gathers stay op stages.
@@ -241,12 +250,22 @@ void OpClassifier::on_end(bool comm_in_flight) {
     sink_.step();
     iteration_open_ = true;
   }
-  // After a top-level collective the wait is usually the program's (dist.all_reduce waits on
-  // its work after the c10d op returns, and the backend may report the work as started only
-  // then, on its own thread): that gap is a wait too.
-  if (f.is_op && op_depth_ == 0 && (comm_in_flight || f.clears_comm) && opt_.phases_span_gaps && !wait_open_) {
-    sink_.begin("comm wait", "comm");
-    wait_open_ = true;
+  // After a top-level op that launched a collective, itself or nested (DDP's bucket allreduce
+  // runs in AccumulateGrad's post hook), the wait is usually the program's: dist.all_reduce
+  // waits on its work after the c10d op returns, DDP waits for its buckets after the last
+  // backward op, and the backend may report the work as started only later, on its own thread
+  // (Gloo does), so comm_in_flight alone would miss that gap.
+  if (f.is_op && op_depth_ == 0) {
+    const bool launched = launched_comm_;
+    launched_comm_ = false;
+    if ((comm_in_flight || launched) && opt_.phases_span_gaps && !wait_open_) {
+      // Not inside the phase: "backward" is then the backward ops' time, and DDP's wait for
+      // its last buckets is comm wait beside it. The next op of that phase reopens it (until
+      // then the phase still decides what a gather or a no-grad helper op is).
+      suspend_phase(levels_.back());
+      sink_.begin("comm wait", "comm");
+      wait_open_ = true;
+    }
   }
 }
 

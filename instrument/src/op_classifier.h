@@ -108,10 +108,11 @@ class OpClassifier {
 
   /// Every on_start is matched by one on_end, in LIFO order, on this thread.
   /// `comm_in_flight`: a collective launched by the process has not completed yet. When a
-  /// top-level op of the loop thread ends with one in flight, or is itself a collective, the
-  /// thread is waiting for it or running Python until its next op: a stage "comm wait"
-  /// (category comm) spans that gap, closed by the next start. That is the communication time
-  /// exposed on the critical path.
+  /// top-level op of the loop thread ends with one in flight, or launched one (is a collective
+  /// or ran one nested, as AccumulateGrad does DDP's bucket allreduce), the thread is waiting
+  /// for it or running Python until its next op: a stage "comm wait" (category comm) spans
+  /// that gap, closed by the next start. That is the communication time exposed on the
+  /// critical path.
   void on_start(const OpInfo& op);
   void on_end(bool comm_in_flight = false);
 
@@ -126,6 +127,7 @@ class OpClassifier {
     Phase phase = Phase::kNone;
     bool phase_open = false;
     Phase pinned = Phase::kNone;  // a user scope named like a phase: no nested phase stage
+    Phase suspended = Phase::kNone;  // the phase a comm wait interrupted (its stage closed)
   };
   struct Frame {
     std::uint8_t ends = 0;       // stage_end() calls due at on_end
@@ -138,6 +140,8 @@ class OpClassifier {
   };
   static Phase phase_for(const OpInfo& op, const Level& level) noexcept;
   void close_phase(Level& l);
+  void suspend_phase(Level& l);
+  static Phase current_phase(const Level& l) noexcept { return l.phase_open ? l.phase : l.suspended; }
   void open_phase(Level& l, Phase p);
   static const char* phase_name(Phase p) noexcept;
   void close_wait();
@@ -153,6 +157,7 @@ class OpClassifier {
   bool iteration_open_ = false;
   bool profiler_steps_ = false;
   bool wait_open_ = false;
+  bool launched_comm_ = false;  // a collective started since the last top-level op began
 };
 
 }  // namespace gnnprof::instrument

@@ -296,9 +296,10 @@ TEST(OpClassifier, GapsWhileACollectiveIsInFlightAreCommWait) {
   const std::vector<std::string> want = {
       "STEP", "+forward[compute]", "-", "+backward[compute]",
       "+comm[comm]", "COMM 4096", "-",          // the launch, nested in AccumulateGrad
-      "+comm wait[comm]", "-",                  // between AccumulateGrad and TBackward0
-      "+comm wait[comm]", "-",                  // after the last node, until the optimizer
-      "-", "+optimizer[compute]", "-", "STEP"};
+      "-", "+comm wait[comm]", "-",             // between AccumulateGrad and TBackward0,
+      "+backward[compute]",                     // beside backward, not inside it
+      "-", "+comm wait[comm]", "-",             // after the last node, until the optimizer
+      "+optimizer[compute]", "-", "STEP"};
   EXPECT_EQ(r.log, want);
   EXPECT_EQ(r.depth, 0);
   EXPECT_TRUE(gi::is_async_collective_name("gloo:all_reduce"));
@@ -325,6 +326,42 @@ TEST(OpClassifier, TheGapAfterATopLevelCollectiveIsCommWait) {
   const std::vector<std::string> want2 = {"+sample[user]", "+comm[comm]", "-", "+comm wait[comm]", "-", "-"};
   EXPECT_EQ(r2.log, want2);
   EXPECT_EQ(r2.depth, 0);
+}
+
+// DDP launches a bucket's allreduce from AccumulateGrad's post hook, nested in the backward op,
+// and Gloo may report the work started only after that op has ended (its worker thread starts
+// the RecordFunction): the gap after the launching op is a wait even with nothing in flight yet.
+TEST(OpClassifier, TheGapAfterAnOpThatLaunchedACollectiveIsCommWait) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  c.on_start(op("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", true));
+  leaf(c, op("c10d::allreduce_"));
+  c.on_end(false);  // the backend has not started the work yet
+  leaf(c, op("aten::as_strided"));  // DDP copies the bucket back after its wait
+  const std::vector<std::string> want = {"+backward[compute]", "+comm[comm]", "-", "-", "+comm wait[comm]"};
+  ASSERT_GE(r.log.size(), want.size());
+  EXPECT_EQ(std::vector<std::string>(r.log.begin(), r.log.begin() + 5), want);
+  // Only the op that launched it: the next one ends without opening a wait.
+  EXPECT_EQ(std::count(r.log.begin(), r.log.end(), "+comm wait[comm]"), 1);
+}
+
+// A wait interrupts the phase's stage, not the phase: after it, message passing's gather of
+// activations (a large host tensor, inside forward) is still forward, not a materialization,
+// and a no-grad helper op is still forward's.
+TEST(OpClassifier, AfterACommWaitTheInterruptedPhaseGoesOn) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  leaf(c, op("aten::linear", true));
+  c.on_start(op("aten::relu", true));
+  c.on_end(/*comm_in_flight=*/true);
+  auto gather = op("aten::index", true);
+  gather.gather_source_bytes = 64u << 20;
+  leaf(c, gather);
+  leaf(c, op("aten::bincount"));
+  const std::vector<std::string> want = {"STEP", "+forward[compute]", "-", "+comm wait[comm]", "-",
+                                         "+forward[compute]"};
+  EXPECT_EQ(r.log, want);
+  EXPECT_EQ(std::count(r.log.begin(), r.log.end(), "+materialize[data]"), 0);
 }
 
 // Other threads never record waits (their gaps are not the loop's critical path).
