@@ -5,6 +5,9 @@
 //   none   RecordFunction off on this thread (at::enableRecordFunction(false)): plain torch
 //   empty  an empty global callback with the observer's scopes and needsInputs: what torch's
 //          RecordFunction machinery alone costs (the floor for any op observer)
+//   empty-noin  the same without needsInputs (what copying the inputs adds)
+//   user-only   an empty callback on USER_SCOPE alone (record_function / optimizer scopes):
+//          what an observer costs while it does not observe ops
 //   gnnprof  the observer (gnnprof::torch::observe_ops()) in a running session
 //
 // The observer cannot be removed once installed, so it is installed after the empty rounds;
@@ -84,7 +87,7 @@ std::vector<double> ratios(Model& m, int rounds, int steps, double& base_us, On 
 
 void report(const char* workload, const char* mode, double base_us, const std::vector<double>& r) {
   const double med = median(r);
-  std::printf("%-34s %-8s plain %8.1f us/step   median ratio %.3f (%+.1f %%, +%.1f us/step)   p25..p75 %.3f..%.3f\n",
+  std::printf("%-34s %-10s plain %8.1f us/step   median ratio %.3f (%+.1f %%, +%.1f us/step)   p25..p75 %.3f..%.3f\n",
               workload, mode, base_us, med, 100 * (med - 1), base_us * (med - 1),
               [&] { auto v = r; std::sort(v.begin(), v.end()); return v[v.size() / 4]; }(),
               [&] { auto v = r; std::sort(v.begin(), v.end()); return v[3 * v.size() / 4]; }());
@@ -108,17 +111,29 @@ int main(int argc, char** argv) {
     steps.push_back(std::max(5, static_cast<int>(20000 / us)));
   }
   using S = at::RecordScope;
-  std::vector<std::vector<double>> empty(2), ours(2);
-  std::vector<double> base_empty(2), base_ours(2);
+  // Empty callbacks: with the observer's scopes and inputs; without inputs; user scopes only
+  // (what an observer that sees only record_function / optimizer scopes would cost).
+  struct Empty {
+    const char* mode;
+    bool inputs;
+    bool function_scope;
+  };
+  const Empty empties[] = {{"empty", true, true}, {"empty-noin", false, true}, {"user-only", true, false}};
+  constexpr int kEmpties = 3;
+  std::vector<std::vector<double>> empty(2 * kEmpties), ours(2);
+  std::vector<double> base_empty(2 * kEmpties), base_ours(2);
   for (int i = 0; i < 2; ++i) {
-    at::CallbackHandle h = 0;
-    empty[i] = ratios(
-        models[i], rounds, steps[i], base_empty[i],
-        [&] {
-          h = at::addGlobalCallback(
-              at::RecordFunctionCallback(&empty_start, &empty_end).needsInputs(true).scopes({S::FUNCTION, S::USER_SCOPE}));
-        },
-        [&] { at::removeCallback(h); });
+    for (int e = 0; e < kEmpties; ++e) {
+      at::CallbackHandle h = 0;
+      empty[i * kEmpties + e] = ratios(
+          models[i], rounds, steps[i], base_empty[i * kEmpties + e],
+          [&] {
+            auto cb = at::RecordFunctionCallback(&empty_start, &empty_end).needsInputs(empties[e].inputs);
+            h = at::addGlobalCallback(empties[e].function_scope ? cb.scopes({S::FUNCTION, S::USER_SCOPE})
+                                                                : cb.scopes({S::USER_SCOPE}));
+          },
+          [&] { at::removeCallback(h); });
+    }
   }
   gnnprof::Config cfg;
   cfg.output = "";
@@ -132,7 +147,7 @@ int main(int argc, char** argv) {
   gnnprof::stop();
   std::printf("%d interleaved rounds of ~20 ms blocks per mode (torch %d.%d, 1 intra-op thread)\n", rounds, TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR);
   for (int i = 0; i < 2; ++i) {
-    report(loads[i].name, "empty", base_empty[i], empty[i]);
+    for (int e = 0; e < kEmpties; ++e) report(loads[i].name, empties[e].mode, base_empty[i * kEmpties + e], empty[i * kEmpties + e]);
     report(loads[i].name, "gnnprof", base_ours[i], ours[i]);
   }
   return 0;

@@ -274,6 +274,11 @@ __attribute__((constructor)) void gnnprof_preload_init() {
     if (!cfg.enabled) return;
     if (std::getenv("GNNPROF_OUTPUT") == nullptr) cfg.output = "gnnprof-%R%p.json";
     if (std::getenv("GNNPROF_FLUSH_INTERVAL_MS") == nullptr) cfg.flush_interval_ms = 1000;
+    // Observed torch ops arrive in bursts of tens of thousands per second (several events each)
+    // on the loop thread, and on 2 cores the drainer is not always scheduled in time: a 4096-event
+    // ring overflowed (iteration marks with it) on a loop of 2 us ops. 16384 events = 768 KiB per
+    // thread that records.
+    if (std::getenv("GNNPROF_BUFFER_EVENTS") == nullptr) cfg.buffer_events = 16384;
     // Under `gnnprof run`, helper processes (shells, `sleep`, ...) that record nothing leave no
     // file; the launched process itself always writes one (host samples at least).
     if (const char* parent = std::getenv("GNNPROF_RUN_PID"))

@@ -26,6 +26,7 @@
 #include "gnnprof/torch_observer.h"
 #include "mono_clock.h"
 #include "op_classifier.h"
+#include "op_sampler.h"
 
 namespace gnnprof::instrument {
 namespace {
@@ -36,6 +37,41 @@ std::atomic<CorrPush> g_corr_push{nullptr};
 std::atomic<CorrPop> g_corr_pop{nullptr};
 ClassifierOptions g_options;
 bool g_nested = false;  // record the ops nested in top-level ops too (GNNPROF_TORCH_NESTED=1)
+
+// Iteration sampling (op_sampler.h): the FUNCTION-scope callback (ops) is a handle of its own,
+// disabled in iterations whose ops are not observed; the USER_SCOPE one (record_function,
+// optimizer, ProfilerStep, collectives in flight) always runs. Driven from the loop thread's
+// iteration marks only.
+at::CallbackHandle g_ops_handle = 0;
+std::atomic<std::uint64_t> g_ops{0};  // FUNCTION-scope starts observed since the last mark
+OpSampler* g_sampler = nullptr;       // leaked on purpose (see the file comment)
+bool g_ops_enabled = true;
+std::int64_t g_last_mark = 0;
+int g_noted_period = -1;
+
+void note_sampling() {
+  gnnprof_note_collector("torch-op-sampling", 1, g_sampler->describe().c_str());
+  g_noted_period = g_sampler->period();
+}
+
+// An iteration boundary on the loop thread: decide whether the next iteration's ops are
+// observed, switch the ops callback accordingly, and mark the boundary with that fact.
+void mark_iteration() {
+  if (g_sampler == nullptr || g_ops_handle == 0) {
+    gnnprof_step();
+    return;
+  }
+  const std::int64_t now = mono_ns();
+  const bool observe = g_sampler->on_mark(g_last_mark == 0, now - g_last_mark, g_ops.exchange(0, std::memory_order_relaxed));
+  g_last_mark = now;
+  if (observe != g_ops_enabled) {
+    if (observe) at::reenableCallback(g_ops_handle);
+    else at::disableCallback(g_ops_handle);
+    g_ops_enabled = observe;
+  }
+  gnnprof_step_flags(observe ? 0u : GNNPROF_STEP_OPS_UNOBSERVED);
+  if (g_sampler->period() != g_noted_period) note_sampling();
+}
 
 class CApiSink final : public OpSink {
  public:
@@ -48,7 +84,7 @@ class CApiSink final : public OpSink {
     gnnprof_stage_end();
     if (!sites_.empty()) sites_.pop_back();
   }
-  void step() override { gnnprof_step(); }
+  void step() override { mark_iteration(); }
   void materialize(std::uint64_t rows, std::uint64_t bytes) override { gnnprof_materialize(rows, bytes); }
   void transfer(std::uint64_t bytes, int direction, int memory, int mode) override {
     gnnprof_transfer(bytes, direction, memory, mode, 0);
@@ -239,6 +275,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     ThreadState* ts = state();
     const char* cname = fn.name();
     const Scope scope = scope_of(fn.scope());
+    if (scope == Scope::kFunction) g_ops.fetch_add(1, std::memory_order_relaxed);
     // Not cached by pointer: backward and user-scope names live in per-call strings.
     const OpKind kind = classify_name(cname, scope);
     if (kind == OpKind::kIgnore) return nullptr;
@@ -341,11 +378,24 @@ __attribute__((visibility("default"))) int gnnprof_torch_observe(int flags, unsi
       const char* nested = std::getenv("GNNPROF_TORCH_NESTED");
       gi::g_nested = nested != nullptr && nested[0] == '1';
       // FUNCTION scope has the ops and autograd's evaluate_function frames; USER_SCOPE the
-      // record_function, optimizer and ProfilerStep scopes. Not BACKWARD_FUNCTION: it repeats
-      // every evaluate_function frame as a second RecordFunction (a demangled name each time).
-      at::addGlobalCallback(at::RecordFunctionCallback(&gi::on_start, &gi::on_end)
-                                .needsInputs(true)
-                                .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
+      // record_function, optimizer and ProfilerStep scopes and the collectives in flight. Not
+      // BACKWARD_FUNCTION: it repeats every evaluate_function frame as a second
+      // RecordFunction (a demangled name each time). Two callbacks, so that iteration sampling
+      // can switch the ops off and keep the scopes.
+      if (gi::g_options.marks_iterations) {
+        gi::SamplerOptions so;
+        const char* env = std::getenv("GNNPROF_TORCH_SAMPLE");
+        if (!so.parse(env)) {
+          const char* quiet = std::getenv("GNNPROF_QUIET");
+          if (quiet == nullptr || quiet[0] != '1')
+            std::fprintf(stderr, "gnnprof: GNNPROF_TORCH_SAMPLE=%s: expected auto, all or a period N >= 1; using auto\n", env);
+        }
+        gi::g_sampler = new gi::OpSampler(so);
+      }
+      gi::g_ops_handle = at::addGlobalCallback(
+          at::RecordFunctionCallback(&gi::on_start, &gi::on_end).needsInputs(true).scopes({at::RecordScope::FUNCTION}));
+      at::addGlobalCallback(
+          at::RecordFunctionCallback(&gi::on_start, &gi::on_end).scopes({at::RecordScope::USER_SCOPE}));
       gi::g_install_result = 0;
     } catch (const std::exception& e) {
       if (reason != nullptr && reason_size > 0) std::snprintf(reason, reason_size, "addGlobalCallback failed: %s", e.what());
@@ -357,6 +407,9 @@ __attribute__((visibility("default"))) int gnnprof_torch_observe(int flags, unsi
 
 __attribute__((visibility("default"))) void gnnprof_torch_close_thread(void) {
   try {
+    // The final word on sampling (what was observed, the cost measured over the run); this
+    // runs on the thread that ends the session, after the loop.
+    if (gi::g_sampler != nullptr && gi::g_sampler->iterations() > 0) gi::note_sampling();
     if (gi::t_state != nullptr) {
       gi::t_state->classifier.close_all();
       for (std::uint8_t undo : gi::t_state->undo)

@@ -1,5 +1,7 @@
 #include "aggregator.h"
 
+#include "gnnprof/gnnprof.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -108,7 +110,7 @@ void Aggregator::consume(std::uint32_t thread, const RawEvent& e) {
     case EventKind::kStep:
     case EventKind::kStepEnd: {
       std::int64_t ts = clock_.to_ns(e.t0);
-      on_mark(thread, ts, e.kind == EventKind::kStep);
+      on_mark(thread, ts, e.kind == EventKind::kStep, e.kind == EventKind::kStep ? e.a : 0);
       keep_timeline(thread, 0, e.kind, ts, 0, 0);
       break;
     }
@@ -202,7 +204,7 @@ void Aggregator::place_now(const Pending& q) {
   }
 }
 
-void Aggregator::on_mark(std::uint32_t thread, std::int64_t ts, bool begin_next) {
+void Aggregator::on_mark(std::uint32_t thread, std::int64_t ts, bool begin_next, std::uint64_t flags) {
   // Marks are expected from one thread in time order; a mark earlier than the last boundary
   // (another thread's) would break the sorted iteration list and is ignored.
   if (have_boundary_ && ts < last_boundary_) return;
@@ -212,6 +214,7 @@ void Aggregator::on_mark(std::uint32_t thread, std::int64_t ts, bool begin_next)
     if (iters_.size() < opt_.max_iterations) {
       Iter it;
       it.begin = ts;
+      it.ops_observed = (flags & gnnprof::detail::kStepOpsUnobserved) == 0;
       iters_.push_back(std::move(it));
     } else {
       ++iterations_dropped_;
@@ -303,6 +306,7 @@ Profile Aggregator::build(const std::vector<SiteInfo>& sites, std::int64_t end_n
     is.begin_ns = it.begin;
     is.wall_ns = it.end - it.begin;
     is.complete = !(last_open && i + 1 == iters.size());
+    is.ops_observed = it.ops_observed;
     for (const auto& [id, ns] : it.loop) is.stages[site_or_empty(sites, id).name] += ns;
     for (const auto& [id, ns] : it.other) is.other_threads[site_or_empty(sites, id).name] += ns;
     is.unattributed_ns = std::max<std::int64_t>(0, is.wall_ns - it.loop_top_level);

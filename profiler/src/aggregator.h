@@ -91,6 +91,7 @@ class Aggregator {
     std::int64_t end = -1;  // -1: open
     std::map<std::uint32_t, std::int64_t> loop, other;
     std::int64_t loop_top_level = 0;
+    bool ops_observed = true;
   };
   struct Pending {
     std::uint32_t thread, site;
@@ -110,7 +111,7 @@ class Aggregator {
   };
 
   void on_stage(std::uint32_t thread, const RawEvent& e);
-  void on_mark(std::uint32_t thread, std::int64_t ts, bool begin_next);
+  void on_mark(std::uint32_t thread, std::int64_t ts, bool begin_next, std::uint64_t flags = 0);
   void assign(const Pending& p);
   void place_now(const Pending& p);
   static void assign_into(std::vector<Iter>& iters, int loop_thread, const Pending& p);

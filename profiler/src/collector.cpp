@@ -241,11 +241,12 @@ void stage_end() noexcept { pop_range(); }
 bool line_begin(std::uint32_t site) noexcept { return push_range(site, true); }
 void line_end() noexcept { pop_range(); }
 
-void step(bool begin_next) noexcept {
+void step(bool begin_next, std::uint8_t flags) noexcept {
   ThreadBuffer* b = nullptr;
   RawEvent* e = begin_instant(b);
   if (e == nullptr) return;
   e->kind = begin_next ? EventKind::kStep : EventKind::kStepEnd;
+  e->a = flags;
   b->commit();
 }
 

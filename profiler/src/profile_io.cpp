@@ -82,14 +82,17 @@ json profile_json(const Profile& p) {
                            {"by_thread", bt}});
   }
   j["iterations"] = json::array();
-  for (const auto& it : p.iterations)
-    j["iterations"].push_back({{"index", it.index},
-                               {"begin_ns", it.begin_ns},
-                               {"wall_ns", it.wall_ns},
-                               {"complete", it.complete},
-                               {"stages", to_json_stages(it.stages)},
-                               {"other_threads", to_json_stages(it.other_threads)},
-                               {"unattributed_ns", it.unattributed_ns}});
+  for (const auto& it : p.iterations) {
+    json ji = {{"index", it.index},
+               {"begin_ns", it.begin_ns},
+               {"wall_ns", it.wall_ns},
+               {"complete", it.complete},
+               {"stages", to_json_stages(it.stages)},
+               {"other_threads", to_json_stages(it.other_threads)},
+               {"unattributed_ns", it.unattributed_ns}};
+    if (!it.ops_observed) ji["ops_observed"] = false;  // written only when sampled out
+    j["iterations"].push_back(std::move(ji));
+  }
   j["iterations_dropped"] = p.iterations_dropped;
   j["lines"] = json::array();
   for (const auto& l : p.lines)
@@ -298,6 +301,7 @@ Profile profile_from(const json& j, const Reader& r) {
     is.stages = r.stage_map(it, "stages", path);
     is.other_threads = r.stage_map(it, "other_threads", path);
     is.unattributed_ns = r.get<std::int64_t>(it, "unattributed_ns", path);
+    if (it.contains("ops_observed")) is.ops_observed = r.get<bool>(it, "ops_observed", path);
     p.iterations.push_back(std::move(is));
   }
   p.iterations_dropped = r.get<std::uint64_t>(j, "iterations_dropped", root);

@@ -11,7 +11,7 @@ enum class EventKind : std::uint8_t {
   kTransfer = 3,     // t0 = when; t1 = duration ns (0 if unknown); a = bytes; flags = dir|mem|mode
   kMaterialize = 4,  // t0 = when; a = rows; b = bytes
   kCounter = 5,      // t0 = when; a = bit pattern of a double
-  kStep = 6,         // t0 = iteration boundary
+  kStep = 6,         // t0 = iteration boundary; a = flags of the iteration it begins
   kStepEnd = 7,      // t0 = end of the open iteration
 };
 

@@ -81,6 +81,22 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   a.skipped = skip;
   std::vector<const IterationStats*> its(complete.begin() + static_cast<std::ptrdiff_t>(skip), complete.end());
   a.iterations_used = its.size();
+  // Iteration sampling (zero-code observer): iterations whose ops were not observed hold the
+  // user scopes alone. The stage figures come from the observed ones; the others give the
+  // iteration time without the observer's per-op cost.
+  {
+    std::vector<const IterationStats*> observed;
+    std::vector<std::int64_t> unobserved_walls;
+    for (const auto* it : its) {
+      if (it->ops_observed) observed.push_back(it);
+      else unobserved_walls.push_back(it->wall_ns);
+    }
+    if (!unobserved_walls.empty() && !observed.empty()) {
+      a.iterations_unobserved = unobserved_walls.size();
+      a.unobserved_iteration_median_ns = median(unobserved_walls);
+      its = std::move(observed);
+    }
+  }
 
   std::vector<std::int64_t> walls, d, h, c, r, predicted;
   for (const auto* it : its) {

@@ -67,6 +67,9 @@ Samples collect(const std::vector<Profile>& profiles, std::uint64_t skip, const 
     for (const IterationStats& it : p.iterations) {
       if (!it.complete || seen++ < skip) continue;
       s.loop.push_back(it.wall_ns);
+      // Iteration sampling: stage samples only where the torch observer saw the ops (an
+      // unobserved iteration has no forward/backward stages, not zero-time ones).
+      if (!it.ops_observed) continue;
       // A stage that did not run in an iteration took 0 ns there: that is the point of a
       // stage that prefetching moved off the loop thread.
       for (const auto& n : loop_names) {

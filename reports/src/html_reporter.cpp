@@ -216,7 +216,13 @@ std::string diagnostics_html(const std::vector<Diagnostic>& ds) {
 std::string profile_body(const Profile& p, const Analysis& a, bool compact) {
   const auto colors = palette(p);
   std::string o;
-  o += "<h2>Stage breakdown (median per iteration)</h2>" + stage_chart(a, colors);
+  o += "<h2>Stage breakdown (median per iteration)</h2>";
+  if (a.iterations_unobserved > 0)
+    o += fmt::format("<p class=muted>Iteration sampling: torch ops observed in {} of {} iterations; the stage figures are from "
+                     "those (median {}). The others took {} (median) without the observer's per-op cost.</p>",
+                     a.iterations_used - a.iterations_unobserved, a.iterations_used, human_ns(a.iteration_median_ns),
+                     human_ns(a.unobserved_iteration_median_ns));
+  o += stage_chart(a, colors);
   o += "<h2>Per-iteration timeline (loop thread)</h2>" + iteration_chart(p, colors);
   if (compact) return o;
   o += "<h2>What-if prefetch</h2>";

@@ -96,6 +96,17 @@ Result<Merged> merge_profiles(const std::vector<Profile>& profiles, const std::v
                                     complete, options.skip));
     }
     if (used.empty()) m.notes.push_back(fmt::format("rank {}: no complete iterations", rank));
+    // Iteration sampling: per-iteration stage, busy and comm figures need the ops observed.
+    {
+      std::vector<const IterationStats*> observed;
+      for (const IterationStats* it : used)
+        if (it->ops_observed) observed.push_back(it);
+      if (!observed.empty() && observed.size() < used.size()) {
+        m.notes.push_back(fmt::format("rank {}: the {} of {} iterations whose torch ops were observed (iteration sampling)", rank,
+                                      observed.size(), used.size()));
+        used = std::move(observed);
+      }
+    }
     rs.iterations = used.size();
     std::map<std::string, std::int64_t> stage_total;
     std::int64_t comm = 0, in_flight = 0, wait = 0, wall = 0;

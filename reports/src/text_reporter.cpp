@@ -146,6 +146,14 @@ Status TextReporter::render(const Profile& p, std::ostream& out) const {
     out << fmt::format("{} complete iterations: median {}, p90 {}, min {}, max {}\n", done.size(), human_ns(median_of(walls)),
                        human_ns(quantile_of(walls, 0.9)), human_ns(*std::min_element(walls.begin(), walls.end())),
                        human_ns(*std::max_element(walls.begin(), walls.end())));
+    // Iteration sampling: the per-stage rows come from the iterations whose ops were observed.
+    std::vector<const IterationStats*> observed;
+    for (const auto* it : done)
+      if (it->ops_observed) observed.push_back(it);
+    if (!observed.empty() && observed.size() < done.size()) {
+      out << fmt::format("Stage rows: the {} iterations whose torch ops were observed (iteration sampling)\n", observed.size());
+      done = std::move(observed);
+    }
     out << fmt::format("{:<20} {:>12} {:>12}\n", "Stage (loop thread)", "median/iter", "p90/iter");
     for (const auto& n : names) {
       std::vector<std::int64_t> v;
@@ -167,6 +175,14 @@ Status TextReporter::render(const Profile& p, std::ostream& out) const {
   } else {
     out << fmt::format("{} iterations analyzed ({} warm-up skipped{}); median {}, p90 {}\n", a.iterations_used, a.skipped,
                        a.skip_detected ? ", detected" : "", human_ns(a.iteration_median_ns), human_ns(a.iteration_p90_ns));
+    if (a.iterations_unobserved > 0)
+      out << fmt::format("Iteration sampling: torch ops observed in {} of them; these figures are from those. The other {} "
+                         "(ops not observed) took {} (median): the observer adds {:+.1f}% to an observed iteration\n",
+                         a.iterations_used - a.iterations_unobserved, a.iterations_unobserved,
+                         human_ns(a.unobserved_iteration_median_ns),
+                         a.unobserved_iteration_median_ns > 0
+                             ? 100.0 * (static_cast<double>(a.iteration_median_ns) / static_cast<double>(a.unobserved_iteration_median_ns) - 1)
+                             : 0.0);
     out << fmt::format("Data time exposed (loop waited): {} per iteration ({:.1f}%); hidden (other threads): {}\n",
                        human_ns(a.exposed_data_ns), 100 * a.exposed_data_share, human_ns(a.hidden_data_ns));
     out << fmt::format("Compute: {}; the rest (sync, other stages, unattributed): {}\n", human_ns(a.compute_ns),

@@ -59,6 +59,8 @@ PY
 check "iterations = 12 steps; forward/backward/optimizer/materialize plausible; >= 90% of loop covered ($($py "$tmp/shares.py" "$tmp/sage/s.json" 12))" \
   "$py '$tmp/shares.py' '$tmp/sage/s.json' 12"
 check "HTML report written" "grep -q '</html>' '$tmp/sage/s.html'"
+check "sample: ops observed in every iteration (ops of tens of us: no sampling)" \
+  "json $tmp/sage/s.json \"all(i.get('ops_observed', True) for i in p['iterations']) and 'every iteration' in [c['reason'] for c in p['collectors'] if c['name']=='torch-op-sampling'][0]\" | grep -q True"
 
 # 3. DataLoader workers (fork): no deadlock, the parent's profile intact.
 cat > "$tmp/loader.py" <<'PY'
@@ -114,6 +116,42 @@ check "CUPTI without a GPU: exactly one line on stderr" "[ \$(grep -c '^gnnprof:
 check "ABI mismatch: exit code and output kept" "[ $rc = 3 ] && cmp -s '$tmp/plain.out' '$tmp/abi.out'"
 check "ABI mismatch: one line naming both torches" "[ \$(grep -c 'built against torch' '$tmp/abi.err') = 1 ]"
 check "ABI mismatch: collector off with the reason" "json $tmp/abi/p.json \"[c for c in p['collectors'] if c['name']=='torch-ops'][0]['reason']\" | grep -q /opt/other"
+
+# 11. Iteration sampling on a loop of few-microsecond ops: the observer measures its own cost
+# and observes ops in one iteration in N; iterations stay exact (user scopes always observed).
+cat > "$tmp/small_ops.py" <<'PY'
+import torch
+torch.set_num_threads(1)
+m = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
+opt = torch.optim.SGD(m.parameters(), lr=0.01)
+x, y = torch.randn(64, 32), torch.randint(0, 4, (64,))
+for _ in range(1500):
+    opt.zero_grad()
+    torch.nn.functional.cross_entropy(m(x), y).backward()
+    opt.step()
+print("small ops done")
+PY
+cat > "$tmp/sampled.py" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+it = [i for i in p["iterations"] if i["complete"]]
+seen = [i for i in it if i.get("ops_observed", True)]
+unseen = [i for i in it if not i.get("ops_observed", True)]
+why = [c["reason"] for c in p["collectors"] if c["name"] == "torch-op-sampling"][0]
+print(len(it), len(seen), len(unseen), why)
+ok = (len(it) == 1500 and 0 < len(seen) < len(it) / 2 and "one in" in why
+      and all({"forward", "backward", "optimizer"} <= set(i["stages"]) for i in seen[1:])
+      and all("optimizer" in i["stages"] and "forward" not in i["stages"] for i in unseen))
+sys.exit(0 if ok else 1)
+PY
+"$gnnprof" run -o "$tmp/so/p.json" -- $py "$tmp/small_ops.py" > "$tmp/so.out" 2> "$tmp/so.err"; rc=$?
+check "small-op loop: exit 0, iterations exact, ops observed in a minority with forward/backward/optimizer, the others optimizer only ($($py "$tmp/sampled.py" "$tmp/so/p.json"))" \
+  "[ $rc = 0 ] && $py '$tmp/sampled.py' '$tmp/so/p.json'"
+check "small-op loop: the report says which iterations its stage figures come from" \
+  "\"$gnnprof\" report '$tmp/so/p.json' | grep -q 'Iteration sampling: torch ops observed in'"
+GNNPROF_TORCH_SAMPLE=all "$gnnprof" run -o "$tmp/so/all.json" -- $py "$tmp/small_ops.py" > /dev/null 2>&1
+check "GNNPROF_TORCH_SAMPLE=all observes every iteration" \
+  "json $tmp/so/all.json \"all(i.get('ops_observed', True) for i in p['iterations']) and len(p['iterations']) >= 1500\" | grep -q True"
 
 # 9. LD_PRELOAD by hand; 10. only the C ABI and the NVTX entry point are exported.
 (cd "$tmp" && GNNPROF_OUTPUT="$tmp/hand.json" LD_PRELOAD="$preload" $py fidelity.py > /dev/null 2>&1)

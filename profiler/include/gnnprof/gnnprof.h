@@ -44,7 +44,9 @@ bool stage_begin(std::uint32_t site) noexcept;
 void stage_end() noexcept;
 bool line_begin(std::uint32_t site) noexcept;
 void line_end() noexcept;
-void step(bool begin_next) noexcept;
+/// `flags` (kStep only): kStepOpsUnobserved and future per-iteration facts.
+void step(bool begin_next, std::uint8_t flags = 0) noexcept;
+inline constexpr std::uint8_t kStepOpsUnobserved = 1;
 void counter(std::uint32_t site, double value) noexcept;
 void materialize(std::uint32_t site, std::uint64_t rows, std::uint64_t bytes) noexcept;
 }  // namespace detail

@@ -52,6 +52,10 @@ GNNPROF_C_API void gnnprof_stage_end(void);
 GNNPROF_C_API void gnnprof_step(void);
 /* Ends the open iteration without beginning another (e.g. before validation). */
 GNNPROF_C_API void gnnprof_step_end(void);
+/* gnnprof_step() for an iteration with facts to note: GNNPROF_STEP_OPS_UNOBSERVED = the torch
+ * op observer does not observe ops in the iteration that begins (iteration sampling). */
+#define GNNPROF_STEP_OPS_UNOBSERVED 1u
+GNNPROF_C_API void gnnprof_step_flags(unsigned flags);
 
 GNNPROF_C_API void gnnprof_transfer(uint64_t bytes, int direction, int host_memory, int mode,
                                     uint64_t duration_ns);

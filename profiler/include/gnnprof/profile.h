@@ -86,6 +86,9 @@ struct IterationStats {
   std::int64_t begin_ns = 0;
   std::int64_t wall_ns = 0;
   bool complete = true;  ///< false: still open when the session stopped
+  /// false: the torch op observer sampled iterations and did not observe ops in this one
+  /// (its stages hold user scopes only); per-stage analysis uses the observed ones.
+  bool ops_observed = true;
   std::map<std::string, std::int64_t> stages;         ///< loop thread, inclusive ns by stage
   std::map<std::string, std::int64_t> other_threads;  ///< other threads, inclusive ns by stage
   std::int64_t unattributed_ns = 0;  ///< wall minus top-level stages on the loop thread

@@ -44,6 +44,10 @@ struct TransferTotals {
 
 struct Analysis {
   std::uint64_t iterations_total = 0, iterations_used = 0, skipped = 0;
+  /// Of the used iterations, those whose torch ops were not observed (iteration sampling):
+  /// every other figure below comes from the observed ones; their own median wall is here.
+  std::uint64_t iterations_unobserved = 0;
+  std::int64_t unobserved_iteration_median_ns = 0;
   bool skip_detected = false;
   std::int64_t iteration_median_ns = 0, iteration_p90_ns = 0, iteration_mean_ns = 0;
   std::vector<IterationStage> loop_stages;   ///< by median, largest first

@@ -1,0 +1,179 @@
+// op_sampler.cpp — see op_sampler.h.
+#include "op_sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace gnnprof::instrument {
+namespace {
+
+constexpr std::size_t kMaxSamples = 1024;
+constexpr std::uint64_t kRedecideEvery = 64;  // iterations between two looks at the period
+
+// O(n): runs every kRedecideEvery iterations on the loop thread.
+template <class T>
+T upper_median(std::vector<T> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+void keep(std::vector<std::int64_t>& v, std::int64_t x, std::uint64_t n) {
+  if (v.size() < kMaxSamples) v.push_back(x);
+  else v[n % kMaxSamples] = x;
+}
+
+}  // namespace
+
+bool SamplerOptions::parse(const char* value) {
+  if (value == nullptr || value[0] == '\0' || std::strcmp(value, "auto") == 0) {
+    mode = Mode::kAuto;
+    return true;
+  }
+  if (std::strcmp(value, "all") == 0) {
+    mode = Mode::kAll;
+    return true;
+  }
+  char* end = nullptr;
+  const long n = std::strtol(value, &end, 10);
+  if (end == value || *end != '\0' || n < 1 || n > 1000000) return false;
+  mode = n == 1 ? Mode::kAll : Mode::kEvery;
+  period = static_cast<int>(n);
+  return true;
+}
+
+void OpSampler::record(bool observed, std::int64_t wall_ns, std::uint64_t ops) {
+  ++iterations_;
+  if (observed) ++observed_;
+  if (wall_ns <= 0) return;
+  // Warm-up iterations carry start-up costs: not part of the measured cost.
+  if (state_ == State::kWarmup) {
+    if (observed && iterations_ > 1) densities_.push_back(static_cast<double>(ops) * opt_.op_cost_ns / static_cast<double>(wall_ns));
+    return;
+  }
+  if (observed) keep(on_walls_, wall_ns, iterations_);
+  else keep(off_walls_, wall_ns, iterations_);
+  if (state_ == State::kCalibrate) {
+    if (!observed) pair_off_ = wall_ns;
+    else if (pair_off_ > 0) pair_ratios_.push_back(static_cast<double>(wall_ns) / static_cast<double>(pair_off_));
+  }
+}
+
+double OpSampler::measured_cost() const {
+  if (on_walls_.empty() || off_walls_.empty()) return -1;
+  const double off = static_cast<double>(upper_median(off_walls_));
+  return off > 0 ? static_cast<double>(upper_median(on_walls_)) / off - 1 : -1;
+}
+
+bool OpSampler::decide_after_warmup() {
+  // The first iteration's start-up is left out, unless it is all there is.
+  density_ = densities_.empty() ? 1.0 : upper_median(densities_);
+  if (density_ < opt_.density_limit) {
+    state_ = State::kDecided;
+    period_ = 1;
+    decided_at_ = iterations_;
+    return true;
+  }
+  state_ = State::kCalibrate;
+  decided_at_ = iterations_;  // calibration starts here
+  return false;
+}
+
+int OpSampler::period_for(double cost) const {
+  if (cost <= opt_.budget) return 1;
+  const double p = std::ceil(cost / opt_.target);
+  return static_cast<int>(std::clamp(p, 2.0, static_cast<double>(std::max(2, opt_.max_period))));
+}
+
+void OpSampler::decide_after_calibration() {
+  state_ = State::kDecided;
+  decided_at_ = iterations_;
+  // Each observed iteration against the unobserved one just before it: drift (a loop still
+  // warming up, the machine's load) hits both of a pair alike.
+  calibrated_cost_ = pair_ratios_.empty() ? measured_cost() : upper_median(pair_ratios_) - 1;
+  period_ = period_for(calibrated_cost_);
+}
+
+bool OpSampler::on_mark(bool first, std::int64_t wall_ns, std::uint64_t ops) {
+  if (!first) record(observing_, wall_ns, ops);
+  const std::uint64_t k = iterations_;  // index of the iteration that begins now
+  switch (opt_.mode) {
+    case SamplerOptions::Mode::kAll:
+      period_ = 1;
+      observing_ = true;
+      return observing_;
+    case SamplerOptions::Mode::kEvery:
+      period_ = std::max(1, opt_.period);
+      observing_ = k % static_cast<std::uint64_t>(period_) == 0;
+      if (state_ == State::kWarmup) state_ = State::kDecided;  // walls are then all recorded
+      return observing_;
+    case SamplerOptions::Mode::kAuto:
+      break;
+  }
+  if (state_ == State::kWarmup) {
+    if (k < static_cast<std::uint64_t>(std::max(1, opt_.warmup))) return observing_ = true;
+    if (decide_after_warmup()) return observing_ = true;
+  }
+  if (state_ == State::kCalibrate) {
+    const std::uint64_t j = k - decided_at_;
+    if (j < 2 * static_cast<std::uint64_t>(std::max(1, opt_.calibration_pairs))) return observing_ = (j % 2 == 1);
+    decide_after_calibration();
+  }
+  // While sampling, both kinds of iterations keep being timed: the period follows the cost as
+  // measured over the run so far (a few calibration pairs are noisy). It stays at least 2 once
+  // sampling, so that the cost stays measurable.
+  if (period_ > 1 && (k - decided_at_) % kRedecideEvery == 0 && k > decided_at_) {
+    const int p = std::max(2, period_for(measured_cost()));
+    if (p != period_) {
+      period_ = p;
+      decided_at_ = k;
+    }
+  }
+  observing_ = period_ <= 1 || (k - decided_at_) % static_cast<std::uint64_t>(period_) == 0;
+  return observing_;
+}
+
+std::string OpSampler::describe() const {
+  char buf[512];
+  const double cost = measured_cost();
+  char measured[128] = "";
+  if (cost > -1)
+    std::snprintf(measured, sizeof(measured), "; observed iterations ran %+.1f %% vs unobserved ones (medians over the run)", 100 * cost);
+  const unsigned long long n = iterations_, k = observed_;
+  switch (opt_.mode) {
+    case SamplerOptions::Mode::kAll:
+      std::snprintf(buf, sizeof(buf), "ops observed in every iteration (GNNPROF_TORCH_SAMPLE=all)");
+      return buf;
+    case SamplerOptions::Mode::kEvery:
+      std::snprintf(buf, sizeof(buf), "ops observed in %llu of %llu iterations, one in %d (GNNPROF_TORCH_SAMPLE=%d)%s", k, n,
+                    period_, opt_.period, measured);
+      return buf;
+    case SamplerOptions::Mode::kAuto:
+      break;
+  }
+  if (state_ == State::kWarmup) {
+    std::snprintf(buf, sizeof(buf), "ops observed in every iteration (%llu iterations: too few to measure the observer's cost)", n);
+  } else if (period_ == 1 && density_ >= 0 && density_ < opt_.density_limit) {
+    std::snprintf(buf, sizeof(buf),
+                  "ops observed in every iteration (estimated cost %.1f %% of an iteration at %.1f us per op, below %.0f %%)",
+                  100 * density_, opt_.op_cost_ns / 1000, 100 * opt_.density_limit);
+  } else if (state_ == State::kCalibrate) {
+    std::snprintf(buf, sizeof(buf), "ops observed in %llu of %llu iterations (the run ended while the observer's cost was being measured)%s",
+                  k, n, measured);
+  } else if (period_ == 1) {
+    std::snprintf(buf, sizeof(buf),
+                  "ops observed in %llu of %llu iterations: all but %d calibration ones (observing every op measured "
+                  "%+.1f %% per iteration on %zu pairs, within %.0f %%)",
+                  k, n, std::max(1, opt_.calibration_pairs), 100 * calibrated_cost_, pair_ratios_.size(), 100 * opt_.budget);
+  } else {
+    std::snprintf(buf, sizeof(buf),
+                  "ops observed in %llu of %llu iterations, one in %d: observing every op costs more than %.0f %% per "
+                  "iteration here%s; GNNPROF_TORCH_SAMPLE=all observes all",
+                  k, n, period_, 100 * opt_.budget, measured);
+  }
+  return buf;
+}
+
+}  // namespace gnnprof::instrument

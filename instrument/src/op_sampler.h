@@ -1,0 +1,91 @@
+// op_sampler.h — decides, at each iteration boundary, whether the torch observer observes ops
+// in the next iteration (iteration sampling). No torch here; tests drive it with iteration
+// walls and op counts (tests/instrument/op_sampler_test.cpp).
+//
+// Why: in torch 1.13 a global FUNCTION-scope RecordFunction callback makes every op build a
+// RecordFunction (and every autograd node its demangled name), whatever the callback does:
+// +25..40 % on a loop of few-microsecond ops (docs/performance.md). User scopes (record_function,
+// Optimizer.step / zero_grad, ProfilerStep) stay observed in every iteration, so iterations and
+// the program's own stages are exact; only the op-level detail (forward / backward phases,
+// materializations, copies, comm waits) is sampled.
+//
+// Policy "auto" (the default):
+//   1. warm-up: the first `warmup` iterations are observed;
+//   2. density: if their ops, at `op_cost_ns` each, would cost less than `density_limit` of
+//      the iteration (ops of tens of microseconds and more), every iteration is observed and
+//      nothing more is measured: no iteration loses its detail;
+//   3. calibration: otherwise `calibration_pairs` pairs of iterations alternate unobserved /
+//      observed, and the cost is measured: the median over pairs of observed / unobserved - 1;
+//   4. if that cost is at most `budget`, every iteration is observed; otherwise one iteration
+//      in `period` = ceil(cost / target) (2..max_period), so the cost spread over the run is
+//      about `target`.
+// While sampling, observed and unobserved iterations keep being timed: every 64 iterations the
+// period is recomputed from the cost measured so far, and the cost reported at the end is
+// measured over the whole run (the last 1024 iterations of each kind).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gnnprof::instrument {
+
+struct SamplerOptions {
+  enum class Mode : std::uint8_t { kAuto, kAll, kEvery };
+  Mode mode = Mode::kAuto;
+  int period = 1;                // kEvery: observe one iteration in `period`
+  int warmup = 5;                // observed iterations before anything is decided
+  double op_cost_ns = 1000;      // assumed cost of observing one op (density check)
+  double density_limit = 0.02;   // below: observe every iteration without calibrating
+  int calibration_pairs = 8;     // unobserved/observed pairs measured
+  double budget = 0.05;          // measured cost at most this: observe every iteration
+  double target = 0.03;          // cost aimed at when sampling
+  int max_period = 64;
+
+  /// GNNPROF_TORCH_SAMPLE: "auto" (or unset/empty), "all", or N >= 1 (one iteration in N).
+  /// Returns false (options unchanged) for anything else.
+  bool parse(const char* value);
+};
+
+class OpSampler {
+ public:
+  explicit OpSampler(SamplerOptions opt) : opt_(opt) {}
+
+  /// At an iteration boundary: `wall_ns` and `ops` (observed RecordFunctions) of the
+  /// iteration that just ended (`first`: there was none, this mark begins the first).
+  /// Returns whether ops are observed in the iteration that begins now.
+  bool on_mark(bool first, std::int64_t wall_ns, std::uint64_t ops);
+
+  bool observing() const noexcept { return observing_; }
+  /// 0 until decided; 1: every iteration observed; N: one in N.
+  int period() const noexcept { return period_; }
+  std::uint64_t iterations() const noexcept { return iterations_; }
+  std::uint64_t observed_iterations() const noexcept { return observed_; }
+  /// median(observed walls) / median(unobserved walls) - 1 over the run; < 0 when unmeasured.
+  double measured_cost() const;
+  /// One line for the profile's collector list ("torch-op-sampling").
+  std::string describe() const;
+
+ private:
+  enum class State : std::uint8_t { kWarmup, kCalibrate, kDecided };
+  void record(bool observed, std::int64_t wall_ns, std::uint64_t ops);
+  bool decide_after_warmup();
+  void decide_after_calibration();
+  int period_for(double cost) const;
+
+  SamplerOptions opt_;
+  State state_ = State::kWarmup;
+  bool observing_ = true;  // ops observed in the open iteration
+  int period_ = 0;
+  std::uint64_t iterations_ = 0, observed_ = 0;
+  std::uint64_t decided_at_ = 0;  // iteration index the period counts from
+  double density_ = -1;           // estimated share of the op cost (warm-up)
+  std::vector<std::int64_t> on_walls_, off_walls_;  // bounded samples
+  std::vector<double> densities_;
+  std::vector<double> pair_ratios_;  // calibration: observed wall / the unobserved one before
+  std::int64_t pair_off_ = 0;
+  double calibrated_cost_ = -1;
+  std::string why_;
+};
+
+}  // namespace gnnprof::instrument

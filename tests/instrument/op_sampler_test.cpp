@@ -1,0 +1,129 @@
+// Iteration sampling decisions (instrument/src/op_sampler.h), driven with synthetic iteration
+// walls and op counts.
+#include "op_sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace gi = gnnprof::instrument;
+
+namespace {
+
+// Runs `n` iterations: observed ones take `on_ns` with `ops` ops, unobserved ones `off_ns`.
+// Returns the observe decisions, one per iteration.
+std::vector<bool> run(gi::OpSampler& s, int n, std::int64_t on_ns, std::int64_t off_ns, std::uint64_t ops) {
+  std::vector<bool> seen;
+  bool obs = s.on_mark(true, 0, 0);
+  for (int i = 0; i < n; ++i) {
+    seen.push_back(obs);
+    obs = s.on_mark(false, obs ? on_ns : off_ns, obs ? ops : 0);
+  }
+  return seen;
+}
+
+int count(const std::vector<bool>& v) {
+  int c = 0;
+  for (bool b : v) c += b ? 1 : 0;
+  return c;
+}
+
+}  // namespace
+
+// Ops of ~200 us (the GNN sample): the density estimate is far below the limit, so every
+// iteration is observed and none is spent calibrating.
+TEST(OpSampler, LongOpsAreObservedInEveryIterationWithoutCalibrating) {
+  gi::OpSampler s({});
+  const auto seen = run(s, 50, 36'000'000, 36'000'000, 180);
+  EXPECT_EQ(count(seen), 50);
+  EXPECT_EQ(s.period(), 1);
+  EXPECT_EQ(s.observed_iterations(), 50u);
+  EXPECT_NE(s.describe().find("every iteration"), std::string::npos) << s.describe();
+}
+
+// Ops of a few microseconds whose observation costs 35 %: after the warm-up and the
+// calibration pairs, one iteration in ceil(0.35 / 0.03) = 12 is observed.
+TEST(OpSampler, TinyOpsAreSampledAtAPeriodFromTheMeasuredCost) {
+  gi::SamplerOptions o;
+  gi::OpSampler s(o);
+  const int w = o.warmup, c = 2 * o.calibration_pairs;
+  const auto seen = run(s, w + c + 120, 270'000, 200'000, 40);
+  // Warm-up observed; then unobserved/observed alternating.
+  for (int i = 0; i < w; ++i) EXPECT_TRUE(seen[i]) << i;
+  for (int j = 0; j < c; ++j) EXPECT_EQ(seen[w + j], j % 2 == 1) << j;
+  EXPECT_EQ(s.period(), 12);
+  for (int i = w + c; i < w + c + 120; ++i) EXPECT_EQ(seen[i], (i - w - c) % 12 == 0) << i;
+  EXPECT_NEAR(s.measured_cost(), 0.35, 1e-9);
+  EXPECT_EQ(s.observed_iterations(), static_cast<std::uint64_t>(w + c / 2 + 10));
+  const std::string d = s.describe();
+  EXPECT_NE(d.find("one in 12"), std::string::npos) << d;
+  EXPECT_NE(d.find("+35.0 %"), std::string::npos) << d;
+}
+
+// Dense ops whose measured cost is within the budget: back to every iteration after calibrating.
+TEST(OpSampler, ACheapObserverMeasuredWithinBudgetObservesAll) {
+  gi::OpSampler s({});
+  const auto seen = run(s, 60, 204'000, 200'000, 100);  // density 0.5 us*100/204us: calibrates
+  EXPECT_EQ(s.period(), 1);
+  const int pairs = gi::SamplerOptions{}.calibration_pairs;
+  EXPECT_EQ(count(seen), 60 - pairs);  // the unobserved calibration iterations
+  EXPECT_NE(s.describe().find("all but " + std::to_string(pairs) + " calibration"), std::string::npos) << s.describe();
+  EXPECT_NE(s.describe().find("+2.0 %"), std::string::npos) << s.describe();
+}
+
+TEST(OpSampler, EnvironmentChoosesAllOrAFixedPeriod) {
+  gi::SamplerOptions o;
+  ASSERT_TRUE(o.parse("all"));
+  gi::OpSampler all(o);
+  EXPECT_EQ(count(run(all, 30, 300'000, 200'000, 40)), 30);
+  gi::SamplerOptions e;
+  ASSERT_TRUE(e.parse("5"));
+  gi::OpSampler every(e);
+  const auto seen = run(every, 30, 300'000, 200'000, 40);
+  EXPECT_EQ(count(seen), 6);
+  EXPECT_TRUE(seen[0]);
+  EXPECT_TRUE(seen[5]);
+  EXPECT_FALSE(seen[1]);
+  gi::SamplerOptions bad;
+  EXPECT_FALSE(bad.parse("often"));
+  EXPECT_FALSE(bad.parse("0"));
+  EXPECT_FALSE(bad.parse("3x"));
+  EXPECT_TRUE(bad.parse(""));
+  EXPECT_TRUE(bad.parse("1"));
+  EXPECT_TRUE(bad.mode == gi::SamplerOptions::Mode::kAll);
+}
+
+// A run shorter than the warm-up observes everything and says why.
+TEST(OpSampler, AShortRunIsObservedThroughout) {
+  gi::OpSampler s({});
+  EXPECT_EQ(count(run(s, 4, 300'000, 200'000, 40)), 4);
+  EXPECT_NE(s.describe().find("too few"), std::string::npos) << s.describe();
+}
+
+// Calibration on a few pairs is noisy: the period follows the cost measured over the run.
+TEST(OpSampler, ThePeriodFollowsTheCostMeasuredOverTheRun) {
+  gi::OpSampler s({});
+  bool obs = s.on_mark(true, 0, 0);
+  for (int i = 0; i < 1000; ++i) {
+    // Calibration (iterations 5..20) sees +10.5 %; the run's true cost is +35 %.
+    const std::int64_t on = i < 21 ? 221'000 : 270'000;
+    obs = s.on_mark(false, obs ? on : 200'000, obs ? 40 : 0);
+    if (i == 21) EXPECT_EQ(s.period(), 4) << "from the calibration pairs";
+  }
+  EXPECT_EQ(s.period(), 12);
+  EXPECT_GT(s.measured_cost(), 0.30);
+}
+
+// A loop still warming up during calibration (every iteration faster than the one before):
+// pairs compare neighbours, so the drift does not pass for the observer's cost.
+TEST(OpSampler, CalibrationComparesNeighboursNotDriftingMedians) {
+  gi::OpSampler s({});
+  bool obs = s.on_mark(true, 0, 0);
+  for (int i = 0; i < 40; ++i) {
+    const double base = 400'000.0 * (1.0 - 0.02 * i);  // -2 % per iteration
+    obs = s.on_mark(false, static_cast<std::int64_t>(obs ? base * 1.30 : base), obs ? 40 : 0);
+  }
+  // Each pair: observed = 1.30 x its unobserved neighbour x 0.98 (one iteration later).
+  EXPECT_EQ(s.period(), 9);  // ceil(0.274 / 0.03)
+}
