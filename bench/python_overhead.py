@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """Zero-code overhead, measured as ratios in one run with the three modes interleaved:
-plain / under libgnnprof_preload.so / under torch.autograd.profiler.profile().
+plain / under libgnnprof_preload.so (default: the observer samples iterations when observing
+every op would cost more than 5 %) / the same with GNNPROF_TORCH_SAMPLE=all (ops observed in
+every iteration) / under torch.autograd.profiler.profile().
 
     bench/python_overhead.py --preload build/lib/libgnnprof_preload.so [--repeat 5]
 
@@ -29,6 +31,7 @@ def main():
     ap.add_argument("--preload", required=True)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--sample-steps", type=int, default=40)
+    ap.add_argument("--no-torch-profiler", action="store_true", help="leave out the (slow) torch.profiler mode")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp()
     workloads = {
@@ -38,14 +41,18 @@ def main():
     }
     base_env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
     for name, cmd in workloads.items():
-        t = {"plain": [], "gnnprof": [], "torch.profiler": []}
+        t = {"plain": [], "gnnprof": [], "gnnprof, all": [], "torch.profiler": []}
         for r in range(a.repeat):
             t["plain"].append(run(cmd, base_env))
             env = dict(base_env, LD_PRELOAD=a.preload, GNNPROF_OUTPUT=os.path.join(tmp, f"p{r}.json"), GNNPROF_QUIET="1")
-            t["gnnprof"].append(run(cmd, env))
-            t["torch.profiler"].append(run(cmd + ["--torch-profiler"], base_env))
+            t["gnnprof"].append(run(cmd, env))  # default: iteration sampling decided by the observer
+            t["gnnprof, all"].append(run(cmd, dict(env, GNNPROF_TORCH_SAMPLE="all")))  # ops in every iteration
+            if not a.no_torch_profiler:
+                t["torch.profiler"].append(run(cmd + ["--torch-profiler"], base_env))
         print(f"\n{name}, {a.repeat} interleaved rounds")
         for mode, v in t.items():
+            if not v:
+                continue
             ratios = [x / p for x, p in zip(v, t["plain"])]
             print(f"  {mode:15s} median {statistics.median(v):8.4f} s   vs plain: median ratio "
                   f"{statistics.median(ratios):.3f} (+{100 * (statistics.median(ratios) - 1):.1f} %)  "

@@ -251,6 +251,9 @@ void drainer_main() {
   const auto fast = std::chrono::milliseconds(1);
   auto period = slow;
   const auto flush_every = std::chrono::milliseconds(s.cfg.flush_interval_ms);
+  // A periodic flush builds and writes the whole profile so far; its cost grows with the run.
+  // Keep it to ~1 % of a core: the next one waits at least 100x the last one's duration.
+  auto flush_gap = std::chrono::steady_clock::duration(flush_every);
   auto last_flush = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(s.wake_mu);
   while (!s.stop_drainer) {
@@ -268,11 +271,14 @@ void drainer_main() {
         // and are counted as dropped when the rings fill.
       }
     }
-    if (flush_every.count() > 0 && std::chrono::steady_clock::now() - last_flush >= flush_every) {
+    if (flush_every.count() > 0 && std::chrono::steady_clock::now() - last_flush >= flush_gap) {
       last_flush = std::chrono::steady_clock::now();
       // try_lock: stop() holds mu while it joins this thread; skip a beat rather than wait.
       std::unique_lock<std::mutex> m(s.mu, std::try_to_lock);
-      if (m.owns_lock() && g_state.load() == kRunning) (void)flush_locked(s, /*periodic=*/true);
+      if (m.owns_lock() && g_state.load() == kRunning) {
+        (void)flush_locked(s, /*periodic=*/true);
+        flush_gap = std::max<std::chrono::steady_clock::duration>(flush_every, 100 * (std::chrono::steady_clock::now() - last_flush));
+      }
     }
     lock.lock();
   }
