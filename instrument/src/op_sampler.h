@@ -39,7 +39,7 @@ struct SamplerOptions {
   double density_limit = 0.02;   // below: observe every iteration without calibrating
   int calibration_pairs = 8;     // unobserved/observed pairs measured
   double budget = 0.05;          // measured cost at most this: observe every iteration
-  double target = 0.03;          // cost aimed at when sampling
+  double target = 0.02;          // cost aimed at when sampling
   int max_period = 64;
 
   /// GNNPROF_TORCH_SAMPLE: "auto" (or unset/empty), "all", or N >= 1 (one iteration in N).

@@ -43,7 +43,7 @@ TEST(OpSampler, LongOpsAreObservedInEveryIterationWithoutCalibrating) {
 }
 
 // Ops of a few microseconds whose observation costs 35 %: after the warm-up and the
-// calibration pairs, one iteration in ceil(0.35 / 0.03) = 12 is observed.
+// calibration pairs, one iteration in ceil(0.35 / 0.02) = 18 is observed.
 TEST(OpSampler, TinyOpsAreSampledAtAPeriodFromTheMeasuredCost) {
   gi::SamplerOptions o;
   gi::OpSampler s(o);
@@ -52,12 +52,12 @@ TEST(OpSampler, TinyOpsAreSampledAtAPeriodFromTheMeasuredCost) {
   // Warm-up observed; then unobserved/observed alternating.
   for (int i = 0; i < w; ++i) EXPECT_TRUE(seen[i]) << i;
   for (int j = 0; j < c; ++j) EXPECT_EQ(seen[w + j], j % 2 == 1) << j;
-  EXPECT_EQ(s.period(), 12);
-  for (int i = w + c; i < w + c + 120; ++i) EXPECT_EQ(seen[i], (i - w - c) % 12 == 0) << i;
+  EXPECT_EQ(s.period(), 18);
+  for (int i = w + c; i < w + c + 120; ++i) EXPECT_EQ(seen[i], (i - w - c) % 18 == 0) << i;
   EXPECT_NEAR(s.measured_cost(), 0.35, 1e-9);
-  EXPECT_EQ(s.observed_iterations(), static_cast<std::uint64_t>(w + c / 2 + 10));
+  EXPECT_EQ(s.observed_iterations(), static_cast<std::uint64_t>(w + c / 2 + 7));
   const std::string d = s.describe();
-  EXPECT_NE(d.find("one in 12"), std::string::npos) << d;
+  EXPECT_NE(d.find("one in 18"), std::string::npos) << d;
   EXPECT_NE(d.find("+35.0 %"), std::string::npos) << d;
 }
 
@@ -109,9 +109,9 @@ TEST(OpSampler, ThePeriodFollowsTheCostMeasuredOverTheRun) {
     // Calibration (iterations 5..20) sees +10.5 %; the run's true cost is +35 %.
     const std::int64_t on = i < 21 ? 221'000 : 270'000;
     obs = s.on_mark(false, obs ? on : 200'000, obs ? 40 : 0);
-    if (i == 21) EXPECT_EQ(s.period(), 4) << "from the calibration pairs";
+    if (i == 21) EXPECT_EQ(s.period(), 6) << "from the calibration pairs";
   }
-  EXPECT_EQ(s.period(), 12);
+  EXPECT_EQ(s.period(), 18);
   EXPECT_GT(s.measured_cost(), 0.30);
 }
 
@@ -125,5 +125,5 @@ TEST(OpSampler, CalibrationComparesNeighboursNotDriftingMedians) {
     obs = s.on_mark(false, static_cast<std::int64_t>(obs ? base * 1.30 : base), obs ? 40 : 0);
   }
   // Each pair: observed = 1.30 x its unobserved neighbour x 0.98 (one iteration later).
-  EXPECT_EQ(s.period(), 9);  // ceil(0.274 / 0.03)
+  EXPECT_EQ(s.period(), 14);  // ceil(0.274 / 0.02)
 }
