@@ -407,9 +407,10 @@ __attribute__((visibility("default"))) int gnnprof_torch_observe(int flags, unsi
 
 __attribute__((visibility("default"))) void gnnprof_torch_close_thread(void) {
   try {
-    // The final word on sampling (what was observed, the cost measured over the run); this
-    // runs on the thread that ends the session, after the loop.
-    if (gi::g_sampler != nullptr && gi::g_sampler->iterations() > 0) gi::note_sampling();
+    // The final word on sampling (what was observed, the cost measured over the run), from the
+    // main thread only: the sampler is the loop thread's, and another thread may close itself
+    // while the loop runs.
+    if (gi::g_sampler != nullptr && gi::g_sampler->iterations() > 0 && ::syscall(SYS_gettid) == ::getpid()) gi::note_sampling();
     if (gi::t_state != nullptr) {
       gi::t_state->classifier.close_all();
       for (std::uint8_t undo : gi::t_state->undo)
