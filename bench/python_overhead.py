@@ -32,6 +32,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--sample-steps", type=int, default=40)
     ap.add_argument("--no-torch-profiler", action="store_true", help="leave out the (slow) torch.profiler mode")
+    ap.add_argument("--only", choices=["small", "sample"], help="one of the two loops")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp()
     workloads = {
@@ -40,6 +41,8 @@ def main():
             [sys.executable, os.path.join(root, "samples/python/sage_train.py"), "--steps", str(a.sample_steps)],
     }
     base_env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+    if a.only:
+        workloads = {k: v for k, v in workloads.items() if k.startswith("small" if a.only == "small" else "Python")}
     for name, cmd in workloads.items():
         t = {"plain": [], "gnnprof": [], "gnnprof, all": [], "torch.profiler": []}
         for r in range(a.repeat):
