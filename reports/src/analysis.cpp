@@ -58,6 +58,13 @@ std::vector<IterationStage> stage_rows(const std::vector<const IterationStats*>&
 
 }  // namespace
 
+std::vector<const IterationStats*> ops_observed(const std::vector<const IterationStats*>& its) {
+  std::vector<const IterationStats*> observed;
+  for (const auto* it : its)
+    if (it->ops_observed) observed.push_back(it);
+  return observed.empty() ? its : observed;
+}
+
 Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   Analysis a;
   std::map<std::string, std::string> category;
@@ -84,18 +91,13 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   // Iteration sampling (zero-code observer): iterations whose ops were not observed hold the
   // user scopes alone. The stage figures come from the observed ones; the others give the
   // iteration time without the observer's per-op cost.
-  {
-    std::vector<const IterationStats*> observed;
+  if (std::vector<const IterationStats*> observed = ops_observed(its); observed.size() < its.size()) {
     std::vector<std::int64_t> unobserved_walls;
-    for (const auto* it : its) {
-      if (it->ops_observed) observed.push_back(it);
-      else unobserved_walls.push_back(it->wall_ns);
-    }
-    if (!unobserved_walls.empty() && !observed.empty()) {
-      a.iterations_unobserved = unobserved_walls.size();
-      a.unobserved_iteration_median_ns = median(unobserved_walls);
-      its = std::move(observed);
-    }
+    for (const auto* it : its)
+      if (!it->ops_observed) unobserved_walls.push_back(it->wall_ns);
+    a.iterations_unobserved = unobserved_walls.size();
+    a.unobserved_iteration_median_ns = median(unobserved_walls);
+    its = std::move(observed);
   }
 
   std::vector<std::int64_t> walls, d, h, c, r, predicted;

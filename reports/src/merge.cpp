@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "gnnprof/reports/analysis.h"
 #include "gnnprof/reports/format.h"
 
 namespace gnnprof::reports {
@@ -97,15 +98,10 @@ Result<Merged> merge_profiles(const std::vector<Profile>& profiles, const std::v
     }
     if (used.empty()) m.notes.push_back(fmt::format("rank {}: no complete iterations", rank));
     // Iteration sampling: per-iteration stage, busy and comm figures need the ops observed.
-    {
-      std::vector<const IterationStats*> observed;
-      for (const IterationStats* it : used)
-        if (it->ops_observed) observed.push_back(it);
-      if (!observed.empty() && observed.size() < used.size()) {
-        m.notes.push_back(fmt::format("rank {}: the {} of {} iterations whose torch ops were observed (iteration sampling)", rank,
-                                      observed.size(), used.size()));
-        used = std::move(observed);
-      }
+    if (std::vector<const IterationStats*> observed = ops_observed(used); observed.size() < used.size()) {
+      m.notes.push_back(fmt::format("rank {}: the {} of {} iterations whose torch ops were observed (iteration sampling)", rank,
+                                    observed.size(), used.size()));
+      used = std::move(observed);
     }
     rs.iterations = used.size();
     std::map<std::string, std::int64_t> stage_total;

@@ -147,10 +147,7 @@ Status TextReporter::render(const Profile& p, std::ostream& out) const {
                        human_ns(quantile_of(walls, 0.9)), human_ns(*std::min_element(walls.begin(), walls.end())),
                        human_ns(*std::max_element(walls.begin(), walls.end())));
     // Iteration sampling: the per-stage rows come from the iterations whose ops were observed.
-    std::vector<const IterationStats*> observed;
-    for (const auto* it : done)
-      if (it->ops_observed) observed.push_back(it);
-    if (!observed.empty() && observed.size() < done.size()) {
+    if (std::vector<const IterationStats*> observed = ops_observed(done); observed.size() < done.size()) {
       out << fmt::format("Stage rows: the {} iterations whose torch ops were observed (iteration sampling)\n", observed.size());
       done = std::move(observed);
     }

@@ -1,6 +1,8 @@
 // Analysis and diagnostics: each rule on a profile that triggers it and on one that must not.
 #include "gnnprof/reports/analysis.h"
 
+#include "gnnprof/profile_io.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -158,6 +160,52 @@ TEST(Diagnostics, EveryRuleHasAStableId) {
   EXPECT_EQ(diagnostic_ids().size(), 9u);
   Profile clean = loop_profile(true);
   EXPECT_TRUE(run(clean).empty());
+}
+
+}  // namespace
+}  // namespace gnnprof::reports
+
+namespace gnnprof::reports {
+namespace {
+
+// Iteration sampling: iterations whose torch ops were not observed hold the user scopes only
+// (here "optimizer"); the stage figures come from the observed ones, and the others' wall is
+// reported beside them. The flag survives the JSON round trip.
+TEST(Analysis, StageFiguresComeFromTheIterationsWhoseOpsWereObserved) {
+  Profile p;
+  p.stages = {stage("forward", "compute"), stage("backward", "compute"), stage("optimizer", "compute")};
+  for (int i = 0; i < 12; ++i) {
+    IterationStats it;
+    it.index = static_cast<std::uint64_t>(i);
+    it.ops_observed = i % 4 == 0;
+    it.wall_ns = (it.ops_observed ? 130 : 100) * kMs;
+    if (it.ops_observed) {
+      it.stages["forward"] = 70 * kMs;
+      it.stages["backward"] = 50 * kMs;
+    }
+    it.stages["optimizer"] = 5 * kMs;
+    p.iterations.push_back(it);
+  }
+  const Analysis a = analyze(p, AnalysisOptions{0});
+  EXPECT_EQ(a.iterations_used, 12u);
+  EXPECT_EQ(a.iterations_unobserved, 9u);
+  EXPECT_EQ(a.unobserved_iteration_median_ns, 100 * kMs);
+  EXPECT_EQ(a.iteration_median_ns, 130 * kMs);  // the observed iterations'
+  ASSERT_FALSE(a.loop_stages.empty());
+  EXPECT_EQ(a.loop_stages[0].name, "forward");
+  EXPECT_EQ(a.loop_stages[0].median_ns, 70 * kMs);  // not 0, the median over all 12
+  EXPECT_EQ(a.compute_ns, 125 * kMs);
+
+  // Every iteration observed (or none flagged): all of them, nothing said about sampling.
+  for (auto& it : p.iterations) it.ops_observed = true;
+  EXPECT_EQ(analyze(p, AnalysisOptions{0}).iterations_unobserved, 0u);
+
+  p.iterations[1].ops_observed = false;
+  auto back = profile_from_json(profile_to_json(p), "mem");
+  ASSERT_TRUE(back) << back.status().message();
+  EXPECT_FALSE(back->iterations[1].ops_observed);
+  EXPECT_TRUE(back->iterations[0].ops_observed);
+  EXPECT_EQ(profile_to_json(p).find("\"ops_observed\":true"), std::string::npos) << "written only when false";
 }
 
 }  // namespace

@@ -64,6 +64,11 @@ struct Analysis {
 
 Analysis analyze(const Profile& profile, const AnalysisOptions& options);
 
+/// Iteration sampling (the zero-code observer watched ops in some iterations only): the
+/// iterations of `its` whose ops were observed, when there are such and some were not;
+/// otherwise `its` itself. Per-stage figures are taken over these.
+std::vector<const IterationStats*> ops_observed(const std::vector<const IterationStats*>& its);
+
 /// The diagnostics rules (docs/diagnostics.md): stable ids, severity, message, evidence.
 std::vector<Diagnostic> diagnose(const Profile& profile, const Analysis& analysis);
 
