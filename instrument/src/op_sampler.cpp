@@ -103,6 +103,7 @@ bool OpSampler::on_mark(bool first, std::int64_t wall_ns, std::uint64_t ops) {
     case SamplerOptions::Mode::kAll:
       period_ = 1;
       observing_ = true;
+      state_ = State::kDecided;  // nothing to warm up for (and no density samples to keep)
       return observing_;
     case SamplerOptions::Mode::kEvery:
       period_ = std::max(1, opt_.period);

@@ -77,6 +77,7 @@ TEST(OpSampler, EnvironmentChoosesAllOrAFixedPeriod) {
   ASSERT_TRUE(o.parse("all"));
   gi::OpSampler all(o);
   EXPECT_EQ(count(run(all, 30, 300'000, 200'000, 40)), 30);
+  EXPECT_EQ(all.describe(), "ops observed in every iteration (GNNPROF_TORCH_SAMPLE=all)");
   gi::SamplerOptions e;
   ASSERT_TRUE(e.parse("5"));
   gi::OpSampler every(e);
