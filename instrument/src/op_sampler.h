@@ -56,7 +56,6 @@ class OpSampler {
   /// Returns whether ops are observed in the iteration that begins now.
   bool on_mark(bool first, std::int64_t wall_ns, std::uint64_t ops);
 
-  bool observing() const noexcept { return observing_; }
   /// 0 until decided; 1: every iteration observed; N: one in N.
   int period() const noexcept { return period_; }
   std::uint64_t iterations() const noexcept { return iterations_; }
@@ -85,7 +84,6 @@ class OpSampler {
   std::vector<double> pair_ratios_;  // calibration: observed wall / the unobserved one before
   std::int64_t pair_off_ = 0;
   double calibrated_cost_ = -1;
-  std::string why_;
 };
 
 }  // namespace gnnprof::instrument

@@ -17,6 +17,7 @@
 
 #include "gnnprof/detail/json_number.h"
 #include "gnnprof/gnnprof.h"
+#include "gnnprof/reports/analysis.h"
 #include "gnnprof/reports/format.h"
 
 namespace gnnprof::reports {
@@ -64,21 +65,24 @@ Samples collect(const std::vector<Profile>& profiles, std::uint64_t skip, const 
   Samples s;
   for (const Profile& p : profiles) {
     std::uint64_t seen = 0;
+    std::vector<const IterationStats*> used;
     for (const IterationStats& it : p.iterations) {
       if (!it.complete || seen++ < skip) continue;
       s.loop.push_back(it.wall_ns);
-      // Iteration sampling: stage samples only where the torch observer saw the ops (an
-      // unobserved iteration has no forward/backward stages, not zero-time ones).
-      if (!it.ops_observed) continue;
+      used.push_back(&it);
+    }
+    // Iteration sampling: stage samples only where the torch observer saw the ops (an
+    // unobserved iteration has no forward/backward stages, not zero-time ones).
+    for (const IterationStats* it : ops_observed(used)) {
       // A stage that did not run in an iteration took 0 ns there: that is the point of a
       // stage that prefetching moved off the loop thread.
       for (const auto& n : loop_names) {
-        auto f = it.stages.find(n);
-        s.loop_thread[n].push_back(f == it.stages.end() ? 0 : f->second);
+        auto f = it->stages.find(n);
+        s.loop_thread[n].push_back(f == it->stages.end() ? 0 : f->second);
       }
       for (const auto& n : other_names) {
-        auto f = it.other_threads.find(n);
-        s.other[n].push_back(f == it.other_threads.end() ? 0 : f->second);
+        auto f = it->other_threads.find(n);
+        s.other[n].push_back(f == it->other_threads.end() ? 0 : f->second);
       }
     }
   }
