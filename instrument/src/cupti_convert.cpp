@@ -125,9 +125,21 @@ std::vector<GpuEvent> CuptiConverter::convert(const std::vector<const CUpti_Acti
 
 }  // namespace gnnprof::instrument
 
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <memory>
+
 #include "gnnprof/gnnprof_c.h"
 
 namespace gnnprof::instrument {
+
+std::string demangle(const std::string& name) {
+  if (name.rfind("_Z", 0) != 0) return name;  // C kernels (extern "C") and CUPTI's placeholders
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
+  return status == 0 && out ? std::string(out.get()) : name;
+}
 
 std::uint32_t GpuEventEmitter::lane_of(const std::string& name) {
   auto it = lanes_.find(name);
@@ -137,11 +149,19 @@ std::uint32_t GpuEventEmitter::lane_of(const std::string& name) {
   return lane;
 }
 
+std::uint32_t GpuEventEmitter::kernel_site(const std::string& mangled) {
+  auto it = kernels_.find(mangled);
+  if (it != kernels_.end()) return it->second;
+  const std::uint32_t site = gnnprof_stage_site(demangle(mangled).c_str(), "kernel");
+  kernels_.emplace(mangled, site);
+  return site;
+}
+
 std::uint32_t GpuEventEmitter::site_for(std::uint64_t external, const std::string& fallback) {
   std::string name;
-  if (external != 0) {
+  if (external_stage(external) != 0) {
     char buf[256];
-    if (gnnprof_site_name(static_cast<gnnprof_site_t>(external), buf, sizeof(buf)) > 0) name = std::string("gpu: ") + buf;
+    if (gnnprof_site_name(external_stage(external), buf, sizeof(buf)) > 0) name = std::string("gpu: ") + buf;
   }
   if (name.empty()) name = "gpu: " + fallback;
   return site_named(name, "gpu");
@@ -157,10 +177,11 @@ std::uint32_t GpuEventEmitter::site_named(const std::string& name, const char* c
 
 void GpuEventEmitter::emit(const GpuEvent& ev) {
   const std::uint32_t lane = lane_of(ev.lane);
-  const auto ctx = static_cast<gnnprof_site_t>(ev.external);
+  const auto ctx = external_stage(ev.external);
   switch (ev.kind) {
     case GpuEvent::Kind::kKernel:
       gnnprof_lane_range(lane, site_for(ev.external, "(no op)"), ctx, ev.begin_ns, ev.end_ns);
+      gnnprof_lane_kernel(lane, kernel_site(ev.name), ctx, external_op(ev.external), ev.begin_ns, ev.end_ns);
       break;
     case GpuEvent::Kind::kMemcpy:
       gnnprof_lane_range(lane, site_for(ev.external, ev.name), ctx, ev.begin_ns, ev.end_ns);

@@ -47,10 +47,19 @@ class CuptiConverter {
 
 namespace gnnprof::instrument {
 
+/// The torch observer pushes (op site << 32) | stage site as a launch's external correlation
+/// id: the stage open on the launching thread and the top-level op that launched it.
+inline std::uint32_t external_stage(std::uint64_t external) noexcept { return static_cast<std::uint32_t>(external); }
+inline std::uint32_t external_op(std::uint64_t external) noexcept { return static_cast<std::uint32_t>(external >> 32); }
+
+/// A kernel's demangled name (the name unchanged when it is not a mangled C++ name).
+std::string demangle(const std::string& name);
+
 /// Records GpuEvents into the session through the C ABI: each kernel/memcpy becomes a range
 /// "gpu: <stage of the launching op>" on its stream's lane (so the stage table gives GPU
 /// time per phase), memcpys also a transfer with their bytes and host memory kind, and syncs
-/// a range on the "CUDA sync" lane.
+/// a range on the "CUDA sync" lane. Kernels also go to the per-kernel table (kernel name,
+/// launching stage and op: `kernels` in the profile).
 class GpuEventEmitter {
  public:
   void emit(const GpuEvent& ev);
@@ -59,8 +68,10 @@ class GpuEventEmitter {
   std::uint32_t lane_of(const std::string& name);
   std::uint32_t site_for(std::uint64_t external, const std::string& fallback);
   std::uint32_t site_named(const std::string& name, const char* category);  // interned once
+  std::uint32_t kernel_site(const std::string& mangled);                     // demangled, interned once
   std::unordered_map<std::string, std::uint32_t> lanes_;
   std::unordered_map<std::string, std::uint32_t> sites_;
+  std::unordered_map<std::string, std::uint32_t> kernels_;
 };
 
 }  // namespace gnnprof::instrument

@@ -94,6 +94,15 @@ class CApiSink final : public OpSink {
     gnnprof_counter(site, static_cast<double>(bytes));
   }
   std::uint32_t current_site() const noexcept { return sites_.empty() ? 0 : sites_.back(); }
+  /// A site named after an op, for the per-kernel table's "op" column (CUPTI only).
+  std::uint32_t op_site(std::string_view name) {
+    auto it = op_sites_.find(name);
+    if (it != op_sites_.end()) return it->second;
+    names_.emplace_back(name);
+    const std::uint32_t site = gnnprof_stage_site(names_.back().c_str(), "op");
+    op_sites_.emplace(names_.back(), site);
+    return site;
+  }
 
  private:
   std::uint32_t site_of(std::string_view name, const char* category) {
@@ -108,6 +117,7 @@ class CApiSink final : public OpSink {
   }
   std::deque<std::string> names_;  // stable storage for the map's keys
   std::unordered_map<std::string_view, std::uint32_t> sites_by_name_;
+  std::unordered_map<std::string_view, std::uint32_t> op_sites_;
   std::vector<std::uint32_t> sites_;
 };
 
@@ -298,7 +308,9 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     std::uint8_t undo = 0;
     if (top) {
       if (CorrPush push = g_corr_push.load(std::memory_order_acquire)) {
-        push(ts->sink.current_site());
+        // The launch's external correlation id: (op site << 32) | stage site, decoded by the
+        // CUPTI backend (instrument/src/cupti_convert.h) into the kernel table's op and stage.
+        push((static_cast<std::uint64_t>(ts->sink.op_site(op.name)) << 32) | ts->sink.current_site());
         undo |= kPushedCorr;
       }
       // While a callback is registered torch builds a RecordFunction for every op, nested ones

@@ -18,6 +18,7 @@ TimelineKind timeline_kind(EventKind k) {
     case EventKind::kCounter: return TimelineKind::kCounter;
     case EventKind::kStep: return TimelineKind::kStep;
     case EventKind::kStepEnd: return TimelineKind::kStepEnd;
+    case EventKind::kKernel: return TimelineKind::kStage;  // not kept: its lane range is
   }
   return TimelineKind::kStage;
 }
@@ -105,6 +106,18 @@ void Aggregator::consume(std::uint32_t thread, const RawEvent& e) {
       c.sum += v;
       c.last = v;
       keep_timeline(thread, e.site, e.kind, clock_.to_ns(e.t0), 0, v);
+      break;
+    }
+    case EventKind::kKernel: {
+      // Statistics only: the emitter records the same kernel as a range on its stream's lane
+      // ("gpu: <stage>"), which is what the stage table and the timeline show.
+      if (e.t1 < e.t0) break;
+      const auto dur = static_cast<std::int64_t>(e.t1 - e.t0);
+      KernelAgg& k = kernels_[{e.site, e.ctx, static_cast<std::uint32_t>(e.a)}];
+      k.min = k.count == 0 ? dur : std::min(k.min, dur);
+      ++k.count;
+      k.total += dur;
+      k.max = std::max(k.max, dur);
       break;
     }
     case EventKind::kStep:
@@ -348,6 +361,21 @@ Profile Aggregator::build(const std::vector<SiteInfo>& sites, std::int64_t end_n
     ts.total_ns = t.total;
     p.transfers.push_back(std::move(ts));
   }
+  for (const auto& [key, k] : kernels_) {
+    const auto& [name, stage, op] = key;
+    KernelStats ks;
+    ks.name = site_or_empty(sites, name).name;
+    ks.stage = site_or_empty(sites, stage).name;
+    ks.op = site_or_empty(sites, op).name;
+    ks.count = k.count;
+    ks.total_ns = k.total;
+    ks.min_ns = k.min;
+    ks.max_ns = k.max;
+    p.kernels.push_back(std::move(ks));
+  }
+  std::sort(p.kernels.begin(), p.kernels.end(), [](const KernelStats& a, const KernelStats& b) {
+    return std::tie(b.total_ns, a.name, a.stage, a.op) < std::tie(a.total_ns, b.name, b.stage, b.op);
+  });
   for (const auto& [key, m] : materialize_) {
     const auto& [site, stage, line] = key;
     MaterializationStats ms;

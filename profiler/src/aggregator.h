@@ -79,6 +79,10 @@ class Aggregator {
     std::uint64_t count = 0, bytes = 0;
     std::int64_t total = 0;
   };
+  struct KernelAgg {
+    std::uint64_t count = 0;
+    std::int64_t total = 0, min = 0, max = 0;
+  };
   struct MaterializeAgg {
     std::uint64_t hits = 0, rows = 0, bytes = 0;
   };
@@ -131,6 +135,8 @@ class Aggregator {
   // (site, stage, line)
   std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, MaterializeAgg> materialize_;
   std::map<std::uint32_t, CounterAgg> counters_;
+  // (kernel name, launching stage, launching op)
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, KernelAgg> kernels_;
   std::vector<Iter> iters_;
   std::uint64_t iterations_dropped_ = 0;
   bool have_boundary_ = false;

@@ -111,6 +111,19 @@ void gnnprof_lane_range(gnnprof_lane_t lane, gnnprof_site_t site, gnnprof_site_t
   gnnprof::detail::lane_event(lane, e);
 }
 
+void gnnprof_lane_kernel(gnnprof_lane_t lane, gnnprof_site_t kernel, gnnprof_site_t stage, gnnprof_site_t op,
+                         int64_t begin_mono_ns, int64_t end_mono_ns) {
+  if (kernel == 0 || begin_mono_ns < 0 || end_mono_ns < begin_mono_ns) return;
+  gnnprof::detail::RawEvent e{};
+  e.kind = gnnprof::detail::EventKind::kKernel;
+  e.t0 = static_cast<std::uint64_t>(begin_mono_ns);
+  e.t1 = static_cast<std::uint64_t>(end_mono_ns);
+  e.site = kernel;
+  e.ctx = stage;
+  e.a = op;
+  gnnprof::detail::lane_event(lane, e);
+}
+
 void gnnprof_lane_transfer(gnnprof_lane_t lane, gnnprof_site_t ctx, uint64_t bytes, int direction, int host_memory,
                            int mode, int64_t begin_mono_ns, int64_t end_mono_ns) {
   if (begin_mono_ns < 0 || end_mono_ns < begin_mono_ns) return;

@@ -115,6 +115,15 @@ json profile_json(const Profile& p) {
                               {"count", t.count},
                               {"bytes", t.bytes},
                               {"total_ns", t.total_ns}});
+  j["kernels"] = json::array();
+  for (const auto& k : p.kernels)
+    j["kernels"].push_back({{"name", k.name},
+                            {"stage", k.stage},
+                            {"op", k.op},
+                            {"count", k.count},
+                            {"total_ns", k.total_ns},
+                            {"min_ns", k.min_ns},
+                            {"max_ns", k.max_ns}});
   j["materializations"] = json::array();
   for (const auto& m : p.materializations)
     j["materializations"].push_back({{"name", m.name},
@@ -333,6 +342,21 @@ Profile profile_from(const json& j, const Reader& r) {
     ts.bytes = r.get<std::uint64_t>(t, "bytes", path);
     ts.total_ns = r.get<std::int64_t>(t, "total_ns", path);
     p.transfers.push_back(std::move(ts));
+  }
+  i = 0;
+  if (j.contains("kernels")) {  // absent in profiles written before it existed
+    for (const auto& k : r.array(j, "kernels", root)) {
+      std::string path = "$.kernels[" + std::to_string(i++) + "]";
+      KernelStats ks;
+      ks.name = r.get<std::string>(k, "name", path);
+      ks.stage = r.get<std::string>(k, "stage", path);
+      ks.op = r.get<std::string>(k, "op", path);
+      ks.count = r.get<std::uint64_t>(k, "count", path);
+      ks.total_ns = r.get<std::int64_t>(k, "total_ns", path);
+      ks.min_ns = r.get<std::int64_t>(k, "min_ns", path);
+      ks.max_ns = r.get<std::int64_t>(k, "max_ns", path);
+      p.kernels.push_back(std::move(ks));
+    }
   }
   i = 0;
   for (const auto& m : r.array(j, "materializations", root)) {

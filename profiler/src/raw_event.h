@@ -13,6 +13,8 @@ enum class EventKind : std::uint8_t {
   kCounter = 5,      // t0 = when; a = bit pattern of a double
   kStep = 6,         // t0 = iteration boundary; a = flags of the iteration it begins
   kStepEnd = 7,      // t0 = end of the open iteration
+  kKernel = 8,       // GPU kernel (lanes only): t0..t1 mono ns; site = kernel name; ctx = launching
+                     // stage (0 if unknown); a = launching op's site (0 if unknown)
 };
 
 /// Plain data, written by one producer thread and read by the drainer once published.

@@ -44,6 +44,39 @@ std::string command_line(const Profile& p) {
   return cmd;
 }
 
+std::string short_kernel_name(const std::string& name, std::size_t max) {
+  std::string s = name.rfind("void ", 0) == 0 ? name.substr(5) : name;
+  // Cut at the parameter list: the first '(' outside template brackets, unless it opens an
+  // "(anonymous namespace)" component.
+  int depth = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '<') ++depth;
+    if (c == '>' && depth > 0) --depth;
+    if (c == '(' && depth == 0 && s.compare(i, 21, "(anonymous namespace)") != 0) {
+      if (i > 0) s.resize(i);
+      break;
+    }
+  }
+  // Drop the namespaces and classes: the last "::" outside template arguments.
+  depth = 0;
+  std::size_t last = std::string::npos;
+  for (std::size_t i = 0; i + 1 < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '<' || c == '(') ++depth;
+    if ((c == '>' || c == ')') && depth > 0) --depth;
+    if (depth == 0 && c == ':' && s[i + 1] == ':') last = i;
+  }
+  if (last != std::string::npos && last + 2 < s.size()) s = s.substr(last + 2);
+  if (max >= 4 && s.size() > max) s = s.substr(0, max - 3) + "...";
+  return s;
+}
+
+std::string short_op_name(const std::string& op) {
+  static const std::string kBackward = "autograd::engine::evaluate_function: ";
+  return op.rfind(kBackward, 0) == 0 ? op.substr(kBackward.size()) : op;
+}
+
 std::string escape_markup(const std::string& s) {
   std::string o;
   o.reserve(s.size());

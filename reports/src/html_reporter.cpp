@@ -283,6 +283,23 @@ std::string profile_body(const Profile& p, const Analysis& a, bool compact) {
                        t.total_ns > 0 ? fmt::format("{:.2f} GB/s", static_cast<double>(t.bytes) / static_cast<double>(t.total_ns)) : "-");
     o += "</tbody></table>";
   }
+  if (!p.kernels.empty()) {
+    std::int64_t gpu = 0;
+    for (const auto& k : p.kernels) gpu += k.total_ns;
+    o += fmt::format("<h2>GPU kernels</h2><p>{} kernels (by name, launching stage and op), {} of GPU time (CUPTI).</p>",
+                     p.kernels.size(), human_ns(gpu));
+    o += "<table class=sortable><thead><tr><th class=l>kernel</th><th class=l>stage</th><th class=l>op</th><th>calls</th>"
+         "<th>total</th><th>mean</th><th>max</th><th>% GPU</th></tr></thead><tbody>";
+    for (const auto& k : p.kernels) {
+      const std::int64_t mean = k.count ? k.total_ns / static_cast<std::int64_t>(k.count) : 0;
+      o += fmt::format("<tr><td class=l title=\"{}\">{}</td><td class=l>{}</td><td class=l>{}</td><td>{}</td><td data-v={}>{}</td>"
+                       "<td data-v={}>{}</td><td data-v={}>{}</td><td>{:.1f}</td></tr>",
+                       esc(k.name), esc(short_kernel_name(k.name, 80)), esc(k.stage), esc(short_op_name(k.op)), k.count, k.total_ns,
+                       human_ns(k.total_ns), mean, human_ns(mean), k.max_ns, human_ns(k.max_ns),
+                       gpu > 0 ? 100.0 * static_cast<double>(k.total_ns) / static_cast<double>(gpu) : 0.0);
+    }
+    o += "</tbody></table>";
+  }
   if (!p.materializations.empty()) {
     o += "<h2>Materializations</h2><table class=sortable><thead><tr><th class=l>name</th><th class=l>stage</th><th class=l>where</th>"
          "<th>hits</th><th>rows</th><th>bytes</th></tr></thead><tbody>";

@@ -217,6 +217,23 @@ Status TextReporter::render(const Profile& p, std::ostream& out) const {
                          t.direction, t.memory, t.mode, t.count, human_bytes(t.bytes), bw);
     }
   }
+  if (!p.kernels.empty()) {
+    std::int64_t gpu = 0;
+    for (const auto& k : p.kernels) gpu += k.total_ns;
+    const std::size_t shown = std::min<std::size_t>(p.kernels.size(), 20);
+    out << fmt::format("\n== GPU kernels (CUPTI): {} kinds, {} of GPU time; launching stage and op ==\n", p.kernels.size(),
+                       human_ns(gpu));
+    out << fmt::format("{:<52} {:<14} {:<24} {:>7} {:>10} {:>10} {:>10} {:>6}\n", "Kernel", "Stage", "Op", "Calls", "Total",
+                       "Mean", "Max", "%GPU");
+    for (std::size_t i = 0; i < shown; ++i) {
+      const KernelStats& k = p.kernels[i];
+      out << fmt::format("{:<52} {:<14} {:<24} {:>7} {:>10} {:>10} {:>10} {:>5.1f}%\n", short_kernel_name(k.name, 52),
+                         k.stage.empty() ? "-" : k.stage, k.op.empty() ? "-" : short_op_name(k.op).substr(0, 24), k.count,
+                         human_ns(k.total_ns), human_ns(k.count ? k.total_ns / static_cast<std::int64_t>(k.count) : 0),
+                         human_ns(k.max_ns), gpu > 0 ? 100.0 * static_cast<double>(k.total_ns) / static_cast<double>(gpu) : 0.0);
+    }
+    if (shown < p.kernels.size()) out << fmt::format("({} more in the profile's \"kernels\")\n", p.kernels.size() - shown);
+  }
   if (!p.materializations.empty()) {
     out << "\n== Materializations ==\n";
     out << fmt::format("{:<16} {:<14} {:<28} {:>8} {:>12} {:>12}\n", "Name", "Stage", "Where", "Hits", "Rows", "Bytes");

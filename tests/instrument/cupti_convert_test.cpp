@@ -132,14 +132,15 @@ TEST(CuptiConvert, EmittedEventsBecomeGpuStagesOnLanesAndTransfers) {
   cfg.flush_at_exit = false;
   ASSERT_TRUE(gnnprof::start(cfg));
   const gnnprof_site_t fwd = gnnprof_stage_site("forward", nullptr);
+  const gnnprof_site_t mm = gnnprof_stage_site("aten::mm", "op");
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);
   const std::int64_t t = static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
   gi::GpuEvent k;
   k.kind = gi::GpuEvent::Kind::kKernel;
   k.lane = "GPU0 stream 7";
-  k.name = "sgemm";
-  k.external = fwd;
+  k.name = "_Z5sgemmPKfPfi";                              // mangled, as CUPTI reports it
+  k.external = (static_cast<std::uint64_t>(mm) << 32) | fwd;  // what the torch observer pushes
   k.begin_ns = t + 1000;
   k.end_ns = t + 6000;
   gi::GpuEvent m;
@@ -174,9 +175,26 @@ TEST(CuptiConvert, EmittedEventsBecomeGpuStagesOnLanesAndTransfers) {
   bool lane = false;
   for (const auto& th : p->threads) lane |= th.name == "GPU0 stream 7" && th.tid == 0;
   EXPECT_TRUE(lane);
+  // The per-kernel table: demangled name, launching stage and op.
+  ASSERT_EQ(p->kernels.size(), 1u);
+  EXPECT_EQ(p->kernels[0].name, "sgemm(float const*, float*, int)");
+  EXPECT_EQ(p->kernels[0].stage, "forward");
+  EXPECT_EQ(p->kernels[0].op, "aten::mm");
+  EXPECT_EQ(p->kernels[0].count, 2u);
+  EXPECT_EQ(p->kernels[0].total_ns, 10000);
   ASSERT_EQ(p->transfers.size(), 1u);
   EXPECT_EQ(p->transfers[0].bytes, 4096u);
   EXPECT_EQ(p->transfers[0].memory, "pinned");
   EXPECT_EQ(p->transfers[0].mode, "async");
   EXPECT_EQ(p->transfers[0].total_ns, 800);
+}
+
+TEST(CuptiConvert, KernelNamesAreDemangledAndExternalIdsSplitIntoOpAndStage) {
+  EXPECT_EQ(gi::demangle("_Z5sgemmPKfPfi"), "sgemm(float const*, float*, int)");
+  EXPECT_EQ(gi::demangle("ampere_sgemm_128x64_tn"), "ampere_sgemm_128x64_tn");  // extern "C": as is
+  EXPECT_EQ(gi::demangle("_Znot-a-mangled-name"), "_Znot-a-mangled-name");       // fails: as is
+  const std::uint64_t ext = (std::uint64_t{7} << 32) | 3u;
+  EXPECT_EQ(gi::external_stage(ext), 3u);
+  EXPECT_EQ(gi::external_op(ext), 7u);
+  EXPECT_EQ(gi::external_op(3u), 0u);  // a stage alone (no op known)
 }

@@ -1,5 +1,6 @@
 // The linked API: macros side by side, declarations through GNNPROF_LINE, the C ABI, sessions.
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 
 #include "gnnprof/gnnprof_c.h"
@@ -67,6 +68,42 @@ TEST(Api, CAbiRecordsStagesStepsAndCounters) {
   EXPECT_EQ(p.transfers[0].stage, "forward");
   EXPECT_EQ(p.counters.at(0).samples, 4u);
   EXPECT_EQ(p.threads.at(p.main_thread).name, "trainer");
+}
+
+// GPU kernels as the CUPTI backend records them: a range per kernel on its stream's lane (the
+// stage table's "gpu: <stage>") and the kernel statistics, grouped by kernel, stage and op.
+TEST(Api, LaneKernelsBecomeAKernelTableGroupedByKernelStageAndOp) {
+  Profile p = testing::profile_of(testing::quiet_config(), [] {
+    const gnnprof_lane_t lane = gnnprof_lane("GPU0 stream 7");
+    const gnnprof_site_t sgemm = gnnprof_stage_site("sgemm", "kernel");
+    const gnnprof_site_t relu = gnnprof_stage_site("relu_kernel", "kernel");
+    const gnnprof_site_t fwd = gnnprof_stage_site("forward", nullptr);
+    const gnnprof_site_t bwd = gnnprof_stage_site("backward", nullptr);
+    const gnnprof_site_t mm = gnnprof_stage_site("aten::mm", "op");
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const std::int64_t t = static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+    gnnprof_lane_kernel(lane, sgemm, fwd, mm, t, t + 3000);
+    gnnprof_lane_kernel(lane, sgemm, fwd, mm, t + 5000, t + 6000);
+    gnnprof_lane_kernel(lane, sgemm, bwd, mm, t + 7000, t + 7500);
+    gnnprof_lane_kernel(lane, relu, fwd, 0, t + 8000, t + 8100);
+    gnnprof_lane_kernel(lane, 0, fwd, mm, t, t + 1);          // no kernel site: ignored
+    gnnprof_lane_kernel(lane, relu, fwd, 0, t + 10, t + 5);   // ends before it begins: ignored
+  });
+  ASSERT_EQ(p.kernels.size(), 3u);
+  EXPECT_EQ(p.kernels[0].name, "sgemm");  // heaviest first
+  EXPECT_EQ(p.kernels[0].stage, "forward");
+  EXPECT_EQ(p.kernels[0].op, "aten::mm");
+  EXPECT_EQ(p.kernels[0].count, 2u);
+  EXPECT_EQ(p.kernels[0].total_ns, 4000);
+  EXPECT_EQ(p.kernels[0].min_ns, 1000);
+  EXPECT_EQ(p.kernels[0].max_ns, 3000);
+  EXPECT_EQ(p.kernels[1].stage, "backward");
+  EXPECT_EQ(p.kernels[1].total_ns, 500);
+  EXPECT_EQ(p.kernels[2].name, "relu_kernel");
+  EXPECT_EQ(p.kernels[2].op, "");
+  // Statistics only: kernels add no stage of their own.
+  EXPECT_EQ(testing::find_stage(p, "sgemm"), nullptr);
 }
 
 TEST(Api, StopWritesTheProfileToTheConfiguredPathWithPidPattern) {

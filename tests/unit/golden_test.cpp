@@ -10,6 +10,7 @@
 
 #include "gnnprof/profile_io.h"
 #include "gnnprof/reports/compare.h"
+#include "gnnprof/reports/format.h"
 #include "gnnprof/reports/html_reporter.h"
 #include "gnnprof/reports/markdown_reporter.h"
 #include "gnnprof/reports/merge.h"
@@ -85,6 +86,11 @@ Profile fixed_profile() {
              line(11, "opt.step()", "", 100, 44000000),
              LineStats{"/missing/dir/loop.cpp", 42, "run", "x.copy_(y)", "h2d", 10, 5000000, 600000}};
   p.transfers = {TransferStats{"h2d", file, 6, "h2d", "pinned", "async", 100, 3276800000, 130000000}};
+  p.kernels = {KernelStats{"void at::native::(anonymous namespace)::indexSelectLargeIndex<float, long, unsigned int, 2, 2, -2, true>"
+                           "(at::cuda::detail::TensorInfo<float, unsigned int>, long)",
+                           "forward", "aten::index_select", 200, 310000000, 1400000, 1700000},
+               KernelStats{"ampere_sgemm_128x64_tn", "backward", "autograd::engine::evaluate_function: MmBackward0", 400,
+                           120000000, 250000, 400000}};
   p.materializations = {MaterializationStats{"features", "materialize", file, 6, 100, 1126400, 3276800000}};
   p.counters = {CounterStats{"queue_depth", 100, 0, 2, 1.5, 2}};
   p.timeline_names = {"forward", "queue_depth"};
@@ -262,6 +268,19 @@ TEST(Golden, MergeRefusesProfilesOfDifferentRunsOrDuplicateRanks) {
   ranks = merge_fixture();
   ranks[0].run.rank.reset();
   EXPECT_FALSE(reports::merge_profiles(ranks, {"a.json", "b.json"}));
+}
+
+TEST(Golden, KernelNamesAreShortenedForTables) {
+  using reports::short_kernel_name;
+  EXPECT_EQ(short_kernel_name("void at::native::f<float, 2>(at::TensorInfo<float>, long)"), "f<float, 2>");
+  EXPECT_EQ(short_kernel_name("void at::native::(anonymous namespace)::g<float>(int)"), "g<float>");
+  EXPECT_EQ(short_kernel_name("void at::native::h<at::native::Op<float>>(int)"), "h<at::native::Op<float>>");
+  EXPECT_EQ(short_kernel_name("ampere_sgemm_128x64_tn"), "ampere_sgemm_128x64_tn");
+  EXPECT_EQ(short_kernel_name("sgemm(float const*, float*, int)"), "sgemm");
+  EXPECT_EQ(short_kernel_name("a_very_long_kernel_name_indeed", 12), "a_very_lo...");
+  EXPECT_EQ(short_kernel_name("(weird)"), "(weird)");  // nothing before the parenthesis: kept
+  EXPECT_EQ(reports::short_op_name("autograd::engine::evaluate_function: MmBackward0"), "MmBackward0");
+  EXPECT_EQ(reports::short_op_name("aten::mm"), "aten::mm");
 }
 
 }  // namespace

@@ -70,6 +70,28 @@ TEST(ProfileIo, SchemaRequiredKeysArePresent) {
 
 void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
+TEST(ProfileIo, KernelsRoundTripAndAreOptionalWhenReading) {
+  Profile p = real_profile();
+  p.kernels = {KernelStats{"sgemm", "forward", "aten::mm", 3, 300, 90, 120}};
+  auto j = nlohmann::json::parse(profile_to_json(p));
+  ASSERT_EQ(j["kernels"].size(), 1u);
+  EXPECT_EQ(j["kernels"][0]["op"], "aten::mm");
+  const std::string path = temp_path("kernels.json");
+  write_text(path, j.dump());
+  auto back = read_profile_file(path);
+  ASSERT_TRUE(back) << back.status().message();
+  ASSERT_EQ(back->kernels.size(), 1u);
+  EXPECT_EQ(back->kernels[0].name, "sgemm");
+  EXPECT_EQ(back->kernels[0].count, 3u);
+  EXPECT_EQ(back->kernels[0].min_ns, 90);
+  EXPECT_EQ(back->kernels[0].max_ns, 120);
+  j.erase("kernels");  // a profile written before the table existed
+  write_text(path, j.dump());
+  back = read_profile_file(path);
+  ASSERT_TRUE(back) << back.status().message();
+  EXPECT_TRUE(back->kernels.empty());
+}
+
 TEST(ProfileIo, MissingFileNamesTheFile) {
   auto r = read_profile_file("/nonexistent/p.json");
   ASSERT_FALSE(r);

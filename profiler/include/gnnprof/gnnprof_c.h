@@ -86,6 +86,12 @@ GNNPROF_C_API void gnnprof_lane_range(gnnprof_lane_t lane, gnnprof_site_t site, 
                                       int64_t begin_mono_ns, int64_t end_mono_ns);
 GNNPROF_C_API void gnnprof_lane_transfer(gnnprof_lane_t lane, gnnprof_site_t ctx, uint64_t bytes, int direction,
                                          int host_memory, int mode, int64_t begin_mono_ns, int64_t end_mono_ns);
+/* One GPU kernel, for the per-kernel table (`kernels` in the profile): kernel is a site named
+ * after the kernel (gnnprof_stage_site(name, "kernel")), stage and op the sites of the stage and
+ * the op that launched it (0 if unknown). Statistics only: record the kernel's time on the
+ * lane with gnnprof_lane_range too. */
+GNNPROF_C_API void gnnprof_lane_kernel(gnnprof_lane_t lane, gnnprof_site_t kernel, gnnprof_site_t stage,
+                                       gnnprof_site_t op, int64_t begin_mono_ns, int64_t end_mono_ns);
 
 #ifdef __cplusplus
 }

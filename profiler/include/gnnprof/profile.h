@@ -118,6 +118,15 @@ struct TransferStats {
   std::int64_t total_ns = 0;  ///< sum of reported copy durations (0 when not measured)
 };
 
+/// GPU kernels (CUPTI) grouped by kernel, launching stage and launching op, heaviest first.
+struct KernelStats {
+  std::string name;   ///< demangled kernel name
+  std::string stage;  ///< stage open on the launching thread, or ""
+  std::string op;     ///< torch op that launched it, or ""
+  std::uint64_t count = 0;
+  std::int64_t total_ns = 0, min_ns = 0, max_ns = 0;  ///< GPU execution time
+};
+
 struct MaterializationStats {
   std::string name;   ///< GNNPROF_MATERIALIZE name, or "" for record_materialization()
   std::string stage;
@@ -192,6 +201,7 @@ struct Profile {
   std::uint64_t iterations_dropped = 0;
   std::vector<LineStats> lines;
   std::vector<TransferStats> transfers;
+  std::vector<KernelStats> kernels;
   std::vector<MaterializationStats> materializations;
   std::vector<CounterStats> counters;
   std::vector<std::string> timeline_names;  ///< names referenced by TimelineEvent::name

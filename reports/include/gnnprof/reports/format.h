@@ -16,6 +16,13 @@ std::string human_bytes(std::uint64_t bytes);
 std::string base_name(const std::string& path);
 /// The profiled process's argv joined with spaces.
 std::string command_line(const Profile& p);
+/// A demangled kernel name for a table cell: no leading "void ", no namespaces, no parameter
+/// list, and at most `max` characters (the end replaced by "...").
+/// "void at::native::f<float>(int)" -> "f<float>".
+std::string short_kernel_name(const std::string& name, std::size_t max = 60);
+/// An op name for a table cell: a backward node without autograd's prefix
+/// ("autograd::engine::evaluate_function: MmBackward0" -> "MmBackward0").
+std::string short_op_name(const std::string& op);
 /// &, <, >, " escaped: safe in HTML and XML text and attribute values.
 std::string escape_markup(const std::string& s);
 
