@@ -191,6 +191,7 @@ int main(int argc, char** argv) {
     for (std::int64_t i = 0; i < count; ++i) {
       GNNPROF_STEP();
       GNNPROF_LINE(std::optional<gnnprof::gnn::MiniBatch> next = loader.next());
+      gnnprof::gnn::wait_ready(*next);  // CUDA: the compute stream waits for the copy stream
       const gnnprof::gnn::MiniBatch& mb = *next;
       {
         GNNPROF_STAGE("forward");

@@ -2,6 +2,8 @@
 #include "gnnprof/gnn/pipeline.h"
 
 #include <ATen/Parallel.h>
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 #include <gnnprof/gnnprof.h>
 
 #include <algorithm>
@@ -101,6 +103,13 @@ MiniBatch BatchProducer::produce(std::int64_t epoch, std::int64_t index, const s
   {
     GNNPROF_STAGE("h2d");
     if (device_.is_cuda()) {
+      // A stream of torch's pool, not the thread's current stream: on the legacy default
+      // stream a prefetched batch's copy would queue behind the kernels of the batch being
+      // trained on, and the prefetch would hide the host work but never the copy.
+      // Device-generic c10 API, so this compiles against a CPU-only libtorch too.
+      const c10::impl::VirtualGuardImpl cuda(c10::DeviceType::CUDA);
+      const c10::Stream copy_stream = cuda.getStreamFromGlobalPool(device_, /*isHighPriority=*/false);
+      const c10::StreamGuard on_copy_stream(copy_stream);
       std::uint64_t bytes = 0;
       auto move = [&](torch::Tensor& t) {
         torch::Tensor pinned = t.pin_memory();
@@ -114,6 +123,8 @@ MiniBatch BatchProducer::produce(std::int64_t epoch, std::int64_t index, const s
         move(b.dst);
         move(b.inv_deg);
       }
+      mb.copied = std::make_shared<c10::Event>(c10::DeviceType::CUDA);
+      mb.copied->record(copy_stream);
       record_transfer(bytes, Direction::kH2D, HostMemory::kPinned, CopyMode::kAsync);
     } else {
       // The training device is the host: nothing is copied. Recorded as a 0-byte copy so that
@@ -122,6 +133,24 @@ MiniBatch BatchProducer::produce(std::int64_t epoch, std::int64_t index, const s
     }
   }
   return mb;
+}
+
+void wait_ready(MiniBatch& mb) {
+  if (!mb.copied) return;
+  const c10::impl::VirtualGuardImpl cuda(c10::DeviceType::CUDA);
+  const c10::Stream compute = cuda.getStream(mb.x.device());
+  mb.copied->block(compute);
+  auto used_on_compute = [&](const torch::Tensor& t) {
+    if (t.defined()) t.record_stream(compute);
+  };
+  used_on_compute(mb.x);
+  used_on_compute(mb.y);
+  for (const auto& b : mb.blocks) {
+    used_on_compute(b.src);
+    used_on_compute(b.dst);
+    used_on_compute(b.inv_deg);
+  }
+  mb.copied.reset();
 }
 
 SageImpl::SageImpl(std::int64_t in_dim, std::int64_t hidden, std::int64_t classes, std::int64_t layers, double dropout)
@@ -160,6 +189,7 @@ double evaluate(Sage& model, const BatchProducer& producer, const std::vector<st
   for (std::int64_t lo = 0; lo < n; lo += batch_size) {
     std::vector<std::int64_t> seeds(nodes.begin() + lo, nodes.begin() + std::min(n, lo + batch_size));
     MiniBatch mb = producer.produce(-1, lo / batch_size, seeds);
+    wait_ready(mb);
     correct += model->forward(mb).argmax(1).eq(mb.y).sum().item<std::int64_t>();
   }
   model->train();

@@ -4,16 +4,20 @@
 //   "sample"      seeds -> message-flow blocks (NeighborSampler)
 //   "materialize" gather the input nodes' fp16 rows from the mmap into one fp32 tensor, and
 //                 the seeds' labels (the seed's lazy `torch.FloatTensor(feats[input_nodes])`)
-//   "h2d"         move the batch to the training device: pinned + non_blocking with CUDA; on a
-//                 CPU device nothing moves and a 0-byte copy is recorded (no faked bytes)
+//   "h2d"         move the batch to the training device: pinned + non_blocking with CUDA, on a
+//                 copy stream of its own (torch's stream pool), so that a prefetched batch's
+//                 copy overlaps the kernels of the batch being trained on; on a CPU device
+//                 nothing moves and a 0-byte copy is recorded (no faked bytes)
 // It is deterministic in (seed, epoch, batch index) and safe to call from any thread, which
 // is what the prefetcher needs.
 //
 //   gnnprof::gnn::BatchProducer producer(ds, *features, sampler, torch::kCPU, seed, 1024);
 //   gnnprof::gnn::MiniBatch mb = producer.produce(epoch, i);
+//   gnnprof::gnn::wait_ready(mb);  // on the consuming thread, before the first use
 //   torch::Tensor logits = model->forward(mb);
 #pragma once
 
+#include <c10/core/Event.h>
 #include <torch/torch.h>
 
 #include <cstdint>
@@ -39,7 +43,15 @@ struct MiniBatch {
   torch::Tensor x;                   ///< [blocks[0].num_src, feat_dim] fp32
   torch::Tensor y;                   ///< [num seeds] int64
   std::vector<std::int64_t> input_nodes;
+  /// CUDA only: recorded on the copy stream after the batch's copies; wait_ready() consumes it.
+  std::shared_ptr<c10::Event> copied;
 };
+
+/// Makes the calling thread's current stream wait (on the device, without blocking the host)
+/// for the batch's copies, and tells torch's caching allocator that the batch's memory is also
+/// used on that stream, so that it is not handed to the next copy while kernels still read it.
+/// Call it on the consuming thread before the batch's first use. No-op for a host batch.
+void wait_ready(MiniBatch& mb);
 
 /// fp32 rows of the mapped fp16 feature table, gathered in parallel with torch's intra-op
 /// threads (or on the calling thread alone when `parallel` is false); records rows and bytes

@@ -1,0 +1,98 @@
+#!/bin/bash
+# GPU checks (ctest label "gpu"), run for real only where a CUDA device can be used; elsewhere
+# (the CPU-only CI machine) the script exits 77 and ctest reports it skipped.
+#   1. CUPTI on a plain CUDA program (tests/instrument/cuda_app.cpp) under `gnnprof run`:
+#      pinned/pageable bytes and modes, GPU lanes, GPU ranges inside the NVTX ranges that
+#      issued them (host-clock alignment).
+#   2. The C++ sample with --device cuda: pinned async h2d bytes; under `gnnprof run`, its
+#      batch copies run on a stream of their own, apart from the training kernels.
+#   3. The Python sample with --device cuda under `gnnprof run`: GPU time under forward and
+#      backward, pinned and pageable h2d bytes, one iteration per step.
+# Parts 2 and 3 are skipped (with a line saying why) when their torch has no CUDA.
+# usage: gpu_test.sh GNNPROF_CLI CUDA_APP SAGE_TRAIN|"" SAGE_TRAIN_PY
+set -u
+cli=$1 cuda_app=$2 sage=$3 pysample=$4
+source "$(dirname "$0")/lib.sh"
+
+probe=$("$cuda_app" --probe 2>&1)
+if [ $? -ne 0 ]; then
+  echo "skipped: $probe"
+  exit 77
+fi
+echo "$probe"
+
+# ---- 1. CUPTI on cuda_app ----
+# GNNPROF_CUPTI=1: CUPTI from the start, not from the attach thread's first look at the loaded
+# libraries, so that no copy comes before it.
+GNNPROF_CUPTI=1 "$cli" run -o "$tmp/cuda.json" -- "$cuda_app" >"$tmp/cuda.out" 2>&1
+rc=$?
+cat "$tmp/cuda.out"
+check "cuda_app under gnnprof run exits 0" '[ $rc -eq 0 ]'
+check "cupti collector on" '[ "$(json "$tmp/cuda.json" "[c[\"enabled\"] for c in p[\"collectors\"] if c[\"name\"]==\"cupti\"]")" = "[True]" ]'
+bytes() {  # bytes FILE DIRECTION MEMORY MODE
+  json "$1" "sum(t['bytes'] for t in p['transfers'] if t['direction']=='$2' and t['memory']=='$3' and t['mode']=='$4')"
+}
+check "pinned async h2d = 5 x 8 MiB" '[ "$(bytes "$tmp/cuda.json" h2d pinned async)" = $((5 * 8 << 20)) ]'
+check "pageable sync h2d = 5 x 4 MiB" '[ "$(bytes "$tmp/cuda.json" h2d pageable sync)" = $((5 * 4 << 20)) ]'
+check "pageable sync d2h = 5 x 4 MiB" '[ "$(bytes "$tmp/cuda.json" d2h pageable sync)" = $((5 * 4 << 20)) ]'
+cat >"$tmp/aligned.py" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+tl = p["timeline"]
+names = tl["names"]
+gpu = {t["index"] for t in p["threads"] if t["name"].startswith("GPU")}
+ev = lambda i: (tl["ts_ns"][i], tl["ts_ns"][i] + tl["dur_ns"][i])
+n = range(len(tl["kind"]))
+host = [ev(i) for i in n if tl["kind"][i] == 0 and names[tl["name"][i]] in ("pinned_copy", "pageable_copy", "readback")]
+copies = [ev(i) for i in n if tl["kind"][i] == 0 and tl["thread"][i] in gpu and "memcpy" in names[tl["name"][i]]]
+tol = 200_000  # 0.2 ms: the alignment of CUPTI's timestamps to the host clock
+inside = sum(any(hb - tol <= gb and ge <= he + tol for hb, he in host) for gb, ge in copies)
+print(len(host), len(copies), inside)
+PY
+read -r nhost ncopies inside < <($py "$tmp/aligned.py" "$tmp/cuda.json")
+echo "NVTX copy ranges $nhost, GPU memcpy ranges $ncopies, inside an NVTX range $inside"
+check "15 GPU memcpy ranges on GPU lanes" '[ "$ncopies" = 15 ]'
+check "each GPU memcpy lies inside the NVTX range that issued it (+-0.2 ms)" '[ "$inside" = 15 ]'
+
+# ---- 2. the C++ sample on the device ----
+if [ -n "$sage" ]; then
+  "$sage" --device cuda --iterations 30 --eval-nodes 0 --no-report --profile "$tmp/sage.json" >"$tmp/sage.out" 2>&1
+  rc=$?
+  if [ $rc -eq 2 ] && grep -q "no usable CUDA device" "$tmp/sage.out"; then
+    echo "C++ sample: skipped ($(tail -1 "$tmp/sage.out"))"
+  else
+    tail -3 "$tmp/sage.out"
+    check "sage_train --device cuda exits 0" '[ $rc -eq 0 ]'
+    check "sage_train: pinned async h2d bytes recorded" '[ "$(bytes "$tmp/sage.json" h2d pinned async)" -gt 0 ]'
+    "$cli" run -o "$tmp/sage-run.json" -- "$sage" --device cuda --iterations 30 --eval-nodes 0 --no-report --prefetch 2 \
+      --profile "$tmp/sage-linked.json" >"$tmp/sage-run.out" 2>&1
+    rc=$?
+    check "sage_train --prefetch 2 under gnnprof run exits 0" '[ $rc -eq 0 ]'
+    # Lanes ("GPU0 stream N") of the large HtoD copies vs lanes of the training kernels.
+    streams=$(json "$tmp/sage-run.json" "(lambda tl, th: (
+        sorted({th[tl['thread'][i]] for i in range(len(tl['kind'])) if tl['kind'][i] == 2 and tl['value'][i] >= 1 << 20 and th.get(tl['thread'][i], '').startswith('GPU')}),
+        sorted({th[tl['thread'][i]] for i in range(len(tl['kind'])) if tl['kind'][i] == 0 and tl['names'][tl['name'][i]] in ('gpu: forward', 'gpu: backward') and th.get(tl['thread'][i], '').startswith('GPU')})))(
+        p['timeline'], {t['index']: t['name'] for t in p['threads']})")
+    echo "copy lanes, kernel lanes: $streams"
+    check "batch copies run on a stream apart from the training kernels" \
+      "$py -c 'import sys; c, k = eval(sys.argv[1]); sys.exit(0 if c and k and not set(c) & set(k) else 1)' \"\$streams\""
+  fi
+fi
+
+# ---- 3. the Python sample on the device ----
+if $py -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+  "$cli" run -o "$tmp/py.json" -- $py "$pysample" --device cuda --steps 20 >"$tmp/py.out" 2>&1
+  rc=$?
+  tail -3 "$tmp/py.out"
+  check "Python sample --device cuda under gnnprof run exits 0" '[ $rc -eq 0 ]'
+  check "Python sample: cupti collector on" '[ "$(json "$tmp/py.json" "[c[\"enabled\"] for c in p[\"collectors\"] if c[\"name\"]==\"cupti\"]")" = "[True]" ]'
+  gpu_ns() { json "$tmp/py.json" "sum(s['total_ns'] for s in p['stages'] if s['name'] == 'gpu: $1')"; }
+  check "GPU time under forward" '[ "$(gpu_ns forward)" -gt 0 ]'
+  check "GPU time under backward" '[ "$(gpu_ns backward)" -gt 0 ]'
+  check "pinned async h2d bytes (features)" '[ "$(bytes "$tmp/py.json" h2d pinned async)" -gt 0 ]'
+  check "pageable h2d bytes (blocks)" '[ "$(( $(bytes "$tmp/py.json" h2d pageable async) + $(bytes "$tmp/py.json" h2d pageable sync) ))" -gt 0 ]'
+  check "one iteration per step" '[ "$(json "$tmp/py.json" "sum(1 for i in p[\"iterations\"] if i[\"complete\"])")" = 20 ]'
+else
+  echo "Python sample: skipped ($py's torch has no usable CUDA device)"
+fi
+exit $fail
