@@ -8,8 +8,11 @@ every iteration) / under torch.autograd.profiler.profile().
 
 Both loops time themselves (import and set-up excluded) and print "loop_s X" or, for the GNN
 sample, "... loop X s ...". Reports the median loop time per mode and the median of the
-per-round ratios against plain. Figures go to docs/performance.md."""
-import argparse, os, re, statistics, subprocess, sys, tempfile
+per-round ratios against plain, with a 95 % bootstrap interval of that median. The order of
+the modes alternates from round to round (ABC, CBA, ...), so a drift of the machine during a
+round does not favour one mode. --control adds a second plain mode: its ratio to plain is
+this machine's noise floor for the same number of rounds. Figures go to docs/performance.md."""
+import argparse, os, random, re, statistics, subprocess, sys, tempfile
 
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(here)
@@ -33,6 +36,8 @@ def main():
     ap.add_argument("--sample-steps", type=int, default=40)
     ap.add_argument("--no-torch-profiler", action="store_true", help="leave out the (slow) torch.profiler mode")
     ap.add_argument("--only", choices=["small", "sample"], help="one of the two loops")
+    ap.add_argument("--no-all", action="store_true", help="leave out the every-iteration mode")
+    ap.add_argument("--control", action="store_true", help="add an A/A mode: plain run twice per round")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp()
     workloads = {
@@ -44,21 +49,30 @@ def main():
     if a.only:
         workloads = {k: v for k, v in workloads.items() if k.startswith("small" if a.only == "small" else "Python")}
     for name, cmd in workloads.items():
-        t = {"plain": [], "gnnprof": [], "gnnprof, all": [], "torch.profiler": []}
+        modes = ["plain"] + (["plain (A/A)"] if a.control else []) + ["gnnprof"] + ([] if a.no_all else ["gnnprof, all"])
+        if not a.no_torch_profiler:
+            modes.append("torch.profiler")
+        t = {m: [] for m in modes}
         for r in range(a.repeat):
-            t["plain"].append(run(cmd, base_env))
             env = dict(base_env, LD_PRELOAD=a.preload, GNNPROF_OUTPUT=os.path.join(tmp, f"p{r}.json"), GNNPROF_QUIET="1")
-            t["gnnprof"].append(run(cmd, env))  # default: iteration sampling decided by the observer
-            t["gnnprof, all"].append(run(cmd, dict(env, GNNPROF_TORCH_SAMPLE="all")))  # ops in every iteration
-            if not a.no_torch_profiler:
-                t["torch.profiler"].append(run(cmd + ["--torch-profiler"], base_env))
-        print(f"\n{name}, {a.repeat} interleaved rounds")
+            how = {
+                "plain": (cmd, base_env),
+                "plain (A/A)": (cmd, base_env),
+                "gnnprof": (cmd, env),  # default: iteration sampling decided by the observer
+                "gnnprof, all": (cmd, dict(env, GNNPROF_TORCH_SAMPLE="all")),  # ops in every iteration
+                "torch.profiler": (cmd + ["--torch-profiler"], base_env),
+            }
+            for m in (modes if r % 2 == 0 else modes[::-1]):
+                t[m].append(run(*how[m]))
+        print(f"\n{name}, {a.repeat} interleaved rounds (order alternating)")
+        rng = random.Random(0)
         for mode, v in t.items():
-            if not v:
-                continue
             ratios = [x / p for x, p in zip(v, t["plain"])]
+            med = statistics.median(ratios)
+            boot = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(2000))
+            lo, hi = boot[49], boot[1949]
             print(f"  {mode:15s} median {statistics.median(v):8.4f} s   vs plain: median ratio "
-                  f"{statistics.median(ratios):.3f} (+{100 * (statistics.median(ratios) - 1):.1f} %)  "
+                  f"{med:.3f} ({100 * (med - 1):+.1f} %, 95 % CI {100 * (lo - 1):+.1f}..{100 * (hi - 1):+.1f} %)  "
                   f"rounds {' '.join(f'{x:.3f}' for x in ratios)}")
 
 if __name__ == "__main__":
