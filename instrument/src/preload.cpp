@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -94,6 +95,22 @@ int scan_object(dl_phdr_info* info, size_t, void* data) {
   if (std::strncmp(base, "libtorch_cpu.so", 15) == 0) out->torch_cpu = info->dlpi_name;
   if (std::strncmp(base, "libcudart.so", 12) == 0 || std::strncmp(base, "libcuda.so", 10) == 0) out->cuda = true;
   return 0;
+}
+
+/// The dynamic linker's load and unload counters (the same in every dl_phdr_info): a change
+/// means an object came or went since the last look.
+struct LoadCounts {
+  unsigned long long adds = 0, subs = 0;
+  bool operator==(const LoadCounts& o) const { return adds == o.adds && subs == o.subs; }
+};
+
+int load_counts(dl_phdr_info* info, size_t size, void* data) {
+  auto* out = static_cast<LoadCounts*>(data);
+  if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+    out->adds = info->dlpi_adds;
+    out->subs = info->dlpi_subs;
+  }
+  return 1;  // the first object is enough
 }
 
 /// dlopens a plugin next to this library; on failure notes the collector off with dlerror().
@@ -179,6 +196,8 @@ void* attach_main(void*) {
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
   gnnprof_set_thread_name("gnnprof-attach");
   bool torch_done = false, cuda_done = false;
+  LoadCounts seen;
+  bool scanned = false;
   const char* force = std::getenv("GNNPROF_CUPTI");
   if (force != nullptr && std::strcmp(force, "1") == 0) {
     try_cupti("GNNPROF_CUPTI=1");
@@ -205,6 +224,13 @@ void* attach_main(void*) {
       continue;
     }
     if (torch_done && cuda_done) continue;
+    // Walk the loaded objects only when the process loaded or unloaded one since the last
+    // walk: a process that never loads CUDA is polled for its whole run.
+    LoadCounts now;
+    dl_iterate_phdr(load_counts, &now);
+    if (scanned && now.adds != 0 && now == seen) continue;  // adds == 0: counters not available
+    seen = now;
+    scanned = true;
     Loaded l;
     dl_iterate_phdr(scan_object, &l);
     if (!torch_done && !l.torch_cpu.empty()) {
