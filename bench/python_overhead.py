@@ -17,6 +17,11 @@ import argparse, os, random, re, statistics, subprocess, sys, tempfile
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(here)
 
+# Runs sys.argv[1] as __main__ after starting one idle Python thread: the cost of the process
+# having a second thread at all (a plain single-threaded loop leaves its single-thread paths).
+IDLE_THREAD = ("import runpy, sys, threading; threading.Thread(target=threading.Event().wait, daemon=True).start(); "
+               "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
+
 def loop_seconds(out):
     m = re.search(r"loop_s ([0-9.]+)", out) or re.search(r" loop ([0-9.]+) s", out)
     if not m:
@@ -38,6 +43,9 @@ def main():
     ap.add_argument("--only", choices=["small", "sample"], help="one of the two loops")
     ap.add_argument("--no-all", action="store_true", help="leave out the every-iteration mode")
     ap.add_argument("--control", action="store_true", help="add an A/A mode: plain run twice per round")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="add 'plain + idle thread' (the script run after starting one idle Python thread) and "
+                         "'gnnprof, no observer' (the session and its threads without the torch observer)")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp()
     workloads = {
@@ -50,6 +58,8 @@ def main():
         workloads = {k: v for k, v in workloads.items() if k.startswith("small" if a.only == "small" else "Python")}
     for name, cmd in workloads.items():
         modes = ["plain"] + (["plain (A/A)"] if a.control else []) + ["gnnprof"] + ([] if a.no_all else ["gnnprof, all"])
+        if a.breakdown:
+            modes += ["plain + idle thread", "gnnprof, no observer"]
         if not a.no_torch_profiler:
             modes.append("torch.profiler")
         t = {m: [] for m in modes}
@@ -61,6 +71,9 @@ def main():
                 "gnnprof": (cmd, env),  # default: iteration sampling decided by the observer
                 "gnnprof, all": (cmd, dict(env, GNNPROF_TORCH_SAMPLE="all")),  # ops in every iteration
                 "torch.profiler": (cmd + ["--torch-profiler"], base_env),
+                "plain + idle thread": ([cmd[0], "-c", IDLE_THREAD] + cmd[1:], base_env),
+                # The test hook of app.zero_code: pretend gnnprof was built against another torch.
+                "gnnprof, no observer": (cmd, dict(env, GNNPROF_TORCH_BUILT_PATH="/nonexistent/libtorch_cpu.so")),
             }
             for m in (modes if r % 2 == 0 else modes[::-1]):
                 t[m].append(run(*how[m]))
