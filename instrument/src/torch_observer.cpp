@@ -95,24 +95,21 @@ class CApiSink final : public OpSink {
   }
   std::uint32_t current_site() const noexcept { return sites_.empty() ? 0 : sites_.back(); }
   /// A site named after an op, for the per-kernel table's "op" column (CUPTI only).
-  std::uint32_t op_site(std::string_view name) {
-    auto it = op_sites_.find(name);
-    if (it != op_sites_.end()) return it->second;
-    names_.emplace_back(name);
-    const std::uint32_t site = gnnprof_stage_site(names_.back().c_str(), "op");
-    op_sites_.emplace(names_.back(), site);
-    return site;
-  }
+  std::uint32_t op_site(std::string_view name) { return intern(op_sites_, name, "op"); }
 
  private:
   std::uint32_t site_of(std::string_view name, const char* category) {
-    auto it = sites_by_name_.find(name);
-    if (it != sites_by_name_.end()) return it->second;
-    names_.emplace_back(name);
     // A record_function scope takes the category its name implies ("sample" is data, ...).
-    const bool user = std::strcmp(category, "user") == 0;
-    const std::uint32_t site = gnnprof_stage_site(names_.back().c_str(), user ? nullptr : category);
-    sites_by_name_.emplace(names_.back(), site);
+    return intern(sites_by_name_, name, std::strcmp(category, "user") == 0 ? nullptr : category);
+  }
+  /// The site named `name` in `by_name`, created once (category nullptr: implied by the name).
+  std::uint32_t intern(std::unordered_map<std::string_view, std::uint32_t>& by_name, std::string_view name,
+                       const char* category) {
+    auto it = by_name.find(name);
+    if (it != by_name.end()) return it->second;
+    names_.emplace_back(name);
+    const std::uint32_t site = gnnprof_stage_site(names_.back().c_str(), category);
+    by_name.emplace(names_.back(), site);
     return site;
   }
   std::deque<std::string> names_;  // stable storage for the map's keys

@@ -28,7 +28,10 @@ GNNPROF_CUPTI=1 "$cli" run -o "$tmp/cuda.json" -- "$cuda_app" >"$tmp/cuda.out" 2
 rc=$?
 cat "$tmp/cuda.out"
 check "cuda_app under gnnprof run exits 0" '[ $rc -eq 0 ]'
-check "cupti collector on" '[ "$(json "$tmp/cuda.json" "[c[\"enabled\"] for c in p[\"collectors\"] if c[\"name\"]==\"cupti\"]")" = "[True]" ]'
+cupti_on() {  # cupti_on FILE: the profile lists the cupti collector, enabled
+  [ "$(json "$1" "[c['enabled'] for c in p['collectors'] if c['name'] == 'cupti']")" = "[True]" ]
+}
+check "cupti collector on" 'cupti_on "$tmp/cuda.json"'
 bytes() {  # bytes FILE DIRECTION MEMORY MODE
   json "$1" "sum(t['bytes'] for t in p['transfers'] if t['direction']=='$2' and t['memory']=='$3' and t['mode']=='$4')"
 }
@@ -85,7 +88,7 @@ if $py -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2
   rc=$?
   tail -3 "$tmp/py.out"
   check "Python sample --device cuda under gnnprof run exits 0" '[ $rc -eq 0 ]'
-  check "Python sample: cupti collector on" '[ "$(json "$tmp/py.json" "[c[\"enabled\"] for c in p[\"collectors\"] if c[\"name\"]==\"cupti\"]")" = "[True]" ]'
+  check "Python sample: cupti collector on" 'cupti_on "$tmp/py.json"'
   gpu_ns() { json "$tmp/py.json" "sum(s['total_ns'] for s in p['stages'] if s['name'] == 'gpu: $1')"; }
   check "GPU time under forward" '[ "$(gpu_ns forward)" -gt 0 ]'
   check "GPU time under backward" '[ "$(gpu_ns backward)" -gt 0 ]'
