@@ -133,9 +133,12 @@ Result<Merged> merge_profiles(const std::vector<Profile>& profiles, const std::v
       rows += ms.rows;
       bytes += ms.bytes;
     }
+    std::int64_t kernel_ns = 0;
+    for (const KernelStats& k : p.kernels) kernel_ns += k.total_ns;
     if (complete > 0) {
       rs.materialized_rows = static_cast<double>(rows) / static_cast<double>(complete);
       rs.materialized_bytes = static_cast<double>(bytes) / static_cast<double>(complete);
+      rs.gpu_kernel_ns = mean_of(kernel_ns, complete);
     }
     if (p.run.host == origin.run.host) {
       rs.clock_offset_ns = p.run.start_monotonic_ns - origin.run.start_monotonic_ns;
@@ -258,6 +261,7 @@ std::string merged_to_json(const Merged& m) {
                           {"comm_overlapped_ns", r.comm_overlapped_ns},
                           {"materialized_rows", r.materialized_rows},
                           {"materialized_bytes", r.materialized_bytes},
+                          {"gpu_kernel_ns", r.gpu_kernel_ns},
                           {"clock_offset_ns", r.clock_offset_ns},
                           {"clock_basis", r.clock_basis},
                           {"stage_ns", stages}});
@@ -313,6 +317,8 @@ std::vector<Row> table(const Merged& m) {
   add("  of which overlapped, ms", [](const RankSummary& r) { return ms(r.comm_overlapped_ns); });
   add("materialized rows", [](const RankSummary& r) { return fmt::format("{:.0f}", r.materialized_rows); });
   add("materialized MiB", [](const RankSummary& r) { return fmt::format("{:.2f}", r.materialized_bytes / 1048576.0); });
+  if (std::any_of(m.ranks.begin(), m.ranks.end(), [](const RankSummary& r) { return r.gpu_kernel_ns > 0; }))
+    add("GPU kernels, ms", [](const RankSummary& r) { return ms(r.gpu_kernel_ns); });
   for (const std::string& n : m.stages)
     add(n + ", ms", [&](const RankSummary& r) {
       auto it = r.stage_ns.find(n);

@@ -234,6 +234,13 @@ std::vector<Profile> merge_fixture() {
     ar.name = "gloo:all_reduce";
     ar.category = "comm";
     p.stages.push_back(ar);
+    // GPU time per iteration below the 20 ms iteration (the report fixture's kernels span
+    // more than its iterations).
+    for (KernelStats& k : p.kernels) {
+      k.total_ns /= 20;
+      k.min_ns /= 20;
+      k.max_ns /= 20;
+    }
     ranks.push_back(p);
   }
   return ranks;
@@ -247,11 +254,34 @@ TEST(Golden, MergeTextJsonAndHtml) {
   ASSERT_EQ(m->stragglers.size(), 1u);
   EXPECT_EQ(m->stragglers[0].rank, 1);
   EXPECT_EQ(m->stragglers[0].stage, "sample");
+  // Kernel time per iteration: the fixture's kernel table over its complete iterations.
+  std::int64_t kernel_ns = 0;
+  for (const KernelStats& k : merge_fixture()[0].kernels) kernel_ns += k.total_ns;
+  std::size_t complete = 0;
+  for (const IterationStats& it : merge_fixture()[0].iterations) complete += it.complete ? 1 : 0;
+  ASSERT_GT(kernel_ns, 0);
+  ASSERT_GT(complete, 0u);
+  for (const auto& r : m->ranks) EXPECT_EQ(r.gpu_kernel_ns, kernel_ns / static_cast<std::int64_t>(complete));
   expect_golden("merge.txt", reports::merged_text(*m));
   expect_golden("merge.json", reports::merged_to_json(*m));
   std::ostringstream html;
   ASSERT_TRUE(reports::render_merged_html(*m, html));
   expect_golden("merge.html", html.str());
+}
+
+TEST(Golden, MergeShowsGpuKernelTimeOnlyWhenSomeRankHasKernels) {
+  auto ranks = merge_fixture();
+  for (Profile& p : ranks) p.kernels.clear();  // CPU-only run: no CUPTI kernel table
+  auto cpu = reports::merge_profiles(ranks, {"rank0.json", "rank1.json"});
+  ASSERT_TRUE(cpu) << cpu.status().message();
+  EXPECT_EQ(reports::merged_text(*cpu).find("GPU kernels"), std::string::npos);
+  EXPECT_EQ(cpu->ranks[0].gpu_kernel_ns, 0);
+  ranks[1].kernels = merge_fixture()[1].kernels;  // only rank 1 saw its GPU
+  auto gpu = reports::merge_profiles(ranks, {"rank0.json", "rank1.json"});
+  ASSERT_TRUE(gpu) << gpu.status().message();
+  EXPECT_NE(reports::merged_text(*gpu).find("GPU kernels, ms"), std::string::npos);
+  EXPECT_EQ(gpu->ranks[0].gpu_kernel_ns, 0);
+  EXPECT_GT(gpu->ranks[1].gpu_kernel_ns, 0);
 }
 
 TEST(Golden, MergeRefusesProfilesOfDifferentRunsOrDuplicateRanks) {
