@@ -255,10 +255,11 @@ TEST(Golden, MergeTextJsonAndHtml) {
   EXPECT_EQ(m->stragglers[0].rank, 1);
   EXPECT_EQ(m->stragglers[0].stage, "sample");
   // Kernel time per iteration: the fixture's kernel table over its complete iterations.
+  const std::vector<Profile> ranks = merge_fixture();
   std::int64_t kernel_ns = 0;
-  for (const KernelStats& k : merge_fixture()[0].kernels) kernel_ns += k.total_ns;
+  for (const KernelStats& k : ranks[0].kernels) kernel_ns += k.total_ns;
   std::size_t complete = 0;
-  for (const IterationStats& it : merge_fixture()[0].iterations) complete += it.complete ? 1 : 0;
+  for (const IterationStats& it : ranks[0].iterations) complete += it.complete ? 1 : 0;
   ASSERT_GT(kernel_ns, 0);
   ASSERT_GT(complete, 0u);
   for (const auto& r : m->ranks) EXPECT_EQ(r.gpu_kernel_ns, kernel_ns / static_cast<std::int64_t>(complete));
