@@ -49,8 +49,9 @@ struct RankSummary {
   std::map<std::string, std::int64_t> stage_ns;  ///< loop thread, mean inclusive ns per iteration
   double materialized_rows = 0, materialized_bytes = 0;  ///< per iteration
   /// GPU kernel execution time per iteration (the profile's kernel table over its complete
-  /// iterations, like the materialized figures; 0 without CUPTI): a rank whose GPU is the
-  /// bottleneck shows here, not in its host-side stages.
+  /// iterations, like the materialized figures; 0 without CUPTI): a rank whose GPU is slower
+  /// shows its extra time here; its host-side stages show it only as a wait at the next
+  /// synchronization.
   std::int64_t gpu_kernel_ns = 0;
   std::int64_t clock_offset_ns = 0;  ///< this rank's time origin minus rank 0's
   std::string clock_basis;           ///< "monotonic (same host)" | "realtime (other host)"
