@@ -16,6 +16,25 @@ void note_collector(const char* name, bool enabled, const char* reason) noexcept
 int flush_now() noexcept;
 }
 
+namespace {
+
+/// A [begin, end] event of `kind` on a lane (ranges and kernels): dropped when `site` is 0 or
+/// the interval is not one.
+void lane_interval(gnnprof_lane_t lane, gnnprof::detail::EventKind kind, gnnprof_site_t site, gnnprof_site_t ctx,
+                   std::uint64_t a, int64_t begin_mono_ns, int64_t end_mono_ns) {
+  if (site == 0 || begin_mono_ns < 0 || end_mono_ns < begin_mono_ns) return;
+  gnnprof::detail::RawEvent e{};
+  e.kind = kind;
+  e.t0 = static_cast<std::uint64_t>(begin_mono_ns);
+  e.t1 = static_cast<std::uint64_t>(end_mono_ns);
+  e.site = site;
+  e.ctx = ctx;
+  e.a = a;
+  gnnprof::detail::lane_event(lane, e);
+}
+
+}  // namespace
+
 extern "C" {
 
 int gnnprof_start(void) {
@@ -101,27 +120,12 @@ gnnprof_lane_t gnnprof_lane(const char* name) { return gnnprof::detail::lane(nam
 
 void gnnprof_lane_range(gnnprof_lane_t lane, gnnprof_site_t site, gnnprof_site_t ctx, int64_t begin_mono_ns,
                         int64_t end_mono_ns) {
-  if (site == 0 || begin_mono_ns < 0 || end_mono_ns < begin_mono_ns) return;
-  gnnprof::detail::RawEvent e{};
-  e.kind = gnnprof::detail::EventKind::kStage;
-  e.t0 = static_cast<std::uint64_t>(begin_mono_ns);
-  e.t1 = static_cast<std::uint64_t>(end_mono_ns);
-  e.site = site;
-  e.ctx = ctx;
-  gnnprof::detail::lane_event(lane, e);
+  lane_interval(lane, gnnprof::detail::EventKind::kStage, site, ctx, 0, begin_mono_ns, end_mono_ns);
 }
 
 void gnnprof_lane_kernel(gnnprof_lane_t lane, gnnprof_site_t kernel, gnnprof_site_t stage, gnnprof_site_t op,
                          int64_t begin_mono_ns, int64_t end_mono_ns) {
-  if (kernel == 0 || begin_mono_ns < 0 || end_mono_ns < begin_mono_ns) return;
-  gnnprof::detail::RawEvent e{};
-  e.kind = gnnprof::detail::EventKind::kKernel;
-  e.t0 = static_cast<std::uint64_t>(begin_mono_ns);
-  e.t1 = static_cast<std::uint64_t>(end_mono_ns);
-  e.site = kernel;
-  e.ctx = stage;
-  e.a = op;
-  gnnprof::detail::lane_event(lane, e);
+  lane_interval(lane, gnnprof::detail::EventKind::kKernel, kernel, stage, op, begin_mono_ns, end_mono_ns);
 }
 
 void gnnprof_lane_transfer(gnnprof_lane_t lane, gnnprof_site_t ctx, uint64_t bytes, int direction, int host_memory,
