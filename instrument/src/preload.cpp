@@ -17,7 +17,12 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h>
+#define GNNPROF_HAVE_SINGLE_THREADED 1
+#endif
 
 #include <atomic>
 #include <cerrno>
@@ -27,6 +32,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <mutex>
 #include <string>
 
 #include "gnnprof/gnnprof_c.h"
@@ -43,6 +49,26 @@ namespace {
 
 int g_pipe[2] = {-1, -1};
 std::atomic<bool> g_attach_running{false};
+// Threadless mode (docs/zero-code.md, "Threads"): while a Python host is single-threaded no
+// gnnprof thread runs. The first thread makes glibc's malloc take its arena lock on every call
+// for the rest of the process (docs/performance.md), a cost the host would pay for gnnprof
+// alone. Detection then happens in the dlsym hook below, draining and flushing on the loop
+// thread at the torch observer's iteration marks, the SIGTERM flush in a forked child; the
+// first thread the host starts itself switches to the drainer and attach threads.
+std::atomic<bool> g_threadless{false};
+pid_t g_owner_pid = 0;
+std::mutex g_attach_mu;  // one scan-and-attach at a time (the hook only try_locks it)
+bool g_torch_done = false, g_cuda_done = false;  // under g_attach_mu
+std::atomic<bool> g_force_cupti{false};           // GNNPROF_CUPTI=1: the attach thread starts it
+
+#if defined(__x86_64__) && defined(__linux__)
+constexpr bool kHaveDlsymHook = true;
+#else
+constexpr bool kHaveDlsymHook = false;
+#endif
+std::atomic<void*> g_real_dlsym{nullptr};
+
+void preload_poll(int at_mark);
 std::atomic<int> g_signal_flushed{0};
 std::atomic<bool> g_in_signal{false};
 bool g_active = false;
@@ -50,6 +76,7 @@ bool g_active = false;
 using TorchObserve = int (*)(int, unsigned long long, char*, unsigned long);
 using TorchCloseThread = void (*)();
 using TorchSetCorrelation = void (*)(void (*)(unsigned long long), void (*)());
+using TorchSetPoll = void (*)(void (*)(int));
 using CuptiStart = int (*)(char*, unsigned long);
 using CuptiFlush = void (*)();
 using CuptiCorrPush = void (*)(unsigned long long);
@@ -166,6 +193,7 @@ void try_torch(const std::string& loaded) {
     return;
   }
   g_torch_close.store(close);
+  if (auto set_poll = reinterpret_cast<TorchSetPoll>(dlsym(h, "gnnprof_torch_set_poll"))) set_poll(preload_poll);
   note("torch-ops", true, std::string("torch ") + GNNPROF_TORCH_VERSION + " at " + loaded_real, false);
   wire_correlation();
 }
@@ -190,30 +218,54 @@ void try_cupti(const char* why) {
   wire_correlation();
 }
 
+/// One look at the loaded objects for libtorch and the CUDA runtime, attaching what appeared.
+/// Caller holds g_attach_mu. Returns true when nothing is left to watch for.
+bool scan_and_attach() {
+  static LoadCounts seen;
+  static bool scanned = false;
+  if (g_torch_done && g_cuda_done) return true;
+  // Walk the loaded objects only when the process loaded or unloaded one since the last
+  // walk: a process that never loads CUDA is polled for its whole run.
+  LoadCounts now;
+  dl_iterate_phdr(load_counts, &now);
+  if (scanned && now.adds != 0 && now == seen) return false;  // adds == 0: counters not available
+  seen = now;
+  scanned = true;
+  Loaded l;
+  dl_iterate_phdr(scan_object, &l);
+  if (!g_torch_done && !l.torch_cpu.empty()) {
+    g_torch_done = true;
+    try_torch(l.torch_cpu);
+  }
+  if (!g_cuda_done && l.cuda) {
+    g_cuda_done = true;
+    try_cupti("the process loaded the CUDA runtime");
+  }
+  return g_torch_done && g_cuda_done;
+}
+
 void* attach_main(void*) {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
   gnnprof_set_thread_name("gnnprof-attach");
-  bool torch_done = false, cuda_done = false;
-  LoadCounts seen;
-  bool scanned = false;
-  const char* force = std::getenv("GNNPROF_CUPTI");
-  if (force != nullptr && std::strcmp(force, "1") == 0) {
+  if (g_force_cupti.exchange(false)) {
+    std::lock_guard<std::mutex> lock(g_attach_mu);
     try_cupti("GNNPROF_CUPTI=1");
-    cuda_done = true;
   }
-  if (force != nullptr && std::strcmp(force, "0") == 0) {
-    note("cupti", false, "off (GNNPROF_CUPTI=0)", false);
-    cuda_done = true;
-  }
+  bool done = false;
   for (;;) {
     pollfd p{g_pipe[0], POLLIN, 0};
     // 5 ms while watching for torch (ops before the observer is in are missed); 50 ms while
     // only the CUDA runtime is awaited (a torch with CUDA loads it with libtorch, so it is
     // usually found in the same pass; a CPU-only process never loads it, and a 5 ms poll for
     // its whole run would cost a little of a core); then only the signal pipe.
-    const int r = poll(&p, 1, torch_done && cuda_done ? -1 : torch_done ? 50 : 5);
+    bool torch_done = false;
+    if (!done) {
+      std::lock_guard<std::mutex> lock(g_attach_mu);
+      torch_done = g_torch_done;
+    }
+    const int r = poll(&p, 1, done ? -1 : torch_done ? 50 : 5);
     if (r > 0 && (p.revents & POLLIN) != 0) {
       char sig = 0;
       if (read(g_pipe[0], &sig, 1) == 1) {
@@ -223,36 +275,100 @@ void* attach_main(void*) {
       }
       continue;
     }
-    if (torch_done && cuda_done) continue;
-    // Walk the loaded objects only when the process loaded or unloaded one since the last
-    // walk: a process that never loads CUDA is polled for its whole run.
-    LoadCounts now;
-    dl_iterate_phdr(load_counts, &now);
-    if (scanned && now.adds != 0 && now == seen) continue;  // adds == 0: counters not available
-    seen = now;
-    scanned = true;
-    Loaded l;
-    dl_iterate_phdr(scan_object, &l);
-    if (!torch_done && !l.torch_cpu.empty()) {
-      torch_done = true;
-      try_torch(l.torch_cpu);
-    }
-    if (!cuda_done && l.cuda) {
-      cuda_done = true;
-      try_cupti("the process loaded the CUDA runtime");
-    }
+    if (done) continue;
+    std::lock_guard<std::mutex> lock(g_attach_mu);
+    done = scan_and_attach();
   }
   return nullptr;
 }
 
+bool start_attach_thread() {
+  if (g_pipe[0] < 0 && pipe2(g_pipe, O_CLOEXEC) != 0) return false;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t t;
+  const bool ok = pthread_create(&t, &attr, attach_main, nullptr) == 0;
+  pthread_attr_destroy(&attr);
+  if (ok) g_attach_running.store(true);
+  return ok;
+}
+
+bool host_single_threaded() {
+#ifdef GNNPROF_HAVE_SINGLE_THREADED
+  return __libc_single_threaded != 0;
+#else
+  return false;
+#endif
+}
+
+/// The host started a thread of its own: the malloc cost is paid, so gnnprof's threads start.
+void switch_to_threads() {
+  if (!g_threadless.exchange(false)) return;
+  gnnprof_note_collector("threads", 1, "gnnprof-drainer and gnnprof-attach, started when the process started a thread of its own");
+  if (gnnprof_start_drainer() != 0)
+    std::fprintf(stderr, "gnnprof: cannot start the drainer thread; draining at iteration marks only\n");
+  if (!start_attach_thread())
+    note("cupti", false, "cannot start the gnnprof-attach thread; the CUDA runtime is not watched for", true);
+}
+
+/// The torch observer's poll (gnnprof_torch_set_poll): at_mark 1 at iteration marks.
+void preload_poll(int at_mark) {
+  if (!g_threadless.load(std::memory_order_relaxed)) return;
+  if (!host_single_threaded()) {
+    switch_to_threads();
+    return;
+  }
+  (void)gnnprof_poll(at_mark);
+}
+
+/// Threadless mode: Python resolves each extension module's PyInit_ right after loading it,
+/// with libtorch among its dependencies when the module is torch._C.
+void on_extension_loaded() {
+  if (!g_threadless.load(std::memory_order_relaxed) || getpid() != g_owner_pid) return;
+  if (!host_single_threaded()) {
+    switch_to_threads();
+    return;
+  }
+  std::unique_lock<std::mutex> lock(g_attach_mu, std::try_to_lock);
+  if (lock.owns_lock()) (void)scan_and_attach();
+}
+
+/// Threadless mode's SIGTERM flush: the interrupted thread may be anywhere (inside malloc,
+/// inside gnnprof), so the profile is written by a child made with the async-signal-safe
+/// _Fork(), which works on a copy and takes no lock the interrupted thread might hold; the
+/// parent waits for it 3 s at most. A child that fails leaves the last periodic flush.
+void flush_in_child() {
+  const pid_t parent = getpid();
+  const pid_t child = _Fork();
+  if (child == 0) {
+    if (TorchCloseThread c = g_torch_close.load()) c();
+    _exit(gnnprof_flush_in_fork_child(static_cast<long>(parent)) == 0 ? 0 : 1);
+  }
+  if (child < 0) return;
+  timespec ts{0, 5 * 1000 * 1000};
+  int status = 0;
+  for (int i = 0; i < 600; ++i) {
+    const pid_t r = waitpid(child, &status, WNOHANG);
+    if (r == child || (r < 0 && errno != EINTR)) return;  // done, or reaped by the host's handler
+    nanosleep(&ts, nullptr);
+  }
+  kill(child, SIGKILL);
+  waitpid(child, &status, 0);
+}
+
 void on_fatal_signal(int sig) {
   const int saved = errno;
-  if (!g_in_signal.exchange(true) && g_attach_running.load()) {
-    char c = static_cast<char>(sig);
-    if (write(g_pipe[1], &c, 1) == 1) {
-      // Bounded: 3 s at most, then the signal takes its course regardless.
-      timespec ts{0, 5 * 1000 * 1000};
-      for (int i = 0; i < 600 && g_signal_flushed.load() == 0; ++i) nanosleep(&ts, nullptr);
+  if (!g_in_signal.exchange(true)) {
+    if (g_attach_running.load()) {
+      char c = static_cast<char>(sig);
+      if (write(g_pipe[1], &c, 1) == 1) {
+        // Bounded: 3 s at most, then the signal takes its course regardless.
+        timespec ts{0, 5 * 1000 * 1000};
+        for (int i = 0; i < 600 && g_signal_flushed.load() == 0; ++i) nanosleep(&ts, nullptr);
+      }
+    } else if (g_threadless.load() && getpid() == g_owner_pid) {
+      flush_in_child();
     }
   }
   // Restore the default action and let the (blocked, pending) signal kill us as it would have.
@@ -314,29 +430,54 @@ __attribute__((constructor)) void gnnprof_preload_init() {
       const std::string me = self_path();
       if (!me.empty()) setenv("NVTX_INJECTION64_PATH", me.c_str(), 0);
     }
+    // Threadless while a Python host is single-threaded (the hook below needs x86-64; opt out
+    // with GNNPROF_THREADLESS=0). GNNPROF_CUPTI=1 starts CUPTI at once, from the attach thread.
+    const char* cupti_env = std::getenv("GNNPROF_CUPTI");
+    const bool force_cupti = cupti_env != nullptr && std::strcmp(cupti_env, "1") == 0;
+    const char* tl = std::getenv("GNNPROF_THREADLESS");
+    const bool threadless = kHaveDlsymHook && !force_cupti && (tl == nullptr || std::strcmp(tl, "0") != 0) &&
+                            host_single_threaded() && is_python();
+    cfg.drainer_thread = !threadless;
     if (!gnnprof::start(cfg)) return;
     g_active = true;
+    g_owner_pid = getpid();
     gnnprof_note_collector("torch-ops", false, "the process never loaded libtorch");
 #ifdef GNNPROF_HAVE_NVTX
     gnnprof_note_collector("nvtx", false, "the process made no NVTX call");
 #else
     gnnprof_note_collector("nvtx", false, "gnnprof was built without the NVTX headers");
 #endif
-    if (std::getenv("GNNPROF_CUPTI") == nullptr || std::strcmp(std::getenv("GNNPROF_CUPTI"), "0") != 0)
+    if (cupti_env == nullptr || std::strcmp(cupti_env, "0") != 0)
       gnnprof_note_collector("cupti", false, "the process never loaded the CUDA runtime");
-    std::atexit(at_exit_first);
-    if (pipe2(g_pipe, O_CLOEXEC) == 0) {
-      pthread_attr_t attr;
-      pthread_attr_init(&attr);
-      pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-      pthread_t t;
-      if (pthread_create(&t, &attr, attach_main, nullptr) == 0) g_attach_running.store(true);
-      pthread_attr_destroy(&attr);
+    {
+      std::lock_guard<std::mutex> lock(g_attach_mu);
+      if (cupti_env != nullptr && std::strcmp(cupti_env, "0") == 0) {
+        note("cupti", false, "off (GNNPROF_CUPTI=0)", false);
+        g_cuda_done = true;
+      }
+      if (force_cupti) {
+        g_force_cupti.store(true);
+        g_cuda_done = true;
+      }
     }
-    if (!g_attach_running.load())
-      note("torch-ops", false, "cannot start the gnnprof-attach thread; torch ops and CUPTI are not observed", true);
-    // A forked child has no attach thread: its signal handler must not wait for one.
-    pthread_atfork(nullptr, nullptr, [] { g_attach_running.store(false); });
+    std::atexit(at_exit_first);
+    // A forked child has no gnnprof thread: its signal handler must not wait for one, and it
+    // attaches nothing (its session is stopped).
+    pthread_atfork(nullptr, nullptr, [] {
+      g_attach_running.store(false);
+      g_threadless.store(false);
+    });
+    if (threadless) {
+      g_threadless.store(true);
+      gnnprof_note_collector("threads", 1,
+                             "none while the process is single-threaded: drained and flushed on its own thread at "
+                             "torch iteration marks (GNNPROF_THREADLESS=0 starts them at once)");
+    } else {
+      if (!start_attach_thread())
+        note("torch-ops", false, "cannot start the gnnprof-attach thread; torch ops and CUPTI are not observed", true);
+      else
+        gnnprof_note_collector("threads", 1, "gnnprof-drainer and gnnprof-attach");
+    }
     install_handler(SIGTERM);
     // Python turns SIGINT into KeyboardInterrupt and exits through atexit (which flushes);
     // a handler here would stop it from installing its own.
@@ -347,3 +488,61 @@ __attribute__((constructor)) void gnnprof_preload_init() {
 }
 
 }  // namespace
+
+// The dlsym hook (threadless mode's only way to see libtorch arrive without a thread).
+// `dlsym` below is an assembly trampoline: it calls gnnprof_dlsym_hook with the arguments,
+// restores them and *jumps* to the real dlsym that the hook returned. Because it jumps, the
+// real dlsym sees the host's own return address, so RTLD_NEXT and RTLD_DEFAULT resolve exactly
+// as without gnnprof (glibc takes the caller from the return address; a C wrapper that called
+// it would make gnnprof the caller). dlopen is not hooked: it must run before the hook could
+// act, and a wrapper around it would change how the host's relative names resolve.
+namespace {
+void* no_dlsym(void*, const char*) { return nullptr; }
+}  // namespace
+
+extern "C" __attribute__((visibility("hidden"), used)) void* gnnprof_dlsym_hook(void* /*handle*/, const char* name) {
+  void* real = g_real_dlsym.load(std::memory_order_acquire);
+  if (real == nullptr) {
+    real = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (real == nullptr) real = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    if (real == nullptr) return reinterpret_cast<void*>(&no_dlsym);
+    g_real_dlsym.store(real, std::memory_order_release);
+  }
+  // Python resolves PyInit_<module> right after loading an extension module.
+  if (name != nullptr && name[0] == 'P' && std::strncmp(name, "PyInit_", 7) == 0 &&
+      g_threadless.load(std::memory_order_relaxed)) {
+    try {
+      on_extension_loaded();
+    } catch (...) {
+    }
+  }
+  return real;
+}
+
+#if defined(__x86_64__) && defined(__linux__)
+asm(R"(
+  .text
+  .globl dlsym
+  .type dlsym, @function
+  .p2align 4
+dlsym:
+  .cfi_startproc
+  endbr64
+  pushq %rdi
+  .cfi_adjust_cfa_offset 8
+  pushq %rsi
+  .cfi_adjust_cfa_offset 8
+  subq $8, %rsp
+  .cfi_adjust_cfa_offset 8
+  call gnnprof_dlsym_hook
+  addq $8, %rsp
+  .cfi_adjust_cfa_offset -8
+  popq %rsi
+  .cfi_adjust_cfa_offset -8
+  popq %rdi
+  .cfi_adjust_cfa_offset -8
+  jmp *%rax
+  .cfi_endproc
+  .size dlsym, .-dlsym
+)");
+#endif

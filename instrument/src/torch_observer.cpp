@@ -35,6 +35,12 @@ using CorrPush = void (*)(std::uint64_t);
 using CorrPop = void (*)();
 std::atomic<CorrPush> g_corr_push{nullptr};
 std::atomic<CorrPop> g_corr_pop{nullptr};
+// The preload's poll (gnnprof_torch_set_poll): while its host is single-threaded no gnnprof
+// thread runs, and the loop thread drains (argument 0) every kPollEveryOps op starts and
+// drains and flushes (argument 1) at iteration marks.
+using Poll = void (*)(int);
+std::atomic<Poll> g_poll{nullptr};
+constexpr std::uint32_t kPollEveryOps = 512;
 ClassifierOptions g_options;
 bool g_nested = false;  // record the ops nested in top-level ops too (GNNPROF_TORCH_NESTED=1)
 
@@ -59,6 +65,7 @@ void note_sampling() {
 void mark_iteration() {
   if (g_sampler == nullptr || g_ops_handle == 0) {
     gnnprof_step();
+    if (Poll poll = g_poll.load(std::memory_order_acquire)) poll(1);
     return;
   }
   const std::int64_t now = mono_ns();
@@ -71,6 +78,7 @@ void mark_iteration() {
   }
   gnnprof_step_flags(observe ? 0u : GNNPROF_STEP_OPS_UNOBSERVED);
   if (g_sampler->period() != g_noted_period) note_sampling();
+  if (Poll poll = g_poll.load(std::memory_order_acquire)) poll(1);
 }
 
 class CApiSink final : public OpSink {
@@ -170,6 +178,7 @@ struct ThreadState {
   OpClassifier classifier;
   std::vector<std::uint64_t> handles;  // RecordFunction handles of the frames, LIFO
   std::vector<std::uint8_t> undo;      // kPushedCorr | kMutedNested, per frame
+  std::uint32_t starts_since_poll = 0;
   explicit ThreadState(ClassifierOptions opt) : classifier(sink, opt) {}
 };
 
@@ -280,6 +289,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
       return nullptr;
     }
     ThreadState* ts = state();
+    if (++ts->starts_since_poll == kPollEveryOps) {
+      ts->starts_since_poll = 0;
+      if (Poll poll = g_poll.load(std::memory_order_acquire)) poll(0);
+    }
     const char* cname = fn.name();
     const Scope scope = scope_of(fn.scope());
     if (scope == Scope::kFunction) g_ops.fetch_add(1, std::memory_order_relaxed);
@@ -436,6 +449,11 @@ __attribute__((visibility("default"))) void gnnprof_torch_set_correlation(void (
                                                                           void (*pop)(void)) {
   gi::g_corr_push.store(reinterpret_cast<gi::CorrPush>(push), std::memory_order_release);
   gi::g_corr_pop.store(pop, std::memory_order_release);
+}
+
+/// The preload's poll for a process without gnnprof threads (nullptr to remove).
+__attribute__((visibility("default"))) void gnnprof_torch_set_poll(void (*poll)(int)) {
+  gi::g_poll.store(poll, std::memory_order_release);
 }
 
 }  // extern "C"

@@ -14,6 +14,9 @@ std::uint32_t lane(const char* name) noexcept;
 void lane_event(std::uint32_t lane_id, const RawEvent& ev) noexcept;
 void note_collector(const char* name, bool enabled, const char* reason) noexcept;
 int flush_now() noexcept;
+int poll(bool allow_flush) noexcept;
+int start_drainer() noexcept;
+int flush_in_forked_child(long parent_pid) noexcept;
 }
 
 namespace {
@@ -96,6 +99,12 @@ void gnnprof_counter(gnnprof_site_t site, double value) { gnnprof::detail::count
 void gnnprof_set_thread_name(const char* name) { gnnprof::set_thread_name(name); }
 
 int gnnprof_flush(void) { return gnnprof::detail::flush_now(); }
+
+int gnnprof_poll(int allow_flush) { return gnnprof::detail::poll(allow_flush != 0); }
+
+int gnnprof_start_drainer(void) { return gnnprof::detail::start_drainer(); }
+
+int gnnprof_flush_in_fork_child(long parent_pid) { return gnnprof::detail::flush_in_forked_child(parent_pid); }
 
 void gnnprof_note_collector(const char* name, int enabled, const char* reason) {
   gnnprof::detail::note_collector(name, enabled != 0, reason);

@@ -32,6 +32,7 @@
 
 namespace gnnprof {
 namespace detail {
+std::string output_path_for(const Config& cfg, pid_t pid);
 namespace {
 
 struct Global {
@@ -46,6 +47,7 @@ struct Global {
   RunInfo run;
   std::vector<CollectorInfo> collectors;
   std::thread drainer;
+  std::atomic<bool> drainer_running{false};  // read lock-free by poll()
   std::mutex wake_mu;
   std::condition_variable wake_cv;
   bool stop_drainer = false;
@@ -55,6 +57,9 @@ struct Global {
   std::uint64_t sink_dropped_base = 0;
   std::vector<CollectorInfo> noted;  // gnnprof_note_collector(), kept across sessions
   bool flush_warned = false;
+  // poll(): the host thread's own drain and flush schedule when no drainer thread runs.
+  std::atomic<std::int64_t> poll_next_drain_ns{0};
+  std::atomic<std::int64_t> poll_next_flush_ns{0};
 };
 
 Global& g() {
@@ -285,6 +290,7 @@ void drainer_main() {
 }
 
 void stop_drainer(Global& s) {
+  s.drainer_running.store(false);
   if (!s.drainer.joinable()) return;
   {
     std::lock_guard<std::mutex> lock(s.wake_mu);
@@ -328,6 +334,26 @@ void atfork_child() {
   // The std::thread names a thread that does not exist in the child; joining or detaching it
   // there is undefined, so forget the handle without touching it.
   new (&s.drainer) std::thread();
+  s.drainer_running.store(false);
+}
+
+std::int64_t steady_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// Caller holds mu; the session runs.
+bool start_drainer_locked(Global& s) {
+  if (s.drainer.joinable()) return true;
+  s.stop_drainer = false;
+  try {
+    s.drainer = std::thread(drainer_main);
+    s.drainer_running.store(true);
+    return true;
+  } catch (...) {
+    // No thread: events are drained at snapshot()/stop() or poll(); rings may fill and drop (counted).
+    std::fprintf(stderr, "gnnprof: cannot start the drainer thread; draining at stop only\n");
+    return false;
+  }
 }
 
 Status start_locked(Global& s, const Config& cfg) {
@@ -364,16 +390,11 @@ Status start_locked(Global& s, const Config& cfg) {
   if (!s.atfork_registered) {
     s.atfork_registered = pthread_atfork(atfork_prepare, atfork_parent, atfork_child) == 0;
   }
+  const std::int64_t now = steady_ns();
+  s.poll_next_drain_ns.store(now + static_cast<std::int64_t>(cfg.drain_interval_ms) * 1000000);
+  s.poll_next_flush_ns.store(now + static_cast<std::int64_t>(cfg.flush_interval_ms) * 1000000);
   g_state.store(kRunning, std::memory_order_release);
-  if (cfg.drainer_thread) {
-    s.stop_drainer = false;
-    try {
-      s.drainer = std::thread(drainer_main);
-    } catch (...) {
-      // No thread: events are drained at snapshot()/stop(); rings may fill and drop (counted).
-      std::fprintf(stderr, "gnnprof: cannot start the drainer thread; draining at stop only\n");
-    }
-  }
+  if (cfg.drainer_thread) start_drainer_locked(s);
   return Status::ok();
 }
 
@@ -440,6 +461,87 @@ int flush_now() noexcept {
   }
 }
 
+int poll(bool allow_flush) noexcept {
+  if (g_state.load(std::memory_order_relaxed) != kRunning) return 0;
+  Global& s = g();
+  if (s.drainer_running.load(std::memory_order_relaxed)) return 0;  // the drainer does it
+  try {
+    const std::int64_t now = steady_ns();
+    bool drain = now >= s.poll_next_drain_ns.load(std::memory_order_relaxed);
+    if (!drain) {
+      // The caller's ring over a quarter full: drain before it can fill (the drainer's rule).
+      ThreadBuffer* b = current_buffer();
+      drain = b != nullptr && !b->is_sink() && (b->published() - b->consumed()) * 4 > b->capacity();
+    }
+    const bool flush = allow_flush && s.cfg.flush_interval_ms > 0 && s.cfg.write_at_stop &&
+                       now >= s.poll_next_flush_ns.load(std::memory_order_relaxed);
+    if (!drain && !flush) return 0;
+    if (s.owner_pid != ::getpid()) return 0;
+    const std::int64_t drain_ns = static_cast<std::int64_t>(s.cfg.drain_interval_ms == 0 ? 1 : s.cfg.drain_interval_ms) * 1000000;
+    if (flush) {
+      // try_lock throughout: the host's thread never waits on gnnprof.
+      std::unique_lock<std::mutex> m(s.mu, std::try_to_lock);
+      if (!m.owns_lock() || g_state.load() != kRunning) return 0;
+      (void)flush_locked(s, /*periodic=*/true);
+      const std::int64_t end = steady_ns();
+      // The flush runs on the host's critical path here: keep it under ~0.5 % of the run.
+      s.poll_next_flush_ns.store(end + std::max<std::int64_t>(static_cast<std::int64_t>(s.cfg.flush_interval_ms) * 1000000,
+                                                              200 * (end - now)));
+      s.poll_next_drain_ns.store(end + drain_ns);
+      return 1;
+    }
+    std::unique_lock<std::mutex> d(s.drain_mu, std::try_to_lock);
+    if (!d.owns_lock()) return 0;
+    drain_pass_locked(s);
+    s.poll_next_drain_ns.store(steady_ns() + drain_ns);
+    return 1;
+  } catch (...) {
+    return 0;  // out of memory while aggregating: events stay in the rings (drops counted)
+  }
+}
+
+int start_drainer() noexcept {
+  Global& s = g();
+  try {
+    std::unique_lock<std::mutex> lock(s.mu, std::defer_lock);
+    for (int i = 0; !lock.try_lock(); ++i) {  // bounded, as in stop()
+      if (i == 2000) return -1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (g_state.load() != kRunning || s.owner_pid != ::getpid()) return -1;
+    return start_drainer_locked(s) ? 0 : -1;
+  } catch (...) {
+    return -1;
+  }
+}
+
+int flush_in_forked_child(long parent_pid) noexcept {
+  Global& s = g();
+  try {
+    // A child made by _Fork() from a signal handler: no atfork handler ran, so the session
+    // still reads as running, and a lock the interrupted thread held stays held. Never wait.
+    if (g_state.load() != kRunning || s.owner_pid != static_cast<pid_t>(parent_pid) || !s.cfg.write_at_stop) return -1;
+    std::unique_lock<std::mutex> m(s.mu, std::try_to_lock);
+    if (!m.owns_lock()) return -1;
+    Profile p;
+    {
+      std::unique_lock<std::mutex> d(s.drain_mu, std::try_to_lock);
+      if (!d.owns_lock()) return -1;
+      std::unique_lock<std::mutex> r(buffer_registry().mutex(), std::try_to_lock);
+      std::unique_lock<std::mutex> sr(site_registry().mutex(), std::try_to_lock);
+      if (!r.owns_lock() || !sr.owns_lock()) return -1;
+      r.unlock();
+      sr.unlock();
+      drain_pass_locked(s);
+      p = build_locked(s);
+    }
+    if (!s.cfg.write_empty && p.recorded_events == 0) return 0;
+    return write_profile_file(p, output_path_for(s.cfg, static_cast<pid_t>(parent_pid))) ? 0 : -1;
+  } catch (...) {
+    return -1;
+  }
+}
+
 }  // namespace detail
 
 Config Config::from_env() {
@@ -455,14 +557,17 @@ Config Config::from_env() {
   return c;
 }
 
-std::string resolved_output_path(const Config& cfg) {
+std::string resolved_output_path(const Config& cfg) { return detail::output_path_for(cfg, ::getpid()); }
+
+namespace detail {
+std::string output_path_for(const Config& cfg, pid_t pid) {
   std::string pattern = cfg.output.empty() ? std::string("gnnprof-%p.json") : cfg.output;
   std::string out;
   for (std::size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] == '%' && i + 1 < pattern.size()) {
       char c = pattern[i + 1];
       if (c == 'p') {
-        out += std::to_string(::getpid());
+        out += std::to_string(pid);
         ++i;
         continue;
       }
@@ -484,6 +589,7 @@ std::string resolved_output_path(const Config& cfg) {
   }
   return out;
 }
+}  // namespace detail
 
 Status start(const Config& cfg) {
   auto& s = detail::g();

@@ -67,6 +67,20 @@ GNNPROF_C_API void gnnprof_set_thread_name(const char* name);
  * session keeps running: what a later SIGKILL leaves behind. 0 on success, -1 otherwise. */
 GNNPROF_C_API int gnnprof_flush(void);
 
+/* For a session that runs without the drainer thread (Config::drainer_thread = false; the
+ * preload while its host is single-threaded): call from the recording thread at quiet points
+ * (an iteration boundary). Drains the rings into the aggregate when the drain period has
+ * passed or the caller's ring is over a quarter full, and, when allow_flush is non-zero, writes
+ * the periodic flush when due (flush_interval_ms, and at least 200x the last flush's duration
+ * apart). One clock read when nothing is due; never waits for a lock. 1 if it did work. */
+GNNPROF_C_API int gnnprof_poll(int allow_flush);
+/* Starts the drainer thread of a session that runs without one. 0 on success. */
+GNNPROF_C_API int gnnprof_start_drainer(void);
+/* Writes the profile so far from a child created by _Fork() in a signal handler of the
+ * session's process parent_pid (the preload's SIGTERM flush when it has no thread). Takes no
+ * lock that the interrupted thread may hold: -1 instead. The file is the parent's. */
+GNNPROF_C_API int gnnprof_flush_in_fork_child(long parent_pid);
+
 /* Declares a collector in the profile's "collectors" list (replacing one of the same name),
  * e.g. ("cupti", 0, "no CUDA driver (cuptiActivityEnable: CUPTI_ERROR_UNKNOWN)"). May be called
  * before the session starts. */
