@@ -22,7 +22,14 @@ root = os.path.dirname(here)
 IDLE_THREAD = ("import runpy, sys, threading; threading.Thread(target=threading.Event().wait, daemon=True).start(); "
                "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
 
+CPU = False  # --cpu: the loop thread's CPU time (the GNN sample prints it) instead of wall time
+
 def loop_seconds(out):
+    if CPU:
+        m = re.search(r"loop thread's CPU time ([0-9.]+) s", out)
+        if not m:
+            raise SystemExit("no loop CPU time in output (only the GNN sample prints it):\n" + out)
+        return float(m.group(1))
     m = re.search(r"loop_s ([0-9.]+)", out) or re.search(r" loop ([0-9.]+) s", out)
     if not m:
         raise SystemExit("no loop time in output:\n" + out)
@@ -46,7 +53,15 @@ def main():
     ap.add_argument("--breakdown", action="store_true",
                     help="add 'plain + idle thread' (the script run after starting one idle Python thread) and "
                          "'gnnprof, no observer' (the session and its threads without the torch observer)")
+    ap.add_argument("--threadless", action="store_true",
+                    help="add 'gnnprof, threadless' (GNNPROF_THREADLESS=1: no gnnprof thread while the process is "
+                         "single-threaded; docs/zero-code.md, 'Threads')")
+    ap.add_argument("--cpu", action="store_true",
+                    help="compare the loop thread's CPU time instead of wall time (GNN sample only): time the "
+                         "thread was descheduled (other tenants of the VM) drops out; gnnprof's other threads too")
     a = ap.parse_args()
+    global CPU
+    CPU = a.cpu
     tmp = tempfile.mkdtemp()
     workloads = {
         "small-op MLP loop (bench/small_ops.py, 2000 steps)": [sys.executable, os.path.join(here, "small_ops.py"), "2000"],
@@ -58,6 +73,8 @@ def main():
         workloads = {k: v for k, v in workloads.items() if k.startswith("small" if a.only == "small" else "Python")}
     for name, cmd in workloads.items():
         modes = ["plain"] + (["plain (A/A)"] if a.control else []) + ["gnnprof"] + ([] if a.no_all else ["gnnprof, all"])
+        if a.threadless:
+            modes.append("gnnprof, threadless")
         if a.breakdown:
             modes += ["plain + idle thread", "gnnprof, no observer"]
         if not a.no_torch_profiler:
@@ -70,6 +87,7 @@ def main():
                 "plain (A/A)": (cmd, base_env),
                 "gnnprof": (cmd, env),  # default: iteration sampling decided by the observer
                 "gnnprof, all": (cmd, dict(env, GNNPROF_TORCH_SAMPLE="all")),  # ops in every iteration
+                "gnnprof, threadless": (cmd, dict(env, GNNPROF_THREADLESS="1")),
                 "torch.profiler": (cmd + ["--torch-profiler"], base_env),
                 "plain + idle thread": ([cmd[0], "-c", IDLE_THREAD] + cmd[1:], base_env),
                 # The test hook of app.zero_code: pretend gnnprof was built against another torch.

@@ -3,13 +3,20 @@
 // At load (a constructor, before main): start a session whose profile goes to
 // GNNPROF_OUTPUT (default gnnprof-[rankN.]<pid>.json), flushed every second and at exit;
 // install a SIGTERM (and, outside Python, SIGINT) handler that flushes and then lets the
-// signal kill the process as it would have; start one "gnnprof-attach" thread that watches
-// for libtorch and the CUDA runtime being loaded and then dlopens the torch observer
-// (libgnnprof_torch_observer.so) or the CUPTI backend (libgnnprof_cupti.so) next to this
-// library. Those two reach the session only through the C ABI exported here.
+// signal kill the process as it would have. Then, in one of two modes (docs/zero-code.md,
+// "Threads"):
+//  - threads: one "gnnprof-attach" thread watches for libtorch and the CUDA runtime being
+//    loaded and then dlopens the torch observer (libgnnprof_torch_observer.so) or the CUPTI
+//    backend (libgnnprof_cupti.so) next to this library; the core's drainer thread drains.
+//  - threadless (GNNPROF_THREADLESS=1), while a Python host is single-threaded: no thread. The dlsym
+//    trampoline at the end of this file does the watching when Python resolves an extension
+//    module's PyInit_, the loop thread drains and flushes at the observer's iteration marks,
+//    SIGTERM flushes from a _Fork()ed child, and the host's first thread of its own switches
+//    to the threads mode.
+// The plugins reach the session only through the C ABI exported here.
 //
-// Never harm the host: nothing throws out of here, every wait is bounded, the attach thread
-// blocks all signals, a forked child records nothing (the core's atfork handler), and every
+// Never harm the host: nothing throws out of here, every wait is bounded, gnnprof's threads
+// block all signals, a forked child records nothing (the core's atfork handler), and every
 // missing piece is one line on stderr plus a "collectors" entry in the profile.
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -430,12 +437,13 @@ __attribute__((constructor)) void gnnprof_preload_init() {
       const std::string me = self_path();
       if (!me.empty()) setenv("NVTX_INJECTION64_PATH", me.c_str(), 0);
     }
-    // Threadless while a Python host is single-threaded (the hook below needs x86-64; opt out
-    // with GNNPROF_THREADLESS=0). GNNPROF_CUPTI=1 starts CUPTI at once, from the attach thread.
+    // Threadless while a Python host is single-threaded, on request (GNNPROF_THREADLESS=1; the
+    // hook below needs x86-64): measured no faster than the threads on the sample, so not the
+    // default (docs/performance.md). GNNPROF_CUPTI=1 starts CUPTI at once, from the attach thread.
     const char* cupti_env = std::getenv("GNNPROF_CUPTI");
     const bool force_cupti = cupti_env != nullptr && std::strcmp(cupti_env, "1") == 0;
     const char* tl = std::getenv("GNNPROF_THREADLESS");
-    const bool threadless = kHaveDlsymHook && !force_cupti && (tl == nullptr || std::strcmp(tl, "0") != 0) &&
+    const bool threadless = kHaveDlsymHook && !force_cupti && tl != nullptr && std::strcmp(tl, "1") == 0 &&
                             host_single_threaded() && is_python();
     cfg.drainer_thread = !threadless;
     if (!gnnprof::start(cfg)) return;
@@ -470,8 +478,8 @@ __attribute__((constructor)) void gnnprof_preload_init() {
     if (threadless) {
       g_threadless.store(true);
       gnnprof_note_collector("threads", 1,
-                             "none while the process is single-threaded: drained and flushed on its own thread at "
-                             "torch iteration marks (GNNPROF_THREADLESS=0 starts them at once)");
+                             "none while the process is single-threaded (GNNPROF_THREADLESS=1): drained and flushed "
+                             "on its own thread at torch iteration marks");
     } else {
       if (!start_attach_thread())
         note("torch-ops", false, "cannot start the gnnprof-attach thread; torch ops and CUPTI are not observed", true);

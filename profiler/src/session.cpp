@@ -467,7 +467,9 @@ int poll(bool allow_flush) noexcept {
   if (s.drainer_running.load(std::memory_order_relaxed)) return 0;  // the drainer does it
   try {
     const std::int64_t now = steady_ns();
-    bool drain = now >= s.poll_next_drain_ns.load(std::memory_order_relaxed);
+    // The period applies at quiet points only (allow_flush: an iteration mark); elsewhere only
+    // a filling ring drains, so a loop thread does not stop mid-iteration for a routine pass.
+    bool drain = allow_flush && now >= s.poll_next_drain_ns.load(std::memory_order_relaxed);
     if (!drain) {
       // The caller's ring over a quarter full: drain before it can fill (the drainer's rule).
       ThreadBuffer* b = current_buffer();
@@ -477,7 +479,9 @@ int poll(bool allow_flush) noexcept {
                        now >= s.poll_next_flush_ns.load(std::memory_order_relaxed);
     if (!drain && !flush) return 0;
     if (s.owner_pid != ::getpid()) return 0;
-    const std::int64_t drain_ns = static_cast<std::int64_t>(s.cfg.drain_interval_ms == 0 ? 1 : s.cfg.drain_interval_ms) * 1000000;
+    // Each pass has fixed costs (clock pair, host sample): on the host's thread, at most every
+    // 100 ms unless a ring fills.
+    const std::int64_t drain_ns = std::max<std::int64_t>(s.cfg.drain_interval_ms, 100) * 1000000;
     if (flush) {
       // try_lock throughout: the host's thread never waits on gnnprof.
       std::unique_lock<std::mutex> m(s.mu, std::try_to_lock);
@@ -520,7 +524,9 @@ int flush_in_forked_child(long parent_pid) noexcept {
   try {
     // A child made by _Fork() from a signal handler: no atfork handler ran, so the session
     // still reads as running, and a lock the interrupted thread held stays held. Never wait.
-    if (g_state.load() != kRunning || s.owner_pid != static_cast<pid_t>(parent_pid) || !s.cfg.write_at_stop) return -1;
+    if (g_state.load() != kRunning || s.owner_pid != static_cast<pid_t>(parent_pid) || ::getpid() == s.owner_pid ||
+        !s.cfg.write_at_stop)
+      return -1;
     std::unique_lock<std::mutex> m(s.mu, std::try_to_lock);
     if (!m.owns_lock()) return -1;
     Profile p;

@@ -1,7 +1,13 @@
 // The linked API: macros side by side, declarations through GNNPROF_LINE, the C ABI, sessions.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <thread>
 
 #include "gnnprof/gnnprof_c.h"
 #include "gnnprof/profile_io.h"
@@ -134,6 +140,84 @@ TEST(Api, UnwritableOutputIsAnErrorNotACrash) {
   std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_FALSE(st);
   EXPECT_EQ(err, "gnnprof: warning: cannot write /nonexistent-dir/p.json: No such file or directory\n");
+}
+
+// The preload's threadless mode: no drainer thread, the recording thread drains and flushes
+// through gnnprof_poll() at its quiet points.
+TEST(Api, PollDrainsAndFlushesOnTheCallingThreadUntilADrainerRuns) {
+  Config cfg = testing::quiet_config();
+  cfg.write_at_stop = true;
+  cfg.buffer_events = 1024;  // for a thread that records for the first time
+  cfg.drain_interval_ms = 10000;  // only the ring's fill or the flush make the polls below drain
+  cfg.flush_interval_ms = 300;
+  cfg.output = std::string(::testing::TempDir()) + "/gnnprof_poll_%p.json";
+  (void)stop();
+  const std::string path = resolved_output_path(cfg);
+  std::remove(path.c_str());
+  ASSERT_TRUE(start(cfg));
+  { GNNPROF_STAGE("polled"); }
+  EXPECT_EQ(gnnprof_poll(1), 0) << "nothing due yet: no drain, no flush";
+  std::this_thread::sleep_for(std::chrono::milliseconds(350));
+  EXPECT_EQ(gnnprof_poll(0), 0) << "a flush is due, but this caller allows none";
+  EXPECT_EQ(gnnprof_poll(1), 1);
+  auto flushed = read_profile_file(path);
+  ASSERT_TRUE(flushed) << "the periodic flush, written from the polling thread: " << flushed.status().message();
+  EXPECT_NE(testing::find_stage(*flushed, "polled"), nullptr);
+  // A filling ring is drained at the next poll, period or not: 10 000 stages, one event each,
+  // overflow this thread's ring (1024 or 4096 events) unless the polls drain it.
+  for (int i = 0; i < 100; ++i) {
+    GNNPROF_STAGE("filler");
+  }
+  EXPECT_EQ(gnnprof_poll(0), 0) << "a few events and no period due: nothing to do";
+  int drains = 0;
+  for (int i = 100; i < 10000; ++i) {
+    { GNNPROF_STAGE("filler"); }
+    if (i % 50 == 0) drains += gnnprof_poll(0);
+  }
+  EXPECT_GE(drains, 2);
+  // Once the drainer thread runs, poll() leaves everything to it.
+  EXPECT_EQ(gnnprof_start_drainer(), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(350));
+  EXPECT_EQ(gnnprof_poll(1), 0);
+  ASSERT_TRUE(stop());
+  auto p = read_profile_file(path);
+  ASSERT_TRUE(p);
+  ASSERT_NE(testing::find_stage(*p, "filler"), nullptr);
+  EXPECT_EQ(testing::find_stage(*p, "filler")->hits, 10000u);
+  EXPECT_EQ(p->dropped_events, 0u) << "the polls drained the ring before it filled";
+  EXPECT_EQ(gnnprof_poll(1), 0) << "no session";
+  EXPECT_EQ(gnnprof_start_drainer(), -1) << "no session";
+}
+
+// The preload's SIGTERM flush in threadless mode: a child made by _Fork() (no atfork handlers,
+// as in a signal handler) writes the parent's profile under the parent's pid. Not in the TSan
+// job: _Fork bypasses ThreadSanitizer's fork interceptor.
+TEST(ForkFlush, ChildOfForkWritesTheParentsProfile) {
+  Config cfg = testing::quiet_config();
+  cfg.write_at_stop = true;
+  cfg.output = std::string(::testing::TempDir()) + "/gnnprof_forkflush_%p.json";
+  (void)stop();
+  const std::string path = resolved_output_path(cfg);
+  std::remove(path.c_str());
+  ASSERT_TRUE(start(cfg));
+  { GNNPROF_STAGE("before fork"); }
+  const long parent = static_cast<long>(::getpid());
+  const pid_t child = _Fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Another process's session is refused; this one's is written.
+    const bool ok = gnnprof_flush_in_fork_child(parent + 1) == -1 && gnnprof_flush_in_fork_child(parent) == 0;
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  auto p = read_profile_file(path);
+  ASSERT_TRUE(p) << p.status().message();
+  EXPECT_NE(testing::find_stage(*p, "before fork"), nullptr);
+  EXPECT_EQ(p->run.pid, ::getpid());
+  EXPECT_EQ(gnnprof_flush_in_fork_child(parent), -1) << "the parent itself is not a forked child";
+  (void)stop();
 }
 
 TEST(Api, ConfigFromEnvironment) {
