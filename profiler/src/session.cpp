@@ -446,14 +446,21 @@ void note_collector(const char* name, bool enabled, const char* reason) noexcept
   }
 }
 
+/// Takes `lock` (deferred) within about `ms` milliseconds, polling try_lock every 1 ms: a
+/// call from atexit or from the host's thread must never wait forever on a wedged thread.
+bool lock_within(std::unique_lock<std::mutex>& lock, int ms) {
+  for (int i = 0; !lock.try_lock(); ++i) {
+    if (i == ms) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
 int flush_now() noexcept {
   Global& s = g();
   try {
     std::unique_lock<std::mutex> lock(s.mu, std::defer_lock);
-    for (int i = 0; !lock.try_lock(); ++i) {  // bounded, as in stop()
-      if (i == 2000) return -1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    if (!lock_within(lock, 2000)) return -1;
     if (g_state.load() != kRunning || s.owner_pid != ::getpid() || !s.cfg.write_at_stop) return -1;
     return flush_locked(s, false);
   } catch (...) {
@@ -508,10 +515,7 @@ int start_drainer() noexcept {
   Global& s = g();
   try {
     std::unique_lock<std::mutex> lock(s.mu, std::defer_lock);
-    for (int i = 0; !lock.try_lock(); ++i) {  // bounded, as in stop()
-      if (i == 2000) return -1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    if (!lock_within(lock, 2000)) return -1;
     if (g_state.load() != kRunning || s.owner_pid != ::getpid()) return -1;
     return start_drainer_locked(s) ? 0 : -1;
   } catch (...) {
@@ -621,10 +625,7 @@ Status stop() {
     // Bounded wait: stop() also runs from atexit, where waiting forever on a lock held by a
     // thread that is itself blocked would hang the host's exit. Polled try_lock rather than
     // timed_mutex::try_lock_for, whose pthread_mutex_clocklock ThreadSanitizer cannot see.
-    for (int i = 0; !lock.try_lock(); ++i) {
-      if (i == 5000) return Status::error("gnnprof: session busy; profile not written");
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    if (!detail::lock_within(lock, 5000)) return Status::error("gnnprof: session busy; profile not written");
     if (detail::g_state.load() != detail::kRunning) return Status::ok();
     detail::g_state.store(detail::kStopped);
     detail::stop_drainer(s);
