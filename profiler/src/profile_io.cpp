@@ -523,9 +523,9 @@ Status AtomicFileWriter::write(const void* data, std::size_t size) {
   return Status::ok();
 }
 
-Status AtomicFileWriter::commit() {
+Status AtomicFileWriter::commit(FileSync sync) {
   if (fd_ < 0) return Status::error("cannot write " + path_ + ": writer already closed");
-  if (::fsync(fd_) != 0 && errno != EINVAL && errno != EROFS) return fail(errno);
+  if (sync == FileSync::kDurable && ::fsync(fd_) != 0 && errno != EINVAL && errno != EROFS) return fail(errno);
   const int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) {
@@ -541,16 +541,16 @@ Status AtomicFileWriter::commit() {
   return Status::ok();
 }
 
-Status write_file_atomic(const std::string& path, const std::string& text) {
+Status write_file_atomic(const std::string& path, const std::string& text, FileSync sync) {
   auto w = AtomicFileWriter::open(path);
   if (!w) return w.status();
   if (Status st = w->write(text.data(), text.size()); !st) return st;
-  return w->commit();
+  return w->commit(sync);
 }
 
-Status write_profile_file(const Profile& profile, const std::string& path) {
+Status write_profile_file(const Profile& profile, const std::string& path, FileSync sync) {
   try {
-    return write_file_atomic(path, profile_to_json(profile));
+    return write_file_atomic(path, profile_to_json(profile), sync);
   } catch (const std::exception& e) {
     return Status::error("cannot write " + path + ": " + e.what());
   }

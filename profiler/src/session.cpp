@@ -3,6 +3,8 @@
 // Locks, outermost first: g.mu (start/stop/snapshot) -> g.drain_mu (aggregator) ->
 // BufferRegistry::mutex() (buffer list) ; SiteRegistry's mutex is a leaf. The hot path takes
 // none of them.
+#include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -21,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "aggregator.h"
@@ -143,34 +146,89 @@ HostSample host_sample(std::int64_t ts_ns) {
   return h;
 }
 
+/// The process's thread count: field 20 of /proc/self/stat, one read() (the drainer asks at
+/// every host sample; /proc/self/status, which also has it, costs several times more to render).
 std::int64_t process_threads() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("Threads:", 0) == 0) return std::atoll(line.c_str() + 8);
-  return 0;
+  const int fd = ::open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[1024];
+  const ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+  ::close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  // The command name (field 2) may hold spaces and parentheses: fields count from the last ')'.
+  const char* p = std::strrchr(buf, ')');
+  if (p == nullptr) return 0;
+  for (int field = 2; field < 20 && p != nullptr; ++field) p = std::strchr(p + 1, ' ');
+  return p == nullptr ? 0 : std::atoll(p + 1);
 }
 
-/// The environment facts the diagnostics need: usable CPUs, the BLAS library actually mapped
-/// (Debian's reference BLAS lives in .../blas/, OpenBLAS in .../openblas-*/), OMP_NUM_THREADS.
-EnvironmentInfo environment_info(std::int64_t max_threads) {
+bool is_blas_name(const char* path) {
+  const char* slash = std::strrchr(path, '/');
+  const std::string_view base(slash == nullptr ? path : slash + 1);
+  for (std::string_view prefix : {"libblas.so", "libopenblas", "libmkl_rt", "libblis"})
+    if (base.substr(0, prefix.size()) == prefix) return true;
+  return false;
+}
+
+/// The BLAS library the process has mapped, with symlinks resolved (Debian's alternatives
+/// link libblas.so.3 to the reference BLAS in .../blas/ or to OpenBLAS in .../openblas-*/).
+/// Walks the loader's list only when an object was loaded or unloaded since the last call:
+/// every flush asks, and the list can hold hundreds of objects. Caller holds drain_mu (the
+/// cache's lock). `may_scan` false (a child of _Fork, where another thread of the parent may
+/// have held the loader's lock): the last answer, without asking the loader.
+std::string loaded_blas(bool may_scan) {
+  struct Scan {
+    unsigned long long adds = 0, subs = 0;
+    std::string name;
+  };
+  struct Cache {
+    bool have = false;
+    unsigned long long adds = 0, subs = 0;
+    std::string blas;
+  };
+  static auto* cache = new Cache();  // leaked on purpose: the exit flush runs after static destructors
+  if (!may_scan) return cache->blas;
+  Scan counts;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        auto* sc = static_cast<Scan*>(data);
+        sc->adds = info->dlpi_adds;
+        sc->subs = info->dlpi_subs;
+        return 1;  // the counters are the same in every entry: stop at the first
+      },
+      &counts);
+  if (cache->have && counts.adds == cache->adds && counts.subs == cache->subs) return cache->blas;
+  Scan found;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        auto* sc = static_cast<Scan*>(data);
+        if (info->dlpi_name == nullptr || info->dlpi_name[0] == '\0' || !is_blas_name(info->dlpi_name)) return 0;
+        sc->name = info->dlpi_name;
+        return 1;
+      },
+      &found);
+  if (!found.name.empty()) {
+    if (char* real = ::realpath(found.name.c_str(), nullptr)) {
+      found.name = real;
+      std::free(real);
+    }
+  }
+  cache->blas = found.name;
+  cache->adds = counts.adds;
+  cache->subs = counts.subs;
+  cache->have = true;
+  return cache->blas;
+}
+
+/// The environment facts the diagnostics need: usable CPUs, the BLAS library actually mapped,
+/// OMP_NUM_THREADS. Caller holds drain_mu.
+EnvironmentInfo environment_info(std::int64_t max_threads, bool may_scan) {
   EnvironmentInfo e;
   cpu_set_t set;
   CPU_ZERO(&set);
   e.cpus = ::sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : ::sysconf(_SC_NPROCESSORS_ONLN);
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    auto slash = line.find('/');
-    if (slash == std::string::npos) continue;
-    std::string path = line.substr(slash);
-    std::string base = path.substr(path.rfind('/') + 1);
-    if (base.rfind("libblas.so", 0) == 0 || base.rfind("libopenblas", 0) == 0 || base.rfind("libmkl_rt", 0) == 0 ||
-        base.rfind("libblis", 0) == 0) {
-      e.blas = path;
-      break;
-    }
-  }
+  e.blas = loaded_blas(may_scan);
   if (const char* v = std::getenv("OMP_NUM_THREADS")) e.omp_num_threads = v;
   e.max_threads = max_threads;
   return e;
@@ -222,10 +280,26 @@ void discard_pending_locked(Global& s) {
   s.sink_dropped_base = reg.sink().dropped();
 }
 
-Profile build_locked(Global& s);
+/// The profile so far. Caller holds drain_mu. `in_fork_child`: built in a child of _Fork
+/// (gnnprof_flush_in_fork_child), which must not ask the loader.
+Profile build_locked(Global& s, bool in_fork_child = false);
 
-/// Writes the profile so far. Caller holds mu (not drain_mu). A failed periodic write warns
-/// once per session; the final write at stop() warns on its own.
+// A periodic flush builds and writes the whole profile so far, a cost that grows with the
+// run (6.5 ms of CPU for the Python sample's 40 steps, docs/performance.md). The next one waits
+// at least this many times the last one's cost: <= 0.2 % of the drainer's core, and <= 0.1 %
+// of the loop when the host's thread writes it (poll()).
+constexpr std::int64_t kDrainerFlushPacing = 500;
+constexpr std::int64_t kPollFlushPacing = 1000;
+
+std::int64_t thread_cpu_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+/// Writes the profile so far. Caller holds mu (not drain_mu). A periodic write skips the
+/// fsync (FileSync::kRenameOnly: it must survive the process, not the machine) and warns once
+/// per session on failure; the final write at stop() warns on its own.
 int flush_locked(Global& s, bool periodic) noexcept {
   try {
     Profile p;
@@ -235,7 +309,7 @@ int flush_locked(Global& s, bool periodic) noexcept {
       p = build_locked(s);
     }
     if (!s.cfg.write_empty && p.recorded_events == 0) return 0;
-    Status st = write_profile_file(p, resolved_output_path(s.cfg));
+    Status st = write_profile_file(p, resolved_output_path(s.cfg), periodic ? FileSync::kRenameOnly : FileSync::kDurable);
     if (!st && (!periodic || !s.flush_warned)) {
       s.flush_warned = true;
       std::fprintf(stderr, "gnnprof: warning: %s\n", st.message().c_str());
@@ -256,8 +330,6 @@ void drainer_main() {
   const auto fast = std::chrono::milliseconds(1);
   auto period = slow;
   const auto flush_every = std::chrono::milliseconds(s.cfg.flush_interval_ms);
-  // A periodic flush builds and writes the whole profile so far; its cost grows with the run.
-  // Keep it to ~1 % of a core: the next one waits at least 100x the last one's duration.
   auto flush_gap = std::chrono::steady_clock::duration(flush_every);
   auto last_flush = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(s.wake_mu);
@@ -281,8 +353,10 @@ void drainer_main() {
       // try_lock: stop() holds mu while it joins this thread; skip a beat rather than wait.
       std::unique_lock<std::mutex> m(s.mu, std::try_to_lock);
       if (m.owns_lock() && g_state.load() == kRunning) {
+        const std::int64_t cpu0 = thread_cpu_ns();
         (void)flush_locked(s, /*periodic=*/true);
-        flush_gap = std::max<std::chrono::steady_clock::duration>(flush_every, 100 * (std::chrono::steady_clock::now() - last_flush));
+        flush_gap = std::max<std::chrono::steady_clock::duration>(
+            flush_every, std::chrono::nanoseconds(kDrainerFlushPacing * (thread_cpu_ns() - cpu0)));
       }
     }
     lock.lock();
@@ -398,7 +472,7 @@ Status start_locked(Global& s, const Config& cfg) {
   return Status::ok();
 }
 
-Profile build_locked(Global& s) {
+Profile build_locked(Global& s, bool in_fork_child) {
   std::int64_t end_ns = s.clock.to_ns(raw_now());
   Profile p = s.agg->build(site_registry().snapshot(), end_ns);
   p.tool.version = kVersion;
@@ -412,7 +486,7 @@ Profile build_locked(Global& s) {
     if (it != p.collectors.end()) *it = n;
     else p.collectors.push_back(n);
   }
-  p.environment = environment_info(std::max(s.max_threads, process_threads()));
+  p.environment = environment_info(std::max(s.max_threads, process_threads()), !in_fork_child);
   return p;
 }
 
@@ -495,9 +569,9 @@ int poll(bool allow_flush) noexcept {
       if (!m.owns_lock() || g_state.load() != kRunning) return 0;
       (void)flush_locked(s, /*periodic=*/true);
       const std::int64_t end = steady_ns();
-      // The flush runs on the host's critical path here: keep it under ~0.5 % of the run.
+      // The flush runs on the host's critical path here: its wall time is what the loop lost.
       s.poll_next_flush_ns.store(end + std::max<std::int64_t>(static_cast<std::int64_t>(s.cfg.flush_interval_ms) * 1000000,
-                                                              200 * (end - now)));
+                                                              kPollFlushPacing * (end - now)));
       s.poll_next_drain_ns.store(end + drain_ns);
       return 1;
     }
@@ -543,7 +617,7 @@ int flush_in_forked_child(long parent_pid) noexcept {
       r.unlock();
       sr.unlock();
       drain_pass_locked(s);
-      p = build_locked(s);
+      p = build_locked(s, /*in_fork_child=*/true);
     }
     if (!s.cfg.write_empty && p.recorded_events == 0) return 0;
     return write_profile_file(p, output_path_for(s.cfg, static_cast<pid_t>(parent_pid))) ? 0 : -1;

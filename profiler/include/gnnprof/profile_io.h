@@ -23,6 +23,12 @@ Result<Profile> profile_from_json(const std::string& text, const std::string& or
 /// Reads and validates a profile file.
 Result<Profile> read_profile_file(const std::string& path);
 
+/// How a write finishes. kDurable fsyncs the file before the rename, so it survives a crash of
+/// the machine. kRenameOnly skips the fsync: readers still see the old or the new complete
+/// file, and the file survives the writing process being killed (SIGKILL), which is what a
+/// periodic flush is for; fsync's disk wait and writeback then stay off the writing thread.
+enum class FileSync { kDurable, kRenameOnly };
+
 /// Writes a file through a temporary file in the same directory that commit() renames over
 /// the target, so readers see the old complete file or the new complete one. Destroyed
 /// without commit() (an error, an exception), the temporary file is removed.
@@ -39,8 +45,9 @@ class AtomicFileWriter {
   AtomicFileWriter(const AtomicFileWriter&) = delete;
   ~AtomicFileWriter();
   Status write(const void* data, std::size_t size);
-  /// Flushes to disk, closes and renames over the target. The writer is done afterwards.
-  Status commit();
+  /// Flushes to disk (kDurable), closes and renames over the target. The writer is done
+  /// afterwards.
+  Status commit(FileSync sync = FileSync::kDurable);
 
  private:
   AtomicFileWriter(std::string path, std::string tmp, int fd) : path_(std::move(path)), tmp_(std::move(tmp)), fd_(fd) {}
@@ -50,9 +57,9 @@ class AtomicFileWriter {
 };
 
 /// Writes `text` to `path` atomically (AtomicFileWriter).
-Status write_file_atomic(const std::string& path, const std::string& text);
+Status write_file_atomic(const std::string& path, const std::string& text, FileSync sync = FileSync::kDurable);
 
 /// write_file_atomic(path, profile_to_json(profile)).
-Status write_profile_file(const Profile& profile, const std::string& path);
+Status write_profile_file(const Profile& profile, const std::string& path, FileSync sync = FileSync::kDurable);
 
 }  // namespace gnnprof

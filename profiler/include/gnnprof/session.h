@@ -54,7 +54,9 @@ struct Config {
   bool quiet = false;
   /// > 0: also write the profile so far every flush_interval_ms (temp file + rename), so that
   /// a process killed with SIGKILL leaves what was flushed. The preload library uses 1000.
-  /// A flush that took d waits at least 100 d for the next (at most ~1 % of a core).
+  /// The drainer's flush that took c of CPU waits at least 500 c for the next (at most 0.2 %
+  /// of a core). A periodic flush skips the fsync (FileSync::kRenameOnly); the last one at
+  /// stop() does not.
   std::uint32_t flush_interval_ms = 0;
   /// false: a session that recorded no event writes no file (the preload library's helper
   /// processes under `gnnprof run`: shells, compilers, ...).
