@@ -256,6 +256,7 @@ void* attach_main(void*) {
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
   gnnprof_set_thread_name("gnnprof-attach");
+  pthread_setname_np(pthread_self(), "gnnprof-attach");
   if (g_force_cupti.exchange(false)) {
     std::lock_guard<std::mutex> lock(g_attach_mu);
     try_cupti("GNNPROF_CUPTI=1");
@@ -415,6 +416,11 @@ void at_exit_first() {
   // torch phase and drain CUPTI's buffers so both make it into the final profile.
   if (TorchCloseThread c = g_torch_close.load()) c();
   if (CuptiFlush f = g_cupti_flush.load()) f();
+  // GNNPROF_CUPTI=1 in a process that ended before the attach thread got to it (a short
+  // program on a loaded machine): say so, once, as a failed start would. The exchange makes
+  // this and the attach thread's attempt exclusive.
+  if (g_force_cupti.exchange(false))
+    note("cupti", false, "not started: the process exited before gnnprof's attach thread ran (GNNPROF_CUPTI=1)", true);
 }
 
 __attribute__((constructor)) void gnnprof_preload_init() {
