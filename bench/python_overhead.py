@@ -11,8 +11,17 @@ sample, "... loop X s ...". Reports the median loop time per mode and the median
 per-round ratios against plain, with a 95 % bootstrap interval of that median. The order of
 the modes alternates from round to round (ABC, CBA, ...), so a drift of the machine during a
 round does not favour one mode. --control adds a second plain mode: its ratio to plain is
-this machine's noise floor for the same number of rounds. Figures go to docs/performance.md."""
-import argparse, os, random, re, statistics, subprocess, sys, tempfile
+this machine's noise floor for the same number of rounds. Figures go to docs/performance.md.
+
+--per-iteration (GNN sample only) also compares per-iteration times. The sample's batches are
+seeded, so iteration i does the same work in every run; another tenant of the machine only
+ever adds time. For each mode it sums, over iterations, the minimum (and the median) of
+iteration i's time across rounds, and reports the ratio of those sums to plain's, all
+iterations and from the 6th on (start-up excluded), with a 95 % bootstrap interval over
+rounds. The minimum leaves out what does not happen in every round, gnnprof's occasional work
+too (a periodic flush, <= 0.2 % of a core by its pacing); the median keeps what happens in most
+rounds."""
+import argparse, json, os, random, re, statistics, subprocess, sys, tempfile
 
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(here)
@@ -35,11 +44,41 @@ def loop_seconds(out):
         raise SystemExit("no loop time in output:\n" + out)
     return float(m.group(1))
 
+def iteration_seconds(out):
+    m = re.search(r"^iteration_s (.*)$", out, re.M)
+    if not m:
+        raise SystemExit("no iteration times in output (--per-iteration needs the GNN sample):\n" + out)
+    return [float(x) for x in m.group(1).split()]
+
 def run(cmd, env):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"{cmd} failed ({p.returncode}):\n{p.stderr}")
-    return loop_seconds(p.stdout)
+    return loop_seconds(p.stdout), (iteration_seconds(p.stdout) if "--iteration-times" in cmd else None)
+
+def per_iteration_report(it, rng, first):
+    """Sum over iterations (from index `first`) of the per-iteration minimum and median across
+    rounds, per mode, as ratios to plain with bootstrap intervals (rounds resampled, paired)."""
+    rounds = len(it["plain"])
+    def est(mode, idx, f):
+        n = len(it[mode][0])
+        return sum(f([it[mode][r][i] for r in idx]) for i in range(first, n))
+    out = []
+    for name, f in (("min", min), ("median", statistics.median)):
+        base = est("plain", range(rounds), f)
+        boots = []
+        for _ in range(1000):
+            idx = rng.choices(range(rounds), k=rounds)
+            b = est("plain", idx, f)
+            boots.append({m: est(m, idx, f) / b for m in it})
+        for m in it:
+            if m == "plain":
+                continue
+            r = est(m, range(rounds), f) / base
+            bs = sorted(x[m] for x in boots)
+            out.append(f"  {m:15s} per-iteration {name:6s} from iteration {first + 1}: {100 * (r - 1):+.2f} % "
+                       f"(95 % CI {100 * (bs[24] - 1):+.2f}..{100 * (bs[974] - 1):+.2f} %)")
+    return out
 
 def main():
     ap = argparse.ArgumentParser()
@@ -56,6 +95,9 @@ def main():
     ap.add_argument("--threadless", action="store_true",
                     help="add 'gnnprof, threadless' (GNNPROF_THREADLESS=1: no gnnprof thread while the process is "
                          "single-threaded; docs/zero-code.md, 'Threads')")
+    ap.add_argument("--per-iteration", action="store_true",
+                    help="GNN sample only: also compare per-iteration minimum and median times across rounds")
+    ap.add_argument("--save", help="write the raw times (per mode, round and iteration) to this JSON file")
     ap.add_argument("--cpu", action="store_true",
                     help="compare the loop thread's CPU time instead of wall time (GNN sample only): time the "
                          "thread was descheduled (other tenants of the VM) drops out; gnnprof's other threads too")
@@ -66,7 +108,8 @@ def main():
     workloads = {
         "small-op MLP loop (bench/small_ops.py, 2000 steps)": [sys.executable, os.path.join(here, "small_ops.py"), "2000"],
         f"Python GNN sample (samples/python/sage_train.py, {a.sample_steps} steps)":
-            [sys.executable, os.path.join(root, "samples/python/sage_train.py"), "--steps", str(a.sample_steps)],
+            [sys.executable, os.path.join(root, "samples/python/sage_train.py"), "--steps", str(a.sample_steps)]
+            + (["--iteration-times"] if a.per_iteration else []),
     }
     base_env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
     if a.only:
@@ -80,6 +123,7 @@ def main():
         if not a.no_torch_profiler:
             modes.append("torch.profiler")
         t = {m: [] for m in modes}
+        it = {m: [] for m in modes}
         for r in range(a.repeat):
             env = dict(base_env, LD_PRELOAD=a.preload, GNNPROF_OUTPUT=os.path.join(tmp, f"p{r}.json"), GNNPROF_QUIET="1")
             how = {
@@ -94,7 +138,13 @@ def main():
                 "gnnprof, no observer": (cmd, dict(env, GNNPROF_TORCH_BUILT_PATH="/nonexistent/libtorch_cpu.so")),
             }
             for m in (modes if r % 2 == 0 else modes[::-1]):
-                t[m].append(run(*how[m]))
+                loop, iters = run(*how[m])
+                t[m].append(loop)
+                it[m].append(iters)
+        if a.save:
+            with open(a.save, "w") as f:
+                json.dump({"workload": name, "omp_num_threads": base_env["OMP_NUM_THREADS"], "cpu": CPU,
+                           "loop_s": t, "iteration_s": it}, f)
         print(f"\n{name}, {a.repeat} interleaved rounds (order alternating)")
         rng = random.Random(0)
         for mode, v in t.items():
@@ -105,6 +155,11 @@ def main():
             print(f"  {mode:15s} median {statistics.median(v):8.4f} s   vs plain: median ratio "
                   f"{med:.3f} ({100 * (med - 1):+.1f} %, 95 % CI {100 * (lo - 1):+.1f}..{100 * (hi - 1):+.1f} %)  "
                   f"rounds {' '.join(f'{x:.3f}' for x in ratios)}")
+        if a.per_iteration and it["plain"][0] is not None:
+            if "torch.profiler" in it:
+                del it["torch.profiler"]  # its own loop shape; whole-loop figures only
+            for first in (0, 5):
+                print("\n".join(per_iteration_report(it, rng, first)))
 
 if __name__ == "__main__":
     main()

@@ -57,6 +57,8 @@ def parse_args(argv):
     p.add_argument("--straggler-rank", type=int, default=-1, help="with --ddp: this rank gets --straggler-factor x the seeds")
     p.add_argument("--straggler-factor", type=float, default=1.0)
     p.add_argument("--uneven", type=int, default=0, help="with --ddp: rank r runs --steps + r * UNEVEN steps (Join)")
+    p.add_argument("--iteration-times", action="store_true",
+                   help="also print each iteration's wall time (bench/python_overhead.py --per-iteration)")
     p.add_argument("--torch-profiler", action="store_true",
                    help="run the loop under torch.autograd.profiler.profile() (overhead comparison)")
     a = p.parse_args(argv)
@@ -232,7 +234,7 @@ def main(argv):
     args.seed += 1000 * rank
 
     t0, c0 = time.perf_counter(), time.thread_time()
-    losses = []
+    losses, ends = [], []
     prof = torch.autograd.profiler.profile() if args.torch_profiler else None
     if prof is not None:
         prof.__enter__()
@@ -251,6 +253,7 @@ def main(argv):
             loss.backward()
             opt.step()
             losses.append(loss.item())
+            ends.append(time.perf_counter())
     if prof is not None:
         prof.__exit__(None, None, None)
     loop_s, loop_cpu = time.perf_counter() - t0, time.thread_time() - c0
@@ -271,6 +274,8 @@ def main(argv):
     who = f"rank {rank}/{world} " if args.ddp else ""
     print(f"{who}steps {len(losses)} loss {losses[0]:.3f} -> {losses[-1]:.3f} val_acc {acc:.3f} "
           f"loop {loop_s:.3f} s ({1e3 * loop_s / len(losses):.2f} ms/step; loop thread's CPU time {loop_cpu:.3f} s)")
+    if args.iteration_times:
+        print("iteration_s", " ".join(f"{b - a:.6f}" for a, b in zip([t0] + ends, ends)))
     if args.ddp:
         dist.destroy_process_group()
     return args.exit_code
