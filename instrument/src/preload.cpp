@@ -42,6 +42,7 @@
 #include <mutex>
 #include <string>
 
+#include "gnnprof/detail/load_counts.h"
 #include "gnnprof/gnnprof_c.h"
 #include "gnnprof/session.h"
 
@@ -133,19 +134,6 @@ int scan_object(dl_phdr_info* info, size_t, void* data) {
 
 /// The dynamic linker's load and unload counters (the same in every dl_phdr_info): a change
 /// means an object came or went since the last look.
-struct LoadCounts {
-  unsigned long long adds = 0, subs = 0;
-  bool operator==(const LoadCounts& o) const { return adds == o.adds && subs == o.subs; }
-};
-
-int load_counts(dl_phdr_info* info, size_t size, void* data) {
-  auto* out = static_cast<LoadCounts*>(data);
-  if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
-    out->adds = info->dlpi_adds;
-    out->subs = info->dlpi_subs;
-  }
-  return 1;  // the first object is enough
-}
 
 /// dlopens a plugin next to this library; on failure notes the collector off with dlerror().
 void* open_plugin(const char* file, const char* collector) {
@@ -228,14 +216,13 @@ void try_cupti(const char* why) {
 /// One look at the loaded objects for libtorch and the CUDA runtime, attaching what appeared.
 /// Caller holds g_attach_mu. Returns true when nothing is left to watch for.
 bool scan_and_attach() {
-  static LoadCounts seen;
+  static gnnprof::detail::LoadCounts seen;
   static bool scanned = false;
   if (g_torch_done && g_cuda_done) return true;
   // Walk the loaded objects only when the process loaded or unloaded one since the last
   // walk: a process that never loads CUDA is polled for its whole run.
-  LoadCounts now;
-  dl_iterate_phdr(load_counts, &now);
-  if (scanned && now.adds != 0 && now == seen) return false;  // adds == 0: counters not available
+  const gnnprof::detail::LoadCounts now = gnnprof::detail::load_counts();
+  if (scanned && now.available() && now == seen) return false;
   seen = now;
   scanned = true;
   Loaded l;

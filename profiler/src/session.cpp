@@ -4,7 +4,6 @@
 // BufferRegistry::mutex() (buffer list) ; SiteRegistry's mutex is a leaf. The hot path takes
 // none of them.
 #include <fcntl.h>
-#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -29,6 +28,7 @@
 #include "aggregator.h"
 #include "clock.h"
 #include "collector.h"
+#include "gnnprof/detail/load_counts.h"
 #include "gnnprof/gnnprof.h"
 #include "gnnprof/profile_io.h"
 #include "site_registry.h"
@@ -178,45 +178,29 @@ bool is_blas_name(const char* path) {
 /// cache's lock). `may_scan` false (a child of _Fork, where another thread of the parent may
 /// have held the loader's lock): the last answer, without asking the loader.
 std::string loaded_blas(bool may_scan) {
-  struct Scan {
-    unsigned long long adds = 0, subs = 0;
-    std::string name;
-  };
   struct Cache {
     bool have = false;
-    unsigned long long adds = 0, subs = 0;
+    LoadCounts counts;
     std::string blas;
   };
   static auto* cache = new Cache();  // leaked on purpose: the exit flush runs after static destructors
   if (!may_scan) return cache->blas;
-  Scan counts;
+  const LoadCounts now = load_counts();
+  if (cache->have && now.available() && now == cache->counts) return cache->blas;
+  std::string found;
   dl_iterate_phdr(
       [](dl_phdr_info* info, std::size_t, void* data) {
-        auto* sc = static_cast<Scan*>(data);
-        sc->adds = info->dlpi_adds;
-        sc->subs = info->dlpi_subs;
-        return 1;  // the counters are the same in every entry: stop at the first
-      },
-      &counts);
-  if (cache->have && counts.adds == cache->adds && counts.subs == cache->subs) return cache->blas;
-  Scan found;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, std::size_t, void* data) {
-        auto* sc = static_cast<Scan*>(data);
         if (info->dlpi_name == nullptr || info->dlpi_name[0] == '\0' || !is_blas_name(info->dlpi_name)) return 0;
-        sc->name = info->dlpi_name;
+        *static_cast<std::string*>(data) = info->dlpi_name;
         return 1;
       },
       &found);
-  if (!found.name.empty()) {
-    if (char* real = ::realpath(found.name.c_str(), nullptr)) {
-      found.name = real;
-      std::free(real);
-    }
+  if (char* real = found.empty() ? nullptr : ::realpath(found.c_str(), nullptr)) {
+    found = real;
+    std::free(real);
   }
-  cache->blas = found.name;
-  cache->adds = counts.adds;
-  cache->subs = counts.subs;
+  cache->blas = found;
+  cache->counts = now;
   cache->have = true;
   return cache->blas;
 }
