@@ -6,8 +6,9 @@
 //
 // Each iteration: sample, materialize (with rows/bytes), forward, backward, comm wait,
 // optimizer. Busy-waits give sample SLOW_US extra microseconds per iteration (a straggler) and
-// the other stages a few microseconds; comm wait is shorter on a slow rank, as when the others
-// wait for it.
+// the other stages a few microseconds; comm wait is 10x BASE_US, and 2 us on a slow rank, as
+// when the others wait for it. The contrast is wide on purpose: comm shares are totals, and one
+// preemption of a few ms inside a 2 us wait (a loaded 2-core machine) must not invert it.
 #include <gnnprof/gnnprof.h>
 #include <gnnprof/gnnprof_c.h>
 
@@ -56,7 +57,7 @@ int main(int argc, char** argv) {
     gnnprof_stage_begin(backward);
     spin_us(base);
     gnnprof_stage_begin(wait);
-    spin_us(slow > 0 ? 2 : base);
+    spin_us(slow > 0 ? 2 : 10 * base);
     gnnprof_stage_end();
     gnnprof_stage_end();
     gnnprof_stage_begin(optimizer);
