@@ -89,15 +89,22 @@ check "SIGKILL: profile readable with iterations" "\"$gnnprof\" report '$tmp/kil
 check "SIGKILL: no half-written file left in its place" "! ls '$tmp'/kill.json.tmp.* >/dev/null 2>&1 || \"$gnnprof\" report '$tmp/kill.json' >/dev/null"
 
 # 5. SIGTERM: flushed, then the process dies of SIGTERM as it would have.
+# term.py touches $READY after 20 iterations: the signal comes once the loop runs, however long
+# `import torch` takes on a loaded machine (a fixed sleep raced it).
 cat > "$tmp/term.py" <<'PY'
-import time, torch
+import os, time, torch
 m = torch.nn.Linear(4, 4)
+i = 0
 while True:
     m(torch.randn(2, 4)); time.sleep(0.01)
+    i += 1
+    if i == 20:
+        open(os.environ["READY"], "w").close()
 PY
-(cd "$tmp" && GNNPROF_OUTPUT="$tmp/term.json" GNNPROF_FLUSH_INTERVAL_MS=0 LD_PRELOAD="$preload" exec $py term.py) &
+wait_ready() { for _ in $(seq 1 600); do [ -e "$1" ] && return 0; sleep 0.1; done; echo "note: $1 never appeared"; }
+(cd "$tmp" && READY="$tmp/term.ready" GNNPROF_OUTPUT="$tmp/term.json" GNNPROF_FLUSH_INTERVAL_MS=0 LD_PRELOAD="$preload" exec $py term.py) &
 pid=$!
-sleep 3
+wait_ready "$tmp/term.ready"
 kill -TERM $pid; wait $pid; rc=$?
 check "SIGTERM: killed by SIGTERM (rc $rc = 143)" "[ $rc = 143 ]"
 check "SIGTERM: profile written at the signal" "\"$gnnprof\" report '$tmp/term.json' > /dev/null"
@@ -184,9 +191,9 @@ check "threadless then threads: 60 iterations, collector updated" \
   "json $tmp/tl/two.json \"sum(1 for i in p['iterations'] if i['complete']) == 60 and $threads_reason.startswith('gnnprof-drainer')\" | grep -q True"
 (cd "$tmp" && OMP_NUM_THREADS=1 "$gnnprof" run -o "$tmp/tl/off.json" -- $py threads.py none > tl0.out 2>/dev/null)
 check "default (no GNNPROF_THREADLESS): gnnprof's two threads from the start" "[ \"\$(cat '$tmp/tl0.out')\" = 'threads 3' ]"
-(cd "$tmp" && OMP_NUM_THREADS=1 GNNPROF_THREADLESS=1 GNNPROF_OUTPUT="$tmp/term1.json" GNNPROF_FLUSH_INTERVAL_MS=0 LD_PRELOAD="$preload" exec $py term.py) &
+(cd "$tmp" && READY="$tmp/term1.ready" OMP_NUM_THREADS=1 GNNPROF_THREADLESS=1 GNNPROF_OUTPUT="$tmp/term1.json" GNNPROF_FLUSH_INTERVAL_MS=0 LD_PRELOAD="$preload" exec $py term.py) &
 pid=$!
-sleep 3
+wait_ready "$tmp/term1.ready"
 kill -TERM $pid; wait $pid; rc=$?
 check "threadless SIGTERM: killed by SIGTERM (rc $rc = 143)" "[ $rc = 143 ]"
 check "threadless SIGTERM: the forked child wrote the profile with the loop's ops" \
