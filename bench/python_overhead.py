@@ -82,7 +82,7 @@ def per_iteration_report(it, rng, first):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--preload", required=True)
+    ap.add_argument("--preload")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--sample-steps", type=int, default=40)
     ap.add_argument("--no-torch-profiler", action="store_true", help="leave out the (slow) torch.profiler mode")
@@ -101,7 +101,18 @@ def main():
     ap.add_argument("--cpu", action="store_true",
                     help="compare the loop thread's CPU time instead of wall time (GNN sample only): time the "
                          "thread was descheduled (other tenants of the VM) drops out; gnnprof's other threads too")
+    ap.add_argument("--load", nargs="+", metavar="FILE",
+                    help="run nothing: pool the rounds of runs saved with --save (the modes they all have) and report")
     a = ap.parse_args()
+    if a.load:
+        runs = [json.load(open(f)) for f in a.load]
+        modes = [m for m in runs[0]["loop_s"] if all(m in r["loop_s"] for r in runs)]
+        t = {m: sum((r["loop_s"][m] for r in runs), []) for m in modes}
+        it = {m: sum((r["iteration_s"][m] for r in runs), []) for m in modes}
+        report(f"{runs[0]['workload']}, {len(runs)} saved runs pooled ({', '.join(a.load)})", t, it, a.per_iteration)
+        return
+    if not a.preload:
+        ap.error("--preload is required (unless --load)")
     global CPU
     CPU = a.cpu
     tmp = tempfile.mkdtemp()
@@ -145,21 +156,26 @@ def main():
             with open(a.save, "w") as f:
                 json.dump({"workload": name, "omp_num_threads": base_env["OMP_NUM_THREADS"], "cpu": CPU,
                            "loop_s": t, "iteration_s": it}, f)
-        print(f"\n{name}, {a.repeat} interleaved rounds (order alternating)")
-        rng = random.Random(0)
-        for mode, v in t.items():
-            ratios = [x / p for x, p in zip(v, t["plain"])]
-            med = statistics.median(ratios)
-            boot = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(2000))
-            lo, hi = boot[49], boot[1949]
-            print(f"  {mode:15s} median {statistics.median(v):8.4f} s   vs plain: median ratio "
-                  f"{med:.3f} ({100 * (med - 1):+.1f} %, 95 % CI {100 * (lo - 1):+.1f}..{100 * (hi - 1):+.1f} %)  "
-                  f"rounds {' '.join(f'{x:.3f}' for x in ratios)}")
-        if a.per_iteration and it["plain"][0] is not None:
-            if "torch.profiler" in it:
-                del it["torch.profiler"]  # its own loop shape; whole-loop figures only
-            for first in (0, 5):
-                print("\n".join(per_iteration_report(it, rng, first)))
+        report(name, t, it, a.per_iteration)
+
+def report(name, t, it, per_iteration):
+    """Whole-loop median ratios to plain (and, with per_iteration, the per-iteration estimators)."""
+    rounds = len(t["plain"])
+    print(f"\n{name}, {rounds} interleaved rounds (order alternating)")
+    rng = random.Random(0)
+    for mode, v in t.items():
+        ratios = [x / p for x, p in zip(v, t["plain"])]
+        med = statistics.median(ratios)
+        boot = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(2000))
+        lo, hi = boot[49], boot[1949]
+        print(f"  {mode:15s} median {statistics.median(v):8.4f} s   vs plain: median ratio "
+              f"{med:.3f} ({100 * (med - 1):+.1f} %, 95 % CI {100 * (lo - 1):+.1f}..{100 * (hi - 1):+.1f} %)  "
+              f"rounds {' '.join(f'{x:.3f}' for x in ratios)}")
+    if per_iteration and it["plain"][0] is not None:
+        if "torch.profiler" in it:
+            del it["torch.profiler"]  # its own loop shape; whole-loop figures only
+        for first in (0, 5):
+            print("\n".join(per_iteration_report(it, rng, first)))
 
 if __name__ == "__main__":
     main()
