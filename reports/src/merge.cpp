@@ -336,7 +336,7 @@ std::vector<std::string> headers(const Merged& m) {
   return h;
 }
 
-std::string straggler_line(const Merged& m, const Straggler& s) {
+std::string straggler_line(const Straggler& s) {
   std::string line = fmt::format("rank {}: busy {:+.0f} % over the other ranks' median ({} vs {} ms per iteration)",
                                  s.rank, 100 * s.excess, ms(s.busy_ns), ms(s.others_busy_ns));
   if (!s.stage.empty())
@@ -379,7 +379,7 @@ std::string merged_text(const Merged& m) {
   if (m.stragglers.empty()) o << " none\n";
   else {
     o << "\n";
-    for (const Straggler& s : m.stragglers) o << "  " << straggler_line(m, s) << "\n";
+    for (const Straggler& s : m.stragglers) o << "  " << straggler_line(s) << "\n";
   }
   if (m.rows_imbalance > 0)
     o << fmt::format("Load imbalance (max rank / median rank): materialized rows {:.2f}x, bytes {:.2f}x\n",
@@ -416,7 +416,7 @@ Status render_merged_html(const Merged& m, std::ostream& out) {
                                 << fmt::format("{:.0f}", 100 * m.options.straggler_threshold) << " %).</p>\n";
   else {
     out << "<ul>\n";
-    for (const Straggler& s : m.stragglers) out << "<li class=\"strag\">" << escape_markup(straggler_line(m, s)) << "</li>\n";
+    for (const Straggler& s : m.stragglers) out << "<li class=\"strag\">" << escape_markup(straggler_line(s)) << "</li>\n";
     out << "</ul>\n";
   }
   if (m.rows_imbalance > 0)

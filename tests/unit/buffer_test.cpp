@@ -73,8 +73,11 @@ TEST(Buffers, DropsBelongToTheSessionAndTheThreadThatHadThem) {
     b.join();
   });
   EXPECT_EQ(third.dropped_events, 100u - 64u);
-  for (const auto& t : third.threads)
-    if (t.recorded_events == 10) EXPECT_EQ(t.dropped_events, 0u);
+  for (const auto& t : third.threads) {
+    if (t.recorded_events == 10) {
+      EXPECT_EQ(t.dropped_events, 0u);
+    }
+  }
 }
 
 TEST(Buffers, ThreadsOverTheCapAreDroppedAndCounted) {
