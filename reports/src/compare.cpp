@@ -340,7 +340,8 @@ std::string comparison_text(const Comparison& c) {
     const std::string ratio = m.ratio ? fmt::format("{:.3f}", *m.ratio) : "-";
     const std::string ci = m.ci_low ? fmt::format("[{:.3f}, {:.3f}]", *m.ci_low, *m.ci_high) : "-";
     const std::string p = m.p_value < 1e-6 ? "<1e-6" : fmt::format("{:.2g}", m.p_value);
-    const std::string delta = (m.delta_ns > 0 ? "+" : "") + human_ns(m.delta_ns);
+    // fmt rather than const char* + std::string: GCC 12 misreports that operator+ (-Wrestrict).
+    const std::string delta = fmt::format("{}{}", m.delta_ns > 0 ? "+" : "", human_ns(m.delta_ns));
     const char* scope = m.scope == "loop" ? "loop" : m.scope == "loop_thread" ? "loop thread" : "other threads";
     out += fmt::format("{:<18} {:<13} {:>10} {:>10} {:>10} {:>7} {:>17} {:>9}  {}\n", m.name, scope, human_ns(m.baseline_median_ns),
                        human_ns(m.candidate_median_ns), delta, ratio, ci, p, m.verdict);
