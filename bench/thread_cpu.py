@@ -3,8 +3,7 @@
 
 Runs a Python script (by default the GNN sample) under LD_PRELOAD=libgnnprof_preload.so and,
 when it ends, reads every thread's CPU time from /proc/self/task/*/schedstat (ns) in the same
-process:
-the loop's thread, gnnprof-drainer, gnnprof-attach and the rest. gnnprof's threads are the
+process: the loop's thread, gnnprof-drainer, gnnprof-attach and the rest. gnnprof's threads are the
 background work that competes with the loop when torch uses every core (docs/performance.md,
 "Background work").
 
