@@ -95,6 +95,9 @@ def main():
     ap.add_argument("--threadless", action="store_true",
                     help="add 'gnnprof, threadless' (GNNPROF_THREADLESS=1: no gnnprof thread while the process is "
                          "single-threaded; docs/zero-code.md, 'Threads')")
+    ap.add_argument("--env-mode", action="append", default=[], metavar="LABEL:VAR=VAL[,VAR=VAL...]",
+                    help="add a gnnprof mode with these extra environment variables (repeatable), e.g. "
+                         "'drain 100 ms:GNNPROF_DRAIN_INTERVAL_MS=100'")
     ap.add_argument("--per-iteration", action="store_true",
                     help="GNN sample only: also compare per-iteration minimum and median times across rounds")
     ap.add_argument("--save", help="write the raw times (per mode, round and iteration) to this JSON file")
@@ -131,6 +134,13 @@ def main():
             modes.append("gnnprof, threadless")
         if a.breakdown:
             modes += ["plain + idle thread", "gnnprof, no observer"]
+        extra = {}
+        for spec in a.env_mode:
+            label, _, assigns = spec.partition(":")
+            if not label or not assigns:
+                ap.error(f"--env-mode {spec!r}: expected LABEL:VAR=VAL[,VAR=VAL...]")
+            extra["gnnprof, " + label] = dict(kv.split("=", 1) for kv in assigns.split(","))
+            modes.append("gnnprof, " + label)
         if not a.no_torch_profiler:
             modes.append("torch.profiler")
         t = {m: [] for m in modes}
@@ -148,6 +158,7 @@ def main():
                 # The test hook of app.zero_code: pretend gnnprof was built against another torch.
                 "gnnprof, no observer": (cmd, dict(env, GNNPROF_TORCH_BUILT_PATH="/nonexistent/libtorch_cpu.so")),
             }
+            how.update({m: (cmd, dict(env, **e)) for m, e in extra.items()})
             for m in (modes if r % 2 == 0 else modes[::-1]):
                 loop, iters = run(*how[m])
                 t[m].append(loop)

@@ -624,6 +624,7 @@ Config Config::from_env() {
   c.timeline_events = detail::env_size("GNNPROF_TIMELINE_EVENTS", c.timeline_events);
   if (const char* v = std::getenv("GNNPROF_QUIET"); v != nullptr) c.quiet = std::strcmp(v, "0") != 0;
   c.flush_interval_ms = static_cast<std::uint32_t>(detail::env_size("GNNPROF_FLUSH_INTERVAL_MS", c.flush_interval_ms));
+  c.drain_interval_ms = static_cast<std::uint32_t>(detail::env_size("GNNPROF_DRAIN_INTERVAL_MS", c.drain_interval_ms));
   return c;
 }
 

@@ -224,14 +224,22 @@ TEST(Api, ConfigFromEnvironment) {
   ::setenv("GNNPROF_ENABLED", "0", 1);
   ::setenv("GNNPROF_OUTPUT", "/tmp/x-%p.json", 1);
   ::setenv("GNNPROF_BUFFER_EVENTS", "4096", 1);
+  ::setenv("GNNPROF_FLUSH_INTERVAL_MS", "250", 1);
+  ::setenv("GNNPROF_DRAIN_INTERVAL_MS", "40", 1);
   Config c = Config::from_env();
   EXPECT_FALSE(c.enabled);
   EXPECT_EQ(c.output, "/tmp/x-%p.json");
   EXPECT_EQ(c.buffer_events, 4096u);
+  EXPECT_EQ(c.flush_interval_ms, 250u);
+  EXPECT_EQ(c.drain_interval_ms, 40u);
   ::unsetenv("GNNPROF_ENABLED");
   ::unsetenv("GNNPROF_OUTPUT");
   ::unsetenv("GNNPROF_BUFFER_EVENTS");
-  EXPECT_TRUE(Config::from_env().enabled);
+  ::unsetenv("GNNPROF_FLUSH_INTERVAL_MS");
+  ::unsetenv("GNNPROF_DRAIN_INTERVAL_MS");
+  const Config d = Config::from_env();
+  EXPECT_TRUE(d.enabled);
+  EXPECT_EQ(d.drain_interval_ms, Config{}.drain_interval_ms);
 }
 
 }  // namespace

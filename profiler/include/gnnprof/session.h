@@ -19,6 +19,7 @@
 //   GNNPROF_TIMELINE_EVENTS=N  raw events kept for timeline views
 //   GNNPROF_QUIET=1            no "profile written" line on stderr (warnings still print)
 //   GNNPROF_FLUSH_INTERVAL_MS=N  also write the profile so far every N ms (0: only at stop)
+//   GNNPROF_DRAIN_INTERVAL_MS=N  the drainer's period while rings are under a quarter full (10)
 #pragma once
 
 #include <cstddef>
