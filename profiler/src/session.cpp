@@ -57,6 +57,10 @@ struct Global {
   std::optional<Profile> last_profile;
   std::int64_t last_host_ns = -1;
   std::int64_t max_threads = 0;
+  /// The drain pass's scratch list of (ring, published head), kept between passes: a pass
+  /// allocates nothing in steady state (threadless mode runs it on the host's thread, in the
+  /// host's malloc arena).
+  std::vector<std::pair<ThreadBuffer*, std::uint64_t>> drain_heads;
   std::uint64_t sink_dropped_base = 0;
   std::vector<CollectorInfo> noted;  // gnnprof_note_collector(), kept across sessions
   bool flush_warned = false;
@@ -130,14 +134,20 @@ RunInfo make_run_info() {
   return r;
 }
 
-/// RSS (from /proc/self/statm) and CPU time (getrusage) of this process now.
+/// RSS (from /proc/self/statm, one read() into the stack: no stdio buffer to allocate) and CPU
+/// time (getrusage) of this process now.
 HostSample host_sample(std::int64_t ts_ns) {
   HostSample h;
   h.ts_ns = ts_ns;
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+  if (const int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC); fd >= 0) {
+    char buf[128];
+    const ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+    ::close(fd);
     long size = 0, resident = 0;
-    if (std::fscanf(f, "%ld %ld", &size, &resident) == 2) h.rss_bytes = resident * ::sysconf(_SC_PAGESIZE);
-    std::fclose(f);
+    if (n > 0) {
+      buf[n] = '\0';
+      if (std::sscanf(buf, "%ld %ld", &size, &resident) == 2) h.rss_bytes = resident * ::sysconf(_SC_PAGESIZE);
+    }
   }
   rusage ru{};
   if (::getrusage(RUSAGE_SELF, &ru) == 0)
@@ -225,8 +235,8 @@ double drain_pass_locked(Global& s) {
   std::lock_guard<std::mutex> lock(reg.mutex());
   // Heads are read before the clock pair, so every converted event predates the pair and
   // the interpolation bound of clock.h holds.
-  std::vector<std::pair<ThreadBuffer*, std::uint64_t>> heads;
-  heads.reserve(reg.buffers().size());
+  auto& heads = s.drain_heads;
+  heads.clear();
   for (const auto& b : reg.buffers()) heads.emplace_back(b.get(), b->published());
   const ClockPair pair = sample_clock_pair();
   s.clock.update(pair);
