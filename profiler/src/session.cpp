@@ -134,21 +134,28 @@ RunInfo make_run_info() {
   return r;
 }
 
-/// RSS (from /proc/self/statm, one read() into the stack: no stdio buffer to allocate) and CPU
-/// time (getrusage) of this process now.
+/// A small /proc file's text, NUL-terminated, in `buf` with one read(): no stdio buffer to
+/// allocate (the drainer's host sample runs on the host's thread in threadless mode). False
+/// when it cannot be read.
+template <std::size_t N>
+bool read_proc(const char* path, char (&buf)[N]) {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const ssize_t n = ::read(fd, buf, N - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  return true;
+}
+
+/// RSS (from /proc/self/statm) and CPU time (getrusage) of this process now.
 HostSample host_sample(std::int64_t ts_ns) {
   HostSample h;
   h.ts_ns = ts_ns;
-  if (const int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC); fd >= 0) {
-    char buf[128];
-    const ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
-    ::close(fd);
-    long size = 0, resident = 0;
-    if (n > 0) {
-      buf[n] = '\0';
-      if (std::sscanf(buf, "%ld %ld", &size, &resident) == 2) h.rss_bytes = resident * ::sysconf(_SC_PAGESIZE);
-    }
-  }
+  char buf[128];
+  long size = 0, resident = 0;
+  if (read_proc("/proc/self/statm", buf) && std::sscanf(buf, "%ld %ld", &size, &resident) == 2)
+    h.rss_bytes = resident * ::sysconf(_SC_PAGESIZE);
   rusage ru{};
   if (::getrusage(RUSAGE_SELF, &ru) == 0)
     h.cpu_ns = (static_cast<std::int64_t>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 + ru.ru_utime.tv_usec +
@@ -159,13 +166,8 @@ HostSample host_sample(std::int64_t ts_ns) {
 /// The process's thread count: field 20 of /proc/self/stat, one read() (the drainer asks at
 /// every host sample; /proc/self/status, which also has it, costs several times more to render).
 std::int64_t process_threads() {
-  const int fd = ::open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
   char buf[1024];
-  const ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
-  ::close(fd);
-  if (n <= 0) return 0;
-  buf[n] = '\0';
+  if (!read_proc("/proc/self/stat", buf)) return 0;
   // The command name (field 2) may hold spaces and parentheses: fields count from the last ')'.
   const char* p = std::strrchr(buf, ')');
   if (p == nullptr) return 0;

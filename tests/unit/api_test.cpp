@@ -185,6 +185,11 @@ TEST(Api, PollDrainsAndFlushesOnTheCallingThreadUntilADrainerRuns) {
   ASSERT_NE(testing::find_stage(*p, "filler"), nullptr);
   EXPECT_EQ(testing::find_stage(*p, "filler")->hits, 10000u);
   EXPECT_EQ(p->dropped_events, 0u) << "the polls drained the ring before it filled";
+  // The drain passes' host samples (/proc/self/statm, getrusage) and thread count (/proc/self/stat).
+  ASSERT_FALSE(p->host_samples.empty());
+  EXPECT_GT(p->host_samples.back().rss_bytes, 0);
+  EXPECT_GT(p->host_samples.back().cpu_ns, 0);
+  EXPECT_GE(p->environment.max_threads, 1) << "the thread count, from /proc/self/stat";
   EXPECT_EQ(gnnprof_poll(1), 0) << "no session";
   EXPECT_EQ(gnnprof_start_drainer(), -1) << "no session";
 }
