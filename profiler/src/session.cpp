@@ -57,9 +57,9 @@ struct Global {
   std::optional<Profile> last_profile;
   std::int64_t last_host_ns = -1;
   std::int64_t max_threads = 0;
-  /// The drain pass's scratch list of (ring, published head), kept between passes: a pass
-  /// allocates nothing in steady state (threadless mode runs it on the host's thread, in the
-  /// host's malloc arena).
+  /// The drain pass's scratch list of (ring, published head), kept between passes so that the
+  /// pass's bookkeeping allocates nothing in steady state (threadless mode runs it on the
+  /// host's thread, in the host's malloc arena).
   std::vector<std::pair<ThreadBuffer*, std::uint64_t>> drain_heads;
   std::uint64_t sink_dropped_base = 0;
   std::vector<CollectorInfo> noted;  // gnnprof_note_collector(), kept across sessions
