@@ -23,6 +23,17 @@ void instrumented_function() {
   testing::spin_ns(1000);
 }
 
+/// Makes `cfg` write its profile to `file` (a pattern) in the test's temp dir, stops any session,
+/// removes what an earlier run left there and returns the resolved path.
+std::string fresh_output(Config& cfg, const char* file) {
+  cfg.write_at_stop = true;
+  cfg.output = std::string(::testing::TempDir()) + "/" + file;
+  (void)stop();
+  std::string path = resolved_output_path(cfg);
+  std::remove(path.c_str());
+  return path;
+}
+
 TEST(Api, MacrosInTheSameBlockAndDeclarationsThroughLine) {
   int total = 0;
   Profile p = testing::profile_of(testing::quiet_config(), [&] {
@@ -114,13 +125,10 @@ TEST(Api, LaneKernelsBecomeAKernelTableGroupedByKernelStageAndOp) {
 
 TEST(Api, StopWritesTheProfileToTheConfiguredPathWithPidPattern) {
   Config cfg = testing::quiet_config();
-  cfg.write_at_stop = true;
-  cfg.output = std::string(::testing::TempDir()) + "/gnnprof_api_%p.json";
-  (void)stop();
+  const std::string path = fresh_output(cfg, "gnnprof_api_%p.json");
   ASSERT_TRUE(start(cfg));
   { GNNPROF_STAGE("written"); }
   ASSERT_TRUE(stop());
-  const std::string path = resolved_output_path(cfg);
   EXPECT_NE(path.find(std::to_string(::getpid())), std::string::npos);
   auto p = read_profile_file(path);
   ASSERT_TRUE(p) << p.status().message();
@@ -146,14 +154,10 @@ TEST(Api, UnwritableOutputIsAnErrorNotACrash) {
 // through gnnprof_poll() at its quiet points.
 TEST(Api, PollDrainsAndFlushesOnTheCallingThreadUntilADrainerRuns) {
   Config cfg = testing::quiet_config();
-  cfg.write_at_stop = true;
   cfg.buffer_events = 1024;  // for a thread that records for the first time
   cfg.drain_interval_ms = 10000;  // only the ring's fill or the flush make the polls below drain
   cfg.flush_interval_ms = 300;
-  cfg.output = std::string(::testing::TempDir()) + "/gnnprof_poll_%p.json";
-  (void)stop();
-  const std::string path = resolved_output_path(cfg);
-  std::remove(path.c_str());
+  const std::string path = fresh_output(cfg, "gnnprof_poll_%p.json");
   ASSERT_TRUE(start(cfg));
   { GNNPROF_STAGE("polled"); }
   EXPECT_EQ(gnnprof_poll(1), 0) << "nothing due yet: no drain, no flush";
@@ -199,11 +203,7 @@ TEST(Api, PollDrainsAndFlushesOnTheCallingThreadUntilADrainerRuns) {
 // job: _Fork bypasses ThreadSanitizer's fork interceptor.
 TEST(ForkFlush, ChildOfForkWritesTheParentsProfile) {
   Config cfg = testing::quiet_config();
-  cfg.write_at_stop = true;
-  cfg.output = std::string(::testing::TempDir()) + "/gnnprof_forkflush_%p.json";
-  (void)stop();
-  const std::string path = resolved_output_path(cfg);
-  std::remove(path.c_str());
+  const std::string path = fresh_output(cfg, "gnnprof_forkflush_%p.json");
   ASSERT_TRUE(start(cfg));
   { GNNPROF_STAGE("before fork"); }
   const long parent = static_cast<long>(::getpid());
