@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <memory_resource>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -27,6 +28,7 @@
 #include "mono_clock.h"
 #include "op_classifier.h"
 #include "op_sampler.h"
+#include "private_heap.h"
 
 namespace gnnprof::instrument {
 namespace {
@@ -111,7 +113,7 @@ class CApiSink final : public OpSink {
     return intern(sites_by_name_, name, std::strcmp(category, "user") == 0 ? nullptr : category);
   }
   /// The site named `name` in `by_name`, created once (category nullptr: implied by the name).
-  std::uint32_t intern(std::unordered_map<std::string_view, std::uint32_t>& by_name, std::string_view name,
+  std::uint32_t intern(std::pmr::unordered_map<std::string_view, std::uint32_t>& by_name, std::string_view name,
                        const char* category) {
     auto it = by_name.find(name);
     if (it != by_name.end()) return it->second;
@@ -120,10 +122,13 @@ class CApiSink final : public OpSink {
     by_name.emplace(names_.back(), site);
     return site;
   }
-  std::deque<std::string> names_;  // stable storage for the map's keys
-  std::unordered_map<std::string_view, std::uint32_t> sites_by_name_;
-  std::unordered_map<std::string_view, std::uint32_t> op_sites_;
-  std::vector<std::uint32_t> sites_;
+  // Names are met during the host's first iterations: their tables live on a private heap,
+  // not between the host's own allocations (profiler/src/private_heap.h).
+  gnnprof::detail::PrivateHeap heap_;
+  std::pmr::deque<std::pmr::string> names_{heap_.resource()};  // stable storage for the map's keys
+  std::pmr::unordered_map<std::string_view, std::uint32_t> sites_by_name_{heap_.resource()};
+  std::pmr::unordered_map<std::string_view, std::uint32_t> op_sites_{heap_.resource()};
+  std::pmr::vector<std::uint32_t> sites_{heap_.resource()};
 };
 
 // Asynchronous collectives (ProcessGroup works: "gloo:all_reduce", ...): Gloo starts their

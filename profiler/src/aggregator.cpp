@@ -135,7 +135,7 @@ void Aggregator::on_stage(std::uint32_t thread, const RawEvent& e) {
   std::int64_t begin = ts_of(e);
   std::int64_t dur = mono ? static_cast<std::int64_t>(e.t1 - e.t0) : clock_.ticks_to_ns(e.t1 - e.t0);
   std::int64_t self = mono ? dur : std::min(dur, clock_.ticks_to_ns(e.a));
-  StageAgg& s = stages_[e.site];
+  StageAgg& s = stages_.try_emplace(e.site, mr_).first->second;
   ++s.hits;
   s.total += dur;
   s.self += self;
@@ -172,7 +172,7 @@ void Aggregator::on_stage(std::uint32_t thread, const RawEvent& e) {
   }
 }
 
-void Aggregator::assign_into(std::vector<Iter>& iters, int loop_thread, const Pending& p) {
+void Aggregator::assign_into(std::pmr::vector<Iter>& iters, int loop_thread, const Pending& p) {
   auto it = std::upper_bound(iters.begin(), iters.end(), p.begin,
                              [](std::int64_t t, const Iter& x) { return t < x.begin; });
   if (it == iters.begin()) return;  // before the first iteration
@@ -225,7 +225,7 @@ void Aggregator::on_mark(std::uint32_t thread, std::int64_t ts, bool begin_next,
   if (!iters_.empty() && iters_.back().end < 0) iters_.back().end = ts;
   if (begin_next) {
     if (iters_.size() < opt_.max_iterations) {
-      Iter it;
+      Iter it(mr_);
       it.begin = ts;
       it.ops_observed = (flags & gnnprof::detail::kStepOpsUnobserved) == 0;
       iters_.push_back(std::move(it));
@@ -308,7 +308,8 @@ Profile Aggregator::build(const std::vector<SiteInfo>& sites, std::int64_t end_n
   p.unattributed_ns = std::max<std::int64_t>(0, end_ns - main_top);
 
   // Iterations: close the open one at end_ns and place the events still waiting for a mark.
-  std::vector<Iter> iters = iters_;
+  // A copy on the ordinary heap (the copy's allocator is the default resource): transient.
+  std::pmr::vector<Iter> iters = iters_;
   bool last_open = !iters.empty() && iters.back().end < 0;
   if (last_open) iters.back().end = std::max(end_ns, iters.back().begin);
   for (const Pending& q : pending_) assign_into(iters, loop_thread_, q);
@@ -418,7 +419,7 @@ Profile Aggregator::build(const std::vector<SiteInfo>& sites, std::int64_t end_n
     p.timeline.push_back(te);
   }
   p.timeline_dropped = timeline_dropped_;
-  p.host_samples = host_;
+  p.host_samples.assign(host_.begin(), host_.end());
   return p;
 }
 

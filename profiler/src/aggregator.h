@@ -1,12 +1,14 @@
 // aggregator.h — turns drained raw events into the statistics of a Profile.
 //
-// It runs on the drainer thread (or in stop()/snapshot()), never on the hot path, so it may
-// allocate. Memory grows with the number of distinct sites, threads and iterations, not with
+// It runs on the drainer thread (or in stop()/snapshot(), or on the host's thread at an
+// iteration mark in threadless mode), never on the hot path, so it may allocate: from its own
+// PrivateHeap, never from the host's malloc heap (private_heap.h says why). Memory grows with the number of distinct sites, threads and iterations, not with
 // the number of events: per-hit distributions are histograms, the timeline is capped.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory_resource>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "clock.h"
 #include "gnnprof/profile.h"
 #include "histogram.h"
+#include "private_heap.h"
 #include "raw_event.h"
 #include "site_registry.h"
 
@@ -30,6 +33,8 @@ struct AggregatorOptions {
 class Aggregator {
  public:
   explicit Aggregator(AggregatorOptions options) : opt_(options) {}
+  Aggregator(const Aggregator&) = delete;
+  Aggregator& operator=(const Aggregator&) = delete;
 
   /// Conversion used for events consumed from now on (refined by the drainer every pass).
   void set_clock(const ClockConverter& clock) { clock_ = clock; }
@@ -65,10 +70,11 @@ class Aggregator {
     std::int64_t total = 0, self = 0, top_level = 0;
   };
   struct StageAgg {
+    explicit StageAgg(std::pmr::memory_resource* mr) : hist(mr), threads(mr) {}
     std::uint64_t hits = 0;
     std::int64_t total = 0, self = 0, max = 0;
     LogHistogram hist;
-    std::map<std::uint32_t, StageThread> threads;
+    std::pmr::map<std::uint32_t, StageThread> threads;
   };
   struct LineAgg {
     std::uint64_t hits = 0;
@@ -91,9 +97,10 @@ class Aggregator {
     double min = 0, max = 0, sum = 0, last = 0;
   };
   struct Iter {
+    explicit Iter(std::pmr::memory_resource* mr) : loop(mr), other(mr) {}
     std::int64_t begin = 0;
     std::int64_t end = -1;  // -1: open
-    std::map<std::uint32_t, std::int64_t> loop, other;
+    std::pmr::map<std::uint32_t, std::int64_t> loop, other;
     std::int64_t loop_top_level = 0;
     bool ops_observed = true;
   };
@@ -118,33 +125,35 @@ class Aggregator {
   void on_mark(std::uint32_t thread, std::int64_t ts, bool begin_next, std::uint64_t flags = 0);
   void assign(const Pending& p);
   void place_now(const Pending& p);
-  static void assign_into(std::vector<Iter>& iters, int loop_thread, const Pending& p);
+  static void assign_into(std::pmr::vector<Iter>& iters, int loop_thread, const Pending& p);
   void keep_timeline(std::uint32_t thread, std::uint32_t site, EventKind kind, std::int64_t ts,
                      std::int64_t dur, double value);
 
   AggregatorOptions opt_;
+  PrivateHeap heap_;  // first: outlives every table below
+  std::pmr::memory_resource* mr_ = heap_.resource();
   ClockConverter clock_;
   std::uint64_t recorded_ = 0;
   std::uint64_t sink_dropped_ = 0;
   int main_hint_ = -1;
-  std::map<std::uint32_t, ThreadMeta> threads_;
-  std::map<std::uint32_t, StageAgg> stages_;
-  std::map<std::uint32_t, LineAgg> lines_;
+  std::pmr::map<std::uint32_t, ThreadMeta> threads_{mr_};
+  std::pmr::map<std::uint32_t, StageAgg> stages_{mr_};
+  std::pmr::map<std::uint32_t, LineAgg> lines_{mr_};
   // (stage, line, flags)
-  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint8_t>, TransferAgg> transfers_;
+  std::pmr::map<std::tuple<std::uint32_t, std::uint32_t, std::uint8_t>, TransferAgg> transfers_{mr_};
   // (site, stage, line)
-  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, MaterializeAgg> materialize_;
-  std::map<std::uint32_t, CounterAgg> counters_;
+  std::pmr::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, MaterializeAgg> materialize_{mr_};
+  std::pmr::map<std::uint32_t, CounterAgg> counters_{mr_};
   // (kernel name, launching stage, launching op)
-  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, KernelAgg> kernels_;
-  std::vector<Iter> iters_;
+  std::pmr::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, KernelAgg> kernels_{mr_};
+  std::pmr::vector<Iter> iters_{mr_};
   std::uint64_t iterations_dropped_ = 0;
   bool have_boundary_ = false;
   std::int64_t last_boundary_ = 0;
   int loop_thread_ = -1;
-  std::vector<Pending> pending_;
-  std::vector<RawTimeline> timeline_;
-  std::vector<HostSample> host_;
+  std::pmr::vector<Pending> pending_{mr_};
+  std::pmr::vector<RawTimeline> timeline_{mr_};
+  std::pmr::vector<HostSample> host_{mr_};
   std::int64_t host_stride_ns_ = 50000000;  // 50 ms, doubled on every downsampling
   std::uint64_t timeline_dropped_ = 0;
 };

@@ -1,14 +1,15 @@
 // collector.cpp — the hot path: stage/line ranges and instant events into per-thread rings.
 #include "collector.h"
 
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
-#include <new>
 
 #include "clock.h"
 #include "gnnprof/gnnprof.h"
@@ -160,9 +161,16 @@ ThreadBuffer::ThreadBuffer(std::size_t capacity) : capacity_(capacity), mask_(0)
     while (c < capacity_) c <<= 1;
     capacity_ = c;
     mask_ = c - 1;
-    ring_.reset(new RawEvent[c]);
+    const std::size_t bytes = c * sizeof(RawEvent);
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    // Slots are written before they are read (reserve/commit), so the zero pages need no
+    // construction; RawEvent is trivial.
+    ring_ = std::unique_ptr<RawEvent[], RingUnmap>(static_cast<RawEvent*>(p), RingUnmap{bytes});
   }
 }
+
+void RingUnmap::operator()(RawEvent* p) const noexcept { ::munmap(p, bytes); }
 
 void BufferRegistry::configure(std::size_t buffer_events, std::size_t max_threads) noexcept {
   std::lock_guard<std::mutex> lock(mu_);

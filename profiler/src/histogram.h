@@ -7,12 +7,16 @@
 #pragma once
 
 #include <cstdint>
+#include <memory_resource>
 #include <vector>
 
 namespace gnnprof::detail {
 
 class LogHistogram {
  public:
+  LogHistogram() = default;
+  /// Buckets allocated from `mr` (the aggregator's private heap).
+  explicit LogHistogram(std::pmr::memory_resource* mr) : counts_(mr) {}
   void add(std::int64_t v) {
     if (v < 0) v = 0;
     std::size_t i = index_of(static_cast<std::uint64_t>(v));
@@ -52,7 +56,7 @@ class LogHistogram {
   }
 
  private:
-  std::vector<std::uint64_t> counts_;
+  std::pmr::vector<std::uint64_t> counts_;
   std::uint64_t n_ = 0;
 };
 

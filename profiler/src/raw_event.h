@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 namespace gnnprof::detail {
 
@@ -31,6 +32,7 @@ struct RawEvent {
   std::uint16_t depth;
 };
 static_assert(sizeof(RawEvent) == 48, "RawEvent layout is part of the memory-cap arithmetic");
+static_assert(std::is_trivial_v<RawEvent>, "rings are raw mappings: no constructor runs on their slots");
 
 // flags of kTransfer: bits 0-1 direction, bits 2-3 host memory, bit 4 async.
 // Bit 7 (any kind): t0 (and t1 of a stage) are CLOCK_MONOTONIC ns, not raw ticks (lane events).

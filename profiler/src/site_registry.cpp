@@ -36,7 +36,9 @@ const char* default_category(const std::string& n) noexcept {
 }
 
 std::uint32_t SiteRegistry::intern(const SiteInfo& info) {
-  std::string key;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (sites_.empty()) sites_.emplace_back(heap_.resource());  // id 0: the placeholder
+  std::pmr::string key(heap_.resource());
   key.reserve(64);
   key += static_cast<char>('0' + static_cast<int>(info.kind));
   key += '\x1f';
@@ -53,18 +55,37 @@ std::uint32_t SiteRegistry::intern(const SiteInfo& info) {
     key += '\x1f';
     key += info.name;
   }
-  std::lock_guard<std::mutex> lock(mu_);
   auto it = by_key_.find(key);
   if (it != by_key_.end()) return it->second;
   auto id = static_cast<std::uint32_t>(sites_.size());
-  sites_.push_back(info);
+  Stored& s = sites_.emplace_back(heap_.resource());
+  s.kind = info.kind;
+  s.name = info.name;
+  s.category = info.category;
+  s.file = info.file;
+  s.function = info.function;
+  s.code = info.code;
+  s.line = info.line;
   by_key_.emplace(std::move(key), id);
   return id;
 }
 
 std::vector<SiteInfo> SiteRegistry::snapshot() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return sites_;
+  std::vector<SiteInfo> out;
+  out.reserve(sites_.empty() ? 1 : sites_.size());
+  if (sites_.empty()) out.emplace_back();
+  for (const Stored& s : sites_) {
+    SiteInfo& i = out.emplace_back();
+    i.kind = s.kind;
+    i.name = s.name;
+    i.category = s.category;
+    i.file = s.file;
+    i.function = s.function;
+    i.code = s.code;
+    i.line = s.line;
+  }
+  return out;
 }
 
 SiteRegistry& site_registry() {
@@ -95,7 +116,7 @@ std::uint32_t register_site(SourceSite& site) noexcept {
 
 std::string SiteRegistry::name_of(std::uint32_t site) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return site < sites_.size() ? sites_[site].name : std::string();
+  return site < sites_.size() ? std::string(sites_[site].name) : std::string();
 }
 
 }  // namespace gnnprof::detail

@@ -3,12 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory_resource>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "gnnprof/site.h"
+#include "private_heap.h"
 
 namespace gnnprof::detail {
 
@@ -38,9 +40,18 @@ class SiteRegistry {
   std::mutex& mutex() { return mu_; }
 
  private:
+  // The registry grows while the host's first iterations run: its entries live on a private
+  // heap, not between the host's own allocations (private_heap.h).
+  struct Stored {
+    explicit Stored(std::pmr::memory_resource* mr) : name(mr), category(mr), file(mr), function(mr), code(mr) {}
+    SiteKind kind = SiteKind::kStage;
+    std::pmr::string name, category, file, function, code;
+    std::uint32_t line = 0;
+  };
   mutable std::mutex mu_;
-  std::vector<SiteInfo> sites_{SiteInfo{}};
-  std::unordered_map<std::string, std::uint32_t> by_key_;
+  PrivateHeap heap_;  // guarded by mu_, like the tables it holds
+  std::pmr::vector<Stored> sites_{heap_.resource()};
+  std::pmr::unordered_map<std::pmr::string, std::uint32_t> by_key_{heap_.resource()};
 };
 
 SiteRegistry& site_registry();

@@ -6,7 +6,9 @@
 // and does no locked instruction: write the slot, then publish head with a release store
 // (a plain mov on x86). The consumer acquires head, reads the slots, and releases tail so the
 // producer may reuse them. A full ring drops the new event and counts it; it never blocks
-// and never allocates.
+// and never allocates. The ring is its own anonymous mapping, not a malloc block: a
+// long-lived block of hundreds of KB in the host's heap would change how the host's own
+// allocations fit (docs/performance.md, "Whose page faults?").
 #pragma once
 
 #include <atomic>
@@ -31,9 +33,16 @@ struct OpenRange {
   bool is_line;
 };
 
+/// Unmaps a ring made by ThreadBuffer's constructor.
+struct RingUnmap {
+  std::size_t bytes = 0;
+  void operator()(RawEvent* p) const noexcept;
+};
+
 class ThreadBuffer {
  public:
   /// capacity 0 makes a sink: every event is dropped and counted (threads over the cap).
+  /// Throws std::bad_alloc when the ring cannot be mapped.
   explicit ThreadBuffer(std::size_t capacity);
 
   bool is_sink() const noexcept { return capacity_ == 0; }
@@ -74,7 +83,7 @@ class ThreadBuffer {
  private:
   std::size_t capacity_;
   std::uint64_t mask_;
-  std::unique_ptr<RawEvent[]> ring_;
+  std::unique_ptr<RawEvent[], RingUnmap> ring_;
   std::uint64_t head_local_ = 0;  // producer's copy of head_
   std::uint64_t tail_cache_ = 0;  // producer's last view of tail_
 
