@@ -1,9 +1,18 @@
 // Aggregation: nesting and self time, unattributed time, iterations, lines, transfers.
+#include <malloc.h>
+
+#include <cstdint>
+#include <cstring>
+#include <map>
 #include <stdexcept>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "aggregator.h"  // internal: deterministic synthetic events
 #include "histogram.h"
+#include "private_heap.h"
+#include "site_registry.h"
 #include "test_support.h"
 
 namespace gnnprof {
@@ -299,6 +308,91 @@ TEST(Histogram, QuantilesWithinOnePercent) {
   for (int v : {5, 7, 9}) small.add(v);
   EXPECT_EQ(small.quantile(0.5), 7);  // exact below 128 ns
   EXPECT_EQ(detail::LogHistogram().quantile(0.5), 0);
+}
+
+// Bytes in use from malloc, in every arena and in malloc's own mappings.
+std::size_t malloc_in_use() {
+  const struct mallinfo2 m = ::mallinfo2();
+  return m.uordblks + m.hblkhd;
+}
+
+TEST(PrivateHeap, AllocationsAreAlignedAndComeFromOutsideMalloc) {
+  detail::PrivateHeap heap;
+  const std::size_t before = malloc_in_use();
+  {
+    // A pool aligns its larger chunks to their block size, beyond a page.
+    void* p = heap.resource()->allocate(40000, 16384);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 16384, 0u);
+    std::memset(p, 0xab, 40000);
+    heap.resource()->deallocate(p, 40000, 16384);
+    std::pmr::map<std::uint32_t, std::uint64_t> m(heap.resource());
+    for (std::uint32_t i = 0; i < 20000; ++i) m[i] = i;
+    std::pmr::vector<double> v(heap.resource());
+    v.resize(1 << 20);
+    EXPECT_EQ(m.at(19999), 19999u);
+  }
+  EXPECT_EQ(malloc_in_use(), before);
+}
+
+TEST(Aggregation, ItsTablesNeverGrowTheHostsMallocHeap) {
+  // In threadless mode the aggregator runs on the host's loop thread, and the registry and
+  // the observer's names grow during the host's first iterations: their nodes must not land
+  // between the host's own chunks (private_heap.h). Many stages, lines, transfers,
+  // materializations, counters, threads and iterations leave malloc's bytes where they were.
+  detail::Aggregator agg(detail::AggregatorOptions{});
+  detail::RawEvent e{};
+  const std::size_t before = malloc_in_use();
+  std::uint64_t t = 1000;
+  for (std::uint32_t iter = 0; iter < 2000; ++iter) {
+    e = detail::RawEvent{};
+    e.kind = detail::EventKind::kStep;
+    e.t0 = t;
+    agg.consume(0, e);
+    for (std::uint32_t site = 1; site <= 40; ++site) {
+      for (std::uint32_t thread = 0; thread < 3; ++thread) {
+        e = detail::RawEvent{};
+        e.kind = detail::EventKind::kStage;
+        e.site = site;
+        e.t0 = t + 10;
+        e.t1 = t + 10 + (site * 977 + iter * 131) % 100000;  // spreads the histograms' buckets
+        agg.consume(thread, e);
+      }
+      e.kind = site % 2 == 0 ? detail::EventKind::kTransfer : detail::EventKind::kMaterialize;
+      e.ctx = site;
+      e.a = 4096;
+      agg.consume(0, e);
+      e = detail::RawEvent{};
+      e.kind = detail::EventKind::kCounter;
+      e.site = 100 + site % 4;
+      e.t0 = t;
+      agg.consume(0, e);
+    }
+    t += 200000;
+    agg.advance(static_cast<std::int64_t>(t));
+  }
+  EXPECT_EQ(malloc_in_use(), before);
+  EXPECT_EQ(agg.recorded(), 2000u * (1 + 40 * 5));
+
+  detail::SiteRegistry reg;
+  std::vector<detail::SiteInfo> infos(500);
+  for (std::size_t i = 0; i < infos.size(); ++i) {
+    infos[i].kind = i % 2 == 0 ? SiteKind::kStage : SiteKind::kLine;
+    infos[i].name = "a stage name longer than the small-string buffer " + std::to_string(i);
+    infos[i].category = "user";
+    infos[i].file = "/some/rather/long/path/to/a/training/script.py";
+    infos[i].function = "train_one_epoch";
+    infos[i].line = static_cast<std::uint32_t>(i);
+  }
+  const std::size_t before_registry = malloc_in_use();
+  for (const auto& info : infos) reg.intern(info);
+  for (const auto& info : infos) reg.intern(info);  // known: the same ids, nothing new
+  EXPECT_EQ(malloc_in_use(), before_registry);
+  const std::vector<detail::SiteInfo> snap = reg.snapshot();
+  ASSERT_EQ(snap.size(), infos.size() + 1);  // id 0 is the placeholder
+  EXPECT_EQ(snap[1].name, infos[0].name);
+  EXPECT_EQ(snap[500].file, infos[499].file);
+  EXPECT_EQ(reg.name_of(2), infos[1].name);
+  EXPECT_EQ(reg.intern(infos[7]), 8u);
 }
 
 }  // namespace
