@@ -27,6 +27,7 @@ import argparse
 import contextlib
 import os
 import queue
+import resource
 import sys
 import threading
 import time
@@ -233,6 +234,7 @@ def main(argv):
     # Each rank draws its own batches.
     args.seed += 1000 * rank
 
+    f0 = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
     t0, c0 = time.perf_counter(), time.thread_time()
     losses, ends = [], []
     prof = torch.autograd.profiler.profile() if args.torch_profiler else None
@@ -257,6 +259,7 @@ def main(argv):
     if prof is not None:
         prof.__exit__(None, None, None)
     loop_s, loop_cpu = time.perf_counter() - t0, time.thread_time() - c0
+    loop_faults = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - f0  # bench/loop_faults.py
 
     model.eval()
     net = model.module if args.ddp else model
@@ -273,7 +276,8 @@ def main(argv):
         acc = acc.item()
     who = f"rank {rank}/{world} " if args.ddp else ""
     print(f"{who}steps {len(losses)} loss {losses[0]:.3f} -> {losses[-1]:.3f} val_acc {acc:.3f} "
-          f"loop {loop_s:.3f} s ({1e3 * loop_s / len(losses):.2f} ms/step; loop thread's CPU time {loop_cpu:.3f} s)")
+          f"loop {loop_s:.3f} s ({1e3 * loop_s / len(losses):.2f} ms/step; loop thread's CPU time {loop_cpu:.3f} s, "
+          f"{loop_faults} minor page faults)")
     if args.iteration_times:
         print("iteration_s", " ".join(f"{b - a:.6f}" for a, b in zip([t0] + ends, ends)))
     if args.ddp:
