@@ -2,8 +2,9 @@
 //
 // It runs on the drainer thread (or in stop()/snapshot(), or on the host's thread at an
 // iteration mark in threadless mode), never on the hot path, so it may allocate: from its own
-// PrivateHeap, never from the host's malloc heap (private_heap.h says why). Memory grows with the number of distinct sites, threads and iterations, not with
-// the number of events: per-hit distributions are histograms, the timeline is capped.
+// PrivateHeap, never from the host's malloc heap (private_heap.h says why). Memory grows with
+// the number of distinct sites, threads and iterations, not with the number of events:
+// per-hit distributions are histograms, the timeline is capped.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,6 @@
 // collector.cpp — the hot path: stage/line ranges and instant events into per-thread rings.
 #include "collector.h"
 
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "clock.h"
+#include "private_heap.h"
 #include "gnnprof/gnnprof.h"
 
 namespace gnnprof::detail {
@@ -162,15 +162,13 @@ ThreadBuffer::ThreadBuffer(std::size_t capacity) : capacity_(capacity), mask_(0)
     capacity_ = c;
     mask_ = c - 1;
     const std::size_t bytes = c * sizeof(RawEvent);
-    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
     // Slots are written before they are read (reserve/commit), so the zero pages need no
     // construction; RawEvent is trivial.
-    ring_ = std::unique_ptr<RawEvent[], RingUnmap>(static_cast<RawEvent*>(p), RingUnmap{bytes});
+    ring_ = std::unique_ptr<RawEvent[], RingUnmap>(static_cast<RawEvent*>(map_pages(bytes)), RingUnmap{bytes});
   }
 }
 
-void RingUnmap::operator()(RawEvent* p) const noexcept { ::munmap(p, bytes); }
+void RingUnmap::operator()(RawEvent* p) const noexcept { unmap_pages(p, bytes); }
 
 void BufferRegistry::configure(std::size_t buffer_events, std::size_t max_threads) noexcept {
   std::lock_guard<std::mutex> lock(mu_);

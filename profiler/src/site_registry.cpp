@@ -35,9 +35,22 @@ const char* default_category(const std::string& n) noexcept {
   return "user";
 }
 
+namespace {
+/// Between SiteInfo (std::string) and the registry's stored form (std::pmr::string).
+template <class To, class From>
+void copy_site(To& to, const From& from) {
+  to.kind = from.kind;
+  to.name = from.name;
+  to.category = from.category;
+  to.file = from.file;
+  to.function = from.function;
+  to.code = from.code;
+  to.line = from.line;
+}
+}  // namespace
+
 std::uint32_t SiteRegistry::intern(const SiteInfo& info) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (sites_.empty()) sites_.emplace_back(heap_.resource());  // id 0: the placeholder
   std::pmr::string key(heap_.resource());
   key.reserve(64);
   key += static_cast<char>('0' + static_cast<int>(info.kind));
@@ -58,14 +71,7 @@ std::uint32_t SiteRegistry::intern(const SiteInfo& info) {
   auto it = by_key_.find(key);
   if (it != by_key_.end()) return it->second;
   auto id = static_cast<std::uint32_t>(sites_.size());
-  Stored& s = sites_.emplace_back(heap_.resource());
-  s.kind = info.kind;
-  s.name = info.name;
-  s.category = info.category;
-  s.file = info.file;
-  s.function = info.function;
-  s.code = info.code;
-  s.line = info.line;
+  copy_site(sites_.emplace_back(heap_.resource()), info);
   by_key_.emplace(std::move(key), id);
   return id;
 }
@@ -73,18 +79,8 @@ std::uint32_t SiteRegistry::intern(const SiteInfo& info) {
 std::vector<SiteInfo> SiteRegistry::snapshot() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<SiteInfo> out;
-  out.reserve(sites_.empty() ? 1 : sites_.size());
-  if (sites_.empty()) out.emplace_back();
-  for (const Stored& s : sites_) {
-    SiteInfo& i = out.emplace_back();
-    i.kind = s.kind;
-    i.name = s.name;
-    i.category = s.category;
-    i.file = s.file;
-    i.function = s.function;
-    i.code = s.code;
-    i.line = s.line;
-  }
+  out.reserve(sites_.size());
+  for (const Stored& s : sites_) copy_site(out.emplace_back(), s);
   return out;
 }
 

@@ -29,6 +29,7 @@ const char* default_category(const std::string& stage_name) noexcept;
 
 class SiteRegistry {
  public:
+  SiteRegistry() { sites_.emplace_back(heap_.resource()); }  // id 0: the placeholder
   /// Returns the id for this metadata, creating it if new. Stages and counters are keyed by
   /// (kind, name, category), so call sites sharing a stage name share one row; lines and
   /// materializations by (kind, file, line, function, name).
