@@ -32,22 +32,22 @@ def main():
         sys.exit(f"loop_faults.py: {preload}: no such file")
     root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     cmd = ["/usr/bin/python3", os.path.join(root, "samples/python/sage_train.py"), "--steps", str(a.steps)]
-    tmp = tempfile.mkdtemp()
-    gn = {"LD_PRELOAD": preload, "GNNPROF_QUIET": "1", "GNNPROF_OUTPUT": os.path.join(tmp, "p.json")}
-    modes = {"plain": {}, "gnnprof": gn}
-    if a.threadless:
-        modes["gnnprof, threadless"] = dict(gn, GNNPROF_THREADLESS="1")
-    faults = {m: [] for m in modes}
-    base = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
-    for r in range(a.rounds):
-        order = list(modes) if r % 2 == 0 else list(reversed(list(modes)))
-        for m in order:
-            out = subprocess.run(cmd, env=dict(base, **modes[m]), capture_output=True, text=True, check=True).stdout
-            got = re.search(r"(\d+) minor page faults", out)
-            if got is None:
-                sys.exit("loop_faults.py: no fault count in the sample's output:\n" + out)
-            faults[m].append(int(got.group(1)))
-        print(f"round {r + 1}/{a.rounds}", file=sys.stderr, flush=True)
+    with tempfile.TemporaryDirectory() as tmp:  # the profiles are not kept
+        gn = {"LD_PRELOAD": preload, "GNNPROF_QUIET": "1", "GNNPROF_OUTPUT": os.path.join(tmp, "p.json")}
+        modes = {"plain": {}, "gnnprof": gn}
+        if a.threadless:
+            modes["gnnprof, threadless"] = dict(gn, GNNPROF_THREADLESS="1")
+        faults = {m: [] for m in modes}
+        base = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+        for r in range(a.rounds):
+            order = list(modes) if r % 2 == 0 else list(reversed(list(modes)))
+            for m in order:
+                out = subprocess.run(cmd, env=dict(base, **modes[m]), capture_output=True, text=True, check=True).stdout
+                got = re.search(r"(\d+) minor page faults", out)
+                if got is None:
+                    sys.exit("loop_faults.py: no fault count in the sample's output:\n" + out)
+                faults[m].append(int(got.group(1)))
+            print(f"round {r + 1}/{a.rounds}", file=sys.stderr, flush=True)
     print(f"Loop thread's minor page faults, GNN sample, {a.steps} steps, {a.rounds} interleaved rounds, "
           f"OMP_NUM_THREADS={base['OMP_NUM_THREADS']}:")
     for m, v in faults.items():
