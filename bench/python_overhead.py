@@ -94,7 +94,11 @@ def main():
                          "'gnnprof, no observer' (the session and its threads without the torch observer)")
     ap.add_argument("--threadless", action="store_true",
                     help="add 'gnnprof, threadless' (GNNPROF_THREADLESS=1: no gnnprof thread while the process is "
-                         "single-threaded; docs/zero-code.md, 'Threads')")
+                         "single-threaded; docs/zero-code.md, 'Threads'; the default since the eleventh session, "
+                         "so the same as 'gnnprof' with a current preload)")
+    ap.add_argument("--threads", action="store_true",
+                    help="add 'gnnprof, threads' (GNNPROF_THREADLESS=0: gnnprof's drainer and attach threads from "
+                         "the start, the default before the eleventh session)")
     ap.add_argument("--env-mode", action="append", default=[], metavar="LABEL:VAR=VAL[,VAR=VAL...]",
                     help="add a gnnprof mode with these extra environment variables (repeatable), e.g. "
                          "'drain 100 ms:GNNPROF_DRAIN_INTERVAL_MS=100'")
@@ -132,6 +136,8 @@ def main():
         modes = ["plain"] + (["plain (A/A)"] if a.control else []) + ["gnnprof"] + ([] if a.no_all else ["gnnprof, all"])
         if a.threadless:
             modes.append("gnnprof, threadless")
+        if a.threads:
+            modes.append("gnnprof, threads")
         if a.breakdown:
             modes += ["plain + idle thread", "gnnprof, no observer"]
         extra = {}
@@ -153,6 +159,7 @@ def main():
                 "gnnprof": (cmd, env),  # default: iteration sampling decided by the observer
                 "gnnprof, all": (cmd, dict(env, GNNPROF_TORCH_SAMPLE="all")),  # ops in every iteration
                 "gnnprof, threadless": (cmd, dict(env, GNNPROF_THREADLESS="1")),
+                "gnnprof, threads": (cmd, dict(env, GNNPROF_THREADLESS="0")),
                 "torch.profiler": (cmd + ["--torch-profiler"], base_env),
                 "plain + idle thread": ([cmd[0], "-c", IDLE_THREAD] + cmd[1:], base_env),
                 # The test hook of app.zero_code: pretend gnnprof was built against another torch.

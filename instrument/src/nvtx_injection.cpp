@@ -6,6 +6,8 @@
 //   push/pop (core or domain)  -> a stage on the calling thread, category "nvtx" or the domain
 //   start/end (may cross threads) -> a range on the "nvtx ranges" lane
 //   marks                      -> counter "nvtx mark: <message>" (one sample per mark)
+// Every 16th call on a thread is also a poll point of the preload's threadless mode: an NVTX
+// program without torch has no other (docs/zero-code.md, "Threads").
 #include <nvtx3/nvToolsExt.h>
 #include <time.h>
 
@@ -19,6 +21,7 @@
 
 #include "gnnprof/gnnprof_c.h"
 #include "mono_clock.h"
+#include "preload_poll.h"
 
 namespace {
 
@@ -68,20 +71,30 @@ gnnprof_site_t site_for(const std::string& name, const char* category) {
 }
 
 thread_local int t_depth = 0;
+thread_local unsigned t_calls = 0;
+
+/// After recording: the preload's poll point (a no-op while gnnprof's threads run).
+void polled() {
+  if ((++t_calls & 15u) == 0) gnnprof::instrument::preload_poll(0);
+}
 
 int push(const std::string& name, const char* category) {
   gnnprof_stage_begin(site_for(name, category));
+  polled();
   return t_depth++;
 }
 int pop() {
   if (t_depth == 0) return -1;
   gnnprof_stage_end();
+  polled();
   return --t_depth;
 }
 void mark(const std::string& name) {
   gnnprof_counter(gnnprof_counter_site(("nvtx mark: " + name).c_str()), 1.0);
+  polled();
 }
 nvtxRangeId_t start(const std::string& name, const char* category) {
+  polled();
   const gnnprof_site_t site = site_for(name, category);
   Strings& s = strings();
   std::lock_guard<std::mutex> lock(s.mu);
@@ -92,12 +105,15 @@ nvtxRangeId_t start(const std::string& name, const char* category) {
 }
 void end(nvtxRangeId_t id) {
   const std::int64_t now = mono_ns();
-  Strings& s = strings();
-  std::lock_guard<std::mutex> lock(s.mu);
-  auto it = s.open_ranges.find(id);
-  if (it == s.open_ranges.end()) return;
-  gnnprof_lane_range(s.lane, it->second.first, 0, it->second.second, now);
-  s.open_ranges.erase(it);
+  {
+    Strings& s = strings();
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.open_ranges.find(id);
+    if (it == s.open_ranges.end()) return;
+    gnnprof_lane_range(s.lane, it->second.first, 0, it->second.second, now);
+    s.open_ranges.erase(it);
+  }
+  polled();
 }
 
 // Every callback catches: NVTX calls come from the host's code, which must never see ours.

@@ -5,14 +5,14 @@
 // install a SIGTERM (and, outside Python, SIGINT) handler that flushes and then lets the
 // signal kill the process as it would have. Then, in one of two modes (docs/zero-code.md,
 // "Threads"):
-//  - threads: one "gnnprof-attach" thread watches for libtorch and the CUDA runtime being
-//    loaded and then dlopens the torch observer (libgnnprof_torch_observer.so) or the CUPTI
-//    backend (libgnnprof_cupti.so) next to this library; the core's drainer thread drains.
-//  - threadless (GNNPROF_THREADLESS=1), while a Python host is single-threaded: no thread. The dlsym
-//    trampoline at the end of this file does the watching when Python resolves an extension
-//    module's PyInit_, the loop thread drains and flushes at the observer's iteration marks,
-//    SIGTERM flushes from a _Fork()ed child, and the host's first thread of its own switches
-//    to the threads mode.
+//  - threads (any other host): one "gnnprof-attach" thread watches for libtorch and the CUDA
+//    runtime being loaded and then dlopens the torch observer (libgnnprof_torch_observer.so) or
+//    the CUPTI backend (libgnnprof_cupti.so) next to this library; the core's drainer drains.
+//  - threadless (the default while a Python host is single-threaded; GNNPROF_THREADLESS=0 turns it
+//    off): no thread. The dlsym trampoline at the end of this file does the watching when Python
+//    resolves an extension module's PyInit_, the loop thread drains and flushes at the observer's
+//    iteration marks (and its other polls, NVTX calls among them), SIGTERM flushes from a
+//    _Fork()ed child, and the host's first thread of its own switches to the threads mode.
 // The plugins reach the session only through the C ABI exported here.
 //
 // Never harm the host: nothing throws out of here, every wait is bounded, gnnprof's threads
@@ -45,6 +45,7 @@
 #include "gnnprof/detail/load_counts.h"
 #include "gnnprof/gnnprof_c.h"
 #include "gnnprof/session.h"
+#include "preload_poll.h"
 
 #ifndef GNNPROF_TORCH_CPU_REALPATH
 #define GNNPROF_TORCH_CPU_REALPATH ""
@@ -76,7 +77,6 @@ constexpr bool kHaveDlsymHook = false;
 #endif
 std::atomic<void*> g_real_dlsym{nullptr};
 
-void preload_poll(int at_mark);
 std::atomic<int> g_signal_flushed{0};
 std::atomic<bool> g_in_signal{false};
 bool g_active = false;
@@ -188,7 +188,7 @@ void try_torch(const std::string& loaded) {
     return;
   }
   g_torch_close.store(close);
-  if (auto set_poll = reinterpret_cast<TorchSetPoll>(dlsym(h, "gnnprof_torch_set_poll"))) set_poll(preload_poll);
+  if (auto set_poll = reinterpret_cast<TorchSetPoll>(dlsym(h, "gnnprof_torch_set_poll"))) set_poll(gnnprof::instrument::preload_poll);
   note("torch-ops", true, std::string("torch ") + GNNPROF_TORCH_VERSION + " at " + loaded_real, false);
   wire_correlation();
 }
@@ -307,8 +307,9 @@ void switch_to_threads() {
     note("cupti", false, "cannot start the gnnprof-attach thread; the CUDA runtime is not watched for", true);
 }
 
-/// The torch observer's poll (gnnprof_torch_set_poll): at_mark 1 at iteration marks.
-void preload_poll(int at_mark) {
+/// The poll point of the torch observer (gnnprof_torch_set_poll) and of the NVTX injection:
+/// at_mark 1 at iteration marks.
+void host_poll(int at_mark) {
   if (!g_threadless.load(std::memory_order_relaxed)) return;
   if (!host_single_threaded()) {
     switch_to_threads();
@@ -316,6 +317,17 @@ void preload_poll(int at_mark) {
   }
   (void)gnnprof_poll(at_mark);
 }
+
+}  // namespace
+
+void gnnprof::instrument::preload_poll(int at_mark) noexcept {
+  try {
+    host_poll(at_mark);
+  } catch (...) {
+  }
+}
+
+namespace {
 
 /// Threadless mode: Python resolves each extension module's PyInit_ right after loading it,
 /// with libtorch among its dependencies when the module is torch._C.
@@ -430,14 +442,15 @@ __attribute__((constructor)) void gnnprof_preload_init() {
       const std::string me = self_path();
       if (!me.empty()) setenv("NVTX_INJECTION64_PATH", me.c_str(), 0);
     }
-    // Threadless while a Python host is single-threaded, on request (GNNPROF_THREADLESS=1; the
-    // hook below needs x86-64): measured no faster than the threads on the sample, so not the
-    // default (docs/performance.md). GNNPROF_CUPTI=1 starts CUPTI at once, from the attach thread.
+    // Threadless while a Python host is single-threaded (the hook below needs x86-64): on the
+    // sample it costs about a point less than the threads (docs/performance.md, "Threadless by
+    // default"). GNNPROF_THREADLESS=0 keeps the threads; GNNPROF_CUPTI=1 starts CUPTI at once,
+    // from the attach thread.
     const char* cupti_env = std::getenv("GNNPROF_CUPTI");
     const bool force_cupti = cupti_env != nullptr && std::strcmp(cupti_env, "1") == 0;
     const char* tl = std::getenv("GNNPROF_THREADLESS");
-    const bool threadless = kHaveDlsymHook && !force_cupti && tl != nullptr && std::strcmp(tl, "1") == 0 &&
-                            host_single_threaded() && is_python();
+    const bool threads_asked = tl != nullptr && std::strcmp(tl, "0") == 0;
+    const bool threadless = kHaveDlsymHook && !force_cupti && !threads_asked && host_single_threaded() && is_python();
     cfg.drainer_thread = !threadless;
     if (!gnnprof::start(cfg)) return;
     g_active = true;
@@ -471,8 +484,8 @@ __attribute__((constructor)) void gnnprof_preload_init() {
     if (threadless) {
       g_threadless.store(true);
       gnnprof_note_collector("threads", 1,
-                             "none while the process is single-threaded (GNNPROF_THREADLESS=1): drained and flushed "
-                             "on its own thread at torch iteration marks");
+                             "none while the process is single-threaded: drained and flushed on its own thread at "
+                             "torch iteration marks and NVTX calls (GNNPROF_THREADLESS=0: gnnprof's threads)");
     } else {
       if (!start_attach_thread())
         note("torch-ops", false, "cannot start the gnnprof-attach thread; torch ops and CUPTI are not observed", true);

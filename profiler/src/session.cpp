@@ -67,6 +67,9 @@ struct Global {
   // poll(): the host thread's own drain and flush schedule when no drainer thread runs.
   std::atomic<std::int64_t> poll_next_drain_ns{0};
   std::atomic<std::int64_t> poll_next_flush_ns{0};
+  /// The last quiet point (an iteration mark): a host with none for a while (an inference
+  /// loop, an NVTX-only program) gets its drains and flushes at its other polls instead.
+  std::atomic<std::int64_t> poll_last_quiet_ns{0};
 };
 
 Global& g() {
@@ -465,6 +468,7 @@ Status start_locked(Global& s, const Config& cfg) {
   const std::int64_t now = steady_ns();
   s.poll_next_drain_ns.store(now + static_cast<std::int64_t>(cfg.drain_interval_ms) * 1000000);
   s.poll_next_flush_ns.store(now + static_cast<std::int64_t>(cfg.flush_interval_ms) * 1000000);
+  s.poll_last_quiet_ns.store(now);
   g_state.store(kRunning, std::memory_order_release);
   if (cfg.drainer_thread) start_drainer_locked(s);
   return Status::ok();
@@ -548,13 +552,18 @@ int poll(bool allow_flush) noexcept {
     const std::int64_t now = steady_ns();
     // The period applies at quiet points only (allow_flush: an iteration mark); elsewhere only
     // a filling ring drains, so a loop thread does not stop mid-iteration for a routine pass.
-    bool drain = allow_flush && now >= s.poll_next_drain_ns.load(std::memory_order_relaxed);
+    // A host with no quiet point for twice the flush interval (and at least 2 s) has none to
+    // offer (an inference loop, an NVTX-only program): its other polls count as quiet then.
+    if (allow_flush) s.poll_last_quiet_ns.store(now, std::memory_order_relaxed);
+    const std::int64_t markless_ns = 2 * std::max<std::int64_t>(s.cfg.flush_interval_ms, 1000) * 1000000;
+    const bool quiet = allow_flush || now - s.poll_last_quiet_ns.load(std::memory_order_relaxed) >= markless_ns;
+    bool drain = quiet && now >= s.poll_next_drain_ns.load(std::memory_order_relaxed);
     if (!drain) {
       // The caller's ring over a quarter full: drain before it can fill (the drainer's rule).
       ThreadBuffer* b = current_buffer();
       drain = b != nullptr && !b->is_sink() && (b->published() - b->consumed()) * 4 > b->capacity();
     }
-    const bool flush = allow_flush && s.cfg.flush_interval_ms > 0 && s.cfg.write_at_stop &&
+    const bool flush = quiet && s.cfg.flush_interval_ms > 0 && s.cfg.write_at_stop &&
                        now >= s.poll_next_flush_ns.load(std::memory_order_relaxed);
     if (!drain && !flush) return 0;
     if (s.owner_pid != ::getpid()) return 0;

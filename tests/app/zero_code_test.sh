@@ -2,9 +2,9 @@
 # gnnprof run / libgnnprof_preload.so on real programs: unmodified Python scripts (torch 1.13
 # from /usr/bin/python3), the Python GNN sample, a forking DataLoader, SIGKILL and SIGTERM,
 # an NVTX program without torch, CUPTI without a GPU, a torch ABI mismatch, and the exports.
-# usage: zero_code_test.sh GNNPROF PRELOAD_SO NVTX_APP SAMPLE_PY
+# usage: zero_code_test.sh GNNPROF PRELOAD_SO NVTX_APP SAMPLE_PY NVTX_PYLIB
 set -u
-gnnprof=$1 preload=$2 nvtx_app=$3 sample=$4
+gnnprof=$1 preload=$2 nvtx_app=$3 sample=$4 nvtx_pylib=$5
 . "$(dirname "$0")/lib.sh"
 export GNNPROF_QUIET=1
 
@@ -79,8 +79,9 @@ check "DataLoader(num_workers=2) ran to the end (rc $rc)" "[ $rc = 0 ] && grep -
 check "parent profile: 16 iterations" "[ \"\$(json $tmp/dl/p.json \"sum(1 for i in p['iterations'] if i['complete'])\")\" = 16 ]"
 check "every profile written is readable" "for f in $tmp/dl/*.json; do \"$gnnprof\" report \"\$f\" >/dev/null 2>&1 || exit 1; done"
 
-# 4. SIGKILL mid-run: the last periodic flush is a readable profile.
-(cd "$tmp" && GNNPROF_OUTPUT="$tmp/kill.json" GNNPROF_FLUSH_INTERVAL_MS=200 LD_PRELOAD="$preload" \
+# 4. SIGKILL mid-run: the last periodic flush is a readable profile. Sections 4 and 5 keep
+# gnnprof's threads (GNNPROF_THREADLESS=0); section 12 runs the same in threadless mode.
+(cd "$tmp" && GNNPROF_THREADLESS=0 GNNPROF_OUTPUT="$tmp/kill.json" GNNPROF_FLUSH_INTERVAL_MS=200 LD_PRELOAD="$preload" \
   exec $py "$sample" --nodes 20000 --steps 100000 --cache "$tmp/cache" > /dev/null 2>&1) &
 pid=$!
 for i in $(seq 1 300); do [ -s "$tmp/kill.json" ] && $py -c "import json,sys; p=json.load(open(sys.argv[1])); sys.exit(0 if p['iterations'] else 1)" "$tmp/kill.json" 2>/dev/null && break; sleep 0.1; done
@@ -102,12 +103,13 @@ while True:
         open(os.environ["READY"], "w").close()
 PY
 wait_ready() { for _ in $(seq 1 600); do [ -e "$1" ] && return 0; sleep 0.1; done; echo "note: $1 never appeared"; }
-(cd "$tmp" && READY="$tmp/term.ready" GNNPROF_OUTPUT="$tmp/term.json" GNNPROF_FLUSH_INTERVAL_MS=0 LD_PRELOAD="$preload" exec $py term.py) &
+(cd "$tmp" && READY="$tmp/term.ready" GNNPROF_THREADLESS=0 GNNPROF_OUTPUT="$tmp/term.json" GNNPROF_FLUSH_INTERVAL_MS=0 LD_PRELOAD="$preload" exec $py term.py) &
 pid=$!
 wait_ready "$tmp/term.ready"
 kill -TERM $pid; wait $pid; rc=$?
 check "SIGTERM: killed by SIGTERM (rc $rc = 143)" "[ $rc = 143 ]"
-check "SIGTERM: profile written at the signal" "\"$gnnprof\" report '$tmp/term.json' > /dev/null"
+check "SIGTERM: profile written at the signal, by gnnprof's threads" \
+  "\"$gnnprof\" report '$tmp/term.json' > /dev/null && json $tmp/term.json \"[c['reason'] for c in p['collectors'] if c['name'] == 'threads'][0]\" | grep -q '^gnnprof-drainer'"
 
 # 6. No torch, NVTX only; 7. CUPTI with no GPU: one line, collector off with the reason.
 GNNPROF_CUPTI=1 "$gnnprof" run -o "$tmp/nv/n.json" -- "$nvtx_app" 4 > "$tmp/nv.out" 2> "$tmp/nv.err"; rc=$?
@@ -160,10 +162,10 @@ GNNPROF_TORCH_SAMPLE=all "$gnnprof" run -o "$tmp/so/all.json" -- $py "$tmp/small
 check "GNNPROF_TORCH_SAMPLE=all observes every iteration" \
   "json $tmp/so/all.json \"all(i.get('ops_observed', True) for i in p['iterations']) and len(p['iterations']) >= 1500\" | grep -q True"
 
-# 12. Threadless mode (GNNPROF_THREADLESS=1, docs/zero-code.md, "Threads"): a single-threaded
-# Python process gets no gnnprof thread (glibc's malloc locks from the first one on); torch is found through the
-# dlsym trampoline, the loop thread drains and flushes, SIGTERM flushes from a forked child, and
-# the host's first thread of its own starts gnnprof's.
+# 12. Threadless mode (the default for a single-threaded Python host; docs/zero-code.md,
+# "Threads"): such a process gets no gnnprof thread (glibc's malloc locks from the first one on);
+# torch is found through the dlsym trampoline, the loop thread drains and flushes, SIGTERM
+# flushes from a forked child, and the host's first thread of its own starts gnnprof's.
 cat > "$tmp/threads.py" <<'PY'
 import os, sys, threading, torch
 m = torch.nn.Linear(64, 8); opt = torch.optim.SGD(m.parameters(), lr=0.1)
@@ -178,33 +180,55 @@ if sys.argv[1] == "start-one":
     print("threads", len(os.listdir("/proc/self/task")))
 PY
 threads_reason="[c['reason'] for c in p['collectors'] if c['name'] == 'threads'][0]"
-(cd "$tmp" && OMP_NUM_THREADS=1 GNNPROF_THREADLESS=1 GNNPROF_TORCH_SAMPLE=all "$gnnprof" run -o "$tmp/tl/one.json" -- $py threads.py none > tl1.out 2>/dev/null); rc=$?
+(cd "$tmp" && OMP_NUM_THREADS=1 GNNPROF_TORCH_SAMPLE=all "$gnnprof" run -o "$tmp/tl/one.json" -- $py threads.py none > tl1.out 2>/dev/null); rc=$?
 check "threadless: exit 0, the process keeps one thread" "[ $rc = 0 ] && [ \"\$(cat '$tmp/tl1.out')\" = 'threads 1' ]"
 check "threadless: torch found without a thread, 30 iterations with forward/backward/optimizer" \
   "json $tmp/tl/one.json \"len([i for i in p['iterations'] if i['complete'] and {'forward','backward','optimizer'} <= set(i['stages'])]) >= 29 and sum(1 for i in p['iterations'] if i['complete']) == 30\" | grep -q True"
 check "threadless: the collector list says so" "json $tmp/tl/one.json \"$threads_reason\" | grep -q '^none while the process is single-threaded'"
-(cd "$tmp" && OMP_NUM_THREADS=1 GNNPROF_THREADLESS=1 "$gnnprof" run -o "$tmp/tl/two.json" -- $py threads.py start-one > tl2.out 2>/dev/null); rc=$?
+(cd "$tmp" && OMP_NUM_THREADS=1 "$gnnprof" run -o "$tmp/tl/two.json" -- $py threads.py start-one > tl2.out 2>/dev/null); rc=$?
 # (3 = the loop thread and gnnprof's two; the joined host thread may still be listed a moment.)
 check "threadless: the host's own thread starts gnnprof's drainer and attach threads (1, then >= 3)" \
   "[ $rc = 0 ] && [ \"\$(head -1 '$tmp/tl2.out')\" = 'threads 1' ] && [ \"\$(sed -n 2p '$tmp/tl2.out' | cut -d' ' -f2)\" -ge 3 ]"
 check "threadless then threads: 60 iterations, collector updated" \
   "json $tmp/tl/two.json \"sum(1 for i in p['iterations'] if i['complete']) == 60 and $threads_reason.startswith('gnnprof-drainer')\" | grep -q True"
-(cd "$tmp" && OMP_NUM_THREADS=1 "$gnnprof" run -o "$tmp/tl/off.json" -- $py threads.py none > tl0.out 2>/dev/null)
-check "default (no GNNPROF_THREADLESS): gnnprof's two threads from the start" "[ \"\$(cat '$tmp/tl0.out')\" = 'threads 3' ]"
-(cd "$tmp" && READY="$tmp/term1.ready" OMP_NUM_THREADS=1 GNNPROF_THREADLESS=1 GNNPROF_OUTPUT="$tmp/term1.json" GNNPROF_FLUSH_INTERVAL_MS=0 LD_PRELOAD="$preload" exec $py term.py) &
+(cd "$tmp" && OMP_NUM_THREADS=1 GNNPROF_THREADLESS=0 "$gnnprof" run -o "$tmp/tl/off.json" -- $py threads.py none > tl0.out 2>/dev/null)
+check "GNNPROF_THREADLESS=0: gnnprof's two threads from the start" "[ \"\$(cat '$tmp/tl0.out')\" = 'threads 3' ]"
+(cd "$tmp" && READY="$tmp/term1.ready" OMP_NUM_THREADS=1 GNNPROF_OUTPUT="$tmp/term1.json" GNNPROF_FLUSH_INTERVAL_MS=0 LD_PRELOAD="$preload" exec $py term.py) &
 pid=$!
 wait_ready "$tmp/term1.ready"
 kill -TERM $pid; wait $pid; rc=$?
 check "threadless SIGTERM: killed by SIGTERM (rc $rc = 143)" "[ $rc = 143 ]"
 check "threadless SIGTERM: the forked child wrote the profile with the loop's ops" \
   "json $tmp/term1.json \"[s['hits'] for s in p['stages'] if s['name'] == 'aten::linear'][0] > 10\" | grep -q True"
-(cd "$tmp" && OMP_NUM_THREADS=1 GNNPROF_THREADLESS=1 GNNPROF_OUTPUT="$tmp/kill1.json" GNNPROF_FLUSH_INTERVAL_MS=200 LD_PRELOAD="$preload" \
+(cd "$tmp" && OMP_NUM_THREADS=1 GNNPROF_OUTPUT="$tmp/kill1.json" GNNPROF_FLUSH_INTERVAL_MS=200 LD_PRELOAD="$preload" \
   exec $py "$sample" --nodes 20000 --steps 100000 --cache "$tmp/cache" > /dev/null 2>&1) &
 pid=$!
 for i in $(seq 1 300); do [ -s "$tmp/kill1.json" ] && $py -c "import json,sys; p=json.load(open(sys.argv[1])); sys.exit(0 if len(p['iterations']) > 5 else 1)" "$tmp/kill1.json" 2>/dev/null && break; sleep 0.1; done
 kill -KILL $pid; wait $pid 2>/dev/null
 check "threadless SIGKILL: the loop thread's periodic flush is a readable profile with iterations" \
   "\"$gnnprof\" report '$tmp/kill1.json' > /dev/null && json $tmp/kill1.json \"len(p['iterations']) > 5\" | grep -q True"
+check "threadless SIGTERM and SIGKILL runs were threadless" \
+  "json $tmp/term1.json \"$threads_reason\" | grep -q '^none while' && json $tmp/kill1.json \"$threads_reason\" | grep -q '^none while'"
+
+# 12b. A single-threaded Python program without torch whose only gnnprof calls are NVTX ranges
+# (a ctypes library): no iteration marks ever, so after 2 s its NVTX calls are the poll points
+# that drain and flush, and a SIGKILL leaves a readable profile with its ranges.
+cat > "$tmp/nvtx_py.py" <<'PY'
+import ctypes, os, sys
+lib = ctypes.CDLL(sys.argv[1])
+i = 0
+while True:
+    lib.nvtx_steps(4, 5)
+    i += 1
+    if i == 20:
+        print("threads", len(os.listdir("/proc/self/task")), flush=True)
+PY
+(cd "$tmp" && GNNPROF_OUTPUT="$tmp/nvpy.json" GNNPROF_FLUSH_INTERVAL_MS=200 LD_PRELOAD="$preload" exec $py nvtx_py.py "$nvtx_pylib" > nvpy.out 2>&1) &
+pid=$!
+for i in $(seq 1 300); do [ -s "$tmp/nvpy.json" ] && $py -c "import json,sys; p=json.load(open(sys.argv[1])); sys.exit(0 if [s for s in p['stages'] if s['name'] == 'py_step' and s['hits'] > 50] else 1)" "$tmp/nvpy.json" 2>/dev/null && break; sleep 0.1; done
+kill -KILL $pid; wait $pid 2>/dev/null
+check "NVTX-only Python host: one thread, periodic flushes from its NVTX calls, readable after SIGKILL" \
+  "[ \"\$(cat '$tmp/nvpy.out')\" = 'threads 1' ] && \"$gnnprof\" report '$tmp/nvpy.json' > /dev/null && json $tmp/nvpy.json \"[s['hits'] for s in p['stages'] if s['name'] == 'py_step'][0] > 50 and $threads_reason.startswith('none while')\" | grep -q True"
 
 # 9. LD_PRELOAD by hand; 10. only the C ABI and the NVTX entry point are exported.
 (cd "$tmp" && GNNPROF_OUTPUT="$tmp/hand.json" LD_PRELOAD="$preload" $py fidelity.py > /dev/null 2>&1)

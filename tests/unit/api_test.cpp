@@ -198,6 +198,34 @@ TEST(Api, PollDrainsAndFlushesOnTheCallingThreadUntilADrainerRuns) {
   EXPECT_EQ(gnnprof_start_drainer(), -1) << "no session";
 }
 
+// A host without quiet points (no iteration marks: an inference loop, an NVTX-only program)
+// must still be drained and flushed, or a SIGKILL would leave nothing: after 2 s (twice the
+// flush interval, at least 2 s) without a quiet point, its other polls count as quiet.
+TEST(Api, PollFlushesAHostThatNeverReachesAQuietPoint) {
+  Config cfg = testing::quiet_config();
+  cfg.buffer_events = 1024;
+  cfg.drain_interval_ms = 10;
+  cfg.flush_interval_ms = 300;
+  const std::string path = fresh_output(cfg, "gnnprof_markless_%p.json");
+  ASSERT_TRUE(start(cfg));
+  { GNNPROF_STAGE("no marks"); }
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  EXPECT_EQ(gnnprof_poll(0), 0) << "past the flush interval, but not 2 s without a quiet point";
+  EXPECT_FALSE(std::ifstream(path).good()) << "nothing flushed yet";
+  std::this_thread::sleep_for(std::chrono::milliseconds(1400));
+  EXPECT_EQ(gnnprof_poll(0), 1) << "2.1 s without a quiet point: this poll counts as one";
+  auto flushed = read_profile_file(path);
+  ASSERT_TRUE(flushed) << flushed.status().message();
+  EXPECT_NE(testing::find_stage(*flushed, "no marks"), nullptr);
+  EXPECT_EQ(gnnprof_poll(0), 0) << "the next flush is paced as usual";
+  // A quiet point resets the clock: the next non-quiet polls are ordinary again.
+  std::this_thread::sleep_for(std::chrono::milliseconds(350));
+  (void)gnnprof_poll(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(350));
+  EXPECT_EQ(gnnprof_poll(0), 0) << "a flush is due, but a quiet point was seen 350 ms ago";
+  ASSERT_TRUE(stop());
+}
+
 // The preload's SIGTERM flush in threadless mode: a child made by _Fork() (no atfork handlers,
 // as in a signal handler) writes the parent's profile under the parent's pid. Not in the TSan
 // job: _Fork bypasses ThreadSanitizer's fork interceptor.

@@ -72,7 +72,9 @@ GNNPROF_C_API int gnnprof_flush(void);
  * (an iteration boundary). Drains the rings into the aggregate when the drain period has
  * passed or the caller's ring is over a quarter full, and, when allow_flush is non-zero, writes
  * the periodic flush when due (flush_interval_ms, and at least 1000x the last flush's duration
- * apart). One clock read when nothing is due; never waits for a lock. 1 if it did work. */
+ * apart). After twice the flush interval (at least 2 s) with no allow_flush call, every call
+ * counts as one: a host without quiet points still drains and flushes. One clock read when
+ * nothing is due; never waits for a lock. 1 if it did work. */
 GNNPROF_C_API int gnnprof_poll(int allow_flush);
 /* Starts the drainer thread of a session that runs without one. 0 on success. */
 GNNPROF_C_API int gnnprof_start_drainer(void);
