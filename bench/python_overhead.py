@@ -110,9 +110,21 @@ def main():
                          "thread was descheduled (other tenants of the VM) drops out; gnnprof's other threads too")
     ap.add_argument("--load", nargs="+", metavar="FILE",
                     help="run nothing: pool the rounds of runs saved with --save (the modes they all have) and report")
+    ap.add_argument("--relabel", action="append", default=[], metavar="FILE:OLD=NEW",
+                    help="with --load: in FILE, read mode OLD as NEW (repeatable; renames apply together), e.g. to "
+                         "pool runs saved before and after a default changed")
     a = ap.parse_args()
     if a.load:
         runs = [json.load(open(f)) for f in a.load]
+        for spec in a.relabel:
+            f, _, rename = spec.rpartition(":")
+            old, _, new = rename.partition("=")
+            if f not in a.load or not old or not new:
+                ap.error(f"--relabel {spec!r}: expected FILE:OLD=NEW with FILE among --load's")
+        for f, r in zip(a.load, runs):
+            names = dict(spec.rpartition(":")[2].split("=", 1) for spec in a.relabel if spec.rpartition(":")[0] == f)
+            for key in ("loop_s", "iteration_s"):
+                r[key] = {names.get(m, m): v for m, v in r[key].items()}
         modes = [m for m in runs[0]["loop_s"] if all(m in r["loop_s"] for r in runs)]
         t = {m: sum((r["loop_s"][m] for r in runs), []) for m in modes}
         it = {m: sum((r["iteration_s"][m] for r in runs), []) for m in modes}
