@@ -307,22 +307,17 @@ void switch_to_threads() {
     note("cupti", false, "cannot start the gnnprof-attach thread; the CUDA runtime is not watched for", true);
 }
 
-/// The poll point of the torch observer (gnnprof_torch_set_poll) and of the NVTX injection:
-/// at_mark 1 at iteration marks.
-void host_poll(int at_mark) {
-  if (!g_threadless.load(std::memory_order_relaxed)) return;
-  if (!host_single_threaded()) {
-    switch_to_threads();
-    return;
-  }
-  (void)gnnprof_poll(at_mark);
-}
-
 }  // namespace
 
+/// The poll point of the torch observer (gnnprof_torch_set_poll) and of the NVTX injection.
 void gnnprof::instrument::preload_poll(int at_mark) noexcept {
+  if (!g_threadless.load(std::memory_order_relaxed)) return;
   try {
-    host_poll(at_mark);
+    if (!host_single_threaded()) {
+      switch_to_threads();
+      return;
+    }
+    (void)gnnprof_poll(at_mark);
   } catch (...) {
   }
 }
