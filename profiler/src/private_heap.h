@@ -9,6 +9,9 @@
 // and the host's next tensors touch fresh pages (docs/performance.md, "Whose page faults?").
 // A pool over anonymous mappings keeps these tables out of the host's heap. Transient
 // allocations (a flush building the profile) still use malloc and are freed at once.
+//
+// Under AddressSanitizer (`make asan`) both come from malloc instead, one block per
+// allocation, so that ASan checks every access to them (it intercepts malloc, not mmap).
 #pragma once
 
 #include <sys/mman.h>
@@ -16,10 +19,26 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <memory_resource>
 #include <new>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define GNNPROF_PRIVATE_HEAP_ON_MALLOC 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GNNPROF_PRIVATE_HEAP_ON_MALLOC 1
+#endif
+#endif
+#ifndef GNNPROF_PRIVATE_HEAP_ON_MALLOC
+#define GNNPROF_PRIVATE_HEAP_ON_MALLOC 0
+#endif
+
 namespace gnnprof::detail {
+
+/// True in an ASan build: the private heap and the rings are malloc blocks there.
+inline constexpr bool kPrivateHeapOnMalloc = GNNPROF_PRIVATE_HEAP_ON_MALLOC != 0;
 
 namespace private_heap_detail {
 inline std::size_t page() {
@@ -37,6 +56,12 @@ inline std::size_t round_up(std::size_t bytes) {
 inline void* map_pages(std::size_t bytes, std::size_t alignment = 1) {
   using private_heap_detail::page;
   const std::size_t size = private_heap_detail::round_up(bytes);
+  if constexpr (kPrivateHeapOnMalloc) {
+    const std::size_t align = alignment > page() ? alignment : page();
+    void* p = std::aligned_alloc(align, (size + align - 1) / align * align);
+    if (p == nullptr) throw std::bad_alloc();
+    return std::memset(p, 0, size);
+  }
   // A mapping is page-aligned; a pool asks for more (its chunks are aligned to their block
   // size): map the excess, then unmap what lies outside the aligned range.
   const std::size_t extra = alignment > page() ? alignment : 0;
@@ -51,7 +76,13 @@ inline void* map_pages(std::size_t bytes, std::size_t alignment = 1) {
   return reinterpret_cast<void*>(aligned);
 }
 
-inline void unmap_pages(void* p, std::size_t bytes) noexcept { ::munmap(p, private_heap_detail::round_up(bytes)); }
+inline void unmap_pages(void* p, std::size_t bytes) noexcept {
+  if constexpr (kPrivateHeapOnMalloc) {
+    std::free(p);
+  } else {
+    ::munmap(p, private_heap_detail::round_up(bytes));
+  }
+}
 
 /// Each allocation is its own anonymous mapping (pages are touched only when written, and
 /// unmapped when freed), aligned as asked. Meant as the upstream of a pool: a pool's chunks
@@ -70,7 +101,10 @@ class PrivateHeap {
   PrivateHeap() : pool_(pool_options(), &mapped_) {}
   PrivateHeap(const PrivateHeap&) = delete;
   PrivateHeap& operator=(const PrivateHeap&) = delete;
-  std::pmr::memory_resource* resource() { return &pool_; }
+  std::pmr::memory_resource* resource() {
+    if constexpr (kPrivateHeapOnMalloc) return std::pmr::new_delete_resource();  // ASan sees each node
+    return &pool_;
+  }
 
  private:
   static std::pmr::pool_options pool_options() {
