@@ -13,9 +13,9 @@ the modes alternates from round to round (ABC, CBA, ...), so a drift of the mach
 round does not favour one mode. --control adds a second plain mode: its ratio to plain is
 this machine's noise floor for the same number of rounds. Figures go to docs/performance.md.
 
---per-iteration (GNN sample only) also compares per-iteration times. The sample's batches are
-seeded, so iteration i does the same work in every run; another tenant of the machine only
-ever adds time. For each mode it sums, over iterations, the minimum (and the median) of
+--per-iteration also compares per-iteration times (the small-op loop: per block of 100 steps).
+The sample's batches are seeded, so iteration i does the same work in every run (the small-op
+loop repeats one batch); another tenant of the machine only ever adds time. For each mode it sums, over iterations, the minimum (and the median) of
 iteration i's time across rounds, and reports the ratio of those sums to plain's, all
 iterations and from the 6th on (start-up excluded), with a 95 % bootstrap interval over
 rounds. The minimum leaves out what does not happen in every round, gnnprof's occasional work
@@ -47,7 +47,7 @@ def loop_seconds(out):
 def iteration_seconds(out):
     m = re.search(r"^iteration_s (.*)$", out, re.M)
     if not m:
-        raise SystemExit("no iteration times in output (--per-iteration needs the GNN sample):\n" + out)
+        raise SystemExit("no iteration times in output (--per-iteration needs a loop run with --iteration-times):\n" + out)
     return [float(x) for x in m.group(1).split()]
 
 def run(cmd, env):
@@ -103,7 +103,7 @@ def main():
                     help="add a gnnprof mode with these extra environment variables (repeatable), e.g. "
                          "'drain 100 ms:GNNPROF_DRAIN_INTERVAL_MS=100'")
     ap.add_argument("--per-iteration", action="store_true",
-                    help="GNN sample only: also compare per-iteration minimum and median times across rounds")
+                    help="also compare per-iteration (small-op loop: per 100-step block) minimum and median times across rounds")
     ap.add_argument("--save", help="write the raw times (per mode, round and iteration) to this JSON file")
     ap.add_argument("--cpu", action="store_true",
                     help="compare the loop thread's CPU time instead of wall time (GNN sample only): time the "
@@ -136,7 +136,8 @@ def main():
     CPU = a.cpu
     tmp = tempfile.mkdtemp()
     workloads = {
-        "small-op MLP loop (bench/small_ops.py, 2000 steps)": [sys.executable, os.path.join(here, "small_ops.py"), "2000"],
+        "small-op MLP loop (bench/small_ops.py, 2000 steps)": [sys.executable, os.path.join(here, "small_ops.py"), "2000"]
+            + (["--iteration-times"] if a.per_iteration else []),
         f"Python GNN sample (samples/python/sage_train.py, {a.sample_steps} steps)":
             [sys.executable, os.path.join(root, "samples/python/sage_train.py"), "--steps", str(a.sample_steps)]
             + (["--iteration-times"] if a.per_iteration else []),
