@@ -94,13 +94,16 @@ void mark(const std::string& name) {
   polled();
 }
 nvtxRangeId_t start(const std::string& name, const char* category) {
-  polled();
   const gnnprof_site_t site = site_for(name, category);
-  Strings& s = strings();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (s.lane == 0) s.lane = gnnprof_lane("nvtx ranges");
-  const nvtxRangeId_t id = s.next_range++;
-  s.open_ranges[id] = {site, mono_ns()};
+  nvtxRangeId_t id = 0;
+  {
+    Strings& s = strings();
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.lane == 0) s.lane = gnnprof_lane("nvtx ranges");
+    id = s.next_range++;
+    s.open_ranges[id] = {site, mono_ns()};
+  }
+  polled();
   return id;
 }
 void end(nvtxRangeId_t id) {
