@@ -116,13 +116,15 @@ def main():
     a = ap.parse_args()
     if a.load:
         runs = [json.load(open(f)) for f in a.load]
+        renames = {}  # file -> {old mode: new mode}
         for spec in a.relabel:
             f, _, rename = spec.rpartition(":")
             old, _, new = rename.partition("=")
             if f not in a.load or not old or not new:
                 ap.error(f"--relabel {spec!r}: expected FILE:OLD=NEW with FILE among --load's")
+            renames.setdefault(f, {})[old] = new
         for f, r in zip(a.load, runs):
-            names = dict(spec.rpartition(":")[2].split("=", 1) for spec in a.relabel if spec.rpartition(":")[0] == f)
+            names = renames.get(f, {})
             for key in ("loop_s", "iteration_s"):
                 r[key] = {names.get(m, m): v for m, v in r[key].items()}
         modes = [m for m in runs[0]["loop_s"] if all(m in r["loop_s"] for r in runs)]
