@@ -18,7 +18,9 @@ TimelineKind timeline_kind(EventKind k) {
     case EventKind::kCounter: return TimelineKind::kCounter;
     case EventKind::kStep: return TimelineKind::kStep;
     case EventKind::kStepEnd: return TimelineKind::kStepEnd;
-    case EventKind::kKernel: return TimelineKind::kStage;  // not kept: its lane range is
+    case EventKind::kKernel:     // not kept: its lane range is
+    case EventKind::kLineStage:  // not kept: statistics only
+    case EventKind::kLineCharge: return TimelineKind::kStage;
   }
   return TimelineKind::kStage;
 }
@@ -67,14 +69,23 @@ void Aggregator::consume(std::uint32_t thread, const RawEvent& e) {
     case EventKind::kLine: {
       std::int64_t ts = clock_.to_ns(e.t0);
       std::int64_t dur = clock_.ticks_to_ns(e.t1 - e.t0);
-      LineAgg& l = lines_[e.site];
-      if (l.hits == 0) l.stage = e.ctx;
-      ++l.hits;
+      LineAgg& l = line_agg(e.site);
+      if (!l.timed) l.stage = e.ctx;
+      l.timed = true;
+      if ((e.flags & kFlagNoHit) == 0) ++l.hits;
       l.total += dur;
       l.max = std::max(l.max, dur);
       keep_timeline(thread, e.site, e.kind, ts, dur, 0);
+      Pending p{thread, e.site, ts, dur, false, true};
+      place(p);
       break;
     }
+    case EventKind::kLineStage:
+      if (e.t1 >= e.t0) line_agg(e.site).stages[e.ctx] += clock_.ticks_to_ns(e.t1 - e.t0);
+      break;
+    case EventKind::kLineCharge:
+      if (e.t1 >= e.t0) line_agg(e.site).charged += static_cast<std::int64_t>(e.t1 - e.t0);
+      break;
     case EventKind::kTransfer: {
       TransferAgg& t = transfers_[{e.ctx, e.line_ctx, static_cast<std::uint8_t>(e.flags & ~kFlagMonoNs)}];
       ++t.count;
@@ -118,6 +129,7 @@ void Aggregator::consume(std::uint32_t thread, const RawEvent& e) {
       ++k.count;
       k.total += dur;
       k.max = std::max(k.max, dur);
+      if (e.line_ctx != 0) line_agg(e.line_ctx).gpu += dur;
       break;
     }
     case EventKind::kStep:
@@ -147,9 +159,14 @@ void Aggregator::on_stage(std::uint32_t thread, const RawEvent& e) {
   st.self += self;
   bool top = e.depth == 0;
   if (top) st.top_level += dur;
+  if ((e.flags & kFlagExtLine) != 0 && e.line_ctx != 0) line_agg(e.line_ctx).stages[e.site] += clock_.ticks_to_ns(e.b);
   keep_timeline(thread, e.site, e.kind, begin, dur, static_cast<double>(e.depth));
+  place(Pending{thread, e.site, begin, dur, top});
+}
 
-  Pending p{thread, e.site, begin, dur, top};
+void Aggregator::place(const Pending& p) {
+  const std::uint32_t thread = p.thread;
+  const std::int64_t begin = p.begin;
   // The loop thread's own events are published after its earlier marks and before its later
   // ones, so their iteration is known now; before any mark there is no iteration to join
   // (other threads' events racing the very first mark land in none). Only another thread's
@@ -178,9 +195,17 @@ void Aggregator::assign_into(std::pmr::vector<Iter>& iters, int loop_thread, con
   if (it == iters.begin()) return;  // before the first iteration
   Iter& target = *(it - 1);
   if (target.end >= 0 && p.begin >= target.end) return;  // between iterations
+  add_to(target, loop_thread, p);
+}
+
+void Aggregator::add_to(Iter& it, int loop_thread, const Pending& p) {
+  if (p.line) {
+    it.lines[p.site] += p.dur;
+    return;
+  }
   bool loop = static_cast<int>(p.thread) == loop_thread;
-  (loop ? target.loop : target.other)[p.site] += p.dur;
-  if (loop && p.top_level) target.loop_top_level += p.dur;
+  (loop ? it.loop : it.other)[p.site] += p.dur;
+  if (loop && p.top_level) it.loop_top_level += p.dur;
 }
 
 void Aggregator::assign(const Pending& p) { assign_into(iters_, loop_thread_, p); }
@@ -208,10 +233,7 @@ void Aggregator::place_now(const Pending& q) {
   bool open = !iters_.empty() && iters_.back().end < 0;
   if (open && q.begin >= iters_.back().begin) {
     // The open iteration, with its end treated as beyond q.begin.
-    Iter& it = iters_.back();
-    bool loop = static_cast<int>(q.thread) == loop_thread_;
-    (loop ? it.loop : it.other)[q.site] += q.dur;
-    if (loop && q.top_level) it.loop_top_level += q.dur;
+    add_to(iters_.back(), loop_thread_, q);
   } else {
     assign(q);
   }
@@ -313,21 +335,8 @@ Profile Aggregator::build(const std::vector<SiteInfo>& sites, std::int64_t end_n
   bool last_open = !iters.empty() && iters.back().end < 0;
   if (last_open) iters.back().end = std::max(end_ns, iters.back().begin);
   for (const Pending& q : pending_) assign_into(iters, loop_thread_, q);
-  for (std::size_t i = 0; i < iters.size(); ++i) {
-    const Iter& it = iters[i];
-    IterationStats is;
-    is.index = i;
-    is.begin_ns = it.begin;
-    is.wall_ns = it.end - it.begin;
-    is.complete = !(last_open && i + 1 == iters.size());
-    is.ops_observed = it.ops_observed;
-    for (const auto& [id, ns] : it.loop) is.stages[site_or_empty(sites, id).name] += ns;
-    for (const auto& [id, ns] : it.other) is.other_threads[site_or_empty(sites, id).name] += ns;
-    is.unattributed_ns = std::max<std::int64_t>(0, is.wall_ns - it.loop_top_level);
-    p.iterations.push_back(std::move(is));
-  }
-  p.iterations_dropped = iterations_dropped_;
-
+  // Lines in the profile's order (file, function, line): iterations refer to them by index.
+  std::vector<std::pair<LineStats, std::uint32_t>> lines;
   for (const auto& [id, l] : lines_) {
     const SiteInfo& info = site_or_empty(sites, id);
     LineStats ls;
@@ -339,11 +348,37 @@ Profile Aggregator::build(const std::vector<SiteInfo>& sites, std::int64_t end_n
     ls.hits = l.hits;
     ls.total_ns = l.total;
     ls.max_ns = l.max;
+    for (const auto& [stage, ns] : l.stages) ls.stages[site_or_empty(sites, stage).name] += ns;
+    ls.backward_ns = l.charged;
+    ls.gpu_ns = l.gpu;
+    lines.emplace_back(std::move(ls), id);
+  }
+  std::sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first.file, a.first.function, a.first.line, a.second) <
+           std::tie(b.first.file, b.first.function, b.first.line, b.second);
+  });
+  std::map<std::uint32_t, std::uint32_t> line_index;  // site -> index in p.lines
+  for (auto& [ls, id] : lines) {
+    line_index[id] = static_cast<std::uint32_t>(p.lines.size());
     p.lines.push_back(std::move(ls));
   }
-  std::sort(p.lines.begin(), p.lines.end(), [](const LineStats& a, const LineStats& b) {
-    return std::tie(a.file, a.function, a.line) < std::tie(b.file, b.function, b.line);
-  });
+
+  for (std::size_t i = 0; i < iters.size(); ++i) {
+    const Iter& it = iters[i];
+    IterationStats is;
+    is.index = i;
+    is.begin_ns = it.begin;
+    is.wall_ns = it.end - it.begin;
+    is.complete = !(last_open && i + 1 == iters.size());
+    is.ops_observed = it.ops_observed;
+    for (const auto& [id, ns] : it.loop) is.stages[site_or_empty(sites, id).name] += ns;
+    for (const auto& [id, ns] : it.other) is.other_threads[site_or_empty(sites, id).name] += ns;
+    is.unattributed_ns = std::max<std::int64_t>(0, is.wall_ns - it.loop_top_level);
+    for (const auto& [id, ns] : it.lines) is.lines[line_index[id]] += ns;
+    p.iterations.push_back(std::move(is));
+  }
+  p.iterations_dropped = iterations_dropped_;
+
 
   static const char* kDir[] = {"h2d", "d2h", "d2d", "h2h"};
   static const char* kMem[] = {"pageable", "pinned", "none", "none"};

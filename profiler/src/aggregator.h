@@ -78,9 +78,13 @@ class Aggregator {
     std::pmr::map<std::uint32_t, StageThread> threads;
   };
   struct LineAgg {
+    explicit LineAgg(std::pmr::memory_resource* mr) : stages(mr) {}
     std::uint64_t hits = 0;
     std::int64_t total = 0, max = 0;
     std::uint32_t stage = 0;
+    bool timed = false;  // has had a line event (not only attributed time)
+    std::pmr::map<std::uint32_t, std::int64_t> stages;  // outermost stage site -> ns
+    std::int64_t charged = 0, gpu = 0;
   };
   struct TransferAgg {
     std::uint64_t count = 0, bytes = 0;
@@ -98,10 +102,11 @@ class Aggregator {
     double min = 0, max = 0, sum = 0, last = 0;
   };
   struct Iter {
-    explicit Iter(std::pmr::memory_resource* mr) : loop(mr), other(mr) {}
+    explicit Iter(std::pmr::memory_resource* mr) : loop(mr), other(mr), lines(mr) {}
     std::int64_t begin = 0;
     std::int64_t end = -1;  // -1: open
     std::pmr::map<std::uint32_t, std::int64_t> loop, other;
+    std::pmr::map<std::uint32_t, std::int64_t> lines;  // line site -> ns (any thread)
     std::int64_t loop_top_level = 0;
     bool ops_observed = true;
   };
@@ -109,6 +114,7 @@ class Aggregator {
     std::uint32_t thread, site;
     std::int64_t begin, dur;
     bool top_level;
+    bool line = false;  // a line event (Iter::lines), not a stage
   };
   struct RawTimeline {
     std::uint32_t thread, site;
@@ -123,6 +129,11 @@ class Aggregator {
   };
 
   void on_stage(std::uint32_t thread, const RawEvent& e);
+  /// Places an event of a thread in its iteration: now, or once the mark that decides it has
+  /// arrived (see on_stage).
+  void place(const Pending& p);
+  LineAgg& line_agg(std::uint32_t site) { return lines_.try_emplace(site, mr_).first->second; }
+  static void add_to(Iter& it, int loop_thread, const Pending& p);
   void on_mark(std::uint32_t thread, std::int64_t ts, bool begin_next, std::uint64_t flags = 0);
   void assign(const Pending& p);
   void place_now(const Pending& p);

@@ -1,7 +1,9 @@
 // c_api.cpp — the C ABI over the collector. Nothing here throws: every entry point either
 // cannot throw or catches at the boundary.
+#include <atomic>
 #include <string>
 
+#include "clock.h"
 #include "collector.h"
 #include "raw_event.h"
 #include "gnnprof/gnnprof.h"
@@ -17,6 +19,11 @@ int flush_now() noexcept;
 int poll(bool allow_flush) noexcept;
 int start_drainer() noexcept;
 int flush_in_forked_child(long parent_pid) noexcept;
+std::uint64_t set_line(std::uint32_t site) noexcept;
+void line_event(std::uint32_t site, std::uint64_t t0, std::uint64_t t1, bool hit) noexcept;
+void line_charge(std::uint32_t line, std::uint32_t stage, std::int64_t begin_mono_ns, std::int64_t end_mono_ns) noexcept;
+std::uint32_t current_line() noexcept;
+bool ext_lines_seen() noexcept;
 }
 
 namespace {
@@ -24,7 +31,7 @@ namespace {
 /// A [begin, end] event of `kind` on a lane (ranges and kernels): dropped when `site` is 0 or
 /// the interval is not one.
 void lane_interval(gnnprof_lane_t lane, gnnprof::detail::EventKind kind, gnnprof_site_t site, gnnprof_site_t ctx,
-                   std::uint64_t a, int64_t begin_mono_ns, int64_t end_mono_ns) {
+                   std::uint64_t a, int64_t begin_mono_ns, int64_t end_mono_ns, gnnprof_site_t line = 0) {
   if (site == 0 || begin_mono_ns < 0 || end_mono_ns < begin_mono_ns) return;
   gnnprof::detail::RawEvent e{};
   e.kind = kind;
@@ -32,9 +39,12 @@ void lane_interval(gnnprof_lane_t lane, gnnprof::detail::EventKind kind, gnnprof
   e.t1 = static_cast<std::uint64_t>(end_mono_ns);
   e.site = site;
   e.ctx = ctx;
+  e.line_ctx = line;
   e.a = a;
   gnnprof::detail::lane_event(lane, e);
 }
+
+std::atomic<void (*)(void)> g_optimizer_step_hook{nullptr};
 
 }  // namespace
 
@@ -125,6 +135,43 @@ int gnnprof_site_name(gnnprof_site_t site, char* buf, unsigned long n) {
   }
 }
 
+gnnprof_site_t gnnprof_line_site(const char* file, unsigned line, const char* function, const char* code) {
+  if (file == nullptr) return 0;
+  try {
+    gnnprof::detail::SiteInfo info;
+    info.kind = gnnprof::SiteKind::kLine;
+    info.file = file;
+    info.line = line;
+    info.function = function != nullptr ? function : "";
+    info.code = code != nullptr ? code : "";
+    return gnnprof::detail::site_registry().intern(info);
+  } catch (...) {
+    return 0;
+  }
+}
+
+uint64_t gnnprof_now(void) { return gnnprof::detail::raw_now(); }
+
+uint64_t gnnprof_set_line(gnnprof_site_t site) { return gnnprof::detail::set_line(site); }
+
+void gnnprof_line_event(gnnprof_site_t site, uint64_t begin, uint64_t end, int hit) {
+  gnnprof::detail::line_event(site, begin, end, hit != 0);
+}
+
+gnnprof_site_t gnnprof_current_line(void) { return gnnprof::detail::current_line(); }
+
+int gnnprof_lines_traced(void) { return gnnprof::detail::ext_lines_seen() ? 1 : 0; }
+
+void gnnprof_line_charge(gnnprof_site_t line, gnnprof_site_t stage, int64_t begin_mono_ns, int64_t end_mono_ns) {
+  gnnprof::detail::line_charge(line, stage, begin_mono_ns, end_mono_ns);
+}
+
+void gnnprof_set_optimizer_step_hook(void (*hook)(void)) { g_optimizer_step_hook.store(hook, std::memory_order_release); }
+
+void gnnprof_optimizer_step(void) {
+  if (auto hook = g_optimizer_step_hook.load(std::memory_order_acquire)) hook();
+}
+
 gnnprof_lane_t gnnprof_lane(const char* name) { return gnnprof::detail::lane(name); }
 
 void gnnprof_lane_range(gnnprof_lane_t lane, gnnprof_site_t site, gnnprof_site_t ctx, int64_t begin_mono_ns,
@@ -135,6 +182,11 @@ void gnnprof_lane_range(gnnprof_lane_t lane, gnnprof_site_t site, gnnprof_site_t
 void gnnprof_lane_kernel(gnnprof_lane_t lane, gnnprof_site_t kernel, gnnprof_site_t stage, gnnprof_site_t op,
                          int64_t begin_mono_ns, int64_t end_mono_ns) {
   lane_interval(lane, gnnprof::detail::EventKind::kKernel, kernel, stage, op, begin_mono_ns, end_mono_ns);
+}
+
+void gnnprof_lane_kernel_at(gnnprof_lane_t lane, gnnprof_site_t kernel, gnnprof_site_t stage, gnnprof_site_t op,
+                            gnnprof_site_t line, int64_t begin_mono_ns, int64_t end_mono_ns) {
+  lane_interval(lane, gnnprof::detail::EventKind::kKernel, kernel, stage, op, begin_mono_ns, end_mono_ns, line);
 }
 
 void gnnprof_lane_transfer(gnnprof_lane_t lane, gnnprof_site_t ctx, uint64_t bytes, int direction, int host_memory,

@@ -97,6 +97,7 @@ inline bool push_range(std::uint32_t site, bool is_line) noexcept {
   } else {
     r.stage_depth = static_cast<std::uint16_t>(b->stage_depth++);
     b->cur_stage = d;
+    if (r.stage_depth == 0) b->top_stage = d;
   }
   r.begin = raw_now();  // last: the range excludes its own bookkeeping
   return true;
@@ -114,9 +115,14 @@ inline void pop_range() noexcept {
   // The range includes the few loads above (~1 ns) so that a disabled session reads no clock.
   std::uint64_t now = raw_now();
   std::uint64_t dur = now - r.begin;
+  bool split = false;  // an outermost stage that ends while an outside tracer's line is current
   if (!r.is_line) {
     --b->stage_depth;
     if (r.prev_stage >= 0) b->stack[r.prev_stage].child_ticks += dur;
+    if (r.stage_depth == 0) {
+      b->top_stage = -1;
+      split = b->ext_line != 0 && b->cur_line < 0;
+    }
   }
   if (__builtin_expect(!recording(), 0)) return;
   RawEvent* e = b->reserve();
@@ -131,6 +137,13 @@ inline void pop_range() noexcept {
   e->kind = r.is_line ? EventKind::kLine : EventKind::kStage;
   e->flags = 0;
   e->depth = r.stage_depth;
+  if (__builtin_expect(split, 0)) {
+    // The stage's time since the current line began belongs to that line (the earlier parts
+    // went to earlier lines as kLineStage events at each line change).
+    e->line_ctx = b->ext_line;
+    e->b = now - (r.begin > b->ext_line_since ? r.begin : b->ext_line_since);
+    e->flags = kFlagExtLine;
+  }
   b->commit();
 }
 
@@ -146,7 +159,7 @@ inline RawEvent* begin_instant(ThreadBuffer*& out) noexcept {
   e->b = 0;
   e->site = 0;
   e->ctx = b->cur_stage >= 0 ? b->stack[b->cur_stage].site : 0;
-  e->line_ctx = b->cur_line >= 0 ? b->stack[b->cur_line].site : 0;
+  e->line_ctx = b->cur_line >= 0 ? b->stack[b->cur_line].site : b->ext_line;
   e->flags = 0;
   e->depth = 0;
   out = b;
@@ -202,6 +215,9 @@ ThreadBuffer* BufferRegistry::attach_current_thread() noexcept {
     b->cur_stage = -1;
     b->cur_line = -1;
     b->stage_depth = 0;
+    b->top_stage = -1;
+    b->ext_line = 0;
+    b->ext_line_since = 0;
     b->dropped_base = b->noted_dropped = b->dropped();
     b->index = next_index_++;
     b->tid = static_cast<std::int64_t>(::syscall(SYS_gettid));
@@ -288,6 +304,73 @@ void transfer(std::uint64_t bytes, int dir, int mem, int mode, std::uint64_t dur
   e->flags = pack_transfer_flags(dir, mem, mode);
   b->commit();
 }
+
+std::atomic<bool> g_ext_lines{false};
+
+std::uint64_t set_line(std::uint32_t site) noexcept {
+  const std::uint64_t now = raw_now();
+  ThreadBuffer* b = buffer_for_begin();
+  if (b == nullptr || b->is_sink()) return now;
+  if (site != 0 && !g_ext_lines.load(std::memory_order_relaxed)) g_ext_lines.store(true, std::memory_order_relaxed);
+  if (b->ext_line != 0 && b->top_stage >= 0 && b->top_stage < kMaxDepth && recording()) {
+    const OpenRange& top = b->stack[b->top_stage];
+    if (top.site != 0) {
+      if (RawEvent* e = b->reserve()) {
+        e->t0 = top.begin > b->ext_line_since ? top.begin : b->ext_line_since;
+        e->t1 = now;
+        e->a = 0;
+        e->b = 0;
+        e->site = b->ext_line;
+        e->ctx = top.site;
+        e->line_ctx = 0;
+        e->kind = EventKind::kLineStage;
+        e->flags = 0;
+        e->depth = 0;
+        b->commit();
+      }
+    }
+  }
+  b->ext_line = site;
+  b->ext_line_since = now;
+  return now;
+}
+
+void line_event(std::uint32_t site, std::uint64_t t0, std::uint64_t t1, bool hit) noexcept {
+  if (site == 0 || t1 < t0) return;
+  ThreadBuffer* b = nullptr;
+  RawEvent* e = begin_instant(b);
+  if (e == nullptr) return;
+  e->t0 = t0;
+  e->t1 = t1;
+  e->site = site;
+  e->line_ctx = 0;
+  e->kind = EventKind::kLine;
+  e->flags = hit ? 0 : kFlagNoHit;
+  b->commit();
+}
+
+void line_charge(std::uint32_t line, std::uint32_t stage, std::int64_t begin_mono_ns, std::int64_t end_mono_ns) noexcept {
+  if (line == 0 || begin_mono_ns < 0 || end_mono_ns < begin_mono_ns) return;
+  ThreadBuffer* b = nullptr;
+  RawEvent* e = begin_instant(b);
+  if (e == nullptr) return;
+  e->t0 = static_cast<std::uint64_t>(begin_mono_ns);
+  e->t1 = static_cast<std::uint64_t>(end_mono_ns);
+  e->site = line;
+  e->ctx = stage;
+  e->line_ctx = 0;
+  e->kind = EventKind::kLineCharge;
+  e->flags = kFlagMonoNs;
+  b->commit();
+}
+
+std::uint32_t current_line() noexcept {
+  ThreadBuffer* b = t_buffer;
+  if (b == nullptr || b->is_sink()) return 0;
+  return b->cur_line >= 0 && b->cur_line < kMaxDepth ? b->stack[b->cur_line].site : b->ext_line;
+}
+
+bool ext_lines_seen() noexcept { return g_ext_lines.load(std::memory_order_relaxed); }
 
 namespace {
 // Lanes are few (a GPU stream each) and written from collector callbacks, not the hot path:

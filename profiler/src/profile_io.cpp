@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -91,19 +92,25 @@ json profile_json(const Profile& p) {
                {"other_threads", to_json_stages(it.other_threads)},
                {"unattributed_ns", it.unattributed_ns}};
     if (!it.ops_observed) ji["ops_observed"] = false;  // written only when sampled out
+    if (!it.lines.empty()) {  // written only when lines were timed
+      json lines = json::object();
+      for (const auto& [idx, ns] : it.lines) lines[std::to_string(idx)] = ns;
+      ji["lines"] = std::move(lines);
+    }
     j["iterations"].push_back(std::move(ji));
   }
   j["iterations_dropped"] = p.iterations_dropped;
   j["lines"] = json::array();
-  for (const auto& l : p.lines)
-    j["lines"].push_back({{"file", l.file},
-                          {"line", l.line},
-                          {"function", l.function},
-                          {"code", l.code},
-                          {"stage", l.stage},
-                          {"hits", l.hits},
-                          {"total_ns", l.total_ns},
-                          {"max_ns", l.max_ns}});
+  for (const auto& l : p.lines) {
+    json jl = {{"file", l.file},         {"line", l.line},   {"function", l.function},
+               {"code", l.code},         {"stage", l.stage}, {"hits", l.hits},
+               {"total_ns", l.total_ns}, {"max_ns", l.max_ns}};
+    // Traced Python's attribution, written only where there is some.
+    if (!l.stages.empty()) jl["stages"] = to_json_stages(l.stages);
+    if (l.backward_ns != 0) jl["backward_ns"] = l.backward_ns;
+    if (l.gpu_ns != 0) jl["gpu_ns"] = l.gpu_ns;
+    j["lines"].push_back(std::move(jl));
+  }
   j["transfers"] = json::array();
   for (const auto& t : p.transfers)
     j["transfers"].push_back({{"stage", t.stage},
@@ -311,6 +318,14 @@ Profile profile_from(const json& j, const Reader& r) {
     is.other_threads = r.stage_map(it, "other_threads", path);
     is.unattributed_ns = r.get<std::int64_t>(it, "unattributed_ns", path);
     if (it.contains("ops_observed")) is.ops_observed = r.get<bool>(it, "ops_observed", path);
+    if (it.contains("lines")) {
+      for (const auto& [key, ns] : r.stage_map(it, "lines", path)) {
+        char* end = nullptr;
+        const unsigned long idx = std::strtoul(key.c_str(), &end, 10);
+        if (key.empty() || *end != '\0' || idx > 0xffffffffUL) r.fail(path + ".lines", "key \"" + key + "\" is not a line index");
+        is.lines[static_cast<std::uint32_t>(idx)] = ns;
+      }
+    }
     p.iterations.push_back(std::move(is));
   }
   p.iterations_dropped = r.get<std::uint64_t>(j, "iterations_dropped", root);
@@ -326,8 +341,14 @@ Profile profile_from(const json& j, const Reader& r) {
     ls.hits = r.get<std::uint64_t>(l, "hits", path);
     ls.total_ns = r.get<std::int64_t>(l, "total_ns", path);
     ls.max_ns = r.get<std::int64_t>(l, "max_ns", path);
+    if (l.contains("stages")) ls.stages = r.stage_map(l, "stages", path);
+    if (l.contains("backward_ns")) ls.backward_ns = r.get<std::int64_t>(l, "backward_ns", path);
+    if (l.contains("gpu_ns")) ls.gpu_ns = r.get<std::int64_t>(l, "gpu_ns", path);
     p.lines.push_back(std::move(ls));
   }
+  for (const auto& it : p.iterations)
+    for (const auto& [idx, ns] : it.lines)
+      if (idx >= p.lines.size()) r.fail("$.iterations[" + std::to_string(it.index) + "].lines", "line index out of range");
   i = 0;
   for (const auto& t : r.array(j, "transfers", root)) {
     std::string path = "$.transfers[" + std::to_string(i++) + "]";

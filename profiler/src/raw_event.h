@@ -15,7 +15,12 @@ enum class EventKind : std::uint8_t {
   kStep = 6,         // t0 = iteration boundary; a = flags of the iteration it begins
   kStepEnd = 7,      // t0 = end of the open iteration
   kKernel = 8,       // GPU kernel (lanes only): t0..t1 mono ns; site = kernel name; ctx = launching
-                     // stage (0 if unknown); a = launching op's site (0 if unknown)
+                     // stage (0 if unknown); a = launching op's site (0 if unknown); line_ctx =
+                     // launching line (0 if unknown)
+  kLineStage = 9,    // t0..t1: a part of the outermost stage `ctx` spent while line `site` (an
+                     // outside tracer's) was current
+  kLineCharge = 10,  // t0..t1 mono ns: time of stage `ctx` charged to line `site` (autograd
+                     // backward of the graph that line built)
 };
 
 /// Plain data, written by one producer thread and read by the drainer once published.
@@ -37,6 +42,11 @@ static_assert(std::is_trivial_v<RawEvent>, "rings are raw mappings: no construct
 // flags of kTransfer: bits 0-1 direction, bits 2-3 host memory, bit 4 async.
 // Bit 7 (any kind): t0 (and t1 of a stage) are CLOCK_MONOTONIC ns, not raw ticks (lane events).
 inline constexpr std::uint8_t kFlagMonoNs = 0x80;
+// Bit 6 of kLine: a continuation of the line's current execution (a generator resumed at its
+// yield), time without a hit. Of kStage: b = ticks of this outermost stage since line_ctx
+// (an outside tracer's line) became current.
+inline constexpr std::uint8_t kFlagNoHit = 0x40;
+inline constexpr std::uint8_t kFlagExtLine = 0x40;
 inline std::uint8_t pack_transfer_flags(int dir, int mem, int mode) noexcept {
   return static_cast<std::uint8_t>((dir & 3) | ((mem & 3) << 2) | ((mode & 1) << 4));
 }

@@ -79,6 +79,12 @@ class ThreadBuffer {
   int cur_stage = -1;     // stack index of the innermost stage, -1 if none
   int cur_line = -1;      // stack index of the innermost line, -1 if none
   int stage_depth = 0;    // open stages (lines excluded)
+  int top_stage = -1;     // stack index of the outermost open stage, -1 if none
+  // The line an outside tracer (Python's, gnnprof_set_line) made current, 0 if none, and the
+  // raw time it became current: instant events outside every GNNPROF_LINE are stamped with
+  // it, and the outermost stage's time is split between such lines (kLineStage).
+  std::uint32_t ext_line = 0;
+  std::uint64_t ext_line_since = 0;
 
  private:
   std::size_t capacity_;

@@ -109,6 +109,35 @@ GNNPROF_C_API void gnnprof_lane_transfer(gnnprof_lane_t lane, gnnprof_site_t ctx
 GNNPROF_C_API void gnnprof_lane_kernel(gnnprof_lane_t lane, gnnprof_site_t kernel, gnnprof_site_t stage,
                                        gnnprof_site_t op, int64_t begin_mono_ns, int64_t end_mono_ns);
 
+/* Line tracing from outside C/C++ (the Python package's tracer). A line site names a statement:
+ * its file, first line, function and text. gnnprof_set_line() makes `site` the calling thread's
+ * current line (0: none), so that transfers, materializations and stage time recorded from now
+ * on are attributed to it, and returns gnnprof_now(). gnnprof_line_event() records one
+ * execution of a line from `begin` to `end` (gnnprof_now() values), counted as a hit unless
+ * `hit` is 0 (a generator resumed at its yield continues its line). A GNNPROF_LINE open on the
+ * thread takes precedence over the current line. */
+GNNPROF_C_API gnnprof_site_t gnnprof_line_site(const char* file, unsigned line, const char* function, const char* code);
+GNNPROF_C_API uint64_t gnnprof_now(void);
+GNNPROF_C_API uint64_t gnnprof_set_line(gnnprof_site_t site);
+GNNPROF_C_API void gnnprof_line_event(gnnprof_site_t site, uint64_t begin, uint64_t end, int hit);
+/* The calling thread's current line (GNNPROF_LINE or gnnprof_set_line), 0 if none. */
+GNNPROF_C_API gnnprof_site_t gnnprof_current_line(void);
+/* 1 once any thread has set a line with gnnprof_set_line(). */
+GNNPROF_C_API int gnnprof_lines_traced(void);
+/* Charges the time of stage `stage` from begin to end (CLOCK_MONOTONIC ns) to `line`, e.g. an
+ * autograd backward node to the forward line that built it (the torch observer). */
+GNNPROF_C_API void gnnprof_line_charge(gnnprof_site_t line, gnnprof_site_t stage, int64_t begin_mono_ns,
+                                       int64_t end_mono_ns);
+/* A rendezvous between the torch observer and the Python tracer: the observer calls
+ * gnnprof_optimizer_step() on the thread that starts an optimizer step, which calls the hook
+ * set with gnnprof_set_optimizer_step_hook() (NULL: none). */
+GNNPROF_C_API void gnnprof_set_optimizer_step_hook(void (*hook)(void));
+GNNPROF_C_API void gnnprof_optimizer_step(void);
+/* gnnprof_lane_kernel() with the line that launched the kernel (0 if unknown). */
+GNNPROF_C_API void gnnprof_lane_kernel_at(gnnprof_lane_t lane, gnnprof_site_t kernel, gnnprof_site_t stage,
+                                          gnnprof_site_t op, gnnprof_site_t line, int64_t begin_mono_ns,
+                                          int64_t end_mono_ns);
+
 #ifdef __cplusplus
 }
 #endif

@@ -92,17 +92,30 @@ struct IterationStats {
   std::map<std::string, std::int64_t> stages;         ///< loop thread, inclusive ns by stage
   std::map<std::string, std::int64_t> other_threads;  ///< other threads, inclusive ns by stage
   std::int64_t unattributed_ns = 0;  ///< wall minus top-level stages on the loop thread
+  /// Line time begun in this iteration (any thread), by index into Profile::lines.
+  std::map<std::uint32_t, std::int64_t> lines;
 };
 
+/// One statement: a GNNPROF_LINE, or a line of traced Python (line_profiler's semantics: a
+/// line's time runs to the next line of its frame, callees included; a statement that spans
+/// several lines counts on its first line).
 struct LineStats {
   std::string file;
   std::uint32_t line = 0;
   std::string function;
-  std::string code;   ///< the statement text as written in the macro
+  std::string code;   ///< the statement text (as written in the macro, or Python's source)
   std::string stage;  ///< innermost stage around the line at its first hit, or ""
   std::uint64_t hits = 0;
   std::int64_t total_ns = 0;
   std::int64_t max_ns = 0;
+  /// Time of the thread's outermost stages (forward, backward, optimizer, sample, comm wait,
+  /// ...) while this line was the innermost traced line, by stage name (traced Python only).
+  std::map<std::string, std::int64_t> stages;
+  /// Autograd backward time of the graph this line built in forward (the torch observer
+  /// links a backward node to its forward op by sequence number).
+  std::int64_t backward_ns = 0;
+  /// GPU kernel time of work this line launched (CUPTI external correlation).
+  std::int64_t gpu_ns = 0;
 };
 
 /// Copies grouped by where they happened and how.

@@ -1,0 +1,319 @@
+// Lines traced from outside C++ (the Python tracer's C ABI): hits and time, what is attributed
+// to the current line (stage time split at line changes, copies, gathers, backward charged
+// back, GPU time), per-iteration line times, the JSON round trip, the line table and the
+// per-line comparison.
+#include <time.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "gnnprof/gnnprof_c.h"
+#include "gnnprof/profile_io.h"
+#include "gnnprof/reports/compare.h"
+#include "gnnprof/reports/line_table.h"
+#include "test_support.h"
+
+namespace gnnprof {
+namespace {
+
+const LineStats* find_line(const Profile& p, std::uint32_t line) {
+  for (const auto& l : p.lines)
+    if (l.line == line) return &l;
+  return nullptr;
+}
+
+std::int64_t mono_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+TEST(Lines, EventsCountHitsAndContinuationsOnlyAddTime) {
+  Profile p = testing::profile_of(testing::quiet_config(), [] {
+    const gnnprof_site_t a = gnnprof_line_site("train.py", 10, "train", "x = f()");
+    const gnnprof_site_t b = gnnprof_line_site("train.py", 11, "train", "y = g(x)");
+    EXPECT_EQ(gnnprof_line_site("train.py", 10, "train", "x = f()"), a);  // interned
+    for (int i = 0; i < 3; ++i) {
+      const std::uint64_t t0 = gnnprof_set_line(a);
+      testing::spin_ns(20000);
+      const std::uint64_t t1 = gnnprof_set_line(b);
+      gnnprof_line_event(a, t0, t1, 1);
+      testing::spin_ns(10000);
+      const std::uint64_t t2 = gnnprof_set_line(0);
+      gnnprof_line_event(b, t1, t2, 1);
+    }
+    // A generator resumed at its yield: more time for the line, no new hit.
+    const std::uint64_t t0 = gnnprof_set_line(b);
+    testing::spin_ns(10000);
+    gnnprof_line_event(b, t0, gnnprof_set_line(0), 0);
+  });
+  const LineStats* a = find_line(p, 10);
+  const LineStats* b = find_line(p, 11);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(a->hits, 3u);
+  EXPECT_EQ(b->hits, 3u);
+  EXPECT_EQ(a->code, "x = f()");
+  EXPECT_EQ(a->function, "train");
+  EXPECT_GE(a->total_ns, 60000);
+  EXPECT_GE(b->total_ns, 40000);  // 3 hits of 10 us and the continuation
+}
+
+TEST(Lines, OutermostStageTimeIsSplitBetweenTheLinesItSpans) {
+  Profile p = testing::profile_of(testing::quiet_config(), [] {
+    const gnnprof_site_t l1 = gnnprof_line_site("t.py", 1, "f", "out = model(x)");
+    const gnnprof_site_t l2 = gnnprof_line_site("t.py", 2, "f", "loss = crit(out)");
+    const gnnprof_site_t fwd = gnnprof_stage_site("forward", nullptr);
+    const gnnprof_site_t op = gnnprof_stage_site("aten::mm", "op");
+    gnnprof_set_line(l1);
+    gnnprof_stage_begin(fwd);  // a phase that stays open across lines
+    gnnprof_stage_begin(op);
+    testing::spin_ns(30000);
+    gnnprof_stage_end();
+    gnnprof_set_line(l2);  // 30 us of forward so far belong to line 1
+    testing::spin_ns(20000);
+    gnnprof_stage_end();   // ... and these 20 us to line 2
+    gnnprof_set_line(0);
+  });
+  const LineStats* l1 = find_line(p, 1);
+  const LineStats* l2 = find_line(p, 2);
+  ASSERT_NE(l1, nullptr);
+  ASSERT_NE(l2, nullptr);
+  ASSERT_EQ(l1->stages.count("forward"), 1u);
+  ASSERT_EQ(l2->stages.count("forward"), 1u);
+  EXPECT_GE(l1->stages.at("forward"), 30000);
+  EXPECT_GE(l2->stages.at("forward"), 20000);
+  // The two parts are the whole stage: nothing lost or counted twice at the line change.
+  const StageStats* fwd = testing::find_stage(p, "forward");
+  ASSERT_NE(fwd, nullptr);
+  EXPECT_NEAR(static_cast<double>(l1->stages.at("forward") + l2->stages.at("forward")),
+              static_cast<double>(fwd->total_ns), 2.0);
+  EXPECT_EQ(l1->stages.count("aten::mm"), 0u);  // nested stages are inside their phase's time
+}
+
+TEST(Lines, CopiesGathersAndBackwardGoToTheCurrentLine) {
+  Profile p = testing::profile_of(testing::quiet_config(), [] {
+    const gnnprof_site_t lazy = gnnprof_line_site("t.py", 7, "train", "x = mfgs[0].srcdata['x']");
+    const gnnprof_site_t fwd = gnnprof_line_site("t.py", 8, "train", "y_hat = model(mfgs, x)");
+    const gnnprof_site_t bwd_stage = gnnprof_stage_site("backward", "compute");
+    const std::uint64_t t0 = gnnprof_set_line(lazy);
+    gnnprof_materialize(100, 25600);
+    gnnprof_transfer(25600, GNNPROF_H2D, GNNPROF_PAGEABLE, GNNPROF_SYNC, 0);
+    const std::uint64_t t1 = gnnprof_set_line(fwd);
+    gnnprof_line_event(lazy, t0, t1, 1);
+    const std::int64_t end = mono_now();
+    gnnprof_line_charge(fwd, bwd_stage, end - 50000, end);
+    {
+      // A GNNPROF_LINE open on the thread takes precedence over the traced line.
+      GNNPROF_LINE(gnnprof_transfer(4096, GNNPROF_H2D, GNNPROF_PINNED, GNNPROF_ASYNC, 0));
+    }
+    gnnprof_line_event(fwd, t1, gnnprof_set_line(0), 1);
+    gnnprof_transfer(1, GNNPROF_H2D, GNNPROF_PINNED, GNNPROF_ASYNC, 0);  // no line
+  });
+  ASSERT_EQ(p.materializations.size(), 1u);
+  EXPECT_EQ(p.materializations[0].line, 7u);
+  EXPECT_EQ(p.materializations[0].bytes, 25600u);
+  std::uint64_t at7 = 0, at8 = 0, elsewhere = 0;
+  for (const auto& t : p.transfers) (t.line == 7 ? at7 : t.line == 8 ? at8 : elsewhere) += t.bytes;
+  EXPECT_EQ(at7, 25600u);
+  EXPECT_EQ(at8, 0u);
+  EXPECT_EQ(elsewhere, 4096u + 1u);
+  const LineStats* f = find_line(p, 8);
+  ASSERT_NE(f, nullptr);
+  EXPECT_GE(f->backward_ns, 50000);
+  EXPECT_LT(f->backward_ns, 1000000);
+  ASSERT_NE(find_line(p, 7), nullptr);
+  const reports::LineExtras e = reports::line_extras(p, *find_line(p, 7));
+  EXPECT_EQ(e.copied_pageable, 25600u);
+  EXPECT_EQ(e.gathered, 25600u);
+  EXPECT_EQ(reports::copied_cell(e), "25.0 KiB pageable");
+}
+
+TEST(Lines, IterationsHoldTheTimeOfEachLine) {
+  Profile p = testing::profile_of(testing::quiet_config(), [] {
+    const gnnprof_site_t a = gnnprof_line_site("t.py", 3, "loop", "a()");
+    const gnnprof_site_t b = gnnprof_line_site("t.py", 4, "loop", "b()");
+    for (int i = 0; i < 4; ++i) {
+      gnnprof_step();
+      std::uint64_t t0 = gnnprof_set_line(a);
+      testing::spin_ns(10000 * (i + 1));
+      std::uint64_t t1 = gnnprof_set_line(b);
+      gnnprof_line_event(a, t0, t1, 1);
+      if (i % 2 == 0) {
+        testing::spin_ns(5000);
+      }
+      gnnprof_line_event(b, t1, gnnprof_set_line(0), 1);
+    }
+    gnnprof_step_end();
+  });
+  ASSERT_EQ(p.iterations.size(), 4u);
+  std::uint32_t ia = 0;
+  for (std::uint32_t k = 0; k < p.lines.size(); ++k)
+    if (p.lines[k].line == 3) ia = k;
+  for (std::size_t i = 0; i < 4; ++i) {
+    ASSERT_EQ(p.iterations[i].lines.count(ia), 1u) << i;
+    EXPECT_GE(p.iterations[i].lines.at(ia), static_cast<std::int64_t>(10000 * (i + 1))) << i;
+  }
+  // Round trip through JSON: the index keys and the line attribution survive.
+  auto back = profile_from_json(profile_to_json(p), "mem");
+  ASSERT_TRUE(back) << back.status().message();
+  EXPECT_EQ(back->iterations[2].lines, p.iterations[2].lines);
+  EXPECT_EQ(profile_to_json(*back), profile_to_json(p));
+}
+
+TEST(Lines, JsonKeepsLineAttributionAndRejectsBadLineIndices) {
+  Profile p;
+  LineStats l;
+  l.file = "t.py";
+  l.line = 5;
+  l.function = "f";
+  l.code = "y = m(x)";
+  l.hits = 2;
+  l.total_ns = 100;
+  l.max_ns = 60;
+  l.stages = {{"forward", 80}};
+  l.backward_ns = 70;
+  l.gpu_ns = 30;
+  p.lines.push_back(l);
+  IterationStats it;
+  it.lines = {{0, 50}};
+  p.iterations.push_back(it);
+  auto back = profile_from_json(profile_to_json(p), "mem");
+  ASSERT_TRUE(back) << back.status().message();
+  EXPECT_EQ(back->lines[0].stages, l.stages);
+  EXPECT_EQ(back->lines[0].backward_ns, 70);
+  EXPECT_EQ(back->lines[0].gpu_ns, 30);
+  std::string text = profile_to_json(p);
+  const std::string key = "\"lines\": {\n        \"0\": 50";
+  ASSERT_NE(text.find(key), std::string::npos) << text;
+  text.replace(text.find(key), key.size(), "\"lines\": {\n        \"7\": 50");
+  auto bad = profile_from_json(text, "bad.json");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.status().message().find("line index out of range"), std::string::npos) << bad.status().message();
+}
+
+/// A profile of `n` iterations whose line i (by code) took ns_of(code, iteration).
+Profile lines_profile(const std::vector<std::pair<std::uint32_t, std::string>>& lines, int n,
+                      const std::function<std::int64_t(const std::string&, int)>& ns_of) {
+  Profile p;
+  for (const auto& [num, code] : lines) {
+    LineStats l;
+    l.file = "/somewhere/train.py";
+    l.line = num;
+    l.function = "train";
+    l.code = code;
+    l.hits = static_cast<std::uint64_t>(n);
+    p.lines.push_back(l);
+  }
+  for (int i = 0; i < n; ++i) {
+    IterationStats it;
+    it.index = static_cast<std::uint64_t>(i);
+    it.wall_ns = 1000000;
+    for (std::uint32_t k = 0; k < p.lines.size(); ++k) it.lines[k] = ns_of(p.lines[k].code, i);
+    p.iterations.push_back(it);
+  }
+  return p;
+}
+
+TEST(LineCompare, MatchesByTextPairsEditsAndListsOneSidedLines) {
+  auto jitter = [](int i) { return static_cast<std::int64_t>(i % 5) * 1000; };
+  Profile base = lines_profile({{10, "for mfgs in loader:"}, {11, "x = mfgs[0].srcdata['x']"}, {12, "y_hat = model(mfgs, x)"},
+                                {13, "loss = F.cross_entropy(y_hat, y)"}},
+                               40, [&](const std::string& c, int i) {
+                                 return (c.find("srcdata") != std::string::npos ? 5000000 : 1000000) + jitter(i);
+                               });
+  // The candidate prefetches: the lazy line is gone, the model line was edited, a line was added.
+  Profile cand = lines_profile({{10, "for mfgs in prefetcher:"}, {11, "y_hat = model(mfgs, mfgs[0].srcdata['x'])"},
+                                {12, "torch.cuda.synchronize()"}, {13, "loss = F.cross_entropy(y_hat, y)"}},
+                               40, [&](const std::string& c, int i) {
+                                 return (c.find("synchronize") != std::string::npos ? 300000 : 1000000) + jitter(i);
+                               });
+  const auto lines = reports::compare_lines({base}, {cand}, {});
+  std::map<std::string, const reports::LineComparison*> by;
+  for (const auto& l : lines) by[l.code] = &l;
+  ASSERT_EQ(by.count("loss = F.cross_entropy(y_hat, y)"), 1u);
+  EXPECT_EQ(by["loss = F.cross_entropy(y_hat, y)"]->match, "same");
+  EXPECT_EQ(by["loss = F.cross_entropy(y_hat, y)"]->metric.verdict, "no significant change");
+  ASSERT_EQ(by.count("for mfgs in loader:"), 1u);
+  EXPECT_EQ(by["for mfgs in loader:"]->match, "edited");
+  EXPECT_EQ(by["for mfgs in loader:"]->candidate_code, "for mfgs in prefetcher:");
+  ASSERT_EQ(by.count("y_hat = model(mfgs, x)"), 1u);
+  EXPECT_EQ(by["y_hat = model(mfgs, x)"]->match, "edited");
+  ASSERT_EQ(by.count("x = mfgs[0].srcdata['x']"), 1u);
+  EXPECT_EQ(by["x = mfgs[0].srcdata['x']"]->match, "baseline only");
+  EXPECT_EQ(by["x = mfgs[0].srcdata['x']"]->candidate_line, 0u);
+  EXPECT_EQ(by["x = mfgs[0].srcdata['x']"]->metric.baseline_median_ns, 5002000);
+  ASSERT_EQ(by.count("torch.cuda.synchronize()"), 1u);
+  EXPECT_EQ(by["torch.cuda.synchronize()"]->match, "candidate only");
+  EXPECT_EQ(lines.size(), 5u);
+  // A line that got faster is called so, with statistics.
+  Profile slow = lines_profile({{5, "a()"}}, 40, [&](const std::string&, int i) { return 2000000 + jitter(i); });
+  Profile fast = lines_profile({{5, "a()"}}, 40, [&](const std::string&, int i) { return 1000000 + jitter(i); });
+  const auto ab = reports::compare_lines({slow}, {fast}, {});
+  ASSERT_EQ(ab.size(), 1u);
+  EXPECT_EQ(ab[0].metric.verdict, "faster");
+  EXPECT_LT(ab[0].metric.p_value, 1e-6);
+  // The document keeps them, and its text shows them.
+  reports::Comparison c = reports::compare_profiles({base}, {cand}, {});
+  ASSERT_EQ(c.lines.size(), 5u);
+  auto doc = reports::comparison_from_json(reports::comparison_to_json(c), "mem");
+  ASSERT_TRUE(doc) << doc.status().message();
+  ASSERT_EQ(doc->lines.size(), 5u);
+  EXPECT_EQ(doc->lines[0].match, c.lines[0].match);
+  EXPECT_NE(reports::comparison_text(*doc).find("baseline only"), std::string::npos);
+}
+
+TEST(LineCompare, StatementSimilarity) {
+  EXPECT_DOUBLE_EQ(reports::statement_similarity("abc", "abc"), 1.0);
+  EXPECT_DOUBLE_EQ(reports::statement_similarity("", "abc"), 0.0);
+  EXPECT_GT(reports::statement_similarity("time.sleep(0.004)", "time.sleep(0.001)"), 0.9);
+  EXPECT_LT(reports::statement_similarity("opt.step()", "x = mfgs[0].srcdata['x']"), 0.5);
+}
+
+TEST(LineTable, PythonFunctionsShowFromTheirDecoratorToTheEndOfTheirBody) {
+  const std::string path = std::string(::testing::TempDir()) + "/gnnprof_line_table.py";
+  {
+    std::ofstream f(path);
+    f << "import x\n"           // 1
+         "\n"                   // 2
+         "@profile\n"           // 3
+         "def train(n):\n"      // 4
+         "    a = 1\n"          // 5
+         "    for i in range(n):\n"  // 6
+         "        a += (i *\n"  // 7
+         "              2)\n"   // 8
+         "    if a < 0:\n"      // 9
+         "        print(a)\n"   // 10
+         "\n"                   // 11
+         "x = 3\n";             // 12
+  }
+  Profile p;
+  auto line = [&](std::uint32_t n, std::uint64_t hits, std::int64_t ns) {
+    LineStats l;
+    l.file = path;
+    l.line = n;
+    l.function = "train";
+    l.hits = hits;
+    l.total_ns = ns;
+    return l;
+  };
+  p.lines = {line(5, 1, 100), line(6, 11, 300), line(7, 10, 600), line(9, 1, 0)};
+  const reports::LineTable t = reports::build_line_table(p, {});
+  ASSERT_EQ(t.blocks.size(), 1u);
+  const reports::LineBlock& b = t.blocks[0];
+  EXPECT_TRUE(b.python);
+  EXPECT_TRUE(b.source_found);
+  EXPECT_EQ(b.first, 3u);  // the decorator
+  ASSERT_EQ(b.rows.size(), 8u);  // lines 3..10: the body ends before the blank line and `x = 3`
+  EXPECT_EQ(b.rows.back().line, 10u);
+  EXPECT_EQ(b.rows[5].line, 8u);
+  EXPECT_EQ(b.rows[5].stats, nullptr);  // a continuation line
+  EXPECT_EQ(b.total_ns, 1000);
+  EXPECT_FALSE(t.any_extra());
+  std::remove(path.c_str());
+  // No lines at all: the hint says how to get them.
+  EXPECT_NE(reports::no_lines_hint(Profile{}).find("--lines"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gnnprof
