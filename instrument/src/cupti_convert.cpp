@@ -181,7 +181,8 @@ void GpuEventEmitter::emit(const GpuEvent& ev) {
   switch (ev.kind) {
     case GpuEvent::Kind::kKernel:
       gnnprof_lane_range(lane, site_for(ev.external, "(no op)"), ctx, ev.begin_ns, ev.end_ns);
-      gnnprof_lane_kernel(lane, kernel_site(ev.name), ctx, external_op(ev.external), ev.begin_ns, ev.end_ns);
+      gnnprof_lane_kernel_at(lane, kernel_site(ev.name), ctx, external_op(ev.external), external_line(ev.external),
+                             ev.begin_ns, ev.end_ns);
       break;
     case GpuEvent::Kind::kMemcpy:
       gnnprof_lane_range(lane, site_for(ev.external, ev.name), ctx, ev.begin_ns, ev.end_ns);

@@ -11,6 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "external_id.h"
+
 namespace gnnprof::instrument {
 
 struct GpuEvent {
@@ -18,7 +20,7 @@ struct GpuEvent {
   Kind kind = Kind::kKernel;
   std::string lane;          ///< "GPU0 stream 7", "CUDA sync"
   std::string name;          ///< kernel name, "memcpy HtoD", "stream synchronize", ...
-  std::uint64_t external = 0;  ///< external correlation id (the gnnprof stage site), 0 if none
+  std::uint64_t external = 0;  ///< external correlation id (external_id.h), 0 if none
   std::int64_t begin_ns = 0, end_ns = 0;  ///< host CLOCK_MONOTONIC
   std::uint64_t bytes = 0;
   int direction = 0, memory = 0, mode = 0;  ///< GNNPROF_H2D.., GNNPROF_PINNED.., GNNPROF_ASYNC..
@@ -47,10 +49,6 @@ class CuptiConverter {
 
 namespace gnnprof::instrument {
 
-/// The torch observer pushes (op site << 32) | stage site as a launch's external correlation
-/// id: the stage open on the launching thread and the top-level op that launched it.
-inline std::uint32_t external_stage(std::uint64_t external) noexcept { return static_cast<std::uint32_t>(external); }
-inline std::uint32_t external_op(std::uint64_t external) noexcept { return static_cast<std::uint32_t>(external >> 32); }
 
 /// A kernel's demangled name (the name unchanged when it is not a mangled C++ name).
 std::string demangle(const std::string& name);

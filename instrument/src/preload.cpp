@@ -498,6 +498,25 @@ __attribute__((constructor)) void gnnprof_preload_init() {
 
 }  // namespace
 
+/// For the Python package (gnnprof/_native): the poll point of its line tracer, and a look for
+/// libtorch and the CUDA runtime now, after Python imported torch (the package loaded this
+/// library with dlopen, so the dlsym hook below does not see the host's extension modules).
+extern "C" __attribute__((visibility("default"))) int gnnprof_preload_poll(int at_mark) {
+  gnnprof::instrument::preload_poll(at_mark);
+  return 0;
+}
+
+extern "C" __attribute__((visibility("default"))) int gnnprof_preload_attach(void) {
+  if (!g_active || getpid() != g_owner_pid) return -1;
+  try {
+    std::unique_lock<std::mutex> lock(g_attach_mu, std::try_to_lock);
+    if (!lock.owns_lock()) return 0;
+    return scan_and_attach() ? 1 : 0;
+  } catch (...) {
+    return -1;
+  }
+}
+
 // The dlsym hook (threadless mode's only way to see libtorch arrive without a thread).
 // `dlsym` below is an assembly trampoline: it calls gnnprof_dlsym_hook with the arguments,
 // restores them and *jumps* to the real dlsym that the hook returned. Because it jumps, the

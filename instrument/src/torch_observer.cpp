@@ -4,6 +4,7 @@
 // and a sink that turns its decisions into C ABI calls. Everything per-thread is allocated
 // once and leaked on purpose: torch may run ops during static destruction, after a
 // thread_local with a destructor would be gone. Nothing here throws into torch.
+#include <ATen/SequenceNumber.h>
 #include <ATen/core/List.h>
 #include <ATen/record_function.h>
 #include <c10/core/GradMode.h>
@@ -28,6 +29,7 @@
 #include "mono_clock.h"
 #include "op_classifier.h"
 #include "op_sampler.h"
+#include "external_id.h"
 #include "private_heap.h"
 
 namespace gnnprof::instrument {
@@ -177,12 +179,69 @@ void async_comm_end(const at::RecordFunction& fn) {
 // What a frame did at its start that its end must undo.
 constexpr std::uint8_t kPushedCorr = 1;    // pushed an external correlation id (CUPTI)
 constexpr std::uint8_t kMutedNested = 2;   // turned RecordFunction off for the ops nested in it
+constexpr std::uint8_t kForwardLine = 4;   // a forward op run from a traced line (LineMark)
+constexpr std::uint8_t kChargeLine = 8;    // a backward node whose time goes to a line (LineMark)
+
+// Backward time charged to the forward line (docs/architecture.md, "Python lines"): a forward
+// op and the autograd nodes it creates share sequence numbers (RecordFunction::seqNr, as
+// Kineto links them), per forward thread. At the end of a top-level forward op run while a
+// traced line is current, the numbers it used ([seqNr, sequence_number::peek())) are mapped
+// to that line; a backward node (the BACKWARD_FUNCTION RecordFunction, carrying its node's
+// number and forward thread) looks its line up and is charged to it. A direct-mapped table:
+// bounded memory, and a node older than 64 Ki numbers finds its slot reused and is not charged.
+struct SeqSlot {
+  std::atomic<std::uint64_t> key{0};  // (seq + 1) ^ (forward thread << 40): 0 is empty
+  std::atomic<std::uint32_t> line{0};
+};
+constexpr std::size_t kSeqSlots = 1u << 16;
+SeqSlot* g_seq = nullptr;  // allocated when lines are first traced, leaked (see the file comment)
+std::once_flag g_seq_once;
+
+std::uint64_t seq_key(std::int64_t seq, std::uint64_t thread) noexcept {
+  return (static_cast<std::uint64_t>(seq) + 1) ^ (thread << 40);
+}
+
+void map_seq(std::int64_t first, std::int64_t end, std::uint64_t thread, std::uint32_t line) noexcept {
+  if (g_seq == nullptr || first < 0) return;
+  for (std::int64_t s = first; s < end && s < first + 256; ++s) {
+    SeqSlot& slot = g_seq[static_cast<std::size_t>(s) & (kSeqSlots - 1)];
+    slot.line.store(line, std::memory_order_relaxed);
+    slot.key.store(seq_key(s, thread), std::memory_order_release);
+  }
+}
+
+std::uint32_t line_of_seq(std::int64_t seq, std::uint64_t thread) noexcept {
+  if (g_seq == nullptr || seq < 0) return 0;
+  const SeqSlot& slot = g_seq[static_cast<std::size_t>(seq) & (kSeqSlots - 1)];
+  const std::uint64_t key = slot.key.load(std::memory_order_acquire);
+  const std::uint32_t line = slot.line.load(std::memory_order_relaxed);
+  return key == seq_key(seq, thread) ? line : 0;
+}
+
+/// Whether some thread traces lines (the Python package's tracer): only then are forward ops
+/// mapped and backward nodes observed. Cached once true.
+bool lines_traced() noexcept {
+  static std::atomic<bool> seen{false};
+  if (seen.load(std::memory_order_relaxed)) return true;
+  if (gnnprof_lines_traced() == 0) return false;
+  std::call_once(g_seq_once, [] { g_seq = new (std::nothrow) SeqSlot[kSeqSlots]; });
+  seen.store(true, std::memory_order_relaxed);
+  return true;
+}
+
+/// Per frame with kForwardLine or kChargeLine.
+struct LineMark {
+  std::int64_t seq = -1;   // kForwardLine: the op's first sequence number
+  std::uint32_t line = 0;  // the forward line
+  std::int64_t t0 = 0;     // kChargeLine: the node's start (mono ns)
+};
 
 struct ThreadState {
   CApiSink sink;
   OpClassifier classifier;
   std::vector<std::uint64_t> handles;  // RecordFunction handles of the frames, LIFO
-  std::vector<std::uint8_t> undo;      // kPushedCorr | kMutedNested, per frame
+  std::vector<std::uint8_t> undo;      // kPushedCorr | kMutedNested | kForwardLine | kChargeLine, per frame
+  std::vector<LineMark> marks;         // frames with kForwardLine / kChargeLine, LIFO
   std::uint32_t starts_since_poll = 0;
   explicit ThreadState(ClassifierOptions opt) : classifier(sink, opt) {}
 };
@@ -308,7 +367,8 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     op.kind = kind;
     op.name = cname;
     op.grad_enabled = c10::GradMode::is_enabled();
-    const bool top = ts->classifier.op_depth() == 0;
+    const int depth = ts->classifier.op_depth();  // ops open around this one
+    const bool top = depth == 0;
     switch (kind) {
       case OpKind::kGather: fill_gather(fn, op.name, op); break;
       case OpKind::kCopy: fill_copy(fn, op); break;
@@ -318,21 +378,41 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     if (top && kind != OpKind::kUserScope && kind != OpKind::kOptimizerStep && kind != OpKind::kOptimizerZero &&
         kind != OpKind::kProfilerStep)
       op.any_input_requires_grad = any_requires_grad(fn.inputs());
+    if (kind == OpKind::kOptimizerStep) gnnprof_optimizer_step();  // the Python tracer's auto selection
     ts->classifier.on_start(op);
     ts->handles.push_back(fn.handle());
     std::uint8_t undo = 0;
+    // A backward node's own RecordFunction (BACKWARD_FUNCTION, nested in evaluate_function):
+    // charge its time to the forward line that built it.
+    const bool node = scope == Scope::kBackward;
+    if (node) {
+      if (const std::uint32_t line = line_of_seq(fn.seqNr(), fn.forwardThreadId())) {
+        ts->marks.push_back(LineMark{-1, line, mono_ns()});
+        undo |= kChargeLine;
+      }
+    }
     if (top) {
+      const std::uint32_t line = gnnprof_current_line();
       if (CorrPush push = g_corr_push.load(std::memory_order_acquire)) {
-        // The launch's external correlation id: (op site << 32) | stage site, decoded by the
-        // CUPTI backend (instrument/src/cupti_convert.h) into the kernel table's op and stage.
-        push((static_cast<std::uint64_t>(ts->sink.op_site(op.name)) << 32) | ts->sink.current_site());
+        // The launch's external correlation id, decoded by the CUPTI backend
+        // (instrument/src/cupti_convert.h) into the kernel table's op and stage and the line.
+        push(pack_external(ts->sink.current_site(), ts->sink.op_site(op.name), line));
         undo |= kPushedCorr;
       }
-      // While a callback is registered torch builds a RecordFunction for every op, nested ones
-      // included: the main cost of observing (docs/architecture.md, "Cost model"). A top-level
-      // op's nested ops change nothing in the picture unless may_mute_nested says otherwise, so
-      // RecordFunction is off (this thread only) until it ends. Not while another observer uses
-      // thread-local callbacks (torch.profiler): it would lose them.
+      if (line != 0 && op.grad_enabled && fn.seqNr() >= 0 && kind != OpKind::kBackwardOp && lines_traced()) {
+        ts->marks.push_back(LineMark{fn.seqNr(), line, 0});
+        undo |= kForwardLine;
+      }
+    }
+    // While a callback is registered torch builds a RecordFunction for every op, nested ones
+    // included: the main cost of observing (docs/architecture.md, "Cost model"). A top-level
+    // op's nested ops change nothing in the picture unless may_mute_nested says otherwise, so
+    // RecordFunction is off (this thread only) until it ends. Not while another observer uses
+    // thread-local callbacks (torch.profiler): it would lose them. While lines are traced, a
+    // backward op mutes below its node's own RecordFunction instead, which carries the
+    // sequence number that links it to its forward line.
+    const bool defer_to_node = top && kind == OpKind::kBackwardOp && lines_traced();
+    if ((top && !defer_to_node) || (node && depth == 1)) {
       if (!g_nested && may_mute_nested(kind, op.name) && !at::hasThreadLocalCallbacks()) {
         at::enableRecordFunction(false);
         undo |= kMutedNested;
@@ -351,6 +431,16 @@ void pop_frame(ThreadState* ts, bool last) {
     if (undo & kMutedNested) at::enableRecordFunction(true);
     if (undo & kPushedCorr)
       if (CorrPop pop = g_corr_pop.load(std::memory_order_acquire)) pop();
+    if ((undo & (kForwardLine | kChargeLine)) != 0 && !ts->marks.empty()) {
+      const LineMark m = ts->marks.back();
+      ts->marks.pop_back();
+      if (undo & kForwardLine) {
+        map_seq(m.seq, at::sequence_number::peek(), at::RecordFunction::currentThreadId(), m.line);
+      } else {
+        static const gnnprof_site_t backward = gnnprof_stage_site("backward", "compute");
+        gnnprof_line_charge(m.line, backward, m.t0, mono_ns());
+      }
+    }
     ts->undo.pop_back();
   }
   ts->handles.pop_back();
@@ -405,10 +495,8 @@ __attribute__((visibility("default"))) int gnnprof_torch_observe(int flags, unsi
       const char* nested = std::getenv("GNNPROF_TORCH_NESTED");
       gi::g_nested = nested != nullptr && nested[0] == '1';
       // FUNCTION scope has the ops and autograd's evaluate_function frames; USER_SCOPE the
-      // record_function, optimizer and ProfilerStep scopes and the collectives in flight. Not
-      // BACKWARD_FUNCTION: it repeats every evaluate_function frame as a second
-      // RecordFunction (a demangled name each time). Two callbacks, so that iteration sampling
-      // can switch the ops off and keep the scopes.
+      // record_function, optimizer and ProfilerStep scopes and the collectives in flight. Two
+      // callbacks, so that iteration sampling can switch the ops off and keep the scopes.
       if (gi::g_options.marks_iterations) {
         gi::SamplerOptions so;
         const char* env = std::getenv("GNNPROF_TORCH_SAMPLE");
@@ -419,8 +507,12 @@ __attribute__((visibility("default"))) int gnnprof_torch_observe(int flags, unsi
         }
         gi::g_sampler = new gi::OpSampler(so);
       }
-      gi::g_ops_handle = at::addGlobalCallback(
-          at::RecordFunctionCallback(&gi::on_start, &gi::on_end).needsInputs(true).scopes({at::RecordScope::FUNCTION}));
+      // BACKWARD_FUNCTION (a node's own RecordFunction, nested in evaluate_function) is muted
+      // by its evaluate_function frame except while lines are traced, when it links backward
+      // time to the forward line (see LineMark).
+      gi::g_ops_handle = at::addGlobalCallback(at::RecordFunctionCallback(&gi::on_start, &gi::on_end)
+                                                   .needsInputs(true)
+                                                   .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
       at::addGlobalCallback(
           at::RecordFunctionCallback(&gi::on_start, &gi::on_end).scopes({at::RecordScope::USER_SCOPE}));
       gi::g_install_result = 0;
@@ -444,6 +536,7 @@ __attribute__((visibility("default"))) void gnnprof_torch_close_thread(void) {
         if (undo & gi::kMutedNested) at::enableRecordFunction(true);
       gi::t_state->handles.clear();
       gi::t_state->undo.clear();
+      gi::t_state->marks.clear();
     }
   } catch (...) {
   }

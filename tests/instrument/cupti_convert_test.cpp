@@ -133,6 +133,7 @@ TEST(CuptiConvert, EmittedEventsBecomeGpuStagesOnLanesAndTransfers) {
   ASSERT_TRUE(gnnprof::start(cfg));
   const gnnprof_site_t fwd = gnnprof_stage_site("forward", nullptr);
   const gnnprof_site_t mm = gnnprof_stage_site("aten::mm", "op");
+  const gnnprof_site_t line = gnnprof_line_site("train.py", 12, "train", "y_hat = model(x)");
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);
   const std::int64_t t = static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
@@ -140,7 +141,7 @@ TEST(CuptiConvert, EmittedEventsBecomeGpuStagesOnLanesAndTransfers) {
   k.kind = gi::GpuEvent::Kind::kKernel;
   k.lane = "GPU0 stream 7";
   k.name = "_Z5sgemmPKfPfi";                              // mangled, as CUPTI reports it
-  k.external = (static_cast<std::uint64_t>(mm) << 32) | fwd;  // what the torch observer pushes
+  k.external = gi::pack_external(fwd, mm, line);  // what the torch observer pushes
   k.begin_ns = t + 1000;
   k.end_ns = t + 6000;
   gi::GpuEvent m;
@@ -182,6 +183,11 @@ TEST(CuptiConvert, EmittedEventsBecomeGpuStagesOnLanesAndTransfers) {
   EXPECT_EQ(p->kernels[0].op, "aten::mm");
   EXPECT_EQ(p->kernels[0].count, 2u);
   EXPECT_EQ(p->kernels[0].total_ns, 10000);
+  // ... and the GPU time of the line that launched it.
+  ASSERT_EQ(p->lines.size(), 1u);
+  EXPECT_EQ(p->lines[0].file, "train.py");
+  EXPECT_EQ(p->lines[0].line, 12u);
+  EXPECT_EQ(p->lines[0].gpu_ns, 10000);
   ASSERT_EQ(p->transfers.size(), 1u);
   EXPECT_EQ(p->transfers[0].bytes, 4096u);
   EXPECT_EQ(p->transfers[0].memory, "pinned");
@@ -189,12 +195,19 @@ TEST(CuptiConvert, EmittedEventsBecomeGpuStagesOnLanesAndTransfers) {
   EXPECT_EQ(p->transfers[0].total_ns, 800);
 }
 
-TEST(CuptiConvert, KernelNamesAreDemangledAndExternalIdsSplitIntoOpAndStage) {
+TEST(CuptiConvert, KernelNamesAreDemangledAndExternalIdsSplitIntoStageOpAndLine) {
   EXPECT_EQ(gi::demangle("_Z5sgemmPKfPfi"), "sgemm(float const*, float*, int)");
   EXPECT_EQ(gi::demangle("ampere_sgemm_128x64_tn"), "ampere_sgemm_128x64_tn");  // extern "C": as is
   EXPECT_EQ(gi::demangle("_Znot-a-mangled-name"), "_Znot-a-mangled-name");       // fails: as is
-  const std::uint64_t ext = (std::uint64_t{7} << 32) | 3u;
+  const std::uint64_t ext = gi::pack_external(3, 7, 11);
   EXPECT_EQ(gi::external_stage(ext), 3u);
   EXPECT_EQ(gi::external_op(ext), 7u);
+  EXPECT_EQ(gi::external_line(ext), 11u);
   EXPECT_EQ(gi::external_op(3u), 0u);  // a stage alone (no op known)
+  EXPECT_EQ(gi::external_line(gi::pack_external(3, 7, 0)), 0u);
+  // A site id beyond 21 bits is left out rather than corrupting its neighbours.
+  const std::uint64_t big = gi::pack_external(5, 1u << 21, 9);
+  EXPECT_EQ(gi::external_stage(big), 5u);
+  EXPECT_EQ(gi::external_op(big), 0u);
+  EXPECT_EQ(gi::external_line(big), 9u);
 }
