@@ -14,6 +14,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "gnnprof/detail/json_number.h"
 #include "gnnprof/gnnprof.h"
@@ -172,7 +173,190 @@ Comparison compare_profiles(const std::vector<Profile>& baseline, const std::vec
     }
   }
   c.verdict = it.verdict;
+  c.lines = compare_lines(baseline, candidate, options);
   return c;
+}
+
+namespace {
+
+/// What a statement is about: an assignment's target, else the callee or first word
+/// ("y_hat" for `y_hat = model(x)`, "opt.step" for `opt.step()`, "for" for a loop).
+std::string statement_head(const std::string& s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '(' || c == '[' || c == ' ' || c == ':') {
+      // An assignment's target may be followed by spaces: look on for its '='.
+      std::size_t j = i;
+      while (j < s.size() && s[j] == ' ') ++j;
+      if (j < s.size() && s[j] == '=' && (j + 1 >= s.size() || s[j + 1] != '=')) return s.substr(0, i);
+      if (j + 1 < s.size() && std::strchr("+-*/%&|^", s[j]) != nullptr && s[j + 1] == '=') return s.substr(0, i);
+      return s.substr(0, i);
+    }
+    if (c == '=' && (i + 1 >= s.size() || s[i + 1] != '=') && (i == 0 || std::strchr("=!<>", s[i - 1]) == nullptr))
+      return s.substr(0, i);
+  }
+  return s;
+}
+
+}  // namespace
+
+double statement_similarity(const std::string& a, const std::string& b) {
+  if (a.empty() && b.empty()) return 1.0;
+  if (a.empty() || b.empty()) return 0.0;
+  const double chars = character_similarity(a, b);
+  // The same target or callee makes an edit of the same statement more likely than a
+  // neighbour that happens to share text.
+  return statement_head(a) == statement_head(b) ? 0.5 + chars / 2 : chars;
+}
+
+double character_similarity(const std::string& a, const std::string& b) {
+  if (a.empty() && b.empty()) return 1.0;
+  if (a.empty() || b.empty()) return 0.0;
+  // Longest common subsequence of characters, two rows.
+  std::vector<std::size_t> prev(b.size() + 1, 0), cur(b.size() + 1, 0);
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j)
+      cur[j] = a[i - 1] == b[j - 1] ? prev[j - 1] + 1 : std::max(prev[j], cur[j - 1]);
+    std::swap(prev, cur);
+  }
+  return 2.0 * static_cast<double>(prev[b.size()]) / static_cast<double>(a.size() + b.size());
+}
+
+namespace {
+
+/// A line of one side: its samples pooled over that side's runs.
+struct SideLine {
+  std::string file, function, code;
+  std::uint32_t line = 0;
+  std::uint64_t hits = 0;
+  std::vector<std::int64_t> samples;
+};
+
+using LineKey = std::tuple<std::string, std::string, std::string>;  // base name, function, code
+
+std::map<LineKey, SideLine> side_lines(const std::vector<Profile>& profiles, std::uint64_t skip) {
+  std::map<LineKey, SideLine> out;
+  for (const Profile& p : profiles) {
+    std::vector<const LineKey*> key_of(p.lines.size());
+    std::set<LineKey> here;
+    for (std::size_t i = 0; i < p.lines.size(); ++i) {
+      const LineStats& l = p.lines[i];
+      auto [it, fresh] = out.try_emplace(LineKey{base_name(l.file), l.function, l.code});
+      if (fresh) {
+        it->second.file = l.file;
+        it->second.function = l.function;
+        it->second.code = l.code;
+        it->second.line = l.line;
+      }
+      it->second.hits += l.hits;
+      key_of[i] = &it->first;
+      here.insert(it->first);
+    }
+    std::uint64_t seen = 0;
+    for (const IterationStats& it : p.iterations) {
+      if (!it.complete || seen++ < skip) continue;
+      std::map<LineKey, std::int64_t> sum;
+      for (const LineKey& k : here) sum[k] = 0;  // not run in this iteration: 0 ns
+      for (const auto& [idx, ns] : it.lines)
+        if (idx < key_of.size()) sum[*key_of[idx]] += ns;
+      for (const auto& [k, ns] : sum) out[k].samples.push_back(ns);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<LineComparison> compare_lines(const std::vector<Profile>& baseline, const std::vector<Profile>& candidate,
+                                          const CompareOptions& options) {
+  // Profiles without per-iteration line times (written before they existed) have nothing to
+  // compare per iteration.
+  bool timed = false;
+  for (const auto* side : {&baseline, &candidate})
+    for (const Profile& p : *side)
+      for (const IterationStats& it : p.iterations) timed = timed || !it.lines.empty();
+  if (!timed) return {};
+  std::map<LineKey, SideLine> a = side_lines(baseline, options.skip), b = side_lines(candidate, options.skip);
+  // Per function (base name of its file, name): both sides' statements in source order.
+  std::map<std::pair<std::string, std::string>, std::vector<const SideLine*>> fa, fb;
+  for (const auto& [k, l] : a) fa[{std::get<0>(k), std::get<1>(k)}].push_back(&l);
+  for (const auto& [k, l] : b) fb[{std::get<0>(k), std::get<1>(k)}].push_back(&l);
+  std::set<std::pair<std::string, std::string>> functions;
+  for (const auto& [f, v] : fa) functions.insert(f);
+  for (const auto& [f, v] : fb) functions.insert(f);
+  std::mt19937_64 rng(options.seed + 1);
+  std::vector<LineComparison> out;
+  auto by_line = [](const SideLine* x, const SideLine* y) { return x->line < y->line; };
+  for (const auto& fn : functions) {
+    std::vector<const SideLine*> x = fa[fn], y = fb[fn];
+    std::sort(x.begin(), x.end(), by_line);
+    std::sort(y.begin(), y.end(), by_line);
+    // Longest common subsequence of statement texts: the lines that stayed.
+    const std::size_t n = x.size(), m = y.size();
+    std::vector<std::vector<std::uint32_t>> L(n + 1, std::vector<std::uint32_t>(m + 1, 0));
+    for (std::size_t i = n; i-- > 0;)
+      for (std::size_t j = m; j-- > 0;)
+        L[i][j] = x[i]->code == y[j]->code ? L[i + 1][j + 1] + 1 : std::max(L[i + 1][j], L[i][j + 1]);
+    std::vector<std::pair<const SideLine*, const SideLine*>> pairs;
+    std::vector<const SideLine*> gap_a, gap_b;
+    auto flush_gap = [&] {
+      // Between two kept lines: pair changed statements, in order, so that the pairs' total
+      // similarity is largest (a pair needs at least 0.5); the rest are one side's only.
+      const std::size_t p = gap_a.size(), q = gap_b.size(), w = q + 1;
+      std::vector<double> best((p + 1) * w, 0.0);  // best[u * w + v]: the most from gap_a[u..], gap_b[v..]
+      std::vector<double> sim(p * w, 0.0);
+      for (std::size_t u = p; u-- > 0;)
+        for (std::size_t v = q; v-- > 0;) {
+          const double s = sim[u * w + v] = statement_similarity(gap_a[u]->code, gap_b[v]->code);
+          double most = std::max(best[(u + 1) * w + v], best[u * w + v + 1]);
+          if (s >= 0.5) most = std::max(most, s + best[(u + 1) * w + v + 1]);
+          best[u * w + v] = most;
+        }
+      std::size_t u = 0, v = 0;
+      while (u < p || v < q) {
+        if (u < p && v < q && sim[u * w + v] >= 0.5 && best[u * w + v] == sim[u * w + v] + best[(u + 1) * w + v + 1]) {
+          pairs.emplace_back(gap_a[u++], gap_b[v++]);
+        } else if (v >= q || (u < p && best[u * w + v] == best[(u + 1) * w + v])) {
+          pairs.emplace_back(gap_a[u++], nullptr);
+        } else {
+          pairs.emplace_back(nullptr, gap_b[v++]);
+        }
+      }
+      gap_a.clear();
+      gap_b.clear();
+    };
+    std::size_t i = 0, j = 0;
+    while (i < n || j < m) {
+      if (i < n && j < m && x[i]->code == y[j]->code) {
+        flush_gap();
+        pairs.emplace_back(x[i++], y[j++]);
+      } else if (j >= m || (i < n && L[i + 1][j] >= L[i][j + 1])) {
+        gap_a.push_back(x[i++]);
+      } else {
+        gap_b.push_back(y[j++]);
+      }
+    }
+    flush_gap();
+    for (const auto& [u, v] : pairs) {
+      LineComparison lc;
+      const SideLine* any = v != nullptr ? v : u;
+      lc.file = any->file;
+      lc.function = any->function;
+      lc.code = u != nullptr ? u->code : v->code;
+      if (u != nullptr && v != nullptr && u->code != v->code) lc.candidate_code = v->code;
+      lc.baseline_line = u != nullptr ? u->line : 0;
+      lc.candidate_line = v != nullptr ? v->line : 0;
+      lc.baseline_hits = u != nullptr ? u->hits : 0;
+      lc.candidate_hits = v != nullptr ? v->hits : 0;
+      lc.match = u == nullptr ? "candidate only" : v == nullptr ? "baseline only" : lc.candidate_code.empty() ? "same" : "edited";
+      static const std::vector<std::int64_t> kNone;
+      lc.metric = compare_metric(fmt::format("{}:{}", base_name(any->file), any->line), "line",
+                                 u != nullptr ? u->samples : kNone, v != nullptr ? v->samples : kNone, options, rng);
+      if (u == nullptr || v == nullptr) lc.metric.verdict = lc.match;
+      out.push_back(std::move(lc));
+    }
+  }
+  return out;
 }
 
 // ---- JSON ----
@@ -208,6 +392,23 @@ std::optional<double> get_opt(const json& j, const char* key) {
   return checked<double>(v);
 }
 
+MetricComparison metric_from(const json& m) {
+  MetricComparison mc;
+  mc.name = m.at("name").get<std::string>();
+  mc.scope = m.at("scope").get<std::string>();
+  mc.baseline_n = checked<std::uint64_t>(m.at("baseline_n"));
+  mc.candidate_n = checked<std::uint64_t>(m.at("candidate_n"));
+  mc.baseline_median_ns = checked<std::int64_t>(m.at("baseline_median_ns"));
+  mc.candidate_median_ns = checked<std::int64_t>(m.at("candidate_median_ns"));
+  mc.delta_ns = checked<std::int64_t>(m.at("delta_ns"));
+  mc.ratio = get_opt(m, "ratio");
+  mc.ci_low = get_opt(m, "ci_low");
+  mc.ci_high = get_opt(m, "ci_high");
+  mc.p_value = checked<double>(m.at("p_value"));
+  mc.verdict = m.at("verdict").get<std::string>();
+  return mc;
+}
+
 Side side_from(const json& j) {
   Side s;
   s.label = j.at("label").get<std::string>();
@@ -229,6 +430,23 @@ Side side_from(const json& j) {
 
 }  // namespace
 
+namespace {
+json metric_json(const MetricComparison& m) {
+  return {{"name", m.name},
+          {"scope", m.scope},
+          {"baseline_n", m.baseline_n},
+          {"candidate_n", m.candidate_n},
+          {"baseline_median_ns", m.baseline_median_ns},
+          {"candidate_median_ns", m.candidate_median_ns},
+          {"delta_ns", m.delta_ns},
+          {"ratio", opt(m.ratio)},
+          {"ci_low", opt(m.ci_low)},
+          {"ci_high", opt(m.ci_high)},
+          {"p_value", m.p_value},
+          {"verdict", m.verdict}};
+}
+}  // namespace
+
 std::string comparison_to_json(const Comparison& c) {
   json j;
   j["schema"] = c.schema;
@@ -247,21 +465,24 @@ std::string comparison_to_json(const Comparison& c) {
                    {"speedup_ci_high", opt(c.speedup_ci_high)},
                    {"verdict", c.verdict}};
   j["metrics"] = json::array();
-  for (const auto& m : c.metrics)
-    j["metrics"].push_back({{"name", m.name},
-                            {"scope", m.scope},
-                            {"baseline_n", m.baseline_n},
-                            {"candidate_n", m.candidate_n},
-                            {"baseline_median_ns", m.baseline_median_ns},
-                            {"candidate_median_ns", m.candidate_median_ns},
-                            {"delta_ns", m.delta_ns},
-                            {"ratio", opt(m.ratio)},
-                            {"ci_low", opt(m.ci_low)},
-                            {"ci_high", opt(m.ci_high)},
-                            {"p_value", m.p_value},
-                            {"verdict", m.verdict}});
+  for (const auto& m : c.metrics) j["metrics"].push_back(metric_json(m));
+  if (!c.lines.empty()) {  // written only when the profiles have line tables
+    j["lines"] = json::array();
+    for (const auto& l : c.lines)
+      j["lines"].push_back({{"file", l.file},
+                            {"function", l.function},
+                            {"code", l.code},
+                            {"candidate_code", l.candidate_code},
+                            {"baseline_line", l.baseline_line},
+                            {"candidate_line", l.candidate_line},
+                            {"match", l.match},
+                            {"baseline_hits", l.baseline_hits},
+                            {"candidate_hits", l.candidate_hits},
+                            {"metric", metric_json(l.metric)}});
+  }
   return j.dump(2) + "\n";
 }
+
 
 Result<Comparison> comparison_from_json(const std::string& text, const std::string& origin) {
   json j;
@@ -289,21 +510,22 @@ Result<Comparison> comparison_from_json(const std::string& text, const std::stri
     c.speedup_ci_low = get_opt(h, "speedup_ci_low");
     c.speedup_ci_high = get_opt(h, "speedup_ci_high");
     c.verdict = h.at("verdict").get<std::string>();
-    for (const auto& m : j.at("metrics")) {
-      MetricComparison mc;
-      mc.name = m.at("name").get<std::string>();
-      mc.scope = m.at("scope").get<std::string>();
-      mc.baseline_n = checked<std::uint64_t>(m.at("baseline_n"));
-      mc.candidate_n = checked<std::uint64_t>(m.at("candidate_n"));
-      mc.baseline_median_ns = checked<std::int64_t>(m.at("baseline_median_ns"));
-      mc.candidate_median_ns = checked<std::int64_t>(m.at("candidate_median_ns"));
-      mc.delta_ns = checked<std::int64_t>(m.at("delta_ns"));
-      mc.ratio = get_opt(m, "ratio");
-      mc.ci_low = get_opt(m, "ci_low");
-      mc.ci_high = get_opt(m, "ci_high");
-      mc.p_value = checked<double>(m.at("p_value"));
-      mc.verdict = m.at("verdict").get<std::string>();
-      c.metrics.push_back(std::move(mc));
+    for (const auto& m : j.at("metrics")) c.metrics.push_back(metric_from(m));
+    if (j.contains("lines")) {  // absent when neither side had line tables
+      for (const auto& l : j.at("lines")) {
+        LineComparison lc;
+        lc.file = l.at("file").get<std::string>();
+        lc.function = l.at("function").get<std::string>();
+        lc.code = l.at("code").get<std::string>();
+        lc.candidate_code = l.at("candidate_code").get<std::string>();
+        lc.baseline_line = checked<std::uint32_t>(l.at("baseline_line"));
+        lc.candidate_line = checked<std::uint32_t>(l.at("candidate_line"));
+        lc.match = l.at("match").get<std::string>();
+        lc.baseline_hits = checked<std::uint64_t>(l.at("baseline_hits"));
+        lc.candidate_hits = checked<std::uint64_t>(l.at("candidate_hits"));
+        lc.metric = metric_from(l.at("metric"));
+        c.lines.push_back(std::move(lc));
+      }
     }
     return c;
   } catch (const std::exception& e) {
@@ -317,6 +539,37 @@ Result<Comparison> read_comparison_file(const std::string& path) {
   std::ostringstream ss;
   ss << f.rdbuf();
   return comparison_from_json(ss.str(), path);
+}
+
+std::string comparison_lines_text(const Comparison& c) {
+  if (c.lines.empty()) return "";
+  std::string out = "\nLines (per-iteration medians; matched by file, function and statement text):\n";
+  std::string fn;
+  for (const auto& l : c.lines) {
+    const std::string here = base_name(l.file) + ": " + l.function;
+    if (here != fn) {
+      fn = here;
+      out += fmt::format("\n{}\n{:>5} {:>5} {:>10} {:>10} {:>10} {:>7} {:>17} {:>9}  {:<22} {}\n", fn, "base", "cand",
+                         "baseline", "candidate", "delta", "ratio", "95% CI", "p", "verdict", "statement");
+    }
+    const MetricComparison& m = l.metric;
+    const bool both = l.baseline_line != 0 && l.candidate_line != 0;
+    auto num = [](std::uint32_t n) { return n != 0 ? std::to_string(n) : std::string("-"); };
+    const std::string ratio = both && m.ratio ? fmt::format("{:.3f}", *m.ratio) : "-";
+    const std::string ci = both && m.ci_low ? fmt::format("[{:.3f}, {:.3f}]", *m.ci_low, *m.ci_high) : "-";
+    const std::string p = !both ? "-" : m.p_value < 1e-6 ? "<1e-6" : fmt::format("{:.2g}", m.p_value);
+    const std::string delta = both ? fmt::format("{}{}", m.delta_ns > 0 ? "+" : "", human_ns(m.delta_ns)) : "-";
+    std::string code = l.code.size() > 60 ? l.code.substr(0, 57) + "..." : l.code;
+    if (l.match == "edited") {
+      std::string cand = l.candidate_code.size() > 60 ? l.candidate_code.substr(0, 57) + "..." : l.candidate_code;
+      code = fmt::format("{}  ->  {}", code, cand);
+    }
+    out += fmt::format("{:>5} {:>5} {:>10} {:>10} {:>10} {:>7} {:>17} {:>9}  {:<22} {}\n", num(l.baseline_line),
+                       num(l.candidate_line), l.baseline_line ? human_ns(m.baseline_median_ns) : "-",
+                       l.candidate_line ? human_ns(m.candidate_median_ns) : "-", delta, ratio, ci, p,
+                       l.match == "edited" ? "edited, " + m.verdict : m.verdict, code);
+  }
+  return out;
 }
 
 std::string comparison_text(const Comparison& c) {
@@ -346,6 +599,7 @@ std::string comparison_text(const Comparison& c) {
     out += fmt::format("{:<18} {:<13} {:>10} {:>10} {:>10} {:>7} {:>17} {:>9}  {}\n", m.name, scope, human_ns(m.baseline_median_ns),
                        human_ns(m.candidate_median_ns), delta, ratio, ci, p, m.verdict);
   }
+  if (!c.lines.empty()) out += comparison_lines_text(c);
   out += "\n";
   if (c.speedup) {
     out += fmt::format("Headline: iteration {} -> {}: {:.3f}x speedup", human_ns(it.baseline_median_ns),

@@ -8,6 +8,7 @@
 
 #include "gnnprof/reports/analysis.h"
 #include "gnnprof/reports/format.h"
+#include "gnnprof/reports/line_table.h"
 
 namespace gnnprof::reports {
 
@@ -27,6 +28,9 @@ th{background:var(--card);cursor:pointer;user-select:none;position:sticky;top:0}
 .diag{border-left:4px solid #e0a100;background:#fff8e6;padding:8px 12px;margin:8px 0;border-radius:4px}.diag.error{border-color:#c62828;background:#fdecea}.diag.info{border-color:#1e6fd9;background:#eaf2fd}
 .diag code{font-size:12px}.ev{color:var(--muted);font-size:12px}.legend span{display:inline-block;margin-right:14px;font-size:12px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}
 .faster{color:#1b7f3b;font-weight:600}.slower{color:#c62828;font-weight:600}.side{display:grid;grid-template-columns:1fr 1fr;gap:16px}
+table.src td{padding:1px 8px}table.src td.code{max-width:none}tr.idle td{color:var(--muted)}
+td.heat{width:110px;padding:1px 4px}td.heat i{display:block;height:10px;background:#e15759;border-radius:2px;min-width:1px}
+h3.fn{font-size:15px;margin:18px 0 6px}h3.fn span{font-weight:400;font-size:12px}
 svg{max-width:100%;height:auto}svg text{font:11px system-ui,sans-serif;fill:var(--fg)}
 @media print{body{max-width:none;padding:0}th{position:static}h2{break-after:avoid}table,svg,.diag{break-inside:avoid}.noprint{display:none}}
 </style>)";
@@ -213,7 +217,57 @@ std::string diagnostics_html(const std::vector<Diagnostic>& ds) {
   return o;
 }
 
-std::string profile_body(const Profile& p, const Analysis& a, bool compact) {
+/// The line table: per function, its source with line_profiler's figures, gnnprof's extra
+/// columns where the profile has data, and a heat bar of each line's share of the function.
+std::string lines_html(const Profile& p, const ReportOptions& opt) {
+  const LineTable t = build_line_table(p, opt.source_roots, opt.max_function_lines);
+  if (t.blocks.empty()) return "<p class=muted id=no-lines>" + esc(no_lines_hint(p)) + "</p>";
+  std::string o;
+  if (t.any_extra())
+    o += "<p class=muted>Beyond line_profiler: " + esc(extra_columns_legend(t)) + ". Hover a time for its split by stage.</p>";
+  std::string extra_head;
+  if (t.copied) extra_head += "<th>copied</th>";
+  if (t.gathered) extra_head += "<th>gathered</th>";
+  if (t.gpu) extra_head += "<th>GPU</th>";
+  if (t.wait) extra_head += "<th>wait</th>";
+  if (t.backward) extra_head += "<th>backward</th>";
+  for (const LineBlock& b : t.blocks) {
+    o += fmt::format("<h3 class=fn>{} <span class=muted>{} &middot; {}</span></h3>", esc(b.function), esc(b.file), human_ns(b.total_ns));
+    if (!b.source_found) o += "<p class=muted>Source not found; the recorded statements only.</p>";
+    o += "<table class=src><thead><tr><th>line</th><th>hits</th><th>time</th><th>per hit</th><th>%</th><th class=l></th>" +
+         extra_head + "<th class=l>source</th></tr></thead><tbody>";
+    for (const LineRow& r : b.rows) {
+      const LineStats* l = r.stats;
+      std::string text = r.text;
+      if (!b.source_found && l != nullptr) text = l->code;
+      if (l == nullptr) {
+        std::string empty;
+        for (int k = 0; k < t.copied + t.gathered + t.gpu + t.wait + t.backward; ++k) empty += "<td></td>";
+        o += fmt::format("<tr class=idle><td>{}</td><td></td><td></td><td></td><td></td><td></td>{}<td class=code>{}</td></tr>",
+                         r.line, empty, esc(text));
+        continue;
+      }
+      const double pct = b.total_ns > 0 ? 100.0 * static_cast<double>(l->total_ns) / static_cast<double>(b.total_ns) : 0.0;
+      std::string split;
+      for (const auto& [name, ns] : l->stages) split += fmt::format("{}{} {}", split.empty() ? "" : ", ", name, human_ns(ns));
+      auto cell = [](std::int64_t ns) { return ns > 0 ? fmt::format("<td data-v={}>{}</td>", ns, human_ns(ns)) : std::string("<td></td>"); };
+      std::string extra;
+      if (t.copied) extra += "<td>" + esc(copied_cell(r.extras)) + "</td>";
+      if (t.gathered) extra += "<td>" + (r.extras.gathered > 0 ? human_bytes(r.extras.gathered) : std::string()) + "</td>";
+      if (t.gpu) extra += cell(r.extras.gpu_ns);
+      if (t.wait) extra += cell(r.extras.wait_ns);
+      if (t.backward) extra += cell(r.extras.backward_ns);
+      o += fmt::format("<tr><td>{}</td><td>{}</td><td data-v={} title='{}'>{}</td><td>{}</td><td>{:.1f}</td>"
+                       "<td class=heat><i style='width:{:.1f}%'></i></td>{}<td class=code>{}</td></tr>",
+                       r.line, l->hits, l->total_ns, esc(split.empty() ? "no stage" : split), human_ns(l->total_ns),
+                       human_ns(l->hits ? l->total_ns / static_cast<std::int64_t>(l->hits) : 0), pct, pct, extra, esc(text));
+    }
+    o += "</tbody></table>";
+  }
+  return o;
+}
+
+std::string profile_body(const Profile& p, const Analysis& a, bool compact, const ReportOptions& opt = {}) {
   const auto colors = palette(p);
   std::string o;
   o += "<h2>Stage breakdown (median per iteration)</h2>";
@@ -247,25 +301,7 @@ std::string profile_body(const Profile& p, const Analysis& a, bool compact) {
                    "<td></td><td></td><td>{:.1f}</td></tr></tbody></table>",
                    p.unattributed_ns, human_ns(p.unattributed_ns),
                    p.wall_ns > 0 ? 100.0 * static_cast<double>(p.unattributed_ns) / static_cast<double>(p.wall_ns) : 0.0);
-  o += "<h2>Lines</h2>";
-  if (p.lines.empty()) {
-    o += "<p class=muted>No GNNPROF_LINE hits.</p>";
-  } else {
-    std::map<std::pair<std::string, std::string>, std::int64_t> fn_total;
-    for (const auto& l : p.lines) fn_total[{l.file, l.function}] += l.total_ns;
-    o += "<table class=sortable><thead><tr><th class=l>file:line</th><th class=l>function</th><th>hits</th><th>time</th><th>per hit</th>"
-         "<th>% of function</th><th class=l>statement</th></tr></thead><tbody>";
-    for (const auto& l : p.lines) {
-      const std::int64_t ft = fn_total[{l.file, l.function}];
-      o += fmt::format("<tr><td class=l title='{}'>{}:{}</td><td class=l>{}</td><td>{}</td><td data-v={}>{}</td><td data-v={}>{}</td>"
-                       "<td>{:.1f}</td><td class=code>{}</td></tr>",
-                       esc(l.file), esc(base_name(l.file)), l.line, esc(l.function), l.hits, l.total_ns, human_ns(l.total_ns),
-                       l.hits ? l.total_ns / static_cast<std::int64_t>(l.hits) : 0,
-                       human_ns(l.hits ? l.total_ns / static_cast<std::int64_t>(l.hits) : 0),
-                       ft > 0 ? 100.0 * static_cast<double>(l.total_ns) / static_cast<double>(ft) : 0.0, esc(l.code));
-    }
-    o += "</tbody></table>";
-  }
+  o += "<h2>Lines</h2>" + lines_html(p, opt);
   o += "<h2>Transfers</h2>";
   if (p.transfers.empty()) {
     o += "<p class=muted>No copies recorded.</p>";
@@ -351,7 +387,7 @@ Status HtmlReporter::render(const Profile& p, std::ostream& out) const {
   o += kpi(fmt::format("{:.2f}x", a.whatif_speedup), "what-if prefetch");
   o += kpi(std::to_string(diags.size()), "diagnostics");
   o += "</div><h2>Diagnostics</h2>" + diagnostics_html(diags);
-  o += profile_body(p, a, false);
+  o += profile_body(p, a, false, options_);
   o += fmt::format("<h2>Collection</h2><p class=muted>{} events recorded, {} dropped; timeline kept {} ({} more not kept); clock {} "
                    "({:.4f} ticks/ns); collectors: ",
                    p.recorded_events, p.dropped_events, p.timeline.size(), p.timeline_dropped, esc(p.clock.source), p.clock.ticks_per_ns);
@@ -393,6 +429,38 @@ Status render_comparison_html(const Comparison& c, const Profile* baseline, cons
   }
   o += "</tbody></table><p class=muted>Per-iteration samples pooled over runs; first " + std::to_string(c.options.skip) +
        " iterations of each run skipped; CI: bootstrap of the ratio of medians; p: Mann-Whitney U.</p>";
+  if (!c.lines.empty()) {
+    o += "<h2>Lines</h2><p class=muted>Line tables side by side, matched by file, function and statement text (an edited "
+         "statement is paired with its twin); per-iteration medians.</p>";
+    std::string fn;
+    for (const auto& l : c.lines) {
+      const std::string here = base_name(l.file) + ": " + l.function;
+      if (here != fn) {
+        if (!fn.empty()) o += "</tbody></table>";
+        fn = here;
+        o += "<h3 class=fn>" + esc(fn) + "</h3><table class='sortable lines'><thead><tr><th>baseline line</th>"
+             "<th>candidate line</th><th>baseline</th><th>candidate</th><th>delta</th><th>ratio</th><th>95% CI</th><th>p</th>"
+             "<th class=l>verdict</th><th class=l>statement</th></tr></thead><tbody>";
+      }
+      const MetricComparison& m = l.metric;
+      const bool both = l.baseline_line != 0 && l.candidate_line != 0;
+      const char* cls = m.verdict == "faster" ? "faster" : m.verdict == "slower" ? "slower" : "";
+      std::string code = esc(l.code);
+      if (l.match == "edited") code += "<br><span class=muted>&rarr; " + esc(l.candidate_code) + "</span>";
+      o += fmt::format("<tr><td>{}</td><td>{}</td><td data-v={}>{}</td><td data-v={}>{}</td><td data-v={}>{}</td><td>{}</td>"
+                       "<td>{}</td><td>{}</td><td class='l {}'>{}</td><td class=code>{}</td></tr>",
+                       l.baseline_line ? std::to_string(l.baseline_line) : "-",
+                       l.candidate_line ? std::to_string(l.candidate_line) : "-", m.baseline_median_ns,
+                       l.baseline_line ? human_ns(m.baseline_median_ns) : "-", m.candidate_median_ns,
+                       l.candidate_line ? human_ns(m.candidate_median_ns) : "-", m.delta_ns,
+                       both ? (m.delta_ns > 0 ? "+" : "") + human_ns(m.delta_ns) : "-",
+                       both && m.ratio ? fmt::format("{:.3f}", *m.ratio) : "-",
+                       both && m.ci_low ? fmt::format("{:.3f} – {:.3f}", *m.ci_low, *m.ci_high) : "-",
+                       !both ? "-" : m.p_value < 1e-6 ? "&lt;1e-6" : fmt::format("{:.2g}", m.p_value), cls,
+                       esc(l.match == "edited" ? "edited, " + m.verdict : m.verdict), code);
+    }
+    o += "</tbody></table>";
+  }
   o += "<h2>Runs</h2><table><thead><tr><th class=l>side</th><th>#</th><th>exit</th><th>iterations</th><th>median iteration</th>"
        "<th class=l>profile / error</th></tr></thead><tbody>";
   for (const Side* s : {&c.baseline, &c.candidate})

@@ -10,94 +10,60 @@
 
 #include "gnnprof/reports/analysis.h"
 #include "gnnprof/reports/format.h"
+#include "gnnprof/reports/line_table.h"
 #include "gnnprof/reports/stats.h"
 
 namespace gnnprof::reports {
 
-namespace {
-
-/// Source lines of `file`, found as given, under the run's cwd, or under a source root.
-bool load_source(const std::string& file, const std::string& cwd, const std::vector<std::string>& roots,
-                 std::vector<std::string>& lines) {
-  std::vector<std::string> candidates{file};
-  if (!file.empty() && file[0] != '/' && !cwd.empty()) candidates.push_back(cwd + "/" + file);
-  for (const auto& r : roots) {
-    candidates.push_back(r + "/" + file);
-    candidates.push_back(r + "/" + base_name(file));
-  }
-  for (const auto& c : candidates) {
-    std::ifstream f(c);
-    if (!f) continue;
-    lines.clear();
-    std::string l;
-    while (std::getline(f, l)) lines.push_back(l);
-    return true;
-  }
-  return false;
-}
-
-}  // namespace
-
 void TextReporter::render_line_table(const Profile& p, std::ostream& out) const {
-  // One block per (file, function), as line_profiler prints one block per profiled function.
-  std::map<std::pair<std::string, std::string>, std::vector<const LineStats*>> groups;
-  for (const auto& l : p.lines) groups[{l.file, l.function}].push_back(&l);
-  if (groups.empty()) {
-    out << "No GNNPROF_LINE hits recorded.\n";
+  const LineTable t = build_line_table(p, options_.source_roots, options_.max_function_lines);
+  if (t.blocks.empty()) {
+    out << no_lines_hint(p) << "\n";
     return;
   }
+  // line_profiler's layout; gnnprof's columns go between % Time and Line Contents, only those
+  // with data somewhere in the profile.
   out << "Timer unit: 1e-06 s\n";
-  const std::string header = fmt::format("{:>6} {:>9} {:>12} {:>8} {:>8}  {}", "Line #", "Hits", "Time", "Per Hit",
-                                         "% Time", "Line Contents");
-  // Heaviest function first (ties by file, function), so the order does not depend on where the
-  // sources were checked out.
-  struct Block {
-    const std::pair<std::string, std::string>* key;
-    std::vector<const LineStats*>* lines;
-    std::int64_t total;
-  };
-  std::vector<Block> blocks;
-  for (auto& [key, lines] : groups) {
-    std::int64_t t = 0;
-    for (const auto* l : lines) t += l->total_ns;
-    blocks.push_back({&key, &lines, t});
-  }
-  std::stable_sort(blocks.begin(), blocks.end(), [](const Block& a, const Block& b) { return a.total > b.total; });
-  for (auto& block : blocks) {
-    const auto& key = *block.key;
-    auto& lines = *block.lines;
-    const std::int64_t total = block.total;
-    std::sort(lines.begin(), lines.end(), [](const LineStats* a, const LineStats* b) { return a->line < b->line; });
-    std::uint32_t first = lines.front()->line, last = lines.back()->line;
-    out << "\n" << fmt::format("Total time: {:g} s\n", static_cast<double>(total) / 1e9);
-    out << "File: " << key.first << "\n";
-    out << "Function: " << key.second << " at line " << first << "\n\n";
+  std::string extra_head;
+  if (t.copied) extra_head += fmt::format(" {:>18}", "Copied");
+  if (t.gathered) extra_head += fmt::format(" {:>10}", "Gathered");
+  if (t.gpu) extra_head += fmt::format(" {:>10}", "GPU");
+  if (t.wait) extra_head += fmt::format(" {:>10}", "Wait");
+  if (t.backward) extra_head += fmt::format(" {:>10}", "Backward");
+  if (t.any_extra()) out << "Beyond line_profiler: " << extra_columns_legend(t) << " (times in the timer unit)\n";
+  const std::string header = fmt::format("{:>6} {:>9} {:>12} {:>8} {:>8}{}  {}", "Line #", "Hits", "Time", "Per Hit",
+                                         "% Time", extra_head, "Line Contents");
+  auto us = [](std::int64_t ns) { return static_cast<double>(ns) / 1e3; };
+  for (const LineBlock& b : t.blocks) {
+    out << "\n" << fmt::format("Total time: {:g} s\n", static_cast<double>(b.total_ns) / 1e9);
+    out << "File: " << b.file << "\n";
+    out << "Function: " << b.function << " at line " << b.first << "\n\n";
     out << header << "\n" << std::string(header.size(), '=') << "\n";
-
-    std::map<std::uint32_t, const LineStats*> by_line;
-    for (const auto* l : lines) by_line[l->line] = l;
-    auto row = [&](std::uint32_t n, const LineStats* l, const std::string& text) {
+    if (!b.source_found)
+      out << "(source missing: " << b.file << "; showing the recorded statements)\n";
+    for (const LineRow& r : b.rows) {
+      std::string text = r.text;
+      if (!b.source_found && r.stats != nullptr) text = b.python ? r.stats->code : "GNNPROF_LINE(" + r.stats->code + ")";
+      const LineStats* l = r.stats;
       if (l == nullptr) {
-        out << fmt::format("{:>6} {:>9} {:>12} {:>8} {:>8}  {}", n, "", "", "", "", text) << "\n";
-        return;
+        out << fmt::format("{:>6} {:>9} {:>12} {:>8} {:>8}{}  {}", r.line, "", "", "", "",
+                           std::string(extra_head.size(), ' '), text)
+            << "\n";
+        continue;
       }
-      double us = static_cast<double>(l->total_ns) / 1e3;
-      double per = l->hits != 0 ? us / static_cast<double>(l->hits) : 0.0;
-      double pct = total > 0 ? 100.0 * static_cast<double>(l->total_ns) / static_cast<double>(total) : 0.0;
-      out << fmt::format("{:>6} {:>9} {:>12.1f} {:>8.1f} {:>8.1f}  {}", n, l->hits, us, per, pct, text) << "\n";
-    };
-
-    std::vector<std::string> src;
-    bool have = load_source(key.first, p.run.cwd, options_.source_roots, src) && last <= src.size() &&
-                static_cast<int>(last - first) < options_.max_function_lines;
-    if (have) {
-      for (std::uint32_t n = first; n <= last; ++n) {
-        auto it = by_line.find(n);
-        row(n, it == by_line.end() ? nullptr : it->second, src[n - 1]);
-      }
-    } else {
-      out << "(source missing: " << key.first << "; showing the recorded statements)\n";
-      for (const auto& [n, l] : by_line) row(n, l, "GNNPROF_LINE(" + l->code + ")");
+      const double per = l->hits != 0 ? us(l->total_ns) / static_cast<double>(l->hits) : 0.0;
+      const double pct = b.total_ns > 0 ? 100.0 * static_cast<double>(l->total_ns) / static_cast<double>(b.total_ns) : 0.0;
+      std::string extra;
+      auto time_cell = [&](std::int64_t ns) { return ns > 0 ? fmt::format(" {:>10.1f}", us(ns)) : fmt::format(" {:>10}", ""); };
+      if (t.copied) extra += fmt::format(" {:>18}", copied_cell(r.extras));
+      if (t.gathered)
+        extra += fmt::format(" {:>10}", r.extras.gathered > 0 ? human_bytes(r.extras.gathered) : std::string());
+      if (t.gpu) extra += time_cell(r.extras.gpu_ns);
+      if (t.wait) extra += time_cell(r.extras.wait_ns);
+      if (t.backward) extra += time_cell(r.extras.backward_ns);
+      out << fmt::format("{:>6} {:>9} {:>12.1f} {:>8.1f} {:>8.1f}{}  {}", r.line, l->hits, us(l->total_ns), per, pct,
+                         extra, text)
+          << "\n";
     }
   }
 }

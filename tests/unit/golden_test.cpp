@@ -76,7 +76,7 @@ Profile fixed_profile() {
   }
   const std::string file = kTests + "/data/train_fixture.cpp";
   auto line = [&](std::uint32_t n, std::string code, std::string stage_name, std::uint64_t hits, std::int64_t total) {
-    return LineStats{file, n, "train", std::move(code), std::move(stage_name), hits, total, total / 50};
+    return LineStats{file, n, "train", std::move(code), std::move(stage_name), hits, total, total / 50, {}, 0, 0};
   };
   p.lines = {line(5, "auto blocks = sampler.sample(batch)", "", 100, 176000000),
              line(6, "auto x = features.gather(blocks.input_nodes())", "", 100, 390000000),
@@ -84,7 +84,7 @@ Profile fixed_profile() {
              line(9, "auto loss = criterion(y_hat, batch.labels)", "", 100, 12000000),
              line(10, "loss.backward()", "", 100, 436000000),
              line(11, "opt.step()", "", 100, 44000000),
-             LineStats{"/missing/dir/loop.cpp", 42, "run", "x.copy_(y)", "h2d", 10, 5000000, 600000}};
+             LineStats{"/missing/dir/loop.cpp", 42, "run", "x.copy_(y)", "h2d", 10, 5000000, 600000, {}, 0, 0}};
   p.transfers = {TransferStats{"h2d", file, 6, "h2d", "pinned", "async", 100, 3276800000, 130000000}};
   p.kernels = {KernelStats{"void at::native::(anonymous namespace)::indexSelectLargeIndex<float, long, unsigned int, 2, 2, -2, true>"
                            "(at::cuda::detail::TensorInfo<float, unsigned int>, long)",
@@ -131,16 +131,30 @@ TEST(Golden, TextReport) {
 }
 
 TEST(Golden, LineTableHasLineProfilerLayout) {
+  // Without copies or gathers at any line, the table is line_profiler's to the character.
+  Profile plain = fixed_profile();
+  plain.transfers.clear();
+  plain.materializations.clear();
   std::ostringstream out;
-  reports::TextReporter({}).render_line_table(fixed_profile(), out);
+  reports::TextReporter({}).render_line_table(plain, out);
   const std::string t = out.str();
-  EXPECT_NE(t.find("Timer unit: 1e-06 s"), std::string::npos);
-  EXPECT_NE(t.find("Total time: 1.6 s"), std::string::npos);
+  EXPECT_EQ(t.rfind("Timer unit: 1e-06 s\n\nTotal time: 1.6 s\n", 0), 0u) << t;
   EXPECT_NE(t.find("Function: train at line 5"), std::string::npos);
-  EXPECT_NE(t.find("Line #      Hits         Time  Per Hit   % Time  Line Contents"), std::string::npos);
+  EXPECT_NE(t.find("Line #      Hits         Time  Per Hit   % Time  Line Contents\n=============="), std::string::npos);
   // Line 7 is blank in the source and shown without numbers, as line_profiler does.
   EXPECT_NE(t.find("     7                                           \n"), std::string::npos);
   EXPECT_NE(t.find("(source missing: /missing/dir/loop.cpp"), std::string::npos);
+  // gnnprof's columns go between % Time and Line Contents, only those with data.
+  std::ostringstream with;
+  reports::TextReporter({}).render_line_table(fixed_profile(), with);
+  const std::string w = with.str();
+  EXPECT_NE(w.find("Line #      Hits         Time  Per Hit   % Time             Copied   Gathered  Line Contents"),
+            std::string::npos)
+      << w;
+  EXPECT_NE(w.find("     3.1 GiB pinned    3.1 GiB      GNNPROF_LINE(auto x = features.gather(blocks.input_nodes()));"),
+            std::string::npos)
+      << w;
+  EXPECT_EQ(w.find("GPU"), std::string::npos);
 }
 
 TEST(Golden, JsonProfile) {

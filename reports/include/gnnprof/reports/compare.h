@@ -63,6 +63,22 @@ struct MetricComparison {
   std::string verdict;
 };
 
+/// One line of the line tables, matched across the sides by file (its base name), function
+/// and statement text, so that lines moved by an edit elsewhere still match; a changed
+/// statement between two matched neighbours is paired with its twin as "edited".
+struct LineComparison {
+  std::string file, function;
+  std::string code;            ///< the statement (the baseline's when both sides have it)
+  std::string candidate_code;  ///< the candidate's statement when it differs ("edited")
+  std::uint32_t baseline_line = 0, candidate_line = 0;  ///< 0: absent on that side
+  /// same | edited | baseline only | candidate only
+  std::string match;
+  std::uint64_t baseline_hits = 0, candidate_hits = 0;  ///< over the runs' analyzed iterations
+  /// Per-iteration time of the line (name: "file:line", scope "line"); for a line of one
+  /// side only, the other side's samples are empty and the verdict is the match.
+  MetricComparison metric;
+};
+
 struct Comparison {
   std::string schema = kCompareSchema;
   std::string tool_version;
@@ -73,6 +89,9 @@ struct Comparison {
   /// the CI inverted accordingly.
   std::optional<double> speedup, speedup_ci_low, speedup_ci_high;
   std::string verdict;
+  /// Line tables side by side (profiles with traced lines), grouped by function in the
+  /// candidate's source order.
+  std::vector<LineComparison> lines;
 };
 
 /// Compares two sets of profiles (each with at least one profile).
@@ -86,6 +105,18 @@ std::string comparison_to_json(const Comparison& c);
 Result<Comparison> comparison_from_json(const std::string& text, const std::string& origin);
 Result<Comparison> read_comparison_file(const std::string& path);
 std::string comparison_text(const Comparison& c);
+/// The line part of comparison_text() (empty without line comparisons).
+std::string comparison_lines_text(const Comparison& c);
+
+/// The line part of compare_profiles(), exposed for tests.
+std::vector<LineComparison> compare_lines(const std::vector<Profile>& baseline, const std::vector<Profile>& candidate,
+                                          const CompareOptions& options);
+
+/// Similarity of two statements in [0, 1]: of their characters (2 x common characters in
+/// order / total length), raised to 0.5 + half that when both assign to (or call) the same name.
+double statement_similarity(const std::string& a, const std::string& b);
+/// 2 x the longest common subsequence of characters / total length, in [0, 1].
+double character_similarity(const std::string& a, const std::string& b);
 
 /// Statistics used above, exposed for tests.
 double mann_whitney_p(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b);

@@ -1,0 +1,75 @@
+// gnnprof/reports/line_table.h — the line table of a profile, built once for every renderer.
+//
+// One block per function (line_profiler prints one per profiled function), heaviest first;
+// each block holds the function's source lines with, per statement, line_profiler's figures
+// (hits, time, per hit, % of the function) and what line_profiler cannot see: bytes copied
+// (pinned / pageable), bytes gathered, GPU time of the kernels the line launched, time the
+// line waited (host syncs, communication), and the autograd backward time of the graph the
+// line built. The text and HTML reports render this model; `gnnprof compare` matches lines
+// of two profiles (line_match.h).
+//
+//   LineTable t = build_line_table(profile, {"src/"});
+//   for (const LineBlock& b : t.blocks) for (const LineRow& r : b.rows) ...
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gnnprof/profile.h"
+
+namespace gnnprof::reports {
+
+/// What a line did besides taking time, joined from the profile's transfers,
+/// materializations, line stage split and kernels.
+struct LineExtras {
+  std::uint64_t copied_pinned = 0, copied_pageable = 0, copied_other = 0;  ///< bytes
+  std::uint64_t gathered = 0;                                             ///< bytes
+  std::int64_t gpu_ns = 0;
+  std::int64_t wait_ns = 0;      ///< stages of category sync, and comm wait, while the line ran
+  std::int64_t backward_ns = 0;  ///< autograd backward of the graph the line built
+
+  std::uint64_t copied() const { return copied_pinned + copied_pageable + copied_other; }
+};
+
+struct LineRow {
+  std::uint32_t line = 0;
+  std::string text;                   ///< the source line ("" when the source is missing)
+  const LineStats* stats = nullptr;   ///< nullptr: no statement begins on this line
+  LineExtras extras;
+};
+
+struct LineBlock {
+  std::string file, function;
+  std::uint32_t first = 0;  ///< first line shown ("Function: f at line <first>")
+  std::int64_t total_ns = 0;
+  bool python = false;       ///< traced Python (a .py file): rows span the whole function
+  bool source_found = false; ///< rows are the source's lines; else only the statements
+  std::vector<LineRow> rows;
+};
+
+struct LineTable {
+  std::vector<LineBlock> blocks;
+  /// Which extra columns have data anywhere in the profile (the others are left out, so that
+  /// a table with nothing extra is exactly line_profiler's).
+  bool copied = false, gathered = false, gpu = false, wait = false, backward = false;
+  bool any_extra() const { return copied || gathered || gpu || wait || backward; }
+};
+
+/// The extras of one LineStats of `p`.
+LineExtras line_extras(const Profile& p, const LineStats& l);
+
+/// Builds the table; source files are looked up as recorded, under the run's cwd, then under
+/// each of `source_roots`. A function longer than max_function_lines shows its statements only.
+LineTable build_line_table(const Profile& p, const std::vector<std::string>& source_roots, int max_function_lines = 400);
+
+/// What the extra columns of `t` mean, those shown only ("Copied = ...; Gathered = ...").
+std::string extra_columns_legend(const LineTable& t);
+
+/// Why a profile has no line table, and how to get one (for every renderer's empty section).
+std::string no_lines_hint(const Profile& p);
+
+/// "82.4 MB" + " pinned" / " pageable" / " mixed" (a cell of the Copied column).
+std::string copied_cell(const LineExtras& e);
+
+}  // namespace gnnprof::reports

@@ -1,0 +1,198 @@
+#include "gnnprof/reports/line_table.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "gnnprof/reports/format.h"
+
+namespace gnnprof::reports {
+
+namespace {
+
+/// Source lines of `file`, found as given, under the run's cwd, or under a source root.
+bool load_source(const std::string& file, const std::string& cwd, const std::vector<std::string>& roots,
+                 std::vector<std::string>& lines) {
+  std::vector<std::string> candidates{file};
+  if (!file.empty() && file[0] != '/' && !cwd.empty()) candidates.push_back(cwd + "/" + file);
+  for (const auto& r : roots) {
+    candidates.push_back(r + "/" + file);
+    candidates.push_back(r + "/" + base_name(file));
+  }
+  for (const auto& c : candidates) {
+    std::ifstream f(c);
+    if (!f) continue;
+    lines.clear();
+    std::string l;
+    while (std::getline(f, l)) lines.push_back(l);
+    return true;
+  }
+  return false;
+}
+
+bool is_python(const std::string& file) { return file.size() > 3 && file.compare(file.size() - 3, 3, ".py") == 0; }
+
+std::size_t indent_of(const std::string& s) {
+  std::size_t i = 0;
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+  return i;
+}
+
+bool blank_or_comment(const std::string& s) {
+  const std::size_t i = indent_of(s);
+  return i == s.size() || s[i] == '#';
+}
+
+bool starts_with_at(const std::string& s, std::size_t at, const char* word) {
+  return s.compare(at, std::char_traits<char>::length(word), word) == 0;
+}
+
+/// A Python function's lines as line_profiler prints them: from its decorators and `def` to
+/// the last line of its body. `first`/`last` are its first and last recorded statements
+/// (1-based). Module-level code keeps [first, last].
+void python_extent(const std::vector<std::string>& src, const std::string& function, std::uint32_t& first,
+                   std::uint32_t& last) {
+  if (function == "<module>" || first == 0 || first > src.size()) return;
+  const std::size_t body_indent = indent_of(src[first - 1]);
+  std::uint32_t def = 0;
+  for (std::uint32_t n = first; n >= 1; --n) {
+    const std::string& s = src[n - 1];
+    if (blank_or_comment(s)) continue;
+    const std::size_t i = indent_of(s);
+    if (i < body_indent && (starts_with_at(s, i, "def ") || starts_with_at(s, i, "async def "))) {
+      def = n;
+      break;
+    }
+  }
+  if (def == 0) return;
+  const std::size_t def_indent = indent_of(src[def - 1]);
+  first = def;
+  while (first > 1) {  // decorators
+    const std::string& s = src[first - 2];
+    if (blank_or_comment(s) || indent_of(s) != def_indent || s[def_indent] != '@') break;
+    --first;
+  }
+  for (std::uint32_t n = last + 1; n <= src.size(); ++n) {
+    const std::string& s = src[n - 1];
+    if (blank_or_comment(s)) continue;
+    if (indent_of(s) <= def_indent) break;
+    last = n;
+  }
+}
+
+}  // namespace
+
+LineExtras line_extras(const Profile& p, const LineStats& l) {
+  LineExtras e;
+  for (const auto& t : p.transfers) {
+    if (t.line != l.line || t.file != l.file) continue;
+    (t.memory == "pinned" ? e.copied_pinned : t.memory == "pageable" ? e.copied_pageable : e.copied_other) += t.bytes;
+  }
+  for (const auto& m : p.materializations)
+    if (m.line == l.line && m.file == l.file) e.gathered += m.bytes;
+  for (const auto& [name, ns] : l.stages) {
+    if (name == "comm wait") {
+      e.wait_ns += ns;
+      continue;
+    }
+    for (const auto& s : p.stages)
+      if (s.name == name) {
+        if (s.category == "sync") e.wait_ns += ns;
+        break;
+      }
+  }
+  e.gpu_ns = l.gpu_ns;
+  e.backward_ns = l.backward_ns;
+  return e;
+}
+
+std::string copied_cell(const LineExtras& e) {
+  const std::uint64_t total = e.copied();
+  if (total == 0) return "";
+  const int kinds = (e.copied_pinned > 0) + (e.copied_pageable > 0) + (e.copied_other > 0);
+  const char* what = kinds > 1 ? "mixed" : e.copied_pinned > 0 ? "pinned" : e.copied_pageable > 0 ? "pageable" : "";
+  return *what != '\0' ? human_bytes(total) + " " + what : human_bytes(total);
+}
+
+LineTable build_line_table(const Profile& p, const std::vector<std::string>& source_roots, int max_function_lines) {
+  LineTable t;
+  std::map<std::pair<std::string, std::string>, std::vector<const LineStats*>> groups;
+  for (const auto& l : p.lines)
+    if (l.hits > 0 || l.total_ns > 0 || l.gpu_ns > 0 || l.backward_ns > 0) groups[{l.file, l.function}].push_back(&l);
+  for (auto& [key, lines] : groups) {
+    LineBlock b;
+    b.file = key.first;
+    b.function = key.second;
+    b.python = is_python(b.file);
+    std::sort(lines.begin(), lines.end(), [](const LineStats* x, const LineStats* y) { return x->line < y->line; });
+    for (const auto* l : lines) b.total_ns += l->total_ns;
+    std::uint32_t first = lines.front()->line, last = lines.back()->line;
+    std::vector<std::string> src;
+    const bool loaded = load_source(b.file, p.run.cwd, source_roots, src) && last <= src.size();
+    if (loaded && b.python) python_extent(src, b.function, first, last);
+    b.source_found = loaded && static_cast<int>(last - first) < max_function_lines;
+    b.first = first;
+    std::map<std::uint32_t, const LineStats*> by_line;
+    for (const auto* l : lines) by_line[l->line] = l;
+    auto add = [&](std::uint32_t n, const LineStats* l, std::string text) {
+      LineRow r;
+      r.line = n;
+      r.text = std::move(text);
+      r.stats = l;
+      if (l != nullptr) {
+        r.extras = line_extras(p, *l);
+        t.copied |= r.extras.copied() > 0;
+        t.gathered |= r.extras.gathered > 0;
+        t.gpu |= r.extras.gpu_ns > 0;
+        t.wait |= r.extras.wait_ns > 0;
+        t.backward |= r.extras.backward_ns > 0;
+      }
+      b.rows.push_back(std::move(r));
+    };
+    if (b.source_found) {
+      for (std::uint32_t n = first; n <= last; ++n) {
+        auto it = by_line.find(n);
+        add(n, it == by_line.end() ? nullptr : it->second, src[n - 1]);
+      }
+    } else {
+      b.first = lines.front()->line;
+      for (const auto& [n, l] : by_line) add(n, l, "");
+    }
+    t.blocks.push_back(std::move(b));
+  }
+  // Heaviest function first (ties by file, function), so the order does not depend on where
+  // the sources were checked out.
+  std::stable_sort(t.blocks.begin(), t.blocks.end(), [](const LineBlock& a, const LineBlock& b) { return a.total_ns > b.total_ns; });
+  return t;
+}
+
+std::string extra_columns_legend(const LineTable& t) {
+  std::string out;
+  auto add = [&](bool on, const char* text) {
+    if (on) out += (out.empty() ? "" : "; ") + std::string(text);
+  };
+  add(t.copied, "Copied = bytes copied between host and device (pinned or pageable host memory)");
+  add(t.gathered, "Gathered = feature bytes materialized");
+  add(t.gpu, "GPU = kernel time the line launched");
+  add(t.wait, "Wait = host syncs and communication waits");
+  add(t.backward, "Backward = autograd backward of the graph the line built");
+  return out;
+}
+
+std::string no_lines_hint(const Profile& p) {
+  for (const auto& c : p.collectors) {
+    if (c.name != "python-lines") continue;
+    if (!c.enabled) return "No line table: Python lines were not traced (" + c.reason + ").";
+    return "No line table: Python line tracing was on (" + c.reason +
+           ") but no selected function ran. The default (auto) traces the function that calls the optimizer's "
+           "step; choose others with `gnnprof run --lines FILE[:FUNCTION]` or @gnnprof.profile.";
+  }
+  return "No line table: no lines were traced. For Python, `gnnprof run` traces the training loop (the function "
+         "that calls the optimizer's step); choose functions with --lines FILE[:FUNCTION] or @gnnprof.profile. "
+         "For C++, wrap statements in GNNPROF_LINE(...).";
+}
+
+}  // namespace gnnprof::reports
