@@ -177,6 +177,9 @@ int run_ab(const AbArgs& a) {
       if (!preload.empty()) {
         const char* prev = std::getenv("LD_PRELOAD");
         spec.env["LD_PRELOAD"] = prev != nullptr && *prev != '\0' ? preload + ":" + prev : preload;
+        if (const char* pp = std::getenv("PYTHONPATH"); pp != nullptr && !spec.env.count("PYTHONPATH"))
+          spec.env["PYTHONPATH"] = pp;
+        (void)inject_python(spec.env);  // Python runs: line tables to compare
       }
       std::filesystem::remove(stem + ".json", ec);  // a stale profile must not pass for this run's
       std::cerr << "gnnprof ab: [" << n << "/" << total << "] " << sides[side].label << " run " << (r + 1) << "/" << a.repeat

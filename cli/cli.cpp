@@ -64,6 +64,8 @@ int parse_cli(int argc, const char* const* argv, Cli& out) {
                                                   "other processes write OUT.[rankN.]PID.json next to it");
   runc->add_option("--html", out.run.html_out, "also write that profile's HTML report");
   runc->add_option("--preload", out.run.preload, "libgnnprof_preload.so to inject (default: next to gnnprof)");
+  runc->add_option("--lines", out.run.lines,
+                   "Python line tracing: auto (the training loop, default), none, FILE or FILE:FUNCTION (repeatable)");
   runc->add_option("command", out.run.command, "CMD ARGS... (after --)")->required();
   runc->positionals_at_end();
 

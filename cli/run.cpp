@@ -70,6 +70,26 @@ std::string find_preload() {
   return "";
 }
 
+std::string find_python_dir() {
+  if (const char* v = std::getenv("GNNPROF_PYTHON_DIR"); v != nullptr && *v != '\0') return v;
+  const std::string dir = exe_dir();
+  for (const std::string& c : {dir + "/../python", dir + "/../lib/python3/dist-packages"}) {
+    std::error_code ec;
+    if (fs::exists(c + "/gnnprof/_inject/sitecustomize.py", ec)) return fs::weakly_canonical(c, ec).string();
+  }
+  return "";
+}
+
+bool inject_python(std::map<std::string, std::string>& env) {
+  const std::string dir = find_python_dir();
+  if (dir.empty()) return false;
+  const auto prev = env.find("PYTHONPATH");
+  std::string path = dir + "/gnnprof/_inject:" + dir;
+  if (prev != env.end() && !prev->second.empty()) path += ":" + prev->second;
+  env["PYTHONPATH"] = path;
+  return true;
+}
+
 int run_run(const RunArgs& args) {
   if (args.command.empty()) {
     std::cerr << "gnnprof run: no command given (usage: gnnprof run [-o OUT.json] [--html OUT.html] -- CMD ARGS...)\n";
@@ -117,6 +137,15 @@ int run_run(const RunArgs& args) {
   }
   if (!env.count("GNNPROF_QUIET")) env["GNNPROF_QUIET"] = "1";  // this command lists the files
   if (!env.count("NVTX_INJECTION64_PATH")) env["NVTX_INJECTION64_PATH"] = preload;
+  // Python programs: gnnprof's package joins the session and traces lines (docs/zero-code.md,
+  // "Python lines").
+  if (!args.lines.empty()) {
+    std::string spec;
+    for (const auto& l : args.lines) spec += (spec.empty() ? "" : ";") + l;
+    env["GNNPROF_LINES"] = spec;
+  }
+  if (!inject_python(env) && !args.lines.empty())
+    std::cerr << "gnnprof run: --lines: gnnprof's Python package was not found (set GNNPROF_PYTHON_DIR); lines are not traced\n";
   std::vector<std::string> env_strings;
   for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
   std::vector<char*> envp;

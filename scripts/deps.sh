@@ -11,6 +11,7 @@ PKGS=(
   libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev libbenchmark-dev
   libtorch-dev python3-torch
   libopenblas0-openmp   # libtorch's BLAS through libblas.so.3; the reference BLAS is ~8x slower
+  python3-dev python3-pytest   # the Python package's native module and its tests
 )
 
 if [ "${1:-}" = "--browser" ]; then PKGS+=(chromium); fi

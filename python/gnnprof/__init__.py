@@ -1,0 +1,254 @@
+"""gnnprof for Python: per-line and per-stage profiles of GNN training loops.
+
+Zero code:      gnnprof run -- python3 train.py      (or: python3 -m gnnprof train.py)
+In the script:
+
+    import gnnprof
+
+    @gnnprof.profile                    # this function's line table, like line_profiler's
+    def train(loader, model, opt): ...
+
+    with gnnprof.stage("sample"):       # a stage (also a decorator: @gnnprof.stage("sample"))
+        blocks = sampler.sample(seeds)
+    gnnprof.step()                      # iteration boundary (torch's optimizer steps mark them
+                                        # on their own)
+
+Under `gnnprof run` the package joins the injected library's session: one profile per
+process. Imported on its own it loads that library, which starts a session writing
+gnnprof-<pid>.json at exit (GNNPROF_OUTPUT names it; GNNPROF_ENABLED=0 turns it off).
+Line tracing follows GNNPROF_LINES (see gnnprof._lines): by default the training loop.
+"""
+import atexit
+import functools
+import os
+import sys
+
+from . import _paths
+
+__all__ = [
+    "profile", "stage", "step", "step_end", "start", "stop", "flush", "is_running", "counter",
+    "record_transfer", "record_materialization", "set_thread_name", "status",
+]
+__version__ = _paths.VERSION
+
+try:
+    from . import _native
+    _native_error = None
+except ImportError as e:  # another Python ABI than the one gnnprof was built for
+    _native = None
+    _native_error = f"{type(e).__name__}: {e}"
+
+_state = {"bound": False, "how": "", "lines": "off", "specs": [], "warned": False}
+
+
+def _note_without_native(reason):
+    """Say why in the collector list even when the native module cannot load: through ctypes,
+    when the process has gnnprof's C ABI (gnnprof run)."""
+    try:
+        import ctypes
+        lib = ctypes.CDLL(None)
+        lib.gnnprof_note_collector(b"python-lines", 0, reason.encode())
+    except (OSError, AttributeError, ImportError):
+        pass
+
+
+def _bind():
+    if _native is None:
+        reason = (f"gnnprof's Python module does not load in {sys.executable} "
+                  f"(Python {sys.version.split()[0]}): {_native_error}")
+        _note_without_native(reason)
+        return False, reason
+    preload = _paths.PRELOAD if os.path.exists(_paths.PRELOAD) else ""
+    ok, how = _native.bind(preload)
+    return bool(ok), how
+
+
+def _is_launcher():
+    """`python3 -m gnnprof ...`: this process only starts `gnnprof run`; it records nothing."""
+    argv = getattr(sys, "orig_argv", [])
+    return any(a == "-m" and b == "gnnprof" for a, b in zip(argv, argv[1:]))
+
+
+if _is_launcher():
+    _state["how"] = "launcher"
+else:
+    _state["bound"], _state["how"] = _bind()
+
+
+# ---- API ----
+
+if _native is not None:
+    class stage(_native.Stage):
+        """A stage: `with gnnprof.stage("sample"):` or `@gnnprof.stage("sample")`. The category
+        follows the name (sample, gather, h2d... are data; forward, backward, optimizer are
+        compute) unless given."""
+
+        def __call__(self, fn):
+            @functools.wraps(fn)
+            def staged(*args, **kwargs):
+                with self:
+                    return fn(*args, **kwargs)
+            return staged
+else:
+    class stage:  # no native module: a stage that records nothing
+        def __init__(self, name, category=None):
+            self.name = name
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def __call__(self, fn):
+            return fn
+
+
+def _code_of(obj):
+    for attr in ("__func__", "fget", "__wrapped__"):
+        while hasattr(obj, attr) and not hasattr(obj, "__code__"):
+            obj = getattr(obj, attr)
+    return getattr(obj, "__code__", None)
+
+
+def profile(fn):
+    """Traces `fn`'s lines (a drop-in for line_profiler's @profile); returns `fn` itself."""
+    code = _code_of(fn)
+    if code is None:
+        raise TypeError(f"gnnprof.profile: {fn!r} has no code to trace")
+    if _native is not None:
+        _native.select(code, _native.ROLE_EXPLICIT)
+        if _state["lines"] == "off":
+            _state["lines"] = "@profile"
+            _note_lines()
+    return fn
+
+
+def step():
+    """Iteration boundary: ends the open iteration and begins the next."""
+    if _native is not None:
+        _native.step()
+
+
+def step_end():
+    """Ends the open iteration without beginning another (e.g. before validation)."""
+    if _native is not None:
+        _native.step_end()
+
+
+def start():
+    """Starts the session (a no-op when one runs). 0, 1 when disabled, -1 on error."""
+    return _native.start() if _state["bound"] else -1
+
+
+def stop():
+    """Stops the session and writes the profile. 0, or -1 when not written."""
+    return _native.stop() if _state["bound"] else -1
+
+
+def flush():
+    """Writes the profile so far; the session goes on."""
+    return _native.flush() if _state["bound"] else -1
+
+
+def is_running():
+    return bool(_state["bound"] and _native.is_running())
+
+
+_counters = {}
+
+
+def counter(name, value):
+    """Samples a named value (a queue depth, ...)."""
+    if not _state["bound"]:
+        return
+    site = _counters.get(name)
+    if site is None:
+        site = _counters[name] = _native.counter_site(name)
+    _native.counter(site, float(value))
+
+
+_DIRECTIONS = {"h2d": 0, "d2h": 1, "d2d": 2, "h2h": 3}
+_MEMORY = {"pageable": 0, "pinned": 1, "none": 2}
+_MODES = {"sync": 0, "async": 1}
+
+
+def record_transfer(nbytes, direction="h2d", memory="pinned", mode="async", duration_ns=0):
+    """Records a copy, attributed to the current stage and line."""
+    if _state["bound"]:
+        _native.transfer(int(nbytes), _DIRECTIONS[direction], _MEMORY[memory], _MODES[mode], int(duration_ns))
+
+
+def record_materialization(rows, nbytes):
+    """Records a gather of `rows` rows (`nbytes` bytes), attributed to the current stage and line."""
+    if _state["bound"]:
+        _native.materialize(int(rows), int(nbytes))
+
+
+def set_thread_name(name):
+    if _state["bound"]:
+        _native.set_thread_name(name)
+
+
+def status():
+    """How the package is connected, for diagnostics and tests."""
+    out = dict(bound=_state["bound"], how=_state["how"], lines=_state["lines"],
+               specs=[s.text for s in _state["specs"]])
+    if _native is not None:
+        out["tracer"] = _native.stats()
+    return out
+
+
+# ---- line tracing ----
+
+def _note_lines(final=False):
+    if not _state["bound"]:
+        return
+    mode = _state["lines"]
+    if mode == "off":
+        _native.note_collector("python-lines", False, "off (GNNPROF_LINES=none)")
+        return
+    st = _native.stats()
+    reason = f"{mode}; {st['selected']} code objects traced"
+    if final:
+        reason += f", {st['line_events']} line events"
+        unmatched = [s.text for s in _state["specs"] if not s.matched]
+        if unmatched:
+            reason += "; matched nothing that ran: " + ", ".join(unmatched)
+        if st["foreign_tracer"]:
+            reason += "; another tracer (a debugger or coverage) held some threads"
+    _native.note_collector("python-lines", True, reason)
+
+
+def _configure_lines(value):
+    from . import _lines
+    auto, specs = _lines.parse(value)
+    _state["specs"] = specs
+    _native.set_preparer(_lines.prepare)
+    _native.set_excluded(_lines.library_prefixes())
+    _native.set_auto(auto)
+    parts = (["auto"] if auto else []) + [s.text for s in specs]
+    _state["lines"] = "+".join(parts) if parts else "off"
+    if specs:
+        _native.set_decider(_lines.Decider(specs))
+    _note_lines()
+
+
+def _at_exit():
+    if not _state["bound"]:
+        return
+    _native.close_thread()
+    unmatched = [s.text for s in _state["specs"] if not s.matched]
+    if unmatched and not _state["warned"]:
+        _state["warned"] = True
+        print(f"gnnprof: warning: --lines {', '.join(unmatched)}: no function that ran matched; "
+              "nothing traced for it", file=sys.stderr)
+    _note_lines(final=True)
+
+
+if _state["bound"]:
+    _configure_lines(os.environ.get("GNNPROF_LINES", "auto"))
+    atexit.register(_at_exit)
+    if _state["how"] == "loaded":
+        from . import _attach
+        _attach.watch_torch(_native.attach)

@@ -1,0 +1,38 @@
+/* core_abi.h — the gnnprof C ABI as the Python module reaches it: function pointers resolved
+ * at bind time from the process (the preload library under `gnnprof run`) or from the preload
+ * library the module loads itself, so that one session serves the process either way. */
+#ifndef GNNPROF_PY_CORE_ABI_H_
+#define GNNPROF_PY_CORE_ABI_H_
+
+#include <stdint.h>
+
+typedef struct CoreAbi {
+  int (*start)(void);
+  int (*stop)(void);
+  int (*is_running)(void);
+  int (*flush)(void);
+  uint32_t (*stage_site)(const char* name, const char* category);
+  uint32_t (*counter_site)(const char* name);
+  int (*stage_begin)(uint32_t site);
+  void (*stage_end)(void);
+  void (*step)(void);
+  void (*step_end)(void);
+  void (*transfer)(uint64_t bytes, int direction, int host_memory, int mode, uint64_t duration_ns);
+  void (*materialize)(uint64_t rows, uint64_t bytes);
+  void (*counter)(uint32_t site, double value);
+  void (*set_thread_name)(const char* name);
+  void (*note_collector)(const char* name, int enabled, const char* reason);
+  uint32_t (*line_site)(const char* file, unsigned line, const char* function, const char* code);
+  uint64_t (*now)(void);
+  uint64_t (*set_line)(uint32_t site);
+  void (*line_event)(uint32_t site, uint64_t begin, uint64_t end, int hit);
+  void (*set_optimizer_step_hook)(void (*hook)(void));
+  int (*poll)(int allow_flush); /* the preload's poll when present (it also starts its threads) */
+  int (*attach)(void);          /* the preload's "look for torch/CUDA now", or NULL */
+} CoreAbi;
+
+/* Filled by bind(); every pointer non-NULL once `bound` is 1. */
+extern CoreAbi g_core;
+extern int g_core_bound;
+
+#endif /* GNNPROF_PY_CORE_ABI_H_ */

@@ -1,0 +1,374 @@
+/* module.c — gnnprof._native: the Python package's bridge to the gnnprof core.
+ *
+ * bind() finds the core's C ABI in the process (the preload library under `gnnprof run`, so
+ * the package joins that session) or loads the preload library itself (a session of its own).
+ * Every other function is a thin call through that table; before bind() succeeds they do
+ * nothing. Stage is a C type so that `with gnnprof.stage("x"):` costs two C calls. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core_abi.h"
+#include "tracer.h"
+
+CoreAbi g_core;
+int g_core_bound = 0;
+
+static int preload_poll_fallback(int allow_flush) { (void)allow_flush; return 0; }
+
+/* ---- bind ---- */
+
+static int resolve(void* h, CoreAbi* t, const char** missing) {
+#define GNNPROF_SYM(field, name)                    \
+  do {                                              \
+    *(void**)(&t->field) = dlsym(h, name);          \
+    if (t->field == NULL) {                         \
+      *missing = name;                              \
+      return -1;                                    \
+    }                                               \
+  } while (0)
+  GNNPROF_SYM(start, "gnnprof_start");
+  GNNPROF_SYM(stop, "gnnprof_stop");
+  GNNPROF_SYM(is_running, "gnnprof_is_running");
+  GNNPROF_SYM(flush, "gnnprof_flush");
+  GNNPROF_SYM(stage_site, "gnnprof_stage_site");
+  GNNPROF_SYM(counter_site, "gnnprof_counter_site");
+  GNNPROF_SYM(stage_begin, "gnnprof_stage_begin");
+  GNNPROF_SYM(stage_end, "gnnprof_stage_end");
+  GNNPROF_SYM(step, "gnnprof_step");
+  GNNPROF_SYM(step_end, "gnnprof_step_end");
+  GNNPROF_SYM(transfer, "gnnprof_transfer");
+  GNNPROF_SYM(materialize, "gnnprof_materialize");
+  GNNPROF_SYM(counter, "gnnprof_counter");
+  GNNPROF_SYM(set_thread_name, "gnnprof_set_thread_name");
+  GNNPROF_SYM(note_collector, "gnnprof_note_collector");
+  GNNPROF_SYM(line_site, "gnnprof_line_site");
+  GNNPROF_SYM(now, "gnnprof_now");
+  GNNPROF_SYM(set_line, "gnnprof_set_line");
+  GNNPROF_SYM(line_event, "gnnprof_line_event");
+  GNNPROF_SYM(set_optimizer_step_hook, "gnnprof_set_optimizer_step_hook");
+#undef GNNPROF_SYM
+  /* The preload library's poll also starts gnnprof's threads once the host has its own; a
+   * core linked some other way has only the core's. */
+  *(void**)(&t->poll) = dlsym(h, "gnnprof_preload_poll");
+  if (t->poll == NULL) *(void**)(&t->poll) = dlsym(h, "gnnprof_poll");
+  if (t->poll == NULL) t->poll = preload_poll_fallback;
+  *(void**)(&t->attach) = dlsym(h, "gnnprof_preload_attach");
+  return 0;
+}
+
+/* bind(preload_path) -> (ok, how): "process" when the process already has the core (gnnprof
+ * run, or a program linked with it), "loaded" when this call loaded the preload library, or
+ * the reason it is unavailable. */
+static PyObject* py_bind(PyObject* self, PyObject* args) {
+  (void)self;
+  const char* path = NULL;
+  if (!PyArg_ParseTuple(args, "z", &path)) return NULL;
+  if (g_core_bound) return Py_BuildValue("(Os)", Py_True, "already bound");
+  CoreAbi t;
+  memset(&t, 0, sizeof(t));
+  const char* missing = NULL;
+  const char* how = "process";
+  if (dlsym(RTLD_DEFAULT, "gnnprof_set_line") == NULL || resolve(RTLD_DEFAULT, &t, &missing) != 0) {
+    if (path == NULL || path[0] == '\0')
+      return Py_BuildValue("(Os)", Py_False, "the gnnprof preload library was not found next to the package");
+    void* h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+    if (h == NULL) {
+      const char* err = dlerror();
+      return Py_BuildValue("(Os)", Py_False, err != NULL ? err : path);
+    }
+    if (resolve(h, &t, &missing) != 0) {
+      char buf[512];
+      snprintf(buf, sizeof(buf), "%s lacks %s (a gnnprof of another version?)", path, missing);
+      return Py_BuildValue("(Os)", Py_False, buf);
+    }
+    how = "loaded";
+  }
+  g_core = t;
+  g_core_bound = 1;
+  g_core.set_optimizer_step_hook(tracer_on_optimizer_step);
+  return Py_BuildValue("(Os)", Py_True, how);
+}
+
+#define REQUIRE_CORE() \
+  if (!g_core_bound) Py_RETURN_NONE
+
+static PyObject* py_start(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  if (!g_core_bound) return PyLong_FromLong(-1);
+  return PyLong_FromLong(g_core.start());
+}
+
+static PyObject* py_stop(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  if (!g_core_bound) return PyLong_FromLong(-1);
+  tracer_close_thread();
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc = g_core.stop();
+  Py_END_ALLOW_THREADS return PyLong_FromLong(rc);
+}
+
+static PyObject* py_is_running(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  return PyBool_FromLong(g_core_bound && g_core.is_running());
+}
+
+static PyObject* py_flush(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  if (!g_core_bound) return PyLong_FromLong(-1);
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc = g_core.flush();
+  Py_END_ALLOW_THREADS return PyLong_FromLong(rc);
+}
+
+static PyObject* py_stage_site(PyObject* self, PyObject* args) {
+  (void)self;
+  const char *name, *category = NULL;
+  if (!PyArg_ParseTuple(args, "s|z", &name, &category)) return NULL;
+  return PyLong_FromUnsignedLong(g_core_bound ? g_core.stage_site(name, category) : 0);
+}
+
+static PyObject* py_counter(PyObject* self, PyObject* args) {
+  (void)self;
+  unsigned long site;
+  double value;
+  if (!PyArg_ParseTuple(args, "kd", &site, &value)) return NULL;
+  REQUIRE_CORE();
+  g_core.counter((uint32_t)site, value);
+  Py_RETURN_NONE;
+}
+
+static PyObject* py_counter_site(PyObject* self, PyObject* args) {
+  (void)self;
+  const char* name;
+  if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+  return PyLong_FromUnsignedLong(g_core_bound ? g_core.counter_site(name) : 0);
+}
+
+static PyObject* py_step(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  REQUIRE_CORE();
+  g_core.step();
+  (void)g_core.poll(1);
+  Py_RETURN_NONE;
+}
+
+static PyObject* py_step_end(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  REQUIRE_CORE();
+  g_core.step_end();
+  Py_RETURN_NONE;
+}
+
+static PyObject* py_transfer(PyObject* self, PyObject* args) {
+  (void)self;
+  unsigned long long bytes, duration = 0;
+  int dir, mem, mode;
+  if (!PyArg_ParseTuple(args, "Kiii|K", &bytes, &dir, &mem, &mode, &duration)) return NULL;
+  REQUIRE_CORE();
+  g_core.transfer(bytes, dir, mem, mode, duration);
+  Py_RETURN_NONE;
+}
+
+static PyObject* py_materialize(PyObject* self, PyObject* args) {
+  (void)self;
+  unsigned long long rows, bytes;
+  if (!PyArg_ParseTuple(args, "KK", &rows, &bytes)) return NULL;
+  REQUIRE_CORE();
+  g_core.materialize(rows, bytes);
+  Py_RETURN_NONE;
+}
+
+static PyObject* py_note_collector(PyObject* self, PyObject* args) {
+  (void)self;
+  const char *name, *reason;
+  int enabled;
+  if (!PyArg_ParseTuple(args, "sps", &name, &enabled, &reason)) return NULL;
+  REQUIRE_CORE();
+  g_core.note_collector(name, enabled, reason);
+  Py_RETURN_NONE;
+}
+
+static PyObject* py_set_thread_name(PyObject* self, PyObject* args) {
+  (void)self;
+  const char* name;
+  if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+  REQUIRE_CORE();
+  g_core.set_thread_name(name);
+  Py_RETURN_NONE;
+}
+
+static PyObject* py_line_site(PyObject* self, PyObject* args) {
+  (void)self;
+  const char *file, *function, *code;
+  unsigned int line;
+  if (!PyArg_ParseTuple(args, "sIss", &file, &line, &function, &code)) return NULL;
+  return PyLong_FromUnsignedLong(g_core_bound ? g_core.line_site(file, line, function, code) : 0);
+}
+
+static PyObject* py_attach(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  if (!g_core_bound || g_core.attach == NULL) return PyLong_FromLong(-1);
+  return PyLong_FromLong(g_core.attach());
+}
+
+/* ---- tracer control ---- */
+
+static PyObject* py_select(PyObject* self, PyObject* args) {
+  (void)self;
+  PyObject* code;
+  int roles = ROLE_EXPLICIT;
+  if (!PyArg_ParseTuple(args, "O|i", &code, &roles)) return NULL;
+  if (tracer_select(code, roles) != 0) return NULL;
+  Py_RETURN_NONE;
+}
+
+static PyObject* py_set_auto(PyObject* self, PyObject* arg) {
+  (void)self;
+  const int on = PyObject_IsTrue(arg);
+  if (on < 0) return NULL;
+  tracer_set_auto(on);
+  Py_RETURN_NONE;
+}
+
+static PyObject* py_set_decider(PyObject* self, PyObject* arg) {
+  (void)self;
+  tracer_set_decider(arg);
+  if (arg != Py_None && tracer_install() != 0) return NULL;
+  Py_RETURN_NONE;
+}
+
+static PyObject* py_set_preparer(PyObject* self, PyObject* arg) {
+  (void)self;
+  tracer_set_preparer(arg);
+  Py_RETURN_NONE;
+}
+
+static PyObject* py_set_excluded(PyObject* self, PyObject* arg) {
+  (void)self;
+  if (tracer_set_excluded(arg) != 0) return NULL;
+  Py_RETURN_NONE;
+}
+
+static PyObject* py_stats(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  return tracer_stats();
+}
+
+static PyObject* py_close_thread(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  tracer_close_thread();
+  Py_RETURN_NONE;
+}
+
+/* ---- Stage: `with Stage("name"):` ---- */
+
+typedef struct {
+  PyObject_HEAD uint32_t site;
+  PyObject* name;
+} StageObject;
+
+static int stage_init(StageObject* self, PyObject* args, PyObject* kwds) {
+  static char* kwlist[] = {"name", "category", NULL};
+  PyObject* name;
+  const char* category = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "U|z", kwlist, &name, &category)) return -1;
+  const char* n = PyUnicode_AsUTF8(name);
+  if (n == NULL) return -1;
+  Py_XSETREF(self->name, Py_NewRef(name));
+  self->site = g_core_bound ? g_core.stage_site(n, category) : 0;
+  return 0;
+}
+
+static void stage_dealloc(StageObject* self) {
+  Py_XDECREF(self->name);
+  Py_TYPE(self)->tp_free((PyObject*)self);
+}
+
+static PyObject* stage_enter(StageObject* self, PyObject* unused) {
+  (void)unused;
+  if (g_core_bound) g_core.stage_begin(self->site);
+  return Py_NewRef((PyObject*)self);
+}
+
+static PyObject* stage_exit(StageObject* self, PyObject* args) {
+  (void)args;
+  if (g_core_bound) g_core.stage_end();
+  Py_RETURN_FALSE;
+}
+
+static PyObject* stage_get_name(StageObject* self, void* closure) {
+  (void)closure;
+  return Py_NewRef(self->name != NULL ? self->name : Py_None);
+}
+
+static PyMethodDef stage_methods[] = {
+    {"__enter__", (PyCFunction)stage_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)stage_exit, METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef stage_getset[] = {
+    {"name", (getter)stage_get_name, NULL, "the stage's name", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject StageType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gnnprof._native.Stage",
+    .tp_basicsize = sizeof(StageObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "A gnnprof stage: `with Stage(name[, category]):` times the block.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)stage_init,
+    .tp_dealloc = (destructor)stage_dealloc,
+    .tp_methods = stage_methods,
+    .tp_getset = stage_getset,
+};
+
+static PyMethodDef methods[] = {
+    {"bind", py_bind, METH_VARARGS, "bind(preload_path) -> (ok, how)"},
+    {"start", py_start, METH_NOARGS, "start the session (0, 1 when disabled, -1 on error)"},
+    {"stop", py_stop, METH_NOARGS, "stop the session and write the profile (0 or -1)"},
+    {"is_running", py_is_running, METH_NOARGS, NULL},
+    {"flush", py_flush, METH_NOARGS, "write the profile so far"},
+    {"stage_site", py_stage_site, METH_VARARGS, NULL},
+    {"counter_site", py_counter_site, METH_VARARGS, NULL},
+    {"counter", py_counter, METH_VARARGS, NULL},
+    {"step", py_step, METH_NOARGS, "iteration boundary"},
+    {"step_end", py_step_end, METH_NOARGS, "end the open iteration"},
+    {"transfer", py_transfer, METH_VARARGS, NULL},
+    {"materialize", py_materialize, METH_VARARGS, NULL},
+    {"note_collector", py_note_collector, METH_VARARGS, NULL},
+    {"set_thread_name", py_set_thread_name, METH_VARARGS, NULL},
+    {"line_site", py_line_site, METH_VARARGS, NULL},
+    {"attach", py_attach, METH_NOARGS, "let the preload library look for torch and CUDA now"},
+    {"select", py_select, METH_VARARGS, "trace the lines of a code object"},
+    {"set_auto", py_set_auto, METH_O, NULL},
+    {"set_decider", py_set_decider, METH_O, NULL},
+    {"set_preparer", py_set_preparer, METH_O, NULL},
+    {"set_excluded", py_set_excluded, METH_O, NULL},
+    {"stats", py_stats, METH_NOARGS, NULL},
+    {"close_thread", py_close_thread, METH_NOARGS, "end the calling thread's open lines"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "gnnprof._native", NULL, -1, methods,
+                                    NULL,                  NULL,              NULL, NULL};
+
+PyMODINIT_FUNC PyInit__native(void) {
+  if (tracer_init() != 0) return NULL;
+  if (PyType_Ready(&StageType) < 0) return NULL;
+  PyObject* m = PyModule_Create(&module);
+  if (m == NULL) return NULL;
+  if (PyModule_AddObjectRef(m, "Stage", (PyObject*)&StageType) < 0 ||
+      PyModule_AddIntConstant(m, "ROLE_EXPLICIT", ROLE_EXPLICIT) < 0 ||
+      PyModule_AddIntConstant(m, "ROLE_LOOP", ROLE_LOOP) < 0 ||
+      PyModule_AddIntConstant(m, "ROLE_PIPELINE", ROLE_PIPELINE) < 0 ||
+      PyModule_AddIntConstant(m, "PY_VERSION_HEX", PY_VERSION_HEX) < 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}

@@ -1,0 +1,38 @@
+/* tracer.h — gnnprof's Python line tracer (tracer.c).
+ *
+ * Lines are traced only in selected code objects. A PEP 523 frame-evaluation hook switches the
+ * thread's C trace function on while a selected frame runs and off while any other frame runs,
+ * so an unselected frame costs one check of its code object (and its callees run untraced even
+ * when called from a traced line). Selection: explicit (@gnnprof.profile, --lines), or
+ * automatic: the user frame that calls the optimizer's step (the training loop) and the user
+ * generators it pulls batches from. */
+#ifndef GNNPROF_PY_TRACER_H_
+#define GNNPROF_PY_TRACER_H_
+
+#include <Python.h>
+
+enum { ROLE_EXPLICIT = 1, ROLE_LOOP = 2, ROLE_PIPELINE = 4 }; /* bits */
+
+/* Once, at module init. 0 on success, -1 with an exception set. */
+int tracer_init(void);
+/* Marks `code` selected (role ROLE_*) and installs the hook. 0 or -1 with an exception set. */
+int tracer_select(PyObject* code, int role);
+/* Automatic selection on or off. */
+void tracer_set_auto(int on);
+/* decider(code) -> bool for explicit specs (--lines), or None: no explicit specs. */
+int tracer_set_decider(PyObject* decider);
+/* preparer(code) -> (first_line, stmt_lines, sites), both lists covering lines first.. */
+int tracer_set_preparer(PyObject* preparer);
+/* Path prefixes of library code (stdlib, site-packages, torch, gnnprof): never the user's. */
+int tracer_set_excluded(PyObject* prefixes);
+/* The core's optimizer-step hook (any thread, GIL held or not). */
+void tracer_on_optimizer_step(void);
+/* Installs the frame-evaluation hook (idempotent); 0, or -1 with an exception set when another
+ * hook that gnnprof cannot chain is present. */
+int tracer_install(void);
+/* Counters for tests and the collector note: a dict. */
+PyObject* tracer_stats(void);
+/* Ends the calling thread's open lines (before the session stops). */
+void tracer_close_thread(void);
+
+#endif /* GNNPROF_PY_TRACER_H_ */
