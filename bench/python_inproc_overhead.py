@@ -62,9 +62,9 @@ def sage():
     bgen = torch.Generator().manual_seed(args.seed + 1)
 
     def step():
-        blocks, x, y = st.make_batch(0, args, train_nodes, indptr, indices, feats, labels, bgen)
+        mfgs = st.make_batch(0, args, train_nodes, indptr, indices, feats, labels, torch.device("cpu"), bgen)
         opt.zero_grad()
-        F.cross_entropy(model(blocks, x), y).backward()
+        F.cross_entropy(model(mfgs, mfgs[0].srcdata["x"]), mfgs[-1].dstdata["y"]).backward()
         opt.step()
     return step
 

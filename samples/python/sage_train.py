@@ -6,12 +6,14 @@
                --candidate '/usr/bin/python3 samples/python/sage_train.py --prefetch 2' \\
                --preload
 
-No gnnprof import: the injected library sees torch's ops. The script is what a GNN engineer
-writes without DGL/PyG: a synthetic power-law graph in CSC form, neighbour sampling written in
-torch, node features in a large fp16 file memory-mapped with numpy and gathered by index
-(the lazy materialization), a two-layer GraphSAGE-mean model, Adam. record_function scopes
-name the data stages ("sample", "gather"); forward, backward and optimizer are found by the
-observer on its own. --prefetch K prepares up to K batches ahead on a background thread.
+No gnnprof import: the injected library sees torch's ops and traces the training loop's lines.
+The script is what a GNN engineer writes without DGL/PyG: a synthetic power-law graph in CSC
+form, neighbour sampling written in torch, node features in a large fp16 file memory-mapped
+with numpy, a two-layer GraphSAGE-mean model, Adam. Batches are DGL-like blocks whose
+`srcdata["x"]` gathers the features (and copies them to the device) on first access, inside a
+property: the seed's `x = mfgs[0].srcdata['x']` line. A record_function scope names the
+sampling ("sample"); forward, backward and optimizer are found by the observer on its own.
+--prefetch K prepares up to K batches ahead on a background thread, features included.
 
 --ddp trains with DistributedDataParallel, one process per rank as torch.distributed.run starts
 them (Gloo on CPU, NCCL with --device cuda), uneven step counts handled with Join:
@@ -60,6 +62,8 @@ def parse_args(argv):
     p.add_argument("--uneven", type=int, default=0, help="with --ddp: rank r runs --steps + r * UNEVEN steps (Join)")
     p.add_argument("--iteration-times", action="store_true",
                    help="also print each iteration's wall time (bench/python_overhead.py --per-iteration)")
+    p.add_argument("--print-gathered", action="store_true",
+                   help="print the feature rows and bytes the training loop gathered (tests)")
     p.add_argument("--torch-profiler", action="store_true",
                    help="run the loop under torch.autograd.profiler.profile() (overhead comparison)")
     a = p.parse_args(argv)
@@ -142,6 +146,51 @@ def sample_blocks(seeds, indptr, indices, fanouts, gen):
     return list(reversed(blocks))
 
 
+class NodeData:
+    """A block's node data, DGL-style: `srcdata["x"]` reads the features of the block's source
+    nodes on first access -- gathered from the memory-mapped file and, with a device, copied to
+    it -- and keeps them; `dstdata["y"]` likewise the labels of its destination nodes."""
+
+    def __init__(self, nodes, sources, device):
+        self._nodes, self._sources, self._device, self._cache = nodes, sources, device, {}
+
+    def __getitem__(self, key):
+        value = self._cache.get(key)
+        if value is None:
+            value = self._sources[key][self._nodes]  # the lazy materialization: rows of the mmap
+            if value.dtype == torch.float16:
+                value = value.float()
+            if self._device.type != "cpu":
+                value = value.to(self._device)
+            self._cache[key] = value
+        return value
+
+    def __contains__(self, key):
+        return key in self._cache
+
+
+class Block:
+    """One message-flow graph (DGL's MFG): source nodes (destinations first), the edges as
+    local (source, destination) indices, and lazy node data."""
+
+    def __init__(self, src_nodes, num_dst, edge_src, edge_dst, sources, device):
+        self.src_nodes, self.num_dst = src_nodes, num_dst
+        self.edge_src, self.edge_dst = edge_src.to(device), edge_dst.to(device)
+        self._src = NodeData(src_nodes, sources, device)
+        self._dst = NodeData(src_nodes[:num_dst], sources, device)
+
+    @property
+    def srcdata(self):
+        return self._src
+
+    @property
+    def dstdata(self):
+        return self._dst
+
+    def num_src_nodes(self):
+        return self.src_nodes.numel()
+
+
 class Sage(torch.nn.Module):
     def __init__(self, d_in, d_hidden, d_out):
         super().__init__()
@@ -149,25 +198,33 @@ class Sage(torch.nn.Module):
         self.self2, self.neigh2 = torch.nn.Linear(d_hidden, d_out), torch.nn.Linear(d_hidden, d_out, bias=False)
 
     @staticmethod
-    def mean_agg(h, n_dst, e_src, e_dst):
-        out = torch.zeros(n_dst, h.shape[1]).index_add_(0, e_dst, h[e_src])
-        deg = torch.bincount(e_dst, minlength=n_dst).clamp(min=1).unsqueeze(1)
+    def mean_agg(h, block):
+        n_dst = block.num_dst
+        out = torch.zeros(n_dst, h.shape[1], device=h.device).index_add_(0, block.edge_dst, h[block.edge_src])
+        deg = torch.bincount(block.edge_dst, minlength=n_dst).clamp(min=1).unsqueeze(1)
         return out / deg
 
-    def forward(self, blocks, x):
-        (_, n1, s1, d1), (_, n2, s2, d2) = blocks
-        h = F.relu(self.self1(x[:n1]) + self.neigh1(self.mean_agg(x, n1, s1, d1)))
-        return self.self2(h[:n2]) + self.neigh2(self.mean_agg(h, n2, s2, d2))
+    def forward(self, mfgs, x):
+        b1, b2 = mfgs
+        h = F.relu(self.self1(x[:b1.num_dst]) + self.neigh1(self.mean_agg(x, b1)))
+        return self.self2(h[:b2.num_dst]) + self.neigh2(self.mean_agg(h, b2))
 
 
-def make_batch(step, args, train_nodes, indptr, indices, feats, labels, gen):
+def make_batch(step, args, train_nodes, indptr, indices, feats, labels, device, gen):
+    """Sampled blocks, input layer first. No feature is read here: the loop's
+    `mfgs[0].srcdata["x"]` does that (as in DGL), unless a prefetcher touches it first."""
     with record_function("sample"):
         seeds = train_nodes[torch.randint(0, train_nodes.numel(), (args.batch_size,), generator=gen)]
-        blocks = sample_blocks(seeds, indptr, indices, args.fanouts, gen)
-    with record_function("gather"):
-        x = feats[blocks[0][0]].float()  # the lazy materialization: rows read from the mmap
-        y = labels[seeds]
-    return blocks, x, y
+        raw = sample_blocks(seeds, indptr, indices, args.fanouts, gen)
+    sources = {"x": feats, "y": labels}
+    return [Block(src, n, es, ed, sources, device) for src, n, es, ed in raw]
+
+
+def prefetch_features(mfgs):
+    """What a prefetcher does ahead of the loop: read the batch's features and labels."""
+    mfgs[0].srcdata["x"]
+    mfgs[-1].dstdata["y"]
+    return mfgs
 
 
 def batches(args, *data):
@@ -184,7 +241,7 @@ def batches(args, *data):
             for step in range(args.steps):
                 if stop.is_set():
                     return
-                q.put(make_batch(step, args, *data, gen))
+                q.put(prefetch_features(make_batch(step, args, *data, gen)))
         except BaseException as e:  # re-raised in the loop at its batch
             q.put(e)
 
@@ -244,14 +301,14 @@ def main(argv):
     if args.ddp:
         from torch.distributed.algorithms.join import Join
         join = Join([model])  # ranks with fewer batches shadow the others' allreduces
+    gathered = 0
     with join:
-        for blocks, x, y in batches(args, train_nodes, indptr, indices, feats, labels):
-            if device.type != "cpu":
-                blocks = [(s.to(device, non_blocking=True), n, es.to(device, non_blocking=True),
-                           ed.to(device, non_blocking=True)) for s, n, es, ed in blocks]
-                x, y = x.pin_memory().to(device, non_blocking=True), y.to(device, non_blocking=True)
+        for mfgs in batches(args, train_nodes, indptr, indices, feats, labels, device):
+            x = mfgs[0].srcdata["x"]  # gathers the input nodes' features (and copies them) on first access
+            y = mfgs[-1].dstdata["y"]
+            gathered += mfgs[0].num_src_nodes()
             opt.zero_grad()
-            loss = F.cross_entropy(model(blocks, x), y)
+            loss = F.cross_entropy(model(mfgs, x), y)
             loss.backward()
             opt.step()
             losses.append(loss.item())
@@ -266,9 +323,9 @@ def main(argv):
     with torch.no_grad():
         vgen = torch.Generator().manual_seed(args.seed + 2)
         seeds = val_nodes[torch.randint(0, val_nodes.numel(), (2048,), generator=vgen)]
-        blocks = sample_blocks(seeds, indptr, indices, args.fanouts, vgen)
-        blocks = [(s.to(device), n, es.to(device), ed.to(device)) for s, n, es, ed in blocks]
-        correct = (net(blocks, feats[blocks[0][0].cpu()].float().to(device)).argmax(1) == labels[seeds].to(device))
+        mfgs = [Block(src, n, es, ed, {"x": feats, "y": labels}, device)
+                for src, n, es, ed in sample_blocks(seeds, indptr, indices, args.fanouts, vgen)]
+        correct = net(mfgs, mfgs[0].srcdata["x"]).argmax(1) == mfgs[-1].dstdata["y"]
         acc = correct.float().mean()
         if args.ddp:
             dist.all_reduce(acc)
@@ -278,6 +335,8 @@ def main(argv):
     print(f"{who}steps {len(losses)} loss {losses[0]:.3f} -> {losses[-1]:.3f} val_acc {acc:.3f} "
           f"loop {loop_s:.3f} s ({1e3 * loop_s / len(losses):.2f} ms/step; loop thread's CPU time {loop_cpu:.3f} s, "
           f"{loop_faults} minor page faults)")
+    if args.print_gathered:  # the lazy line's exact bytes, for the tests (fp16 rows)
+        print(f"gathered_rows {gathered} bytes {gathered * args.feat_dim * 2}")
     if args.iteration_times:
         print("iteration_s", " ".join(f"{b - a:.6f}" for a, b in zip([t0] + ends, ends)))
     if args.ddp:

@@ -1,0 +1,24 @@
+"""The package's API in a script: @gnnprof.profile, gnnprof.stage (context manager and
+decorator), gnnprof.step. Prints how the package reached the core."""
+import gnnprof
+
+
+@gnnprof.stage("prepare")
+def prepare(n):
+    return list(range(n))
+
+
+@gnnprof.profile
+def loop(steps):
+    total = 0
+    for _ in range(steps):
+        data = prepare(100)
+        with gnnprof.stage("sum"):
+            total += sum(data)
+        gnnprof.step()
+    gnnprof.step_end()
+    return total
+
+
+print("total", loop(12))
+print("how", gnnprof.status()["how"])

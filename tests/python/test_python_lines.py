@@ -1,0 +1,286 @@
+"""gnnprof's Python line tracer, end to end: selection (auto, --lines, @profile), statement
+shapes, attribution, reports, compare, the package's entry points and its failure modes."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import CLI, PYDIR, PYTHON, needs_torch, script
+
+
+def line_of(path, text):
+    """1-based number of the first line of `path` containing `text`."""
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            if text in line:
+                return n
+    raise AssertionError(f"{text!r} not in {path}")
+
+
+# ---- selection ----
+
+@needs_torch
+def test_auto_traces_the_loop_and_its_pipeline_of_an_unmodified_script(gnnprof_run):
+    path = script("plain_loop.py")
+    r = gnnprof_run(path, "30")
+    assert r.rc == 0, r.err
+    assert r.collector("python-lines")["enabled"]
+    assert r.collector("python-lines")["reason"].startswith("auto")
+    train = r.lines("train")
+    fwd, bwd, step = (line_of(path, t) for t in ("out = model(x)", "loss.backward()", "opt.step()"))
+    # Selected at the first optimizer step: every later iteration is traced.
+    assert train[fwd]["hits"] == 29
+    assert train[fwd]["stages"].get("forward", 0) > 0
+    assert train[fwd]["backward_ns"] > 0, "the forward line carries the backward of the graph it built"
+    assert train[bwd]["stages"].get("backward", 0) > 0
+    assert train[step]["stages"].get("optimizer", 0) > 0
+    # The generator the loop pulls batches from is traced too; other functions are not.
+    pipeline = r.lines("batches")
+    assert pipeline[line_of(path, "yield x, y")]["hits"] >= 29
+    functions = {l["function"] for l in r.profile["lines"]}
+    assert functions == {"train", "batches"}
+    # Per-iteration line times, for compare.
+    it = [i for i in r.profile["iterations"] if i["complete"]][5]
+    assert any(v > 0 for v in it["lines"].values())
+
+
+@needs_torch
+def test_lines_option_selects_explicitly_and_replaces_auto(gnnprof_run):
+    path = script("plain_loop.py")
+    r = gnnprof_run(path, "5", lines=["plain_loop.py:evaluate"])
+    assert r.rc == 0, r.err
+    assert {l["function"] for l in r.profile["lines"]} == {"evaluate"}
+    assert r.lines("evaluate")[line_of(path, "return model(torch.randn")]["hits"] == 1
+    whole = gnnprof_run(path, "5", lines=[path])  # a whole file, by path
+    assert {"train", "batches", "evaluate", "main", "<module>"} <= {l["function"] for l in whole.profile["lines"]}
+    off = gnnprof_run(path, "5", lines=["none"])
+    assert off.profile["lines"] == []
+    assert not off.collector("python-lines")["enabled"]
+
+
+def test_lines_env_selects_too(gnnprof_run):
+    r = gnnprof_run(script("output.py"), env={"GNNPROF_LINES": "output.py:work"})
+    assert r.rc == 5
+    assert {l["function"] for l in r.profile["lines"]} == {"work"}
+
+
+def test_lines_that_match_nothing_warn_once_and_the_profile_is_written(gnnprof_run):
+    r = gnnprof_run(script("output.py"), lines=["output.py:nosuch", "missing.py"])
+    assert r.rc == 5
+    warnings = [l for l in r.err.splitlines() if l.startswith("gnnprof: warning: --lines")]
+    assert len(warnings) == 1, r.err
+    assert "output.py:nosuch" in warnings[0] and "missing.py" in warnings[0]
+    assert r.profile is not None
+    assert "matched nothing that ran: output.py:nosuch, missing.py" in r.collector("python-lines")["reason"]
+
+
+# ---- statement shapes (a kernprof-style script: bare @profile) ----
+
+@pytest.fixture(scope="module")
+def shapes(tmp_path_factory):
+    out = tmp_path_factory.mktemp("shapes") / "s.json"
+    proc = subprocess.run([CLI, "run", "-o", str(out), "--", PYTHON, script("shapes.py")], capture_output=True, text=True)
+    with open(out) as f:
+        return proc, json.load(f)
+
+
+def test_kernprof_script_runs_unchanged(shapes, plain_run):
+    proc, _ = shapes
+    assert proc.returncode == 3
+    assert proc.stdout == "multiline 2500\ngen 91\ncaught 5\nrecurse 5\nworker 499500\n"
+
+
+def shape_lines(profile, function):
+    return {l["line"]: l for l in profile["lines"] if l["function"] == function}
+
+
+def test_multiline_statement_counts_once_on_its_first_line(shapes):
+    _, p = shapes
+    path = script("shapes.py")
+    lines = shape_lines(p, "multiline")
+    first = line_of(path, "total += (i *")
+    assert lines[first]["hits"] == 50
+    assert first + 1 not in lines and first + 2 not in lines  # line_profiler counts these too (#223)
+    assert lines[line_of(path, "for i in range(n):")]["hits"] == 51
+
+
+def test_generator_yields_are_hits_and_resumes_are_not(shapes):
+    _, p = shapes
+    path = script("shapes.py")
+    lines = shape_lines(p, "gen")
+    assert lines[line_of(path, "yield i * i")]["hits"] == 7
+    assert lines[line_of(path, "for i in range(n):\n") if False else line_of(path, "yield i * i") - 1]["hits"] == 8
+
+
+def test_exception_through_a_traced_line(shapes):
+    _, p = shapes
+    path = script("shapes.py")
+    lines = shape_lines(p, "raises")
+    assert lines[line_of(path, "x = k + 1")]["hits"] == 10
+    assert lines[line_of(path, "raise ValueError(k)")]["hits"] == 5
+    assert lines[line_of(path, "return x")]["hits"] == 5
+
+
+def test_recursion(shapes):
+    _, p = shapes
+    path = script("shapes.py")
+    lines = shape_lines(p, "recurse")
+    assert lines[line_of(path, "if d == 0:")]["hits"] == 6
+    assert lines[line_of(path, "return 1 + recurse(d - 1)")]["hits"] == 5
+    # The outer call's line includes its callees' time (line_profiler's semantics).
+    assert lines[line_of(path, "return 1 + recurse(d - 1)")]["total_ns"] > 0
+
+
+def test_a_traced_function_on_a_second_thread(shapes):
+    _, p = shapes
+    path = script("shapes.py")
+    lines = shape_lines(p, "worker")
+    assert lines[line_of(path, "s += i")]["hits"] == 1000
+    assert any(t["name"] == "side" or t["index"] != p["main_thread"] for t in p["threads"])
+
+
+def test_text_report_has_line_profilers_layout(shapes, tmp_path):
+    proc, p = shapes
+    out = tmp_path / "s.json"
+    out.write_text(json.dumps(p))
+    text = subprocess.run([CLI, "report", str(out), "--lines"], capture_output=True, text=True).stdout
+    assert text.startswith("Timer unit: 1e-06 s\n")
+    block = text[text.index("Function: multiline at line"):]
+    assert re.search(r"Total time: [0-9.e-]+ s\nFile: .*shapes.py\nFunction: multiline at line 8\n", text)
+    assert "Line #      Hits         Time  Per Hit   % Time  Line Contents\n" in block
+    assert "def multiline(n):" in block  # the function from its decorator and def, as line_profiler prints it
+
+
+# ---- attribution: the seed's lazy line ----
+
+@needs_torch
+def test_lazy_srcdata_line_shows_its_exact_gathered_bytes(gnnprof_run, tmp_path):
+    sample = os.path.join(os.path.dirname(__file__), "../../samples/python/sage_train.py")
+    r = gnnprof_run(sample, "--nodes", "20000", "--steps", "8", "--print-gathered", "--cache", str(tmp_path / "cache"),
+                    lines=["sage_train.py:main"])
+    assert r.rc == 0, r.err
+    m = re.search(r"gathered_rows (\d+) bytes (\d+)", r.out)
+    rows, nbytes = int(m.group(1)), int(m.group(2))
+    lazy = line_of(sample, 'x = mfgs[0].srcdata["x"]')
+    at_line = [x for x in r.profile["materializations"] if x["line"] == lazy]
+    assert sum(x["rows"] for x in at_line) == rows
+    assert sum(x["bytes"] for x in at_line) == nbytes
+    assert r.lines("main")[lazy]["hits"] == 8
+    text = subprocess.run([CLI, "report", r.path, "--lines"], capture_output=True, text=True).stdout
+    row = [l for l in text.splitlines() if 'srcdata["x"]' in l and l.strip().startswith(str(lazy))][0]
+    assert "MiB" in row or "KiB" in row  # the Gathered column
+
+
+# ---- compare: line tables side by side ----
+
+@needs_torch
+def test_compare_matches_lines_including_an_edited_one(tmp_path):
+    template = open(script("edited_loop.py.in")).read()
+    paths = {}
+    for side, sleep, extra in (("a", "0.004", ""), ("b", "0.001", "        x = x.contiguous()")):
+        d = tmp_path / side
+        d.mkdir()
+        text = template.replace("@SLEEP@", sleep).replace("@EXTRA@\n", extra + ("\n" if extra else ""))
+        (d / "edited_loop.py").write_text(text)
+        out = tmp_path / f"{side}.json"
+        proc = subprocess.run([CLI, "run", "-o", str(out), "--lines", "edited_loop.py:loop", "--", PYTHON,
+                               str(d / "edited_loop.py")], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        paths[side] = out
+    cmp = tmp_path / "cmp.json"
+    proc = subprocess.run([CLI, "compare", str(paths["a"]), str(paths["b"]), "--json", str(cmp)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "Lines (per-iteration medians" in proc.stdout
+    doc = json.loads(cmp.read_text())
+    by_code = {l["code"]: l for l in doc["lines"]}
+    edited = by_code["time.sleep(0.004)"]
+    assert edited["match"] == "edited" and edited["candidate_code"] == "time.sleep(0.001)"
+    assert edited["metric"]["verdict"] == "faster"
+    added = by_code["x = x.contiguous()"]
+    assert added["match"] == "candidate only" and added["baseline_line"] == 0
+    same = by_code["loss = (x @ w).pow(2).mean()"]
+    assert same["match"] == "same" and same["candidate_line"] == same["baseline_line"] + 1
+
+
+# ---- the package's entry points ----
+
+def test_exit_code_and_output_unchanged(gnnprof_run, plain_run):
+    plain = plain_run(script("output.py"))
+    prof = gnnprof_run(script("output.py"), lines=["output.py:work"])
+    assert (prof.rc, prof.out) == (plain.rc, plain.out) == (5, "stdout line 332833500\n")
+    own = [l for l in prof.err.splitlines() if not l.startswith(("gnnprof run:", "  "))]
+    assert own == plain.err.splitlines()
+
+
+def test_user_sitecustomize_still_runs(gnnprof_run, tmp_path):
+    site = tmp_path / "usersite"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import sys\nsys.stderr.write('user sitecustomize ran\\n')\n")
+    r = gnnprof_run(script("output.py"), lines=["output.py:work"], env={"PYTHONPATH": str(site)})
+    assert r.rc == 5
+    assert r.err.count("user sitecustomize ran") == 1
+    assert {l["function"] for l in r.profile["lines"]} == {"work"}
+
+
+def test_python_dash_m_gnnprof_is_gnnprof_run(tmp_path):
+    out = tmp_path / "m.json"
+    env = dict(os.environ, PYTHONPATH=PYDIR)
+    proc = subprocess.run([PYTHON, "-m", "gnnprof", "-o", str(out), "--lines", "output.py:work", script("output.py")],
+                          capture_output=True, text=True, env=env, cwd=str(tmp_path))
+    assert proc.returncode == 5
+    assert proc.stdout == "stdout line 332833500\n"
+    p = json.loads(out.read_text())
+    assert {l["function"] for l in p["lines"]} == {"work"}
+    bad = subprocess.run([PYTHON, "-m", "gnnprof", "--bogus", "x.py"], capture_output=True, text=True, env=env)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+
+
+def test_package_joins_the_session_of_gnnprof_run(gnnprof_run, tmp_path):
+    r = gnnprof_run(script("api.py"))
+    assert r.rc == 0, r.err
+    assert "how process" in r.out
+    assert len(list(tmp_path.glob("*.json"))) == 1  # one profile per process
+    stages = {s["name"] for s in r.profile["stages"]}
+    assert {"prepare", "sum"} <= stages
+    assert sum(1 for i in r.profile["iterations"] if i["complete"]) == 12
+    assert r.lines("loop")
+
+
+def test_package_imported_on_its_own_starts_a_session(standalone_run):
+    r = standalone_run(script("api.py"))
+    assert r.rc == 0, r.err
+    assert "how loaded" in r.out
+    assert r.profile is not None
+    assert {"prepare", "sum"} <= {s["name"] for s in r.profile["stages"]}
+    loop = r.lines("loop")
+    assert loop[line_of(script("api.py"), "data = prepare(100)")]["hits"] == 12
+
+
+def pyenv(version_prefix):
+    root = os.path.expanduser("~/.pyenv/versions")
+    if not os.path.isdir(root):
+        return None
+    for v in sorted(os.listdir(root)):
+        exe = os.path.join(root, v, "bin", "python3")
+        if v.startswith(version_prefix) and os.access(exe, os.X_OK):
+            return exe
+    return None
+
+
+@pytest.mark.skipif(pyenv("3.12") is None, reason="no Python 3.12 here")
+def test_python_without_the_packages_abi_says_why_and_runs(gnnprof_run):
+    r = gnnprof_run(script("output.py"), python=pyenv("3.12"))
+    assert r.rc == 5 and r.out == "stdout line 332833500\n"
+    c = r.collector("python-lines")
+    assert c is not None and not c["enabled"]
+    assert "does not load" in c["reason"] and "3.12" in c["reason"]
+
+
+@pytest.mark.skipif(pyenv("3.11") is None, reason="no other Python 3.11 here")
+def test_another_python_311_without_torch_traces_lines(gnnprof_run):
+    r = gnnprof_run(script("output.py"), python=pyenv("3.11"), lines=["output.py:work"])
+    assert r.rc == 5
+    assert {l["function"] for l in r.profile["lines"]} == {"work"}
