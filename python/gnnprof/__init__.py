@@ -38,7 +38,7 @@ except ImportError as e:  # another Python ABI than the one gnnprof was built fo
     _native = None
     _native_error = f"{type(e).__name__}: {e}"
 
-_state = {"bound": False, "how": "", "lines": "off", "specs": [], "warned": False}
+_state = {"bound": False, "how": "", "lines": "off", "specs": [], "warned": False, "none": False}
 
 
 def _note_without_native(reason):
@@ -116,7 +116,7 @@ def profile(fn):
     code = _code_of(fn)
     if code is None:
         raise TypeError(f"gnnprof.profile: {fn!r} has no code to trace")
-    if _native is not None:
+    if _native is not None and not _state["none"]:  # GNNPROF_LINES=none: no line tracing at all
         _native.select(code, _native.ROLE_EXPLICIT)
         if _state["lines"] == "off":
             _state["lines"] = "@profile"
@@ -224,6 +224,7 @@ def _configure_lines(value):
     from . import _lines
     auto, specs = _lines.parse(value)
     _state["specs"] = specs
+    _state["none"] = not auto and not specs
     _native.set_preparer(_lines.prepare)
     _native.set_excluded(_lines.library_prefixes())
     _native.set_auto(auto)
@@ -238,6 +239,13 @@ def _at_exit():
     if not _state["bound"]:
         return
     _native.close_thread()
+    # A spec is matched by whatever got selected, by the decider or otherwise (@profile, auto).
+    real = {}
+    for filename, name, qualname, _ in _native.selected():
+        for s in _state["specs"]:
+            if not s.matched:
+                s.matched = s.matches(filename, name, qualname,
+                                      lambda f: real.setdefault(f, os.path.realpath(f)))
     unmatched = [s.text for s in _state["specs"] if not s.matched]
     if unmatched and not _state["warned"]:
         _state["warned"] = True

@@ -3,7 +3,7 @@
 Selection (GNNPROF_LINES, `gnnprof run --lines`, `python3 -m gnnprof --lines`):
     auto            the training loop (the user frame that calls the optimizer's step) and the
                     user generators it pulls batches from (the default)
-    none            no line tracing
+    none            no line tracing (@gnnprof.profile included)
     FILE[:FUNCTION] every function of FILE, or the named one (name or qualified name);
                     FILE is a path, or a bare file name matched anywhere
 Several, separated by ';' (explicit specs replace auto unless 'auto' is among them).

@@ -257,6 +257,11 @@ static PyObject* py_stats(PyObject* self, PyObject* unused) {
   return tracer_stats();
 }
 
+static PyObject* py_selected(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  return tracer_selected();
+}
+
 static PyObject* py_close_thread(PyObject* self, PyObject* unused) {
   (void)self, (void)unused;
   tracer_close_thread();
@@ -350,6 +355,7 @@ static PyMethodDef methods[] = {
     {"set_preparer", py_set_preparer, METH_O, NULL},
     {"set_excluded", py_set_excluded, METH_O, NULL},
     {"stats", py_stats, METH_NOARGS, NULL},
+    {"selected", py_selected, METH_NOARGS, "[(filename, name, qualname, roles)] of the traced code objects"},
     {"close_thread", py_close_thread, METH_NOARGS, "end the calling thread's open lines"},
     {NULL, NULL, 0, NULL},
 };

@@ -37,8 +37,12 @@ typedef struct CodeInfo {
   int32_t* stmt;  /* per line: the first line of its statement */
   uint32_t* site; /* per line: the statement's line site */
   PyObject* filename;
+  PyObject* name;
   PyObject* qualname;
+  struct CodeInfo* next_selected; /* every CodeInfo ever made, for tracer_selected() */
 } CodeInfo;
+
+static CodeInfo* g_all = NULL; /* list of every selection (freed entries are unlinked) */
 
 static Py_ssize_t g_extra = -1;
 static char k_reject, k_maybe;
@@ -46,9 +50,15 @@ static char k_reject, k_maybe;
 #define MAYBE ((void*)&k_maybe) /* a user generator/iterator: selected when the loop pulls from it */
 
 static void codeinfo_free(CodeInfo* ci) {
+  for (CodeInfo** p = &g_all; *p != NULL; p = &(*p)->next_selected)
+    if (*p == ci) {
+      *p = ci->next_selected;
+      break;
+    }
   free(ci->stmt);
   free(ci->site);
   Py_XDECREF(ci->filename);
+  Py_XDECREF(ci->name);
   Py_XDECREF(ci->qualname);
   free(ci);
 }
@@ -81,7 +91,10 @@ static CodeInfo* codeinfo_new(PyCodeObject* co, int roles) {
   ci->roles = roles;
   ci->first = co->co_firstlineno;
   ci->filename = Py_NewRef(co->co_filename);
+  ci->name = Py_NewRef(co->co_name);
   ci->qualname = Py_NewRef(co->co_qualname);
+  ci->next_selected = g_all;
+  g_all = ci;
   return ci;
 }
 
@@ -587,6 +600,21 @@ void tracer_close_thread(void) {
   const int d = tt->depth < kMaxDepth ? tt->depth : kMaxDepth;
   for (int i = d - 1; i >= 0; --i) end_statement(&tt->stack[i], now);
   tt->depth = 0;
+}
+
+PyObject* tracer_selected(void) {
+  PyObject* out = PyList_New(0);
+  if (out == NULL) return NULL;
+  for (CodeInfo* ci = g_all; ci != NULL; ci = ci->next_selected) {
+    PyObject* t = Py_BuildValue("(OOOi)", ci->filename, ci->name, ci->qualname, ci->roles);
+    if (t == NULL || PyList_Append(out, t) != 0) {
+      Py_XDECREF(t);
+      Py_DECREF(out);
+      return NULL;
+    }
+    Py_DECREF(t);
+  }
+  return out;
 }
 
 PyObject* tracer_stats(void) {

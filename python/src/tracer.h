@@ -32,6 +32,8 @@ void tracer_on_optimizer_step(void);
 int tracer_install(void);
 /* Counters for tests and the collector note: a dict. */
 PyObject* tracer_stats(void);
+/* [(filename, name, qualname, roles)] of every code object selected so far. */
+PyObject* tracer_selected(void);
 /* Ends the calling thread's open lines (before the session stops). */
 void tracer_close_thread(void);
 

@@ -1,0 +1,208 @@
+#!/usr/bin/python3
+"""The Python line tracer against its anchors, each measured as ratios in one run with the modes
+interleaved (order alternating per round); figures go to docs/performance.md.
+
+    bench/python_lines.py --gnnprof build/cli/gnnprof cost      [--rounds 10] [--n 1000000]
+    bench/python_lines.py --gnnprof build/cli/gnnprof sample    [--rounds 20] [--steps 40]
+    bench/python_lines.py --gnnprof build/cli/gnnprof accuracy  [--rounds 5]
+    bench/python_lines.py --gnnprof build/cli/gnnprof hook      [--rounds 10] [--n 2000000]
+
+cost: bench/line_loop.py's pure-Python function of five cheap lines per iteration, run plain,
+  under `gnnprof run --lines line_loop.py:hot`, under `kernprof -l` (line_profiler) and under
+  Scalene (CPU sampling, its own claim: 10-20 % overhead). The loop times itself; the cost per
+  line event is (mode - plain) / line events.
+sample: the Python GNN sample (samples/python/sage_train.py) run plain, under `gnnprof run`
+  (default: line tracing auto, the training loop), under `gnnprof run --lines none` (the op
+  observer only) and under `kernprof -l` on a copy of the script with @profile on main() (the
+  function that holds the loop). Whole-loop and per-iteration ratios to plain
+  (python_overhead.py's estimators).
+hook: bench/line_loop.py's calls of a one-line function that nothing selects, plain and with the
+  frame hook installed (`--lines` naming a function that is never called): the cost of the
+  hook's one check per unselected frame, per call; and the same calls made from a traced
+  function (its line events included), under gnnprof and under line_profiler.
+accuracy: bench/line_loop.py's lines that busy-wait 2, 1 and 0.5 ms and time themselves: each
+  line's time in gnnprof's profile against the script's own clock, and its hits."""
+import argparse
+import json
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+here = os.path.dirname(os.path.abspath(__file__))
+root = os.path.dirname(here)
+sys.path.insert(0, here)
+import python_overhead  # noqa: E402  (report, per-iteration estimators)
+
+PY = "/usr/bin/python3"
+
+
+def run(cmd, env=None, cwd=None):
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
+    if p.returncode != 0:
+        raise SystemExit(f"{cmd} failed ({p.returncode}):\n{p.stderr[-3000:]}")
+    return p.stdout
+
+
+def interleave(modes, rounds, one):
+    out = {m: [] for m in modes}
+    for r in range(rounds):
+        for m in (modes if r % 2 == 0 else modes[::-1]):
+            out[m].append(one(m, r))
+    return out
+
+
+def ci(values, rng, f=statistics.median):
+    boot = sorted(f(rng.choices(values, k=len(values))) for _ in range(2000))
+    return boot[49], boot[1949]
+
+
+def cost(a, tmp):
+    script = os.path.join(here, "line_loop.py")
+    cmds = {
+        "plain": [PY, script, "cost", str(a.n)],
+        "gnnprof": [a.gnnprof, "run", "-o", os.path.join(tmp, "c.json"), "--lines", "line_loop.py:hot", "--", PY, script,
+                    "cost", str(a.n)],
+        "line_profiler (kernprof -l)": [PY, "-m", "kernprof", "-l", "-o", os.path.join(tmp, "c.lprof"), script, "cost",
+                                        str(a.n)],
+        "Scalene (--cpu)": [PY, "-m", "scalene", "--cli", "--cpu", "--outfile", os.path.join(tmp, "scalene.txt"), script,
+                            "---", "cost", str(a.n)],
+    }
+    events = 5 * a.n + 2
+
+    def one(m, r):
+        return float(re.search(r"loop_s ([0-9.]+)", run(cmds[m], cwd=tmp)).group(1))
+
+    t = interleave(list(cmds), a.rounds, one)
+    rng = random.Random(0)
+    print(f"\nPer line event: bench/line_loop.py cost {a.n} ({events} line events), {a.rounds} interleaved rounds")
+    for m, v in t.items():
+        ratios = [x / p for x, p in zip(v, t["plain"])]
+        ns = [(x - p) / events * 1e9 for x, p in zip(v, t["plain"])]
+        lo, hi = ci(ratios, rng)
+        nlo, nhi = ci(ns, rng)
+        print(f"  {m:28s} loop median {statistics.median(v):.4f} s  x{statistics.median(ratios):.2f} of plain "
+              f"(95 % CI {lo:.2f}..{hi:.2f}); {statistics.median(ns):+.1f} ns per line event (CI {nlo:+.1f}..{nhi:+.1f})")
+
+
+def hook(a, tmp):
+    script = os.path.join(here, "line_loop.py")
+    cmds = {
+        "plain": [PY, script, "calls", str(a.n)],
+        "gnnprof, hook installed": [a.gnnprof, "run", "-o", os.path.join(tmp, "h.json"), "--lines", "line_loop.py:waits",
+                                    "--", PY, script, "calls", str(a.n)],
+        "gnnprof --lines none": [a.gnnprof, "run", "-o", os.path.join(tmp, "n.json"), "--lines", "none", "--", PY, script,
+                                 "calls", str(a.n)],
+        "line_profiler (kernprof -l)": [PY, "-m", "kernprof", "-l", "-o", os.path.join(tmp, "h.lprof"), script, "calls",
+                                        str(a.n)],
+        # The calls made from a traced line: gnnprof runs the callee untraced, line_profiler traced.
+        "gnnprof, caller traced": [a.gnnprof, "run", "-o", os.path.join(tmp, "t.json"), "--", PY, script, "tcalls",
+                                   str(a.n)],
+        "line_profiler, caller traced": [PY, "-m", "kernprof", "-l", "-o", os.path.join(tmp, "t.lprof"), script, "tcalls",
+                                         str(a.n)],
+    }
+
+    def one(m, r):
+        return float(re.search(r"loop_s ([0-9.]+)", run(cmds[m], cwd=tmp)).group(1))
+
+    t = interleave(list(cmds), a.rounds, one)
+    rng = random.Random(0)
+    print(f"\nPer call: bench/line_loop.py calls / tcalls {a.n}, {a.rounds} interleaved rounds (calls: nothing "
+          "selected or decorated; tcalls: the calling function traced, 2 line events per call)")
+    for m, v in t.items():
+        ratios = [x / p for x, p in zip(v, t["plain"])]
+        ns = [(x - p) / a.n * 1e9 for x, p in zip(v, t["plain"])]
+        lo, hi = ci(ratios, rng)
+        print(f"  {m:28s} loop median {statistics.median(v):.4f} s  x{statistics.median(ratios):.3f} of plain "
+              f"(95 % CI {lo:.3f}..{hi:.3f}); {statistics.median(ns):+.1f} ns per call")
+
+
+def sample(a, tmp):
+    src = os.path.join(root, "samples/python/sage_train.py")
+    kern = os.path.join(tmp, "sage_train.py")  # the same script with @profile on main()
+    text = open(src).read()
+    with open(kern, "w") as f:
+        f.write(text.replace("\ndef main(argv):", "\n@profile\ndef main(argv):", 1))
+    args = ["--steps", str(a.steps), "--iteration-times"]
+    env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+    cmds = {
+        "plain": [PY, src] + args,
+        "gnnprof (lines auto)": [a.gnnprof, "run", "-o", os.path.join(tmp, "s.json"), "--", PY, src] + args,
+        "gnnprof --lines none": [a.gnnprof, "run", "-o", os.path.join(tmp, "n.json"), "--lines", "none", "--", PY, src]
+        + args,
+        "kernprof -l": [PY, "-m", "kernprof", "-l", "-o", os.path.join(tmp, "s.lprof"), kern] + args,
+    }
+    envs = {m: env for m in cmds}
+    if a.preload:  # the injected library alone, without the Python package (no PYTHONPATH)
+        cmds["preload only"] = [PY, src] + args
+        envs["preload only"] = dict(env, LD_PRELOAD=a.preload, GNNPROF_OUTPUT=os.path.join(tmp, "pre.json"),
+                                    GNNPROF_QUIET="1")
+    loops = {m: [] for m in cmds}
+    iters = {m: [] for m in cmds}
+
+    def one(m, r):
+        out = run(cmds[m], env=envs[m], cwd=tmp)
+        loops[m].append(python_overhead.loop_seconds(out))
+        iters[m].append(python_overhead.iteration_seconds(out))
+
+    interleave(list(cmds), a.rounds, one)
+    if a.save:
+        with open(a.save, "w") as f:
+            json.dump({"workload": "sample", "loop_s": loops, "iteration_s": iters}, f)
+    python_overhead.report(f"Python GNN sample ({a.steps} steps, OMP_NUM_THREADS={env['OMP_NUM_THREADS']})", loops, iters,
+                           True)
+
+
+def accuracy(a, tmp):
+    script = os.path.join(here, "line_loop.py")
+    lines = {"two": 'timed("two", 0.002)', "one": 'timed("one", 0.001)', "half": 'timed("half", 0.0005)'}
+    numbers = {}
+    with open(script) as f:
+        for n, l in enumerate(f, 1):
+            for k, t in lines.items():
+                if t in l:
+                    numbers[n] = k
+    print(f"\nAccuracy: bench/line_loop.py accuracy 100, {a.rounds} runs; gnnprof's line time / the line's own clock")
+    errs = {k: [] for k in lines}
+    for r in range(a.rounds):
+        out_json = os.path.join(tmp, f"a{r}.json")
+        out = run([a.gnnprof, "run", "-o", out_json, "--lines", "line_loop.py:waits", "--", PY, script, "accuracy", "100"],
+                  cwd=tmp)
+        own = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in re.finditer(r"own (\w+) (\d+) (\d+)", out)}
+        p = json.load(open(out_json))
+        for l in p["lines"]:
+            k = numbers.get(l["line"])
+            if k is None:
+                continue
+            ns, hits = own[k]
+            if l["hits"] != hits:
+                raise SystemExit(f"hits differ for {k}: gnnprof {l['hits']}, script {hits}")
+            errs[k].append(l["total_ns"] / ns - 1)
+    for k, v in errs.items():
+        print(f"  {k:5s} line: error median {100 * statistics.median(v):+.2f} %, worst {100 * max(v, key=abs):+.2f} %; "
+              f"hits exact in every run")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", choices=["cost", "sample", "accuracy", "hook"])
+    ap.add_argument("--gnnprof", required=True, help="the gnnprof CLI (build/cli/gnnprof)")
+    ap.add_argument("--rounds", type=int, default=None)
+    ap.add_argument("--n", type=int, default=1000000)
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--save", help="sample: write the raw times to this JSON file")
+    ap.add_argument("--preload", help="sample: also a mode with this libgnnprof_preload.so injected alone (no package)")
+    a = ap.parse_args()
+    a.rounds = a.rounds or {"cost": 10, "sample": 20, "accuracy": 5, "hook": 10}[a.what]
+    if a.what == "hook" and a.n == 1000000:
+        a.n = 2000000
+    a.gnnprof = os.path.abspath(a.gnnprof)
+    with tempfile.TemporaryDirectory() as tmp:
+        {"cost": cost, "sample": sample, "accuracy": accuracy, "hook": hook}[a.what](a, tmp)
+
+
+if __name__ == "__main__":
+    main()
