@@ -24,7 +24,7 @@ test: build
 # The core alone: libtorch and CUDA switched off (as CI also checks).
 test-core: deps
 	@test -f $(CORE_BUILD)/CMakeCache.txt || cmake -S . -B $(CORE_BUILD) -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=Release \
-	  -DGNNPROF_WITH_CUDA=OFF -DGNNPROF_WITH_TORCH=OFF -DGNNPROF_BUILD_BENCH=OFF
+	  -DGNNPROF_WITH_CUDA=OFF -DGNNPROF_WITH_TORCH=OFF -DGNNPROF_BUILD_BENCH=OFF -DGNNPROF_WITH_PYTHON=OFF
 	@cmake --build $(CORE_BUILD)
 	@cd $(CORE_BUILD) && ctest -L core --output-on-failure -j2
 
@@ -33,7 +33,7 @@ test-core: deps
 TSAN_TESTS := buffer_test aggregation_test api_test prefetcher_test
 tsan: deps
 	@test -f build-tsan/CMakeCache.txt || cmake -S . -B build-tsan -G "$(GENERATOR)" -DGNNPROF_SANITIZE=thread \
-	  -DGNNPROF_WITH_CUDA=OFF -DGNNPROF_WITH_TORCH=OFF -DGNNPROF_BUILD_BENCH=OFF
+	  -DGNNPROF_WITH_CUDA=OFF -DGNNPROF_WITH_TORCH=OFF -DGNNPROF_BUILD_BENCH=OFF -DGNNPROF_WITH_PYTHON=OFF
 	@cmake --build build-tsan --target $(TSAN_TESTS)
 	@cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -R "^(Buffers|Aggregation|Histogram|Api|Prefetcher|PrefetchDepth)\."
 
@@ -41,7 +41,7 @@ tsan: deps
 # reports, prefetch, the sample's data layer, the CLI and app tests). UB aborts.
 asan: deps
 	@test -f build-asan/CMakeCache.txt || cmake -S . -B build-asan -G "$(GENERATOR)" -DGNNPROF_SANITIZE=address \
-	  -DGNNPROF_WITH_CUDA=OFF -DGNNPROF_WITH_TORCH=OFF -DGNNPROF_BUILD_BENCH=OFF
+	  -DGNNPROF_WITH_CUDA=OFF -DGNNPROF_WITH_TORCH=OFF -DGNNPROF_BUILD_BENCH=OFF -DGNNPROF_WITH_PYTHON=OFF
 	@cmake --build build-asan
 	@# Left to the normal builds: the install test (an outside project cannot link the
 	@# instrumented libraries without the sanitizer runtime) and the fault tests (ASan turns

@@ -11,7 +11,7 @@ if ! command -v clang++ >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux
 fi
 test -f build-fuzz/CMakeCache.txt || CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DGNNPROF_FUZZ=ON -DGNNPROF_SANITIZE=address -DGNNPROF_WITH_TORCH=OFF -DGNNPROF_WITH_CUDA=OFF \
-  -DGNNPROF_BUILD_TESTS=OFF -DGNNPROF_BUILD_BENCH=OFF >/dev/null
+  -DGNNPROF_BUILD_TESTS=OFF -DGNNPROF_BUILD_BENCH=OFF -DGNNPROF_WITH_PYTHON=OFF >/dev/null
 cmake --build build-fuzz --target profile_reader_fuzzer comparison_reader_fuzzer cora_loader_fuzzer cli_args_fuzzer
 rm -f build-fuzz/crash-* build-fuzz/leak-* build-fuzz/timeout-* build-fuzz/oom-*
 for target in profile_reader comparison_reader cora_loader cli_args; do

@@ -337,7 +337,11 @@ std::vector<LineComparison> compare_lines(const std::vector<Profile>& baseline, 
       }
     }
     flush_gap();
+    auto ran = [](const SideLine* l) {
+      return l != nullptr && std::any_of(l->samples.begin(), l->samples.end(), [](std::int64_t ns) { return ns > 0; });
+    };
     for (const auto& [u, v] : pairs) {
+      if (!ran(u) && !ran(v)) continue;  // in no analyzed iteration on either side (set-up, evaluation)
       LineComparison lc;
       const SideLine* any = v != nullptr ? v : u;
       lc.file = any->file;

@@ -29,7 +29,7 @@ th{background:var(--card);cursor:pointer;user-select:none;position:sticky;top:0}
 .diag code{font-size:12px}.ev{color:var(--muted);font-size:12px}.legend span{display:inline-block;margin-right:14px;font-size:12px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}
 .faster{color:#1b7f3b;font-weight:600}.slower{color:#c62828;font-weight:600}.side{display:grid;grid-template-columns:1fr 1fr;gap:16px}
 table.src td{padding:1px 8px}table.src td.code{max-width:none}tr.idle td{color:var(--muted)}
-td.heat{width:110px;padding:1px 4px}td.heat i{display:block;height:10px;background:#e15759;border-radius:2px;min-width:1px}
+td.heat{padding:1px 4px}td.heat div{width:110px}td.heat i{display:block;height:10px;background:#e15759;border-radius:2px;min-width:1px}
 h3.fn{font-size:15px;margin:18px 0 6px}h3.fn span{font-weight:400;font-size:12px}
 svg{max-width:100%;height:auto}svg text{font:11px system-ui,sans-serif;fill:var(--fg)}
 @media print{body{max-width:none;padding:0}th{position:static}h2{break-after:avoid}table,svg,.diag{break-inside:avoid}.noprint{display:none}}
@@ -258,7 +258,7 @@ std::string lines_html(const Profile& p, const ReportOptions& opt) {
       if (t.wait) extra += cell(r.extras.wait_ns);
       if (t.backward) extra += cell(r.extras.backward_ns);
       o += fmt::format("<tr><td>{}</td><td>{}</td><td data-v={} title='{}'>{}</td><td>{}</td><td>{:.1f}</td>"
-                       "<td class=heat><i style='width:{:.1f}%'></i></td>{}<td class=code>{}</td></tr>",
+                       "<td class=heat><div><i style='width:{:.1f}%'></i></div></td>{}<td class=code>{}</td></tr>",
                        r.line, l->hits, l->total_ns, esc(split.empty() ? "no stage" : split), human_ns(l->total_ns),
                        human_ns(l->hits ? l->total_ns / static_cast<std::int64_t>(l->hits) : 0), pct, pct, extra, esc(text));
     }
@@ -301,7 +301,7 @@ std::string profile_body(const Profile& p, const Analysis& a, bool compact, cons
                    "<td></td><td></td><td>{:.1f}</td></tr></tbody></table>",
                    p.unattributed_ns, human_ns(p.unattributed_ns),
                    p.wall_ns > 0 ? 100.0 * static_cast<double>(p.unattributed_ns) / static_cast<double>(p.wall_ns) : 0.0);
-  o += "<h2>Lines</h2>" + lines_html(p, opt);
+  o += "<h2 id=lines>Lines</h2>" + lines_html(p, opt);
   o += "<h2>Transfers</h2>";
   if (p.transfers.empty()) {
     o += "<p class=muted>No copies recorded.</p>";

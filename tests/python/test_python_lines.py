@@ -77,6 +77,19 @@ def test_lines_that_match_nothing_warn_once_and_the_profile_is_written(gnnprof_r
     assert "matched nothing that ran: output.py:nosuch, missing.py" in r.collector("python-lines")["reason"]
 
 
+def test_lines_none_turns_profile_decorators_off_too(gnnprof_run):
+    r = gnnprof_run(script("shapes.py"), lines=["none"])
+    assert r.rc == 3
+    assert r.profile["lines"] == []
+
+
+def test_a_spec_that_profile_already_selected_is_matched(gnnprof_run):
+    r = gnnprof_run(script("shapes.py"), lines=["shapes.py:multiline"])
+    assert r.rc == 3
+    assert "gnnprof: warning" not in r.err
+    assert {l["function"] for l in r.profile["lines"]} >= {"multiline"}
+
+
 # ---- statement shapes (a kernprof-style script: bare @profile) ----
 
 @pytest.fixture(scope="module")
@@ -112,7 +125,7 @@ def test_generator_yields_are_hits_and_resumes_are_not(shapes):
     path = script("shapes.py")
     lines = shape_lines(p, "gen")
     assert lines[line_of(path, "yield i * i")]["hits"] == 7
-    assert lines[line_of(path, "for i in range(n):\n") if False else line_of(path, "yield i * i") - 1]["hits"] == 8
+    assert lines[line_of(path, "yield i * i") - 1]["hits"] == 8  # its for line: 7 items and the end
 
 
 def test_exception_through_a_traced_line(shapes):
