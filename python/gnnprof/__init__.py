@@ -27,7 +27,7 @@ from . import _paths
 
 __all__ = [
     "profile", "stage", "step", "step_end", "start", "stop", "flush", "is_running", "counter",
-    "record_transfer", "record_materialization", "set_thread_name", "status",
+    "record_transfer", "record_materialization", "set_thread_name", "status", "prefetch", "resolve_depth",
 ]
 __version__ = _paths.VERSION
 
@@ -38,7 +38,8 @@ except ImportError as e:  # another Python ABI than the one gnnprof was built fo
     _native = None
     _native_error = f"{type(e).__name__}: {e}"
 
-_state = {"bound": False, "how": "", "lines": "off", "specs": [], "warned": False, "none": False}
+_state = {"bound": False, "how": "", "lines": "off", "specs": [], "warned": False, "none": False, "auto": False,
+          "library": ()}
 
 
 def _note_without_native(reason):
@@ -199,6 +200,39 @@ def status():
     return out
 
 
+# ---- prefetch ----
+
+def prefetch(loader, depth=None, device=None, prepare=None):
+    """Prepares `loader`'s batches up to `depth` ahead on a thread (depth=None: GNNPROF_PREFETCH,
+    else 2; 0: inline), moving their tensors to `device` through a staging ring on a side
+    stream, after `prepare(batch)` when given. See gnnprof._prefetch."""
+    from . import _prefetch
+    return _prefetch.prefetch(loader, depth=depth, device=device, prepare=prepare)
+
+
+def resolve_depth(default=2):
+    """The prefetch depth GNNPROF_PREFETCH asks for, else `default` (the C++ resolve_depth: a bad
+    value prints one warning and yields the default)."""
+    from . import _prefetch
+    return _prefetch.resolve_depth(None, default)
+
+
+def _select_pipeline(loader):
+    """Auto line tracing: the user's generator or iterator behind a prefetched loader is the
+    loop's data pipeline (the loop pulls from the prefetcher, which pulls from it)."""
+    if _native is None or not _state["auto"]:
+        return
+    import types
+    code = None
+    if isinstance(loader, types.GeneratorType):
+        code = loader.gi_code
+    else:
+        nxt = getattr(type(loader), "__next__", None) or getattr(type(loader), "__iter__", None)
+        code = getattr(nxt, "__code__", None)
+    if code is not None and not code.co_filename.startswith(_state["library"]):
+        _native.select(code, _native.ROLE_PIPELINE)
+
+
 # ---- line tracing ----
 
 def _note_lines(final=False):
@@ -225,8 +259,10 @@ def _configure_lines(value):
     auto, specs = _lines.parse(value)
     _state["specs"] = specs
     _state["none"] = not auto and not specs
+    _state["auto"] = auto
+    _state["library"] = _lines.library_prefixes()
     _native.set_preparer(_lines.prepare)
-    _native.set_excluded(_lines.library_prefixes())
+    _native.set_excluded(_state["library"])
     _native.set_auto(auto)
     parts = (["auto"] if auto else []) + [s.text for s in specs]
     _state["lines"] = "+".join(parts) if parts else "off"

@@ -6,14 +6,15 @@
                --candidate '/usr/bin/python3 samples/python/sage_train.py --prefetch 2' \\
                --preload
 
-No gnnprof import: the injected library sees torch's ops and traces the training loop's lines.
+The injected library sees torch's ops and traces the training loop's lines.
 The script is what a GNN engineer writes without DGL/PyG: a synthetic power-law graph in CSC
 form, neighbour sampling written in torch, node features in a large fp16 file memory-mapped
 with numpy, a two-layer GraphSAGE-mean model, Adam. Batches are DGL-like blocks whose
 `srcdata["x"]` gathers the features (and copies them to the device) on first access, inside a
 property: the seed's `x = mfgs[0].srcdata['x']` line. A record_function scope names the
 sampling ("sample"); forward, backward and optimizer are found by the observer on its own.
---prefetch K prepares up to K batches ahead on a background thread, features included.
+--prefetch K wraps the batches in gnnprof.prefetch, which prepares up to K ahead on a thread of
+its own, features included (the one gnnprof import; without gnnprof's package only K = 0 runs).
 
 --ddp trains with DistributedDataParallel, one process per rank as torch.distributed.run starts
 them (Gloo on CPU, NCCL with --device cuda), uneven step counts handled with Join:
@@ -28,10 +29,8 @@ sampling, gathering and compute, so that gnnprof merge has a straggler to find.
 import argparse
 import contextlib
 import os
-import queue
 import resource
 import sys
-import threading
 import time
 
 import numpy as np
@@ -50,7 +49,9 @@ def parse_args(argv):
     p.add_argument("--batch-size", type=int, default=1024)
     p.add_argument("--fanouts", default="10,5")
     p.add_argument("--steps", type=int, default=40, help="optimizer steps (iterations)")
-    p.add_argument("--prefetch", type=int, default=0, help="batches prepared ahead on a thread (0: inline)")
+    p.add_argument("--prefetch", type=int, default=None,
+                   help="batches prepared ahead on a thread by gnnprof.prefetch (0: inline; default: "
+                        "GNNPROF_PREFETCH, else 0)")
     p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: leave)")
     p.add_argument("--cache", default=os.path.expanduser("~/.cache/gnnprof"))
     p.add_argument("--seed", type=int, default=0)
@@ -68,7 +69,7 @@ def parse_args(argv):
                    help="run the loop under torch.autograd.profiler.profile() (overhead comparison)")
     a = p.parse_args(argv)
     a.fanouts = [int(x) for x in a.fanouts.split(",")]
-    if a.nodes < 100 or a.steps < 1 or a.prefetch < 0 or min(a.fanouts) < 1 or a.straggler_factor <= 0 or a.uneven < 0:
+    if a.nodes < 100 or a.steps < 1 or (a.prefetch is not None and a.prefetch < 0) or min(a.fanouts) < 1 or a.straggler_factor <= 0 or a.uneven < 0:
         p.error("--nodes >= 100, --steps >= 1, --prefetch >= 0, fanouts >= 1, --straggler-factor > 0 "
                 "and --uneven >= 0 required")
     return a
@@ -227,35 +228,33 @@ def prefetch_features(mfgs):
     return mfgs
 
 
-def batches(args, *data):
+def sampled(args, *data):
+    """The batches of one pass, sampled here and now: the loader the loop (or a prefetcher)
+    pulls from."""
     gen = torch.Generator().manual_seed(args.seed + 1)
-    if args.prefetch == 0:
-        for step in range(args.steps):
-            yield make_batch(step, args, *data, gen)
-        return
-    q = queue.Queue(maxsize=args.prefetch)
-    stop = threading.Event()
+    for step in range(args.steps):
+        yield make_batch(step, args, *data, gen)
 
-    def producer():
-        try:
-            for step in range(args.steps):
-                if stop.is_set():
-                    return
-                q.put(prefetch_features(make_batch(step, args, *data, gen)))
-        except BaseException as e:  # re-raised in the loop at its batch
-            q.put(e)
 
-    t = threading.Thread(target=producer, name="prefetch", daemon=True)
-    t.start()
+def batches(args, *data):
+    """The loop's batches: through gnnprof.prefetch when gnnprof's package is importable (under
+    `gnnprof run`, or with PYTHONPATH=build/python), which prepares them --prefetch K ahead on a
+    thread (K = 0: inline, the same code), features gathered ahead by prefetch_features; else,
+    with K = 0, the plain generator."""
     try:
-        for _ in range(args.steps):
-            with record_function("loader_wait"):
-                item = q.get()
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
+        import gnnprof
+    except ImportError:
+        gnnprof = None
+    depth = args.prefetch
+    if depth is None:
+        env = os.environ.get("GNNPROF_PREFETCH", "")
+        depth = gnnprof.resolve_depth(0) if gnnprof is not None else int(env) if env.isdigit() else 0
+    if gnnprof is None:
+        if depth > 0:
+            raise SystemExit("sage_train.py: --prefetch needs gnnprof's Python package (gnnprof run, or "
+                             "PYTHONPATH=build/python)")
+        return sampled(args, *data)
+    return gnnprof.prefetch(sampled(args, *data), depth=depth, prepare=prefetch_features if depth > 0 else None)
 
 
 def main(argv):
@@ -283,6 +282,7 @@ def main(argv):
     feats = feature_file(args, labels)
     perm = torch.randperm(args.nodes, generator=gen)
     train_nodes, val_nodes = perm[: args.nodes * 8 // 10], perm[args.nodes * 8 // 10:]
+    torch.manual_seed(args.seed)  # the same initial weights in every run (A/B)
     model = Sage(args.feat_dim, args.hidden, args.classes).to(device)
     if args.ddp:
         from torch.nn.parallel import DistributedDataParallel

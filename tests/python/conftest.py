@@ -62,7 +62,8 @@ def gnnprof_run(tmp_path):
             cmd += ["--lines", spec]
         cmd += list(cli_args) + ["--", python, path, *args]
         e = dict(os.environ)
-        e.pop("GNNPROF_LINES", None)
+        for k in ("GNNPROF_LINES", "GNNPROF_ENABLED", "GNNPROF_PREFETCH"):
+            e.pop(k, None)
         e.update(env or {})
         proc = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=timeout, cwd=str(tmp_path))
         return Run(proc, str(out))
@@ -87,7 +88,8 @@ def standalone_run(tmp_path):
     def run(path, *args, env=None, timeout=300):
         out = tmp_path / "standalone.json"
         e = dict(os.environ)
-        e.pop("GNNPROF_LINES", None)
+        for k in ("GNNPROF_LINES", "GNNPROF_ENABLED", "GNNPROF_PREFETCH"):
+            e.pop(k, None)
         e["PYTHONPATH"] = PYDIR + (":" + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
         e["GNNPROF_OUTPUT"] = str(out)
         e.update(env or {})

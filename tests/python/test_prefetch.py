@@ -1,0 +1,213 @@
+"""gnnprof.prefetch(): order, backpressure, errors, early exits and epochs, device staging through
+the staging ring (with the CPU stand-in device that copies on its own thread), GNNPROF_PREFETCH,
+and its self-profile under gnnprof run."""
+import collections
+import dataclasses
+import gc
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import CLI, PYDIR, PYTHON, needs_torch, script
+
+os.environ["GNNPROF_ENABLED"] = "0"  # in this process: the API without a session
+sys.path.insert(0, PYDIR)
+import gnnprof  # noqa: E402
+from gnnprof import _prefetch, _staging  # noqa: E402
+
+
+def producers():
+    return [t for t in threading.enumerate() if t.name == "prefetch-0"]
+
+
+@pytest.fixture(autouse=True)
+def no_thread_left():
+    yield
+    gc.collect()
+    assert producers() == [], "a prefetch thread was left behind"
+
+
+@pytest.mark.parametrize("depth", [0, 1, 4])
+def test_same_batches_in_the_same_order(depth):
+    data = [(i, [i] * 3, {"y": -i}) for i in range(50)]
+    assert list(gnnprof.prefetch(data, depth=depth)) == data
+
+
+def test_len_and_epochs_restart():
+    pf = gnnprof.prefetch(list(range(20)), depth=3)
+    assert len(pf) == 20
+    for _ in range(3):
+        assert list(pf) == list(range(20))
+
+
+class Counting:
+    """A loader that counts the batches pulled from it."""
+
+    def __init__(self, n, delay=0.0):
+        self.n, self.delay, self.pulled = n, delay, 0
+
+    def __iter__(self):
+        for i in range(self.n):
+            if self.delay:
+                time.sleep(self.delay)
+            self.pulled += 1
+            yield i
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+def test_never_more_than_depth_ahead(depth):
+    loader = Counting(40)
+    taken = 0
+    for _ in gnnprof.prefetch(loader, depth=depth):
+        taken += 1
+        time.sleep(0.002)  # a slow consumer: the producer runs ahead as far as it may
+        assert loader.pulled - taken <= depth
+    assert taken == 40
+
+
+def test_a_slow_loader_is_waited_for_not_abandoned():
+    assert list(gnnprof.prefetch(Counting(3, delay=0.3), depth=2)) == [0, 1, 2]
+
+
+def failing(n_good):
+    for i in range(n_good):
+        yield i
+    raise KeyError("batch 5 broke")
+
+
+@pytest.mark.parametrize("depth", [0, 2])
+def test_an_exception_is_raised_at_its_batch(depth):
+    it = iter(gnnprof.prefetch(failing(5), depth=depth))
+    assert [next(it) for _ in range(5)] == [0, 1, 2, 3, 4]
+    with pytest.raises(KeyError, match="batch 5 broke"):
+        next(it)
+    with pytest.raises(StopIteration):
+        next(it)
+
+
+def test_early_break_and_deletion_leave_no_thread():
+    pf = gnnprof.prefetch(Counting(1000), depth=4)
+    for i in pf:
+        if i == 3:
+            break
+    gc.collect()
+    assert producers() == []
+    it = iter(pf)
+    next(it)
+    del it
+    gc.collect()
+    assert producers() == []
+    assert list(pf)[:3] == [0, 1, 2]  # a new epoch after both
+
+
+def test_gnnprof_prefetch_env(monkeypatch, capsys):
+    monkeypatch.setenv("GNNPROF_PREFETCH", "5")
+    assert gnnprof.prefetch([], depth=None).depth == 5
+    assert gnnprof.prefetch([], depth=1).depth == 1  # an explicit depth wins
+    for bad in ("-1", "x", "65", " 2", "2.0"):
+        monkeypatch.setenv("GNNPROF_PREFETCH", bad)
+        assert gnnprof.prefetch([]).depth == 2
+        err = capsys.readouterr().err
+        assert err == f"gnnprof: ignoring GNNPROF_PREFETCH={bad} (expected an integer in 0..64); using 2\n"
+    monkeypatch.delenv("GNNPROF_PREFETCH")
+    assert gnnprof.prefetch([]).depth == 2
+    with pytest.raises(ValueError):
+        gnnprof.prefetch([], depth=65)
+
+
+# ---- moving to a device: the staging ring with the CPU stand-in device ----
+
+Pair = collections.namedtuple("Pair", "a b")
+
+
+@dataclasses.dataclass
+class Batch:
+    x: object
+    meta: str
+
+
+class Movable:
+    def __init__(self):
+        self.calls = []
+
+    def to(self, device, non_blocking=False):
+        self.calls.append((device, non_blocking))
+        return self
+
+
+def H(*v):
+    return _staging.HostData(v)
+
+
+@pytest.mark.parametrize("depth", [0, 2])
+def test_nested_batches_are_moved_through_the_ring(depth):
+    dev = _staging.ThreadCopyDevice(delay=0.001)
+    m = Movable()
+    batches = [(H(i, i), [H(i)], {"k": H(i, 0)}, Pair(H(1), "s"), Batch(H(7, i), "meta"), m) for i in range(10)]
+    n = 0
+    # A stand-in device buffer is the ring's: valid until the next batch is taken.
+    for i, (t, lst, d, p, b, mv) in enumerate(gnnprof.prefetch(batches, depth=depth, device=dev)):
+        assert isinstance(t, _staging._DeviceView) and t.read() == [i, i]
+        assert lst[0].read() == [i] and d["k"].read() == [i, 0]
+        assert isinstance(p, Pair) and p.a.read() == [1] and p.b == "s"
+        assert isinstance(b, Batch) and b.meta == "meta" and b.x.read() == [7, i]
+        n += 1
+    assert n == 10
+    assert m.calls and all(c == ("standin", True) for c in m.calls)
+    assert dev.violations == 0
+    dev.close()
+
+
+def test_a_reused_buffer_is_never_handed_out_while_its_copy_or_consumer_may_use_it():
+    dev = _staging.ThreadCopyDevice(delay=0.0005)
+    rng = random.Random(1)
+    batches = [H(*[i] * 8) for i in range(300)]
+    seen = []
+    for t in gnnprof.prefetch(batches, depth=3, device=dev):
+        first = t.read()
+        time.sleep(rng.random() * 0.001)  # the consumer works on the batch
+        assert t.read() == first, "the device buffer changed under the consumer"
+        seen.append(first[0])
+    assert seen == list(range(300))
+    assert dev.violations == 0
+    dev.close()
+
+
+def test_one_stream_and_one_ring_for_fifty_epochs():
+    dev = _staging.ThreadCopyDevice()
+    pf = gnnprof.prefetch([(H(i, i), H(i)) for i in range(6)], depth=2, device=dev)
+    counts = []
+    for _ in range(50):
+        assert [b[1].read()[0] for b in pf] == list(range(6))
+        counts.append((pf.streams_created, pf.buffers_allocated))
+    assert counts[0] == counts[-1] == (1, 3 * 2), counts[:3]  # depth + 1 slots x 2 tensors, once
+    assert dev.violations == 0
+    dev.close()
+
+
+# ---- its self-profile under gnnprof run ----
+
+@needs_torch
+def test_under_gnnprof_run_loader_wait_is_exposed_and_the_producer_hidden(gnnprof_run):
+    r = gnnprof_run(script("prefetch_loop.py"), "2")
+    assert r.rc == 0, r.err
+    p = r.profile
+    threads = {t["index"]: t["name"] for t in p["threads"]}
+    stages = {s["name"]: s for s in p["stages"]}
+    wait = stages["loader_wait"]
+    assert [t["thread"] for t in wait["by_thread"]] == [p["main_thread"]]
+    load = stages["load"]
+    assert {threads[t["thread"]] for t in load["by_thread"]} == {"prefetch-0"}
+    assert any(c["name"] == "prefetch_queue_depth" for c in p["counters"])
+    done = [i for i in p["iterations"] if i["complete"]]
+    assert len(done) >= 20
+    assert all("load" not in i["stages"] for i in done[2:])  # hidden: not on the loop thread
+    assert sum(i["other_threads"].get("load", 0) for i in done) > 0
+    # The loop's data pipeline (a generator behind the prefetcher) is traced on its thread.
+    assert r.lines("batches"), "the generator behind the prefetcher is traced"
