@@ -100,7 +100,51 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
     its = std::move(observed);
   }
 
-  std::vector<std::int64_t> walls, d, h, c, r, predicted;
+  // The machine's limits for the what-if: P CPUs, and how busy the process kept them while
+  // these iterations ran (host samples: CPU time / (wall x P)); else compute on k threads
+  // (OMP_NUM_THREADS, or torch's default: every CPU). In a Python host, the GIL share g.
+  const int cpus = static_cast<int>(std::max<std::int64_t>(0, p.environment.cpus));
+  int threads = cpus;
+  if (const std::string& omp = p.environment.omp_num_threads; !omp.empty() && omp.find_first_not_of("0123456789") == std::string::npos)
+    threads = std::min(cpus, std::max(1, std::atoi(omp.c_str())));
+  std::optional<double> busy;  // busy fraction of the P CPUs over the analyzed iterations
+  if (!its.empty() && cpus > 0) {
+    const std::int64_t from = its.front()->begin_ns, to = its.back()->begin_ns + its.back()->wall_ns;
+    const HostSample* first = nullptr;
+    const HostSample* last = nullptr;
+    for (const auto& hs : p.host_samples) {
+      if (hs.ts_ns < from || hs.ts_ns > to) continue;
+      if (first == nullptr) first = &hs;
+      last = &hs;
+    }
+    if (first != nullptr && last != first && last->ts_ns - first->ts_ns >= (to - from) / 2)
+      busy = std::min(1.0, static_cast<double>(last->cpu_ns - first->cpu_ns) /
+                               (static_cast<double>(last->ts_ns - first->ts_ns) * cpus));
+  }
+  std::optional<double> gil;
+  {
+    bool python = false, ops = false;
+    for (const auto& col : p.collectors) python |= col.name == "python-lines";
+    if (!p.run.command.empty()) {
+      const std::string& exe = p.run.command.front();
+      python |= exe.substr(exe.rfind('/') + 1).rfind("python", 0) == 0;
+    }
+    std::int64_t self = 0, total = 0;
+    for (const auto& s : p.stages) {
+      ops |= s.category == "op";
+      if (s.category != "data") continue;
+      for (const auto& t : s.by_thread)
+        if (t.thread == p.main_thread) {
+          self += t.self_ns;
+          total += t.total_ns;
+        }
+    }
+    // The data stages' time outside torch ops is their own Python: it holds the GIL. Only
+    // known when the observer recorded op stages (nested in the data stages).
+    if (python && ops && total > 0) gil = static_cast<double>(self) / static_cast<double>(total);
+  }
+
+  std::vector<std::int64_t> walls, d, h, c, r, predicted, expected;
   for (const auto* it : its) {
     std::int64_t di = 0, hi = 0, ci = 0;
     for (const auto& [n, v] : it->stages) {
@@ -120,6 +164,12 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
     c.push_back(ci);
     r.push_back(ri);
     predicted.push_back(std::max(di, ci) + ri);
+    double e = static_cast<double>(std::max(di, ci));
+    // The same CPU work on P CPUs cannot take less than work / P.
+    if (busy) e = std::max(e, *busy * static_cast<double>(it->wall_ns) - static_cast<double>(ri));
+    else if (cpus > 0) e = std::max(e, (static_cast<double>(di) + threads * static_cast<double>(ci)) / cpus);
+    if (gil) e = std::max(e, std::max((1 - *gil) * static_cast<double>(di), static_cast<double>(ci)) + *gil * static_cast<double>(di));
+    expected.push_back(std::min(it->wall_ns, static_cast<std::int64_t>(e) + ri));
   }
   a.iteration_median_ns = median(walls);
   a.iteration_p90_ns = quantile_of(walls, 0.9);
@@ -133,6 +183,29 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   a.exposed_data_share = a.iteration_median_ns > 0 ? static_cast<double>(a.exposed_data_ns) / static_cast<double>(a.iteration_median_ns) : 0;
   a.whatif_predicted_ns = median(predicted);
   a.whatif_speedup = a.whatif_predicted_ns > 0 ? static_cast<double>(a.iteration_median_ns) / static_cast<double>(a.whatif_predicted_ns) : 1.0;
+  a.whatif_expected_ns = std::max(median(expected), a.whatif_predicted_ns);
+  a.whatif_expected_speedup =
+      a.whatif_expected_ns > 0 ? static_cast<double>(a.iteration_median_ns) / static_cast<double>(a.whatif_expected_ns) : 1.0;
+  a.whatif_cpus = cpus;
+  a.whatif_compute_threads = threads;
+  a.whatif_busy = busy;
+  a.whatif_gil_share = gil;
+  a.whatif_pays = a.iterations_used > 0 && a.whatif_expected_speedup >= 1.05;
+  if (a.iterations_used > 0) {
+    std::string why;
+    auto add = [&](const std::string& w) { why += (why.empty() ? "" : "; ") + w; };
+    if (a.exposed_data_share < 0.05)
+      add(fmt::format("compute-bound: exposed data time is {:.1f}% of the iteration", 100 * a.exposed_data_share));
+    const double overlap = static_cast<double>(a.whatif_predicted_ns);
+    if (busy && *busy * static_cast<double>(a.iteration_median_ns) > overlap * 1.02)
+      add(fmt::format("the loop already keeps {:.0f}% of the {} CPUs busy, so a producer takes CPU time from compute",
+                      100 * *busy, cpus));
+    else if (!busy && cpus > 0 && threads >= cpus && a.exposed_data_ns > 0)
+      add(fmt::format("a producer shares the {} CPUs with compute on {} thread{}", cpus, threads, threads == 1 ? "" : "s"));
+    if (gil && *gil > 0.2)
+      add(fmt::format("in Python, {:.0f}% of the data time is the loader's own Python, which holds the GIL", 100 * *gil));
+    a.whatif_note = why;
+  }
 
   for (const auto& t : p.transfers) {
     a.transfers.count += t.count;
@@ -159,6 +232,14 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   for (const auto& col : p.collectors) device |= col.name == "cupti" && col.enabled;
   a.device_note = device ? "" : "no device activity recorded (no CUPTI collector in this profile): GPU busy/idle not available";
   return a;
+}
+
+std::string whatif_expectation(const Analysis& a) {
+  if (a.iterations_used == 0) return "";
+  const std::string at = fmt::format("{} ({:.2f}x)", human_ns(a.whatif_expected_ns), a.whatif_expected_speedup);
+  if (!a.whatif_pays)
+    return "Prefetching will not pay here: expected " + at + (a.whatif_note.empty() ? "" : ": " + a.whatif_note) + ".";
+  return "Within this machine's limits: " + at + (a.whatif_note.empty() ? "" : ": " + a.whatif_note) + ".";
 }
 
 // ---- diagnostics ----

@@ -545,6 +545,22 @@ Result<Comparison> read_comparison_file(const std::string& path) {
   return comparison_from_json(ss.str(), path);
 }
 
+std::string slower_summary(const Comparison& c) {
+  if (c.metrics.empty() || c.metrics.front().verdict != "slower") return "";
+  const MetricComparison& it = c.metrics.front();
+  const MetricComparison* worst = nullptr;
+  for (const auto& m : c.metrics)
+    if (m.scope == "loop_thread" && m.verdict == "slower" && (worst == nullptr || m.delta_ns > worst->delta_ns)) worst = &m;
+  std::string out = fmt::format("The candidate is SLOWER: iteration {} -> {} (+{}, x{:.2f})", human_ns(it.baseline_median_ns),
+                                human_ns(it.candidate_median_ns), human_ns(it.delta_ns), it.ratio ? *it.ratio : 0.0);
+  if (worst != nullptr)
+    out += fmt::format("; the stage that got slower most: {} ({} -> {}, +{} per iteration)", worst->name,
+                       human_ns(worst->baseline_median_ns), human_ns(worst->candidate_median_ns), human_ns(worst->delta_ns));
+  else
+    out += "; no single loop-thread stage is significantly slower";
+  return out + ".";
+}
+
 std::string comparison_lines_text(const Comparison& c) {
   if (c.lines.empty()) return "";
   std::string out = "\nLines (per-iteration medians; matched by file, function and statement text):\n";
@@ -610,6 +626,7 @@ std::string comparison_text(const Comparison& c) {
                        human_ns(it.candidate_median_ns), *c.speedup);
     if (c.speedup_ci_low) out += fmt::format(" (95% CI {:.3f}x to {:.3f}x)", *c.speedup_ci_low, *c.speedup_ci_high);
     out += fmt::format("; verdict: {}\n", c.verdict);
+    if (const std::string slow = slower_summary(c); !slow.empty()) out += slow + "\n";
   } else {
     out += "Headline: no iterations to compare\n";
   }

@@ -288,6 +288,7 @@ std::string profile_body(const Profile& p, const Analysis& a, bool compact, cons
                      "today's {}. Hidden data time already: {}.</p>",
                      human_ns(a.exposed_data_ns), 100 * a.exposed_data_share, human_ns(a.compute_ns), human_ns(a.rest_ns),
                      human_ns(a.whatif_predicted_ns), a.whatif_speedup, human_ns(a.iteration_median_ns), human_ns(a.hidden_data_ns));
+    o += fmt::format("<p id=whatif-expected class='{}'>{}</p>", a.whatif_pays ? "" : "slower", esc(whatif_expectation(a)));
   }
   o += "<h2>Stages</h2><table class=sortable><thead><tr><th class=l>stage</th><th class=l>category</th><th>hits</th><th>total</th>"
        "<th>self</th><th>per hit</th><th>p50</th><th>p90</th><th>max</th><th>% wall</th></tr></thead><tbody>";
@@ -415,6 +416,8 @@ Status render_comparison_html(const Comparison& c, const Profile* baseline, cons
     o += fmt::format("<div class=kpi id=speedup><b>{:.3f}x</b><span>speedup{}</span></div>", *c.speedup,
                      c.speedup_ci_low ? fmt::format(", 95% CI {:.3f}x to {:.3f}x", *c.speedup_ci_low, *c.speedup_ci_high) : "");
   o += kpi(c.verdict, "verdict");
+  if (const std::string slow = slower_summary(c); !slow.empty())
+    o += "</div><div class='diag error' id=slower>" + esc(slow) + "</div><div>";
   o += "</div><h2>Per stage</h2><table class=sortable><thead><tr><th class=l>metric</th><th class=l>scope</th><th>baseline</th>"
        "<th>candidate</th><th>delta</th><th>ratio</th><th>95% CI</th><th>p</th><th class=l>verdict</th></tr></thead><tbody>";
   for (const auto& m : c.metrics) {
@@ -476,8 +479,9 @@ Status render_comparison_html(const Comparison& c, const Profile* baseline, cons
          "</div><div><h2>candidate</h2>" + profile_body(*candidate, b, true) + "</div></div>";
     o += "<h2>What the baseline predicted</h2>" +
          fmt::format("<p>From the baseline profile, full overlap of data with compute predicted <b>{}</b> per iteration "
-                     "({:.2f}x); the candidate measured <b>{}</b>{}.</p>",
-                     human_ns(a.whatif_predicted_ns), a.whatif_speedup, human_ns(b.iteration_median_ns),
+                     "({:.2f}x); within the machine's limits <b>{}</b> ({:.2f}x); the candidate measured <b>{}</b>{}.</p>",
+                     human_ns(a.whatif_predicted_ns), a.whatif_speedup, human_ns(a.whatif_expected_ns),
+                     a.whatif_expected_speedup, human_ns(b.iteration_median_ns),
                      c.speedup ? fmt::format(" ({:.2f}x)", *c.speedup) : "");
   }
   o += kScript;

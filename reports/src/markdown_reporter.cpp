@@ -22,6 +22,7 @@ Status MarkdownReporter::render(const Profile& p, std::ostream& out) const {
                      "what-if prefetch {} ({:.2f}x).\n\n",
                      human_ns(p.wall_ns), a.iterations_used, a.skipped, human_ns(a.iteration_median_ns), 100 * a.exposed_data_share,
                      human_ns(a.whatif_predicted_ns), a.whatif_speedup);
+  if (const std::string e = whatif_expectation(a); !e.empty()) out << e << "\n\n";
   if (a.iterations_unobserved > 0)
     out << fmt::format("Iteration sampling: torch ops observed in {} of {} iterations; figures from those (the others: median {}).\n\n",
                        a.iterations_used - a.iterations_unobserved, a.iterations_used, human_ns(a.unobserved_iteration_median_ns));

@@ -152,6 +152,7 @@ Status TextReporter::render(const Profile& p, std::ostream& out) const {
                        human_ns(a.rest_ns));
     out << fmt::format("What-if prefetch: max(data, compute) + rest = {} per iteration, {:.2f}x of today's {}\n",
                        human_ns(a.whatif_predicted_ns), a.whatif_speedup, human_ns(a.iteration_median_ns));
+    out << whatif_expectation(a) << "\n";
   }
   if (a.cpu_utilization)
     out << fmt::format("Host: {:.0f}% of {} CPUs busy; RSS {} -> {} (peak {})\n", 100 * *a.cpu_utilization,

@@ -7,6 +7,7 @@ import gc
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import threading
@@ -211,3 +212,22 @@ def test_under_gnnprof_run_loader_wait_is_exposed_and_the_producer_hidden(gnnpro
     assert sum(i["other_threads"].get("load", 0) for i in done) > 0
     # The loop's data pipeline (a generator behind the prefetcher) is traced on its thread.
     assert r.lines("batches"), "the generator behind the prefetcher is traced"
+
+
+@needs_torch
+def test_a_loop_built_to_lose_is_told_so(tmp_path):
+    """The what-if on the baseline says prefetching will not pay (the loader's Python holds the
+    GIL); the A/B does not call the candidate faster, and when it measures it slower it says so
+    plainly with the stage that got slower."""
+    out = tmp_path / "ab"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env.pop("GNNPROF_ENABLED", None)
+    proc = subprocess.run([CLI, "ab", "--preload", "--repeat", "2", "-o", str(out), "--", PYTHON, script("lose_loop.py"),
+                           "--steps", "30", "--rows", "128000"], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = subprocess.run([CLI, "report", str(out / "baseline-1.json")], capture_output=True, text=True).stdout
+    assert "Prefetching will not pay here" in report, report[report.find("What-if"):][:400]
+    verdict = re.search(r"verdict: (\w[\w ]*)", proc.stdout).group(1)
+    assert verdict in ("slower", "no significant change"), proc.stdout[-1500:]
+    if verdict == "slower":
+        assert re.search(r"The candidate is SLOWER: .*the stage that got slower most: \S+", proc.stdout), proc.stdout[-800:]

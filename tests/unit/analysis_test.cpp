@@ -74,6 +74,57 @@ TEST(Analysis, WarmupExposedHiddenAndWhatIf) {
   EXPECT_EQ(b.hidden_data_ns, 30 * kMs);
 }
 
+TEST(Analysis, WhatIfWithinTheMachinesLimits) {
+  // The loop of loop_profile keeps 97 % of 2 CPUs busy while its iterations run: the same CPU
+  // work on 2 CPUs cannot take less than 97 ms, so overlap buys almost nothing.
+  Profile p = loop_profile(false);
+  std::int64_t t = 0;
+  for (auto& it : p.iterations) {
+    it.begin_ns = t;
+    t += it.wall_ns;
+  }
+  for (std::int64_t ts = 0; ts <= t; ts += 50 * kMs) p.host_samples.push_back(HostSample{ts, 0, ts * 2 * 97 / 100});
+  Analysis a = analyze(p, {});
+  EXPECT_EQ(a.whatif_predicted_ns, 70 * kMs);
+  ASSERT_TRUE(a.whatif_busy);
+  EXPECT_NEAR(*a.whatif_busy, 0.97, 1e-6);
+  EXPECT_NEAR(static_cast<double>(a.whatif_expected_ns), 97.0 * kMs, 1.0 * kMs);  // max(30, 60, 97 - 10) + 10
+  EXPECT_FALSE(a.whatif_pays);
+  const std::string e = whatif_expectation(a);
+  EXPECT_EQ(e.rfind("Prefetching will not pay here: expected 97.0 ms (1.03x)", 0), 0u) << e;
+  EXPECT_NE(e.find("97% of the 2 CPUs busy"), std::string::npos) << e;
+
+  // Half as busy: the overlap bound holds, and it pays.
+  for (auto& hs : p.host_samples) hs.cpu_ns = hs.ts_ns;  // 50 % of 2 CPUs
+  Analysis half = analyze(p, {});
+  EXPECT_EQ(half.whatif_expected_ns, 70 * kMs);
+  EXPECT_TRUE(half.whatif_pays);
+  EXPECT_EQ(whatif_expectation(half), "Within this machine's limits: 70.0 ms (1.43x).");
+
+  // Compute-bound: data is 1 % of the iteration.
+  Profile cb = loop_profile(false);
+  for (auto& it : cb.iterations) {
+    it.stages["sample"] = kMs / 2;
+    it.stages["materialize"] = kMs / 2;
+  }
+  Analysis c = analyze(cb, {});
+  EXPECT_FALSE(c.whatif_pays);
+  EXPECT_NE(whatif_expectation(c).find("compute-bound: exposed data time is 1.0% of the iteration"), std::string::npos);
+
+  // A Python host whose data stages are mostly their own Python (outside torch ops): the GIL.
+  Profile py = loop_profile(false);
+  py.run.command = {"/usr/bin/python3", "train.py"};
+  py.stages.push_back(stage("aten::index", "op"));
+  for (auto& s : py.stages)
+    if (s.category == "data") s.by_thread = {StageThreadStats{0, 10, 1000, 800}};  // 80 % self
+  Analysis g = analyze(py, {});
+  ASSERT_TRUE(g.whatif_gil_share);
+  EXPECT_NEAR(*g.whatif_gil_share, 0.8, 1e-9);
+  // max((1 - 0.8) x 30, 60) + 0.8 x 30 + 10 = 94 ms
+  EXPECT_NEAR(static_cast<double>(g.whatif_expected_ns), 94.0 * kMs, 0.01 * kMs);
+  EXPECT_NE(whatif_expectation(g).find("80% of the data time is the loader's own Python"), std::string::npos);
+}
+
 TEST(Diagnostics, ExposedDataTime) {
   EXPECT_TRUE(has(run(loop_profile(false)), "exposed-data-time"));
   EXPECT_FALSE(has(run(loop_profile(true)), "exposed-data-time"));

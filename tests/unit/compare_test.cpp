@@ -67,6 +67,21 @@ TEST(Compare, VerdictsScopesAndHeadline) {
   EXPECT_EQ(find("forward", "loop_thread").verdict, "no significant change");
 }
 
+TEST(Compare, ASlowerCandidateSaysSoAndNamesTheStage) {
+  std::mt19937 rng(2);
+  // run(rng, iteration ms, sample ms, on the loop): the candidate's sample takes 5 ms more.
+  std::vector<Profile> base{run(rng, 20, 10, true), run(rng, 20, 10, true)};
+  std::vector<Profile> cand{run(rng, 30, 15, true), run(rng, 30, 15, true)};
+  Comparison c = compare_profiles(base, cand, CompareOptions{});
+  ASSERT_EQ(c.verdict, "slower");
+  const std::string s = slower_summary(c);
+  EXPECT_EQ(s.rfind("The candidate is SLOWER: iteration ", 0), 0u) << s;
+  EXPECT_NE(s.find("the stage that got slower most: sample"), std::string::npos) << s;
+  EXPECT_NE(comparison_text(c).find(s), std::string::npos);
+  // Faster: nothing to say.
+  EXPECT_EQ(slower_summary(compare_profiles(cand, base, CompareOptions{})), "");
+}
+
 TEST(Compare, IdenticalSidesShowNoChange) {
   std::mt19937 rng(2);
   std::vector<Profile> a{run(rng, 30, 5, true)};

@@ -11,7 +11,16 @@
 //   C_i  compute time: loop-thread stages of category "compute";
 //   R_i  the rest: wall_i - D_i - C_i (sync, other stages, unattributed).
 // What-if prefetch: predicted_i = max(D_i, C_i) + R_i, i.e. data fully overlapped with compute
-// and nothing else changed; the estimate is the median over iterations.
+// and nothing else changed; the estimate is the median over iterations. That is a bound: the
+// expected time also respects the machine's limits (docs/architecture.md, "What-if"):
+//   cores: the same CPU work on P CPUs takes at least that work / P: with the process keeping
+//          a share b of the P CPUs busy while the iterations ran (host samples),
+//          max(D_i, C_i, b wall_i - R_i) + R_i (without host samples: compute on k threads,
+//          max(D_i, C_i, (D_i + k C_i) / P) + R_i);
+//   GIL (Python hosts): the data stages' own Python (their time outside torch ops, a share g of
+//          D) holds the GIL and cannot overlap the loop: max((1-g) D_i, C_i) + g D_i + R_i;
+// and the expectation is the largest of these. Prefetching will not pay when it is within 5 %
+// of today's time: whatif_note says which limit (or compute-bound data) is why.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +65,15 @@ struct Analysis {
   double exposed_data_share = 0;  ///< exposed_data_ns / iteration_median_ns
   std::int64_t whatif_predicted_ns = 0;
   double whatif_speedup = 1.0;  ///< iteration median / predicted
+  /// The what-if within the machine's limits (cores, and the GIL in Python); = predicted when
+  /// no limit applies.
+  std::int64_t whatif_expected_ns = 0;
+  double whatif_expected_speedup = 1.0;
+  int whatif_cpus = 0, whatif_compute_threads = 0;  ///< P and k of the cores limit (0: unknown)
+  std::optional<double> whatif_busy;                ///< b of the cores limit (host samples)
+  std::optional<double> whatif_gil_share;           ///< g of the GIL limit (Python hosts with op stages)
+  bool whatif_pays = true;  ///< expected speedup >= 1.05
+  std::string whatif_note;  ///< which limit the expectation hit, and why prefetching will not pay
   TransferTotals transfers;
   std::optional<double> cpu_utilization;  ///< CPU time / (wall x cpus), from host samples
   std::int64_t rss_first = 0, rss_last = 0, rss_peak = 0;
@@ -63,6 +81,12 @@ struct Analysis {
 };
 
 Analysis analyze(const Profile& profile, const AnalysisOptions& options);
+
+/// The what-if within the machine's limits in one sentence (every renderer prints it):
+/// "Within this machine's limits: 19.9 ms (1.68x): a producer shares the 2 CPUs with ..." or
+/// "Prefetching will not pay here: expected 30.1 ms (1.01x): compute-bound: ...". "" without
+/// iterations.
+std::string whatif_expectation(const Analysis& a);
 
 /// Iteration sampling (the zero-code observer watched ops in some iterations only): the
 /// iterations of `its` whose ops were observed, when there are such and some were not;

@@ -105,6 +105,10 @@ std::string comparison_to_json(const Comparison& c);
 Result<Comparison> comparison_from_json(const std::string& text, const std::string& origin);
 Result<Comparison> read_comparison_file(const std::string& path);
 std::string comparison_text(const Comparison& c);
+/// When the candidate's iteration is significantly slower: one sentence that says so plainly
+/// and names the loop-thread stage that got slower the most ("" otherwise).
+std::string slower_summary(const Comparison& c);
+
 /// The line part of comparison_text() (empty without line comparisons).
 std::string comparison_lines_text(const Comparison& c);
 
