@@ -30,12 +30,12 @@ test-core: deps
 
 # ThreadSanitizer over the collector and the prefetch runtime (core only: Debian's libtorch is
 # not TSan-instrumented, so its OpenMP threads would report false races).
-TSAN_TESTS := buffer_test aggregation_test api_test prefetcher_test
+TSAN_TESTS := buffer_test aggregation_test api_test prefetcher_test staging_ring_test
 tsan: deps
 	@test -f build-tsan/CMakeCache.txt || cmake -S . -B build-tsan -G "$(GENERATOR)" -DGNNPROF_SANITIZE=thread \
 	  -DGNNPROF_WITH_CUDA=OFF -DGNNPROF_WITH_TORCH=OFF -DGNNPROF_BUILD_BENCH=OFF -DGNNPROF_WITH_PYTHON=OFF
 	@cmake --build build-tsan --target $(TSAN_TESTS)
-	@cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -R "^(Buffers|Aggregation|Histogram|Api|Prefetcher|PrefetchDepth)\."
+	@cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -R "^(Buffers|Aggregation|Histogram|Api|Prefetcher|PrefetchDepth|StagingRing)\."
 
 # AddressSanitizer + UndefinedBehaviorSanitizer over every test that needs no libtorch (core,
 # reports, prefetch, the sample's data layer, the CLI and app tests). UB aborts.

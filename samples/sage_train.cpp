@@ -160,6 +160,7 @@ int main(int argc, char** argv) {
   gnnprof::gnn::BatchProducer producer(*ds, **features, sampler, device, o.seed, o.batch_size);
   const int prefetch = o.prefetch >= 0 ? o.prefetch : gnnprof::prefetch::resolve_depth(0);
   producer.set_parallel_gather(prefetch == 0);
+  producer.set_staging_slots(static_cast<std::size_t>(prefetch) + 1);  // CUDA: K in flight + the one being handed over
   const bool background = o.prefetch_priority == "background" || (o.prefetch_priority == "auto" && !device.is_cuda());
   const auto priority = background ? gnnprof::prefetch::WorkerPriority::kBackground : gnnprof::prefetch::WorkerPriority::kNormal;
   gnnprof::gnn::Sage model(ds->feat_dim, o.hidden, ds->num_classes, static_cast<std::int64_t>(fanouts.size()), 0.2);

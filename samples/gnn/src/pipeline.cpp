@@ -5,8 +5,13 @@
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <gnnprof/gnnprof.h>
+#include <gnnprof/prefetch/staging_ring.h>
 
 #include <algorithm>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <thread>
 #include <numeric>
 
 #include "random.h"
@@ -50,6 +55,70 @@ torch::Tensor gather_features(const MappedFeatures& features, const std::vector<
   return out;
 }
 
+/// The CUDA side of the staging ring: one copy stream from torch's pool for the producer's
+/// life, pinned buffers per slot reused while a tensor of the same dtype fits, and an event
+/// after each batch's copies. Device-generic c10 API, so this compiles against a CPU-only
+/// libtorch (where a CUDA device is never constructed).
+class CudaStaging final : public prefetch::StagingDevice {
+ public:
+  CudaStaging(torch::Device device, std::size_t slots)
+      : device_(device),
+        stream_(c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getStreamFromGlobalPool(device, false)),
+        buffers_(slots),
+        ring_(*this, slots) {}
+
+  prefetch::StagingRing& ring() { return ring_; }
+
+  std::uint64_t record() override {
+    auto ev = std::make_shared<c10::Event>(c10::DeviceType::CUDA);
+    ev->record(stream_);
+    std::lock_guard<std::mutex> lock(mu_);
+    events_[++tokens_] = ev;
+    return tokens_;
+  }
+  void wait_host(std::uint64_t token) override {
+    std::shared_ptr<c10::Event> ev;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = events_.find(token);
+      if (it == events_.end()) return;
+      ev = it->second;
+      events_.erase(it);
+    }
+    // torch 1.13's c10::Event has no synchronize(): the copy is normally long done by the
+    // time its slot comes round again, so poll with a short sleep.
+    while (!ev->query()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  std::shared_ptr<c10::Event> event(std::uint64_t token) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = events_.find(token);
+    return it == events_.end() ? nullptr : it->second;
+  }
+  /// Stages `t` through slot's buffer `pos` and queues its copy on the copy stream.
+  torch::Tensor stage(std::size_t slot, std::size_t pos, const torch::Tensor& t, std::uint64_t& bytes) {
+    std::vector<torch::Tensor>& bufs = buffers_[slot];
+    if (bufs.size() <= pos) bufs.resize(pos + 1);
+    torch::Tensor& buf = bufs[pos];
+    const std::int64_t n = t.numel();
+    if (!buf.defined() || buf.scalar_type() != t.scalar_type() || buf.numel() < n)
+      buf = torch::empty({std::max<std::int64_t>(n, 1)}, torch::TensorOptions().dtype(t.scalar_type()).pinned_memory(true));
+    torch::Tensor host = buf.narrow(0, 0, n).view(t.sizes());
+    host.copy_(t);
+    bytes += static_cast<std::uint64_t>(host.nbytes());
+    const c10::StreamGuard on_copy_stream(stream_);
+    return host.to(device_, /*non_blocking=*/true);
+  }
+
+ private:
+  torch::Device device_;
+  c10::Stream stream_;
+  std::vector<std::vector<torch::Tensor>> buffers_;  // [slot][position in the batch]
+  prefetch::StagingRing ring_;
+  std::mutex mu_;
+  std::map<std::uint64_t, std::shared_ptr<c10::Event>> events_;
+  std::uint64_t tokens_ = 0;
+};
+
 BatchProducer::BatchProducer(const Dataset& ds, const MappedFeatures& features, const NeighborSampler& sampler,
                              torch::Device device, std::uint64_t seed, std::int64_t batch_size)
     : ds_(&ds),
@@ -58,7 +127,13 @@ BatchProducer::BatchProducer(const Dataset& ds, const MappedFeatures& features, 
       device_(device),
       seed_(seed),
       batch_size_(batch_size),
-      train_(ds.nodes_in(Split::kTrain)) {}
+      train_(ds.nodes_in(Split::kTrain)) {
+  if (device_.is_cuda()) staging_ = std::make_shared<CudaStaging>(device_, 2);
+}
+
+void BatchProducer::set_staging_slots(std::size_t slots) {
+  if (device_.is_cuda()) staging_ = std::make_shared<CudaStaging>(device_, std::max<std::size_t>(slots, 2));
+}
 
 std::int64_t BatchProducer::batches_per_epoch() const noexcept {
   return (static_cast<std::int64_t>(train_.size()) + batch_size_ - 1) / batch_size_;
@@ -102,20 +177,16 @@ MiniBatch BatchProducer::produce(std::int64_t epoch, std::int64_t index, const s
   }
   {
     GNNPROF_STAGE("h2d");
-    if (device_.is_cuda()) {
-      // A stream of torch's pool, not the thread's current stream: on the legacy default
-      // stream a prefetched batch's copy would queue behind the kernels of the batch being
-      // trained on, and the prefetch would hide the host work but never the copy.
-      // Device-generic c10 API, so this compiles against a CPU-only libtorch too.
-      const c10::impl::VirtualGuardImpl cuda(c10::DeviceType::CUDA);
-      const c10::Stream copy_stream = cuda.getStreamFromGlobalPool(device_, /*isHighPriority=*/false);
-      const c10::StreamGuard on_copy_stream(copy_stream);
+    if (staging_) {
+      // The copy stream is not the thread's current stream: on the legacy default stream a
+      // prefetched batch's copy would queue behind the kernels of the batch being trained on,
+      // and the prefetch would hide the host work but never the copy. The slot's pinned
+      // buffers are reused once the copy that last read them completed (staging_ring.h).
+      CudaStaging& st = *staging_;
+      const std::size_t slot = st.ring().acquire();
       std::uint64_t bytes = 0;
-      auto move = [&](torch::Tensor& t) {
-        torch::Tensor pinned = t.pin_memory();
-        bytes += static_cast<std::uint64_t>(pinned.nbytes());
-        t = pinned.to(device_, /*non_blocking=*/true);
-      };
+      std::size_t pos = 0;
+      auto move = [&](torch::Tensor& t) { t = st.stage(slot, pos++, t, bytes); };
       move(mb.x);
       move(mb.y);
       for (auto& b : mb.blocks) {
@@ -123,8 +194,9 @@ MiniBatch BatchProducer::produce(std::int64_t epoch, std::int64_t index, const s
         move(b.dst);
         move(b.inv_deg);
       }
-      mb.copied = std::make_shared<c10::Event>(c10::DeviceType::CUDA);
-      mb.copied->record(copy_stream);
+      mb.copied = st.event(st.ring().copied(slot));
+      std::shared_ptr<CudaStaging> keep = staging_;
+      mb.staged = std::shared_ptr<void>(nullptr, [keep, slot](void*) { keep->ring().release(slot); });
       record_transfer(bytes, Direction::kH2D, HostMemory::kPinned, CopyMode::kAsync);
     } else {
       // The training device is the host: nothing is copied. Recorded as a 0-byte copy so that
@@ -151,6 +223,7 @@ void wait_ready(MiniBatch& mb) {
     used_on_compute(b.inv_deg);
   }
   mb.copied.reset();
+  mb.staged.reset();  // the consumer reads device memory: the slot's buffers may be reused
 }
 
 SageImpl::SageImpl(std::int64_t in_dim, std::int64_t hidden, std::int64_t classes, std::int64_t layers, double dropout)

@@ -4,10 +4,11 @@
 //   "sample"      seeds -> message-flow blocks (NeighborSampler)
 //   "materialize" gather the input nodes' fp16 rows from the mmap into one fp32 tensor, and
 //                 the seeds' labels (the seed's lazy `torch.FloatTensor(feats[input_nodes])`)
-//   "h2d"         move the batch to the training device: pinned + non_blocking with CUDA, on a
-//                 copy stream of its own (torch's stream pool), so that a prefetched batch's
-//                 copy overlaps the kernels of the batch being trained on; on a CPU device
-//                 nothing moves and a 0-byte copy is recorded (no faked bytes)
+//   "h2d"         move the batch to the training device: with CUDA through a staging ring
+//                 (gnnprof/prefetch/staging_ring.h) of pinned buffers reused across batches and
+//                 one copy stream for the producer's life, so that a prefetched batch's copy
+//                 overlaps the kernels of the batch being trained on; on a CPU device nothing
+//                 moves and a 0-byte copy is recorded (no faked bytes)
 // It is deterministic in (seed, epoch, batch index) and safe to call from any thread, which
 // is what the prefetcher needs.
 //
@@ -45,7 +46,12 @@ struct MiniBatch {
   std::vector<std::int64_t> input_nodes;
   /// CUDA only: recorded on the copy stream after the batch's copies; wait_ready() consumes it.
   std::shared_ptr<c10::Event> copied;
+  /// CUDA only: the staging slot the batch came through, given back to the ring by
+  /// wait_ready() (the consumer reads device memory, not the slot's pinned buffers).
+  std::shared_ptr<void> staged;
 };
+
+class CudaStaging;
 
 /// Makes the calling thread's current stream wait (on the device, without blocking the host)
 /// for the batch's copies, and tells torch's caching allocator that the batch's memory is also
@@ -81,6 +87,9 @@ class BatchProducer {
   /// prefetch worker gathers alone: at::parallel_for from a second thread starts a second
   /// OpenMP team, and on 2 cores that team and training's fight for the same cores.
   void set_parallel_gather(bool parallel) noexcept { parallel_gather_ = parallel; }
+  /// CUDA: the staging ring's slots, at least the prefetch depth + 1 (default 2). Call before
+  /// the first produce().
+  void set_staging_slots(std::size_t slots);
 
  private:
   const Dataset* ds_;
@@ -91,6 +100,8 @@ class BatchProducer {
   std::int64_t batch_size_;
   std::vector<std::int64_t> train_;
   bool parallel_gather_ = true;
+  /// CUDA: one copy stream and one staging ring for the producer's life.
+  std::shared_ptr<CudaStaging> staging_;
 };
 
 /// GraphSAGE with the mean aggregator: h_dst' = W_self h_dst + W_neigh mean(h_src over
