@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 
 namespace gnnprof::detail {
 
@@ -161,7 +162,34 @@ void Aggregator::on_stage(std::uint32_t thread, const RawEvent& e) {
   if (top) st.top_level += dur;
   if ((e.flags & kFlagExtLine) != 0 && e.line_ctx != 0) line_agg(e.line_ctx).stages[e.site] += clock_.ticks_to_ns(e.b);
   keep_timeline(thread, e.site, e.kind, begin, dur, static_cast<double>(e.depth));
-  place(Pending{thread, e.site, begin, dur, top});
+  Pending p{thread, e.site, begin, dur, top};
+  // Per category, only a stage whose enclosing stage is of another category counts: "load"
+  // around "sample" (both data) is data time once.
+  if (resolve_category_ && !mono) {
+    const std::uint32_t cat = category_id(e.site);
+    if (cat != kNoCategory && (e.ctx == 0 || category_id(e.ctx) != cat)) p.category = cat;
+  }
+  place(p);
+}
+
+std::uint32_t Aggregator::category_id(std::uint32_t site) {
+  auto it = site_category_.find(site);
+  if (it != site_category_.end()) return it->second;
+  std::uint32_t id = kNoCategory;
+  try {
+    const std::string name = resolve_category_(site);
+    if (!name.empty()) {
+      for (std::uint32_t i = 0; i < categories_.size(); ++i)
+        if (std::string_view(categories_[i]) == name) id = i;
+      if (id == kNoCategory) {
+        id = static_cast<std::uint32_t>(categories_.size());
+        categories_.emplace_back(name);
+      }
+    }
+  } catch (...) {
+  }
+  site_category_.emplace(site, id);
+  return id;
 }
 
 void Aggregator::place(const Pending& p) {
@@ -206,6 +234,7 @@ void Aggregator::add_to(Iter& it, int loop_thread, const Pending& p) {
   bool loop = static_cast<int>(p.thread) == loop_thread;
   (loop ? it.loop : it.other)[p.site] += p.dur;
   if (loop && p.top_level) it.loop_top_level += p.dur;
+  if (p.category != kNoCategory) (loop ? it.loop_cat : it.other_cat)[p.category] += p.dur;
 }
 
 void Aggregator::assign(const Pending& p) { assign_into(iters_, loop_thread_, p); }
@@ -375,6 +404,8 @@ Profile Aggregator::build(const std::vector<SiteInfo>& sites, std::int64_t end_n
     for (const auto& [id, ns] : it.other) is.other_threads[site_or_empty(sites, id).name] += ns;
     is.unattributed_ns = std::max<std::int64_t>(0, is.wall_ns - it.loop_top_level);
     for (const auto& [id, ns] : it.lines) is.lines[line_index[id]] += ns;
+    for (const auto& [id, ns] : it.loop_cat) is.categories[std::string(categories_[id])] += ns;
+    for (const auto& [id, ns] : it.other_cat) is.other_categories[std::string(categories_[id])] += ns;
     p.iterations.push_back(std::move(is));
   }
   p.iterations_dropped = iterations_dropped_;

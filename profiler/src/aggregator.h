@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <map>
 #include <memory_resource>
 #include <tuple>
@@ -39,6 +41,10 @@ class Aggregator {
 
   /// Conversion used for events consumed from now on (refined by the drainer every pass).
   void set_clock(const ClockConverter& clock) { clock_ = clock; }
+  /// How to learn a stage site's category (the session: the site registry). With it, every
+  /// iteration also gets its time per category without counting a stage nested in one of its
+  /// own category twice (IterationStats::categories); without it (tests) those stay empty.
+  void set_category_resolver(std::function<std::string(std::uint32_t)> resolve) { resolve_category_ = std::move(resolve); }
   const ClockConverter& clock() const { return clock_; }
 
   void consume(std::uint32_t thread, const RawEvent& e);
@@ -102,11 +108,12 @@ class Aggregator {
     double min = 0, max = 0, sum = 0, last = 0;
   };
   struct Iter {
-    explicit Iter(std::pmr::memory_resource* mr) : loop(mr), other(mr), lines(mr) {}
+    explicit Iter(std::pmr::memory_resource* mr) : loop(mr), other(mr), lines(mr), loop_cat(mr), other_cat(mr) {}
     std::int64_t begin = 0;
     std::int64_t end = -1;  // -1: open
     std::pmr::map<std::uint32_t, std::int64_t> loop, other;
     std::pmr::map<std::uint32_t, std::int64_t> lines;  // line site -> ns (any thread)
+    std::pmr::map<std::uint32_t, std::int64_t> loop_cat, other_cat;  // category id -> ns
     std::int64_t loop_top_level = 0;
     bool ops_observed = true;
   };
@@ -115,7 +122,11 @@ class Aggregator {
     std::int64_t begin, dur;
     bool top_level;
     bool line = false;  // a line event (Iter::lines), not a stage
+    std::uint32_t category = kNoCategory;  // the outermost stage of its category: its id
   };
+  static constexpr std::uint32_t kNoCategory = 0xffffffffu;
+  /// The id of a stage site's category (resolved once per site), or kNoCategory.
+  std::uint32_t category_id(std::uint32_t site);
   struct RawTimeline {
     std::uint32_t thread, site;
     EventKind kind;
@@ -166,6 +177,9 @@ class Aggregator {
   std::pmr::vector<Pending> pending_{mr_};
   std::pmr::vector<RawTimeline> timeline_{mr_};
   std::pmr::vector<HostSample> host_{mr_};
+  std::function<std::string(std::uint32_t)> resolve_category_;
+  std::pmr::map<std::uint32_t, std::uint32_t> site_category_{mr_};  // site -> category id
+  std::pmr::vector<std::pmr::string> categories_{mr_};               // category id -> name
   std::int64_t host_stride_ns_ = 50000000;  // 50 ms, doubled on every downsampling
   std::uint64_t timeline_dropped_ = 0;
 };

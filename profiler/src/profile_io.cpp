@@ -92,6 +92,10 @@ json profile_json(const Profile& p) {
                {"other_threads", to_json_stages(it.other_threads)},
                {"unattributed_ns", it.unattributed_ns}};
     if (!it.ops_observed) ji["ops_observed"] = false;  // written only when sampled out
+    if (!it.categories.empty() || !it.other_categories.empty()) {  // absent in hand-made profiles
+      ji["categories"] = to_json_stages(it.categories);
+      ji["other_categories"] = to_json_stages(it.other_categories);
+    }
     if (!it.lines.empty()) {  // written only when lines were timed
       json lines = json::object();
       for (const auto& [idx, ns] : it.lines) lines[std::to_string(idx)] = ns;
@@ -318,6 +322,10 @@ Profile profile_from(const json& j, const Reader& r) {
     is.other_threads = r.stage_map(it, "other_threads", path);
     is.unattributed_ns = r.get<std::int64_t>(it, "unattributed_ns", path);
     if (it.contains("ops_observed")) is.ops_observed = r.get<bool>(it, "ops_observed", path);
+    if (it.contains("categories")) {
+      is.categories = r.stage_map(it, "categories", path);
+      is.other_categories = r.stage_map(it, "other_categories", path);
+    }
     if (it.contains("lines")) {
       for (const auto& [key, ns] : r.stage_map(it, "lines", path)) {
         char* end = nullptr;

@@ -448,6 +448,7 @@ Status start_locked(Global& s, const Config& cfg) {
     ao.timeline_events = cfg.timeline_events;
     ao.max_iterations = cfg.max_iterations;
     s.agg = std::make_unique<Aggregator>(ao);
+    s.agg->set_category_resolver([](std::uint32_t site) { return site_registry().category_of(site); });
     s.clock.set_origin(sample_clock_pair());
     s.agg->set_clock(s.clock);
     s.run = make_run_info();

@@ -115,6 +115,11 @@ std::string SiteRegistry::name_of(std::uint32_t site) const {
   return site < sites_.size() ? std::string(sites_[site].name) : std::string();
 }
 
+std::string SiteRegistry::category_of(std::uint32_t site) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return site < sites_.size() ? std::string(sites_[site].category) : std::string();
+}
+
 }  // namespace gnnprof::detail
 
 namespace gnnprof {

@@ -38,6 +38,8 @@ class SiteRegistry {
   std::vector<SiteInfo> snapshot() const;
   /// The name of one site, "" for an unknown id.
   std::string name_of(std::uint32_t site) const;
+  /// The category of one stage site, "" for an unknown id.
+  std::string category_of(std::uint32_t site) const;
   std::mutex& mutex() { return mu_; }
 
  private:

@@ -147,15 +147,26 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   std::vector<std::int64_t> walls, d, h, c, r, predicted, expected;
   for (const auto* it : its) {
     std::int64_t di = 0, hi = 0, ci = 0;
-    for (const auto& [n, v] : it->stages) {
-      auto cat = category.find(n);
-      if (cat == category.end()) continue;
-      if (cat->second == "data") di += v;
-      if (cat->second == "compute") ci += v;
-    }
-    for (const auto& [n, v] : it->other_threads) {
-      auto cat = category.find(n);
-      if (cat != category.end() && cat->second == "data") hi += v;
+    if (!it->categories.empty() || !it->other_categories.empty()) {
+      // Nested stages of one category counted once (the collector's per-category totals).
+      auto at = [](const std::map<std::string, std::int64_t>& m, const char* k) {
+        auto f = m.find(k);
+        return f == m.end() ? std::int64_t{0} : f->second;
+      };
+      di = at(it->categories, "data");
+      ci = at(it->categories, "compute");
+      hi = at(it->other_categories, "data");
+    } else {
+      for (const auto& [n, v] : it->stages) {
+        auto cat = category.find(n);
+        if (cat == category.end()) continue;
+        if (cat->second == "data") di += v;
+        if (cat->second == "compute") ci += v;
+      }
+      for (const auto& [n, v] : it->other_threads) {
+        auto cat = category.find(n);
+        if (cat != category.end() && cat->second == "data") hi += v;
+      }
     }
     const std::int64_t ri = std::max<std::int64_t>(0, it->wall_ns - di - ci);
     walls.push_back(it->wall_ns);
@@ -194,7 +205,10 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   if (a.iterations_used > 0) {
     std::string why;
     auto add = [&](const std::string& w) { why += (why.empty() ? "" : "; ") + w; };
-    if (a.exposed_data_share < 0.05)
+    if (a.hidden_data_ns > a.exposed_data_ns)
+      add(fmt::format("the data is already overlapped: {} of it per iteration runs on other threads, {} is still exposed",
+                      human_ns(a.hidden_data_ns), human_ns(a.exposed_data_ns)));
+    else if (a.exposed_data_share < 0.05)
       add(fmt::format("compute-bound: exposed data time is {:.1f}% of the iteration", 100 * a.exposed_data_share));
     const double overlap = static_cast<double>(a.whatif_predicted_ns);
     if (busy && *busy * static_cast<double>(a.iteration_median_ns) > overlap * 1.02)

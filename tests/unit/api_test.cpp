@@ -253,6 +253,33 @@ TEST(ForkFlush, ChildOfForkWritesTheParentsProfile) {
   (void)stop();
 }
 
+TEST(Api, IterationsCountANestedStageOfTheSameCategoryOnce) {
+  Profile p = testing::profile_of(testing::quiet_config(), [] {
+    for (int i = 0; i < 3; ++i) {
+      GNNPROF_STEP();
+      {
+        GNNPROF_STAGE_CAT("load", "data");  // a prefetcher's wrapper around the loader's own stage
+        GNNPROF_STAGE("sample");            // data too
+        testing::spin_ns(200000);
+      }
+      {
+        GNNPROF_STAGE("forward");
+        GNNPROF_STAGE_CAT("gather", "data");  // data inside compute counts as data
+        testing::spin_ns(100000);
+      }
+    }
+    GNNPROF_STEP_END();
+  });
+  ASSERT_EQ(p.iterations.size(), 3u);
+  for (const auto& it : p.iterations) {
+    ASSERT_EQ(it.categories.count("data"), 1u);
+    const std::int64_t load = it.stages.at("load"), gather = it.stages.at("gather");
+    EXPECT_EQ(it.categories.at("data"), load + gather);  // not load + sample + gather
+    EXPECT_EQ(it.categories.at("compute"), it.stages.at("forward"));
+    EXPECT_GE(it.stages.at("sample"), 200000);
+  }
+}
+
 TEST(Api, ConfigFromEnvironment) {
   ::setenv("GNNPROF_ENABLED", "0", 1);
   ::setenv("GNNPROF_OUTPUT", "/tmp/x-%p.json", 1);

@@ -94,6 +94,10 @@ struct IterationStats {
   std::int64_t unattributed_ns = 0;  ///< wall minus top-level stages on the loop thread
   /// Line time begun in this iteration (any thread), by index into Profile::lines.
   std::map<std::uint32_t, std::int64_t> lines;
+  /// Stage time by category, a stage nested in one of its own category counted once (the
+  /// outer one): on the loop thread, and on the other threads. Empty in profiles written
+  /// before they existed (analyses then sum `stages` by category).
+  std::map<std::string, std::int64_t> categories, other_categories;
 };
 
 /// One statement: a GNNPROF_LINE, or a line of traced Python (line_profiler's semantics: a
