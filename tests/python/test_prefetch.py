@@ -231,3 +231,16 @@ def test_a_loop_built_to_lose_is_told_so(tmp_path):
     assert verdict in ("slower", "no significant change"), proc.stdout[-1500:]
     if verdict == "slower":
         assert re.search(r"The candidate is SLOWER: .*the stage that got slower most: \S+", proc.stdout), proc.stdout[-800:]
+
+
+@needs_torch
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_torch_dataloader_through_the_prefetcher(workers):
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+    ds = TensorDataset(torch.arange(64, dtype=torch.float32).view(32, 2), torch.arange(32))
+    plain = [tuple(t.clone() for t in b) for b in DataLoader(ds, batch_size=4, num_workers=workers)]
+    got = list(gnnprof.prefetch(DataLoader(ds, batch_size=4, num_workers=workers), depth=2))
+    assert len(got) == len(plain) == 8
+    for (a, b), (c, d) in zip(plain, got):
+        assert torch.equal(a, c) and torch.equal(b, d)
