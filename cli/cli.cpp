@@ -24,6 +24,9 @@ int parse_cli(int argc, const char* const* argv, Cli& out) {
   report->add_option("--source-root", out.report.source_roots, "Directory to look for source files in (repeatable)");
   report->add_option("--skip", out.report.skip, "warm-up iterations to leave out of the analysis (default: detect)")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40));
+  report->add_flag("--ops", out.report.ops, "List each stage's top torch ops under it (the drill-down)");
+  report->add_option("--top-ops", out.report.top_ops, "ops listed per stage before 'other ops' (default 10)")
+      ->check(CLI::Range(1, 1000));
   auto* lo = report->add_flag("--lines", out.report.lines_only, "Only the line table");
   report->add_flag("--stages", out.report.stages_only, "Only the stage table")->excludes(lo);
 

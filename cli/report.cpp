@@ -18,6 +18,8 @@ int run_report(const ReportArgs& a) {
   gnnprof::reports::ReportOptions opt;
   opt.source_roots = a.source_roots;
   opt.skip = a.skip;
+  opt.ops = a.ops;
+  opt.top_ops = a.top_ops;
   // Written profiles carry the diagnostics of this analysis.
   p->diagnostics = gnnprof::reports::diagnose(*p, gnnprof::reports::analyze(*p, gnnprof::reports::AnalysisOptions{a.skip}));
   gnnprof::reports::TextReporter text(opt);

@@ -15,6 +15,8 @@ struct ReportArgs {
   std::vector<std::string> source_roots;
   bool lines_only = false;
   bool stages_only = false;
+  bool ops = false;         ///< --ops: each stage's top ops under it
+  std::size_t top_ops = 10;
   std::int64_t skip = -1;
 };
 

@@ -160,6 +160,12 @@ void Aggregator::on_stage(std::uint32_t thread, const RawEvent& e) {
   st.self += self;
   bool top = e.depth == 0;
   if (top) st.top_level += dur;
+  if (e.ctx != 0 && !mono) {
+    EdgeAgg& ed = edges_[{e.ctx, e.site}];
+    ++ed.hits;
+    ed.total += dur;
+    ed.self += self;
+  }
   if ((e.flags & kFlagExtLine) != 0 && e.line_ctx != 0) line_agg(e.line_ctx).stages[e.site] += clock_.ticks_to_ns(e.b);
   keep_timeline(thread, e.site, e.kind, begin, dur, static_cast<double>(e.depth));
   Pending p{thread, e.site, begin, dur, top};
@@ -357,6 +363,12 @@ Profile Aggregator::build(const std::vector<SiteInfo>& sites, std::int64_t end_n
     return a.name < b.name;
   });
   p.unattributed_ns = std::max<std::int64_t>(0, end_ns - main_top);
+  for (const auto& [key, ed] : edges_)
+    p.stage_edges.push_back(StageEdge{site_or_empty(sites, key.first).name, site_or_empty(sites, key.second).name, ed.hits,
+                                      ed.total, ed.self});
+  std::stable_sort(p.stage_edges.begin(), p.stage_edges.end(), [](const StageEdge& a, const StageEdge& b) {
+    return std::tie(a.parent, b.total_ns, a.child) < std::tie(b.parent, a.total_ns, b.child);
+  });
 
   // Iterations: close the open one at end_ns and place the events still waiting for a mark.
   // A copy on the ordinary heap (the copy's allocator is the default resource): transient.

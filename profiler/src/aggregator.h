@@ -161,6 +161,11 @@ class Aggregator {
   int main_hint_ = -1;
   std::pmr::map<std::uint32_t, ThreadMeta> threads_{mr_};
   std::pmr::map<std::uint32_t, StageAgg> stages_{mr_};
+  struct EdgeAgg {
+    std::uint64_t hits = 0;
+    std::int64_t total = 0, self = 0;
+  };
+  std::pmr::map<std::pair<std::uint32_t, std::uint32_t>, EdgeAgg> edges_{mr_};  // (parent, child)
   std::pmr::map<std::uint32_t, LineAgg> lines_{mr_};
   // (stage, line, flags)
   std::pmr::map<std::tuple<std::uint32_t, std::uint32_t, std::uint8_t>, TransferAgg> transfers_{mr_};

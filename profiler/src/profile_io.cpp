@@ -82,6 +82,12 @@ json profile_json(const Profile& p) {
                            {"pct_wall", s.pct_wall},
                            {"by_thread", bt}});
   }
+  if (!p.stage_edges.empty()) {  // absent in hand-made and older profiles
+    j["stage_edges"] = json::array();
+    for (const auto& e : p.stage_edges)
+      j["stage_edges"].push_back(
+          {{"parent", e.parent}, {"child", e.child}, {"hits", e.hits}, {"total_ns", e.total_ns}, {"self_ns", e.self_ns}});
+  }
   j["iterations"] = json::array();
   for (const auto& it : p.iterations) {
     json ji = {{"index", it.index},
@@ -310,6 +316,15 @@ Profile profile_from(const json& j, const Reader& r) {
     }
     p.stages.push_back(std::move(st));
   }
+  if (j.contains("stage_edges")) {
+    i = 0;
+    for (const auto& e : r.array(j, "stage_edges", root)) {
+      std::string path = "$.stage_edges[" + std::to_string(i++) + "]";
+      p.stage_edges.push_back(StageEdge{r.get<std::string>(e, "parent", path), r.get<std::string>(e, "child", path),
+                                        r.get<std::uint64_t>(e, "hits", path), r.get<std::int64_t>(e, "total_ns", path),
+                                        r.get<std::int64_t>(e, "self_ns", path)});
+    }
+  }
   i = 0;
   for (const auto& it : r.array(j, "iterations", root)) {
     std::string path = "$.iterations[" + std::to_string(i++) + "]";
@@ -478,9 +493,9 @@ Result<Profile> profile_from_json(const std::string& text, const std::string& or
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
-    bool at_end = e.byte >= text.size();
-    return Status::error(origin + (at_end ? ": truncated JSON (input ends at byte " : ": malformed JSON at byte ") +
-                         std::to_string(at_end ? text.size() : e.byte) + ")");
+    if (e.byte >= text.size())
+      return Status::error(origin + ": truncated JSON (input ends at byte " + std::to_string(text.size()) + ")");
+    return Status::error(origin + ": not a JSON file (malformed at byte " + std::to_string(e.byte) + ")");
   } catch (const json::exception& e) {
     // e.g. out_of_range 406, a number too large for a double (found by the fuzzer).
     return Status::error(origin + ": invalid JSON: " + e.what());
@@ -502,6 +517,8 @@ Result<Profile> profile_from_json(const std::string& text, const std::string& or
 }
 
 Result<Profile> read_profile_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return Status::error(path + ": is a directory, not a profile file");
   std::ifstream f(path, std::ios::binary);
   if (!f) return Status::error(path + ": cannot open: " + std::strerror(errno));
   std::ostringstream ss;

@@ -182,6 +182,10 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
     if (gil) e = std::max(e, std::max((1 - *gil) * static_cast<double>(di), static_cast<double>(ci)) + *gil * static_cast<double>(di));
     expected.push_back(std::min(it->wall_ns, static_cast<std::int64_t>(e) + ri));
   }
+  std::vector<std::int64_t> un;
+  for (const auto* it : its) un.push_back(it->unattributed_ns);
+  a.unattributed_median_ns = median(un);
+  a.unattributed_p90_ns = quantile_of(un, 0.9);
   a.iteration_median_ns = median(walls);
   a.iteration_p90_ns = quantile_of(walls, 0.9);
   a.iteration_mean_ns = mean(walls);

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <map>
@@ -493,7 +494,8 @@ Result<Comparison> comparison_from_json(const std::string& text, const std::stri
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
-    return Status::error(origin + (e.byte >= text.size() ? ": truncated JSON" : ": malformed JSON at byte " + std::to_string(e.byte)));
+    return Status::error(origin + (e.byte >= text.size() ? ": truncated JSON"
+                                                         : ": not a JSON file (malformed at byte " + std::to_string(e.byte) + ")"));
   } catch (const json::exception& e) {
     return Status::error(origin + ": invalid JSON: " + e.what());
   }
@@ -538,6 +540,8 @@ Result<Comparison> comparison_from_json(const std::string& text, const std::stri
 }
 
 Result<Comparison> read_comparison_file(const std::string& path) {
+  if (std::error_code ec; std::filesystem::is_directory(path, ec))
+    return Status::error(path + ": is a directory, not a comparison file");
   std::ifstream f(path, std::ios::binary);
   if (!f) return Status::error(path + ": cannot open: " + std::strerror(errno));
   std::ostringstream ss;

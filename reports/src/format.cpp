@@ -93,3 +93,24 @@ std::string escape_markup(const std::string& s) {
 }
 
 }  // namespace gnnprof::reports
+
+namespace gnnprof::reports {
+
+std::string evidence_text(const std::map<std::string, double>& evidence) {
+  std::string out;
+  auto ends = [](const std::string& k, const char* suffix) {
+    const std::size_t n = std::char_traits<char>::length(suffix);
+    return k.size() >= n && k.compare(k.size() - n, n, suffix) == 0;
+  };
+  for (const auto& [k, v] : evidence) {
+    std::string value;
+    if (ends(k, "_ns")) value = human_ns(static_cast<std::int64_t>(v));
+    else if (ends(k, "bytes")) value = human_bytes(static_cast<std::uint64_t>(v < 0 ? 0 : v));
+    else if (ends(k, "share") || ends(k, "utilization")) value = fmt::format("{:.1f}%", 100 * v);
+    else value = fmt::format("{:.6g}", v);
+    out += fmt::format("{}{}={}", out.empty() ? "" : ", ", k, value);
+  }
+  return out;
+}
+
+}  // namespace gnnprof::reports

@@ -209,8 +209,7 @@ std::string diagnostics_html(const std::vector<Diagnostic>& ds) {
   if (ds.empty()) return fmt::format("<p>None of the {} rules fired.</p>", diagnostic_ids().size());
   std::string o;
   for (const auto& d : ds) {
-    std::string ev;
-    for (const auto& [k, v] : d.evidence) ev += fmt::format("{}{}={:.6g}", ev.empty() ? "" : ", ", k, v);
+    const std::string ev = evidence_text(d.evidence);
     o += fmt::format("<div class='diag {}'><b>{}</b> <code>{}</code><br>{}{}</div>", esc(d.severity), esc(d.severity), esc(d.id),
                      esc(d.message), ev.empty() ? "" : "<div class=ev>evidence: " + esc(ev) + "</div>");
   }

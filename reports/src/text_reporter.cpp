@@ -10,6 +10,7 @@
 
 #include "gnnprof/reports/analysis.h"
 #include "gnnprof/reports/format.h"
+#include "gnnprof/reports/hierarchy.h"
 #include "gnnprof/reports/line_table.h"
 #include "gnnprof/reports/stats.h"
 
@@ -69,21 +70,65 @@ void TextReporter::render_line_table(const Profile& p, std::ostream& out) const 
 }
 
 void TextReporter::render_stage_table(const Profile& p, std::ostream& out) const {
-  const std::string header = fmt::format("{:<20} {:<9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7}", "Stage",
+  // Phases first; each phase's ops are a drill-down (--ops).
+  const Analysis a = analyze(p, AnalysisOptions{options_.skip});
+  const Hierarchy h = build_hierarchy(p, a, options_.top_ops);
+  std::map<std::string, const StageStats*> by_name;
+  for (const auto& s : p.stages) by_name.emplace(s.name, &s);
+  std::size_t w = 20;  // wide enough for every name shown: none is cut
+  for (const auto& s : p.stages)
+    if (!is_op_category(s.category)) w = std::max(w, s.name.size() + 1);
+  if (options_.ops)
+    for (const auto& ph : h.phases)
+      for (const auto& op : ph.ops) w = std::max(w, op.label.size() + 5);
+  const std::string header = fmt::format("{:<{}} {:<9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7}", "Stage", w,
                                          "Category", "Hits", "Total", "Self", "Per hit", "p50", "p90", "Max", "% wall");
   out << header << "\n" << std::string(header.size(), '-') << "\n";
-  for (const auto& s : p.stages) {
-    out << fmt::format("{:<20} {:<9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.1f}", s.name, s.category,
-                       s.hits, human_ns(s.total_ns), human_ns(s.self_ns), human_ns(s.mean_ns), human_ns(s.p50_ns),
+  std::set<std::string> shown;
+  auto row = [&](const StageStats& s) {
+    out << fmt::format("{:<{}} {:<9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.1f}", s.name, w, s.category, s.hits,
+                       human_ns(s.total_ns), human_ns(s.self_ns), human_ns(s.mean_ns), human_ns(s.p50_ns),
                        human_ns(s.p90_ns), human_ns(s.max_ns), s.pct_wall)
         << "\n";
+  };
+  auto ops_of = [&](const std::string& name) {
+    if (!options_.ops) return;
+    for (const auto& ph : h.phases) {
+      if (ph.name != name || ph.op_count == 0) continue;
+      auto op_row = [&](const OpNode& op) {
+        out << fmt::format("{:<{}} {:<9} {:>9} {:>10} {:>10} {:>10}  {:.1f}% of {}", "    " + op.label, w, "op", op.hits,
+                           human_ns(op.total_ns), human_ns(op.self_ns), human_ns(op.hits ? op.total_ns / static_cast<std::int64_t>(op.hits) : 0),
+                           100 * op.share, ph.name)
+            << "\n";
+      };
+      for (const auto& op : ph.ops) op_row(op);
+      if (ph.other.hits > 0) {
+        OpNode other = ph.other;
+        other.label = fmt::format("other ops ({})", ph.other.hits);
+        other.hits = 0;
+        out << fmt::format("{:<{}} {:<9} {:>9} {:>10} {:>10} {:>10}  {:.1f}% of {}", "    " + other.label, w, "op", "",
+                           human_ns(other.total_ns), human_ns(other.self_ns), "", 100 * other.share, ph.name)
+            << "\n";
+      }
+      return;
+    }
+  };
+  for (const auto& s : p.stages) {
+    if (is_op_category(s.category)) continue;
+    row(s);
+    ops_of(s.name);
   }
   double un_pct = p.wall_ns > 0 ? 100.0 * static_cast<double>(p.unattributed_ns) / static_cast<double>(p.wall_ns) : 0;
-  out << fmt::format("{:<20} {:<9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.1f}", "(unattributed)", "-", "-",
+  out << fmt::format("{:<{}} {:<9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.1f}", "(unattributed)", w, "-", "-",
                      human_ns(p.unattributed_ns), "-", "-", "-", "-", "-", un_pct)
       << "\n";
   out << fmt::format("Wall {}; % wall adds up per thread; unattributed = main thread (#{}) time outside every stage.\n",
                      human_ns(p.wall_ns), p.main_thread);
+  if (h.op_stages > 0 && !options_.ops)
+    out << fmt::format("{} torch op stages run inside these; `gnnprof report --ops` lists each stage's top {} by self time.\n",
+                       h.op_stages, h.top_ops);
+  if (h.op_stages > 0 && options_.ops && !h.edges)
+    out << "(this profile does not say which stage each op ran in: it was written before gnnprof recorded it)\n";
 }
 
 Status TextReporter::render(const Profile& p, std::ostream& out) const {
@@ -105,9 +150,12 @@ Status TextReporter::render(const Profile& p, std::ostream& out) const {
   } else {
     std::vector<std::int64_t> walls;
     std::set<std::string> names;
+    std::map<std::string, std::string> category;
+    for (const auto& st : p.stages) category.emplace(st.name, st.category);
     for (const auto* it : done) {
       walls.push_back(it->wall_ns);
-      for (const auto& [n, v] : it->stages) names.insert(n);
+      for (const auto& [n, v] : it->stages)
+        if (!is_op_category(category[n])) names.insert(n);  // phases only: ops are the --ops drill-down
     }
     out << fmt::format("{} complete iterations: median {}, p90 {}, min {}, max {}\n", done.size(), human_ns(median_of(walls)),
                        human_ns(quantile_of(walls, 0.9)), human_ns(*std::min_element(walls.begin(), walls.end())),
@@ -117,18 +165,20 @@ Status TextReporter::render(const Profile& p, std::ostream& out) const {
       out << fmt::format("Stage rows: the {} iterations whose torch ops were observed (iteration sampling)\n", observed.size());
       done = std::move(observed);
     }
-    out << fmt::format("{:<20} {:>12} {:>12}\n", "Stage (loop thread)", "median/iter", "p90/iter");
+    std::size_t w = 20;
+    for (const auto& n : names) w = std::max(w, n.size() + 1);
+    out << fmt::format("{:<{}} {:>12} {:>12}\n", "Stage (loop thread)", w, "median/iter", "p90/iter");
     for (const auto& n : names) {
       std::vector<std::int64_t> v;
       for (const auto* it : done) {
         auto f = it->stages.find(n);
         v.push_back(f == it->stages.end() ? 0 : f->second);
       }
-      out << fmt::format("{:<20} {:>12} {:>12}\n", n, human_ns(median_of(v)), human_ns(quantile_of(v, 0.9)));
+      out << fmt::format("{:<{}} {:>12} {:>12}\n", n, w, human_ns(median_of(v)), human_ns(quantile_of(v, 0.9)));
     }
     std::vector<std::int64_t> un;
     for (const auto* it : done) un.push_back(it->unattributed_ns);
-    out << fmt::format("{:<20} {:>12} {:>12}\n", "(unattributed)", human_ns(median_of(un)), human_ns(quantile_of(un, 0.9)));
+    out << fmt::format("{:<{}} {:>12} {:>12}\n", "(unattributed)", w, human_ns(median_of(un)), human_ns(quantile_of(un, 0.9)));
   }
 
   const Analysis a = analyze(p, AnalysisOptions{options_.skip});
@@ -165,11 +215,7 @@ Status TextReporter::render(const Profile& p, std::ostream& out) const {
   if (diags.empty()) out << "None of the " << diagnostic_ids().size() << " rules fired.\n";
   for (const auto& d : diags) {
     out << fmt::format("[{}] {}: {}\n", d.severity, d.id, d.message);
-    if (!d.evidence.empty()) {
-      std::string ev;
-      for (const auto& [k, v] : d.evidence) ev += fmt::format("{}{}={:.6g}", ev.empty() ? "" : ", ", k, v);
-      out << "    evidence: " << ev << "\n";
-    }
+    if (!d.evidence.empty()) out << "    evidence: " << evidence_text(d.evidence) << "\n";
   }
 
   if (!p.transfers.empty()) {

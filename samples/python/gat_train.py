@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """A GAT trained the way plain-PyTorch tutorials write it, not for gnnprof: dense attention over
-all node pairs of a random graph of a few thousand nodes (masked by the adjacency), multi-head,
+all node pairs of a random graph (700 nodes by default; masked by the adjacency), multi-head,
 dropout, Adam, and an evaluation pass under no_grad every few epochs. No gnnprof import, no
 record_function: what `gnnprof run` makes of an op-heavy script as users bring it.
 
@@ -64,7 +64,7 @@ def make_graph(n, avg_degree, d_in, classes, gen):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--nodes", type=int, default=2000)
+    p.add_argument("--nodes", type=int, default=700)
     p.add_argument("--epochs", type=int, default=30)
     p.add_argument("--hidden", type=int, default=16)
     p.add_argument("--heads", type=int, default=4)

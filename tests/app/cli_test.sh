@@ -4,6 +4,12 @@
 set -u
 cli=$1 demo=$2
 . "$(dirname "$0")/lib.sh"
+exact_line_exit2() {  # name, the exact stderr line after "gnnprof: ", args...
+  local name=$1 want=$2; shift 2
+  "$cli" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+  check "$name: exit 2" "[ $rc -eq 2 ]"
+  check "$name: exactly \"gnnprof: $want\"" '[ "$(cat "$tmp/err")" = "gnnprof: $want" ]'
+}
 one_line_exit2() {  # name, expected-substring, args...
   local name=$1 want=$2; shift 2
   "$cli" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
@@ -38,7 +44,12 @@ one_line_exit2 "truncated file" "$tmp/trunc.json: truncated JSON" report "$tmp/t
 echo '{"traceEvents": []}' >"$tmp/foreign.json"
 one_line_exit2 "foreign file" "$tmp/foreign.json: not a gnnprof profile" report "$tmp/foreign.json"
 cp "$cli" "$tmp/binary.json"
-one_line_exit2 "binary file" "$tmp/binary.json: malformed JSON at byte" report "$tmp/binary.json"
+exact_line_exit2 "binary file" "$tmp/binary.json: not a JSON file (malformed at byte 1)" report "$tmp/binary.json"
+printf 'root:x:0:0:root:/root:/bin/bash\n' >"$tmp/passwd"
+exact_line_exit2 "text file" "$tmp/passwd: not a JSON file (malformed at byte 1)" report "$tmp/passwd"
+mkdir -p "$tmp/adir"
+exact_line_exit2 "directory" "$tmp/adir: is a directory, not a profile file" report "$tmp/adir"
+exact_line_exit2 "JSON, not a profile" "$tmp/foreign.json: not a gnnprof profile (no \"schema\" key)" report "$tmp/foreign.json"
 one_line_exit2 "unknown flag" "gnnprof: " report "$tmp/demo.json" --no-such-flag
 one_line_exit2 "no subcommand" "gnnprof: " 
 cp "$tmp/demo.json" "$tmp/keep.json"

@@ -127,7 +127,11 @@ TEST(ProfileIo, ForeignFilesAreRejected) {
   write_text(path, "\x7f" "ELF\x02\x01");
   r = read_profile_file(path);
   ASSERT_FALSE(r);
-  EXPECT_NE(r.status().message().find("malformed JSON at byte"), std::string::npos) << r.status().message();
+  EXPECT_EQ(r.status().message(), path + ": not a JSON file (malformed at byte 1)");  // had a stray ")"
+
+  r = read_profile_file(::testing::TempDir());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(), ::testing::TempDir() + ": is a directory, not a profile file");
 
   write_text(path, "");
   r = read_profile_file(path);

@@ -80,6 +80,14 @@ struct StageStats {
   std::vector<StageThreadStats> by_thread;
 };
 
+/// A stage nested directly in another (an op in its phase), aggregated: the hierarchy the
+/// reports draw (phase -> ops). Every thread; lanes excluded.
+struct StageEdge {
+  std::string parent, child;
+  std::uint64_t hits = 0;
+  std::int64_t total_ns = 0, self_ns = 0;  ///< the child's time within that parent
+};
+
 /// Iteration `index` spans [begin_ns, begin_ns + wall_ns) between two GNNPROF_STEP marks.
 struct IterationStats {
   std::uint64_t index = 0;
@@ -214,6 +222,7 @@ struct Profile {
   std::uint64_t dropped_events = 0;
   std::vector<ThreadInfo> threads;
   std::vector<StageStats> stages;
+  std::vector<StageEdge> stage_edges;  ///< by parent, then child's total descending
   std::vector<IterationStats> iterations;
   std::uint64_t iterations_dropped = 0;
   std::vector<LineStats> lines;

@@ -62,6 +62,7 @@ struct Analysis {
   std::vector<IterationStage> loop_stages;   ///< by median, largest first
   std::vector<IterationStage> other_stages;
   std::int64_t exposed_data_ns = 0, hidden_data_ns = 0, compute_ns = 0, rest_ns = 0;  ///< medians
+  std::int64_t unattributed_median_ns = 0, unattributed_p90_ns = 0;  ///< loop-thread time outside every stage
   double exposed_data_share = 0;  ///< exposed_data_ns / iteration_median_ns
   std::int64_t whatif_predicted_ns = 0;
   double whatif_speedup = 1.0;  ///< iteration median / predicted

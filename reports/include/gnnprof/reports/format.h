@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "gnnprof/profile.h"
@@ -25,5 +26,9 @@ std::string short_kernel_name(const std::string& name, std::size_t max = 60);
 std::string short_op_name(const std::string& op);
 /// &, <, >, " escaped: safe in HTML and XML text and attribute values.
 std::string escape_markup(const std::string& s);
+/// A diagnostic's evidence in human units, keyed by its name's suffix: *_ns a duration,
+/// *bytes a size, *share / *utilization a percentage, anything else the number
+/// ("exposed_data_ns=12.3 ms, exposed_share=28.0%, cpus=2"). The JSON keeps the raw numbers.
+std::string evidence_text(const std::map<std::string, double>& evidence);
 
 }  // namespace gnnprof::reports

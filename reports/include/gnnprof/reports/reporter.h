@@ -24,6 +24,10 @@ struct ReportOptions {
   int max_function_lines = 400;
   /// Warm-up iterations left out of the analysis; -1 detects them.
   std::int64_t skip = -1;
+  /// Text: list each phase's top ops under it (the drill-down; HTML always has it, folded).
+  bool ops = false;
+  /// Ops listed per phase before one "other ops" row.
+  std::size_t top_ops = 10;
 };
 
 class Reporter {

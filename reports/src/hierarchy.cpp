@@ -1,0 +1,100 @@
+#include "gnnprof/reports/hierarchy.h"
+
+#include <algorithm>
+#include <map>
+
+#include "gnnprof/reports/format.h"
+
+namespace gnnprof::reports {
+
+bool is_op_category(const std::string& category) { return category == "op"; }
+
+Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_ops) {
+  Hierarchy h;
+  h.top_ops = top_ops;
+  h.iteration_median_ns = a.iteration_median_ns;
+  h.edges = !p.stage_edges.empty();
+  std::map<std::string, const StageStats*> stage;
+  for (const auto& s : p.stages) {
+    stage.emplace(s.name, &s);
+    if (is_op_category(s.category)) ++h.op_stages;
+  }
+  auto add_phases = [&](const std::vector<IterationStage>& rows, bool hidden) {
+    for (const auto& r : rows) {
+      if (is_op_category(r.category)) continue;
+      PhaseNode ph;
+      ph.name = r.name;
+      ph.category = r.category;
+      ph.hidden = hidden;
+      ph.median_ns = r.median_ns;
+      ph.p90_ns = r.p90_ns;
+      ph.share = r.share;
+      if (auto s = stage.find(r.name); s != stage.end()) {
+        ph.hits = s->second->hits;
+        ph.total_ns = s->second->total_ns;
+        ph.self_ns = s->second->self_ns;
+      }
+      h.phases.push_back(std::move(ph));
+    }
+  };
+  add_phases(a.loop_stages, false);
+  add_phases(a.other_stages, true);
+  // A profile without iterations still has phases: its stages, by total time.
+  if (h.phases.empty()) {
+    for (const auto& s : p.stages) {
+      if (is_op_category(s.category)) continue;
+      PhaseNode ph;
+      ph.name = s.name;
+      ph.category = s.category;
+      ph.hits = s.hits;
+      ph.total_ns = s.total_ns;
+      ph.self_ns = s.self_ns;
+      h.phases.push_back(std::move(ph));
+    }
+  }
+  for (auto& ph : h.phases) {
+    // A phase seen on both the loop and other threads appears twice; its ops once, on the
+    // loop-thread row.
+    if (ph.hidden && std::any_of(h.phases.begin(), h.phases.end(), [&](const PhaseNode& o) { return !o.hidden && o.name == ph.name; }))
+      continue;
+    std::vector<OpNode> ops;
+    for (const auto& e : p.stage_edges) {
+      if (e.parent != ph.name) continue;
+      auto s = stage.find(e.child);
+      if (s == stage.end() || !is_op_category(s->second->category)) continue;
+      OpNode op;
+      op.name = e.child;
+      op.label = short_op_name(e.child);
+      op.hits = e.hits;
+      op.self_ns = e.self_ns;
+      op.total_ns = e.total_ns;
+      op.share = ph.total_ns > 0 ? static_cast<double>(e.self_ns) / static_cast<double>(ph.total_ns) : 0;
+      ops.push_back(std::move(op));
+    }
+    std::stable_sort(ops.begin(), ops.end(), [](const OpNode& x, const OpNode& y) { return x.self_ns > y.self_ns; });
+    ph.op_count = ops.size();
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (i < top_ops) {
+        ph.ops.push_back(ops[i]);
+        continue;
+      }
+      ++ph.other.hits;
+      ph.other.self_ns += ops[i].self_ns;
+      ph.other.total_ns += ops[i].total_ns;
+    }
+    ph.other.name = ph.other.label = "other ops";
+    ph.other.share = ph.total_ns > 0 ? static_cast<double>(ph.other.self_ns) / static_cast<double>(ph.total_ns) : 0;
+    for (const auto& l : p.lines) {
+      auto f = l.stages.find(ph.name);
+      if (f == l.stages.end() || f->second <= 0) continue;
+      ph.lines.push_back(LineNode{l.file, l.code, l.line, f->second,
+                                  ph.total_ns > 0 ? static_cast<double>(f->second) / static_cast<double>(ph.total_ns) : 0});
+    }
+    std::stable_sort(ph.lines.begin(), ph.lines.end(), [](const LineNode& x, const LineNode& y) { return x.ns > y.ns; });
+    if (ph.lines.size() > 5) ph.lines.resize(5);
+  }
+  h.unattributed_median_ns = a.unattributed_median_ns;
+  return h;
+}
+
+}  // namespace gnnprof::reports
