@@ -223,7 +223,7 @@ int run_ab(const AbArgs& a) {
   reports::Comparison c = reports::compare_profiles(profiles[0], profiles[1], opt);
   c.baseline = sides[0];
   c.candidate = sides[1];
-  std::cout << reports::comparison_text(c);
+  std::cout << reports::comparison_text(c, a.ops);
   const std::string out = a.out_dir + "/comparison.json";
   if (Status st = write_file_atomic(out, reports::comparison_to_json(c)); !st) {
     std::cerr << "gnnprof ab: " << st.message() << "\n";

@@ -16,6 +16,7 @@ struct AbArgs {
   std::string baseline_cmd, candidate_cmd;               ///< shell commands (second form)
   std::vector<std::string> command;                      ///< CMD ARGS... after `--` (first form)
   bool preload = false;  ///< inject libgnnprof_preload.so (unmodified programs, e.g. Python)
+  bool ops = false;      ///< list op metrics under their phase
 };
 
 /// K=V settings into `out` (later ones win); false with the offending text in `bad`.

@@ -42,6 +42,7 @@ int parse_cli(int argc, const char* const* argv, Cli& out) {
   abc->add_option("--baseline", out.ab.baseline_cmd, "baseline shell command (second form)");
   abc->add_option("--candidate", out.ab.candidate_cmd, "candidate shell command (second form)");
   abc->add_flag("--preload", out.ab.preload, "inject libgnnprof_preload.so into every run (unmodified programs, e.g. Python)");
+  abc->add_flag("--ops", out.ab.ops, "list every torch op metric under its phase (default: phases, one line on the ops)");
   abc->add_option("command", out.ab.command, "CMD ARGS... (after --)");
   abc->positionals_at_end();
 
@@ -50,6 +51,7 @@ int parse_cli(int argc, const char* const* argv, Cli& out) {
   cmpc->add_option("--html", out.compare.html_out, "Write the comparison as self-contained HTML");
   cmpc->add_option("--json", out.compare.json_out, "Write the comparison as gnnprof.compare/1 JSON");
   cmpc->add_option("--skip", out.compare.skip, "warm-up iterations left out (default 2)");
+  cmpc->add_flag("--ops", out.compare.ops, "list every torch op metric under its phase (default: phases, one line on the ops)");
 
   CLI::App* chkc = app.add_subcommand("check", "CI regression gate: exit 0 pass, 1 regression, 2 usage or input error");
   chkc->add_option("--baseline", out.check.baseline, "stored baseline profile")->required();

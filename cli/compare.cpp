@@ -129,7 +129,7 @@ int run_compare(const CompareArgs& a) {
     std::cerr << tool << ": expected BASE.json CAND.json, or one comparison.json from gnnprof ab\n";
     return kBad;
   }
-  std::cout << reports::comparison_text(c);
+  std::cout << reports::comparison_text(c, a.ops);
   int rc = kOk;
   if (!a.json_out.empty() && !write_text(a.json_out, reports::comparison_to_json(c), tool)) rc = kFail;
   if (!a.html_out.empty()) {
@@ -209,16 +209,27 @@ int run_check(const CheckArgs& a) {
     rows.push_back(Row{&m, limit, status});
   }
 
-  std::ostringstream text;
-  text << fmt::format("{:<18} {:>10} {:>10} {:>8} {:>17} {:>9} {:>7}  {}\n", "metric", "baseline", "current", "ratio", "95% CI", "p",
-                      "limit", "status");
+  // Phases are listed; a torch op only when it regressed (under its phase). Every op is checked
+  // and in the JUnit file.
+  auto listed = [](const Row& r) { return !r.m->op() || r.status == "REGRESSION"; };
+  auto label = [](const reports::MetricComparison& m) { return m.op() ? "  " + reports::short_op_name(m.name) : m.name; };
+  std::size_t w = 18, ops_checked = 0;
   for (const auto& r : rows) {
+    if (listed(r)) w = std::max(w, label(*r.m).size() + 1);
+    ops_checked += r.m->op() ? 1 : 0;
+  }
+  std::ostringstream text;
+  text << fmt::format("{:<{}} {:>10} {:>10} {:>8} {:>17} {:>9} {:>7}  {}\n", "metric", w, "baseline", "current", "ratio", "95% CI",
+                      "p", "limit", "status");
+  for (const auto& r : rows) {
+    if (!listed(r)) continue;
     const auto& m = *r.m;
-    text << fmt::format("{:<18} {:>10} {:>10} {:>8} {:>17} {:>9} {:>6.1f}%  {}\n", m.name, reports::human_ns(m.baseline_median_ns),
+    text << fmt::format("{:<{}} {:>10} {:>10} {:>8} {:>17} {:>9} {:>6.1f}%  {}\n", label(m), w, reports::human_ns(m.baseline_median_ns),
                         reports::human_ns(m.candidate_median_ns), m.ratio ? fmt::format("{:.3f}", *m.ratio) : "-",
                         m.ci_low ? fmt::format("[{:.3f}, {:.3f}]", *m.ci_low, *m.ci_high) : "-",
                         m.p_value < 1e-6 ? "<1e-6" : fmt::format("{:.2g}", m.p_value), 100 * r.limit, r.status);
   }
+  if (ops_checked > 0) text << fmt::format("({} torch op metrics checked too; only regressed ones are listed, under their phase)\n", ops_checked);
   std::string summary = regressions > 0 ? fmt::format("FAIL: {} regression(s)", regressions) : std::string("PASS");
   if (undecided > 0)
     summary += fmt::format("; {} metric(s) undecided: fewer than {} iterations on a side (after skipping {}): run longer", undecided,
@@ -233,8 +244,9 @@ int run_check(const CheckArgs& a) {
        << "and slower than the limit.\n\n| metric | baseline | current | ratio | 95% CI | p | limit | status |\n"
        << "|---|---:|---:|---:|---:|---:|---:|---|\n";
     for (const auto& r : rows) {
+      if (!listed(r)) continue;
       const auto& m = *r.m;
-      md << fmt::format("| {} | {} | {} | {} | {} | {} | {:.1f}% | {} |\n", m.name, reports::human_ns(m.baseline_median_ns),
+      md << fmt::format("| {} | {} | {} | {} | {} | {} | {:.1f}% | {} |\n", m.op() ? "&nbsp;&nbsp;" + reports::short_op_name(m.name) + (m.phase.empty() ? "" : " (in " + m.phase + ")") : m.name, reports::human_ns(m.baseline_median_ns),
                         reports::human_ns(m.candidate_median_ns), m.ratio ? fmt::format("{:.3f}", *m.ratio) : "-",
                         m.ci_low ? fmt::format("{:.3f}–{:.3f}", *m.ci_low, *m.ci_high) : "-",
                         m.p_value < 1e-6 ? "<1e-6" : fmt::format("{:.2g}", m.p_value), 100 * r.limit,

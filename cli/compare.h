@@ -11,6 +11,7 @@ struct CompareArgs {
   std::vector<std::string> inputs;  ///< BASE.json CAND.json, or one gnnprof.compare/1 file
   std::string html_out, json_out;
   std::uint64_t skip = 2;
+  bool ops = false;  ///< list op metrics under their phase
 };
 int run_compare(const CompareArgs& args);
 

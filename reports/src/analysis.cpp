@@ -186,6 +186,7 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   for (const auto* it : its) un.push_back(it->unattributed_ns);
   a.unattributed_median_ns = median(un);
   a.unattributed_p90_ns = quantile_of(un, 0.9);
+  a.unattributed_mean_ns = mean(un);
   a.iteration_median_ns = median(walls);
   a.iteration_p90_ns = quantile_of(walls, 0.9);
   a.iteration_mean_ns = mean(walls);
@@ -401,6 +402,42 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
            {"cpus", static_cast<double>(p.environment.cpus)}});
   }
   return out;
+}
+
+namespace {
+const CollectorInfo* collector(const Profile& p, const std::string& name) {
+  for (const auto& c : p.collectors)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+}  // namespace
+
+std::string no_transfers_hint(const Profile& p) {
+  const CollectorInfo* torch = collector(p, "torch-ops");
+  if (torch != nullptr && torch->enabled)
+    return "No host-device copies: none of this run's tensors moved between host and device (the torch observer records "
+           "every cross-device copy_/to() with its bytes, pinned or pageable, sync or async). Record other copies with "
+           "gnnprof.record_transfer() (C++: gnnprof::record_transfer).";
+  return "No copies recorded: copies are seen by the torch observer (run under `gnnprof run`, torch-ops collector) or "
+         "recorded with gnnprof.record_transfer() (C++: gnnprof::record_transfer).";
+}
+
+std::string no_kernels_hint(const Profile& p) {
+  const CollectorInfo* cupti = collector(p, "cupti");
+  const std::string how =
+      "GPU time per kernel, attributed to the line and stage that launched it, needs CUPTI: build gnnprof with the CUDA "
+      "toolkit (it finds CUPTI under /usr/local/cuda and builds libgnnprof_cupti.so), run on a machine with an NVIDIA "
+      "driver; `gnnprof run` starts CUPTI when the process loads the CUDA runtime (GNNPROF_CUPTI=1: at start).";
+  if (cupti == nullptr) return "No GPU kernels: this profile has no CUPTI collector. " + how;
+  if (!cupti->enabled) return "No GPU kernels: CUPTI was off (" + cupti->reason + "). " + how;
+  return "No GPU kernels: CUPTI was on (" + cupti->reason + ") and saw no kernel run.";
+}
+
+std::string no_materializations_hint(const Profile& p) {
+  (void)p;
+  return "No feature materializations: none recorded. The torch observer records a gather of rows from a host tensor "
+         "(index_select/embedding/index, at least GNNPROF_GATHER_MIN_BYTES, outside forward and backward); record "
+         "others with gnnprof.record_materialization() or GNNPROF_MATERIALIZE.";
 }
 
 }  // namespace gnnprof::reports

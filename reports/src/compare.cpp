@@ -21,6 +21,7 @@
 #include "gnnprof/gnnprof.h"
 #include "gnnprof/reports/analysis.h"
 #include "gnnprof/reports/format.h"
+#include "gnnprof/reports/hierarchy.h"
 
 namespace gnnprof::reports {
 
@@ -164,7 +165,22 @@ Comparison compare_profiles(const std::vector<Profile>& baseline, const std::vec
     if (x.scope != y.scope) return x.scope < y.scope;  // loop_thread before other_threads
     return std::max(x.baseline_median_ns, x.candidate_median_ns) > std::max(y.baseline_median_ns, y.candidate_median_ns);
   });
-  c.metrics.insert(c.metrics.end(), stages.begin(), stages.end());
+  std::vector<const Profile*> all;
+  for (const auto* side : {&baseline, &candidate})
+    for (const Profile& p : *side) all.push_back(&p);
+  const auto places = stage_places(all);
+  for (auto& m : stages)
+    if (auto f = places.find(m.name); f != places.end()) {
+      m.category = f->second.category;
+      m.phase = f->second.phase;
+    }
+  for (const char* scope : {"loop_thread", "other_threads"}) {
+    std::vector<MetricComparison> rows;
+    for (const auto& m : stages)
+      if (m.scope == scope) rows.push_back(m);
+    rows = phase_first(std::move(rows), places, [](const MetricComparison& m) { return m.name; });
+    c.metrics.insert(c.metrics.end(), rows.begin(), rows.end());
+  }
   const MetricComparison& it = c.metrics.front();
   if (it.ratio && *it.ratio > 0) {
     c.speedup = 1.0 / *it.ratio;
@@ -411,6 +427,8 @@ MetricComparison metric_from(const json& m) {
   mc.ci_high = get_opt(m, "ci_high");
   mc.p_value = checked<double>(m.at("p_value"));
   mc.verdict = m.at("verdict").get<std::string>();
+  if (m.contains("category")) mc.category = m.at("category").get<std::string>();  // absent before 0.1 reports
+  if (m.contains("phase")) mc.phase = m.at("phase").get<std::string>();
   return mc;
 }
 
@@ -437,7 +455,7 @@ Side side_from(const json& j) {
 
 namespace {
 json metric_json(const MetricComparison& m) {
-  return {{"name", m.name},
+  json j = {{"name", m.name},
           {"scope", m.scope},
           {"baseline_n", m.baseline_n},
           {"candidate_n", m.candidate_n},
@@ -449,6 +467,9 @@ json metric_json(const MetricComparison& m) {
           {"ci_high", opt(m.ci_high)},
           {"p_value", m.p_value},
           {"verdict", m.verdict}};
+  if (!m.category.empty()) j["category"] = m.category;
+  if (!m.phase.empty()) j["phase"] = m.phase;
+  return j;
 }
 }  // namespace
 
@@ -554,13 +575,20 @@ std::string slower_summary(const Comparison& c) {
   const MetricComparison& it = c.metrics.front();
   const MetricComparison* worst = nullptr;
   for (const auto& m : c.metrics)
-    if (m.scope == "loop_thread" && m.verdict == "slower" && (worst == nullptr || m.delta_ns > worst->delta_ns)) worst = &m;
+    if (m.scope == "loop_thread" && !m.op() && m.verdict == "slower" && (worst == nullptr || m.delta_ns > worst->delta_ns)) worst = &m;
+  const MetricComparison* worst_op = nullptr;  // inside that phase
+  for (const auto& m : c.metrics)
+    if (worst != nullptr && m.scope == "loop_thread" && m.op() && m.phase == worst->name && m.verdict == "slower" &&
+        (worst_op == nullptr || m.delta_ns > worst_op->delta_ns))
+      worst_op = &m;
   std::string out = fmt::format("The candidate is SLOWER: iteration {} -> {} (+{}, x{:.2f})", human_ns(it.baseline_median_ns),
                                 human_ns(it.candidate_median_ns), human_ns(it.delta_ns), it.ratio ? *it.ratio : 0.0);
   if (worst != nullptr)
     out += fmt::format("; the stage that got slower most: {} ({} -> {}, +{} per iteration)", worst->name,
                        human_ns(worst->baseline_median_ns), human_ns(worst->candidate_median_ns), human_ns(worst->delta_ns));
-  else
+  if (worst_op != nullptr)
+    out += fmt::format("; inside it, most: {} (+{})", short_op_name(worst_op->name), human_ns(worst_op->delta_ns));
+  if (worst == nullptr)
     out += "; no single loop-thread stage is significantly slower";
   return out + ".";
 }
@@ -596,7 +624,7 @@ std::string comparison_lines_text(const Comparison& c) {
   return out;
 }
 
-std::string comparison_text(const Comparison& c) {
+std::string comparison_text(const Comparison& c, bool ops) {
   std::string out;
   auto runs_ok = [](const Side& s) {
     std::size_t ok = 0;
@@ -611,17 +639,39 @@ std::string comparison_text(const Comparison& c) {
                      it.candidate_n);
   out += fmt::format("per-iteration medians; first {} iterations of each run skipped; 95% CI: bootstrap of the ratio; p: Mann-Whitney U\n\n",
                      c.options.skip);
-  out += fmt::format("{:<18} {:<13} {:>10} {:>10} {:>10} {:>7} {:>17} {:>9}  {}\n", "metric", "scope", "baseline", "candidate",
+  std::size_t w = 18;  // no name cut
+  for (const auto& m : c.metrics)
+    if (ops || !m.op()) w = std::max(w, (m.op() ? short_op_name(m.name).size() + 2 : m.name.size()) + 1);
+  out += fmt::format("{:<{}} {:<13} {:>10} {:>10} {:>10} {:>7} {:>17} {:>9}  {}\n", "metric", w, "scope", "baseline", "candidate",
                      "delta", "ratio", "95% CI", "p", "verdict");
+  std::size_t op_rows = 0, ops_slower = 0, ops_faster = 0;
+  std::vector<const MetricComparison*> slower_ops;
   for (const auto& m : c.metrics) {
+    if (m.op()) {
+      ++op_rows;
+      ops_slower += m.verdict == "slower" ? 1 : 0;
+      ops_faster += m.verdict == "faster" ? 1 : 0;
+      if (m.verdict == "slower") slower_ops.push_back(&m);
+      if (!ops) continue;
+    }
     const std::string ratio = m.ratio ? fmt::format("{:.3f}", *m.ratio) : "-";
     const std::string ci = m.ci_low ? fmt::format("[{:.3f}, {:.3f}]", *m.ci_low, *m.ci_high) : "-";
     const std::string p = m.p_value < 1e-6 ? "<1e-6" : fmt::format("{:.2g}", m.p_value);
     // fmt rather than const char* + std::string: GCC 12 misreports that operator+ (-Wrestrict).
     const std::string delta = fmt::format("{}{}", m.delta_ns > 0 ? "+" : "", human_ns(m.delta_ns));
     const char* scope = m.scope == "loop" ? "loop" : m.scope == "loop_thread" ? "loop thread" : "other threads";
-    out += fmt::format("{:<18} {:<13} {:>10} {:>10} {:>10} {:>7} {:>17} {:>9}  {}\n", m.name, scope, human_ns(m.baseline_median_ns),
-                       human_ns(m.candidate_median_ns), delta, ratio, ci, p, m.verdict);
+    out += fmt::format("{:<{}} {:<13} {:>10} {:>10} {:>10} {:>7} {:>17} {:>9}  {}\n", m.op() ? "  " + short_op_name(m.name) : m.name,
+                       w, scope, human_ns(m.baseline_median_ns), human_ns(m.candidate_median_ns), delta, ratio, ci, p, m.verdict);
+  }
+  if (op_rows > 0 && !ops) {
+    out += fmt::format("{} torch op metrics ({} slower, {} faster); `--ops` lists them under their phase.", op_rows, ops_slower,
+                       ops_faster);
+    std::stable_sort(slower_ops.begin(), slower_ops.end(),
+                     [](const MetricComparison* x, const MetricComparison* y) { return x->delta_ns > y->delta_ns; });
+    for (std::size_t i = 0; i < slower_ops.size() && i < 3; ++i)
+      out += fmt::format("{} {}{} +{}", i == 0 ? " Slower most:" : ",", short_op_name(slower_ops[i]->name),
+                         slower_ops[i]->phase.empty() ? "" : " in " + slower_ops[i]->phase, human_ns(slower_ops[i]->delta_ns));
+    out += "\n";
   }
   if (!c.lines.empty()) out += comparison_lines_text(c);
   out += "\n";

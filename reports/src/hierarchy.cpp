@@ -28,8 +28,10 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
       ph.hidden = hidden;
       ph.median_ns = r.median_ns;
       ph.p90_ns = r.p90_ns;
+      ph.mean_ns = r.mean_ns;
       ph.share = r.share;
       if (auto s = stage.find(r.name); s != stage.end()) {
+        ph.stats = *s->second;
         ph.hits = s->second->hits;
         ph.total_ns = s->second->total_ns;
         ph.self_ns = s->second->self_ns;
@@ -46,6 +48,7 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
       PhaseNode ph;
       ph.name = s.name;
       ph.category = s.category;
+      ph.stats = s;
       ph.hits = s.hits;
       ph.total_ns = s.total_ns;
       ph.self_ns = s.self_ns;
@@ -57,6 +60,15 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
     // loop-thread row.
     if (ph.hidden && std::any_of(h.phases.begin(), h.phases.end(), [&](const PhaseNode& o) { return !o.hidden && o.name == ph.name; }))
       continue;
+    // Nested phases (a record_function scope around forward): the phase holding most of its time.
+    std::int64_t inside = 0;
+    for (const auto& e : p.stage_edges) {
+      if (e.child != ph.name || e.parent == ph.name || e.total_ns <= inside) continue;
+      auto s = stage.find(e.parent);
+      if (s == stage.end() || is_op_category(s->second->category)) continue;
+      inside = e.total_ns;
+      if (2 * e.total_ns >= ph.total_ns) ph.parent = e.parent;
+    }
     std::vector<OpNode> ops;
     for (const auto& e : p.stage_edges) {
       if (e.parent != ph.name) continue;
@@ -94,7 +106,29 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
     if (ph.lines.size() > 5) ph.lines.resize(5);
   }
   h.unattributed_median_ns = a.unattributed_median_ns;
+  h.unattributed_mean_ns = a.unattributed_mean_ns;
+  h.iteration_mean_ns = a.iteration_mean_ns;
   return h;
+}
+
+std::map<std::string, StagePlace> stage_places(const std::vector<const Profile*>& profiles) {
+  std::map<std::string, StagePlace> out;
+  std::map<std::string, std::map<std::string, std::int64_t>> in;  // op -> phase -> time
+  for (const Profile* p : profiles) {
+    for (const auto& s : p->stages) out[s.name].category = s.category;
+    for (const auto& e : p->stage_edges) in[e.child][e.parent] += e.total_ns;
+  }
+  for (auto& [name, place] : out) {
+    if (!place.op()) continue;
+    std::int64_t best = -1;
+    for (const auto& [parent, ns] : in[name]) {
+      auto f = out.find(parent);
+      if (f == out.end() || f->second.op() || ns <= best) continue;
+      best = ns;
+      place.phase = parent;
+    }
+  }
+  return out;
 }
 
 }  // namespace gnnprof::reports

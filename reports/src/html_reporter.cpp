@@ -2,45 +2,30 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <map>
 #include <set>
 
 #include "gnnprof/reports/analysis.h"
 #include "gnnprof/reports/format.h"
+#include "gnnprof/reports/hierarchy.h"
 #include "gnnprof/reports/line_table.h"
 
 namespace gnnprof::reports {
+
+namespace assets {  // reports/assets/, compiled in by cmake/EmbedAssets.cmake
+extern const char* const k_asset_report_css;
+extern const char* const k_asset_report_js;
+}  // namespace assets
 
 namespace {
 
 std::string esc(const std::string& s) { return escape_markup(s); }
 
-const char* kStyle = R"(<style>
-:root{--fg:#1d2330;--muted:#5d6778;--line:#d8dde6;--bg:#fff;--card:#f6f8fb}
-*{box-sizing:border-box}body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg);margin:0 auto;max-width:1200px;padding:24px}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
-.muted{color:var(--muted)}.kpis{display:flex;flex-wrap:wrap;gap:12px;margin:16px 0}
-.kpi{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:10px 14px;min-width:160px}
-.kpi b{display:block;font-size:20px}.kpi span{color:var(--muted);font-size:12px}
-table{border-collapse:collapse;width:100%;font-size:13px}th,td{padding:4px 8px;border-bottom:1px solid var(--line);text-align:right;white-space:nowrap}
-th{background:var(--card);cursor:pointer;user-select:none;position:sticky;top:0}th.l,td.l{text-align:left}td.code{font-family:ui-monospace,Menlo,Consolas,monospace;white-space:pre;text-align:left;max-width:560px;overflow:hidden;text-overflow:ellipsis}
-.diag{border-left:4px solid #e0a100;background:#fff8e6;padding:8px 12px;margin:8px 0;border-radius:4px}.diag.error{border-color:#c62828;background:#fdecea}.diag.info{border-color:#1e6fd9;background:#eaf2fd}
-.diag code{font-size:12px}.ev{color:var(--muted);font-size:12px}.legend span{display:inline-block;margin-right:14px;font-size:12px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}
-.faster{color:#1b7f3b;font-weight:600}.slower{color:#c62828;font-weight:600}.side{display:grid;grid-template-columns:1fr 1fr;gap:16px}
-table.src td{padding:1px 8px}table.src td.code{max-width:none}tr.idle td{color:var(--muted)}
-td.heat{padding:1px 4px}td.heat div{width:110px}td.heat i{display:block;height:10px;background:#e15759;border-radius:2px;min-width:1px}
-h3.fn{font-size:15px;margin:18px 0 6px}h3.fn span{font-weight:400;font-size:12px}
-svg{max-width:100%;height:auto}svg text{font:11px system-ui,sans-serif;fill:var(--fg)}
-@media print{body{max-width:none;padding:0}th{position:static}h2{break-after:avoid}table,svg,.diag{break-inside:avoid}.noprint{display:none}}
-</style>)";
-
-const char* kScript = R"(<script>
-document.querySelectorAll('table.sortable th').forEach(function(th,i){th.addEventListener('click',function(){
-var t=th.closest('table'),b=t.tBodies[0],rows=Array.from(b.rows),asc=th.dataset.asc!=='1';th.dataset.asc=asc?'1':'0';
-rows.sort(function(x,y){var a=x.cells[i].dataset.v||x.cells[i].textContent,c=y.cells[i].dataset.v||y.cells[i].textContent,na=parseFloat(a),nc=parseFloat(c);
-var r=(!isNaN(na)&&!isNaN(nc))?na-nc:a.localeCompare(c);return asc?r:-r;});rows.forEach(function(r){b.appendChild(r);});});});
-</script>)";
+std::string style() { return std::string("<style>") + assets::k_asset_report_css + "</style>"; }
+std::string script() { return std::string("<script>") + assets::k_asset_report_js + "</script>"; }
 
 std::string color_for(const std::string& category, std::size_t k) {
   static const char* data[] = {"#f28e2b", "#ffbe7d", "#e15759", "#d37295"};
@@ -52,37 +37,49 @@ std::string color_for(const std::string& category, std::size_t k) {
   return other[k % 4];
 }
 
-std::map<std::string, std::string> palette(const Profile& p) {
+/// A colour per phase, by category (ops are drawn in their phase's colour).
+std::map<std::string, std::string> palette(const Hierarchy& h) {
   std::map<std::string, std::string> out;
   std::map<std::string, std::size_t> used;
-  for (const auto& s : p.stages) out.emplace(s.name, color_for(s.category, used[s.category]++));
+  for (const auto& ph : h.phases)
+    if (!out.count(ph.name)) out.emplace(ph.name, color_for(ph.category, used[ph.category]++));
   return out;
 }
+
+/// Width in px that an 11px system-ui label needs (a conservative 6.6 px per character).
+int label_px(std::size_t chars) { return static_cast<int>(static_cast<double>(chars) * 6.6) + 14; }
 
 std::string kpi(const std::string& value, const std::string& label) {
   return fmt::format("<div class=kpi><b>{}</b><span>{}</span></div>", esc(value), esc(label));
 }
 
-/// Horizontal bars: per-iteration median of each loop-thread stage (and hidden ones).
-std::string stage_chart(const Analysis& a, const std::map<std::string, std::string>& colors) {
-  std::vector<std::pair<std::string, const IterationStage*>> rows;
-  for (const auto& s : a.loop_stages) rows.emplace_back("loop", &s);
-  for (const auto& s : a.other_stages) rows.emplace_back("other", &s);
-  if (rows.empty()) return "<p class=muted>No iterations: mark them with GNNPROF_STEP().</p>";
+/// Horizontal bars: per-iteration median of each phase (loop thread, then other threads). The
+/// label column is as wide as the longest name, so no name is cut.
+std::string stage_chart(const Hierarchy& h, const std::map<std::string, std::string>& colors) {
+  std::vector<const PhaseNode*> rows;
+  for (const auto& ph : h.phases)
+    if (ph.median_ns > 0 || ph.mean_ns > 0) rows.push_back(&ph);
+  if (rows.empty()) return "<p class=muted>No iterations: mark them with gnnprof.step() (Python), GNNPROF_STEP() (C++), or "
+                           "let the torch observer find them at the optimizer's step.</p>";
   std::int64_t mx = 1;
-  for (const auto& r : rows) mx = std::max(mx, r.second->median_ns);
-  const int w = 760, label = 190, bar_h = 18, gap = 6;
-  const int h = static_cast<int>(rows.size()) * (bar_h + gap) + 10;
-  std::string svg = fmt::format("<svg viewBox='0 0 {} {}' width='{}' role=img aria-label='stage breakdown'>", w, h, w);
+  std::size_t chars = 0;
+  for (const auto* r : rows) {
+    mx = std::max(mx, r->median_ns);
+    chars = std::max(chars, r->name.size() + (r->hidden ? 9 : 0));
+  }
+  const int label = std::max(120, label_px(chars)), bar_h = 18, gap = 6, value = 130;
+  const int w = std::max(760, label + 300 + value);
+  const int height = static_cast<int>(rows.size()) * (bar_h + gap) + 10;
+  std::string svg = fmt::format("<svg id=stage-chart viewBox='0 0 {} {}' width='{}' role=img aria-label='stage breakdown'>", w, height, w);
   int y = 4;
-  for (const auto& [where, s] : rows) {
+  for (const auto* s : rows) {
     const double frac = static_cast<double>(s->median_ns) / static_cast<double>(mx);
-    const int bw = std::max(1, static_cast<int>(frac * (w - label - 130)));
+    const int bw = std::max(1, static_cast<int>(frac * (w - label - value)));
     auto c = colors.find(s->name);
-    svg += fmt::format("<text x='{}' y='{}' text-anchor=end>{}{}</text>", label - 6, y + 13, esc(s->name),
-                       where == "other" ? " (hidden)" : "");
+    svg += fmt::format("<text class=label x='{}' y='{}' text-anchor=end>{}{}</text>", label - 6, y + 13, esc(s->name),
+                       s->hidden ? " (hidden)" : "");
     svg += fmt::format("<rect x='{}' y='{}' width='{}' height='{}' fill='{}'{}><title>{}: median {} per iteration</title></rect>",
-                       label, y, bw, bar_h, c == colors.end() ? "#999" : c->second, where == "other" ? " opacity='.45'" : "",
+                       label, y, bw, bar_h, c == colors.end() ? "#999" : c->second, s->hidden ? " opacity='.45'" : "",
                        esc(s->name), human_ns(s->median_ns));
     svg += fmt::format("<text x='{}' y='{}'>{} ({:.1f}%)</text>", label + bw + 6, y + 13, human_ns(s->median_ns), 100 * s->share);
     y += bar_h + gap;
@@ -92,6 +89,7 @@ std::string stage_chart(const Analysis& a, const std::map<std::string, std::stri
 
 /// Stacked bars per iteration (loop thread) + unattributed, downsampled to <= 300 columns.
 std::string iteration_chart(const Profile& p, const std::map<std::string, std::string>& colors) {
+  // Phases only (those in the palette): an op's time is inside its phase's bar.
   std::vector<const IterationStats*> its;
   for (const auto& it : p.iterations)
     if (it.complete) its.push_back(&it);
@@ -100,7 +98,8 @@ std::string iteration_chart(const Profile& p, const std::map<std::string, std::s
   for (const auto& s : p.stages) category.emplace(s.name, s.category);
   std::set<std::string> names;
   for (const auto* it : its)
-    for (const auto& [n, v] : it->stages) names.insert(n);
+    for (const auto& [n, v] : it->stages)
+      if (colors.count(n)) names.insert(n);
   std::vector<std::string> order(names.begin(), names.end());
   std::stable_sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) {
     auto ca = category[a], cb = category[b];
@@ -118,10 +117,8 @@ std::string iteration_chart(const Profile& p, const std::map<std::string, std::s
     Col c;
     const std::size_t end = std::min(its.size(), i + per);
     for (std::size_t j = i; j < end; ++j) {
-      for (const auto& [n, v] : its[j]->stages) {
-        // Top-level share only would need nesting; stages are stacked as recorded (inclusive).
-        c.v[n] += static_cast<double>(v);
-      }
+      for (const auto& [n, v] : its[j]->stages)
+        if (colors.count(n)) c.v[n] += static_cast<double>(v);  // inclusive, as recorded
       c.un += static_cast<double>(its[j]->unattributed_ns);
       c.wall += static_cast<double>(its[j]->wall_ns);
     }
@@ -233,7 +230,7 @@ std::string lines_html(const Profile& p, const ReportOptions& opt) {
   for (const LineBlock& b : t.blocks) {
     o += fmt::format("<h3 class=fn>{} <span class=muted>{} &middot; {}</span></h3>", esc(b.function), esc(b.file), human_ns(b.total_ns));
     if (!b.source_found) o += "<p class=muted>Source not found; the recorded statements only.</p>";
-    o += "<table class=src><thead><tr><th>line</th><th>hits</th><th>time</th><th>per hit</th><th>%</th><th class=l></th>" +
+    o += "<div class=scroll><table class=src><thead><tr><th>line</th><th>hits</th><th>time</th><th>per hit</th><th>%</th><th class=l></th>" +
          extra_head + "<th class=l>source</th></tr></thead><tbody>";
     for (const LineRow& r : b.rows) {
       const LineStats* l = r.stats;
@@ -261,21 +258,160 @@ std::string lines_html(const Profile& p, const ReportOptions& opt) {
                        r.line, l->hits, l->total_ns, esc(split.empty() ? "no stage" : split), human_ns(l->total_ns),
                        human_ns(l->hits ? l->total_ns / static_cast<std::int64_t>(l->hits) : 0), pct, pct, extra, esc(text));
     }
-    o += "</tbody></table>";
+    o += "</tbody></table></div>";
   }
   return o;
 }
 
+/// `hex` (#rrggbb) mixed with white: an op's shade of its phase's colour.
+std::string lighten(const std::string& hex, double f) {
+  if (hex.size() != 7) return hex;
+  std::string o = "#";
+  for (int i = 0; i < 3; ++i) {
+    const int v = std::stoi(hex.substr(1 + 2 * i, 2), nullptr, 16);
+    o += fmt::format("{:02x}", static_cast<int>(v + (255 - v) * f));
+  }
+  return o;
+}
+
+/// The hierarchy as one picture: iteration -> phases -> ops (and a phase's traced lines), drawn
+/// by report.js from the JSON here. Widths are mean time per iteration, so siblings add up.
+std::string hierarchy_view(const Hierarchy& h, const std::map<std::string, std::string>& colors) {
+  if (h.iteration_mean_ns <= 0 || h.phases.empty()) return "<p class=muted>No iterations to draw.</p>";
+  using nlohmann::json;
+  auto per_iter = [](std::int64_t part, std::int64_t whole, std::int64_t mean) {
+    return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) * static_cast<double>(mean) : 0.0;
+  };
+  std::map<std::string, json> nodes;
+  std::vector<std::string> order;
+  for (const auto& ph : h.phases) {
+    if (ph.hidden || ph.mean_ns <= 0) continue;
+    const std::string c = colors.count(ph.name) ? colors.at(ph.name) : "#999999";
+    json n = {{"n", ph.name}, {"k", "phase"}, {"v", ph.mean_ns}, {"c", c}, {"children", json::array()}, {"lines", json::array()}};
+    std::string tip = fmt::format("{}: {} per iteration (mean; median {}), {:.1f}% of an iteration", ph.name, human_ns(ph.mean_ns),
+                                  human_ns(ph.median_ns),
+                                  100.0 * static_cast<double>(ph.mean_ns) / static_cast<double>(h.iteration_mean_ns));
+    if (ph.op_count > 0) tip += fmt::format("; {} ops, the heaviest {} ({:.1f}% of it by self time)", ph.op_count, ph.ops.front().label,
+                                           100 * ph.ops.front().share);
+    n["t"] = tip;
+    for (const auto& op : ph.ops)
+      n["children"].push_back({{"n", op.label},
+                               {"k", "op"},
+                               {"v", per_iter(op.self_ns, ph.total_ns, ph.mean_ns)},
+                               {"c", lighten(c, 0.45)},
+                               {"t", fmt::format("{} in {}: {} hits, {} self over the run ({} per hit), {:.1f}% of {}", op.label,
+                                                 ph.name, op.hits, human_ns(op.self_ns),
+                                                 human_ns(op.hits ? op.self_ns / static_cast<std::int64_t>(op.hits) : 0),
+                                                 100 * op.share, ph.name)}});
+    if (ph.other.hits > 0)
+      n["children"].push_back({{"n", fmt::format("other ops ({})", ph.other.hits)},
+                               {"k", "other"},
+                               {"v", per_iter(ph.other.self_ns, ph.total_ns, ph.mean_ns)},
+                               {"c", lighten(c, 0.7)},
+                               {"t", fmt::format("{} more ops in {}: {} self over the run, {:.1f}% of it", ph.other.hits, ph.name,
+                                                 human_ns(ph.other.self_ns), 100 * ph.other.share)}});
+    for (const auto& l : ph.lines)
+      n["lines"].push_back({{"n", fmt::format("{}: {}", l.line, l.code)},
+                            {"k", "line"},
+                            {"v", per_iter(l.ns, ph.total_ns, ph.mean_ns)},
+                            {"c", "#f4c7c3"},
+                            {"t", fmt::format("{}:{} {}: {} of {} over the run ({:.1f}%)", base_name(l.file), l.line, l.code,
+                                              human_ns(l.ns), ph.name, 100 * l.share)}});
+    nodes[ph.name] = std::move(n);
+    order.push_back(ph.name);
+  }
+  json root = {{"n", "iteration"}, {"k", "iteration"}, {"v", h.iteration_mean_ns}, {"c", "#d8dde6"}, {"children", json::array()}};
+  root["t"] = fmt::format("Mean iteration {} (median {}). Click a phase for its ops and traced lines; click the top bar to go back.",
+                          human_ns(h.iteration_mean_ns), human_ns(h.iteration_median_ns));
+  // A phase nested in another (a record_function scope around forward) goes under it.
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const PhaseNode* ph = nullptr;
+    for (const auto& x : h.phases)
+      if (!x.hidden && x.name == *it) ph = &x;
+    if (ph != nullptr && !ph->parent.empty() && nodes.count(ph->parent) && ph->parent != *it) {
+      auto& kids = nodes[ph->parent]["children"];
+      kids.insert(kids.begin(), std::move(nodes[*it]));
+      nodes.erase(*it);
+    }
+  }
+  for (const auto& name : order)
+    if (nodes.count(name)) root["children"].push_back(std::move(nodes[name]));
+  if (h.unattributed_mean_ns > 0)
+    root["children"].push_back({{"n", "unattributed"},
+                                {"k", "unattributed"},
+                                {"v", h.unattributed_mean_ns},
+                                {"c", "#eef0f4"},
+                                {"t", fmt::format("unattributed: {} per iteration (mean): loop-thread time outside every stage",
+                                                  human_ns(h.unattributed_mean_ns))}});
+  std::string data = root.dump();
+  for (std::size_t pos = 0; (pos = data.find("</", pos)) != std::string::npos; pos += 3) data.replace(pos, 2, "<\\/");
+  return "<div id=icicle class=icicle></div><div id=icicle-info></div><script type='application/json' id=icicle-data>" + data +
+         "</script>";
+}
+
+/// The stage table: one row per phase; its ops (top N and "other ops") in the same group,
+/// folded until the phase's button opens them.
+std::string stage_table(const Profile& p, const Hierarchy& h) {
+  std::map<std::string, const PhaseNode*> with_ops;
+  for (const auto& ph : h.phases)
+    if (ph.op_count > 0) with_ops.emplace(ph.name, &ph);
+  std::string o =
+      "<table class=sortable id=stage-table><thead><tr><th class=l>stage</th><th class=l>category</th><th>hits</th><th>total</th>"
+      "<th>self</th><th>per hit</th><th>p50</th><th>p90</th><th>max</th><th>% wall</th></tr></thead>";
+  for (const auto& s : p.stages) {
+    if (is_op_category(s.category)) continue;
+    auto ph = with_ops.find(s.name);
+    std::string tog;
+    if (ph != with_ops.end()) {
+      const std::string label = fmt::format("{} op{}", ph->second->op_count, ph->second->op_count == 1 ? "" : "s");
+      tog = fmt::format(" <button class=tog aria-expanded=false data-label='{}'>&#9656; {}</button>", label, label);
+    }
+    o += fmt::format("<tbody><tr class=phase><td class=l data-v='{}'>{}{}</td><td class=l>{}</td><td>{}</td><td data-v={}>{}</td>"
+                     "<td data-v={}>{}</td><td data-v={}>{}</td><td data-v={}>{}</td><td data-v={}>{}</td><td data-v={}>{}</td>"
+                     "<td>{:.1f}</td></tr>",
+                     esc(s.name), esc(s.name), tog, esc(s.category), s.hits, s.total_ns, human_ns(s.total_ns), s.self_ns,
+                     human_ns(s.self_ns), s.mean_ns, human_ns(s.mean_ns), s.p50_ns, human_ns(s.p50_ns), s.p90_ns, human_ns(s.p90_ns),
+                     s.max_ns, human_ns(s.max_ns), s.pct_wall);
+    if (ph != with_ops.end()) {
+      auto op_row = [&](const OpNode& op, const std::string& label, bool other) {
+        o += fmt::format("<tr class='op{}' hidden><td class=l title=\"{}\">{}</td><td class=l>op</td><td>{}</td><td data-v={}>{}</td>"
+                         "<td data-v={}>{}</td><td>{}</td><td class=l colspan=3>{:.1f}% of {}</td><td></td></tr>",
+                         other ? " other" : "", esc(op.name), esc(label), other ? "" : std::to_string(op.hits), op.total_ns,
+                         human_ns(op.total_ns), op.self_ns, human_ns(op.self_ns),
+                         other || op.hits == 0 ? "" : human_ns(op.total_ns / static_cast<std::int64_t>(op.hits)), 100 * op.share,
+                         esc(s.name));
+      };
+      for (const auto& op : ph->second->ops) op_row(op, op.label, false);
+      if (ph->second->other.hits > 0) op_row(ph->second->other, fmt::format("other ops ({})", ph->second->other.hits), true);
+    }
+    o += "</tbody>";
+  }
+  o += fmt::format("<tbody><tr><td class=l><i>(unattributed)</i></td><td class=l>-</td><td></td><td data-v={}>{}</td><td></td><td></td>"
+                   "<td></td><td></td><td></td><td>{:.1f}</td></tr></tbody></table>",
+                   p.unattributed_ns, human_ns(p.unattributed_ns),
+                   p.wall_ns > 0 ? 100.0 * static_cast<double>(p.unattributed_ns) / static_cast<double>(p.wall_ns) : 0.0);
+  if (h.op_stages > 0)
+    o += fmt::format("<p class=muted>{} torch op stages ran inside these phases: a phase's button lists its top {} by self time and "
+                     "the rest as one row.{}</p>",
+                     h.op_stages, h.top_ops, h.edges ? "" : " (This profile predates gnnprof recording which phase each op ran in.)");
+  return o;
+}
+
 std::string profile_body(const Profile& p, const Analysis& a, bool compact, const ReportOptions& opt = {}) {
-  const auto colors = palette(p);
+  const Hierarchy h = build_hierarchy(p, a, opt.top_ops);
+  const auto colors = palette(h);
   std::string o;
+  if (!compact)
+    o += "<h2>Where an iteration goes</h2><p class=muted>Iteration &rarr; phases &rarr; ops (and a phase's traced lines); widths "
+         "are mean time per iteration. Click to zoom in, click the top bar to zoom out.</p>" +
+         hierarchy_view(h, colors);
   o += "<h2>Stage breakdown (median per iteration)</h2>";
   if (a.iterations_unobserved > 0)
     o += fmt::format("<p class=muted>Iteration sampling: torch ops observed in {} of {} iterations; the stage figures are from "
                      "those (median {}). The others took {} (median) without the observer's per-op cost.</p>",
                      a.iterations_used - a.iterations_unobserved, a.iterations_used, human_ns(a.iteration_median_ns),
                      human_ns(a.unobserved_iteration_median_ns));
-  o += stage_chart(a, colors);
+  o += stage_chart(h, colors);
   o += "<h2>Per-iteration timeline (loop thread)</h2>" + iteration_chart(p, colors);
   if (compact) return o;
   o += "<h2>What-if prefetch</h2>";
@@ -289,22 +425,11 @@ std::string profile_body(const Profile& p, const Analysis& a, bool compact, cons
                      human_ns(a.whatif_predicted_ns), a.whatif_speedup, human_ns(a.iteration_median_ns), human_ns(a.hidden_data_ns));
     o += fmt::format("<p id=whatif-expected class='{}'>{}</p>", a.whatif_pays ? "" : "slower", esc(whatif_expectation(a)));
   }
-  o += "<h2>Stages</h2><table class=sortable><thead><tr><th class=l>stage</th><th class=l>category</th><th>hits</th><th>total</th>"
-       "<th>self</th><th>per hit</th><th>p50</th><th>p90</th><th>max</th><th>% wall</th></tr></thead><tbody>";
-  for (const auto& s : p.stages)
-    o += fmt::format("<tr><td class=l>{}</td><td class=l>{}</td><td>{}</td><td data-v={}>{}</td><td data-v={}>{}</td><td data-v={}>{}</td>"
-                     "<td data-v={}>{}</td><td data-v={}>{}</td><td data-v={}>{}</td><td>{:.1f}</td></tr>",
-                     esc(s.name), esc(s.category), s.hits, s.total_ns, human_ns(s.total_ns), s.self_ns, human_ns(s.self_ns), s.mean_ns,
-                     human_ns(s.mean_ns), s.p50_ns, human_ns(s.p50_ns), s.p90_ns, human_ns(s.p90_ns), s.max_ns, human_ns(s.max_ns),
-                     s.pct_wall);
-  o += fmt::format("<tr><td class=l><i>(unattributed)</i></td><td class=l>-</td><td></td><td data-v={}>{}</td><td></td><td></td><td></td>"
-                   "<td></td><td></td><td>{:.1f}</td></tr></tbody></table>",
-                   p.unattributed_ns, human_ns(p.unattributed_ns),
-                   p.wall_ns > 0 ? 100.0 * static_cast<double>(p.unattributed_ns) / static_cast<double>(p.wall_ns) : 0.0);
+  o += "<h2>Stages</h2><div class=scroll>" + stage_table(p, h) + "</div>";
   o += "<h2 id=lines>Lines</h2>" + lines_html(p, opt);
   o += "<h2>Transfers</h2>";
   if (p.transfers.empty()) {
-    o += "<p class=muted>No copies recorded.</p>";
+    o += "<p class=muted id=no-transfers>" + esc(no_transfers_hint(p)) + "</p>";
   } else {
     o += fmt::format("<p>{} copies, {}: pinned {}, pageable {}; {} async, {} sync.</p>", a.transfers.count, human_bytes(a.transfers.bytes),
                      human_bytes(a.transfers.pinned_bytes), human_bytes(a.transfers.pageable_bytes), a.transfers.async_count,
@@ -319,6 +444,7 @@ std::string profile_body(const Profile& p, const Analysis& a, bool compact, cons
                        t.total_ns > 0 ? fmt::format("{:.2f} GB/s", static_cast<double>(t.bytes) / static_cast<double>(t.total_ns)) : "-");
     o += "</tbody></table>";
   }
+  if (p.kernels.empty()) o += "<h2>GPU kernels</h2><p class=muted id=no-kernels>" + esc(no_kernels_hint(p)) + "</p>";
   if (!p.kernels.empty()) {
     std::int64_t gpu = 0;
     for (const auto& k : p.kernels) gpu += k.total_ns;
@@ -336,6 +462,8 @@ std::string profile_body(const Profile& p, const Analysis& a, bool compact, cons
     }
     o += "</tbody></table>";
   }
+  if (p.materializations.empty())
+    o += "<h2>Materializations</h2><p class=muted id=no-materializations>" + esc(no_materializations_hint(p)) + "</p>";
   if (!p.materializations.empty()) {
     o += "<h2>Materializations</h2><table class=sortable><thead><tr><th class=l>name</th><th class=l>stage</th><th class=l>where</th>"
          "<th>hits</th><th>rows</th><th>bytes</th></tr></thead><tbody>";
@@ -361,7 +489,7 @@ std::string profile_body(const Profile& p, const Analysis& a, bool compact, cons
 
 std::string head(const std::string& title) {
   return "<!doctype html><html lang=en><head><meta charset=utf-8><meta name=viewport content='width=device-width,initial-scale=1'>"
-         "<title>" + esc(title) + "</title>" + kStyle + "</head><body>";
+         "<title>" + esc(title) + "</title>" + style() + "</head><body>";
 }
 
 }  // namespace
@@ -393,7 +521,7 @@ Status HtmlReporter::render(const Profile& p, std::ostream& out) const {
                    p.recorded_events, p.dropped_events, p.timeline.size(), p.timeline_dropped, esc(p.clock.source), p.clock.ticks_per_ns);
   for (const auto& c : p.collectors) o += esc(c.name) + (c.enabled ? " (on) " : " (off: " + c.reason + ") ");
   o += "</p>";
-  o += kScript;
+  o += script();
   o += "</body></html>\n";
   out << o;
   return out ? Status::ok() : Status::error("write error");
@@ -417,20 +545,43 @@ Status render_comparison_html(const Comparison& c, const Profile* baseline, cons
   o += kpi(c.verdict, "verdict");
   if (const std::string slow = slower_summary(c); !slow.empty())
     o += "</div><div class='diag error' id=slower>" + esc(slow) + "</div><div>";
-  o += "</div><h2>Per stage</h2><table class=sortable><thead><tr><th class=l>metric</th><th class=l>scope</th><th>baseline</th>"
-       "<th>candidate</th><th>delta</th><th>ratio</th><th>95% CI</th><th>p</th><th class=l>verdict</th></tr></thead><tbody>";
+  o += "</div><h2>Per stage</h2><div class=scroll><table class=sortable id=compare-table><thead><tr><th class=l>metric</th><th class=l>scope</th>"
+       "<th>baseline</th><th>candidate</th><th>delta</th><th>ratio</th><th>95% CI</th><th>p</th><th class=l>verdict</th></tr></thead>";
+  // Phase-first: a phase's ops follow it in its group, folded behind its button.
+  std::vector<std::vector<const MetricComparison*>> groups;
   for (const auto& m : c.metrics) {
-    const std::string cls = m.verdict == "faster" ? "faster" : m.verdict == "slower" ? "slower" : "";
-    o += fmt::format("<tr><td class=l>{}</td><td class=l>{}</td><td data-v={}>{}</td><td data-v={}>{}</td><td data-v={}>{}{}</td><td>{}</td>"
-                     "<td>{}</td><td>{}</td><td class='l {}'>{}</td></tr>",
-                     esc(m.name), esc(m.scope), m.baseline_median_ns, human_ns(m.baseline_median_ns), m.candidate_median_ns,
-                     human_ns(m.candidate_median_ns), m.delta_ns, m.delta_ns > 0 ? "+" : "", human_ns(m.delta_ns),
-                     m.ratio ? fmt::format("{:.3f}", *m.ratio) : "-",
-                     m.ci_low ? fmt::format("{:.3f} – {:.3f}", *m.ci_low, *m.ci_high) : "-",
-                     m.p_value < 1e-6 ? "&lt;1e-6" : fmt::format("{:.2g}", m.p_value), cls, esc(m.verdict));
+    if (m.op() && !groups.empty() && !groups.back().front()->op() && groups.back().front()->name == m.phase &&
+        groups.back().front()->scope == m.scope)
+      groups.back().push_back(&m);
+    else
+      groups.push_back({&m});
   }
-  o += "</tbody></table><p class=muted>Per-iteration samples pooled over runs; first " + std::to_string(c.options.skip) +
-       " iterations of each run skipped; CI: bootstrap of the ratio of medians; p: Mann-Whitney U.</p>";
+  for (const auto& g : groups) {
+    o += "<tbody>";
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      const MetricComparison& m = *g[i];
+      const std::string cls = m.verdict == "faster" ? "faster" : m.verdict == "slower" ? "slower" : "";
+      std::string name = esc(m.op() ? short_op_name(m.name) : m.name);
+      if (i == 0 && g.size() > 1) {
+        std::size_t slower = 0;
+        for (const auto* x : g) slower += x != g.front() && x->verdict == "slower" ? 1 : 0;
+        const std::string label = fmt::format("{} op{}{}", g.size() - 1, g.size() == 2 ? "" : "s",
+                                              slower > 0 ? fmt::format(", {} slower", slower) : "");
+        name += fmt::format(" <button class=tog aria-expanded=false data-label='{}'>&#9656; {}</button>", label, label);
+      }
+      o += fmt::format("<tr class='{}'{}><td class=l data-v=\"{}\">{}</td><td class=l>{}</td><td data-v={}>{}</td><td data-v={}>{}</td>"
+                       "<td data-v={}>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td class='l {}'>{}</td></tr>",
+                       i > 0 ? "op" : "phase", i > 0 ? " hidden" : "", esc(m.name), name, esc(m.scope), m.baseline_median_ns,
+                       human_ns(m.baseline_median_ns), m.candidate_median_ns, human_ns(m.candidate_median_ns), m.delta_ns,
+                       m.delta_ns > 0 ? "+" : "", human_ns(m.delta_ns), m.ratio ? fmt::format("{:.3f}", *m.ratio) : "-",
+                       m.ci_low ? fmt::format("{:.3f} – {:.3f}", *m.ci_low, *m.ci_high) : "-",
+                       m.p_value < 1e-6 ? "&lt;1e-6" : fmt::format("{:.2g}", m.p_value), cls, esc(m.verdict));
+    }
+    o += "</tbody>";
+  }
+  o += "</table></div><p class=muted>Per-iteration samples pooled over runs; first " + std::to_string(c.options.skip) +
+       " iterations of each run skipped; CI: bootstrap of the ratio of medians; p: Mann-Whitney U. A phase's button lists the "
+       "torch ops that ran in it.</p>";
   if (!c.lines.empty()) {
     o += "<h2>Lines</h2><p class=muted>Line tables side by side, matched by file, function and statement text (an edited "
          "statement is paired with its twin); per-iteration medians.</p>";
@@ -483,7 +634,7 @@ Status render_comparison_html(const Comparison& c, const Profile* baseline, cons
                      a.whatif_expected_speedup, human_ns(b.iteration_median_ns),
                      c.speedup ? fmt::format(" ({:.2f}x)", *c.speedup) : "");
   }
-  o += kScript;
+  o += script();
   o += "</body></html>\n";
   out << o;
   return out ? Status::ok() : Status::error("write error");

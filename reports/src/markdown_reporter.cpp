@@ -4,6 +4,7 @@
 
 #include "gnnprof/reports/analysis.h"
 #include "gnnprof/reports/format.h"
+#include "gnnprof/reports/hierarchy.h"
 
 namespace gnnprof::reports {
 
@@ -26,14 +27,30 @@ Status MarkdownReporter::render(const Profile& p, std::ostream& out) const {
   if (a.iterations_unobserved > 0)
     out << fmt::format("Iteration sampling: torch ops observed in {} of {} iterations; figures from those (the others: median {}).\n\n",
                        a.iterations_used - a.iterations_unobserved, a.iterations_used, human_ns(a.unobserved_iteration_median_ns));
+  // Phases first; each phase's top ops folded under it (GitHub renders <details>).
+  const Hierarchy h = build_hierarchy(p, a, options_.top_ops);
   out << "| stage | scope | median/iteration | p90 | share |\n|---|---|---:|---:|---:|\n";
-  for (const auto* rows : {&a.loop_stages, &a.other_stages})
-    for (const auto& s : *rows)
-      out << fmt::format("| {} | {} | {} | {} | {:.1f}% |\n", cell(s.name), rows == &a.loop_stages ? "loop" : "hidden",
-                         human_ns(s.median_ns), human_ns(s.p90_ns), 100 * s.share);
+  for (const auto& ph : h.phases)
+    out << fmt::format("| {} | {} | {} | {} | {:.1f}% |\n", cell(ph.name), ph.hidden ? "hidden" : "loop", human_ns(ph.median_ns),
+                       human_ns(ph.p90_ns), 100 * ph.share);
+  for (const auto& ph : h.phases) {
+    if (ph.ops.empty()) continue;
+    out << fmt::format("\n<details><summary>{}: top {} of {} ops by self time</summary>\n\n| op | hits | self | share of {} |\n"
+                       "|---|---:|---:|---:|\n",
+                       cell(ph.name), ph.ops.size(), ph.op_count, cell(ph.name));
+    for (const auto& op : ph.ops)
+      out << fmt::format("| {} | {} | {} | {:.1f}% |\n", cell(op.label), op.hits, human_ns(op.self_ns), 100 * op.share);
+    if (ph.other.hits > 0)
+      out << fmt::format("| other ops ({}) | | {} | {:.1f}% |\n", ph.other.hits, human_ns(ph.other.self_ns), 100 * ph.other.share);
+    out << "\n</details>\n";
+  }
   const auto diags = diagnose(p, a);
   out << "\n**Diagnostics:** " << (diags.empty() ? "none.\n" : "\n\n");
-  for (const auto& d : diags) out << fmt::format("- **{}** `{}`: {}\n", d.severity, d.id, cell(d.message));
+  for (const auto& d : diags) {
+    out << fmt::format("- **{}** `{}`: {}", d.severity, d.id, cell(d.message));
+    if (const std::string ev = evidence_text(d.evidence); !ev.empty()) out << " (" << cell(ev) << ")";
+    out << "\n";
+  }
   return out ? Status::ok() : Status::error("write error");
 }
 

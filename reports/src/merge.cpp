@@ -74,6 +74,11 @@ Result<Merged> merge_profiles(const std::vector<Profile>& profiles, const std::v
   }
   for (const Profile& p : profiles)
     for (const StageStats& s : p.stages) m.stage_category.emplace(s.name, s.category);
+  {
+    std::vector<const Profile*> all;
+    for (const Profile& p : profiles) all.push_back(&p);
+    m.places = stage_places(all);
+  }
 
   const Profile& origin = profiles[by_rank.begin()->second];
   std::set<std::string> hosts;
@@ -156,8 +161,8 @@ Result<Merged> merge_profiles(const std::vector<Profile>& profiles, const std::v
   std::set<std::string> names;
   for (const RankSummary& r : m.ranks)
     for (const auto& [n, v] : r.stage_ns) {
-      auto c = m.stage_category.find(n);
-      if (c == m.stage_category.end() || c->second != "op") names.insert(n);
+      auto c = m.places.find(n);
+      if (c == m.places.end() || !c->second.op()) names.insert(n);
     }
   for (const std::string& n : names) {
     std::vector<std::int64_t> v;
@@ -203,8 +208,7 @@ Result<Merged> merge_profiles(const std::vector<Profile>& profiles, const std::v
     s.excess = excess;
     s.busy_ns = r.busy_median_ns;
     s.others_busy_ns = static_cast<std::int64_t>(base);
-    for (const std::string& n : m.stages) {
-      if (is_comm(m.stage_category, n)) continue;  // waiting is the others' symptom, not the cause
+    auto excess_of = [&](const std::string& n) {
       std::vector<std::int64_t> v;
       for (const RankSummary& o : m.ranks) {
         if (&o == &r || o.iterations == 0) continue;
@@ -212,10 +216,21 @@ Result<Merged> merge_profiles(const std::vector<Profile>& profiles, const std::v
         v.push_back(it == o.stage_ns.end() ? 0 : it->second);
       }
       auto it = r.stage_ns.find(n);
-      const std::int64_t diff = (it == r.stage_ns.end() ? 0 : it->second) - static_cast<std::int64_t>(median_of(v));
-      if (diff > s.stage_excess_ns) {
+      return (it == r.stage_ns.end() ? 0 : it->second) - static_cast<std::int64_t>(median_of(v));
+    };
+    for (const std::string& n : m.stages) {
+      if (is_comm(m.stage_category, n)) continue;  // waiting is the others' symptom, not the cause
+      if (const std::int64_t diff = excess_of(n); diff > s.stage_excess_ns) {
         s.stage_excess_ns = diff;
         s.stage = n;
+      }
+    }
+    // Then down the hierarchy: the op inside that phase that makes most of it.
+    for (const auto& [n, place] : m.places) {
+      if (s.stage.empty() || !place.op() || place.phase != s.stage) continue;
+      if (const std::int64_t diff = excess_of(n); diff > s.op_excess_ns) {
+        s.op_excess_ns = diff;
+        s.op = n;
       }
     }
     m.stragglers.push_back(s);
@@ -269,7 +284,8 @@ std::string merged_to_json(const Merged& m) {
   j["stragglers"] = json::array();
   for (const Straggler& s : m.stragglers)
     j["stragglers"].push_back(
-        {{"rank", s.rank}, {"excess", s.excess}, {"busy_ns", s.busy_ns}, {"others_busy_ns", s.others_busy_ns}, {"stage", s.stage}, {"stage_excess_ns", s.stage_excess_ns}});
+        {{"rank", s.rank}, {"excess", s.excess}, {"busy_ns", s.busy_ns}, {"others_busy_ns", s.others_busy_ns}, {"stage", s.stage}, {"stage_excess_ns", s.stage_excess_ns},
+         {"op", s.op}, {"op_excess_ns", s.op_excess_ns}});
   j["imbalance"] = {{"materialized_rows", m.rows_imbalance}, {"materialized_bytes", m.bytes_imbalance}};
   j["notes"] = m.notes;
   return j.dump(1) + "\n";
@@ -341,6 +357,7 @@ std::string straggler_line(const Straggler& s) {
                                  s.rank, 100 * s.excess, ms(s.busy_ns), ms(s.others_busy_ns));
   if (!s.stage.empty())
     line += fmt::format("; most of the difference is in stage \"{}\" (+{} ms per iteration)", s.stage, ms(s.stage_excess_ns));
+  if (!s.op.empty()) line += fmt::format(", inside it in {} (+{} ms)", short_op_name(s.op), ms(s.op_excess_ns));
   return line;
 }
 

@@ -218,6 +218,7 @@ Status TextReporter::render(const Profile& p, std::ostream& out) const {
     if (!d.evidence.empty()) out << "    evidence: " << evidence_text(d.evidence) << "\n";
   }
 
+  if (p.transfers.empty()) out << "\n== Transfers ==\n" << no_transfers_hint(p) << "\n";
   if (!p.transfers.empty()) {
     out << "\n== Transfers ==\n";
     out << fmt::format("{:<14} {:<28} {:<4} {:<8} {:<5} {:>8} {:>12} {:>12}\n", "Stage", "Line", "Dir", "Memory", "Mode",
@@ -230,6 +231,7 @@ Status TextReporter::render(const Profile& p, std::ostream& out) const {
                          t.direction, t.memory, t.mode, t.count, human_bytes(t.bytes), bw);
     }
   }
+  if (p.kernels.empty()) out << "\n== GPU kernels ==\n" << no_kernels_hint(p) << "\n";
   if (!p.kernels.empty()) {
     std::int64_t gpu = 0;
     for (const auto& k : p.kernels) gpu += k.total_ns;
@@ -247,6 +249,7 @@ Status TextReporter::render(const Profile& p, std::ostream& out) const {
     }
     if (shown < p.kernels.size()) out << fmt::format("({} more in the profile's \"kernels\")\n", p.kernels.size() - shown);
   }
+  if (p.materializations.empty()) out << "\n== Materializations ==\n" << no_materializations_hint(p) << "\n";
   if (!p.materializations.empty()) {
     out << "\n== Materializations ==\n";
     out << fmt::format("{:<16} {:<14} {:<28} {:>8} {:>12} {:>12}\n", "Name", "Stage", "Where", "Hits", "Rows", "Bytes");

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # The HTML report in a real browser: headless Chromium loads it, the page logs no console
-# error, and the key numbers (total time, top stage and its share) are in the DOM.
+# error, and the key numbers (total time, top stage and its share) are in the DOM. The layout
+# holds for a recorded op-heavy profile cut to 5 ops and padded to 70 (browser/layout_check.js:
+# nothing wider than the window, no chart label cut, legends and charts phases only, ops folded
+# and opening to at most N + 1 rows, the icicle inside its box and zooming on click); a
+# screenshot of each is left in the test's directory.
 # Skips (exit 77) when Debian's chromium is not installed.  usage: html_browser_test.sh CLI DEMO_LOOP
 set -u
 cli=$1 demo=$2
@@ -32,4 +36,34 @@ name=$(echo "$top" | cut -d'|' -f2 | xargs); share=$(echo "$top" | cut -d'|' -f6
 check "top stage in the DOM ($name, $share)" '[ -n "$name" ] && grep -qF "id=\"top-stage\"><b>$name</b><span>top stage: $share of an iteration</span>" "$tmp/dom"'
 check "sortable tables rendered" '[ "$(grep -o "class=\"sortable\"" "$tmp/dom" | wc -l)" -ge 2 ]'
 check "page under 5 MB" '[ "$(stat -c %s "$tmp/report.html")" -lt 5000000 ]'
+# Layout at 5 and at 70 ops: the recorded GAT profile (tests/data) cut and padded.
+data=$(cd "$(dirname "$0")/../data" && pwd)
+shot() {  # page png
+  timeout 60 "$chromium" --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir="$tmp/profile" \
+    --window-size=1280,1800 --screenshot="$2" "file://$1" >/dev/null 2>&1
+}
+# Negative control: a label cut at the chart's left edge and an op in the legend are caught.
+{ printf "<!doctype html><html><body><svg id=stage-chart viewBox='0 0 300 30' width=300><text class=label x=40 y=15 "
+  printf "text-anchor=end>a phase name far too long for its column</text></svg><div class=legend><span>aten::mm</span></div><script>"
+  cat "$(dirname "$0")/browser/layout_check.js"; printf '</script></body></html>'; } >"$tmp/cut.html"
+browse "$tmp/cut.html" >"$tmp/dom_cut"
+check "the layout check sees a cut label" 'grep -q "stage chart label cut" "$tmp/dom_cut"'
+check "the layout check sees an op in the legend" 'grep -q "an op in the legend" "$tmp/dom_cut"'
+for n in 5 70; do
+  python3 "$(dirname "$0")/browser/ops_variant.py" "$data/gat_profile.json" "$tmp/gat$n.json" $n
+  "$cli" report "$tmp/gat$n.json" --html "$tmp/gat$n.html" --source-root "$data/../.." >/dev/null 2>&1
+  ops=$(grep -o "class='op[^']*' hidden" "$tmp/gat$n.html" | wc -l)
+  { cat "$tmp/gat$n.html"; printf '<script>'; cat "$(dirname "$0")/browser/layout_check.js"; printf '</script>'; } >"$tmp/check$n.html"
+  browse "$tmp/check$n.html" >"$tmp/dom$n"
+  result=$(sed -n 's/.*<pre id="layout-check">\(.*\)<\/pre>.*/\1/p' "$tmp/dom$n" | sed 's/&quot;/"/g')
+  echo "layout at $n ops ($ops op rows folded): $result"
+  check "$n ops: no console errors" '[ -z "$(console_errors)" ]'
+  check "$n ops: layout checked" '[ -n "$result" ]'
+  check "$n ops: no layout problem" 'echo "$result" | grep -q "\"problems\":\[\]"'
+  check "$n ops: phases in the chart and the legend" 'echo "$result" | grep -q "\"chart_rows\":5,\"legend\":6"'
+  check "$n ops: a phase opens to its ops" 'echo "$result" | grep -qE "\"opened\":[1-9]"'
+  check "$n ops: the icicle zooms into a phase and back" 'echo "$result" | grep -qE "\"zoomed\":\"[a-z]+\",\"zoomed_ops\":[1-9][0-9]*,\"crumbs\":\"iteration › [a-z]+\",\"back\":[3-9]"'
+  shot "$tmp/gat$n.html" "$(pwd)/html_report_$n.png"
+done
+check "70 ops: more rows folded than at 5" '[ "$(grep -o "class=.op[^ ]* hidden" "$tmp/gat70.html" | wc -l)" -gt "$(grep -o "class=.op[^ ]* hidden" "$tmp/gat5.html" | wc -l)" ]'
 exit $fail

@@ -62,7 +62,8 @@ struct Analysis {
   std::vector<IterationStage> loop_stages;   ///< by median, largest first
   std::vector<IterationStage> other_stages;
   std::int64_t exposed_data_ns = 0, hidden_data_ns = 0, compute_ns = 0, rest_ns = 0;  ///< medians
-  std::int64_t unattributed_median_ns = 0, unattributed_p90_ns = 0;  ///< loop-thread time outside every stage
+  std::int64_t unattributed_median_ns = 0, unattributed_p90_ns = 0,  ///< loop-thread time outside every stage
+      unattributed_mean_ns = 0;
   double exposed_data_share = 0;  ///< exposed_data_ns / iteration_median_ns
   std::int64_t whatif_predicted_ns = 0;
   double whatif_speedup = 1.0;  ///< iteration median / predicted
@@ -88,6 +89,11 @@ Analysis analyze(const Profile& profile, const AnalysisOptions& options);
 /// "Prefetching will not pay here: expected 30.1 ms (1.01x): compute-bound: ...". "" without
 /// iterations.
 std::string whatif_expectation(const Analysis& a);
+
+/// Why a section is empty and what to do, one sentence each (every renderer prints them).
+std::string no_transfers_hint(const Profile& p);
+std::string no_kernels_hint(const Profile& p);
+std::string no_materializations_hint(const Profile& p);
 
 /// Iteration sampling (the zero-code observer watched ops in some iterations only): the
 /// iterations of `its` whose ops were observed, when there are such and some were not;

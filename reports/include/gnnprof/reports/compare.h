@@ -61,6 +61,10 @@ struct MetricComparison {
   /// faster | slower | no significant change; for scope other_threads: more | less | no
   /// significant change (hidden time is not on the critical path).
   std::string verdict;
+  /// The stage's category ("" for the iteration) and, for a torch op, the phase it ran in
+  /// most: views list ops under their phase (hierarchy.h).
+  std::string category, phase;
+  bool op() const { return category == "op"; }
 };
 
 /// One line of the line tables, matched across the sides by file (its base name), function
@@ -84,7 +88,9 @@ struct Comparison {
   std::string tool_version;
   CompareOptions options;
   Side baseline, candidate;
-  std::vector<MetricComparison> metrics;  ///< "iteration" first, then stages by baseline median
+  /// "iteration" first, then loop-thread stages phase-first (each phase by its larger median,
+  /// followed by its ops), then other threads' the same way.
+  std::vector<MetricComparison> metrics;
   /// From the "iteration" metric: baseline / candidate medians (> 1: candidate faster), with
   /// the CI inverted accordingly.
   std::optional<double> speedup, speedup_ci_low, speedup_ci_high;
@@ -104,7 +110,8 @@ void describe_run(const Profile& profile, std::uint64_t skip, RunRecord& run);
 std::string comparison_to_json(const Comparison& c);
 Result<Comparison> comparison_from_json(const std::string& text, const std::string& origin);
 Result<Comparison> read_comparison_file(const std::string& path);
-std::string comparison_text(const Comparison& c);
+/// `ops`: list every op metric under its phase; otherwise phases only and one line on the ops.
+std::string comparison_text(const Comparison& c, bool ops = false);
 /// When the candidate's iteration is significantly slower: one sentence that says so plainly
 /// and names the loop-thread stage that got slower the most ("" otherwise).
 std::string slower_summary(const Comparison& c);

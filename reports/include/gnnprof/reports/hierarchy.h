@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -41,10 +42,12 @@ struct LineNode {
 struct PhaseNode {
   std::string name, category;
   bool hidden = false;  ///< on other threads (a prefetcher's producer, a GPU lane): not the loop's
-  std::int64_t median_ns = 0, p90_ns = 0;  ///< per iteration
+  std::int64_t median_ns = 0, p90_ns = 0, mean_ns = 0;  ///< per iteration
   double share = 0;                        ///< median / median iteration
   std::uint64_t hits = 0;
   std::int64_t total_ns = 0, self_ns = 0;  ///< over the run, every thread
+  StageStats stats;                        ///< the stage's run-level row (hits, per hit, p50, ...)
+  std::string parent;  ///< the phase it mostly ran inside (e.g. a user scope), "" if top-level
   std::vector<OpNode> ops;                 ///< the top ones by self time
   OpNode other;                            ///< the rest together ("other ops"); hits = how many ops
   std::size_t op_count = 0;
@@ -52,8 +55,8 @@ struct PhaseNode {
 };
 
 struct Hierarchy {
-  std::int64_t iteration_median_ns = 0;
-  std::int64_t unattributed_median_ns = 0;
+  std::int64_t iteration_median_ns = 0, iteration_mean_ns = 0;
+  std::int64_t unattributed_median_ns = 0, unattributed_mean_ns = 0;
   std::vector<PhaseNode> phases;  ///< loop-thread phases by median, then hidden ones
   std::size_t op_stages = 0;      ///< op stages in the profile
   std::size_t top_ops = 10;
@@ -64,5 +67,42 @@ struct Hierarchy {
 bool is_op_category(const std::string& category);
 
 Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_ops = 10);
+
+/// Where each stage of `profiles` sits in the hierarchy, for views that list a metric per
+/// stage name (compare, merge): its category, and for an op the phase it ran in most (by time
+/// over all the profiles; "" when no profile says).
+struct StagePlace {
+  std::string category, phase;
+  bool op() const { return is_op_category(category); }
+};
+std::map<std::string, StagePlace> stage_places(const std::vector<const Profile*>& profiles);
+
+/// Orders rows phase-first: each phase (in the rows' order) followed by its ops (in theirs),
+/// then ops whose phase is not among the rows. `name_of` gives a row's stage name.
+template <typename Row, typename Name>
+std::vector<Row> phase_first(std::vector<Row> rows, const std::map<std::string, StagePlace>& places, Name name_of) {
+  auto place = [&](const Row& r) -> const StagePlace* {
+    auto f = places.find(name_of(r));
+    return f == places.end() ? nullptr : &f->second;
+  };
+  std::vector<Row> out;
+  std::vector<bool> used(rows.size(), false);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const StagePlace* pl = place(rows[i]);
+    if (pl != nullptr && pl->op()) continue;
+    out.push_back(rows[i]);
+    used[i] = true;
+    for (std::size_t j = 0; j < rows.size(); ++j) {
+      const StagePlace* q = place(rows[j]);
+      if (!used[j] && q != nullptr && q->op() && q->phase == name_of(rows[i])) {
+        out.push_back(rows[j]);
+        used[j] = true;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (!used[i]) out.push_back(rows[i]);
+  return out;
+}
 
 }  // namespace gnnprof::reports

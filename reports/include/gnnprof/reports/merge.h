@@ -14,6 +14,7 @@
 
 #include "gnnprof/profile.h"
 #include "gnnprof/result.h"
+#include "gnnprof/reports/hierarchy.h"
 
 namespace gnnprof::reports {
 
@@ -64,6 +65,8 @@ struct Straggler {
   std::int64_t others_busy_ns = 0;  ///< the median of the other ranks' busy times
   std::string stage;             ///< the stage that makes the most of the difference
   std::int64_t stage_excess_ns = 0;
+  std::string op;                ///< inside that stage, the torch op that makes most of it ("" if none)
+  std::int64_t op_excess_ns = 0;
 };
 
 struct Merged {
@@ -73,8 +76,9 @@ struct Merged {
   std::vector<std::string> hosts;
   MergeOptions options;
   std::vector<RankSummary> ranks;  ///< by rank
-  std::vector<std::string> stages; ///< stage rows, heaviest first (by the median rank)
+  std::vector<std::string> stages; ///< phase rows (no torch ops), heaviest first (by the median rank)
   std::map<std::string, std::string> stage_category;
+  std::map<std::string, StagePlace> places;  ///< where each stage sits in the hierarchy (hierarchy.h)
   std::int64_t busy_median_ns = 0; ///< the median rank's
   std::vector<Straggler> stragglers;
   /// Max over median rank, per iteration (1.0 = balanced); 0 when nothing was materialized.

@@ -1,0 +1,92 @@
+"""Reports on an op-heavy script as users write it (samples/python/gat_train.py: plain PyTorch,
+no gnnprof import): under `gnnprof run`, the text, HTML and Markdown reports read top-down,
+phases first and each phase's ops as a drill-down."""
+import json
+import os
+import re
+import subprocess
+
+from conftest import CLI, needs_torch
+
+GAT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../samples/python/gat_train.py")
+TOP = 10  # --top-ops default
+
+
+def report(*args):
+    r = subprocess.run([CLI, "report", *args], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def section(text, title):
+    m = re.search(r"^== " + re.escape(title) + r" ==\n(.*?)(?=^== |\Z)", text, re.S | re.M)
+    return m.group(1) if m else ""
+
+
+@needs_torch
+def test_gat_under_gnnprof_run_reads_phases_first(gnnprof_run, plain_run, tmp_path):
+    args = ("--nodes", "300", "--epochs", "8", "--eval-every", "4")
+    html, md = tmp_path / "gat.html", tmp_path / "gat.md"
+    r = gnnprof_run(GAT, *args, cli_args=("--html", str(html)))
+    assert r.rc == 0, r.err
+    assert r.out.splitlines()[:2] == plain_run(GAT, *args).out.splitlines()[:2]  # the script's own output
+    p = r.profile
+    cats = {s["name"]: s["category"] for s in p["stages"]}
+    phases = {n for n, c in cats.items() if c != "op"}
+    assert {"forward", "backward", "optimizer", "forward (no grad)"} <= phases, phases
+    assert sum(1 for c in cats.values() if c == "op") >= 30, "an op-heavy script: many op stages"
+    # The collector says in which phase each op ran.
+    parents = {}
+    for e in p["stage_edges"]:
+        if cats.get(e["child"]) == "op" and cats.get(e["parent"]) != "op":
+            parents.setdefault(e["child"], set()).add(e["parent"])
+    assert "backward" in parents["autograd::engine::evaluate_function: SoftmaxBackward0"]
+    assert "forward" in parents["aten::softmax"] and "forward (no grad)" in parents["aten::softmax"]
+    assert "optimizer" in parents["aten::addcdiv_"]
+
+    # Text: the stage and iteration tables list phases only; --ops nests at most TOP + 1 op
+    # rows under each phase, each naming its phase.
+    text = report(r.path)
+    for title in ("Stages", "Iterations"):
+        body = section(text, title)
+        assert "aten::" not in body and "Backward0" not in body, body
+        for ph in ("forward", "backward", "optimizer"):
+            assert re.search(r"^" + re.escape(ph) + r" ", body, re.M), (ph, body)
+    ops = section(report(r.path, "--ops"), "Stages")
+    current, rows, under = None, {}, {}
+    for line in ops.splitlines():
+        if line.startswith("    "):
+            name = line.split()[0]
+            rows[current] = rows.get(current, 0) + 1
+            under.setdefault(name, set()).add(current)
+            assert f"% of {current}" in line, line
+        elif line and not line.startswith(("Stage", "-", "(unattributed)", "Wall")):
+            current = re.split(r"\s{2,}", line)[0]
+    assert rows and all(n <= TOP + 1 for n in rows.values()), rows
+    assert under["SoftmaxBackward0"] == {"backward"}
+    assert "forward" in under["aten::softmax"]
+    assert "autograd::engine" not in ops
+    # Every phase lists its ops' time against itself; none lists an op of another phase.
+    for name, where in under.items():
+        if name.endswith("Backward0"):
+            assert where == {"backward"}, (name, where)
+
+    # HTML: the phases in charts and legends, ops folded in the table and in the icicle.
+    page = html.read_text()
+    legend = page[page.index("<div class=legend>"):]
+    legend = legend[:legend.index("</div>")]
+    assert "aten::" not in legend and "backward" in legend
+    assert "<tr class='op' hidden>" in page
+    data = json.loads(re.search(r"id=icicle-data>(.*?)</script>", page).group(1).replace("<\\/", "</"))
+    kids = {c["n"]: c for c in data["children"]}
+    assert {"forward", "backward", "optimizer"} <= set(kids)
+    assert any(c["n"] == "SoftmaxBackward0" for c in kids["backward"]["children"])
+    assert len(kids["forward"]["children"]) <= TOP + 1
+    assert any("model(x, adj)" in l["n"] for l in kids["forward"]["lines"]), "the traced loop's lines under the phase"
+
+    # Markdown: phases in the table, ops folded per phase.
+    report(r.path, "--markdown", str(md))
+    m = md.read_text()
+    table = m[m.index("| stage |"):m.index("\n\n", m.index("| stage |"))]
+    assert "aten::" not in table
+    assert "<details><summary>backward: top" in m
