@@ -30,6 +30,18 @@ done
 for s in sample materialize forward backward optimizer; do
   check "stage $s in report" 'grep -q "^$s " "$tmp/report"'
 done
+# Phases first: on the recorded GAT profile, --ops and --top-ops nest ops under their phase;
+# compare --ops lists op metrics, the default one line on them.
+gat="$(dirname "$0")/../data/gat_profile.json"
+"$cli" report "$gat" --stages >"$tmp/gat" 2>&1
+check "report: no op rows by default" '! grep -q "^    " "$tmp/gat" && ! grep -q "aten::" "$tmp/gat"'
+"$cli" report "$gat" --stages --ops --top-ops 3 >"$tmp/gat_ops" 2>&1
+check "report --ops --top-ops 3: 3 ops and 'other ops' under backward" \
+  '[ "$(sed -n "/^backward /,/^forward /p" "$tmp/gat_ops" | grep -c "^    ")" -eq 4 ] && grep -q "^    other ops (18) " "$tmp/gat_ops"'
+"$cli" compare "$gat" "$gat" >"$tmp/cmp" 2>&1
+check "compare: one line on the ops" 'grep -q "torch op metrics (0 slower, 0 faster); \`--ops\` lists them" "$tmp/cmp" && ! grep -q "aten::" "$tmp/cmp"'
+"$cli" compare "$gat" "$gat" --ops >"$tmp/cmp_ops" 2>&1
+check "compare --ops: ops under their phase" 'grep -q "^  SoftmaxBackward0 " "$tmp/cmp_ops"'
 "$cli" report "$tmp/demo.json" --json "$tmp/again.json" >/dev/null 2>&1
 # --json writes the same profile plus the diagnostics of the analysis.
 check "--json rewrites the profile, adding diagnostics" '/usr/bin/python3 -c "
