@@ -1,6 +1,5 @@
 #include "compare.h"
 
-#include <fmt/format.h>
 
 #include <fstream>
 #include <iostream>
@@ -9,6 +8,7 @@
 #include <sstream>
 
 #include "gnnprof/profile_io.h"
+#include "gnnprof/reports/check.h"
 #include "gnnprof/reports/compare.h"
 #include "gnnprof/reports/format.h"
 #include "gnnprof/reports/html_reporter.h"
@@ -59,8 +59,6 @@ bool write_text(const std::string& path, const std::string& text, const char* to
   std::cerr << tool << ": wrote " << path << "\n";
   return true;
 }
-
-std::string xml(const std::string& s) { return reports::escape_markup(s); }
 
 }  // namespace
 
@@ -180,102 +178,15 @@ int run_check(const CheckArgs& a) {
   opt.skip = a.skip;
   const reports::Comparison c = reports::compare_profiles({base}, {cur}, opt);
 
-  // Google Benchmark's compare.py asks for >= 9 repetitions before trusting its U-test.
-  constexpr std::uint64_t kMinSamples = 9;
-  struct Row {
-    const reports::MetricComparison* m;
-    double limit;
-    std::string status;
-  };
-  std::vector<Row> rows;
-  int regressions = 0, undecided = 0;
-  for (const auto& m : c.metrics) {
-    if (m.scope == "other_threads") continue;  // hidden time does not slow the loop
-    const double limit = limits.count(m.name) != 0 ? limits[m.name] : default_limit;
-    std::string status;
-    if (m.baseline_n < kMinSamples || m.candidate_n < kMinSamples) {
-      status = "undecided";
-      ++undecided;
-    } else if (m.verdict == "slower" && (!m.ratio || *m.ratio - 1.0 > limit)) {
-      status = "REGRESSION";
-      ++regressions;
-    } else if (m.verdict == "slower") {
-      status = "ok (slower, within limit)";
-    } else if (m.verdict == "faster") {
-      status = "ok (faster)";
-    } else {
-      status = "ok";
-    }
-    rows.push_back(Row{&m, limit, status});
-  }
-
-  // Phases are listed; a torch op only when it regressed (under its phase). Every op is checked
-  // and in the JUnit file.
-  auto listed = [](const Row& r) { return !r.m->op() || r.status == "REGRESSION"; };
-  auto label = [](const reports::MetricComparison& m) { return m.op() ? "  " + reports::short_op_name(m.name) : m.name; };
-  std::size_t w = 18, ops_checked = 0;
-  for (const auto& r : rows) {
-    if (listed(r)) w = std::max(w, label(*r.m).size() + 1);
-    ops_checked += r.m->op() ? 1 : 0;
-  }
-  std::ostringstream text;
-  text << fmt::format("{:<{}} {:>10} {:>10} {:>8} {:>17} {:>9} {:>7}  {}\n", "metric", w, "baseline", "current", "ratio", "95% CI",
-                      "p", "limit", "status");
-  for (const auto& r : rows) {
-    if (!listed(r)) continue;
-    const auto& m = *r.m;
-    text << fmt::format("{:<{}} {:>10} {:>10} {:>8} {:>17} {:>9} {:>6.1f}%  {}\n", label(m), w, reports::human_ns(m.baseline_median_ns),
-                        reports::human_ns(m.candidate_median_ns), m.ratio ? fmt::format("{:.3f}", *m.ratio) : "-",
-                        m.ci_low ? fmt::format("[{:.3f}, {:.3f}]", *m.ci_low, *m.ci_high) : "-",
-                        m.p_value < 1e-6 ? "<1e-6" : fmt::format("{:.2g}", m.p_value), 100 * r.limit, r.status);
-  }
-  if (ops_checked > 0) text << fmt::format("({} torch op metrics checked too; only regressed ones are listed, under their phase)\n", ops_checked);
-  std::string summary = regressions > 0 ? fmt::format("FAIL: {} regression(s)", regressions) : std::string("PASS");
-  if (undecided > 0)
-    summary += fmt::format("; {} metric(s) undecided: fewer than {} iterations on a side (after skipping {}): run longer", undecided,
-                           kMinSamples, a.skip);
-  std::cout << text.str() << "\n" << summary << "\n";
-
-  int rc = regressions > 0 ? kFail : kOk;
-  if (!a.markdown_out.empty()) {
-    std::ostringstream md;
-    md << "### gnnprof check: " << (regressions > 0 ? "regression" : "pass") << "\n\n";
-    md << "Baseline `" << a.baseline << "`, current `" << a.current << "`; regression = significant (p < 0.05, CI excludes 1) "
-       << "and slower than the limit.\n\n| metric | baseline | current | ratio | 95% CI | p | limit | status |\n"
-       << "|---|---:|---:|---:|---:|---:|---:|---|\n";
-    for (const auto& r : rows) {
-      if (!listed(r)) continue;
-      const auto& m = *r.m;
-      md << fmt::format("| {} | {} | {} | {} | {} | {} | {:.1f}% | {} |\n", m.op() ? "&nbsp;&nbsp;" + reports::short_op_name(m.name) + (m.phase.empty() ? "" : " (in " + m.phase + ")") : m.name, reports::human_ns(m.baseline_median_ns),
-                        reports::human_ns(m.candidate_median_ns), m.ratio ? fmt::format("{:.3f}", *m.ratio) : "-",
-                        m.ci_low ? fmt::format("{:.3f}–{:.3f}", *m.ci_low, *m.ci_high) : "-",
-                        m.p_value < 1e-6 ? "<1e-6" : fmt::format("{:.2g}", m.p_value), 100 * r.limit,
-                        r.status == "REGRESSION" ? "**REGRESSION**" : r.status);
-    }
-    md << "\n" << summary << "\n";
-    if (!write_text(a.markdown_out, md.str(), tool)) rc = kFail;
-  }
-  if (!a.junit_out.empty()) {
-    std::ostringstream x;
-    x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-    x << fmt::format("<testsuites><testsuite name=\"gnnprof.check\" tests=\"{}\" failures=\"{}\" skipped=\"{}\">\n", rows.size(),
-                     regressions, undecided);
-    for (const auto& r : rows) {
-      const auto& m = *r.m;
-      const double secs = static_cast<double>(m.candidate_median_ns) / 1e9;
-      x << fmt::format("  <testcase classname=\"gnnprof.{}\" name=\"{}\" time=\"{:.6f}\">", m.scope, xml(m.name), secs);
-      const std::string detail = fmt::format("median {} -> {}, ratio {}, p {:.3g}, limit {:.1f}%", reports::human_ns(m.baseline_median_ns),
-                                             reports::human_ns(m.candidate_median_ns), m.ratio ? fmt::format("{:.3f}", *m.ratio) : "-",
-                                             m.p_value, 100 * r.limit);
-      if (r.status == "REGRESSION")
-        x << "<failure message=\"" << xml("regression: " + detail) << "\"/>";
-      else if (r.status == "undecided")
-        x << "<skipped message=\"" << xml("too few iterations to decide: " + detail) << "\"/>";
-      x << "</testcase>\n";
-    }
-    x << "</testsuite></testsuites>\n";
-    if (!write_text(a.junit_out, x.str(), tool)) rc = kFail;
-  }
+  reports::CheckPolicy policy;
+  policy.default_limit = default_limit;
+  policy.limits = limits;
+  policy.skip = a.skip;
+  const reports::CheckResult r = reports::apply_check(c, policy);
+  std::cout << reports::check_text(r) << "\n" << reports::check_summary(r) << "\n";
+  int rc = r.regressions > 0 ? kFail : kOk;
+  if (!a.markdown_out.empty() && !write_text(a.markdown_out, reports::check_markdown(r, a.baseline, a.current), tool)) rc = kFail;
+  if (!a.junit_out.empty() && !write_text(a.junit_out, reports::check_junit(r), tool)) rc = kFail;
   return rc;
 }
 

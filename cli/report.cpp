@@ -4,7 +4,7 @@
 
 #include "gnnprof/profile_io.h"
 #include "gnnprof/reports/analysis.h"
-#include "gnnprof/reports/reporter.h"
+#include "gnnprof/reports/reporter_factory.h"
 #include "gnnprof/reports/text_reporter.h"
 
 namespace gnnprof::cli {
@@ -20,14 +20,14 @@ int run_report(const ReportArgs& a) {
   opt.skip = a.skip;
   opt.ops = a.ops;
   opt.top_ops = a.top_ops;
-  // Written profiles carry the diagnostics of this analysis.
-  p->diagnostics = gnnprof::reports::diagnose(*p, gnnprof::reports::analyze(*p, gnnprof::reports::AnalysisOptions{a.skip}));
+  // Analysed once; every output renders this report (a written profile carries its diagnostics).
+  const gnnprof::reports::Report report = gnnprof::reports::make_report(*p, opt);
   gnnprof::reports::TextReporter text(opt);
   if (a.lines_only) {
     text.render_line_table(*p, std::cout);
   } else if (a.stages_only) {
-    text.render_stage_table(*p, std::cout);
-  } else if (auto st = text.render(*p, std::cout); !st) {
+    text.render_stage_table(report, std::cout);
+  } else if (auto st = text.render(report, std::cout); !st) {
     std::cerr << "gnnprof: " << st.message() << "\n";
     return 1;
   }
@@ -35,7 +35,7 @@ int run_report(const ReportArgs& a) {
   auto write = [&](const char* format, const std::string& path) {
     if (path.empty()) return;
     auto r = gnnprof::reports::make_reporter(format, opt);
-    gnnprof::Status st = r ? gnnprof::reports::render_to_file(**r, *p, path) : r.status();
+    gnnprof::Status st = r ? gnnprof::reports::render_to_file(**r, report, path) : r.status();
     if (!st) {
       std::cerr << "gnnprof: " << st.message() << "\n";
       rc = 1;

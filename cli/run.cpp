@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "gnnprof/profile_io.h"
-#include "gnnprof/reports/reporter.h"
+#include "gnnprof/reports/reporter_factory.h"
 
 extern char** environ;
 

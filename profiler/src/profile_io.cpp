@@ -32,7 +32,7 @@ json to_json_stages(const std::map<std::string, std::int64_t>& m) {
   return o;
 }
 
-json profile_json(const Profile& p) {
+json profile_json(const Profile& p, const std::vector<Diagnostic>& diagnostics) {
   json j;
   j["schema"] = p.schema;
   j["tool"] = {{"name", p.tool.name}, {"version", p.tool.version}};
@@ -184,7 +184,7 @@ json profile_json(const Profile& p) {
   for (const auto& h : p.host_samples)
     j["host_samples"].push_back({{"ts_ns", h.ts_ns}, {"rss_bytes", h.rss_bytes}, {"cpu_ns", h.cpu_ns}});
   j["diagnostics"] = json::array();
-  for (const auto& d : p.diagnostics) {
+  for (const auto& d : diagnostics) {
     json ev = json::object();
     for (const auto& [k, v] : d.evidence) ev[k] = v;
     j["diagnostics"].push_back(
@@ -485,7 +485,11 @@ Profile profile_from(const json& j, const Reader& r) {
 
 }  // namespace
 
-std::string profile_to_json(const Profile& profile) { return profile_json(profile).dump(2) + "\n"; }
+std::string profile_to_json(const Profile& profile) { return profile_json(profile, profile.diagnostics).dump(2) + "\n"; }
+
+std::string profile_to_json(const Profile& profile, const std::vector<Diagnostic>& diagnostics) {
+  return profile_json(profile, diagnostics).dump(2) + "\n";
+}
 
 Result<Profile> profile_from_json(const std::string& text, const std::string& origin) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) return Status::error(origin + ": empty file");

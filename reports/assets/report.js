@@ -1,8 +1,8 @@
 // Sortable tables: a click on a header sorts by that column. A table whose rows come in groups
 // (a phase and its ops, one <tbody> each) sorts the groups by their first row.
-document.querySelectorAll('table.sortable th').forEach(function (th, i) {
+document.querySelectorAll('table.sortable th').forEach(function (th) {
   th.addEventListener('click', function () {
-    var t = th.closest('table'), asc = th.dataset.asc !== '1';
+    var t = th.closest('table'), asc = th.dataset.asc !== '1', i = th.cellIndex;
     th.dataset.asc = asc ? '1' : '0';
     var key = function (row) { var c = row.cells[i]; return c ? (c.dataset.v || c.textContent) : ''; };
     var cmp = function (x, y) {
@@ -61,6 +61,18 @@ document.querySelectorAll('button.tog').forEach(function (btn) {
     return b;
   }
   var current = root;
+  function find(n, name) {  // the node named `name` under n, depth first
+    if (n.n === name) return n;
+    var kids = n.children || [];
+    for (var i = 0; i < kids.length; i++) { var f = find(kids[i], name); if (f) return f; }
+    return null;
+  }
+  function zoom(r) {  // a click: the address names the view, so a link reopens it
+    try {
+      history.replaceState(null, '', r === root ? location.pathname + location.search : '#icicle=' + encodeURIComponent(r.n));
+    } catch (e) { /* file:// pages may refuse; the view still changes */ }
+    render(r);
+  }
   function render(r) {
     current = r;
     el.textContent = '';
@@ -69,7 +81,7 @@ document.querySelectorAll('button.tog').forEach(function (btn) {
       depth = Math.max(depth, d);
       if (w * el.clientWidth >= 3 || d === 0) {
         var b = box(n, x, w, d * ROW, w * el.clientWidth > 60 ? n.n + '  ' + ms(n.v) : (w * el.clientWidth > 24 ? n.n : ''));
-        b.onclick = function () { render(n === r ? (r.parent || r) : n); };
+        b.onclick = function () { zoom(n === r ? (r.parent || r) : n); };
         b.onkeydown = function (e) { if (e.key === 'Enter') b.onclick(); };
       }
       var kids = n.children || [], sum = 0, cx = x;
@@ -107,7 +119,7 @@ document.querySelectorAll('button.tog').forEach(function (btn) {
         if (i) crumbs.appendChild(document.createTextNode(' \u203a '));
         var a = document.createElement('a');
         a.textContent = p.n;
-        a.onclick = function () { render(p); };
+        a.onclick = function () { zoom(p); };
         crumbs.appendChild(a);
       });
       info.appendChild(crumbs);
@@ -118,8 +130,13 @@ document.querySelectorAll('button.tog').forEach(function (btn) {
     }
   }
   // #icicle=forward opens the page zoomed to that phase (a link to a view).
-  var want = decodeURIComponent((location.hash.match(/icicle=([^&]+)/) || [])[1] || '');
-  render((root.children || []).filter(function (c) { return c.n === want; })[0] || root);
+  function fromHash() {
+    var want = '';
+    try { want = decodeURIComponent((location.hash.match(/icicle=([^&]+)/) || [])[1] || ''); } catch (e) { want = ''; }
+    return (want && find(root, want)) || root;
+  }
+  render(fromHash());
+  window.addEventListener('hashchange', function () { render(fromHash()); });
   var last = el.clientWidth;
   window.addEventListener('resize', function () { if (el.clientWidth !== last) { last = el.clientWidth; render(current); } });
 })();

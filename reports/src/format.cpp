@@ -86,6 +86,7 @@ std::string escape_markup(const std::string& s) {
       case '<': o += "&lt;"; break;
       case '>': o += "&gt;"; break;
       case '"': o += "&quot;"; break;
+      case '\'': o += "&#39;"; break;
       default: o += c;
     }
   }

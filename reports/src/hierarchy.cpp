@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "gnnprof/reports/format.h"
 
@@ -41,10 +42,13 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
   };
   add_phases(a.loop_stages, false);
   add_phases(a.other_stages, true);
-  // A profile without iterations still has phases: its stages, by total time.
-  if (h.phases.empty()) {
+  // Stages outside every analysed iteration (setup, a profile without iterations) are phases
+  // too, after the others, by total time.
+  {
+    std::set<std::string> seen;
+    for (const auto& ph : h.phases) seen.insert(ph.name);
     for (const auto& s : p.stages) {
-      if (is_op_category(s.category)) continue;
+      if (is_op_category(s.category) || seen.count(s.name)) continue;
       PhaseNode ph;
       ph.name = s.name;
       ph.category = s.category;
@@ -52,9 +56,27 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
       ph.hits = s.hits;
       ph.total_ns = s.total_ns;
       ph.self_ns = s.self_ns;
+      ph.in_iterations = false;
       h.phases.push_back(std::move(ph));
     }
   }
+  // Iteration sampling: ops were recorded in some iterations only, their phases in every one,
+  // so an op's share of its phase is taken against the phase's time in those iterations.
+  std::vector<const IterationStats*> complete;
+  for (const auto& it : p.iterations)
+    if (it.complete) complete.push_back(&it);
+  const std::vector<const IterationStats*> observed = ops_observed(complete);
+  const bool sampled = observed.size() < complete.size();
+  auto ops_denominator = [&](const PhaseNode& ph) -> std::int64_t {
+    if (!sampled) return ph.total_ns;
+    std::int64_t sum = 0;
+    for (const auto* it : observed) {
+      const auto& m = ph.hidden ? it->other_threads : it->stages;
+      if (auto f = m.find(ph.name); f != m.end()) sum += f->second;
+    }
+    return sum > 0 ? sum : ph.total_ns;
+  };
+  std::set<std::string> placed_ops;
   for (auto& ph : h.phases) {
     // A phase seen on both the loop and other threads appears twice; its ops once, on the
     // loop-thread row.
@@ -69,6 +91,7 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
       inside = e.total_ns;
       if (2 * e.total_ns >= ph.total_ns) ph.parent = e.parent;
     }
+    const std::int64_t denominator = ops_denominator(ph);
     std::vector<OpNode> ops;
     for (const auto& e : p.stage_edges) {
       if (e.parent != ph.name) continue;
@@ -80,7 +103,8 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
       op.hits = e.hits;
       op.self_ns = e.self_ns;
       op.total_ns = e.total_ns;
-      op.share = ph.total_ns > 0 ? static_cast<double>(e.self_ns) / static_cast<double>(ph.total_ns) : 0;
+      op.share = denominator > 0 ? static_cast<double>(e.self_ns) / static_cast<double>(denominator) : 0;
+      placed_ops.insert(op.name);
       ops.push_back(std::move(op));
     }
     std::stable_sort(ops.begin(), ops.end(), [](const OpNode& x, const OpNode& y) { return x.self_ns > y.self_ns; });
@@ -95,7 +119,7 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
       ph.other.total_ns += ops[i].total_ns;
     }
     ph.other.name = ph.other.label = "other ops";
-    ph.other.share = ph.total_ns > 0 ? static_cast<double>(ph.other.self_ns) / static_cast<double>(ph.total_ns) : 0;
+    ph.other.share = denominator > 0 ? static_cast<double>(ph.other.self_ns) / static_cast<double>(denominator) : 0;
     for (const auto& l : p.lines) {
       auto f = l.stages.find(ph.name);
       if (f == l.stages.end() || f->second <= 0) continue;
@@ -105,10 +129,23 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
     std::stable_sort(ph.lines.begin(), ph.lines.end(), [](const LineNode& x, const LineNode& y) { return x.ns > y.ns; });
     if (ph.lines.size() > 5) ph.lines.resize(5);
   }
+  // Ops listed under a phase; without stage_edges (older profiles) every op stage.
+  h.op_stages = h.edges ? placed_ops.size() : h.op_stages;
   h.unattributed_median_ns = a.unattributed_median_ns;
   h.unattributed_mean_ns = a.unattributed_mean_ns;
   h.iteration_mean_ns = a.iteration_mean_ns;
   return h;
+}
+
+std::vector<const PhaseNode*> phase_rows(const Hierarchy& h) {
+  std::vector<const PhaseNode*> rows;
+  for (const auto& ph : h.phases)
+    if (std::none_of(rows.begin(), rows.end(), [&](const PhaseNode* x) { return x->name == ph.name; })) rows.push_back(&ph);
+  std::stable_sort(rows.begin(), rows.end(), [](const PhaseNode* x, const PhaseNode* y) {
+    if (x->stats.total_ns != y->stats.total_ns) return x->stats.total_ns > y->stats.total_ns;
+    return x->name < y->name;
+  });
+  return rows;
 }
 
 std::map<std::string, StagePlace> stage_places(const std::vector<const Profile*>& profiles) {

@@ -291,13 +291,13 @@ std::string hierarchy_view(const Hierarchy& h, const std::map<std::string, std::
     std::string tip = fmt::format("{}: {} per iteration (mean; median {}), {:.1f}% of an iteration", ph.name, human_ns(ph.mean_ns),
                                   human_ns(ph.median_ns),
                                   100.0 * static_cast<double>(ph.mean_ns) / static_cast<double>(h.iteration_mean_ns));
-    if (ph.op_count > 0) tip += fmt::format("; {} ops, the heaviest {} ({:.1f}% of it by self time)", ph.op_count, ph.ops.front().label,
+    if (!ph.ops.empty()) tip += fmt::format("; {} ops, the heaviest {} ({:.1f}% of it by self time)", ph.op_count, ph.ops.front().label,
                                            100 * ph.ops.front().share);
     n["t"] = tip;
     for (const auto& op : ph.ops)
       n["children"].push_back({{"n", op.label},
                                {"k", "op"},
-                               {"v", per_iter(op.self_ns, ph.total_ns, ph.mean_ns)},
+                               {"v", op.share * static_cast<double>(ph.mean_ns)},
                                {"c", lighten(c, 0.45)},
                                {"t", fmt::format("{} in {}: {} hits, {} self over the run ({} per hit), {:.1f}% of {}", op.label,
                                                  ph.name, op.hits, human_ns(op.self_ns),
@@ -306,7 +306,7 @@ std::string hierarchy_view(const Hierarchy& h, const std::map<std::string, std::
     if (ph.other.hits > 0)
       n["children"].push_back({{"n", fmt::format("other ops ({})", ph.other.hits)},
                                {"k", "other"},
-                               {"v", per_iter(ph.other.self_ns, ph.total_ns, ph.mean_ns)},
+                               {"v", ph.other.share * static_cast<double>(ph.mean_ns)},
                                {"c", lighten(c, 0.7)},
                                {"t", fmt::format("{} more ops in {}: {} self over the run, {:.1f}% of it", ph.other.hits, ph.name,
                                                  human_ns(ph.other.self_ns), 100 * ph.other.share)}});
@@ -323,16 +323,25 @@ std::string hierarchy_view(const Hierarchy& h, const std::map<std::string, std::
   json root = {{"n", "iteration"}, {"k", "iteration"}, {"v", h.iteration_mean_ns}, {"c", "#d8dde6"}, {"children", json::array()}};
   root["t"] = fmt::format("Mean iteration {} (median {}). Click a phase for its ops and traced lines; click the top bar to go back.",
                           human_ns(h.iteration_mean_ns), human_ns(h.iteration_median_ns));
-  // A phase nested in another (a record_function scope around forward) goes under it.
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    const PhaseNode* ph = nullptr;
-    for (const auto& x : h.phases)
-      if (!x.hidden && x.name == *it) ph = &x;
-    if (ph != nullptr && !ph->parent.empty() && nodes.count(ph->parent) && ph->parent != *it) {
-      auto& kids = nodes[ph->parent]["children"];
-      kids.insert(kids.begin(), std::move(nodes[*it]));
-      nodes.erase(*it);
-    }
+  // A phase nested in another (a record_function scope around forward) goes under it; the
+  // deepest first, so a node moves with its own children already attached.
+  std::map<std::string, std::string> parent;
+  for (const auto& x : h.phases)
+    if (!x.hidden && nodes.count(x.name) && nodes.count(x.parent) && x.parent != x.name) parent[x.name] = x.parent;
+  auto depth = [&](std::string n) {
+    int d = 0;
+    for (auto f = parent.find(n); f != parent.end() && d <= static_cast<int>(parent.size()); f = parent.find(f->second)) ++d;
+    return d;  // a cycle stops at parent.size() + 1
+  };
+  std::vector<std::string> nested;
+  for (const auto& [child, par] : parent) nested.push_back(child);
+  std::stable_sort(nested.begin(), nested.end(), [&](const std::string& a, const std::string& b) { return depth(a) > depth(b); });
+  for (const auto& child : nested) {
+    const std::string& par = parent[child];
+    if (depth(child) > static_cast<int>(parent.size())) continue;  // a cycle: both stay top-level
+    auto& kids = nodes[par]["children"];
+    kids.insert(kids.begin(), std::move(nodes[child]));
+    nodes.erase(child);
   }
   for (const auto& name : order)
     if (nodes.count(name)) root["children"].push_back(std::move(nodes[name]));
@@ -343,8 +352,8 @@ std::string hierarchy_view(const Hierarchy& h, const std::map<std::string, std::
                                 {"c", "#eef0f4"},
                                 {"t", fmt::format("unattributed: {} per iteration (mean): loop-thread time outside every stage",
                                                   human_ns(h.unattributed_mean_ns))}});
-  std::string data = root.dump();
-  for (std::size_t pos = 0; (pos = data.find("</", pos)) != std::string::npos; pos += 3) data.replace(pos, 2, "<\\/");
+  std::string data;  // '<' as \u003c: no name can end the script element or open a comment in it
+  for (char ch : root.dump()) data += ch == '<' ? std::string("\\u003c") : std::string(1, ch);
   return "<div id=icicle class=icicle></div><div id=icicle-info></div><script type='application/json' id=icicle-data>" + data +
          "</script>";
 }
@@ -352,38 +361,32 @@ std::string hierarchy_view(const Hierarchy& h, const std::map<std::string, std::
 /// The stage table: one row per phase; its ops (top N and "other ops") in the same group,
 /// folded until the phase's button opens them.
 std::string stage_table(const Profile& p, const Hierarchy& h) {
-  std::map<std::string, const PhaseNode*> with_ops;
-  for (const auto& ph : h.phases)
-    if (ph.op_count > 0) with_ops.emplace(ph.name, &ph);
   std::string o =
       "<table class=sortable id=stage-table><thead><tr><th class=l>stage</th><th class=l>category</th><th>hits</th><th>total</th>"
       "<th>self</th><th>per hit</th><th>p50</th><th>p90</th><th>max</th><th>% wall</th></tr></thead>";
-  for (const auto& s : p.stages) {
-    if (is_op_category(s.category)) continue;
-    auto ph = with_ops.find(s.name);
+  for (const PhaseNode* ph : phase_rows(h)) {
+    const StageStats& s = ph->stats;
     std::string tog;
-    if (ph != with_ops.end()) {
-      const std::string label = fmt::format("{} op{}", ph->second->op_count, ph->second->op_count == 1 ? "" : "s");
+    if (ph->op_count > 0) {
+      const std::string label = fmt::format("{} op{}", ph->op_count, ph->op_count == 1 ? "" : "s");
       tog = fmt::format(" <button class=tog aria-expanded=false data-label='{}'>&#9656; {}</button>", label, label);
     }
-    o += fmt::format("<tbody><tr class=phase><td class=l data-v='{}'>{}{}</td><td class=l>{}</td><td>{}</td><td data-v={}>{}</td>"
+    o += fmt::format("<tbody><tr class=phase><td class=l data-v=\"{}\">{}{}</td><td class=l>{}</td><td>{}</td><td data-v={}>{}</td>"
                      "<td data-v={}>{}</td><td data-v={}>{}</td><td data-v={}>{}</td><td data-v={}>{}</td><td data-v={}>{}</td>"
                      "<td>{:.1f}</td></tr>",
-                     esc(s.name), esc(s.name), tog, esc(s.category), s.hits, s.total_ns, human_ns(s.total_ns), s.self_ns,
+                     esc(ph->name), esc(ph->name), tog, esc(ph->category), s.hits, s.total_ns, human_ns(s.total_ns), s.self_ns,
                      human_ns(s.self_ns), s.mean_ns, human_ns(s.mean_ns), s.p50_ns, human_ns(s.p50_ns), s.p90_ns, human_ns(s.p90_ns),
                      s.max_ns, human_ns(s.max_ns), s.pct_wall);
-    if (ph != with_ops.end()) {
-      auto op_row = [&](const OpNode& op, const std::string& label, bool other) {
-        o += fmt::format("<tr class='op{}' hidden><td class=l title=\"{}\">{}</td><td class=l>op</td><td>{}</td><td data-v={}>{}</td>"
-                         "<td data-v={}>{}</td><td>{}</td><td class=l colspan=3>{:.1f}% of {}</td><td></td></tr>",
-                         other ? " other" : "", esc(op.name), esc(label), other ? "" : std::to_string(op.hits), op.total_ns,
-                         human_ns(op.total_ns), op.self_ns, human_ns(op.self_ns),
-                         other || op.hits == 0 ? "" : human_ns(op.total_ns / static_cast<std::int64_t>(op.hits)), 100 * op.share,
-                         esc(s.name));
-      };
-      for (const auto& op : ph->second->ops) op_row(op, op.label, false);
-      if (ph->second->other.hits > 0) op_row(ph->second->other, fmt::format("other ops ({})", ph->second->other.hits), true);
-    }
+    auto op_row = [&](const OpNode& op, const std::string& label, bool other) {
+      o += fmt::format("<tr class='op{}' hidden><td class=l title=\"{}\">{}</td><td class=l>op</td><td>{}</td><td data-v={}>{}</td>"
+                       "<td data-v={}>{}</td><td>{}</td><td class=l colspan=3>{:.1f}% of {}</td><td></td></tr>",
+                       other ? " other" : "", esc(op.name), esc(label), other ? "" : std::to_string(op.hits), op.total_ns,
+                       human_ns(op.total_ns), op.self_ns, human_ns(op.self_ns),
+                       other || op.hits == 0 ? "" : human_ns(op.total_ns / static_cast<std::int64_t>(op.hits)), 100 * op.share,
+                       esc(ph->name));
+    };
+    for (const auto& op : ph->ops) op_row(op, op.label, false);
+    if (ph->other.hits > 0) op_row(ph->other, fmt::format("other ops ({})", ph->other.hits), true);
     o += "</tbody>";
   }
   o += fmt::format("<tbody><tr><td class=l><i>(unattributed)</i></td><td class=l>-</td><td></td><td data-v={}>{}</td><td></td><td></td>"
@@ -397,8 +400,11 @@ std::string stage_table(const Profile& p, const Hierarchy& h) {
   return o;
 }
 
-std::string profile_body(const Profile& p, const Analysis& a, bool compact, const ReportOptions& opt = {}) {
-  const Hierarchy h = build_hierarchy(p, a, opt.top_ops);
+std::string profile_body(const Report& r, bool compact) {
+  const Profile& p = *r.profile;
+  const Analysis& a = r.analysis;
+  const ReportOptions& opt = r.options;
+  const Hierarchy& h = r.hierarchy;
   const auto colors = palette(h);
   std::string o;
   if (!compact)
@@ -494,9 +500,10 @@ std::string head(const std::string& title) {
 
 }  // namespace
 
-Status HtmlReporter::render(const Profile& p, std::ostream& out) const {
-  const Analysis a = analyze(p, AnalysisOptions{options_.skip});
-  const auto diags = diagnose(p, a);
+Status HtmlReporter::render(const Report& r, std::ostream& out) const {
+  const Profile& p = *r.profile;
+  const Analysis& a = r.analysis;
+  const auto& diags = r.diagnostics;
   std::string top = "-";
   double top_share = 0;
   if (!a.loop_stages.empty()) {
@@ -515,7 +522,7 @@ Status HtmlReporter::render(const Profile& p, std::ostream& out) const {
   o += kpi(fmt::format("{:.2f}x", a.whatif_speedup), "what-if prefetch");
   o += kpi(std::to_string(diags.size()), "diagnostics");
   o += "</div><h2>Diagnostics</h2>" + diagnostics_html(diags);
-  o += profile_body(p, a, false, options_);
+  o += profile_body(r, false);
   o += fmt::format("<h2>Collection</h2><p class=muted>{} events recorded, {} dropped; timeline kept {} ({} more not kept); clock {} "
                    "({:.4f} ticks/ns); collectors: ",
                    p.recorded_events, p.dropped_events, p.timeline.size(), p.timeline_dropped, esc(p.clock.source), p.clock.ticks_per_ns);
@@ -624,9 +631,10 @@ Status render_comparison_html(const Comparison& c, const Profile* baseline, cons
     }
   o += "</tbody></table>";
   if (baseline != nullptr && candidate != nullptr) {
-    const Analysis a = analyze(*baseline, {}), b = analyze(*candidate, {});
-    o += "<h2>Side by side</h2><div class=side><div><h2>baseline</h2>" + profile_body(*baseline, a, true) +
-         "</div><div><h2>candidate</h2>" + profile_body(*candidate, b, true) + "</div></div>";
+    const Report rb = make_report(*baseline, {}), rc = make_report(*candidate, {});
+    const Analysis &a = rb.analysis, &b = rc.analysis;
+    o += "<h2>Side by side</h2><div class=side><div><h2>baseline</h2>" + profile_body(rb, true) +
+         "</div><div><h2>candidate</h2>" + profile_body(rc, true) + "</div></div>";
     o += "<h2>What the baseline predicted</h2>" +
          fmt::format("<p>From the baseline profile, full overlap of data with compute predicted <b>{}</b> per iteration "
                      "({:.2f}x); within the machine's limits <b>{}</b> ({:.2f}x); the candidate measured <b>{}</b>{}.</p>",

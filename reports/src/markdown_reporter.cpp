@@ -9,16 +9,25 @@
 namespace gnnprof::reports {
 
 namespace {
+/// Text for a table cell or a list item: '|' would end the cell, '<' and '>' open HTML.
 std::string cell(const std::string& s) {
   std::string o;
-  for (char c : s) o += c == '|' ? std::string("\\|") : std::string(1, c);
+  for (char c : s) o += c == '|' ? std::string("\\|") : c == '<' ? std::string("&lt;") : c == '>' ? std::string("&gt;") : std::string(1, c);
+  return o;
+}
+
+/// Text inside a `code span`: entities would show literally; only a backtick needs care.
+std::string code(const std::string& s) {
+  std::string o;
+  for (char c : s) o += c == '`' ? std::string("'") : std::string(1, c);
   return o;
 }
 }  // namespace
 
-Status MarkdownReporter::render(const Profile& p, std::ostream& out) const {
-  const Analysis a = analyze(p, AnalysisOptions{options_.skip});
-  out << "### gnnprof profile\n\n`" << cell(command_line(p)) << "`\n\n";
+Status MarkdownReporter::render(const Report& r, std::ostream& out) const {
+  const Profile& p = *r.profile;
+  const Analysis& a = r.analysis;
+  out << "### gnnprof profile\n\n`" << code(command_line(p)) << "`\n\n";
   out << fmt::format("Wall {}, {} iterations analyzed ({} warm-up skipped), median iteration **{}**; data exposed {:.1f}%, "
                      "what-if prefetch {} ({:.2f}x).\n\n",
                      human_ns(p.wall_ns), a.iterations_used, a.skipped, human_ns(a.iteration_median_ns), 100 * a.exposed_data_share,
@@ -28,23 +37,24 @@ Status MarkdownReporter::render(const Profile& p, std::ostream& out) const {
     out << fmt::format("Iteration sampling: torch ops observed in {} of {} iterations; figures from those (the others: median {}).\n\n",
                        a.iterations_used - a.iterations_unobserved, a.iterations_used, human_ns(a.unobserved_iteration_median_ns));
   // Phases first; each phase's top ops folded under it (GitHub renders <details>).
-  const Hierarchy h = build_hierarchy(p, a, options_.top_ops);
+  const Hierarchy& h = r.hierarchy;
   out << "| stage | scope | median/iteration | p90 | share |\n|---|---|---:|---:|---:|\n";
   for (const auto& ph : h.phases)
-    out << fmt::format("| {} | {} | {} | {} | {:.1f}% |\n", cell(ph.name), ph.hidden ? "hidden" : "loop", human_ns(ph.median_ns),
+    if (ph.in_iterations)
+      out << fmt::format("| {} | {} | {} | {} | {:.1f}% |\n", cell(ph.name), ph.hidden ? "hidden" : "loop", human_ns(ph.median_ns),
                        human_ns(ph.p90_ns), 100 * ph.share);
   for (const auto& ph : h.phases) {
     if (ph.ops.empty()) continue;
     out << fmt::format("\n<details><summary>{}: top {} of {} ops by self time</summary>\n\n| op | hits | self | share of {} |\n"
                        "|---|---:|---:|---:|\n",
-                       cell(ph.name), ph.ops.size(), ph.op_count, cell(ph.name));
+                       escape_markup(ph.name), ph.ops.size(), ph.op_count, cell(ph.name));
     for (const auto& op : ph.ops)
       out << fmt::format("| {} | {} | {} | {:.1f}% |\n", cell(op.label), op.hits, human_ns(op.self_ns), 100 * op.share);
     if (ph.other.hits > 0)
       out << fmt::format("| other ops ({}) | | {} | {:.1f}% |\n", ph.other.hits, human_ns(ph.other.self_ns), 100 * ph.other.share);
     out << "\n</details>\n";
   }
-  const auto diags = diagnose(p, a);
+  const auto& diags = r.diagnostics;
   out << "\n**Diagnostics:** " << (diags.empty() ? "none.\n" : "\n\n");
   for (const auto& d : diags) {
     out << fmt::format("- **{}** `{}`: {}", d.severity, d.id, cell(d.message));

@@ -69,54 +69,35 @@ void TextReporter::render_line_table(const Profile& p, std::ostream& out) const 
   }
 }
 
-void TextReporter::render_stage_table(const Profile& p, std::ostream& out) const {
+void TextReporter::render_stage_table(const Report& r, std::ostream& out) const {
   // Phases first; each phase's ops are a drill-down (--ops).
-  const Analysis a = analyze(p, AnalysisOptions{options_.skip});
-  const Hierarchy h = build_hierarchy(p, a, options_.top_ops);
-  std::map<std::string, const StageStats*> by_name;
-  for (const auto& s : p.stages) by_name.emplace(s.name, &s);
+  const Profile& p = *r.profile;
+  const Hierarchy& h = r.hierarchy;
+  const std::vector<const PhaseNode*> rows = phase_rows(h);
   std::size_t w = 20;  // wide enough for every name shown: none is cut
-  for (const auto& s : p.stages)
-    if (!is_op_category(s.category)) w = std::max(w, s.name.size() + 1);
+  for (const auto* ph : rows) w = std::max(w, ph->name.size() + 1);
   if (options_.ops)
-    for (const auto& ph : h.phases)
-      for (const auto& op : ph.ops) w = std::max(w, op.label.size() + 5);
+    for (const auto* ph : rows)
+      for (const auto& op : ph->ops) w = std::max(w, op.label.size() + 5);
   const std::string header = fmt::format("{:<{}} {:<9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7}", "Stage", w,
                                          "Category", "Hits", "Total", "Self", "Per hit", "p50", "p90", "Max", "% wall");
   out << header << "\n" << std::string(header.size(), '-') << "\n";
-  std::set<std::string> shown;
-  auto row = [&](const StageStats& s) {
-    out << fmt::format("{:<{}} {:<9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.1f}", s.name, w, s.category, s.hits,
-                       human_ns(s.total_ns), human_ns(s.self_ns), human_ns(s.mean_ns), human_ns(s.p50_ns),
-                       human_ns(s.p90_ns), human_ns(s.max_ns), s.pct_wall)
+  auto op_row = [&](const OpNode& op, const std::string& label, bool other, const std::string& phase) {
+    out << fmt::format("{:<{}} {:<9} {:>9} {:>10} {:>10} {:>10}  {:.1f}% of {}", "    " + label, w, "op",
+                       other ? std::string() : std::to_string(op.hits), human_ns(op.total_ns), human_ns(op.self_ns),
+                       other || op.hits == 0 ? std::string() : human_ns(op.total_ns / static_cast<std::int64_t>(op.hits)),
+                       100 * op.share, phase)
         << "\n";
   };
-  auto ops_of = [&](const std::string& name) {
-    if (!options_.ops) return;
-    for (const auto& ph : h.phases) {
-      if (ph.name != name || ph.op_count == 0) continue;
-      auto op_row = [&](const OpNode& op) {
-        out << fmt::format("{:<{}} {:<9} {:>9} {:>10} {:>10} {:>10}  {:.1f}% of {}", "    " + op.label, w, "op", op.hits,
-                           human_ns(op.total_ns), human_ns(op.self_ns), human_ns(op.hits ? op.total_ns / static_cast<std::int64_t>(op.hits) : 0),
-                           100 * op.share, ph.name)
-            << "\n";
-      };
-      for (const auto& op : ph.ops) op_row(op);
-      if (ph.other.hits > 0) {
-        OpNode other = ph.other;
-        other.label = fmt::format("other ops ({})", ph.other.hits);
-        other.hits = 0;
-        out << fmt::format("{:<{}} {:<9} {:>9} {:>10} {:>10} {:>10}  {:.1f}% of {}", "    " + other.label, w, "op", "",
-                           human_ns(other.total_ns), human_ns(other.self_ns), "", 100 * other.share, ph.name)
-            << "\n";
-      }
-      return;
-    }
-  };
-  for (const auto& s : p.stages) {
-    if (is_op_category(s.category)) continue;
-    row(s);
-    ops_of(s.name);
+  for (const auto* ph : rows) {
+    const StageStats& s = ph->stats;
+    out << fmt::format("{:<{}} {:<9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.1f}", ph->name, w, ph->category, s.hits,
+                       human_ns(s.total_ns), human_ns(s.self_ns), human_ns(s.mean_ns), human_ns(s.p50_ns), human_ns(s.p90_ns),
+                       human_ns(s.max_ns), s.pct_wall)
+        << "\n";
+    if (!options_.ops) continue;
+    for (const auto& op : ph->ops) op_row(op, op.label, false, ph->name);
+    if (ph->other.hits > 0) op_row(ph->other, fmt::format("other ops ({})", ph->other.hits), true, ph->name);
   }
   double un_pct = p.wall_ns > 0 ? 100.0 * static_cast<double>(p.unattributed_ns) / static_cast<double>(p.wall_ns) : 0;
   out << fmt::format("{:<{}} {:<9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.1f}", "(unattributed)", w, "-", "-",
@@ -131,7 +112,8 @@ void TextReporter::render_stage_table(const Profile& p, std::ostream& out) const
     out << "(this profile does not say which stage each op ran in: it was written before gnnprof recorded it)\n";
 }
 
-Status TextReporter::render(const Profile& p, std::ostream& out) const {
+Status TextReporter::render(const Report& r, std::ostream& out) const {
+  const Profile& p = *r.profile;
   const std::string cmd = command_line(p);
   out << fmt::format("gnnprof {} profile of `{}` (pid {}, host {}, started {})\n", p.tool.version, cmd, p.run.pid,
                      p.run.host, p.run.start_time);
@@ -139,7 +121,7 @@ Status TextReporter::render(const Profile& p, std::ostream& out) const {
   out << "\n== Line table ==\n";
   render_line_table(p, out);
   out << "\n== Stages ==\n";
-  render_stage_table(p, out);
+  render_stage_table(r, out);
 
   std::vector<const IterationStats*> done;
   for (const auto& it : p.iterations)
@@ -181,7 +163,7 @@ Status TextReporter::render(const Profile& p, std::ostream& out) const {
     out << fmt::format("{:<{}} {:>12} {:>12}\n", "(unattributed)", w, human_ns(median_of(un)), human_ns(quantile_of(un, 0.9)));
   }
 
-  const Analysis a = analyze(p, AnalysisOptions{options_.skip});
+  const Analysis& a = r.analysis;
   out << "\n== Analysis ==\n";
   if (a.iterations_used == 0) {
     out << "No complete iterations to analyze.\n";
@@ -211,7 +193,7 @@ Status TextReporter::render(const Profile& p, std::ostream& out) const {
   if (!a.device_note.empty()) out << "Device: " << a.device_note << "\n";
 
   out << "\n== Diagnostics ==\n";
-  const std::vector<Diagnostic> diags = diagnose(p, a);
+  const std::vector<Diagnostic>& diags = r.diagnostics;
   if (diags.empty()) out << "None of the " << diagnostic_ids().size() << " rules fired.\n";
   for (const auto& d : diags) {
     out << fmt::format("[{}] {}: {}\n", d.severity, d.id, d.message);

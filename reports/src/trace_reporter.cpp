@@ -15,7 +15,8 @@ std::string quoted(const std::string& s) { return nlohmann::json(s).dump(); }
 }  // namespace
 
 // Streamed event by event: a million-event trace is written without building a document.
-Status TraceReporter::render(const Profile& p, std::ostream& out) const {
+Status TraceReporter::render(const Report& r, std::ostream& out) const {
+  const Profile& p = *r.profile;
   const std::int64_t pid = p.run.pid;
   std::map<std::string, std::string> category;
   for (const auto& s : p.stages) category.emplace(s.name, s.category);

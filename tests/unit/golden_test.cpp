@@ -453,9 +453,10 @@ TEST(GoldenGat, HtmlAndMarkdown) {
 // line `loss.backward()` and the iteration grow by as much).
 Profile gat_slower_softmax_backward() {
   Profile p = gat_profile();
-  std::uint32_t backward_line = 0;
+  std::uint32_t backward_line = static_cast<std::uint32_t>(p.lines.size());
   for (std::uint32_t i = 0; i < p.lines.size(); ++i)
     if (p.lines[i].code == "loss.backward()") backward_line = i;
+  EXPECT_LT(backward_line, p.lines.size()) << "the recorded profile has no loss.backward() line";
   for (auto& it : p.iterations) {
     auto f = it.stages.find("autograd::engine::evaluate_function: SoftmaxBackward0");
     if (f == it.stages.end()) continue;
@@ -485,6 +486,8 @@ TEST(GoldenGat, CompareIsPhaseFirst) {
   // With --ops, each op follows its phase.
   const auto backward = ops.find("\nbackward "), softmax = ops.find("\n  SoftmaxBackward0 "), forward = ops.find("\nforward ");
   ASSERT_NE(softmax, std::string::npos) << ops;
+  ASSERT_NE(backward, std::string::npos) << ops;
+  ASSERT_NE(forward, std::string::npos) << ops;
   EXPECT_LT(backward, softmax);
   EXPECT_TRUE(forward > softmax || forward < backward) << ops;
   std::ostringstream html;

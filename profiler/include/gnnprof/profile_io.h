@@ -16,6 +16,8 @@ namespace gnnprof {
 
 /// The JSON text of a profile (2-space indent, fixed key order, trailing newline).
 std::string profile_to_json(const Profile& profile);
+/// The same with `diagnostics` in place of the profile's own (a report's, computed on reading).
+std::string profile_to_json(const Profile& profile, const std::vector<Diagnostic>& diagnostics);
 
 /// Parses JSON text; `origin` names the source in error messages.
 Result<Profile> profile_from_json(const std::string& text, const std::string& origin);

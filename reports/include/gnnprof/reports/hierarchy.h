@@ -42,6 +42,7 @@ struct LineNode {
 struct PhaseNode {
   std::string name, category;
   bool hidden = false;  ///< on other threads (a prefetcher's producer, a GPU lane): not the loop's
+  bool in_iterations = true;  ///< false: seen in no analysed iteration (no per-iteration figures)
   std::int64_t median_ns = 0, p90_ns = 0, mean_ns = 0;  ///< per iteration
   double share = 0;                        ///< median / median iteration
   std::uint64_t hits = 0;
@@ -57,8 +58,10 @@ struct PhaseNode {
 struct Hierarchy {
   std::int64_t iteration_median_ns = 0, iteration_mean_ns = 0;
   std::int64_t unattributed_median_ns = 0, unattributed_mean_ns = 0;
-  std::vector<PhaseNode> phases;  ///< loop-thread phases by median, then hidden ones
-  std::size_t op_stages = 0;      ///< op stages in the profile
+  /// Loop-thread phases by median, then other threads' (a name may be in both), then stages
+  /// seen in no analysed iteration (median 0).
+  std::vector<PhaseNode> phases;
+  std::size_t op_stages = 0;  ///< op stages listed under a phase (every op stage without stage_edges)
   std::size_t top_ops = 10;
   bool edges = false;             ///< the profile says which phase each op ran in
 };
@@ -67,6 +70,10 @@ struct Hierarchy {
 bool is_op_category(const std::string& category);
 
 Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_ops = 10);
+
+/// The stage table's rows: each phase once (its loop-thread node when it has one), by total
+/// time over the run, then name.
+std::vector<const PhaseNode*> phase_rows(const Hierarchy& h);
 
 /// Where each stage of `profiles` sits in the hierarchy, for views that list a metric per
 /// stage name (compare, merge): its category, and for an op the phase it ran in most (by time

@@ -15,12 +15,10 @@ namespace gnnprof::reports {
 
 class HtmlReporter final : public Reporter {
  public:
-  explicit HtmlReporter(ReportOptions options) : options_(std::move(options)) {}
+  explicit HtmlReporter(ReportOptions options) : Reporter(std::move(options)) {}
   const char* format() const noexcept override { return "html"; }
-  Status render(const Profile& profile, std::ostream& out) const override;
-
- private:
-  ReportOptions options_;
+  using Reporter::render;
+  Status render(const Report& report, std::ostream& out) const override;
 };
 
 /// The comparison page; `baseline`/`candidate` (may be null) add side-by-side charts.

@@ -8,7 +8,8 @@ namespace gnnprof::reports {
 class JsonReporter final : public Reporter {
  public:
   const char* format() const noexcept override { return "json"; }
-  Status render(const Profile& profile, std::ostream& out) const override;
+  using Reporter::render;
+  Status render(const Report& report, std::ostream& out) const override;
 };
 
 }  // namespace gnnprof::reports

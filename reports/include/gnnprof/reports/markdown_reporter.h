@@ -8,12 +8,10 @@ namespace gnnprof::reports {
 
 class MarkdownReporter final : public Reporter {
  public:
-  explicit MarkdownReporter(ReportOptions options) : options_(std::move(options)) {}
+  explicit MarkdownReporter(ReportOptions options) : Reporter(std::move(options)) {}
   const char* format() const noexcept override { return "markdown"; }
-  Status render(const Profile& profile, std::ostream& out) const override;
-
- private:
-  ReportOptions options_;
+  using Reporter::render;
+  Status render(const Report& report, std::ostream& out) const override;
 };
 
 }  // namespace gnnprof::reports

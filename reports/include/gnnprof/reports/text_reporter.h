@@ -13,17 +13,18 @@ namespace gnnprof::reports {
 
 class TextReporter final : public Reporter {
  public:
-  explicit TextReporter(ReportOptions options) : options_(std::move(options)) {}
+  explicit TextReporter(ReportOptions options) : Reporter(std::move(options)) {}
   const char* format() const noexcept override { return "text"; }
-  Status render(const Profile& profile, std::ostream& out) const override;
+  using Reporter::render;
+  Status render(const Report& report, std::ostream& out) const override;
 
   /// Only the line table (used by the golden test and by `gnnprof report --lines`).
   void render_line_table(const Profile& profile, std::ostream& out) const;
-  /// Only the stage table.
-  void render_stage_table(const Profile& profile, std::ostream& out) const;
-
- private:
-  ReportOptions options_;
+  /// Only the stage table (phases; with options().ops each phase's top ops).
+  void render_stage_table(const Report& report, std::ostream& out) const;
+  void render_stage_table(const Profile& profile, std::ostream& out) const {
+    render_stage_table(make_report(profile, options_), out);
+  }
 };
 
 }  // namespace gnnprof::reports

@@ -14,7 +14,8 @@ namespace gnnprof::reports {
 class TraceReporter final : public Reporter {
  public:
   const char* format() const noexcept override { return "trace"; }
-  Status render(const Profile& profile, std::ostream& out) const override;
+  using Reporter::render;
+  Status render(const Report& report, std::ostream& out) const override;
 };
 
 }  // namespace gnnprof::reports

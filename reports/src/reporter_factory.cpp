@@ -1,4 +1,4 @@
-#include "gnnprof/reports/reporter.h"
+#include "gnnprof/reports/reporter_factory.h"
 
 #include <sstream>
 
@@ -20,15 +20,14 @@ Result<std::unique_ptr<Reporter>> make_reporter(const std::string& format, const
   return Status::error("unknown report format \"" + format + "\" (known: text, json, trace, html, markdown)");
 }
 
-Status render_to_file(const Reporter& reporter, const Profile& profile, const std::string& path) {
+Status render_to_file(const Reporter& reporter, const Report& report, const std::string& path) {
   std::ostringstream out;
-  if (Status st = reporter.render(profile, out); !st) return st;
+  if (Status st = reporter.render(report, out); !st) return st;
   return write_file_atomic(path, out.str());
 }
 
-Status JsonReporter::render(const Profile& profile, std::ostream& out) const {
-  out << profile_to_json(profile);
-  return out ? Status::ok() : Status::error("write error");
+Status render_to_file(const Reporter& reporter, const Profile& profile, const std::string& path) {
+  return render_to_file(reporter, make_report(profile, reporter.options()), path);
 }
 
 }  // namespace gnnprof::reports

@@ -1,0 +1,61 @@
+// gnnprof/reports/check.h — the CI gate's policy over a comparison, and its outputs.
+//
+// A metric regresses only when it is significantly slower (the comparison's verdict: p below
+// alpha and the ratio's CI excluding 1) *and* over its limit; with fewer than min_samples
+// iterations on a side it is undecided rather than guessed (Google Benchmark's compare.py asks
+// for 9 repetitions before trusting its U-test). Time on other threads is not checked: hidden
+// time does not slow the loop. Every op is checked; the text and Markdown list an op only when
+// it regressed, under its phase; the JUnit file lists every metric.
+//
+//   CheckPolicy policy{0.05, {{"forward", 0.10}}};
+//   const CheckResult r = apply_check(compare_profiles({base}, {cur}, {}), policy);
+//   std::cout << check_text(r) << "\n" << check_summary(r) << "\n";
+//   return r.regressions > 0 ? 1 : 0;
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gnnprof/reports/compare.h"
+
+namespace gnnprof::reports {
+
+struct CheckPolicy {
+  double default_limit = 0.05;           ///< allowed slowdown (0.05 = 5 %) of every metric
+  std::map<std::string, double> limits;  ///< per stage, over the default
+  std::uint64_t min_samples = 9;         ///< iterations needed on each side to decide
+  std::uint64_t skip = 2;                ///< warm-up iterations the comparison left out (for the message)
+};
+
+enum class CheckStatus { kOk, kFaster, kSlowerWithinLimit, kRegression, kUndecided };
+
+/// "ok", "ok (faster)", "ok (slower, within limit)", "REGRESSION", "undecided".
+const char* check_status_text(CheckStatus s);
+
+struct CheckRow {
+  MetricComparison metric;
+  double limit = 0;
+  CheckStatus status = CheckStatus::kOk;
+};
+
+struct CheckResult {
+  CheckPolicy policy;
+  std::vector<CheckRow> rows;  ///< the comparison's loop metrics, in its (phase-first) order
+  int regressions = 0, undecided = 0;
+  std::size_t ops_checked = 0;
+};
+
+CheckResult apply_check(const Comparison& c, const CheckPolicy& policy);
+
+/// The table (phases; an op only when it regressed) without the summary line.
+std::string check_text(const CheckResult& r);
+/// "PASS", "FAIL: 2 regression(s)", with the undecided count and what to do.
+std::string check_summary(const CheckResult& r);
+/// For $GITHUB_STEP_SUMMARY or a PR comment.
+std::string check_markdown(const CheckResult& r, const std::string& baseline, const std::string& current);
+/// JUnit XML for CI test-report viewers: one testcase per metric.
+std::string check_junit(const CheckResult& r);
+
+}  // namespace gnnprof::reports

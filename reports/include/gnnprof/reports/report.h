@@ -1,0 +1,44 @@
+// gnnprof/reports/report.h — compute, then render: a profile with everything the views show
+// (the analysis, the diagnostics, the phase hierarchy) computed once. Every reporter renders a
+// Report; none analyses on its own (google/benchmark's ComputeStats, then the reporters).
+//
+//   const Report r = make_report(profile, options);
+//   TextReporter(options).render(r, std::cout);
+//   render_to_file(HtmlReporter(options), r, "run.html");
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gnnprof/profile.h"
+#include "gnnprof/reports/analysis.h"
+#include "gnnprof/reports/hierarchy.h"
+
+namespace gnnprof::reports {
+
+struct ReportOptions {
+  /// Extra directories in which to look for source files named in the line table.
+  std::vector<std::string> source_roots;
+  /// Longest source range shown per function in the line table.
+  int max_function_lines = 400;
+  /// Warm-up iterations left out of the analysis; -1 detects them.
+  std::int64_t skip = -1;
+  /// Text: list each phase's top ops under it (the drill-down; HTML always has it, folded).
+  bool ops = false;
+  /// Ops listed per phase before one "other ops" row.
+  std::size_t top_ops = 10;
+};
+
+struct Report {
+  const Profile* profile = nullptr;  ///< not owned: outlives the Report
+  ReportOptions options;
+  Analysis analysis;
+  std::vector<Diagnostic> diagnostics;  ///< diagnose(profile, analysis)
+  Hierarchy hierarchy;                  ///< build_hierarchy(profile, analysis, options.top_ops)
+};
+
+/// Analyses `profile` once (options.skip), runs the diagnostics rules and builds the hierarchy.
+Report make_report(const Profile& profile, const ReportOptions& options);
+
+}  // namespace gnnprof::reports

@@ -1,0 +1,124 @@
+#include "gnnprof/reports/check.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "gnnprof/reports/format.h"
+
+namespace gnnprof::reports {
+
+const char* check_status_text(CheckStatus s) {
+  switch (s) {
+    case CheckStatus::kOk: return "ok";
+    case CheckStatus::kFaster: return "ok (faster)";
+    case CheckStatus::kSlowerWithinLimit: return "ok (slower, within limit)";
+    case CheckStatus::kRegression: return "REGRESSION";
+    case CheckStatus::kUndecided: return "undecided";
+  }
+  return "ok";
+}
+
+CheckResult apply_check(const Comparison& c, const CheckPolicy& policy) {
+  CheckResult r;
+  r.policy = policy;
+  for (const auto& m : c.metrics) {
+    if (m.scope == "other_threads") continue;  // hidden time does not slow the loop
+    CheckRow row;
+    row.metric = m;
+    auto lim = policy.limits.find(m.name);
+    row.limit = lim != policy.limits.end() ? lim->second : policy.default_limit;
+    if (m.baseline_n < policy.min_samples || m.candidate_n < policy.min_samples) {
+      row.status = CheckStatus::kUndecided;
+      ++r.undecided;
+    } else if (m.verdict == "slower" && (!m.ratio || *m.ratio - 1.0 > row.limit)) {
+      row.status = CheckStatus::kRegression;
+      ++r.regressions;
+    } else if (m.verdict == "slower") {
+      row.status = CheckStatus::kSlowerWithinLimit;
+    } else if (m.verdict == "faster") {
+      row.status = CheckStatus::kFaster;
+    }
+    r.ops_checked += m.op() ? 1 : 0;
+    r.rows.push_back(std::move(row));
+  }
+  return r;
+}
+
+namespace {
+
+bool listed(const CheckRow& r) { return !r.metric.op() || r.status == CheckStatus::kRegression; }
+
+std::string label(const MetricComparison& m) { return m.op() ? "  " + short_op_name(m.name) : m.name; }
+
+std::string ratio(const MetricComparison& m) { return m.ratio ? fmt::format("{:.3f}", *m.ratio) : "-"; }
+
+std::string p_text(const MetricComparison& m) { return m.p_value < 1e-6 ? "<1e-6" : fmt::format("{:.2g}", m.p_value); }
+
+}  // namespace
+
+std::string check_text(const CheckResult& r) {
+  std::size_t w = 18;
+  for (const auto& row : r.rows)
+    if (listed(row)) w = std::max(w, label(row.metric).size() + 1);
+  std::string out = fmt::format("{:<{}} {:>10} {:>10} {:>8} {:>17} {:>9} {:>7}  {}\n", "metric", w, "baseline", "current", "ratio",
+                                "95% CI", "p", "limit", "status");
+  for (const auto& row : r.rows) {
+    if (!listed(row)) continue;
+    const auto& m = row.metric;
+    out += fmt::format("{:<{}} {:>10} {:>10} {:>8} {:>17} {:>9} {:>6.1f}%  {}\n", label(m), w, human_ns(m.baseline_median_ns),
+                       human_ns(m.candidate_median_ns), ratio(m),
+                       m.ci_low ? fmt::format("[{:.3f}, {:.3f}]", *m.ci_low, *m.ci_high) : "-", p_text(m), 100 * row.limit,
+                       check_status_text(row.status));
+  }
+  if (r.ops_checked > 0)
+    out += fmt::format("({} torch op metrics checked too; only regressed ones are listed, under their phase)\n", r.ops_checked);
+  return out;
+}
+
+std::string check_summary(const CheckResult& r) {
+  std::string s = r.regressions > 0 ? fmt::format("FAIL: {} regression(s)", r.regressions) : std::string("PASS");
+  if (r.undecided > 0)
+    s += fmt::format("; {} metric(s) undecided: fewer than {} iterations on a side (after skipping {}): run longer", r.undecided,
+                     r.policy.min_samples, r.policy.skip);
+  return s;
+}
+
+std::string check_markdown(const CheckResult& r, const std::string& baseline, const std::string& current) {
+  std::string md = fmt::format("### gnnprof check: {}\n\n", r.regressions > 0 ? "regression" : "pass");
+  md += "Baseline `" + baseline + "`, current `" + current +
+        "`; regression = significant (p < 0.05, CI excludes 1) and slower than the limit.\n\n"
+        "| metric | baseline | current | ratio | 95% CI | p | limit | status |\n|---|---:|---:|---:|---:|---:|---:|---|\n";
+  for (const auto& row : r.rows) {
+    if (!listed(row)) continue;
+    const auto& m = row.metric;
+    const std::string name =
+        m.op() ? "&nbsp;&nbsp;" + short_op_name(m.name) + (m.phase.empty() ? "" : " (in " + m.phase + ")") : m.name;
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {:.1f}% | {} |\n", name, human_ns(m.baseline_median_ns),
+                      human_ns(m.candidate_median_ns), ratio(m), m.ci_low ? fmt::format("{:.3f}–{:.3f}", *m.ci_low, *m.ci_high) : "-",
+                      p_text(m), 100 * row.limit,
+                      row.status == CheckStatus::kRegression ? "**REGRESSION**" : check_status_text(row.status));
+  }
+  return md + "\n" + check_summary(r) + "\n";
+}
+
+std::string check_junit(const CheckResult& r) {
+  std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  x += fmt::format("<testsuites><testsuite name=\"gnnprof.check\" tests=\"{}\" failures=\"{}\" skipped=\"{}\">\n", r.rows.size(),
+                   r.regressions, r.undecided);
+  for (const auto& row : r.rows) {
+    const auto& m = row.metric;
+    const double secs = static_cast<double>(m.candidate_median_ns) / 1e9;
+    x += fmt::format("  <testcase classname=\"gnnprof.{}\" name=\"{}\" time=\"{:.6f}\">", m.scope, escape_markup(m.name), secs);
+    const std::string detail = fmt::format("median {} -> {}, ratio {}, p {:.3g}, limit {:.1f}%", human_ns(m.baseline_median_ns),
+                                           human_ns(m.candidate_median_ns), ratio(m), m.p_value, 100 * row.limit);
+    if (row.status == CheckStatus::kRegression)
+      x += "<failure message=\"" + escape_markup("regression: " + detail) + "\"/>";
+    else if (row.status == CheckStatus::kUndecided)
+      x += "<skipped message=\"" + escape_markup("too few iterations to decide: " + detail) + "\"/>";
+    x += "</testcase>\n";
+  }
+  return x + "</testsuite></testsuites>\n";
+}
+
+}  // namespace gnnprof::reports

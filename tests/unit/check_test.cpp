@@ -1,0 +1,103 @@
+// The CI gate's policy (reports/check.h): regression = significantly slower and over the
+// limit; too few iterations = undecided; hidden time unchecked; ops checked, listed only when
+// they regress; the JUnit file names every metric.
+#include <gtest/gtest.h>
+
+#include "gnnprof/reports/check.h"
+
+namespace gnnprof::reports {
+namespace {
+
+MetricComparison metric(std::string name, std::string verdict, double ratio, std::uint64_t n = 20, std::string scope = "loop_thread",
+                        std::string category = "compute", std::string phase = "") {
+  MetricComparison m;
+  m.name = std::move(name);
+  m.scope = std::move(scope);
+  m.baseline_n = m.candidate_n = n;
+  m.baseline_median_ns = 10000000;
+  m.candidate_median_ns = static_cast<std::int64_t>(1e7 * ratio);
+  m.delta_ns = m.candidate_median_ns - m.baseline_median_ns;
+  m.ratio = ratio;
+  m.ci_low = ratio * 0.98;
+  m.ci_high = ratio * 1.02;
+  m.p_value = verdict == "no significant change" ? 0.5 : 1e-4;
+  m.verdict = std::move(verdict);
+  m.category = std::move(category);
+  m.phase = std::move(phase);
+  return m;
+}
+
+Comparison comparison() {
+  Comparison c;
+  c.metrics = {metric("iteration", "slower", 1.03, 20, "loop", ""),
+               metric("forward", "slower", 1.20),
+               metric("aten::mm", "slower", 1.50, 20, "loop_thread", "op", "forward"),
+               metric("aten::add", "slower", 1.02, 20, "loop_thread", "op", "forward"),
+               metric("backward", "faster", 0.80),
+               metric("sample", "slower", 1.08, 20, "loop_thread", "data"),
+               metric("optimizer", "slower", 1.50, 5),
+               metric("load", "more", 3.0, 20, "other_threads", "data"),
+               metric("h2d", "no significant change", 1.01)};
+  return c;
+}
+
+CheckStatus status_of(const CheckResult& r, const std::string& name) {
+  for (const auto& row : r.rows)
+    if (row.metric.name == name) return row.status;
+  ADD_FAILURE() << name << " not checked";
+  return CheckStatus::kOk;
+}
+
+TEST(Check, RegressionIsSignificantAndOverTheLimit) {
+  CheckPolicy policy;
+  policy.default_limit = 0.05;
+  policy.limits = {{"sample", 0.10}};
+  const CheckResult r = apply_check(comparison(), policy);
+  EXPECT_EQ(status_of(r, "iteration"), CheckStatus::kSlowerWithinLimit);  // +3 % < 5 %
+  EXPECT_EQ(status_of(r, "forward"), CheckStatus::kRegression);
+  EXPECT_EQ(status_of(r, "aten::mm"), CheckStatus::kRegression);          // ops are checked
+  EXPECT_EQ(status_of(r, "aten::add"), CheckStatus::kSlowerWithinLimit);
+  EXPECT_EQ(status_of(r, "backward"), CheckStatus::kFaster);
+  EXPECT_EQ(status_of(r, "sample"), CheckStatus::kSlowerWithinLimit);     // its own 10 % limit
+  EXPECT_EQ(status_of(r, "optimizer"), CheckStatus::kUndecided);          // 5 < 9 iterations
+  EXPECT_EQ(status_of(r, "h2d"), CheckStatus::kOk);
+  for (const auto& row : r.rows) EXPECT_NE(row.metric.name, "load");     // hidden time is not checked
+  EXPECT_EQ(r.regressions, 2);
+  EXPECT_EQ(r.undecided, 1);
+  EXPECT_EQ(r.ops_checked, 2u);
+}
+
+TEST(Check, TextListsPhasesAndOnlyRegressedOps) {
+  const CheckResult r = apply_check(comparison(), {});  // default 5 %: sample's +8 % regresses too
+  const std::string t = check_text(r);
+  EXPECT_NE(t.find("\n  aten::mm "), std::string::npos) << t;
+  EXPECT_EQ(t.find("aten::add"), std::string::npos) << t;
+  EXPECT_NE(t.find("(2 torch op metrics checked too; only regressed ones are listed, under their phase)"), std::string::npos);
+  EXPECT_EQ(check_summary(r),
+            "FAIL: 3 regression(s); 1 metric(s) undecided: fewer than 9 iterations on a side (after skipping 2): run longer");
+  const std::string md = check_markdown(r, "base.json", "cur.json");
+  EXPECT_EQ(md.rfind("### gnnprof check: regression\n", 0), 0u);
+  EXPECT_NE(md.find("| &nbsp;&nbsp;aten::mm (in forward) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| **REGRESSION** |"), std::string::npos);
+}
+
+TEST(Check, JUnitHasEveryMetricWithFailuresAndSkips) {
+  const CheckResult r = apply_check(comparison(), {});
+  const std::string x = check_junit(r);
+  EXPECT_NE(x.find("tests=\"8\" failures=\"3\" skipped=\"1\""), std::string::npos) << x;
+  EXPECT_NE(x.find("name=\"aten::add\""), std::string::npos);
+  EXPECT_NE(x.find("<failure message=\"regression: median 10.0 ms -&gt; 15.0 ms"), std::string::npos) << x;
+  EXPECT_NE(x.find("<skipped message=\"too few iterations to decide"), std::string::npos);
+}
+
+TEST(Check, PassWhenNothingRegresses) {
+  Comparison c;
+  c.metrics = {metric("iteration", "faster", 0.9, 20, "loop", "")};
+  const CheckResult r = apply_check(c, {});
+  EXPECT_EQ(r.regressions, 0);
+  EXPECT_EQ(check_summary(r), "PASS");
+  EXPECT_EQ(check_markdown(r, "a", "b").rfind("### gnnprof check: pass\n", 0), 0u);
+}
+
+}  // namespace
+}  // namespace gnnprof::reports

@@ -1,0 +1,166 @@
+// Compute, then render: a Report is analysed once and every reporter renders what it holds
+// (a reporter that analysed again would not show the planted figures below).
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "gnnprof/profile_io.h"
+#include <map>
+
+#include "gnnprof/reports/html_reporter.h"
+#include "gnnprof/reports/json_reporter.h"
+#include "gnnprof/reports/markdown_reporter.h"
+#include "gnnprof/reports/reporter_factory.h"
+#include "gnnprof/reports/text_reporter.h"
+
+namespace gnnprof::reports {
+namespace {
+
+const std::string kTests = GNNPROF_TEST_DATA_DIR;
+
+Profile gat() {
+  auto p = read_profile_file(kTests + "/data/gat_profile.json");
+  EXPECT_TRUE(p) << p.status().message();
+  return p ? *p : Profile{};
+}
+
+TEST(Report, MakeReportComputesOnce) {
+  const Profile p = gat();
+  const Report r = make_report(p, {});
+  EXPECT_EQ(r.profile, &p);
+  EXPECT_EQ(r.analysis.iterations_used, analyze(p, {}).iterations_used);
+  EXPECT_EQ(r.diagnostics.size(), diagnose(p, r.analysis).size());
+  ASSERT_FALSE(r.hierarchy.phases.empty());
+  EXPECT_EQ(r.hierarchy.phases.front().name, "backward");
+}
+
+TEST(Report, EveryReporterRendersTheReportItIsGiven) {
+  const Profile p = gat();
+  Report r = make_report(p, {});
+  r.analysis.iteration_median_ns = 123456789;  // planted: "123 ms"
+  r.diagnostics = {Diagnostic{"planted-rule", "info", "a planted diagnostic", {{"bytes", 4096.0}}}};
+  r.hierarchy.phases.front().name = "planted phase";
+  for (const char* format : {"text", "html", "markdown"}) {
+    auto rep = make_reporter(format, {});
+    ASSERT_TRUE(rep) << format;
+    std::ostringstream out;
+    ASSERT_TRUE((*rep)->render(r, out)) << format;
+    const std::string s = out.str();
+    EXPECT_NE(s.find("123 ms"), std::string::npos) << format;
+    EXPECT_NE(s.find("a planted diagnostic"), std::string::npos) << format;
+    EXPECT_NE(s.find("planted phase"), std::string::npos) << format;
+  }
+  std::ostringstream json;
+  ASSERT_TRUE(JsonReporter().render(r, json));
+  EXPECT_NE(json.str().find("\"planted-rule\""), std::string::npos);  // the report's diagnostics
+}
+
+TEST(Report, RenderingAProfileBuildsItsReport) {
+  // The one-view convenience is the same as building the report first.
+  const Profile p = gat();
+  ReportOptions o;
+  o.ops = true;
+  std::ostringstream a, b;
+  ASSERT_TRUE(TextReporter(o).render(p, a));
+  ASSERT_TRUE(TextReporter(o).render(make_report(p, o), b));
+  EXPECT_EQ(a.str(), b.str());
+  EXPECT_NE(a.str().find("    SoftmaxBackward0"), std::string::npos);
+}
+
+// Three nested phases (epoch > train_step > forward), ops recorded in every other iteration
+// (iteration sampling), a data stage on another thread, and an op whose name needs escaping.
+Profile nested_profile() {
+  Profile p;
+  p.wall_ns = 1000;
+  auto stage = [](std::string n, std::string c, std::int64_t total, std::int64_t self) {
+    StageStats s;
+    s.name = std::move(n);
+    s.category = std::move(c);
+    s.hits = 4;
+    s.total_ns = total;
+    s.self_ns = self;
+    s.mean_ns = total / 4;
+    return s;
+  };
+  const std::string odd = "aten::x'<y";
+  p.stages = {stage("epoch", "other", 400, 40),   stage("train_step", "other", 360, 40), stage("forward", "compute", 320, 220),
+              stage("aten::mm", "op", 80, 80),    stage(odd, "op", 20, 20),              stage("load", "data", 120, 120)};
+  p.stage_edges = {StageEdge{"epoch", "train_step", 4, 360, 40}, StageEdge{"train_step", "forward", 4, 320, 220},
+                   StageEdge{"forward", "aten::mm", 2, 80, 80}, StageEdge{"forward", odd, 2, 20, 20}};
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    IterationStats it;
+    it.index = i;
+    it.wall_ns = 100;
+    it.stages = {{"epoch", 100}, {"train_step", 90}, {"forward", 80}};
+    it.ops_observed = i % 2 == 0;
+    if (it.ops_observed) {
+      it.stages["aten::mm"] = 40;
+      it.stages[odd] = 10;
+    }
+    it.other_threads = {{"load", 30}};
+    p.iterations.push_back(it);
+  }
+  return p;
+}
+
+TEST(Hierarchy, NestedPhasesSampledOpsAndHiddenStages) {
+  const Profile p = nested_profile();
+  ReportOptions o;
+  o.skip = 0;
+  const Report r = make_report(p, o);
+  const Hierarchy& h = r.hierarchy;
+  std::map<std::string, const PhaseNode*> by;
+  for (const auto& ph : h.phases) by[ph.name + (ph.hidden ? " (hidden)" : "")] = &ph;
+  ASSERT_TRUE(by.count("epoch") && by.count("train_step") && by.count("forward") && by.count("load (hidden)"));
+  EXPECT_EQ(by["train_step"]->parent, "epoch");
+  EXPECT_EQ(by["forward"]->parent, "train_step");
+  EXPECT_EQ(by["epoch"]->parent, "");
+  // Ops were recorded in 2 of 4 iterations: their share is of forward's time in those two
+  // (80 of 160), not of forward's time over all four (80 of 320).
+  ASSERT_EQ(by["forward"]->ops.size(), 2u);
+  EXPECT_EQ(by["forward"]->ops[0].name, "aten::mm");
+  EXPECT_DOUBLE_EQ(by["forward"]->ops[0].share, 0.5);
+  EXPECT_EQ(h.op_stages, 2u);
+
+  std::ostringstream html, md;
+  ASSERT_TRUE(HtmlReporter(o).render(r, html));
+  ASSERT_TRUE(MarkdownReporter(o).render(r, md));
+  const std::string s = html.str();
+  // The icicle nests all three levels once, and the ops under forward by their sampled share.
+  const auto a = s.find("id=icicle-data>") + 15;
+  const auto tree = nlohmann::json::parse(s.substr(a, s.find("</script>", a) - a));
+  ASSERT_EQ(tree["children"].size(), 1u) << tree.dump();
+  const auto& epoch = tree["children"][0];
+  EXPECT_EQ(epoch["n"], "epoch");
+  const auto& step = epoch["children"][0];
+  EXPECT_EQ(step["n"], "train_step");
+  const auto& fwd = step["children"][0];
+  EXPECT_EQ(fwd["n"], "forward");
+  EXPECT_DOUBLE_EQ(fwd["children"][0]["v"].get<double>(), 40.0);  // 0.5 of forward's 80 per iteration
+  EXPECT_EQ(fwd["children"][1]["n"], "aten::x'<y");
+  // No name escapes its markup: the data block holds '<' as \u003c, attributes hold entities.
+  EXPECT_EQ(s.find("aten::x'<y"), std::string::npos);
+  EXPECT_NE(s.find("aten::x'\\u003cy"), std::string::npos);
+  EXPECT_NE(s.find("aten::x&#39;&lt;y"), std::string::npos);
+  EXPECT_EQ(md.str().find("<y"), std::string::npos);
+}
+
+TEST(Report, TheHtmlPageEmbedsItsAssets) {
+  std::ostringstream html;
+  ASSERT_TRUE(HtmlReporter({}).render(nested_profile(), html));
+  const std::string s = html.str();
+  EXPECT_NE(s.find("<style>:root{--fg:"), std::string::npos);                  // reports/assets/report.css
+  EXPECT_NE(s.find("<script>// Sortable tables: a click on a header"), std::string::npos);  // reports/assets/report.js
+  EXPECT_NE(s.find("function render(r)"), std::string::npos);
+}
+
+TEST(Report, UnknownFormatNamesTheKnownOnes) {
+  auto r = make_reporter("pdf", {});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(), "unknown report format \"pdf\" (known: text, json, trace, html, markdown)");
+}
+
+}  // namespace
+}  // namespace gnnprof::reports
