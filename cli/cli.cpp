@@ -83,6 +83,9 @@ int parse_cli(int argc, const char* const* argv, Cli& out) {
   mrgc->add_option("--threshold", out.merge.threshold, "straggler: busy time over the median rank's by more than this (default 10%)");
   mrgc->add_option("--skip", out.merge.skip, "warm-up iterations left out on every rank (default 2)");
 
+  CLI::App* envc = app.add_subcommand("env", "List every GNNPROF_* variable: type, default, who reads it, what it does, "
+                                             "and its value here");
+  envc->add_flag("--markdown", out.env_markdown, "as the Markdown table of docs/configuration.md");
   CLI::App* version = app.add_subcommand("version", "Print the version");
 
   try {
@@ -103,6 +106,7 @@ int parse_cli(int argc, const char* const* argv, Cli& out) {
   if (chkc->parsed()) out.command = Cli::Command::kCheck;
   if (runc->parsed()) out.command = Cli::Command::kRun;
   if (mrgc->parsed()) out.command = Cli::Command::kMerge;
+  if (envc->parsed()) out.command = Cli::Command::kEnv;
   if (version->parsed()) out.command = Cli::Command::kVersion;
   return -1;
 }

@@ -11,7 +11,7 @@
 namespace gnnprof::cli {
 
 struct Cli {
-  enum class Command { kNone, kReport, kAb, kCompare, kCheck, kRun, kMerge, kVersion };
+  enum class Command { kNone, kReport, kAb, kCompare, kCheck, kRun, kMerge, kEnv, kVersion };
   Command command = Command::kNone;
   ReportArgs report;
   AbArgs ab;
@@ -19,6 +19,7 @@ struct Cli {
   CheckArgs check;
   RunArgs run;
   MergeArgs merge;
+  bool env_markdown = false;  ///< `gnnprof env --markdown`
 };
 
 /// Parses argv into `out`. Returns -1 to go on and run out.command, or the exit code to stop

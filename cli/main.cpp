@@ -6,6 +6,7 @@
 //   gnnprof check --baseline BASE.json CURRENT.json [--max-slowdown 5%] [--stage NAME=PCT]...
 //   gnnprof run [-o OUT.json] [--html OUT.html] -- CMD ARGS...   (zero-code attach, LD_PRELOAD)
 //   gnnprof merge RANK0.json RANK1.json ... [-o merged.json] [--html OUT]   (distributed runs)
+//   gnnprof env [--markdown]   (every GNNPROF_* variable)
 //   gnnprof version
 //
 // Exit codes: 0 success; 2 bad usage or bad input (missing, truncated or foreign file), with
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
       case Cli::Command::kCheck: return gnnprof::cli::run_check(cli.check);
       case Cli::Command::kRun: return gnnprof::cli::run_run(cli.run);
       case Cli::Command::kMerge: return gnnprof::cli::run_merge(cli.merge);
+      case Cli::Command::kEnv: return gnnprof::cli::run_env(cli.env_markdown);
       case Cli::Command::kVersion:
         std::cout << "gnnprof " << gnnprof::kVersion << "\n";
         return 0;

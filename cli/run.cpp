@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "gnnprof/profile_io.h"
+#include "gnnprof/config.h"
 #include "gnnprof/reports/reporter_factory.h"
 
 extern char** environ;
@@ -60,7 +61,7 @@ struct Found {
 }  // namespace
 
 std::string find_preload() {
-  if (const char* v = std::getenv("GNNPROF_PRELOAD"); v != nullptr && *v != '\0') return v;
+  if (const auto v = config::raw("GNNPROF_PRELOAD")) return *v;
   const std::string dir = exe_dir();
   for (const std::string& c : {dir + "/../lib/libgnnprof_preload.so", dir + "/../lib64/libgnnprof_preload.so",
                                dir + "/../../lib/libgnnprof_preload.so", dir + "/libgnnprof_preload.so"}) {
@@ -71,7 +72,7 @@ std::string find_preload() {
 }
 
 std::string find_python_dir() {
-  if (const char* v = std::getenv("GNNPROF_PYTHON_DIR"); v != nullptr && *v != '\0') return v;
+  if (const auto v = config::raw("GNNPROF_PYTHON_DIR")) return *v;
   const std::string dir = exe_dir();
   for (const std::string& c : {dir + "/../python", dir + "/../lib/python3/dist-packages"}) {
     std::error_code ec;
@@ -103,8 +104,8 @@ int run_run(const RunArgs& args) {
   }
   std::string out = args.output;
   if (out.empty()) {
-    const char* env = std::getenv("GNNPROF_OUTPUT");  // e.g. set by `gnnprof ab`
-    out = env != nullptr && *env != '\0' && std::strchr(env, '%') == nullptr ? env : "gnnprof.json";
+    const auto env = config::raw("GNNPROF_OUTPUT");  // e.g. set by `gnnprof ab`
+    out = env && env->find('%') == std::string::npos ? *env : "gnnprof.json";
   }
   fs::path out_path(out);
   fs::path dir = out_path.has_parent_path() ? out_path.parent_path() : fs::path(".");
@@ -254,6 +255,24 @@ int run_run(const RunArgs& args) {
     return 128 + sig;
   }
   return 1;
+}
+
+int run_env(bool markdown) {
+  if (markdown) {
+    std::cout << config::markdown();
+    return 0;
+  }
+  std::size_t w = 0;
+  for (const auto& o : config::options()) w = std::max(w, std::string(o.name).size());
+  for (const auto& o : config::options()) {
+    const auto v = config::raw(o.name);
+    std::cout << std::string(o.name) << std::string(w + 2 - std::string(o.name).size(), ' ')
+              << (v ? "= " + *v + (config::valid(o, *v) ? "" : "  (not valid: the default is used)")
+                    : "(default: " + std::string(*o.default_text ? o.default_text : "-") + ")")
+              << "\n"
+              << std::string(w + 2, ' ') << o.doc << "\n";
+  }
+  return 0;
 }
 
 }  // namespace gnnprof::cli

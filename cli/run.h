@@ -33,4 +33,8 @@ std::string find_python_dir();
 /// `env`'s PYTHONPATH. Returns false (env unchanged) when the package is not found.
 bool inject_python(std::map<std::string, std::string>& env);
 
+/// `gnnprof env`: the GNNPROF_* table (gnnprof/config.h) with each variable's value here, or
+/// (markdown) the table as docs/configuration.md holds it.
+int run_env(bool markdown);
+
 }  // namespace gnnprof::cli

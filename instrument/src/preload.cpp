@@ -43,6 +43,7 @@
 #include <string>
 
 #include "gnnprof/detail/load_counts.h"
+#include "gnnprof/config.h"
 #include "gnnprof/gnnprof_c.h"
 #include "gnnprof/session.h"
 #include "preload_poll.h"
@@ -68,7 +69,10 @@ std::atomic<bool> g_threadless{false};
 pid_t g_owner_pid = 0;
 std::mutex g_attach_mu;  // one scan-and-attach at a time (the hook only try_locks it)
 bool g_torch_done = false, g_cuda_done = false;  // under g_attach_mu
-std::atomic<bool> g_force_cupti{false};           // GNNPROF_CUPTI=1: the attach thread starts it
+// GNNPROF_CUPTI=1: the attach thread starts it. 0 nothing to do, 1 waiting for the attach
+// thread, 2 the attach thread is trying, 3 tried.
+enum CuptiTry { kCuptiNone, kCuptiWaiting, kCuptiTrying, kCuptiTried };
+std::atomic<int> g_force_cupti{kCuptiNone};
 
 #if defined(__x86_64__) && defined(__linux__)
 constexpr bool kHaveDlsymHook = true;
@@ -154,7 +158,7 @@ void wire_correlation() {
 void try_torch(const std::string& loaded) {
   std::string built = GNNPROF_TORCH_CPU_REALPATH;
   // Test hook: pretend gnnprof was built against another torch (tests/app/zero_code_test.sh).
-  if (const char* v = std::getenv("GNNPROF_TORCH_BUILT_PATH"); v != nullptr && !built.empty()) built = v;
+  if (const auto v = gnnprof::config::raw("GNNPROF_TORCH_BUILT_PATH"); v && !built.empty()) built = *v;
   if (built.empty()) {
     note("torch-ops", false, "gnnprof was built without libtorch; torch ops are not observed", true);
     return;
@@ -178,10 +182,8 @@ void try_torch(const std::string& loaded) {
     note("torch-ops", false, "the torch observer library lacks gnnprof_torch_observe", true);
     return;
   }
-  const char* ops = std::getenv("GNNPROF_TORCH_OPS");
-  const bool op_stages = ops == nullptr || std::strcmp(ops, "0") != 0;
-  unsigned long long min_bytes = 1ull << 20;
-  if (const char* v = std::getenv("GNNPROF_GATHER_MIN_BYTES")) min_bytes = std::strtoull(v, nullptr, 10);
+  const bool op_stages = gnnprof::config::get_bool("GNNPROF_TORCH_OPS");
+  const unsigned long long min_bytes = gnnprof::config::get_count("GNNPROF_GATHER_MIN_BYTES");
   char reason[256] = {0};
   if (observe(op_stages ? 1 : 0, min_bytes, reason, sizeof(reason)) != 0) {
     note("torch-ops", false, reason, true);
@@ -244,9 +246,12 @@ void* attach_main(void*) {
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
   gnnprof_set_thread_name("gnnprof-attach");
   pthread_setname_np(pthread_self(), "gnnprof-attach");
-  if (g_force_cupti.exchange(false)) {
-    std::lock_guard<std::mutex> lock(g_attach_mu);
-    try_cupti("GNNPROF_CUPTI=1");
+  if (int w = kCuptiWaiting; g_force_cupti.compare_exchange_strong(w, kCuptiTrying)) {
+    {
+      std::lock_guard<std::mutex> lock(g_attach_mu);
+      try_cupti("GNNPROF_CUPTI=1");
+    }
+    g_force_cupti.store(kCuptiTried);
   }
   bool done = false;
   for (;;) {
@@ -412,26 +417,30 @@ void at_exit_first() {
   if (CuptiFlush f = g_cupti_flush.load()) f();
   // GNNPROF_CUPTI=1 in a process that ended before the attach thread got to it (a short
   // program on a loaded machine): say so, once, as a failed start would. The exchange makes
-  // this and the attach thread's attempt exclusive.
-  if (g_force_cupti.exchange(false))
+  // this and the attach thread's attempt exclusive. An attempt under way is given up to 3 s
+  // to end, so that its one line (started, or why not) is not lost with the process.
+  int w = kCuptiWaiting;
+  if (g_force_cupti.compare_exchange_strong(w, kCuptiNone))
     note("cupti", false, "not started: the process exited before gnnprof's attach thread ran (GNNPROF_CUPTI=1)", true);
+  else
+    for (int i = 0; i < 3000 && g_force_cupti.load() == kCuptiTrying; ++i) usleep(1000);
 }
 
 __attribute__((constructor)) void gnnprof_preload_init() {
   try {
     gnnprof::Config cfg = gnnprof::Config::from_env();
     if (!cfg.enabled) return;
-    if (std::getenv("GNNPROF_OUTPUT") == nullptr) cfg.output = "gnnprof-%R%p.json";
-    if (std::getenv("GNNPROF_FLUSH_INTERVAL_MS") == nullptr) cfg.flush_interval_ms = 1000;
+    if (!gnnprof::config::is_set("GNNPROF_OUTPUT")) cfg.output = "gnnprof-%R%p.json";
+    if (!gnnprof::config::is_set("GNNPROF_FLUSH_INTERVAL_MS")) cfg.flush_interval_ms = 1000;
     // Observed torch ops arrive in bursts of tens of thousands per second (several events each)
     // on the loop thread, and on 2 cores the drainer is not always scheduled in time: a 4096-event
     // ring overflowed (iteration marks with it) on a loop of 2 us ops. 16384 events = 768 KiB per
     // thread that records.
-    if (std::getenv("GNNPROF_BUFFER_EVENTS") == nullptr) cfg.buffer_events = 16384;
+    if (!gnnprof::config::is_set("GNNPROF_BUFFER_EVENTS")) cfg.buffer_events = 16384;
     // Under `gnnprof run`, helper processes (shells, `sleep`, ...) that record nothing leave no
     // file; the launched process itself always writes one (host samples at least).
-    if (const char* parent = std::getenv("GNNPROF_RUN_PID"))
-      cfg.write_empty = std::strtoll(parent, nullptr, 10) == static_cast<long long>(getppid());
+    if (gnnprof::config::is_set("GNNPROF_RUN_PID"))
+      cfg.write_empty = gnnprof::config::get_count("GNNPROF_RUN_PID") == static_cast<unsigned long long>(getppid());
     // NVTX finds its injection through this variable: point it here unless the user chose one.
     if (std::getenv("NVTX_INJECTION64_PATH") == nullptr) {
       const std::string me = self_path();
@@ -441,10 +450,9 @@ __attribute__((constructor)) void gnnprof_preload_init() {
     // sample it cost +0.7 % against the threads' +2.0 % (docs/performance.md, "Threadless by
     // default"). GNNPROF_THREADLESS=0 keeps the threads; GNNPROF_CUPTI=1 starts CUPTI at once,
     // from the attach thread.
-    const char* cupti_env = std::getenv("GNNPROF_CUPTI");
-    const bool force_cupti = cupti_env != nullptr && std::strcmp(cupti_env, "1") == 0;
-    const char* tl = std::getenv("GNNPROF_THREADLESS");
-    const bool threads_asked = tl != nullptr && std::strcmp(tl, "0") == 0;
+    const std::string cupti_env = gnnprof::config::get_string("GNNPROF_CUPTI");  // auto, 0 or 1
+    const bool force_cupti = cupti_env == "1";
+    const bool threads_asked = !gnnprof::config::get_bool("GNNPROF_THREADLESS");
     const bool threadless = kHaveDlsymHook && !force_cupti && !threads_asked && host_single_threaded() && is_python();
     cfg.drainer_thread = !threadless;
     if (!gnnprof::start(cfg)) return;
@@ -456,16 +464,15 @@ __attribute__((constructor)) void gnnprof_preload_init() {
 #else
     gnnprof_note_collector("nvtx", false, "gnnprof was built without the NVTX headers");
 #endif
-    if (cupti_env == nullptr || std::strcmp(cupti_env, "0") != 0)
-      gnnprof_note_collector("cupti", false, "the process never loaded the CUDA runtime");
+    if (cupti_env != "0") gnnprof_note_collector("cupti", false, "the process never loaded the CUDA runtime");
     {
       std::lock_guard<std::mutex> lock(g_attach_mu);
-      if (cupti_env != nullptr && std::strcmp(cupti_env, "0") == 0) {
+      if (cupti_env == "0") {
         note("cupti", false, "off (GNNPROF_CUPTI=0)", false);
         g_cuda_done = true;
       }
       if (force_cupti) {
-        g_force_cupti.store(true);
+        g_force_cupti.store(kCuptiWaiting);
         g_cuda_done = true;
       }
     }
@@ -474,6 +481,7 @@ __attribute__((constructor)) void gnnprof_preload_init() {
     // attaches nothing (its session is stopped).
     pthread_atfork(nullptr, nullptr, [] {
       g_attach_running.store(false);
+      g_force_cupti.store(kCuptiNone);  // the child has no attach thread to wait for
       g_threadless.store(false);
     });
     if (threadless) {

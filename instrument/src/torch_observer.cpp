@@ -492,19 +492,16 @@ __attribute__((visibility("default"))) int gnnprof_torch_observe(int flags, unsi
       gi::g_options.phases = (flags & 2) == 0;
       gi::g_options.marks_iterations = (flags & 4) == 0;
       gi::g_options.gather_min_bytes = gather_min_bytes;
-      const char* nested = std::getenv("GNNPROF_TORCH_NESTED");
-      gi::g_nested = nested != nullptr && nested[0] == '1';
+      gi::g_nested = gnnprof_config_bool("GNNPROF_TORCH_NESTED") != 0;
       // FUNCTION scope has the ops and autograd's evaluate_function frames; USER_SCOPE the
       // record_function, optimizer and ProfilerStep scopes and the collectives in flight. Two
       // callbacks, so that iteration sampling can switch the ops off and keep the scopes.
       if (gi::g_options.marks_iterations) {
         gi::SamplerOptions so;
-        const char* env = std::getenv("GNNPROF_TORCH_SAMPLE");
-        if (!so.parse(env)) {
-          const char* quiet = std::getenv("GNNPROF_QUIET");
-          if (quiet == nullptr || quiet[0] != '1')
-            std::fprintf(stderr, "gnnprof: GNNPROF_TORCH_SAMPLE=%s: expected auto, all or a period N >= 1; using auto\n", env);
-        }
+        char sample[64] = {0};
+        const bool set = gnnprof_config_string("GNNPROF_TORCH_SAMPLE", sample, sizeof(sample)) != 0;
+        if (!so.parse(set ? sample : nullptr))
+          gnnprof_config_warn("GNNPROF_TORCH_SAMPLE", sample, "auto, all or a period N >= 1", "auto");
         gi::g_sampler = new gi::OpSampler(so);
       }
       // BACKWARD_FUNCTION (a node's own RecordFunction, nested in evaluate_function) is muted

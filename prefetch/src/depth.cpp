@@ -6,6 +6,8 @@
 
 #include "gnnprof/prefetch/prefetcher.h"
 
+#include "gnnprof/config.h"
+
 namespace gnnprof::prefetch {
 
 std::optional<int> parse_depth(const char* text) noexcept {
@@ -20,8 +22,11 @@ int resolve_depth(int code_default) noexcept {
   const char* env = std::getenv("GNNPROF_PREFETCH");
   if (env == nullptr) return code_default;
   if (auto k = parse_depth(env)) return *k;
-  std::fprintf(stderr, "gnnprof: ignoring GNNPROF_PREFETCH=%s (expected an integer in 0..%d); using %d\n", env,
-               kMaxDepth, code_default);
+  // Its own grammar (the code's default when bad), the table's warning.
+  try {
+    config::warn_bad_value("GNNPROF_PREFETCH", env, "an integer in 0.." + std::to_string(kMaxDepth), std::to_string(code_default));
+  } catch (...) {
+  }
   return code_default;
 }
 

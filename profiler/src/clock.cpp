@@ -1,5 +1,7 @@
 #include "clock.h"
 
+#include "gnnprof/config.h"
+
 #include <time.h>
 
 #include <cstdlib>
@@ -38,8 +40,11 @@ static bool invariant_tsc() noexcept {
 }
 
 void select_clock() noexcept {
-  const char* env = std::getenv("GNNPROF_CLOCK");
-  bool want_mono = env != nullptr && std::strcmp(env, "monotonic") == 0;
+  bool want_mono = false;
+  try {
+    want_mono = config::get_string("GNNPROF_CLOCK") == "monotonic";
+  } catch (...) {
+  }
   g_use_tsc = !want_mono && invariant_tsc();
 }
 

@@ -28,6 +28,7 @@
 #include "aggregator.h"
 #include "clock.h"
 #include "collector.h"
+#include "gnnprof/config.h"
 #include "gnnprof/detail/load_counts.h"
 #include "gnnprof/gnnprof.h"
 #include "gnnprof/profile_io.h"
@@ -77,18 +78,6 @@ Global& g() {
   return *s;
 }
 
-std::size_t env_size(const char* name, std::size_t fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  unsigned long long x = std::strtoull(v, &end, 10);
-  if (end == v || *end != '\0') {
-    std::fprintf(stderr, "gnnprof: ignoring %s=%s (not a number)\n", name, v);
-    return fallback;
-  }
-  return static_cast<std::size_t>(x);
-}
-
 std::optional<std::int64_t> env_int(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return std::nullopt;
@@ -128,8 +117,8 @@ RunInfo make_run_info() {
   r.rank = env_int("RANK");
   r.local_rank = env_int("LOCAL_RANK");
   r.world_size = env_int("WORLD_SIZE");
-  if (const char* id = std::getenv("GNNPROF_RUN_ID"); id != nullptr && *id != '\0') {
-    r.run_id = id;
+  if (const auto id = config::raw("GNNPROF_RUN_ID")) {
+    r.run_id = *id;
   } else if (const char* te = std::getenv("TORCHELASTIC_RUN_ID"); te != nullptr && *te != '\0' &&
              std::strcmp(te, "none") != 0) {
     r.run_id = te;
@@ -637,16 +626,16 @@ int flush_in_forked_child(long parent_pid) noexcept {
 }  // namespace detail
 
 Config Config::from_env() {
+  // The defaults and the parsing are the table's (gnnprof/config.h).
   Config c;
-  if (const char* v = std::getenv("GNNPROF_ENABLED"); v != nullptr)
-    c.enabled = !(std::strcmp(v, "0") == 0 || std::strcmp(v, "false") == 0 || std::strcmp(v, "off") == 0);
-  if (const char* v = std::getenv("GNNPROF_OUTPUT"); v != nullptr) c.output = v;
-  c.buffer_events = detail::env_size("GNNPROF_BUFFER_EVENTS", c.buffer_events);
-  c.max_threads = detail::env_size("GNNPROF_MAX_THREADS", c.max_threads);
-  c.timeline_events = detail::env_size("GNNPROF_TIMELINE_EVENTS", c.timeline_events);
-  if (const char* v = std::getenv("GNNPROF_QUIET"); v != nullptr) c.quiet = std::strcmp(v, "0") != 0;
-  c.flush_interval_ms = static_cast<std::uint32_t>(detail::env_size("GNNPROF_FLUSH_INTERVAL_MS", c.flush_interval_ms));
-  c.drain_interval_ms = static_cast<std::uint32_t>(detail::env_size("GNNPROF_DRAIN_INTERVAL_MS", c.drain_interval_ms));
+  c.enabled = config::get_bool("GNNPROF_ENABLED");
+  if (config::is_set("GNNPROF_OUTPUT")) c.output = config::get_string("GNNPROF_OUTPUT");
+  c.buffer_events = config::get_count("GNNPROF_BUFFER_EVENTS");
+  c.max_threads = config::get_count("GNNPROF_MAX_THREADS");
+  c.timeline_events = config::get_count("GNNPROF_TIMELINE_EVENTS");
+  c.quiet = config::get_bool("GNNPROF_QUIET");
+  c.flush_interval_ms = static_cast<std::uint32_t>(config::get_count("GNNPROF_FLUSH_INTERVAL_MS"));
+  c.drain_interval_ms = static_cast<std::uint32_t>(config::get_count("GNNPROF_DRAIN_INTERVAL_MS"));
   return c;
 }
 

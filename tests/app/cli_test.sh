@@ -70,4 +70,13 @@ check "unwritable --json exits 1" '[ $rc -eq 1 ]'
 check "unwritable --json names it" 'grep -qF "cannot write /nonexistent-dir/x.json" "$tmp/err"'
 check "--help exits 0" '"$cli" report --help >/dev/null'
 check "--version" '"$cli" --version | grep -q "^gnnprof 0\."'
+# gnnprof env: the config table, with values that would be ignored flagged; docs/configuration.md
+# holds its Markdown verbatim.
+GNNPROF_BUFFER_EVENTS=lots GNNPROF_CLOCK=monotonic "$cli" env >"$tmp/env.txt" 2>&1; rc=$?
+check "env exits 0" '[ $rc -eq 0 ]'
+check "env shows a set value" 'grep -q "^GNNPROF_CLOCK  *= monotonic$" "$tmp/env.txt"'
+check "env flags a bad value" 'grep -q "^GNNPROF_BUFFER_EVENTS  *= lots  (not valid: the default is used)$" "$tmp/env.txt"'
+"$cli" env --markdown >"$tmp/env.md"
+check "docs/configuration.md holds gnnprof env --markdown verbatim" \
+  'python3 -c "import sys; sys.exit(open(sys.argv[1]).read() not in open(sys.argv[2]).read())" "$tmp/env.md" "$(dirname "$0")/../../docs/configuration.md"'
 exit $fail

@@ -88,6 +88,17 @@ GNNPROF_C_API int gnnprof_flush_in_fork_child(long parent_pid);
  * before the session starts. */
 GNNPROF_C_API void gnnprof_note_collector(const char* name, int enabled, const char* reason);
 
+/* The GNNPROF_* variables through one table and parser (gnnprof/config.h): the value, or the
+ * table's default when unset or bad (a bad value warns once on stderr). gnnprof_config_string
+ * copies the value (or default) into buf, NUL-terminated, and returns 1 when the variable is
+ * set. */
+GNNPROF_C_API int gnnprof_config_bool(const char* name);
+GNNPROF_C_API unsigned long long gnnprof_config_count(const char* name);
+GNNPROF_C_API int gnnprof_config_string(const char* name, char* buf, unsigned long size);
+/* For a value with its own grammar: "gnnprof: ignoring NAME=VALUE (expected EXPECTED); using
+ * USING", once per variable and value, unless GNNPROF_QUIET. */
+GNNPROF_C_API void gnnprof_config_warn(const char* name, const char* value, const char* expected, const char* using_instead);
+
 /* Lanes: timelines that belong to no host thread (a GPU stream, cross-thread NVTX ranges),
  * filled with events that carry their own CLOCK_MONOTONIC timestamps. A lane shows in the
  * profile as a thread with that name. Lane calls are serialized internally (not a hot path).

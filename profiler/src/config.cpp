@@ -1,0 +1,230 @@
+#include "gnnprof/config.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+
+#include "gnnprof/gnnprof_c.h"
+
+namespace gnnprof::config {
+
+namespace {
+
+using T = Type;
+
+// clang-format off
+constexpr Option kOptions[] = {
+  // Session (the core, linked or injected)
+  {"GNNPROF_ENABLED", T::kBool, "1", "0/false/off: record nothing; every gnnprof call is a no-op", "core"},
+  {"GNNPROF_OUTPUT", T::kString, "gnnprof-%p.json (gnnprof run: gnnprof-%R%p.json)",
+   "the profile's path: %p the pid, %r the rank, %R \"rank<N>.\" when RANK or LOCAL_RANK is set", "core"},
+  {"GNNPROF_QUIET", T::kBool, "0", "1: no notes on stderr (bad values, missing collectors)", "core, torch observer"},
+  {"GNNPROF_BUFFER_EVENTS", T::kCount, "4096 (gnnprof run: 16384)", "events per thread ring (48 B each)", "core", "", 1ull << 26},
+  {"GNNPROF_MAX_THREADS", T::kCount, "256", "threads that get a ring; later threads' events are counted as dropped", "core", "", 1ull << 16},
+  {"GNNPROF_TIMELINE_EVENTS", T::kCount, "50000", "raw events kept for the Chrome trace (the first ones)", "core"},
+  {"GNNPROF_DRAIN_INTERVAL_MS", T::kCount, "10", "the drainer's period while rings are less than a quarter full", "core", "", 60000},
+  {"GNNPROF_FLUSH_INTERVAL_MS", T::kCount, "0 (gnnprof run: 1000)", "write the profile so far this often (0: only at exit)", "core", "", 86400000},
+  {"GNNPROF_CLOCK", T::kChoice, "tsc", "the event clock: tsc when the CPU's is invariant, else monotonic", "core", "tsc|monotonic"},
+  {"GNNPROF_RUN_ID", T::kString, "", "one id for every rank of a run (else TORCHELASTIC_RUN_ID, else host-pid-time)", "core"},
+  // Zero-code (the preload library and its plugins)
+  {"GNNPROF_THREADLESS", T::kBool, "1", "0: keep gnnprof's threads in a single-threaded Python process", "preload"},
+  {"GNNPROF_CUPTI", T::kChoice, "auto", "1: start CUPTI at process start; 0: never (auto: when the CUDA runtime loads)", "preload", "0|1"},
+  {"GNNPROF_TORCH_OPS", T::kBool, "1", "0: no stage per torch op (phases, copies and gathers still)", "preload"},
+  {"GNNPROF_GATHER_MIN_BYTES", T::kCount, "1048576", "a host gather at least this big is a materialization", "preload"},
+  {"GNNPROF_TORCH_NESTED", T::kBool, "0", "1: also observe ops nested in other ops", "torch observer"},
+  {"GNNPROF_TORCH_SAMPLE", T::kString, "auto", "auto, all or N: watch ops in every N-th iteration (auto: when every one costs > 5 %)", "torch observer"},
+  {"GNNPROF_RUN_PID", T::kCount, "", "set by gnnprof run: the pid whose children always write a profile", "preload"},
+  {"GNNPROF_TORCH_BUILT_PATH", T::kString, "", "test hook: pretend gnnprof was built against this libtorch_cpu", "preload"},
+  // Python and the CLI
+  {"GNNPROF_LINES", T::kString, "auto", "Python lines to trace: auto, none, or FILE[:FUNCTION] entries split by ';'", "python, cli"},
+  {"GNNPROF_PREFETCH", T::kCount, "the code's", "prefetch depth K in 0..64 (0: inline, as the baseline)", "prefetch, python", "", 64},
+  {"GNNPROF_PRELOAD", T::kString, "next to gnnprof", "the libgnnprof_preload.so that gnnprof run injects", "cli"},
+  {"GNNPROF_PYTHON_DIR", T::kString, "next to gnnprof", "the directory with the gnnprof Python package that gnnprof run puts on PYTHONPATH", "cli"},
+};
+// clang-format on
+
+std::mutex g_warned_mu;  // constant-initialized: usable from the preload's constructor
+std::set<std::string>& warned() {
+  static auto* s = new std::set<std::string>();  // leaked: used from atexit paths; built on first use
+  return *s;
+}
+
+bool parse_bool(const std::string& v, bool& out) {
+  for (const char* t : {"1", "true", "on", "yes"})
+    if (v == t) return out = true, true;
+  for (const char* f : {"0", "false", "off", "no"})
+    if (v == f) return out = false, true;
+  return false;
+}
+
+bool quiet() {  // without warnings: GNNPROF_QUIET decides whether there are any
+  bool q = false;
+  const auto v = raw("GNNPROF_QUIET");
+  return v && parse_bool(*v, q) && q;
+}
+
+bool in_choices(const Option& o, const std::string& v) {
+  const std::string all = std::string("|") + o.choices + "|";
+  return all.find("|" + v + "|") != std::string::npos;
+}
+
+}  // namespace
+
+std::span<const Option> options() { return kOptions; }
+
+const Option* find(const char* name) {
+  for (const Option& o : kOptions)
+    if (std::strcmp(o.name, name) == 0) return &o;
+  return nullptr;
+}
+
+std::optional<std::string> raw(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string(v);
+}
+
+bool is_set(const char* name) { return raw(name).has_value(); }
+
+void warn_bad_value(const char* name, const std::string& value, const std::string& expected, const std::string& using_instead) {
+  try {
+    {
+      std::lock_guard<std::mutex> lock(g_warned_mu);
+      if (!warned().insert(std::string(name) + "=" + value).second) return;  // once per variable and value
+    }
+    if (!quiet())
+      std::fprintf(stderr, "gnnprof: ignoring %s=%s (expected %s); using %s\n", name, value.c_str(), expected.c_str(),
+                   using_instead.c_str());
+  } catch (...) {
+  }
+}
+
+bool get_bool(const char* name) {
+  const Option* o = find(name);
+  bool def = false;
+  if (o == nullptr || !parse_bool(o->default_text, def)) return false;
+  const auto v = raw(name);
+  if (!v) return def;
+  bool out = def;
+  if (!parse_bool(*v, out)) {
+    warn_bad_value(name, *v, "1/true/on/yes or 0/false/off/no", def ? "1" : "0");
+    return def;
+  }
+  return out;
+}
+
+std::uint64_t get_count(const char* name) {
+  const Option* o = find(name);
+  if (o == nullptr) return 0;
+  const std::uint64_t def = std::strtoull(o->default_text, nullptr, 10);  // "4096 (...)" -> 4096, "" -> 0
+  const auto v = raw(name);
+  if (!v) return def;
+  char* end = nullptr;
+  const unsigned long long x = (*v)[0] >= '0' && (*v)[0] <= '9' ? std::strtoull(v->c_str(), &end, 10) : 0;
+  if (end == nullptr || *end != '\0' || x > o->max) {
+    warn_bad_value(name, *v, o->max == ~0ull ? std::string("a non-negative integer") : "an integer in 0.." + std::to_string(o->max),
+                   std::to_string(def));
+    return def;
+  }
+  return x;
+}
+
+std::string get_string(const char* name) {
+  const Option* o = find(name);
+  if (o == nullptr) return "";
+  const auto v = raw(name);
+  if (!v) return o->default_text;
+  if (o->type == Type::kChoice && !in_choices(*o, *v)) {
+    warn_bad_value(name, *v, std::string("one of ") + o->choices, o->default_text);
+    return o->default_text;
+  }
+  return *v;
+}
+
+bool valid(const Option& o, const std::string& v) {
+  bool b = false;
+  switch (o.type) {
+    case Type::kBool: return parse_bool(v, b);
+    case Type::kCount: {
+      if (v.empty() || v[0] < '0' || v[0] > '9') return false;
+      char* end = nullptr;
+      const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
+      return *end == '\0' && x <= o.max;
+    }
+    case Type::kChoice: return in_choices(o, v);
+    case Type::kString: return true;
+  }
+  return true;
+}
+
+namespace {
+// A '|' inside a Markdown table cell ends the cell unless escaped.
+std::string cell(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
+}
+}  // namespace
+
+std::string markdown() {
+  static const char* types[] = {"bool", "count", "choice", "text"};
+  std::string out = "| variable | type | default | read by | what it does |\n|---|---|---|---|---|\n";
+  for (const Option& o : kOptions) {
+    std::string type = types[static_cast<int>(o.type)];
+    if (o.type == Type::kChoice) type += std::string(": ") + o.choices;
+    if (o.type == Type::kCount && o.max != ~0ull) type += " ≤ " + std::to_string(o.max);
+    std::string def = o.default_text;
+    out += "| `" + std::string(o.name) + "` | " + cell(type) + " | " + cell(def.empty() ? "-" : def) + " | " + o.read_by + " | " +
+           cell(o.doc) + " |\n";
+  }
+  return out;
+}
+
+}  // namespace gnnprof::config
+
+// The C ABI (gnnprof_c.h): the plugins and the preload read the same table.
+extern "C" {
+
+GNNPROF_C_API int gnnprof_config_bool(const char* name) {
+  try {
+    return gnnprof::config::get_bool(name) ? 1 : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+GNNPROF_C_API unsigned long long gnnprof_config_count(const char* name) {
+  try {
+    return gnnprof::config::get_count(name);
+  } catch (...) {
+    return 0;
+  }
+}
+
+GNNPROF_C_API int gnnprof_config_string(const char* name, char* buf, unsigned long size) {
+  try {
+    const std::string v = gnnprof::config::get_string(name);
+    if (buf != nullptr && size > 0) {
+      const std::size_t n = std::min<std::size_t>(v.size(), size - 1);
+      std::memcpy(buf, v.data(), n);
+      buf[n] = '\0';
+    }
+    return gnnprof::config::is_set(name) ? 1 : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+GNNPROF_C_API void gnnprof_config_warn(const char* name, const char* value, const char* expected, const char* using_instead) {
+  try {
+    gnnprof::config::warn_bad_value(name, value ? value : "", expected ? expected : "", using_instead ? using_instead : "");
+  } catch (...) {
+  }
+}
+
+}  // extern "C"
