@@ -3,10 +3,7 @@
 #include "ab.h"
 #include "run.h"
 
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -19,8 +16,7 @@
 
 #include "gnnprof/profile_io.h"
 #include "gnnprof/reports/compare.h"
-
-extern char** environ;
+#include "child_process.h"
 
 namespace gnnprof::cli {
 
@@ -48,51 +44,25 @@ std::string tail_lines(const std::string& path, int n) {
 
 struct RunSpec {
   std::vector<std::string> argv;
-  std::map<std::string, std::string> env;  // overrides
+  Environment env;  // overrides
 };
 
 /// Runs one command with env overrides, stdout+stderr to `log`; returns the exit code
 /// (128+signal when killed, 127 when it could not start).
 int spawn_and_wait(const RunSpec& spec, const std::string& log, std::string& error) {
-  std::vector<std::string> env_store;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string kv = *e;
-    auto eq = kv.find('=');
-    if (eq != std::string::npos && spec.env.count(kv.substr(0, eq)) != 0) continue;
-    env_store.push_back(kv);
-  }
-  for (const auto& [k, v] : spec.env) env_store.push_back(k + "=" + v);
-  std::vector<char*> envp, argv;
-  for (auto& s : env_store) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = spec.argv;
-  for (auto& s : args) argv.push_back(s.data());
-  argv.push_back(nullptr);
-
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  posix_spawn_file_actions_addclose(&fa, 0);
   pid_t pid = 0;
-  int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    error = std::string("cannot start ") + argv[0] + ": " + std::strerror(rc);
+  if (const int rc = spawn(spec.argv, spec.env, log, pid); rc != 0) {
+    error = "cannot start " + spec.argv[0] + ": " + std::strerror(rc);
     return 127;
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
-      error = std::string("waitpid: ") + std::strerror(errno);
-      return 127;
-    }
+  const ChildExit e = wait_child(pid);
+  if (!e.waited) {
+    error = std::string("waitpid: ") + std::strerror(errno);
+    return 127;
   }
-  if (WIFSIGNALED(status)) {
-    error = std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
-    return 128 + WTERMSIG(status);
-  }
-  return WEXITSTATUS(status);
+  if (e.signal != 0)
+    error = "killed by signal " + std::to_string(e.signal) + " (" + strsignal(e.signal) + ")";
+  return e.code;
 }
 
 }  // namespace
@@ -171,14 +141,12 @@ int run_ab(const AbArgs& a) {
       const std::string stem = a.out_dir + "/" + sides[side].label + "-" + std::to_string(r + 1);
       RunSpec spec;
       spec.argv = shell_form ? std::vector<std::string>{"/bin/sh", "-c", side == 0 ? a.baseline_cmd : a.candidate_cmd} : a.command;
-      spec.env = side == 0 ? benv : cenv;
+      spec.env = current_environment();
+      for (const auto& [k, v] : side == 0 ? benv : cenv) spec.env[k] = v;
       spec.env["GNNPROF_OUTPUT"] = stem + ".json";
       spec.env["GNNPROF_QUIET"] = "1";
       if (!preload.empty()) {
-        const char* prev = std::getenv("LD_PRELOAD");
-        spec.env["LD_PRELOAD"] = prev != nullptr && *prev != '\0' ? preload + ":" + prev : preload;
-        if (const char* pp = std::getenv("PYTHONPATH"); pp != nullptr && !spec.env.count("PYTHONPATH"))
-          spec.env["PYTHONPATH"] = pp;
+        prepend_preload(spec.env, preload);
         (void)inject_python(spec.env);  // Python runs: line tables to compare
       }
       std::filesystem::remove(stem + ".json", ec);  // a stale profile must not pass for this run's

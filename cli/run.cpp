@@ -9,7 +9,6 @@
 #include "run.h"
 
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,8 +30,7 @@
 #include "gnnprof/profile_io.h"
 #include "gnnprof/config.h"
 #include "gnnprof/reports/reporter_factory.h"
-
-extern char** environ;
+#include "child_process.h"
 
 namespace gnnprof::cli {
 namespace fs = std::filesystem;
@@ -119,13 +117,8 @@ int run_run(const RunArgs& args) {
   }
 
   // Environment: the host's, plus the injection.
-  std::map<std::string, std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const char* eq = std::strchr(*e, '=');
-    if (eq != nullptr) env[std::string(*e, static_cast<std::size_t>(eq - *e))] = eq + 1;
-  }
-  const std::string prev = env.count("LD_PRELOAD") ? env["LD_PRELOAD"] : "";
-  env["LD_PRELOAD"] = prev.empty() ? preload : preload + ":" + prev;
+  Environment env = current_environment();
+  prepend_preload(env, preload);
   env["GNNPROF_OUTPUT"] = (dir / (stem + ".%R%p.json")).string();
   env["GNNPROF_RUN_PID"] = std::to_string(::getpid());
   // One id for every process of this launch: `gnnprof merge` refuses ranks of different runs.
@@ -147,15 +140,6 @@ int run_run(const RunArgs& args) {
   }
   if (!inject_python(env) && !args.lines.empty())
     std::cerr << "gnnprof run: --lines: gnnprof's Python package was not found (set GNNPROF_PYTHON_DIR); lines are not traced\n";
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_strings = args.command;
-  std::vector<char*> argv;
-  for (auto& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
 
   const auto started = fs::file_time_type::clock::now() - std::chrono::seconds(2);
   // The terminal's Ctrl-C reaches the child directly (same process group); a SIGTERM sent to
@@ -167,7 +151,7 @@ int run_run(const RunArgs& args) {
   sigaction(SIGQUIT, &ignore, &old_quit);
   sigaction(SIGTERM, &fwd, &old_term);
   pid_t pid = 0;
-  const int rc = ::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data());
+  const int rc = spawn(args.command, env, "", pid);
   if (rc != 0) {
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGQUIT, &old_quit, nullptr);
@@ -176,9 +160,7 @@ int run_run(const RunArgs& args) {
     return 2;
   }
   g_child = pid;
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  const ChildExit child = wait_child(pid);
   g_child = 0;
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGQUIT, &old_quit, nullptr);
@@ -245,16 +227,14 @@ int run_run(const RunArgs& args) {
     }
   }
 
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
+  if (!child.waited) return 1;
+  if (child.signal != 0) {  // die the same way
     std::cout.flush();
     std::cerr.flush();
-    ::signal(sig, SIG_DFL);
-    ::kill(::getpid(), sig);
-    return 128 + sig;
+    ::signal(child.signal, SIG_DFL);
+    ::kill(::getpid(), child.signal);
   }
-  return 1;
+  return child.code;
 }
 
 int run_env(bool markdown) {

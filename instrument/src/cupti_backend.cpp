@@ -17,6 +17,7 @@
 
 #include "cupti_convert.h"
 #include "mono_clock.h"
+#include "plugin_abi.h"
 #include "gnnprof/gnnprof_c.h"
 
 namespace {
@@ -60,7 +61,7 @@ std::string result_text(CUptiResult r) {
 
 extern "C" {
 
-__attribute__((visibility("default"))) int gnnprof_cupti_start(char* reason, unsigned long reason_size) {
+int gnnprof_cupti_start(char* reason, unsigned long reason_size) {
   std::string why;
   const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
                                       CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
@@ -109,15 +110,15 @@ __attribute__((visibility("default"))) int gnnprof_cupti_start(char* reason, uns
   return 0;
 }
 
-__attribute__((visibility("default"))) void gnnprof_cupti_flush(void) {
+void gnnprof_cupti_flush(void) {
   if (g_started) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
 
-__attribute__((visibility("default"))) void gnnprof_cupti_push_external(unsigned long long id) {
+void gnnprof_cupti_push_external(unsigned long long id) {
   cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
 }
 
-__attribute__((visibility("default"))) void gnnprof_cupti_pop_external(void) {
+void gnnprof_cupti_pop_external(void) {
   uint64_t last = 0;
   cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
 }

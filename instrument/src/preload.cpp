@@ -42,10 +42,11 @@
 #include <mutex>
 #include <string>
 
-#include "gnnprof/detail/load_counts.h"
+#include "gnnprof/internal/load_counts.h"
 #include "gnnprof/config.h"
 #include "gnnprof/gnnprof_c.h"
 #include "gnnprof/session.h"
+#include "plugin_abi.h"
 #include "preload_poll.h"
 
 #ifndef GNNPROF_TORCH_CPU_REALPATH
@@ -85,14 +86,15 @@ std::atomic<int> g_signal_flushed{0};
 std::atomic<bool> g_in_signal{false};
 bool g_active = false;
 
-using TorchObserve = int (*)(int, unsigned long long, char*, unsigned long);
-using TorchCloseThread = void (*)();
-using TorchSetCorrelation = void (*)(void (*)(unsigned long long), void (*)());
-using TorchSetPoll = void (*)(void (*)(int));
-using CuptiStart = int (*)(char*, unsigned long);
-using CuptiFlush = void (*)();
-using CuptiCorrPush = void (*)(unsigned long long);
-using CuptiCorrPop = void (*)();
+// The plugins' entry points, typed by their declarations in plugin_abi.h.
+using TorchObserve = decltype(&gnnprof_torch_observe);
+using TorchCloseThread = decltype(&gnnprof_torch_close_thread);
+using TorchSetCorrelation = decltype(&gnnprof_torch_set_correlation);
+using TorchSetPoll = decltype(&gnnprof_torch_set_poll);
+using CuptiStart = decltype(&gnnprof_cupti_start);
+using CuptiFlush = decltype(&gnnprof_cupti_flush);
+using CuptiCorrPush = decltype(&gnnprof_cupti_push_external);
+using CuptiCorrPop = decltype(&gnnprof_cupti_pop_external);
 
 std::atomic<TorchCloseThread> g_torch_close{nullptr};
 TorchSetCorrelation g_torch_set_corr = nullptr;
@@ -185,7 +187,7 @@ void try_torch(const std::string& loaded) {
   const bool op_stages = gnnprof::config::get_bool("GNNPROF_TORCH_OPS");
   const unsigned long long min_bytes = gnnprof::config::get_count("GNNPROF_GATHER_MIN_BYTES");
   char reason[256] = {0};
-  if (observe(op_stages ? 1 : 0, min_bytes, reason, sizeof(reason)) != 0) {
+  if (observe(op_stages ? GNNPROF_TORCH_OP_STAGES : 0, min_bytes, reason, sizeof(reason)) != 0) {
     note("torch-ops", false, reason, true);
     return;
   }
@@ -509,12 +511,12 @@ __attribute__((constructor)) void gnnprof_preload_init() {
 /// For the Python package (gnnprof/_native): the poll point of its line tracer, and a look for
 /// libtorch and the CUDA runtime now, after Python imported torch (the package loaded this
 /// library with dlopen, so the dlsym hook below does not see the host's extension modules).
-extern "C" __attribute__((visibility("default"))) int gnnprof_preload_poll(int at_mark) {
+extern "C" int gnnprof_preload_poll(int at_mark) {
   gnnprof::instrument::preload_poll(at_mark);
   return 0;
 }
 
-extern "C" __attribute__((visibility("default"))) int gnnprof_preload_attach(void) {
+extern "C" int gnnprof_preload_attach(void) {
   if (!g_active || getpid() != g_owner_pid) return -1;
   try {
     std::unique_lock<std::mutex> lock(g_attach_mu, std::try_to_lock);

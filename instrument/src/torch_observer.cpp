@@ -30,7 +30,8 @@
 #include "op_classifier.h"
 #include "op_sampler.h"
 #include "external_id.h"
-#include "private_heap.h"
+#include "plugin_abi.h"
+#include "gnnprof/internal/private_heap.h"
 
 namespace gnnprof::instrument {
 namespace {
@@ -481,16 +482,13 @@ namespace gi = gnnprof::instrument;
 
 extern "C" {
 
-/// Installs the observer. `flags`: bit 0 per-op stages, bit 1 no phase stages, bit 2 no
-/// iteration marks (a linked program with its own GNNPROF_STAGE / GNNPROF_STEP). Returns 0 on
-/// success; otherwise -1 with the reason in `reason`.
-__attribute__((visibility("default"))) int gnnprof_torch_observe(int flags, unsigned long long gather_min_bytes,
+int gnnprof_torch_observe(int flags, unsigned long long gather_min_bytes,
                                                                  char* reason, unsigned long reason_size) {
   std::call_once(gi::g_once, [&] {
     try {
-      gi::g_options.op_stages = (flags & 1) != 0;
-      gi::g_options.phases = (flags & 2) == 0;
-      gi::g_options.marks_iterations = (flags & 4) == 0;
+      gi::g_options.op_stages = (flags & GNNPROF_TORCH_OP_STAGES) != 0;
+      gi::g_options.phases = (flags & GNNPROF_TORCH_NO_PHASES) == 0;
+      gi::g_options.marks_iterations = (flags & GNNPROF_TORCH_NO_MARKS) == 0;
       gi::g_options.gather_min_bytes = gather_min_bytes;
       gi::g_nested = gnnprof_config_bool("GNNPROF_TORCH_NESTED") != 0;
       // FUNCTION scope has the ops and autograd's evaluate_function frames; USER_SCOPE the
@@ -521,7 +519,7 @@ __attribute__((visibility("default"))) int gnnprof_torch_observe(int flags, unsi
   return gi::g_install_result;
 }
 
-__attribute__((visibility("default"))) void gnnprof_torch_close_thread(void) {
+void gnnprof_torch_close_thread(void) {
   try {
     // The final word on sampling (what was observed, the cost measured over the run), from the
     // main thread only: the sampler is the loop thread's, and another thread may close itself
@@ -539,15 +537,12 @@ __attribute__((visibility("default"))) void gnnprof_torch_close_thread(void) {
   }
 }
 
-/// The CUPTI backend's external-correlation hooks (nullptr to remove).
-__attribute__((visibility("default"))) void gnnprof_torch_set_correlation(void (*push)(unsigned long long),
-                                                                          void (*pop)(void)) {
+void gnnprof_torch_set_correlation(void (*push)(unsigned long long), void (*pop)(void)) {
   gi::g_corr_push.store(reinterpret_cast<gi::CorrPush>(push), std::memory_order_release);
   gi::g_corr_pop.store(pop, std::memory_order_release);
 }
 
-/// The preload's poll for a process without gnnprof threads (nullptr to remove).
-__attribute__((visibility("default"))) void gnnprof_torch_set_poll(void (*poll)(int)) {
+void gnnprof_torch_set_poll(void (*poll)(int)) {
   gi::g_poll.store(poll, std::memory_order_release);
 }
 
@@ -557,7 +552,8 @@ namespace gnnprof::torch {
 
 Status observe_ops(const ObserveOptions& options) {
   char reason[256] = {0};
-  const int flags = (options.op_stages ? 1 : 0) | (options.phases ? 0 : 2) | (options.mark_iterations ? 0 : 4);
+  const int flags = (options.op_stages ? GNNPROF_TORCH_OP_STAGES : 0) | (options.phases ? 0 : GNNPROF_TORCH_NO_PHASES) |
+                    (options.mark_iterations ? 0 : GNNPROF_TORCH_NO_MARKS);
   if (gnnprof_torch_observe(flags, options.gather_min_bytes, reason, sizeof(reason)) != 0) {
     gnnprof_note_collector("torch-ops", 0, reason);
     return Status::error(std::string("gnnprof: torch observer: ") + reason);

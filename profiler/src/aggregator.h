@@ -19,7 +19,7 @@
 #include "clock.h"
 #include "gnnprof/profile.h"
 #include "histogram.h"
-#include "private_heap.h"
+#include "gnnprof/internal/private_heap.h"
 #include "raw_event.h"
 #include "site_registry.h"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "clock.h"
-#include "private_heap.h"
+#include "gnnprof/internal/private_heap.h"
 #include "gnnprof/gnnprof.h"
 
 namespace gnnprof::detail {

@@ -15,7 +15,7 @@
 #include <random>
 #include <sstream>
 
-#include "gnnprof/detail/json_number.h"
+#include "gnnprof/internal/json_number.h"
 
 namespace gnnprof {
 

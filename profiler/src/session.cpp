@@ -29,7 +29,7 @@
 #include "clock.h"
 #include "collector.h"
 #include "gnnprof/config.h"
-#include "gnnprof/detail/load_counts.h"
+#include "gnnprof/internal/load_counts.h"
 #include "gnnprof/gnnprof.h"
 #include "gnnprof/profile_io.h"
 #include "site_registry.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "gnnprof/site.h"
-#include "private_heap.h"
+#include "gnnprof/internal/private_heap.h"
 
 namespace gnnprof::detail {
 

@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+#include "plugin_abi.h" /* instrument/src: the preload's entry points */
+
 typedef struct CoreAbi {
   int (*start)(void);
   int (*stop)(void);
@@ -27,8 +29,8 @@ typedef struct CoreAbi {
   uint64_t (*set_line)(uint32_t site);
   void (*line_event)(uint32_t site, uint64_t begin, uint64_t end, int hit);
   void (*set_optimizer_step_hook)(void (*hook)(void));
-  int (*poll)(int allow_flush); /* the preload's poll when present (it also starts its threads) */
-  int (*attach)(void);          /* the preload's "look for torch/CUDA now", or NULL */
+  __typeof__(&gnnprof_preload_poll) poll;     /* the preload's poll when present (it also starts its threads) */
+  __typeof__(&gnnprof_preload_attach) attach; /* the preload's "look for torch/CUDA now", or NULL */
 } CoreAbi;
 
 /* Filled by bind(); every pointer non-NULL once `bound` is 1. */

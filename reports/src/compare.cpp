@@ -17,7 +17,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "gnnprof/detail/json_number.h"
+#include "gnnprof/internal/json_number.h"
 #include "gnnprof/gnnprof.h"
 #include "gnnprof/reports/analysis.h"
 #include "gnnprof/reports/format.h"

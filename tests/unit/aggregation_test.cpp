@@ -11,7 +11,7 @@
 
 #include "aggregator.h"  // internal: deterministic synthetic events
 #include "histogram.h"
-#include "private_heap.h"
+#include "gnnprof/internal/private_heap.h"
 #include "site_registry.h"
 #include "test_support.h"
 

@@ -26,7 +26,9 @@ TEST(Config, EveryVariableOnceWithTypeDefaultAndDoc) {
     EXPECT_EQ(std::string(o.name).rfind("GNNPROF_", 0), 0u);
     EXPECT_GT(std::string(o.doc).size(), 10u) << o.name;
     EXPECT_GT(std::string(o.read_by).size(), 2u) << o.name;
-    if (o.type == Type::kChoice) EXPECT_NE(std::string(o.choices), "") << o.name;
+    if (o.type == Type::kChoice) {
+      EXPECT_NE(std::string(o.choices), "") << o.name;
+    }
   }
   for (const char* n : {"GNNPROF_ENABLED", "GNNPROF_OUTPUT", "GNNPROF_QUIET", "GNNPROF_TORCH_SAMPLE", "GNNPROF_CUPTI", "GNNPROF_PREFETCH",
                         "GNNPROF_LINES", "GNNPROF_THREADLESS"})

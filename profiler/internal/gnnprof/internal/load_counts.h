@@ -1,4 +1,4 @@
-// gnnprof/detail/load_counts.h — the dynamic loader's counts of objects loaded and unloaded so
+// gnnprof/internal/load_counts.h — the dynamic loader's counts of objects loaded and unloaded so
 // far (dl_iterate_phdr's dlpi_adds / dlpi_subs): a cheap "did the set of loaded objects
 // change?" before walking a list of hundreds of objects. Header-only; used by the session (the
 // BLAS path in the profile's environment) and the preload (watching for libtorch and CUDA).

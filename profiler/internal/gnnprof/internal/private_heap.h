@@ -1,4 +1,4 @@
-// private_heap.h — memory for gnnprof's long-lived tables that never comes from the host's
+// gnnprof/internal/private_heap.h — memory for gnnprof's long-lived tables that never comes from the host's
 // malloc heap.
 //
 // The aggregator, the site registry and the torch observer keep small nodes alive for the

@@ -1,4 +1,4 @@
-// gnnprof/detail/json_number.h — whether a JSON value converts to a number type without
+// gnnprof/internal/json_number.h — whether a JSON value converts to a number type without
 // undefined behaviour. nlohmann's get<int64_t>() on a huge or fractional double is an
 // out-of-range float-to-int conversion (found by the fuzzer); readers check this first.
 // Header-only; included by the profile and comparison readers, never by public headers.

@@ -1,0 +1,64 @@
+/* plugin_abi.h — the C ABI between the preload library and the libraries it reaches with
+ * dlopen/dlsym: the torch observer and CUPTI plugins (which the preload loads), and the Python
+ * package's native module (which finds the preload's own entry points). Each side includes this
+ * header: the plugins define these functions, the callers take their pointer types from the
+ * declarations here, so a changed signature fails to compile on both sides.
+ *
+ * Plain C, no gnnprof types: the plugins are built against libtorch or CUPTI and may come from
+ * another build than the preload; every function is noexcept in effect and reports failure in
+ * its return value and `reason`. */
+#ifndef GNNPROF_INSTRUMENT_PLUGIN_ABI_H_
+#define GNNPROF_INSTRUMENT_PLUGIN_ABI_H_
+
+#define GNNPROF_PLUGIN_EXPORT __attribute__((visibility("default")))
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- libgnnprof_torch_observer.so ---- */
+
+/* gnnprof_torch_observe's flags. */
+enum {
+  GNNPROF_TORCH_OP_STAGES = 1 << 0, /* a stage per observed torch op */
+  GNNPROF_TORCH_NO_PHASES = 1 << 1, /* no forward/backward/optimizer stages: the program has its own */
+  GNNPROF_TORCH_NO_MARKS = 1 << 2,  /* no iteration marks at optimizer steps: the program calls GNNPROF_STEP */
+};
+
+/* Installs the RecordFunction callbacks once per process. 0 on success; else -1 with the
+ * reason in `reason`. */
+GNNPROF_PLUGIN_EXPORT int gnnprof_torch_observe(int flags, unsigned long long gather_min_bytes, char* reason,
+                                                unsigned long reason_size);
+/* Closes the calling thread's open op ranges (at exit, before the last flush). */
+GNNPROF_PLUGIN_EXPORT void gnnprof_torch_close_thread(void);
+/* The CUPTI plugin's external-correlation hooks, pushed around each op (NULL to remove). */
+GNNPROF_PLUGIN_EXPORT void gnnprof_torch_set_correlation(void (*push)(unsigned long long), void (*pop)(void));
+/* The preload's poll point for a host without gnnprof threads (NULL to remove). */
+GNNPROF_PLUGIN_EXPORT void gnnprof_torch_set_poll(void (*poll)(int at_mark));
+
+/* ---- libgnnprof_cupti.so ---- */
+
+/* Subscribes to CUPTI's activity API. 0 on success; else -1 with the reason in `reason` (the
+ * plugin has then noted the "cupti" collector itself). */
+GNNPROF_PLUGIN_EXPORT int gnnprof_cupti_start(char* reason, unsigned long reason_size);
+/* Forces CUPTI's completed buffers out (before a flush of the profile). */
+GNNPROF_PLUGIN_EXPORT void gnnprof_cupti_flush(void);
+/* Links the GPU work queued until the matching pop to `id` (an op's or a line's). */
+GNNPROF_PLUGIN_EXPORT void gnnprof_cupti_push_external(unsigned long long id);
+GNNPROF_PLUGIN_EXPORT void gnnprof_cupti_pop_external(void);
+
+/* ---- libgnnprof_preload.so, for the Python package ---- */
+
+/* Threadless mode's poll point: drains and flushes when due, or starts gnnprof's threads once
+ * the host has its own. at_mark 1 at an iteration mark. Returns 0. */
+GNNPROF_PLUGIN_EXPORT int gnnprof_preload_poll(int at_mark);
+/* Looks for libtorch and the CUDA runtime now (the Python package calls it after `import
+ * torch`). 1: nothing is left to watch for; 0: not yet (or another thread is looking); -1: no
+ * active preload in this process. */
+GNNPROF_PLUGIN_EXPORT int gnnprof_preload_attach(void);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+
+#endif /* GNNPROF_INSTRUMENT_PLUGIN_ABI_H_ */
