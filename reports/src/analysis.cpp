@@ -14,13 +14,9 @@ namespace gnnprof::reports {
 
 namespace {
 
-// The upper middle sample (not stats.h's median_of, which averages the two middle ones for an
-// even count): the analysis reports values that some iteration actually had.
-std::int64_t median(std::vector<std::int64_t> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+// The upper middle sample (not median_of, which averages the two middle ones for an even
+// count): the analysis reports values that some iteration actually had.
+std::int64_t median(std::vector<std::int64_t> v) { return upper_median_of(std::move(v)); }
 std::int64_t mean(const std::vector<std::int64_t>& v) {
   if (v.empty()) return 0;
   long double s = 0;

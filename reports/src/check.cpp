@@ -51,9 +51,6 @@ bool listed(const CheckRow& r) { return !r.metric.op() || r.status == CheckStatu
 
 std::string label(const MetricComparison& m) { return m.op() ? "  " + short_op_name(m.name) : m.name; }
 
-std::string ratio(const MetricComparison& m) { return m.ratio ? fmt::format("{:.3f}", *m.ratio) : "-"; }
-
-std::string p_text(const MetricComparison& m) { return m.p_value < 1e-6 ? "<1e-6" : fmt::format("{:.2g}", m.p_value); }
 
 }  // namespace
 
@@ -67,8 +64,8 @@ std::string check_text(const CheckResult& r) {
     if (!listed(row)) continue;
     const auto& m = row.metric;
     out += fmt::format("{:<{}} {:>10} {:>10} {:>8} {:>17} {:>9} {:>6.1f}%  {}\n", label(m), w, human_ns(m.baseline_median_ns),
-                       human_ns(m.candidate_median_ns), ratio(m),
-                       m.ci_low ? fmt::format("[{:.3f}, {:.3f}]", *m.ci_low, *m.ci_high) : "-", p_text(m), 100 * row.limit,
+                       human_ns(m.candidate_median_ns), ratio_text(m.ratio),
+                       ci_text(m.ci_low, m.ci_high, CiStyle::kBracket), p_text(m.p_value), 100 * row.limit,
                        check_status_text(row.status));
   }
   if (r.ops_checked > 0)
@@ -95,8 +92,8 @@ std::string check_markdown(const CheckResult& r, const std::string& baseline, co
     const std::string name =
         m.op() ? "&nbsp;&nbsp;" + short_op_name(m.name) + (m.phase.empty() ? "" : " (in " + m.phase + ")") : m.name;
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {:.1f}% | {} |\n", name, human_ns(m.baseline_median_ns),
-                      human_ns(m.candidate_median_ns), ratio(m), m.ci_low ? fmt::format("{:.3f}–{:.3f}", *m.ci_low, *m.ci_high) : "-",
-                      p_text(m), 100 * row.limit,
+                      human_ns(m.candidate_median_ns), ratio_text(m.ratio), ci_text(m.ci_low, m.ci_high, CiStyle::kDash),
+                      p_text(m.p_value), 100 * row.limit,
                       row.status == CheckStatus::kRegression ? "**REGRESSION**" : check_status_text(row.status));
   }
   return md + "\n" + check_summary(r) + "\n";
@@ -111,7 +108,7 @@ std::string check_junit(const CheckResult& r) {
     const double secs = static_cast<double>(m.candidate_median_ns) / 1e9;
     x += fmt::format("  <testcase classname=\"gnnprof.{}\" name=\"{}\" time=\"{:.6f}\">", m.scope, escape_markup(m.name), secs);
     const std::string detail = fmt::format("median {} -> {}, ratio {}, p {:.3g}, limit {:.1f}%", human_ns(m.baseline_median_ns),
-                                           human_ns(m.candidate_median_ns), ratio(m), m.p_value, 100 * row.limit);
+                                           human_ns(m.candidate_median_ns), ratio_text(m.ratio), m.p_value, 100 * row.limit);
     if (row.status == CheckStatus::kRegression)
       x += "<failure message=\"" + escape_markup("regression: " + detail) + "\"/>";
     else if (row.status == CheckStatus::kUndecided)

@@ -607,9 +607,9 @@ std::string comparison_lines_text(const Comparison& c) {
     const MetricComparison& m = l.metric;
     const bool both = l.baseline_line != 0 && l.candidate_line != 0;
     auto num = [](std::uint32_t n) { return n != 0 ? std::to_string(n) : std::string("-"); };
-    const std::string ratio = both && m.ratio ? fmt::format("{:.3f}", *m.ratio) : "-";
-    const std::string ci = both && m.ci_low ? fmt::format("[{:.3f}, {:.3f}]", *m.ci_low, *m.ci_high) : "-";
-    const std::string p = !both ? "-" : m.p_value < 1e-6 ? "<1e-6" : fmt::format("{:.2g}", m.p_value);
+    const std::string ratio = both ? ratio_text(m.ratio) : "-";
+    const std::string ci = both ? ci_text(m.ci_low, m.ci_high, CiStyle::kBracket) : "-";
+    const std::string p = both ? p_text(m.p_value) : "-";
     const std::string delta = both ? fmt::format("{}{}", m.delta_ns > 0 ? "+" : "", human_ns(m.delta_ns)) : "-";
     std::string code = l.code.size() > 60 ? l.code.substr(0, 57) + "..." : l.code;
     if (l.match == "edited") {
@@ -654,9 +654,9 @@ std::string comparison_text(const Comparison& c, bool ops) {
       if (m.verdict == "slower") slower_ops.push_back(&m);
       if (!ops) continue;
     }
-    const std::string ratio = m.ratio ? fmt::format("{:.3f}", *m.ratio) : "-";
-    const std::string ci = m.ci_low ? fmt::format("[{:.3f}, {:.3f}]", *m.ci_low, *m.ci_high) : "-";
-    const std::string p = m.p_value < 1e-6 ? "<1e-6" : fmt::format("{:.2g}", m.p_value);
+    const std::string ratio = ratio_text(m.ratio);
+    const std::string ci = ci_text(m.ci_low, m.ci_high, CiStyle::kBracket);
+    const std::string p = p_text(m.p_value);
     // fmt rather than const char* + std::string: GCC 12 misreports that operator+ (-Wrestrict).
     const std::string delta = fmt::format("{}{}", m.delta_ns > 0 ? "+" : "", human_ns(m.delta_ns));
     const char* scope = m.scope == "loop" ? "loop" : m.scope == "loop_thread" ? "loop thread" : "other threads";

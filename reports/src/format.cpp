@@ -114,4 +114,18 @@ std::string evidence_text(const std::map<std::string, double>& evidence) {
   return out;
 }
 
+std::string ratio_text(const std::optional<double>& ratio) { return ratio ? fmt::format("{:.3f}", *ratio) : "-"; }
+
+std::string p_text(double p) { return p < 1e-6 ? "<1e-6" : fmt::format("{:.2g}", p); }
+
+std::string ci_text(const std::optional<double>& low, const std::optional<double>& high, CiStyle style) {
+  if (!low || !high) return "-";
+  switch (style) {
+    case CiStyle::kBracket: return fmt::format("[{:.3f}, {:.3f}]", *low, *high);
+    case CiStyle::kDash: return fmt::format("{:.3f}–{:.3f}", *low, *high);
+    case CiStyle::kSpacedDash: break;
+  }
+  return fmt::format("{:.3f} – {:.3f}", *low, *high);
+}
+
 }  // namespace gnnprof::reports

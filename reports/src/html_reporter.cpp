@@ -580,9 +580,8 @@ Status render_comparison_html(const Comparison& c, const Profile* baseline, cons
                        "<td data-v={}>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td class='l {}'>{}</td></tr>",
                        i > 0 ? "op" : "phase", i > 0 ? " hidden" : "", esc(m.name), name, esc(m.scope), m.baseline_median_ns,
                        human_ns(m.baseline_median_ns), m.candidate_median_ns, human_ns(m.candidate_median_ns), m.delta_ns,
-                       m.delta_ns > 0 ? "+" : "", human_ns(m.delta_ns), m.ratio ? fmt::format("{:.3f}", *m.ratio) : "-",
-                       m.ci_low ? fmt::format("{:.3f} – {:.3f}", *m.ci_low, *m.ci_high) : "-",
-                       m.p_value < 1e-6 ? "&lt;1e-6" : fmt::format("{:.2g}", m.p_value), cls, esc(m.verdict));
+                       m.delta_ns > 0 ? "+" : "", human_ns(m.delta_ns), ratio_text(m.ratio),
+                       ci_text(m.ci_low, m.ci_high, CiStyle::kSpacedDash), esc(p_text(m.p_value)), cls, esc(m.verdict));
     }
     o += "</tbody>";
   }
@@ -614,9 +613,8 @@ Status render_comparison_html(const Comparison& c, const Profile* baseline, cons
                        l.baseline_line ? human_ns(m.baseline_median_ns) : "-", m.candidate_median_ns,
                        l.candidate_line ? human_ns(m.candidate_median_ns) : "-", m.delta_ns,
                        both ? (m.delta_ns > 0 ? "+" : "") + human_ns(m.delta_ns) : "-",
-                       both && m.ratio ? fmt::format("{:.3f}", *m.ratio) : "-",
-                       both && m.ci_low ? fmt::format("{:.3f} – {:.3f}", *m.ci_low, *m.ci_high) : "-",
-                       !both ? "-" : m.p_value < 1e-6 ? "&lt;1e-6" : fmt::format("{:.2g}", m.p_value), cls,
+                       both ? ratio_text(m.ratio) : "-", both ? ci_text(m.ci_low, m.ci_high, CiStyle::kSpacedDash) : "-",
+                       both ? esc(p_text(m.p_value)) : "-", cls,
                        esc(l.match == "edited" ? "edited, " + m.verdict : m.verdict), code);
     }
     o += "</tbody></table>";

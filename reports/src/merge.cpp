@@ -1,5 +1,6 @@
 // merge.cpp — the cross-rank view of a distributed run (gnnprof/reports/merge.h).
 #include "gnnprof/reports/merge.h"
+#include "gnnprof/reports/stats.h"
 
 #include <fmt/format.h>
 
@@ -17,14 +18,6 @@ namespace gnnprof::reports {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-template <class T>
-double median_of(std::vector<T> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? static_cast<double>(v[n / 2]) : (static_cast<double>(v[n / 2 - 1]) + static_cast<double>(v[n / 2])) / 2;
-}
 
 std::int64_t mean_of(std::int64_t total, std::size_t n) { return n == 0 ? 0 : total / static_cast<std::int64_t>(n); }
 
@@ -127,8 +120,8 @@ Result<Merged> merge_profiles(const std::vector<Profile>& profiles, const std::v
       busy.push_back(it->wall_ns - c);
     }
     for (const auto& [name, total] : stage_total) rs.stage_ns[name] = mean_of(total, used.size());
-    rs.iteration_median_ns = static_cast<std::int64_t>(median_of(rs.iteration_ns));
-    rs.busy_median_ns = static_cast<std::int64_t>(median_of(busy));
+    rs.iteration_median_ns = static_cast<std::int64_t>(median_value(rs.iteration_ns));
+    rs.busy_median_ns = static_cast<std::int64_t>(median_value(busy));
     rs.comm_ns = mean_of(comm, used.size());
     rs.comm_share = wall > 0 ? static_cast<double>(comm) / static_cast<double>(wall) : 0.0;
     rs.comm_in_flight_ns = mean_of(in_flight, used.size());
@@ -170,7 +163,7 @@ Result<Merged> merge_profiles(const std::vector<Profile>& profiles, const std::v
       auto it = r.stage_ns.find(n);
       v.push_back(it == r.stage_ns.end() ? 0 : it->second);
     }
-    median_stage[n] = median_of(v);
+    median_stage[n] = median_value(v);
     m.stages.push_back(n);
   }
   std::stable_sort(m.stages.begin(), m.stages.end(),
@@ -184,9 +177,9 @@ Result<Merged> merge_profiles(const std::vector<Profile>& profiles, const std::v
     rows.push_back(r.materialized_rows);
     bytes.push_back(r.materialized_bytes);
   }
-  m.busy_median_ns = static_cast<std::int64_t>(median_of(busy));
+  m.busy_median_ns = static_cast<std::int64_t>(median_value(busy));
   auto imbalance = [](const std::vector<double>& v) {
-    const double med = median_of(v);
+    const double med = median_value(v);
     return med > 0 ? *std::max_element(v.begin(), v.end()) / med : 0.0;
   };
   if (!rows.empty()) {
@@ -199,7 +192,7 @@ Result<Merged> merge_profiles(const std::vector<Profile>& profiles, const std::v
     std::vector<std::int64_t> others;
     for (const RankSummary& o : m.ranks)
       if (&o != &r && o.iterations > 0) others.push_back(o.busy_median_ns);
-    const double base = median_of(others);
+    const double base = median_value(others);
     if (others.empty() || base <= 0) continue;
     const double excess = static_cast<double>(r.busy_median_ns) / base - 1.0;
     if (excess <= options.straggler_threshold) continue;
@@ -216,7 +209,7 @@ Result<Merged> merge_profiles(const std::vector<Profile>& profiles, const std::v
         v.push_back(it == o.stage_ns.end() ? 0 : it->second);
       }
       auto it = r.stage_ns.find(n);
-      return (it == r.stage_ns.end() ? 0 : it->second) - static_cast<std::int64_t>(median_of(v));
+      return (it == r.stage_ns.end() ? 0 : it->second) - static_cast<std::int64_t>(median_value(v));
     };
     for (const std::string& n : m.stages) {
       if (is_comm(m.stage_category, n)) continue;  // waiting is the others' symptom, not the cause
@@ -312,33 +305,36 @@ struct Row {
 
 std::vector<Row> table(const Merged& m) {
   std::vector<Row> rows;
-  auto add = [&](const std::string& label, auto value_of) {
+  // value_of gives the number, `spec` its text; min / median / max are picked by number.
+  auto add = [&](const std::string& label, auto value_of, const char* spec = "{:.2f}") {
+    auto text = [&](double x) { return fmt::format(fmt::runtime(spec), x); };
     Row r;
     r.label = label;
     if (per_rank_columns(m)) {
-      for (const RankSummary& rs : m.ranks) r.cells.push_back(value_of(rs));
+      for (const RankSummary& rs : m.ranks) r.cells.push_back(text(value_of(rs)));
     } else {
-      std::vector<std::pair<double, std::string>> v;
-      for (const RankSummary& rs : m.ranks) v.push_back({std::stod(value_of(rs)), value_of(rs)});
+      std::vector<double> v;
+      for (const RankSummary& rs : m.ranks) v.push_back(value_of(rs));
       std::sort(v.begin(), v.end());
-      r.cells = {v.front().second, v[v.size() / 2].second, v.back().second};
+      r.cells = {text(v.front()), text(v[v.size() / 2]), text(v.back())};
     }
     rows.push_back(std::move(r));
   };
-  add("iteration (median), ms", [](const RankSummary& r) { return ms(r.iteration_median_ns); });
-  add("busy = iteration - comm, ms", [](const RankSummary& r) { return ms(r.busy_median_ns); });
-  add("comm exposed, ms", [](const RankSummary& r) { return ms(r.comm_ns); });
-  add("comm share of iteration, %", [](const RankSummary& r) { return fmt::format("{:.1f}", 100 * r.comm_share); });
-  add("collectives in flight, ms", [](const RankSummary& r) { return ms(r.comm_in_flight_ns); });
-  add("  of which overlapped, ms", [](const RankSummary& r) { return ms(r.comm_overlapped_ns); });
-  add("materialized rows", [](const RankSummary& r) { return fmt::format("{:.0f}", r.materialized_rows); });
-  add("materialized MiB", [](const RankSummary& r) { return fmt::format("{:.2f}", r.materialized_bytes / 1048576.0); });
+  auto in_ms = [](std::int64_t ns) { return static_cast<double>(ns) / 1e6; };
+  add("iteration (median), ms", [&](const RankSummary& r) { return in_ms(r.iteration_median_ns); });
+  add("busy = iteration - comm, ms", [&](const RankSummary& r) { return in_ms(r.busy_median_ns); });
+  add("comm exposed, ms", [&](const RankSummary& r) { return in_ms(r.comm_ns); });
+  add("comm share of iteration, %", [](const RankSummary& r) { return 100 * r.comm_share; }, "{:.1f}");
+  add("collectives in flight, ms", [&](const RankSummary& r) { return in_ms(r.comm_in_flight_ns); });
+  add("  of which overlapped, ms", [&](const RankSummary& r) { return in_ms(r.comm_overlapped_ns); });
+  add("materialized rows", [](const RankSummary& r) { return r.materialized_rows; }, "{:.0f}");
+  add("materialized MiB", [](const RankSummary& r) { return r.materialized_bytes / 1048576.0; });
   if (std::any_of(m.ranks.begin(), m.ranks.end(), [](const RankSummary& r) { return r.gpu_kernel_ns > 0; }))
-    add("GPU kernels, ms", [](const RankSummary& r) { return ms(r.gpu_kernel_ns); });
+    add("GPU kernels, ms", [&](const RankSummary& r) { return in_ms(r.gpu_kernel_ns); });
   for (const std::string& n : m.stages)
     add(n + ", ms", [&](const RankSummary& r) {
       auto it = r.stage_ns.find(n);
-      return ms(it == r.stage_ns.end() ? 0 : it->second);
+      return in_ms(it == r.stage_ns.end() ? 0 : it->second);
     });
   return rows;
 }

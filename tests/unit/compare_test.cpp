@@ -3,10 +3,24 @@
 
 #include <gtest/gtest.h>
 
+#include "gnnprof/reports/format.h"
+#include "gnnprof/reports/stats.h"
+
 #include <random>
 
 namespace gnnprof::reports {
 namespace {
+
+TEST(CompareStats, OneFormatterForRatioCiAndP) {
+  EXPECT_EQ(ratio_text(1.23456), "1.235");
+  EXPECT_EQ(ratio_text(std::nullopt), "-");
+  EXPECT_EQ(p_text(0.0123), "0.012");
+  EXPECT_EQ(p_text(1e-9), "<1e-6");
+  EXPECT_EQ(ci_text(0.9811, 1.0424, CiStyle::kBracket), "[0.981, 1.042]");
+  EXPECT_EQ(ci_text(0.9811, 1.0424, CiStyle::kDash), "0.981–1.042");
+  EXPECT_EQ(ci_text(0.9811, 1.0424, CiStyle::kSpacedDash), "0.981 – 1.042");
+  EXPECT_EQ(ci_text(std::nullopt, 1.0, CiStyle::kBracket), "-");
+}
 
 TEST(CompareStats, MannWhitneyMatchesTheTextbookValue) {
   // U = 0 for fully separated samples of 5 and 5: z = (12.5 - 0.5) / sqrt(25/12 * 11),
@@ -19,6 +33,14 @@ TEST(CompareStats, MannWhitneyMatchesTheTextbookValue) {
   EXPECT_EQ(median_of({5, 1, 3}), 3);
   EXPECT_EQ(median_of({4, 1, 3, 2}), 2);  // lower-middle average, integer ns
   EXPECT_EQ(median_of({}), 0);
+  // The one home of medians (stats.h): unrounded for ratios, the upper middle for "a value some
+  // iteration had".
+  EXPECT_DOUBLE_EQ(median_value(std::vector<double>{4, 1, 3, 2}), 2.5);
+  EXPECT_DOUBLE_EQ(median_value(std::vector<std::int64_t>{7, 1, 4}), 4.0);
+  EXPECT_DOUBLE_EQ(median_value(std::vector<double>{}), 0.0);
+  EXPECT_EQ(upper_median_of({4, 1, 3, 2}), 3);
+  EXPECT_EQ(upper_median_of({9}), 9);
+  EXPECT_EQ(upper_median_of({}), 0);
 }
 
 Profile run(std::mt19937& rng, double wall_ms, double data_ms, bool data_on_loop) {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "gnnprof/profile.h"
@@ -30,5 +31,16 @@ std::string escape_markup(const std::string& s);
 /// *bytes a size, *share / *utilization a percentage, anything else the number
 /// ("exposed_data_ns=12.3 ms, exposed_share=28.0%, cpus=2"). The JSON keeps the raw numbers.
 std::string evidence_text(const std::map<std::string, double>& evidence);
+
+/// A comparison's statistics, one way in every renderer: the ratio of medians "1.234" (or
+/// "-"), the p-value "0.012" / "<1e-6", and the ratio's CI in the layout of the view.
+std::string ratio_text(const std::optional<double>& ratio);
+std::string p_text(double p);
+enum class CiStyle {
+  kBracket,    ///< "[0.981, 1.042]" (text)
+  kDash,       ///< "0.981–1.042" (Markdown)
+  kSpacedDash  ///< "0.981 – 1.042" (HTML)
+};
+std::string ci_text(const std::optional<double>& low, const std::optional<double>& high, CiStyle style);
 
 }  // namespace gnnprof::reports
