@@ -423,8 +423,6 @@ Profile Aggregator::build(const std::vector<SiteInfo>& sites, std::int64_t end_n
   p.iterations_dropped = iterations_dropped_;
 
 
-  static const char* kDir[] = {"h2d", "d2h", "d2d", "h2h"};
-  static const char* kMem[] = {"pageable", "pinned", "none", "none"};
   for (const auto& [key, t] : transfers_) {
     const auto& [stage, line, flags] = key;
     TransferStats ts;
@@ -432,9 +430,9 @@ Profile Aggregator::build(const std::vector<SiteInfo>& sites, std::int64_t end_n
     const SiteInfo& li = site_or_empty(sites, line);
     ts.file = li.file;
     ts.line = li.line;
-    ts.direction = kDir[flags & 3];
-    ts.memory = kMem[(flags >> 2) & 3];
-    ts.mode = ((flags >> 4) & 1) != 0 ? "async" : "sync";
+    ts.direction = static_cast<Direction>(flags & 3);
+    ts.memory = ((flags >> 2) & 3) <= 1 ? static_cast<HostMemory>((flags >> 2) & 3) : HostMemory::kNone;
+    ts.mode = ((flags >> 4) & 1) != 0 ? CopyMode::kAsync : CopyMode::kSync;
     ts.count = t.count;
     ts.bytes = t.bytes;
     ts.total_ns = t.total;

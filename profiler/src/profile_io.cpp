@@ -126,9 +126,9 @@ json profile_json(const Profile& p, const std::vector<Diagnostic>& diagnostics) 
     j["transfers"].push_back({{"stage", t.stage},
                               {"file", t.file},
                               {"line", t.line},
-                              {"direction", t.direction},
-                              {"memory", t.memory},
-                              {"mode", t.mode},
+                              {"direction", to_string(t.direction)},
+                              {"memory", to_string(t.memory)},
+                              {"mode", to_string(t.mode)},
                               {"count", t.count},
                               {"bytes", t.bytes},
                               {"total_ns", t.total_ns}});
@@ -188,7 +188,7 @@ json profile_json(const Profile& p, const std::vector<Diagnostic>& diagnostics) 
     json ev = json::object();
     for (const auto& [k, v] : d.evidence) ev[k] = v;
     j["diagnostics"].push_back(
-        {{"id", d.id}, {"severity", d.severity}, {"message", d.message}, {"evidence", ev}});
+        {{"id", d.id}, {"severity", to_string(d.severity)}, {"message", d.message}, {"evidence", ev}});
   }
   return j;
 }
@@ -205,6 +205,12 @@ struct Reader {
     auto it = o.find(key);
     if (it == o.end()) fail(path, std::string("missing key \"") + key + "\"");
     return *it;
+  }
+  /// A name of an enum in site.h (from_string), or a failure listing the expected names.
+  template <typename E>
+  void get_enum(const json& o, const char* key, const std::string& path, E& out, const char* expected) const {
+    const auto text = get<std::string>(o, key, path);
+    if (!from_string(text, out)) fail(path + "." + key, "\"" + text + "\" is not one of " + expected);
   }
   template <typename T>
   T get(const json& o, const char* key, const std::string& path) const {
@@ -379,9 +385,9 @@ Profile profile_from(const json& j, const Reader& r) {
     ts.stage = r.get<std::string>(t, "stage", path);
     ts.file = r.get<std::string>(t, "file", path);
     ts.line = r.get<std::uint32_t>(t, "line", path);
-    ts.direction = r.get<std::string>(t, "direction", path);
-    ts.memory = r.get<std::string>(t, "memory", path);
-    ts.mode = r.get<std::string>(t, "mode", path);
+    r.get_enum(t, "direction", path, ts.direction, "h2d, d2h, d2d or h2h");
+    r.get_enum(t, "memory", path, ts.memory, "pinned, pageable or none");
+    r.get_enum(t, "mode", path, ts.mode, "sync or async");
     ts.count = r.get<std::uint64_t>(t, "count", path);
     ts.bytes = r.get<std::uint64_t>(t, "bytes", path);
     ts.total_ns = r.get<std::int64_t>(t, "total_ns", path);
@@ -475,7 +481,7 @@ Profile profile_from(const json& j, const Reader& r) {
     std::string path = "$.diagnostics[" + std::to_string(i++) + "]";
     Diagnostic dg;
     dg.id = r.get<std::string>(d, "id", path);
-    dg.severity = r.get<std::string>(d, "severity", path);
+    r.get_enum(d, "severity", path, dg.severity, "info, warning or error");
     dg.message = r.get<std::string>(d, "message", path);
     dg.evidence = r.get<std::map<std::string, double>>(d, "evidence", path);
     p.diagnostics.push_back(std::move(dg));

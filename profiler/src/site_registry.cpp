@@ -141,6 +141,34 @@ const char* to_string(HostMemory m) noexcept {
   return "none";
 }
 const char* to_string(CopyMode m) noexcept { return m == CopyMode::kAsync ? "async" : "sync"; }
+namespace {
+template <class E, std::size_t N>
+bool enum_from(std::string_view text, const E (&values)[N], E& out) noexcept {
+  for (E v : values)
+    if (text == to_string(v)) return out = v, true;
+  return false;
+}
+}  // namespace
+bool from_string(std::string_view text, Direction& out) noexcept {
+  return enum_from(text, {Direction::kH2D, Direction::kD2H, Direction::kD2D, Direction::kH2H}, out);
+}
+bool from_string(std::string_view text, HostMemory& out) noexcept {
+  return enum_from(text, {HostMemory::kPageable, HostMemory::kPinned, HostMemory::kNone}, out);
+}
+bool from_string(std::string_view text, CopyMode& out) noexcept {
+  return enum_from(text, {CopyMode::kSync, CopyMode::kAsync}, out);
+}
+const char* to_string(Severity s) noexcept {
+  switch (s) {
+    case Severity::kInfo: return "info";
+    case Severity::kWarning: return "warning";
+    case Severity::kError: return "error";
+  }
+  return "info";
+}
+bool from_string(std::string_view text, Severity& out) noexcept {
+  return enum_from(text, {Severity::kInfo, Severity::kWarning, Severity::kError}, out);
+}
 const char* to_string(TimelineKind k) noexcept {
   static const char* kNames[kTimelineKinds] = {"stage", "line", "transfer", "materialize", "counter", "step", "step_end"};
   const auto i = static_cast<int>(k);

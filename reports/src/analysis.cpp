@@ -225,9 +225,9 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   for (const auto& t : p.transfers) {
     a.transfers.count += t.count;
     a.transfers.bytes += t.bytes;
-    if (t.memory == "pinned") a.transfers.pinned_bytes += t.bytes;
-    if (t.memory == "pageable") a.transfers.pageable_bytes += t.bytes;
-    (t.mode == "async" ? a.transfers.async_count : a.transfers.sync_count) += t.count;
+    if (t.memory == HostMemory::kPinned) a.transfers.pinned_bytes += t.bytes;
+    if (t.memory == HostMemory::kPageable) a.transfers.pageable_bytes += t.bytes;
+    (t.mode == CopyMode::kAsync ? a.transfers.async_count : a.transfers.sync_count) += t.count;
     a.transfers.total_ns += t.total_ns;
   }
 
@@ -268,8 +268,8 @@ const std::vector<std::string>& diagnostic_ids() {
 
 std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   std::vector<Diagnostic> out;
-  auto add = [&](std::string id, std::string severity, std::string message, std::map<std::string, double> evidence) {
-    out.push_back(Diagnostic{std::move(id), std::move(severity), std::move(message), std::move(evidence)});
+  auto add = [&](std::string id, Severity severity, std::string message, std::map<std::string, double> evidence) {
+    out.push_back(Diagnostic{std::move(id), severity, std::move(message), std::move(evidence)});
   };
   std::map<std::string, std::string> category;
   for (const auto& s : p.stages) category.emplace(s.name, s.category);
@@ -277,15 +277,15 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   // pageable-h2d: host-to-device bytes from pageable memory are staged synchronously.
   std::uint64_t h2d = 0, pageable = 0, pageable_count = 0;
   for (const auto& t : p.transfers)
-    if (t.direction == "h2d") {
+    if (t.direction == Direction::kH2D) {
       h2d += t.bytes;
-      if (t.memory == "pageable") {
+      if (t.memory == HostMemory::kPageable) {
         pageable += t.bytes;
         pageable_count += t.count;
       }
     }
   if (pageable > 0)
-    add("pageable-h2d", "warning",
+    add("pageable-h2d", Severity::kWarning,
         fmt::format("{} of {} host-to-device bytes ({} copies) come from pageable memory: the driver stages them "
                     "synchronously. Pin the source (pin_memory=True / tensor.pin_memory()) and copy non_blocking.",
                     human_bytes(pageable), human_bytes(h2d), pageable_count),
@@ -295,7 +295,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
 
   // exposed-data-time: data stages on the critical path, nothing overlapped.
   if (a.iterations_used > 0 && a.exposed_data_share > 0.20 && a.hidden_data_ns == 0)
-    add("exposed-data-time", "warning",
+    add("exposed-data-time", Severity::kWarning,
         fmt::format("data stages take {:.0f}% of each iteration ({} of {}) on the loop thread and nothing overlaps them. "
                     "Prefetching could bring the iteration to about {} ({:.2f}x), if compute keeps its speed.",
                     100 * a.exposed_data_share, human_ns(a.exposed_data_ns), human_ns(a.iteration_median_ns),
@@ -310,7 +310,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   for (const auto& m : p.materializations) {
     auto c = category.find(m.stage);
     if (c == category.end() || c->second != "compute") continue;
-    add("materialize-in-compute", "warning",
+    add("materialize-in-compute", Severity::kWarning,
         fmt::format("\"{}\" is materialized inside the compute stage \"{}\"{} ({} rows, {}): a lazy gather on the "
                     "critical path, like DGL's first access to srcdata['x']. Gather it in the data pipeline, where it "
                     "can be prefetched.",
@@ -322,7 +322,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   // host-sync: a sync stage (loss.item(), synchronize) holding a real share of the iteration.
   for (const auto& s : a.loop_stages) {
     if (s.category != "sync" || s.share <= 0.05) continue;
-    add("host-sync", "warning",
+    add("host-sync", Severity::kWarning,
         fmt::format("\"{}\" waits {:.0f}% of each iteration ({}): the host blocks until queued device work is done, "
                     "so device time is absorbed here. Read losses every N iterations, or asynchronously.",
                     s.name, 100 * s.share, human_ns(s.median_ns)),
@@ -342,7 +342,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
     const double growth = late - early;
     const double minutes = static_cast<double>(p.host_samples.back().ts_ns - p.host_samples[start].ts_ns) / 60e9;
     if (third > 0 && growth > 64.0 * 1024 * 1024 && growth > 0.10 * early)
-      add("host-memory-growth", "warning",
+      add("host-memory-growth", Severity::kWarning,
           fmt::format("host memory grew from {} to {} after warm-up ({:.0f} MiB/min) and kept growing: a leak, such as "
                       "DataLoader workers touching Python lists (copy-on-write of refcounts). Keep per-sample data in "
                       "numpy arrays or tensors.",
@@ -354,7 +354,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   // low-utilization: short iterations and idle cores. Without device activity, the device is
   // the host CPU.
   if (a.cpu_utilization && *a.cpu_utilization < 0.5 && a.iterations_used > 0 && a.iteration_median_ns < 20000000)
-    add("low-utilization", "info",
+    add("low-utilization", Severity::kInfo,
         fmt::format("iterations are short ({}) and the {} CPUs are {:.0f}% busy: batches too small to keep the device "
                     "busy. A larger batch (scaling the learning rate) amortizes the per-iteration overhead.",
                     human_ns(a.iteration_median_ns), p.environment.cpus, 100 * *a.cpu_utilization),
@@ -363,7 +363,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
 
   // dropped-events: the statistics undercount.
   if (p.dropped_events > 0)
-    add("dropped-events", "warning",
+    add("dropped-events", Severity::kWarning,
         fmt::format("{} events were dropped ({:.2f}% of {}): rings full or too many threads; statistics undercount. "
                     "Raise GNNPROF_BUFFER_EVENTS or GNNPROF_MAX_THREADS.",
                     p.dropped_events,
@@ -373,7 +373,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
 
   // reference-blas: Debian's reference BLAS is ~8x slower than OpenBLAS for training.
   if (p.environment.blas.find("/blas/libblas.so") != std::string::npos)
-    add("reference-blas", "error",
+    add("reference-blas", Severity::kError,
         fmt::format("the process uses the reference BLAS ({}), about 8x slower than OpenBLAS for a training step. "
                     "Install libopenblas0-openmp; Debian's alternatives then switch libblas.so.3 to it.",
                     p.environment.blas),
@@ -387,7 +387,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
     for (const auto& t : p.threads)
       if (t.name.rfind("prefetch-", 0) == 0 && t.name.rfind("prefetch-idle-", 0) != 0) ++producers;
     if (compute + producers > p.environment.cpus)
-      add("thread-oversubscription", "warning",
+      add("thread-oversubscription", Severity::kWarning,
           fmt::format("{} compute threads{} share {} CPUs: threads preempt each other mid parallel region. Set "
                       "OMP_NUM_THREADS / torch.set_num_threads to the cores left, or run producers at background "
                       "priority.",

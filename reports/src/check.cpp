@@ -23,7 +23,7 @@ CheckResult apply_check(const Comparison& c, const CheckPolicy& policy) {
   CheckResult r;
   r.policy = policy;
   for (const auto& m : c.metrics) {
-    if (m.scope == "other_threads") continue;  // hidden time does not slow the loop
+    if (m.scope == Scope::kOtherThreads) continue;  // hidden time does not slow the loop
     CheckRow row;
     row.metric = m;
     auto lim = policy.limits.find(m.name);
@@ -31,12 +31,12 @@ CheckResult apply_check(const Comparison& c, const CheckPolicy& policy) {
     if (m.baseline_n < policy.min_samples || m.candidate_n < policy.min_samples) {
       row.status = CheckStatus::kUndecided;
       ++r.undecided;
-    } else if (m.verdict == "slower" && (!m.ratio || *m.ratio - 1.0 > row.limit)) {
+    } else if (m.verdict == Verdict::kSlower && (!m.ratio || *m.ratio - 1.0 > row.limit)) {
       row.status = CheckStatus::kRegression;
       ++r.regressions;
-    } else if (m.verdict == "slower") {
+    } else if (m.verdict == Verdict::kSlower) {
       row.status = CheckStatus::kSlowerWithinLimit;
-    } else if (m.verdict == "faster") {
+    } else if (m.verdict == Verdict::kFaster) {
       row.status = CheckStatus::kFaster;
     }
     r.ops_checked += m.op() ? 1 : 0;
@@ -106,7 +106,7 @@ std::string check_junit(const CheckResult& r) {
   for (const auto& row : r.rows) {
     const auto& m = row.metric;
     const double secs = static_cast<double>(m.candidate_median_ns) / 1e9;
-    x += fmt::format("  <testcase classname=\"gnnprof.{}\" name=\"{}\" time=\"{:.6f}\">", m.scope, escape_markup(m.name), secs);
+    x += fmt::format("  <testcase classname=\"gnnprof.{}\" name=\"{}\" time=\"{:.6f}\">", to_string(m.scope), escape_markup(m.name), secs);
     const std::string detail = fmt::format("median {} -> {}, ratio {}, p {:.3g}, limit {:.1f}%", human_ns(m.baseline_median_ns),
                                            human_ns(m.candidate_median_ns), ratio_text(m.ratio), m.p_value, 100 * row.limit);
     if (row.status == CheckStatus::kRegression)

@@ -25,6 +25,42 @@
 
 namespace gnnprof::reports {
 
+const char* to_string(Scope s) noexcept {
+  switch (s) {
+    case Scope::kLoop: return "loop";
+    case Scope::kLoopThread: return "loop_thread";
+    case Scope::kOtherThreads: return "other_threads";
+    case Scope::kLine: return "line";
+  }
+  return "loop";
+}
+
+const char* to_string(Verdict v) noexcept {
+  switch (v) {
+    case Verdict::kNoChange: return "no significant change";
+    case Verdict::kFaster: return "faster";
+    case Verdict::kSlower: return "slower";
+    case Verdict::kLess: return "less";
+    case Verdict::kMore: return "more";
+    case Verdict::kBaselineOnly: return "baseline only";
+    case Verdict::kCandidateOnly: return "candidate only";
+  }
+  return "no significant change";
+}
+
+bool from_string(std::string_view text, Scope& out) noexcept {
+  for (Scope s : {Scope::kLoop, Scope::kLoopThread, Scope::kOtherThreads, Scope::kLine})
+    if (text == to_string(s)) return out = s, true;
+  return false;
+}
+
+bool from_string(std::string_view text, Verdict& out) noexcept {
+  for (Verdict v : {Verdict::kNoChange, Verdict::kFaster, Verdict::kSlower, Verdict::kLess, Verdict::kMore, Verdict::kBaselineOnly,
+                    Verdict::kCandidateOnly})
+    if (text == to_string(v)) return out = v, true;
+  return false;
+}
+
 using json = nlohmann::ordered_json;
 
 double mann_whitney_p(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) {
@@ -92,7 +128,7 @@ Samples collect(const std::vector<Profile>& profiles, std::uint64_t skip, const 
   return s;
 }
 
-MetricComparison compare_metric(const std::string& name, const std::string& scope, const std::vector<std::int64_t>& a,
+MetricComparison compare_metric(const std::string& name, Scope scope, const std::vector<std::int64_t>& a,
                                 const std::vector<std::int64_t>& b, const CompareOptions& opt, std::mt19937_64& rng) {
   MetricComparison m;
   m.name = name;
@@ -125,9 +161,9 @@ MetricComparison compare_metric(const std::string& name, const std::string& scop
   const bool differs = m.p_value < opt.alpha && m.delta_ns != 0 &&
                        (!m.ci_low || *m.ci_high < 1.0 || *m.ci_low > 1.0);
   // Time on other threads is off the critical path: more of it is not "slower".
-  const bool hidden = scope == "other_threads";
-  m.verdict = !differs ? "no significant change"
-                       : (m.delta_ns < 0 ? (hidden ? "less" : "faster") : (hidden ? "more" : "slower"));
+  const bool hidden = scope == Scope::kOtherThreads;
+  m.verdict = !differs ? Verdict::kNoChange
+                       : (m.delta_ns < 0 ? (hidden ? Verdict::kLess : Verdict::kFaster) : (hidden ? Verdict::kMore : Verdict::kSlower));
   return m;
 }
 
@@ -157,10 +193,10 @@ Comparison compare_profiles(const std::vector<Profile>& baseline, const std::vec
   Samples a = collect(baseline, options.skip, loop_names, other_names);
   Samples b = collect(candidate, options.skip, loop_names, other_names);
   std::mt19937_64 rng(options.seed);
-  c.metrics.push_back(compare_metric("iteration", "loop", a.loop, b.loop, options, rng));
+  c.metrics.push_back(compare_metric("iteration", Scope::kLoop, a.loop, b.loop, options, rng));
   std::vector<MetricComparison> stages;
-  for (const auto& n : loop_names) stages.push_back(compare_metric(n, "loop_thread", a.loop_thread[n], b.loop_thread[n], options, rng));
-  for (const auto& n : other_names) stages.push_back(compare_metric(n, "other_threads", a.other[n], b.other[n], options, rng));
+  for (const auto& n : loop_names) stages.push_back(compare_metric(n, Scope::kLoopThread, a.loop_thread[n], b.loop_thread[n], options, rng));
+  for (const auto& n : other_names) stages.push_back(compare_metric(n, Scope::kOtherThreads, a.other[n], b.other[n], options, rng));
   std::stable_sort(stages.begin(), stages.end(), [](const MetricComparison& x, const MetricComparison& y) {
     if (x.scope != y.scope) return x.scope < y.scope;  // loop_thread before other_threads
     return std::max(x.baseline_median_ns, x.candidate_median_ns) > std::max(y.baseline_median_ns, y.candidate_median_ns);
@@ -174,7 +210,7 @@ Comparison compare_profiles(const std::vector<Profile>& baseline, const std::vec
       m.category = f->second.category;
       m.phase = f->second.phase;
     }
-  for (const char* scope : {"loop_thread", "other_threads"}) {
+  for (Scope scope : {Scope::kLoopThread, Scope::kOtherThreads}) {
     std::vector<MetricComparison> rows;
     for (const auto& m : stages)
       if (m.scope == scope) rows.push_back(m);
@@ -371,9 +407,9 @@ std::vector<LineComparison> compare_lines(const std::vector<Profile>& baseline, 
       lc.candidate_hits = v != nullptr ? v->hits : 0;
       lc.match = u == nullptr ? "candidate only" : v == nullptr ? "baseline only" : lc.candidate_code.empty() ? "same" : "edited";
       static const std::vector<std::int64_t> kNone;
-      lc.metric = compare_metric(fmt::format("{}:{}", base_name(any->file), any->line), "line",
+      lc.metric = compare_metric(fmt::format("{}:{}", base_name(any->file), any->line), Scope::kLine,
                                  u != nullptr ? u->samples : kNone, v != nullptr ? v->samples : kNone, options, rng);
-      if (u == nullptr || v == nullptr) lc.metric.verdict = lc.match;
+      if (u == nullptr || v == nullptr) lc.metric.verdict = u == nullptr ? Verdict::kCandidateOnly : Verdict::kBaselineOnly;
       out.push_back(std::move(lc));
     }
   }
@@ -407,6 +443,14 @@ T checked(const json& v) {
   return v.get<T>();
 }
 
+template <typename E>
+E enum_at(const json& j, const char* key) {
+  const auto text = j.at(key).get<std::string>();
+  E e{};
+  if (!from_string(text, e)) throw std::runtime_error(std::string(key) + ": unknown value \"" + text + "\"");
+  return e;
+}
+
 std::optional<double> get_opt(const json& j, const char* key) {
   const json& v = j.at(key);
   if (v.is_null()) return std::nullopt;
@@ -416,7 +460,7 @@ std::optional<double> get_opt(const json& j, const char* key) {
 MetricComparison metric_from(const json& m) {
   MetricComparison mc;
   mc.name = m.at("name").get<std::string>();
-  mc.scope = m.at("scope").get<std::string>();
+  mc.scope = enum_at<Scope>(m, "scope");
   mc.baseline_n = checked<std::uint64_t>(m.at("baseline_n"));
   mc.candidate_n = checked<std::uint64_t>(m.at("candidate_n"));
   mc.baseline_median_ns = checked<std::int64_t>(m.at("baseline_median_ns"));
@@ -426,7 +470,7 @@ MetricComparison metric_from(const json& m) {
   mc.ci_low = get_opt(m, "ci_low");
   mc.ci_high = get_opt(m, "ci_high");
   mc.p_value = checked<double>(m.at("p_value"));
-  mc.verdict = m.at("verdict").get<std::string>();
+  mc.verdict = enum_at<Verdict>(m, "verdict");
   if (m.contains("category")) mc.category = m.at("category").get<std::string>();  // absent before 0.1 reports
   if (m.contains("phase")) mc.phase = m.at("phase").get<std::string>();
   return mc;
@@ -456,7 +500,7 @@ Side side_from(const json& j) {
 namespace {
 json metric_json(const MetricComparison& m) {
   json j = {{"name", m.name},
-          {"scope", m.scope},
+          {"scope", to_string(m.scope)},
           {"baseline_n", m.baseline_n},
           {"candidate_n", m.candidate_n},
           {"baseline_median_ns", m.baseline_median_ns},
@@ -466,7 +510,7 @@ json metric_json(const MetricComparison& m) {
           {"ci_low", opt(m.ci_low)},
           {"ci_high", opt(m.ci_high)},
           {"p_value", m.p_value},
-          {"verdict", m.verdict}};
+          {"verdict", to_string(m.verdict)}};
   if (!m.category.empty()) j["category"] = m.category;
   if (!m.phase.empty()) j["phase"] = m.phase;
   return j;
@@ -489,7 +533,7 @@ std::string comparison_to_json(const Comparison& c) {
                    {"speedup", opt(c.speedup)},
                    {"speedup_ci_low", opt(c.speedup_ci_low)},
                    {"speedup_ci_high", opt(c.speedup_ci_high)},
-                   {"verdict", c.verdict}};
+                   {"verdict", to_string(c.verdict)}};
   j["metrics"] = json::array();
   for (const auto& m : c.metrics) j["metrics"].push_back(metric_json(m));
   if (!c.lines.empty()) {  // written only when the profiles have line tables
@@ -536,7 +580,7 @@ Result<Comparison> comparison_from_json(const std::string& text, const std::stri
     c.speedup = get_opt(h, "speedup");
     c.speedup_ci_low = get_opt(h, "speedup_ci_low");
     c.speedup_ci_high = get_opt(h, "speedup_ci_high");
-    c.verdict = h.at("verdict").get<std::string>();
+    c.verdict = enum_at<Verdict>(h, "verdict");
     for (const auto& m : j.at("metrics")) c.metrics.push_back(metric_from(m));
     if (j.contains("lines")) {  // absent when neither side had line tables
       for (const auto& l : j.at("lines")) {
@@ -571,14 +615,14 @@ Result<Comparison> read_comparison_file(const std::string& path) {
 }
 
 std::string slower_summary(const Comparison& c) {
-  if (c.metrics.empty() || c.metrics.front().verdict != "slower") return "";
+  if (c.metrics.empty() || c.metrics.front().verdict != Verdict::kSlower) return "";
   const MetricComparison& it = c.metrics.front();
   const MetricComparison* worst = nullptr;
   for (const auto& m : c.metrics)
-    if (m.scope == "loop_thread" && !m.op() && m.verdict == "slower" && (worst == nullptr || m.delta_ns > worst->delta_ns)) worst = &m;
+    if (m.scope == Scope::kLoopThread && !m.op() && m.verdict == Verdict::kSlower && (worst == nullptr || m.delta_ns > worst->delta_ns)) worst = &m;
   const MetricComparison* worst_op = nullptr;  // inside that phase
   for (const auto& m : c.metrics)
-    if (worst != nullptr && m.scope == "loop_thread" && m.op() && m.phase == worst->name && m.verdict == "slower" &&
+    if (worst != nullptr && m.scope == Scope::kLoopThread && m.op() && m.phase == worst->name && m.verdict == Verdict::kSlower &&
         (worst_op == nullptr || m.delta_ns > worst_op->delta_ns))
       worst_op = &m;
   std::string out = fmt::format("The candidate is SLOWER: iteration {} -> {} (+{}, x{:.2f})", human_ns(it.baseline_median_ns),
@@ -619,7 +663,7 @@ std::string comparison_lines_text(const Comparison& c) {
     out += fmt::format("{:>5} {:>5} {:>10} {:>10} {:>10} {:>7} {:>17} {:>9}  {:<22} {}\n", num(l.baseline_line),
                        num(l.candidate_line), l.baseline_line ? human_ns(m.baseline_median_ns) : "-",
                        l.candidate_line ? human_ns(m.candidate_median_ns) : "-", delta, ratio, ci, p,
-                       l.match == "edited" ? "edited, " + m.verdict : m.verdict, code);
+                       l.match == "edited" ? std::string("edited, ") + to_string(m.verdict) : to_string(m.verdict), code);
   }
   return out;
 }
@@ -649,9 +693,9 @@ std::string comparison_text(const Comparison& c, bool ops) {
   for (const auto& m : c.metrics) {
     if (m.op()) {
       ++op_rows;
-      ops_slower += m.verdict == "slower" ? 1 : 0;
-      ops_faster += m.verdict == "faster" ? 1 : 0;
-      if (m.verdict == "slower") slower_ops.push_back(&m);
+      ops_slower += m.verdict == Verdict::kSlower ? 1 : 0;
+      ops_faster += m.verdict == Verdict::kFaster ? 1 : 0;
+      if (m.verdict == Verdict::kSlower) slower_ops.push_back(&m);
       if (!ops) continue;
     }
     const std::string ratio = ratio_text(m.ratio);
@@ -659,9 +703,9 @@ std::string comparison_text(const Comparison& c, bool ops) {
     const std::string p = p_text(m.p_value);
     // fmt rather than const char* + std::string: GCC 12 misreports that operator+ (-Wrestrict).
     const std::string delta = fmt::format("{}{}", m.delta_ns > 0 ? "+" : "", human_ns(m.delta_ns));
-    const char* scope = m.scope == "loop" ? "loop" : m.scope == "loop_thread" ? "loop thread" : "other threads";
+    const char* scope = m.scope == Scope::kLoop ? "loop" : m.scope == Scope::kLoopThread ? "loop thread" : "other threads";
     out += fmt::format("{:<{}} {:<13} {:>10} {:>10} {:>10} {:>7} {:>17} {:>9}  {}\n", m.op() ? "  " + short_op_name(m.name) : m.name,
-                       w, scope, human_ns(m.baseline_median_ns), human_ns(m.candidate_median_ns), delta, ratio, ci, p, m.verdict);
+                       w, scope, human_ns(m.baseline_median_ns), human_ns(m.candidate_median_ns), delta, ratio, ci, p, to_string(m.verdict));
   }
   if (op_rows > 0 && !ops) {
     out += fmt::format("{} torch op metrics ({} slower, {} faster); `--ops` lists them under their phase.", op_rows, ops_slower,
@@ -679,7 +723,7 @@ std::string comparison_text(const Comparison& c, bool ops) {
     out += fmt::format("Headline: iteration {} -> {}: {:.3f}x speedup", human_ns(it.baseline_median_ns),
                        human_ns(it.candidate_median_ns), *c.speedup);
     if (c.speedup_ci_low) out += fmt::format(" (95% CI {:.3f}x to {:.3f}x)", *c.speedup_ci_low, *c.speedup_ci_high);
-    out += fmt::format("; verdict: {}\n", c.verdict);
+    out += fmt::format("; verdict: {}\n", to_string(c.verdict));
     if (const std::string slow = slower_summary(c); !slow.empty()) out += slow + "\n";
   } else {
     out += "Headline: no iterations to compare\n";

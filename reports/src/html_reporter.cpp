@@ -207,7 +207,7 @@ std::string diagnostics_html(const std::vector<Diagnostic>& ds) {
   std::string o;
   for (const auto& d : ds) {
     const std::string ev = evidence_text(d.evidence);
-    o += fmt::format("<div class='diag {}'><b>{}</b> <code>{}</code><br>{}{}</div>", esc(d.severity), esc(d.severity), esc(d.id),
+    o += fmt::format("<div class='diag {}'><b>{}</b> <code>{}</code><br>{}{}</div>", to_string(d.severity), to_string(d.severity), esc(d.id),
                      esc(d.message), ev.empty() ? "" : "<div class=ev>evidence: " + esc(ev) + "</div>");
   }
   return o;
@@ -446,7 +446,7 @@ std::string profile_body(const Report& r, bool compact) {
       o += fmt::format("<tr><td class=l>{}</td><td class=l>{}</td><td class=l>{}</td><td class=l>{}</td><td class=l>{}</td><td>{}</td>"
                        "<td data-v={}>{}</td><td>{}</td></tr>",
                        esc(t.stage), t.file.empty() ? "-" : esc(fmt::format("{}:{}", base_name(t.file), t.line)),
-                       esc(t.direction), esc(t.memory), esc(t.mode), t.count, t.bytes, human_bytes(t.bytes),
+                       to_string(t.direction), to_string(t.memory), to_string(t.mode), t.count, t.bytes, human_bytes(t.bytes),
                        t.total_ns > 0 ? fmt::format("{:.2f} GB/s", static_cast<double>(t.bytes) / static_cast<double>(t.total_ns)) : "-");
     o += "</tbody></table>";
   }
@@ -549,7 +549,7 @@ Status render_comparison_html(const Comparison& c, const Profile* baseline, cons
   if (c.speedup)
     o += fmt::format("<div class=kpi id=speedup><b>{:.3f}x</b><span>speedup{}</span></div>", *c.speedup,
                      c.speedup_ci_low ? fmt::format(", 95% CI {:.3f}x to {:.3f}x", *c.speedup_ci_low, *c.speedup_ci_high) : "");
-  o += kpi(c.verdict, "verdict");
+  o += kpi(to_string(c.verdict), "verdict");
   if (const std::string slow = slower_summary(c); !slow.empty())
     o += "</div><div class='diag error' id=slower>" + esc(slow) + "</div><div>";
   o += "</div><h2>Per stage</h2><div class=scroll><table class=sortable id=compare-table><thead><tr><th class=l>metric</th><th class=l>scope</th>"
@@ -567,21 +567,21 @@ Status render_comparison_html(const Comparison& c, const Profile* baseline, cons
     o += "<tbody>";
     for (std::size_t i = 0; i < g.size(); ++i) {
       const MetricComparison& m = *g[i];
-      const std::string cls = m.verdict == "faster" ? "faster" : m.verdict == "slower" ? "slower" : "";
+      const std::string cls = m.verdict == Verdict::kFaster ? "faster" : m.verdict == Verdict::kSlower ? "slower" : "";
       std::string name = esc(m.op() ? short_op_name(m.name) : m.name);
       if (i == 0 && g.size() > 1) {
         std::size_t slower = 0;
-        for (const auto* x : g) slower += x != g.front() && x->verdict == "slower" ? 1 : 0;
+        for (const auto* x : g) slower += x != g.front() && x->verdict == Verdict::kSlower ? 1 : 0;
         const std::string label = fmt::format("{} op{}{}", g.size() - 1, g.size() == 2 ? "" : "s",
                                               slower > 0 ? fmt::format(", {} slower", slower) : "");
         name += fmt::format(" <button class=tog aria-expanded=false data-label='{}'>&#9656; {}</button>", label, label);
       }
       o += fmt::format("<tr class='{}'{}><td class=l data-v=\"{}\">{}</td><td class=l>{}</td><td data-v={}>{}</td><td data-v={}>{}</td>"
                        "<td data-v={}>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td class='l {}'>{}</td></tr>",
-                       i > 0 ? "op" : "phase", i > 0 ? " hidden" : "", esc(m.name), name, esc(m.scope), m.baseline_median_ns,
+                       i > 0 ? "op" : "phase", i > 0 ? " hidden" : "", esc(m.name), name, to_string(m.scope), m.baseline_median_ns,
                        human_ns(m.baseline_median_ns), m.candidate_median_ns, human_ns(m.candidate_median_ns), m.delta_ns,
                        m.delta_ns > 0 ? "+" : "", human_ns(m.delta_ns), ratio_text(m.ratio),
-                       ci_text(m.ci_low, m.ci_high, CiStyle::kSpacedDash), esc(p_text(m.p_value)), cls, esc(m.verdict));
+                       ci_text(m.ci_low, m.ci_high, CiStyle::kSpacedDash), esc(p_text(m.p_value)), cls, to_string(m.verdict));
     }
     o += "</tbody>";
   }
@@ -603,7 +603,7 @@ Status render_comparison_html(const Comparison& c, const Profile* baseline, cons
       }
       const MetricComparison& m = l.metric;
       const bool both = l.baseline_line != 0 && l.candidate_line != 0;
-      const char* cls = m.verdict == "faster" ? "faster" : m.verdict == "slower" ? "slower" : "";
+      const char* cls = m.verdict == Verdict::kFaster ? "faster" : m.verdict == Verdict::kSlower ? "slower" : "";
       std::string code = esc(l.code);
       if (l.match == "edited") code += "<br><span class=muted>&rarr; " + esc(l.candidate_code) + "</span>";
       o += fmt::format("<tr><td>{}</td><td>{}</td><td data-v={}>{}</td><td data-v={}>{}</td><td data-v={}>{}</td><td>{}</td>"
@@ -615,7 +615,7 @@ Status render_comparison_html(const Comparison& c, const Profile* baseline, cons
                        both ? (m.delta_ns > 0 ? "+" : "") + human_ns(m.delta_ns) : "-",
                        both ? ratio_text(m.ratio) : "-", both ? ci_text(m.ci_low, m.ci_high, CiStyle::kSpacedDash) : "-",
                        both ? esc(p_text(m.p_value)) : "-", cls,
-                       esc(l.match == "edited" ? "edited, " + m.verdict : m.verdict), code);
+                       esc(l.match == "edited" ? std::string("edited, ") + to_string(m.verdict) : to_string(m.verdict)), code);
     }
     o += "</tbody></table>";
   }

@@ -89,7 +89,8 @@ LineExtras line_extras(const Profile& p, const LineStats& l) {
   LineExtras e;
   for (const auto& t : p.transfers) {
     if (t.line != l.line || t.file != l.file) continue;
-    (t.memory == "pinned" ? e.copied_pinned : t.memory == "pageable" ? e.copied_pageable : e.copied_other) += t.bytes;
+    (t.memory == HostMemory::kPinned ? e.copied_pinned : t.memory == HostMemory::kPageable ? e.copied_pageable : e.copied_other) +=
+        t.bytes;
   }
   for (const auto& m : p.materializations)
     if (m.line == l.line && m.file == l.file) e.gathered += m.bytes;

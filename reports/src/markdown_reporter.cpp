@@ -57,7 +57,7 @@ Status MarkdownReporter::render(const Report& r, std::ostream& out) const {
   const auto& diags = r.diagnostics;
   out << "\n**Diagnostics:** " << (diags.empty() ? "none.\n" : "\n\n");
   for (const auto& d : diags) {
-    out << fmt::format("- **{}** `{}`: {}", d.severity, d.id, cell(d.message));
+    out << fmt::format("- **{}** `{}`: {}", to_string(d.severity), d.id, cell(d.message));
     if (const std::string ev = evidence_text(d.evidence); !ev.empty()) out << " (" << cell(ev) << ")";
     out << "\n";
   }

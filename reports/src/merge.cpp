@@ -15,6 +15,10 @@
 
 namespace gnnprof::reports {
 
+const char* to_string(ClockBasis b) noexcept {
+  return b == ClockBasis::kMonotonicSameHost ? "monotonic (same host)" : "realtime (other host)";
+}
+
 namespace {
 
 using json = nlohmann::ordered_json;
@@ -140,10 +144,10 @@ Result<Merged> merge_profiles(const std::vector<Profile>& profiles, const std::v
     }
     if (p.run.host == origin.run.host) {
       rs.clock_offset_ns = p.run.start_monotonic_ns - origin.run.start_monotonic_ns;
-      rs.clock_basis = "monotonic (same host)";
+      rs.clock_basis = ClockBasis::kMonotonicSameHost;
     } else {
       rs.clock_offset_ns = p.run.start_unix_ns - origin.run.start_unix_ns;
-      rs.clock_basis = "realtime (other host)";
+      rs.clock_basis = ClockBasis::kRealtimeOtherHost;
     }
     m.ranks.push_back(std::move(rs));
   }
@@ -271,7 +275,7 @@ std::string merged_to_json(const Merged& m) {
                           {"materialized_bytes", r.materialized_bytes},
                           {"gpu_kernel_ns", r.gpu_kernel_ns},
                           {"clock_offset_ns", r.clock_offset_ns},
-                          {"clock_basis", r.clock_basis},
+                          {"clock_basis", to_string(r.clock_basis)},
                           {"stage_ns", stages}});
   }
   j["stragglers"] = json::array();
@@ -405,7 +409,7 @@ std::string merged_text(const Merged& m) {
       break;
     }
     o << fmt::format(" rank {} {:+.3f} ms [{}];", r.rank, static_cast<double>(r.clock_offset_ns) / 1e6,
-                     r.clock_basis == "monotonic (same host)" ? "monotonic" : "realtime");
+                     r.clock_basis == ClockBasis::kMonotonicSameHost ? "monotonic" : "realtime");
   }
   o << "\n";
   for (const std::string& n : m.notes) o << "Note: " << n << "\n";
@@ -517,7 +521,7 @@ Status render_merged_html(const Merged& m, std::ostream& out) {
   for (const RankSummary& r : m.ranks) {
     if (shown++ == 64) break;
     out << "<tr><td>" << r.rank << "</td><td>" << escape_markup(r.host) << "</td><td>"
-        << fmt::format("{:+.3f}", static_cast<double>(r.clock_offset_ns) / 1e6) << "</td><td>" << r.clock_basis << "</td></tr>\n";
+        << fmt::format("{:+.3f}", static_cast<double>(r.clock_offset_ns) / 1e6) << "</td><td>" << to_string(r.clock_basis) << "</td></tr>\n";
   }
   out << "</table>\n";
   for (const std::string& n : m.notes) out << "<p class=\"note\">Note: " << escape_markup(n) << "</p>\n";

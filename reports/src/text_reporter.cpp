@@ -196,7 +196,7 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
   const std::vector<Diagnostic>& diags = r.diagnostics;
   if (diags.empty()) out << "None of the " << diagnostic_ids().size() << " rules fired.\n";
   for (const auto& d : diags) {
-    out << fmt::format("[{}] {}: {}\n", d.severity, d.id, d.message);
+    out << fmt::format("[{}] {}: {}\n", to_string(d.severity), d.id, d.message);
     if (!d.evidence.empty()) out << "    evidence: " << evidence_text(d.evidence) << "\n";
   }
 
@@ -210,7 +210,7 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
       std::string bw = t.total_ns > 0 ? fmt::format("{:.2f} GB/s", static_cast<double>(t.bytes) / static_cast<double>(t.total_ns))
                                       : std::string("-");
       out << fmt::format("{:<14} {:<28} {:<4} {:<8} {:<5} {:>8} {:>12} {:>12}\n", t.stage.empty() ? "-" : t.stage, where,
-                         t.direction, t.memory, t.mode, t.count, human_bytes(t.bytes), bw);
+                         to_string(t.direction), to_string(t.memory), to_string(t.mode), t.count, human_bytes(t.bytes), bw);
     }
   }
   if (p.kernels.empty()) out << "\n== GPU kernels ==\n" << no_kernels_hint(p) << "\n";

@@ -190,8 +190,8 @@ TEST(CuptiConvert, EmittedEventsBecomeGpuStagesOnLanesAndTransfers) {
   EXPECT_EQ(p->lines[0].gpu_ns, 10000);
   ASSERT_EQ(p->transfers.size(), 1u);
   EXPECT_EQ(p->transfers[0].bytes, 4096u);
-  EXPECT_EQ(p->transfers[0].memory, "pinned");
-  EXPECT_EQ(p->transfers[0].mode, "async");
+  EXPECT_EQ(p->transfers[0].memory, gnnprof::HostMemory::kPinned);
+  EXPECT_EQ(p->transfers[0].mode, gnnprof::CopyMode::kAsync);
   EXPECT_EQ(p->transfers[0].total_ns, 800);
 }
 

@@ -225,17 +225,17 @@ TEST(Aggregation, TransfersAndMaterializationsCarryStageAndLine) {
   ASSERT_EQ(p.transfers.size(), 2u);
   const TransferStats* h2d = nullptr;
   const TransferStats* d2h = nullptr;
-  for (const auto& t : p.transfers) (t.direction == "h2d" ? h2d : d2h) = &t;
+  for (const auto& t : p.transfers) (t.direction == Direction::kH2D ? h2d : d2h) = &t;
   ASSERT_TRUE(h2d && d2h);
   EXPECT_EQ(h2d->stage, "h2d");
-  EXPECT_EQ(h2d->memory, "pinned");
-  EXPECT_EQ(h2d->mode, "async");
+  EXPECT_EQ(h2d->memory, HostMemory::kPinned);
+  EXPECT_EQ(h2d->mode, CopyMode::kAsync);
   EXPECT_EQ(h2d->count, 4u);
   EXPECT_EQ(h2d->bytes, 4000u);
   EXPECT_EQ(h2d->total_ns, 200);
   EXPECT_NE(h2d->line, 0u);  // inside the GNNPROF_LINE
-  EXPECT_EQ(d2h->memory, "pageable");
-  EXPECT_EQ(d2h->mode, "sync");
+  EXPECT_EQ(d2h->memory, HostMemory::kPageable);
+  EXPECT_EQ(d2h->mode, CopyMode::kSync);
   EXPECT_EQ(d2h->line, 0u);
   ASSERT_EQ(p.materializations.size(), 1u);
   EXPECT_EQ(p.materializations[0].name, "features");

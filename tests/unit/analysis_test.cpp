@@ -130,16 +130,16 @@ TEST(Diagnostics, ExposedDataTime) {
   EXPECT_FALSE(has(run(loop_profile(true)), "exposed-data-time"));
   auto ds = run(loop_profile(false));
   const auto& d = *std::find_if(ds.begin(), ds.end(), [](const Diagnostic& x) { return x.id == "exposed-data-time"; });
-  EXPECT_EQ(d.severity, "warning");
+  EXPECT_EQ(d.severity, Severity::kWarning);
   EXPECT_DOUBLE_EQ(d.evidence.at("exposed_share"), 0.3);
   EXPECT_DOUBLE_EQ(d.evidence.at("whatif_predicted_ns"), 70.0 * kMs);
 }
 
 TEST(Diagnostics, PageableHostToDevice) {
   Profile p = loop_profile(true);
-  p.transfers = {TransferStats{"h2d", "", 0, "h2d", "pinned", "async", 10, 1000, 0}};
+  p.transfers = {TransferStats{"h2d", "", 0, Direction::kH2D, HostMemory::kPinned, CopyMode::kAsync, 10, 1000, 0}};
   EXPECT_FALSE(has(run(p), "pageable-h2d"));
-  p.transfers.push_back(TransferStats{"h2d", "", 0, "h2d", "pageable", "sync", 5, 3000, 0});
+  p.transfers.push_back(TransferStats{"h2d", "", 0, Direction::kH2D, HostMemory::kPageable, CopyMode::kSync, 5, 3000, 0});
   auto ds = run(p);
   ASSERT_TRUE(has(ds, "pageable-h2d"));
   EXPECT_DOUBLE_EQ(ds[0].evidence.at("pageable_share"), 0.75);
@@ -193,7 +193,7 @@ TEST(Diagnostics, ReferenceBlas) {
   p.environment.blas = "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3";
   auto ds = run(p);
   ASSERT_TRUE(has(ds, "reference-blas"));
-  EXPECT_EQ(ds.back().severity, "error");
+  EXPECT_EQ(ds.back().severity, Severity::kError);
 }
 
 TEST(Diagnostics, ThreadOversubscription) {

@@ -12,7 +12,7 @@ MetricComparison metric(std::string name, std::string verdict, double ratio, std
                         std::string category = "compute", std::string phase = "") {
   MetricComparison m;
   m.name = std::move(name);
-  m.scope = std::move(scope);
+  EXPECT_TRUE(from_string(scope, m.scope)) << scope;
   m.baseline_n = m.candidate_n = n;
   m.baseline_median_ns = 10000000;
   m.candidate_median_ns = static_cast<std::int64_t>(1e7 * ratio);
@@ -21,7 +21,7 @@ MetricComparison metric(std::string name, std::string verdict, double ratio, std
   m.ci_low = ratio * 0.98;
   m.ci_high = ratio * 1.02;
   m.p_value = verdict == "no significant change" ? 0.5 : 1e-4;
-  m.verdict = std::move(verdict);
+  EXPECT_TRUE(from_string(verdict, m.verdict)) << verdict;
   m.category = std::move(category);
   m.phase = std::move(phase);
   return m;

@@ -67,7 +67,7 @@ TEST(Compare, VerdictsScopesAndHeadline) {
   const MetricComparison& it = c.metrics[0];
   EXPECT_EQ(it.name, "iteration");
   EXPECT_EQ(it.baseline_n, 2u * 38);  // 2 runs x (40 - 2 skipped)
-  EXPECT_EQ(it.verdict, "faster");
+  EXPECT_STREQ(to_string(it.verdict), "faster");
   ASSERT_TRUE(it.ratio && it.ci_low && it.ci_high);
   EXPECT_NEAR(*it.ratio, 0.7, 0.03);
   EXPECT_LT(*it.ci_low, *it.ratio);
@@ -75,18 +75,18 @@ TEST(Compare, VerdictsScopesAndHeadline) {
   EXPECT_LT(*it.ci_high, 1.0);
   ASSERT_TRUE(c.speedup);
   EXPECT_NEAR(*c.speedup, 1.0 / 0.7, 0.07);
-  EXPECT_EQ(c.verdict, "faster");
+  EXPECT_STREQ(to_string(c.verdict), "faster");
   auto find = [&](const std::string& name, const std::string& scope) -> const MetricComparison& {
     for (const auto& m : c.metrics)
-      if (m.name == name && m.scope == scope) return m;
+      if (m.name == name && to_string(m.scope) == scope) return m;
     ADD_FAILURE() << name << " " << scope;
     return c.metrics[0];
   };
   EXPECT_EQ(find("sample", "loop_thread").candidate_median_ns, 0);  // moved off the loop
-  EXPECT_EQ(find("sample", "loop_thread").verdict, "faster");
-  EXPECT_EQ(find("sample", "other_threads").verdict, "more");       // hidden, not "slower"
+  EXPECT_STREQ(to_string(find("sample", "loop_thread").verdict), "faster");
+  EXPECT_STREQ(to_string(find("sample", "other_threads").verdict), "more");       // hidden, not "slower"
   EXPECT_FALSE(find("sample", "other_threads").ratio.has_value());  // baseline median 0
-  EXPECT_EQ(find("forward", "loop_thread").verdict, "no significant change");
+  EXPECT_STREQ(to_string(find("forward", "loop_thread").verdict), "no significant change");
 }
 
 TEST(Compare, ASlowerCandidateSaysSoAndNamesTheStage) {
@@ -95,7 +95,7 @@ TEST(Compare, ASlowerCandidateSaysSoAndNamesTheStage) {
   std::vector<Profile> base{run(rng, 20, 10, true), run(rng, 20, 10, true)};
   std::vector<Profile> cand{run(rng, 30, 15, true), run(rng, 30, 15, true)};
   Comparison c = compare_profiles(base, cand, CompareOptions{});
-  ASSERT_EQ(c.verdict, "slower");
+  ASSERT_EQ(c.verdict, Verdict::kSlower);
   const std::string s = slower_summary(c);
   EXPECT_EQ(s.rfind("The candidate is SLOWER: iteration ", 0), 0u) << s;
   EXPECT_NE(s.find("the stage that got slower most: sample"), std::string::npos) << s;
@@ -108,7 +108,7 @@ TEST(Compare, IdenticalSidesShowNoChange) {
   std::mt19937 rng(2);
   std::vector<Profile> a{run(rng, 30, 5, true)};
   Comparison c = compare_profiles(a, a, CompareOptions{});
-  for (const auto& m : c.metrics) EXPECT_EQ(m.verdict, "no significant change") << m.name;
+  for (const auto& m : c.metrics) EXPECT_STREQ(to_string(m.verdict), "no significant change") << m.name;
 }
 
 TEST(Compare, JsonRoundTripAndForeignFiles) {

@@ -87,7 +87,7 @@ Profile fixed_profile() {
              line(10, "loss.backward()", "", 100, 436000000),
              line(11, "opt.step()", "", 100, 44000000),
              LineStats{"/missing/dir/loop.cpp", 42, "run", "x.copy_(y)", "h2d", 10, 5000000, 600000, {}, 0, 0}};
-  p.transfers = {TransferStats{"h2d", file, 6, "h2d", "pinned", "async", 100, 3276800000, 130000000}};
+  p.transfers = {TransferStats{"h2d", file, 6, Direction::kH2D, HostMemory::kPinned, CopyMode::kAsync, 100, 3276800000, 130000000}};
   p.kernels = {KernelStats{"void at::native::(anonymous namespace)::indexSelectLargeIndex<float, long, unsigned int, 2, 2, -2, true>"
                            "(at::cuda::detail::TensorInfo<float, unsigned int>, long)",
                            "forward", "aten::index_select", 200, 310000000, 1400000, 1700000},
@@ -100,7 +100,7 @@ Profile fixed_profile() {
   p.timeline_dropped = 7;
   p.environment = EnvironmentInfo{2, "/usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3", "", 5};
   p.host_samples = {HostSample{0, 500000000, 1000000}, HostSample{1000000000, 520000000, 1900000000}};
-  p.diagnostics = {Diagnostic{"pageable-h2d", "warning", "example", {{"bytes", 1024.0}}}};
+  p.diagnostics = {Diagnostic{"pageable-h2d", Severity::kWarning, "example", {{"bytes", 1024.0}}}};
   return p;
 }
 

@@ -233,7 +233,7 @@ TEST(LineCompare, MatchesByTextPairsEditsAndListsOneSidedLines) {
   for (const auto& l : lines) by[l.code] = &l;
   ASSERT_EQ(by.count("loss = F.cross_entropy(y_hat, y)"), 1u);
   EXPECT_EQ(by["loss = F.cross_entropy(y_hat, y)"]->match, "same");
-  EXPECT_EQ(by["loss = F.cross_entropy(y_hat, y)"]->metric.verdict, "no significant change");
+  EXPECT_STREQ(to_string(by["loss = F.cross_entropy(y_hat, y)"]->metric.verdict), "no significant change");
   ASSERT_EQ(by.count("for mfgs in loader:"), 1u);
   EXPECT_EQ(by["for mfgs in loader:"]->match, "edited");
   EXPECT_EQ(by["for mfgs in loader:"]->candidate_code, "for mfgs in prefetcher:");
@@ -251,7 +251,7 @@ TEST(LineCompare, MatchesByTextPairsEditsAndListsOneSidedLines) {
   Profile fast = lines_profile({{5, "a()"}}, 40, [&](const std::string&, int i) { return 1000000 + jitter(i); });
   const auto ab = reports::compare_lines({slow}, {fast}, {});
   ASSERT_EQ(ab.size(), 1u);
-  EXPECT_EQ(ab[0].metric.verdict, "faster");
+  EXPECT_STREQ(to_string(ab[0].metric.verdict), "faster");
   EXPECT_LT(ab[0].metric.p_value, 1e-6);
   // The document keeps them, and its text shows them.
   reports::Comparison c = reports::compare_profiles({base}, {cand}, {});

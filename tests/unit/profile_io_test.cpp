@@ -160,6 +160,24 @@ TEST(ProfileIo, WrongTypesNameTheField) {
   EXPECT_EQ(r.status().message(), "x.json: $: missing key \"wall_ns\"");
 }
 
+TEST(ProfileIo, TransferEnumsRoundTripAndUnknownNamesAreErrors) {
+  Profile p = real_profile();
+  p.transfers = {TransferStats{"h2d", "", 0, Direction::kD2H, HostMemory::kPageable, CopyMode::kAsync, 3, 300, 0}};
+  auto j = nlohmann::ordered_json::parse(profile_to_json(p));
+  EXPECT_EQ(j["transfers"][0]["direction"], "d2h");
+  EXPECT_EQ(j["transfers"][0]["memory"], "pageable");
+  EXPECT_EQ(j["transfers"][0]["mode"], "async");
+  auto back = profile_from_json(j.dump(), "x.json");
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->transfers[0].direction, Direction::kD2H);
+  EXPECT_EQ(back->transfers[0].memory, HostMemory::kPageable);
+  EXPECT_EQ(back->transfers[0].mode, CopyMode::kAsync);
+  j["transfers"][0]["memory"] = "locked";
+  auto r = profile_from_json(j.dump(), "x.json");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(), "x.json: $.transfers[0].memory: \"locked\" is not one of pinned, pageable or none");
+}
+
 TEST(ProfileIo, AtomicWriteKeepsThePreviousFileOnFailure) {
   const std::string path = temp_path("keep.json");
   write_text(path, "previous");

@@ -40,7 +40,7 @@ TEST(Report, EveryReporterRendersTheReportItIsGiven) {
   const Profile p = gat();
   Report r = make_report(p, {});
   r.analysis.iteration_median_ns = 123456789;  // planted: "123 ms"
-  r.diagnostics = {Diagnostic{"planted-rule", "info", "a planted diagnostic", {{"bytes", 4096.0}}}};
+  r.diagnostics = {Diagnostic{"planted-rule", Severity::kInfo, "a planted diagnostic", {{"bytes", 4096.0}}}};
   r.hierarchy.phases.front().name = "planted phase";
   for (const char* format : {"text", "html", "markdown"}) {
     auto rep = make_reporter(format, {});

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "gnnprof/site.h"
+
 namespace gnnprof {
 
 inline constexpr const char* kProfileSchema = "gnnprof.profile/1";
@@ -135,9 +137,9 @@ struct TransferStats {
   std::string stage;  ///< innermost stage, or ""
   std::string file;   ///< innermost GNNPROF_LINE, or ""
   std::uint32_t line = 0;
-  std::string direction;  ///< h2d | d2h | d2d | h2h
-  std::string memory;     ///< pinned | pageable | none
-  std::string mode;       ///< sync | async
+  Direction direction = Direction::kH2D;  ///< "h2d" | "d2h" | "d2d" | "h2h" in JSON
+  HostMemory memory = HostMemory::kNone;  ///< "pinned" | "pageable" | "none"
+  CopyMode mode = CopyMode::kSync;        ///< "sync" | "async"
   std::uint64_t count = 0;
   std::uint64_t bytes = 0;
   std::int64_t total_ns = 0;  ///< sum of reported copy durations (0 when not measured)
@@ -202,9 +204,14 @@ struct HostSample {
   std::int64_t cpu_ns = 0;  ///< user + system CPU time of the process so far
 };
 
+/// JSON: "info" | "warning" | "error".
+enum class Severity : std::uint8_t { kInfo, kWarning, kError };
+const char* to_string(Severity s) noexcept;
+bool from_string(std::string_view text, Severity& out) noexcept;
+
 struct Diagnostic {
-  std::string id;        ///< stable, e.g. "pageable-h2d"
-  std::string severity;  ///< info | warning | error
+  std::string id;  ///< stable, e.g. "pageable-h2d"
+  Severity severity = Severity::kInfo;
   std::string message;
   std::map<std::string, double> evidence;
 };

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string_view>
 
 namespace gnnprof {
 
@@ -30,6 +31,10 @@ enum class CopyMode : std::uint8_t { kSync = 0, kAsync = 1 };
 const char* to_string(Direction d) noexcept;
 const char* to_string(HostMemory m) noexcept;
 const char* to_string(CopyMode m) noexcept;
+/// The names above back to the enums (file readers); false for any other text.
+bool from_string(std::string_view text, Direction& out) noexcept;
+bool from_string(std::string_view text, HostMemory& out) noexcept;
+bool from_string(std::string_view text, CopyMode& out) noexcept;
 
 namespace detail {
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gnnprof/profile.h"
@@ -48,19 +49,29 @@ struct Side {
   std::vector<RunRecord> runs;
 };
 
+/// What a metric measures. JSON: "loop" (iteration wall), "loop_thread" (stage time on the loop
+/// thread: exposed), "other_threads" (stage time on other threads: hidden), "line" (a traced
+/// line's time per iteration). Ordered as the comparison lists them.
+enum class Scope { kLoop, kLoopThread, kOtherThreads, kLine };
+/// JSON: "faster" | "slower" | "no significant change"; for scope other_threads "more" |
+/// "less" (hidden time is not on the critical path); for a line of one side only "baseline
+/// only" | "candidate only".
+enum class Verdict { kNoChange, kFaster, kSlower, kLess, kMore, kBaselineOnly, kCandidateOnly };
+const char* to_string(Scope s) noexcept;
+const char* to_string(Verdict v) noexcept;
+bool from_string(std::string_view text, Scope& out) noexcept;
+bool from_string(std::string_view text, Verdict& out) noexcept;
+
 struct MetricComparison {
-  std::string name;   ///< "iteration" or a stage name
-  std::string scope;  ///< "loop" (iteration wall), "loop_thread" (stage time on the loop thread:
-                      ///< exposed), "other_threads" (stage time on other threads: hidden)
+  std::string name;  ///< "iteration" or a stage name
+  Scope scope = Scope::kLoop;
   std::uint64_t baseline_n = 0, candidate_n = 0;
   std::int64_t baseline_median_ns = 0, candidate_median_ns = 0;
   std::int64_t delta_ns = 0;              ///< candidate - baseline medians
   std::optional<double> ratio;            ///< candidate / baseline medians; none if baseline is 0
   std::optional<double> ci_low, ci_high;  ///< 95 % bootstrap CI of the ratio
   double p_value = 1.0;                   ///< Mann-Whitney U, two-sided, normal approximation
-  /// faster | slower | no significant change; for scope other_threads: more | less | no
-  /// significant change (hidden time is not on the critical path).
-  std::string verdict;
+  Verdict verdict = Verdict::kNoChange;
   /// The stage's category ("" for the iteration) and, for a torch op, the phase it ran in
   /// most: views list ops under their phase (hierarchy.h).
   std::string category, phase;
@@ -94,7 +105,7 @@ struct Comparison {
   /// From the "iteration" metric: baseline / candidate medians (> 1: candidate faster), with
   /// the CI inverted accordingly.
   std::optional<double> speedup, speedup_ci_low, speedup_ci_high;
-  std::string verdict;
+  Verdict verdict = Verdict::kNoChange;  ///< the iteration metric's
   /// Line tables side by side (profiles with traced lines), grouped by function in the
   /// candidate's source order.
   std::vector<LineComparison> lines;

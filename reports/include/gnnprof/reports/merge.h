@@ -28,6 +28,12 @@ struct MergeOptions {
   std::uint64_t skip = 2;
 };
 
+/// How a rank's clock offset was taken: CLOCK_MONOTONIC on the lowest rank's host, else the
+/// wall clock (other hosts' clocks are only as close as NTP keeps them).
+enum class ClockBasis { kMonotonicSameHost, kRealtimeOtherHost };
+/// "monotonic (same host)" | "realtime (other host)", as in the merge JSON.
+const char* to_string(ClockBasis b) noexcept;
+
 struct RankSummary {
   std::int64_t rank = 0;
   std::int64_t local_rank = -1;
@@ -55,7 +61,7 @@ struct RankSummary {
   /// synchronization.
   std::int64_t gpu_kernel_ns = 0;
   std::int64_t clock_offset_ns = 0;  ///< this rank's time origin minus rank 0's
-  std::string clock_basis;           ///< "monotonic (same host)" | "realtime (other host)"
+  ClockBasis clock_basis = ClockBasis::kMonotonicSameHost;
 };
 
 struct Straggler {
