@@ -1,0 +1,171 @@
+// host_info.cpp — what the profile says about the process and its host: the run (command,
+// rank, run id), /proc samples of RSS, CPU time and threads, and the BLAS actually mapped.
+#include "host_info.h"
+
+#include <fcntl.h>
+#include <link.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <string_view>
+
+#include "clock.h"
+#include "gnnprof/config.h"
+#include "gnnprof/internal/load_counts.h"
+
+namespace gnnprof::detail {
+namespace {
+
+/// A small /proc file's text, NUL-terminated, in `buf` with one read(): no stdio buffer to
+/// allocate (the drainer's host sample runs on the host's thread in threadless mode). False
+/// when it cannot be read.
+template <std::size_t N>
+bool read_proc(const char* path, char (&buf)[N]) {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const ssize_t n = ::read(fd, buf, N - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  return true;
+}
+
+bool is_blas_name(const char* path) {
+  const char* slash = std::strrchr(path, '/');
+  const std::string_view base(slash == nullptr ? path : slash + 1);
+  for (std::string_view prefix : {"libblas.so", "libopenblas", "libmkl_rt", "libblis"})
+    if (base.substr(0, prefix.size()) == prefix) return true;
+  return false;
+}
+
+}  // namespace
+
+std::optional<std::int64_t> env_int(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  char* end = nullptr;
+  long long x = std::strtoll(v, &end, 10);
+  if (end == v || *end != '\0') return std::nullopt;
+  return x;
+}
+
+std::vector<std::string> read_cmdline() {
+  std::vector<std::string> out;
+  std::ifstream f("/proc/self/cmdline", std::ios::binary);
+  std::string arg;
+  while (std::getline(f, arg, '\0')) out.push_back(arg);
+  return out;
+}
+
+std::string iso8601_utc(std::int64_t unix_ns) {
+  std::time_t t = static_cast<std::time_t>(unix_ns / 1000000000LL);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+RunInfo make_run_info() {
+  RunInfo r;
+  r.command = read_cmdline();
+  r.pid = static_cast<std::int64_t>(::getpid());
+  char host[256] = {0};
+  if (::gethostname(host, sizeof(host) - 1) == 0) r.host = host;
+  char cwd[4096] = {0};
+  if (::getcwd(cwd, sizeof(cwd) - 1) != nullptr) r.cwd = cwd;
+  r.start_unix_ns = realtime_ns();
+  r.start_time = iso8601_utc(r.start_unix_ns);
+  r.rank = env_int("RANK");
+  r.local_rank = env_int("LOCAL_RANK");
+  r.world_size = env_int("WORLD_SIZE");
+  if (const auto id = config::raw("GNNPROF_RUN_ID")) {
+    r.run_id = *id;
+  } else if (const char* te = std::getenv("TORCHELASTIC_RUN_ID"); te != nullptr && *te != '\0' &&
+             std::strcmp(te, "none") != 0) {
+    r.run_id = te;
+  }
+  return r;
+}
+
+/// RSS (from /proc/self/statm) and CPU time (getrusage) of this process now.
+HostSample host_sample(std::int64_t ts_ns) {
+  HostSample h;
+  h.ts_ns = ts_ns;
+  char buf[128];
+  long size = 0, resident = 0;
+  if (read_proc("/proc/self/statm", buf) && std::sscanf(buf, "%ld %ld", &size, &resident) == 2)
+    h.rss_bytes = resident * ::sysconf(_SC_PAGESIZE);
+  rusage ru{};
+  if (::getrusage(RUSAGE_SELF, &ru) == 0)
+    h.cpu_ns = (static_cast<std::int64_t>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 + ru.ru_utime.tv_usec +
+                ru.ru_stime.tv_usec) * 1000;
+  return h;
+}
+
+/// The process's thread count: field 20 of /proc/self/stat, one read() (the drainer asks at
+/// every host sample; /proc/self/status, which also has it, costs several times more to render).
+std::int64_t process_threads() {
+  char buf[1024];
+  if (!read_proc("/proc/self/stat", buf)) return 0;
+  // The command name (field 2) may hold spaces and parentheses: fields count from the last ')'.
+  const char* p = std::strrchr(buf, ')');
+  if (p == nullptr) return 0;
+  for (int field = 2; field < 20 && p != nullptr; ++field) p = std::strchr(p + 1, ' ');
+  return p == nullptr ? 0 : std::atoll(p + 1);
+}
+
+/// The BLAS library the process has mapped, with symlinks resolved (Debian's alternatives
+/// link libblas.so.3 to the reference BLAS in .../blas/ or to OpenBLAS in .../openblas-*/).
+/// Walks the loader's list only when an object was loaded or unloaded since the last call:
+/// every flush asks, and the list can hold hundreds of objects. Caller holds drain_mu (the
+/// cache's lock). `may_scan` false (a child of _Fork, where another thread of the parent may
+/// have held the loader's lock): the last answer, without asking the loader.
+std::string loaded_blas(bool may_scan) {
+  struct Cache {
+    bool have = false;
+    LoadCounts counts;
+    std::string blas;
+  };
+  static auto* cache = new Cache();  // leaked on purpose: the exit flush runs after static destructors
+  if (!may_scan) return cache->blas;
+  const LoadCounts now = load_counts();
+  if (cache->have && now.available() && now == cache->counts) return cache->blas;
+  std::string found;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        if (info->dlpi_name == nullptr || info->dlpi_name[0] == '\0' || !is_blas_name(info->dlpi_name)) return 0;
+        *static_cast<std::string*>(data) = info->dlpi_name;
+        return 1;
+      },
+      &found);
+  if (char* real = found.empty() ? nullptr : ::realpath(found.c_str(), nullptr)) {
+    found = real;
+    std::free(real);
+  }
+  cache->blas = found;
+  cache->counts = now;
+  cache->have = true;
+  return cache->blas;
+}
+
+/// The environment facts the diagnostics need: usable CPUs, the BLAS library actually mapped,
+/// OMP_NUM_THREADS. Caller holds drain_mu.
+EnvironmentInfo environment_info(std::int64_t max_threads, bool may_scan) {
+  EnvironmentInfo e;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  e.cpus = ::sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : ::sysconf(_SC_NPROCESSORS_ONLN);
+  e.blas = loaded_blas(may_scan);
+  if (const char* v = std::getenv("OMP_NUM_THREADS")) e.omp_num_threads = v;
+  e.max_threads = max_threads;
+  return e;
+}
+
+}  // namespace gnnprof::detail
