@@ -1,0 +1,84 @@
+// preload_signals.cpp — SIGTERM (and, outside Python, SIGINT): flush the profile, then let the
+// signal kill the process as it would have. Threads mode hands the flush to the attach thread;
+// threadless mode writes it from a _Fork()ed child. Every wait is bounded (3 s).
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <ctime>
+
+#include "gnnprof/gnnprof_c.h"
+#include "preload_state.h"
+
+namespace gnnprof::instrument::preload {
+
+std::atomic<int> g_signal_flushed{0};
+
+namespace {
+
+std::atomic<bool> g_in_signal{false};
+
+/// Threadless mode's SIGTERM flush: the interrupted thread may be anywhere (inside malloc,
+/// inside gnnprof), so the profile is written by a child made with the async-signal-safe
+/// _Fork(), which works on a copy and takes no lock the interrupted thread might hold; the
+/// parent waits for it 3 s at most. A child that fails leaves the last periodic flush.
+void flush_in_child() {
+  const pid_t parent = getpid();
+  const pid_t child = _Fork();
+  if (child == 0) {
+    if (TorchCloseThread c = g_torch_close.load()) c();
+    _exit(gnnprof_flush_in_fork_child(static_cast<long>(parent)) == 0 ? 0 : 1);
+  }
+  if (child < 0) return;
+  timespec ts{0, 5 * 1000 * 1000};
+  int status = 0;
+  for (int i = 0; i < 600; ++i) {
+    const pid_t r = waitpid(child, &status, WNOHANG);
+    if (r == child || (r < 0 && errno != EINTR)) return;  // done, or reaped by the host's handler
+    nanosleep(&ts, nullptr);
+  }
+  kill(child, SIGKILL);
+  waitpid(child, &status, 0);
+}
+
+void on_fatal_signal(int sig) {
+  const int saved = errno;
+  if (!g_in_signal.exchange(true)) {
+    if (g_attach_running.load()) {
+      char c = static_cast<char>(sig);
+      if (write(g_pipe[1], &c, 1) == 1) {
+        // Bounded: 3 s at most, then the signal takes its course regardless.
+        timespec ts{0, 5 * 1000 * 1000};
+        for (int i = 0; i < 600 && g_signal_flushed.load() == 0; ++i) nanosleep(&ts, nullptr);
+      }
+    } else if (g_threadless.load() && getpid() == g_owner_pid) {
+      flush_in_child();
+    }
+  }
+  // Restore the default action and let the (blocked, pending) signal kill us as it would have.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, nullptr);
+  errno = saved;
+  raise(sig);
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, sig);
+  pthread_sigmask(SIG_UNBLOCK, &s, nullptr);
+}
+
+}  // namespace
+
+void install_handler(int sig) {
+  struct sigaction old {};
+  if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO) != 0) return;
+  struct sigaction sa {};
+  sa.sa_handler = on_fatal_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(sig, &sa, nullptr);
+}
+
+}  // namespace gnnprof::instrument::preload
