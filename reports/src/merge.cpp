@@ -1,14 +1,13 @@
-// merge.cpp — the cross-rank view of a distributed run (gnnprof/reports/merge.h).
+// merge.cpp — the cross-rank model of a distributed run (gnnprof/reports/merge.h): per-rank
+// summaries, stage rows, stragglers and imbalance. Its JSON is merge_json.cpp, its views
+// merge_text.cpp and merge_html.cpp over the rows of merge_view.*.
 #include "gnnprof/reports/merge.h"
 #include "gnnprof/reports/stats.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
-#include <ostream>
 #include <set>
-#include <sstream>
 
 #include "gnnprof/reports/analysis.h"
 #include "gnnprof/reports/format.h"
@@ -21,19 +20,12 @@ const char* to_string(ClockBasis b) noexcept {
 
 namespace {
 
-using json = nlohmann::ordered_json;
-
 std::int64_t mean_of(std::int64_t total, std::size_t n) { return n == 0 ? 0 : total / static_cast<std::int64_t>(n); }
 
 bool is_comm(const std::map<std::string, std::string>& cat, const std::string& stage) {
   auto it = cat.find(stage);
   return it != cat.end() && it->second == "comm";
 }
-
-std::string ms(std::int64_t ns) { return fmt::format("{:.2f}", static_cast<double>(ns) / 1e6); }
-
-/// Ranks shown one column each; above this the tables show min / median / max and the slowest.
-constexpr std::size_t kMaxRankColumns = 16;
 
 }  // namespace
 
@@ -235,299 +227,6 @@ Result<Merged> merge_profiles(const std::vector<Profile>& profiles, const std::v
   std::sort(m.stragglers.begin(), m.stragglers.end(),
             [](const Straggler& a, const Straggler& b) { return a.excess > b.excess; });
   return m;
-}
-
-std::string merged_to_json(const Merged& m) {
-  json j;
-  j["schema"] = m.schema;
-  j["run_id"] = m.run_id;
-  j["world_size"] = m.world_size;
-  j["hosts"] = m.hosts;
-  j["options"] = {{"straggler_threshold", m.options.straggler_threshold}, {"skip", m.options.skip}};
-  j["busy_median_ns"] = m.busy_median_ns;
-  j["stages"] = json::array();
-  for (const std::string& n : m.stages) {
-    auto c = m.stage_category.find(n);
-    j["stages"].push_back({{"name", n}, {"category", c == m.stage_category.end() ? "" : c->second}});
-  }
-  j["ranks"] = json::array();
-  for (const RankSummary& r : m.ranks) {
-    json stages = json::object();
-    for (const std::string& n : m.stages) {
-      auto it = r.stage_ns.find(n);
-      stages[n] = it == r.stage_ns.end() ? 0 : it->second;
-    }
-    j["ranks"].push_back({{"rank", r.rank},
-                          {"local_rank", r.local_rank},
-                          {"host", r.host},
-                          {"pid", r.pid},
-                          {"file", r.file},
-                          {"iterations", r.iterations},
-                          {"iteration_ns", r.iteration_ns},
-                          {"busy_ns", r.busy_ns},
-                          {"iteration_median_ns", r.iteration_median_ns},
-                          {"busy_median_ns", r.busy_median_ns},
-                          {"comm_ns", r.comm_ns},
-                          {"comm_share", r.comm_share},
-                          {"comm_in_flight_ns", r.comm_in_flight_ns},
-                          {"comm_overlapped_ns", r.comm_overlapped_ns},
-                          {"materialized_rows", r.materialized_rows},
-                          {"materialized_bytes", r.materialized_bytes},
-                          {"gpu_kernel_ns", r.gpu_kernel_ns},
-                          {"clock_offset_ns", r.clock_offset_ns},
-                          {"clock_basis", to_string(r.clock_basis)},
-                          {"stage_ns", stages}});
-  }
-  j["stragglers"] = json::array();
-  for (const Straggler& s : m.stragglers)
-    j["stragglers"].push_back(
-        {{"rank", s.rank}, {"excess", s.excess}, {"busy_ns", s.busy_ns}, {"others_busy_ns", s.others_busy_ns}, {"stage", s.stage}, {"stage_excess_ns", s.stage_excess_ns},
-         {"op", s.op}, {"op_excess_ns", s.op_excess_ns}});
-  j["imbalance"] = {{"materialized_rows", m.rows_imbalance}, {"materialized_bytes", m.bytes_imbalance}};
-  j["notes"] = m.notes;
-  return j.dump(1) + "\n";
-}
-
-namespace {
-
-/// The ranks that get a column: all of them, or (too many to list) none; then the table shows
-/// min / median / max and the slowest ranks get their own lines.
-bool per_rank_columns(const Merged& m) { return m.ranks.size() <= kMaxRankColumns; }
-
-std::vector<const RankSummary*> slowest(const Merged& m, std::size_t n) {
-  std::vector<const RankSummary*> v;
-  for (const RankSummary& r : m.ranks) v.push_back(&r);
-  std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->busy_median_ns > b->busy_median_ns; });
-  if (v.size() > n) v.resize(n);
-  return v;
-}
-
-struct Row {
-  std::string label;
-  std::vector<std::string> cells;  // per rank, or min / median / max
-};
-
-std::vector<Row> table(const Merged& m) {
-  std::vector<Row> rows;
-  // value_of gives the number, `spec` its text; min / median / max are picked by number.
-  auto add = [&](const std::string& label, auto value_of, const char* spec = "{:.2f}") {
-    auto text = [&](double x) { return fmt::format(fmt::runtime(spec), x); };
-    Row r;
-    r.label = label;
-    if (per_rank_columns(m)) {
-      for (const RankSummary& rs : m.ranks) r.cells.push_back(text(value_of(rs)));
-    } else {
-      std::vector<double> v;
-      for (const RankSummary& rs : m.ranks) v.push_back(value_of(rs));
-      std::sort(v.begin(), v.end());
-      r.cells = {text(v.front()), text(v[v.size() / 2]), text(v.back())};
-    }
-    rows.push_back(std::move(r));
-  };
-  auto in_ms = [](std::int64_t ns) { return static_cast<double>(ns) / 1e6; };
-  add("iteration (median), ms", [&](const RankSummary& r) { return in_ms(r.iteration_median_ns); });
-  add("busy = iteration - comm, ms", [&](const RankSummary& r) { return in_ms(r.busy_median_ns); });
-  add("comm exposed, ms", [&](const RankSummary& r) { return in_ms(r.comm_ns); });
-  add("comm share of iteration, %", [](const RankSummary& r) { return 100 * r.comm_share; }, "{:.1f}");
-  add("collectives in flight, ms", [&](const RankSummary& r) { return in_ms(r.comm_in_flight_ns); });
-  add("  of which overlapped, ms", [&](const RankSummary& r) { return in_ms(r.comm_overlapped_ns); });
-  add("materialized rows", [](const RankSummary& r) { return r.materialized_rows; }, "{:.0f}");
-  add("materialized MiB", [](const RankSummary& r) { return r.materialized_bytes / 1048576.0; });
-  if (std::any_of(m.ranks.begin(), m.ranks.end(), [](const RankSummary& r) { return r.gpu_kernel_ns > 0; }))
-    add("GPU kernels, ms", [&](const RankSummary& r) { return in_ms(r.gpu_kernel_ns); });
-  for (const std::string& n : m.stages)
-    add(n + ", ms", [&](const RankSummary& r) {
-      auto it = r.stage_ns.find(n);
-      return in_ms(it == r.stage_ns.end() ? 0 : it->second);
-    });
-  return rows;
-}
-
-std::vector<std::string> headers(const Merged& m) {
-  std::vector<std::string> h;
-  if (per_rank_columns(m))
-    for (const RankSummary& r : m.ranks) h.push_back(fmt::format("rank {}", r.rank));
-  else
-    h = {"min", "median", "max"};
-  return h;
-}
-
-std::string straggler_line(const Straggler& s) {
-  std::string line = fmt::format("rank {}: busy {:+.0f} % over the other ranks' median ({} vs {} ms per iteration)",
-                                 s.rank, 100 * s.excess, ms(s.busy_ns), ms(s.others_busy_ns));
-  if (!s.stage.empty())
-    line += fmt::format("; most of the difference is in stage \"{}\" (+{} ms per iteration)", s.stage, ms(s.stage_excess_ns));
-  if (!s.op.empty()) line += fmt::format(", inside it in {} (+{} ms)", short_op_name(s.op), ms(s.op_excess_ns));
-  return line;
-}
-
-}  // namespace
-
-std::string merged_text(const Merged& m) {
-  std::ostringstream o;
-  o << fmt::format("gnnprof merge: {} of {} ranks{}, {} host{} ({})\n", m.ranks.size(), m.world_size,
-                   m.run_id.empty() ? "" : ", run " + m.run_id, m.hosts.size(), m.hosts.size() == 1 ? "" : "s",
-                   [&] {
-                     std::string s;
-                     for (std::size_t i = 0; i < m.hosts.size() && i < 8; ++i) s += (i ? ", " : "") + m.hosts[i];
-                     return s + (m.hosts.size() > 8 ? ", ..." : "");
-                   }());
-  o << fmt::format("Per iteration, mean over each rank's complete iterations after {} warm-up ones (loop thread):\n",
-                   m.options.skip);
-  const auto h = headers(m);
-  const auto rows = table(m);
-  std::size_t w = 28;
-  for (const Row& r : rows) w = std::max(w, r.label.size() + 1);
-  w = std::min<std::size_t>(w, 48);
-  o << fmt::format("{:<{}}", "", w);
-  for (const auto& c : h) o << fmt::format("{:>10}", c);
-  o << "\n";
-  for (const Row& r : rows) {
-    o << fmt::format("{:<{}}", r.label.substr(0, w - 1), w);
-    for (const auto& c : r.cells) o << fmt::format("{:>10}", c);
-    o << "\n";
-  }
-  if (!per_rank_columns(m)) {
-    o << "Slowest ranks (busy time per iteration):\n";
-    for (const RankSummary* r : slowest(m, 8))
-      o << fmt::format("  rank {:>4} on {}: busy {} ms, comm {} ms\n", r->rank, r->host, ms(r->busy_median_ns), ms(r->comm_ns));
-  }
-  o << fmt::format("Stragglers (busy > the other ranks' median + {:.0f} %):", 100 * m.options.straggler_threshold);
-  if (m.stragglers.empty()) o << " none\n";
-  else {
-    o << "\n";
-    for (const Straggler& s : m.stragglers) o << "  " << straggler_line(s) << "\n";
-  }
-  if (m.rows_imbalance > 0)
-    o << fmt::format("Load imbalance (max rank / median rank): materialized rows {:.2f}x, bytes {:.2f}x\n",
-                     m.rows_imbalance, m.bytes_imbalance);
-  o << "Clock offsets (rank's time origin - lowest rank's):";
-  std::size_t shown = 0;
-  for (const RankSummary& r : m.ranks) {
-    if (shown++ == kMaxRankColumns) {
-      o << " ...";
-      break;
-    }
-    o << fmt::format(" rank {} {:+.3f} ms [{}];", r.rank, static_cast<double>(r.clock_offset_ns) / 1e6,
-                     r.clock_basis == ClockBasis::kMonotonicSameHost ? "monotonic" : "realtime");
-  }
-  o << "\n";
-  for (const std::string& n : m.notes) o << "Note: " << n << "\n";
-  return o.str();
-}
-
-Status render_merged_html(const Merged& m, std::ostream& out) {
-  const auto h = headers(m);
-  const auto rows = table(m);
-  out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>gnnprof merge: " << m.ranks.size()
-      << " ranks</title>\n<style>body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}"
-         "table{border-collapse:collapse;font-size:13px}td,th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right}"
-         "td:first-child,th:first-child{text-align:left}.strag{color:#b00020;font-weight:600}"
-         ".hot{background:#fde2e2}.note{color:#666}svg{background:#fafafa;border:1px solid #ddd}</style></head><body>\n";
-  out << "<h1>gnnprof merge</h1>\n<p>" << m.ranks.size() << " of " << m.world_size << " ranks"
-      << (m.run_id.empty() ? "" : ", run " + escape_markup(m.run_id)) << ", hosts: ";
-  for (std::size_t i = 0; i < m.hosts.size() && i < 16; ++i) out << (i ? ", " : "") << escape_markup(m.hosts[i]);
-  if (m.hosts.size() > 16) out << ", … (" << m.hosts.size() << ")";
-  out << "</p>\n<h2>Stragglers</h2>\n";
-  if (m.stragglers.empty()) out << "<p>None (no rank's busy time exceeds the other ranks' median by more than "
-                                << fmt::format("{:.0f}", 100 * m.options.straggler_threshold) << " %).</p>\n";
-  else {
-    out << "<ul>\n";
-    for (const Straggler& s : m.stragglers) out << "<li class=\"strag\">" << escape_markup(straggler_line(s)) << "</li>\n";
-    out << "</ul>\n";
-  }
-  if (m.rows_imbalance > 0)
-    out << fmt::format("<p>Load imbalance (max rank / median rank): materialized rows {:.2f}x, bytes {:.2f}x.</p>\n",
-                       m.rows_imbalance, m.bytes_imbalance);
-  std::set<std::int64_t> strag;
-  for (const Straggler& s : m.stragglers) strag.insert(s.rank);
-  out << "<h2>Per iteration, side by side</h2>\n<p class=\"note\">Mean per iteration on each rank's loop thread, "
-      << m.options.skip << " warm-up iterations left out."
-      << (per_rank_columns(m) ? "" : fmt::format(" {} ranks: too many to list, so min / median / max across ranks; the "
-                                                 "slowest ranks are listed below.", m.ranks.size()))
-      << "</p>\n<table><tr><th></th>";
-  for (std::size_t i = 0; i < h.size(); ++i)
-    out << "<th" << (per_rank_columns(m) && strag.count(m.ranks[i].rank) ? " class=\"strag\"" : "") << ">" << h[i] << "</th>";
-  out << "</tr>\n";
-  for (const Row& r : rows) {
-    out << "<tr><td>" << escape_markup(r.label) << "</td>";
-    for (std::size_t i = 0; i < r.cells.size(); ++i)
-      out << "<td" << (per_rank_columns(m) && strag.count(m.ranks[i].rank) ? " class=\"hot\"" : "") << ">" << r.cells[i] << "</td>";
-    out << "</tr>\n";
-  }
-  out << "</table>\n";
-  if (!per_rank_columns(m)) {
-    out << "<h3>Slowest ranks</h3><table><tr><th>rank</th><th>host</th><th>busy, ms</th><th>comm, ms</th></tr>\n";
-    for (const RankSummary* r : slowest(m, 8))
-      out << "<tr><td>" << r->rank << "</td><td>" << escape_markup(r->host) << "</td><td>" << ms(r->busy_median_ns)
-          << "</td><td>" << ms(r->comm_ns) << "</td></tr>\n";
-    out << "</table>\n";
-  }
-  // Iteration time per rank: one line per rank (or min / median / max across ranks).
-  std::size_t n_it = 0;
-  std::int64_t max_ns = 1;
-  for (const RankSummary& r : m.ranks) {
-    n_it = std::max(n_it, r.iteration_ns.size());
-    for (std::int64_t v : r.iteration_ns) max_ns = std::max(max_ns, v);
-  }
-  out << "<h2>Iteration time per rank</h2>\n";
-  if (n_it > 0) {
-    const double W = 720, H = 220, pad = 30;
-    auto x = [&](std::size_t i) { return pad + (n_it == 1 ? 0.0 : (W - 2 * pad) * static_cast<double>(i) / static_cast<double>(n_it - 1)); };
-    auto y = [&](std::int64_t v) { return H - pad - (H - 2 * pad) * static_cast<double>(v) / static_cast<double>(max_ns); };
-    out << fmt::format("<svg width=\"{}\" height=\"{}\" role=\"img\"><text x=\"4\" y=\"14\" font-size=\"11\">{} ms</text>"
-                       "<text x=\"{}\" y=\"{}\" font-size=\"11\">iteration</text>\n",
-                       W, H, ms(max_ns), W - 70, H - 8);
-    static const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
-    auto poly = [&](const std::vector<std::int64_t>& v, const char* color, const std::string& label, bool dashed = false) {
-      std::string pts;
-      for (std::size_t i = 0; i < v.size(); ++i) pts += fmt::format("{:.1f},{:.1f} ", x(i), y(v[i]));
-      out << fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"{} points=\"{}\"><title>{}</title></polyline>\n",
-                         color, dashed ? " stroke-dasharray=\"4 3\"" : "", pts, escape_markup(label));
-    };
-    if (per_rank_columns(m)) {
-      for (std::size_t k = 0; k < m.ranks.size(); ++k) {
-        const char* color = strag.count(m.ranks[k].rank) ? "#b00020" : colors[k % 8];
-        poly(m.ranks[k].iteration_ns, color, fmt::format("rank {}: iteration", m.ranks[k].rank));
-        poly(m.ranks[k].busy_ns, color, fmt::format("rank {}: busy (iteration - comm)", m.ranks[k].rank), true);
-      }
-    } else {
-      std::vector<std::int64_t> lo(n_it, 0), med(n_it, 0), hi(n_it, 0);
-      for (std::size_t i = 0; i < n_it; ++i) {
-        std::vector<std::int64_t> v;
-        for (const RankSummary& r : m.ranks)
-          if (i < r.iteration_ns.size()) v.push_back(r.iteration_ns[i]);
-        std::sort(v.begin(), v.end());
-        lo[i] = v.front();
-        med[i] = v[v.size() / 2];
-        hi[i] = v.back();
-      }
-      poly(lo, "#2ca02c", "min over ranks");
-      poly(med, "#1f77b4", "median over ranks");
-      poly(hi, "#d62728", "max over ranks");
-    }
-    out << "</svg>\n<p class=\"note\">"
-        << (per_rank_columns(m) ? "Per rank (stragglers in red): iteration time, solid; busy time (iteration minus "
-                                  "exposed comm), dashed. In synchronous training every rank's iteration lasts as long as "
-                                  "the slowest one's; busy time shows who makes the others wait."
-                                : "Min, median and max over ranks per iteration.")
-        << "</p>\n";
-  }
-  out << "<h2>Clocks</h2>\n<p class=\"note\">Ranks on one host share CLOCK_MONOTONIC; ranks on other hosts are "
-         "placed by CLOCK_REALTIME (NTP accuracy, typically well under a millisecond to a few ms). Iterations are "
-         "compared by index, so offsets only matter for timelines.</p>\n<table><tr><th>rank</th><th>host</th><th>offset, ms"
-         "</th><th>basis</th></tr>\n";
-  std::size_t shown = 0;
-  for (const RankSummary& r : m.ranks) {
-    if (shown++ == 64) break;
-    out << "<tr><td>" << r.rank << "</td><td>" << escape_markup(r.host) << "</td><td>"
-        << fmt::format("{:+.3f}", static_cast<double>(r.clock_offset_ns) / 1e6) << "</td><td>" << to_string(r.clock_basis) << "</td></tr>\n";
-  }
-  out << "</table>\n";
-  for (const std::string& n : m.notes) out << "<p class=\"note\">Note: " << escape_markup(n) << "</p>\n";
-  out << "</body></html>\n";
-  if (!out) return Status::error("gnnprof merge: cannot write the HTML report");
-  return Status::ok();
 }
 
 }  // namespace gnnprof::reports

@@ -66,4 +66,14 @@ for n in 5 70; do
   shot "$tmp/gat$n.html" "$(pwd)/html_report_$n.png"
 done
 check "70 ops: more rows folded than at 5" '[ "$(grep -o "class=.op[^ ]* hidden" "$tmp/gat70.html" | wc -l)" -gt "$(grep -o "class=.op[^ ]* hidden" "$tmp/gat5.html" | wc -l)" ]'
+# The comparison and merge pages are built on the same shell (reports/src/html_page.h).
+for r in 0 1; do GNNPROF_QUIET=1 RANK=$r WORLD_SIZE=2 GNNPROF_RUN_ID=browser "$demo" --iterations 20 --profile "$tmp/r$r.json" >/dev/null; done
+"$cli" compare "$tmp/r0.json" "$tmp/r1.json" --html "$tmp/cmp.html" >/dev/null 2>&1
+browse "$tmp/cmp.html" >"$tmp/dom_cmp"
+check "comparison page: loaded, sortable, no console errors" \
+  'grep -q "gnnprof comparison" "$tmp/dom_cmp" && grep -q "id=\"compare-table\"" "$tmp/dom_cmp" && [ -z "$(console_errors)" ]'
+"$cli" merge "$tmp/r0.json" "$tmp/r1.json" --html "$tmp/merge.html" >/dev/null 2>&1
+browse "$tmp/merge.html" >"$tmp/dom_merge"
+check "merge page: loaded with the shared stylesheet, no console errors" \
+  'grep -q "gnnprof merge" "$tmp/dom_merge" && grep -q "class=\"kpi\"\|\.kpi{" "$tmp/merge.html" && [ -z "$(console_errors)" ]'
 exit $fail

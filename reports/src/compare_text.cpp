@@ -1,0 +1,131 @@
+// compare_text.cpp — the comparison as text: phases and one line on their ops (--ops: each op
+// under its phase), the line tables side by side, and the one-line summary of what got slower.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "gnnprof/reports/compare.h"
+#include "gnnprof/reports/format.h"
+
+namespace gnnprof::reports {
+
+std::string slower_summary(const Comparison& c) {
+  if (c.metrics.empty() || c.metrics.front().verdict != Verdict::kSlower) return "";
+  const MetricComparison& it = c.metrics.front();
+  const MetricComparison* worst = nullptr;
+  for (const auto& m : c.metrics)
+    if (m.scope == Scope::kLoopThread && !m.op() && m.verdict == Verdict::kSlower && (worst == nullptr || m.delta_ns > worst->delta_ns)) worst = &m;
+  const MetricComparison* worst_op = nullptr;  // inside that phase
+  for (const auto& m : c.metrics)
+    if (worst != nullptr && m.scope == Scope::kLoopThread && m.op() && m.phase == worst->name && m.verdict == Verdict::kSlower &&
+        (worst_op == nullptr || m.delta_ns > worst_op->delta_ns))
+      worst_op = &m;
+  std::string out = fmt::format("The candidate is SLOWER: iteration {} -> {} (+{}, x{:.2f})", human_ns(it.baseline_median_ns),
+                                human_ns(it.candidate_median_ns), human_ns(it.delta_ns), it.ratio ? *it.ratio : 0.0);
+  if (worst != nullptr)
+    out += fmt::format("; the stage that got slower most: {} ({} -> {}, +{} per iteration)", worst->name,
+                       human_ns(worst->baseline_median_ns), human_ns(worst->candidate_median_ns), human_ns(worst->delta_ns));
+  if (worst_op != nullptr)
+    out += fmt::format("; inside it, most: {} (+{})", short_op_name(worst_op->name), human_ns(worst_op->delta_ns));
+  if (worst == nullptr)
+    out += "; no single loop-thread stage is significantly slower";
+  return out + ".";
+}
+
+std::string comparison_lines_text(const Comparison& c) {
+  if (c.lines.empty()) return "";
+  std::string out = "\nLines (per-iteration medians; matched by file, function and statement text):\n";
+  std::string fn;
+  for (const auto& l : c.lines) {
+    const std::string here = base_name(l.file) + ": " + l.function;
+    if (here != fn) {
+      fn = here;
+      out += fmt::format("\n{}\n{:>5} {:>5} {:>10} {:>10} {:>10} {:>7} {:>17} {:>9}  {:<22} {}\n", fn, "base", "cand",
+                         "baseline", "candidate", "delta", "ratio", "95% CI", "p", "verdict", "statement");
+    }
+    const MetricComparison& m = l.metric;
+    const bool both = l.baseline_line != 0 && l.candidate_line != 0;
+    auto num = [](std::uint32_t n) { return n != 0 ? std::to_string(n) : std::string("-"); };
+    const std::string ratio = both ? ratio_text(m.ratio) : "-";
+    const std::string ci = both ? ci_text(m.ci_low, m.ci_high, CiStyle::kBracket) : "-";
+    const std::string p = both ? p_text(m.p_value) : "-";
+    const std::string delta = both ? fmt::format("{}{}", m.delta_ns > 0 ? "+" : "", human_ns(m.delta_ns)) : "-";
+    std::string code = l.code.size() > 60 ? l.code.substr(0, 57) + "..." : l.code;
+    if (l.match == "edited") {
+      std::string cand = l.candidate_code.size() > 60 ? l.candidate_code.substr(0, 57) + "..." : l.candidate_code;
+      code = fmt::format("{}  ->  {}", code, cand);
+    }
+    out += fmt::format("{:>5} {:>5} {:>10} {:>10} {:>10} {:>7} {:>17} {:>9}  {:<22} {}\n", num(l.baseline_line),
+                       num(l.candidate_line), l.baseline_line ? human_ns(m.baseline_median_ns) : "-",
+                       l.candidate_line ? human_ns(m.candidate_median_ns) : "-", delta, ratio, ci, p,
+                       l.match == "edited" ? std::string("edited, ") + to_string(m.verdict) : to_string(m.verdict), code);
+  }
+  return out;
+}
+
+std::string comparison_text(const Comparison& c, bool ops) {
+  std::string out;
+  auto runs_ok = [](const Side& s) {
+    std::size_t ok = 0;
+    for (const auto& r : s.runs) ok += r.error.empty() ? 1 : 0;
+    return ok;
+  };
+  const MetricComparison& it = c.metrics.front();
+  out += fmt::format("baseline:  {} ({} of {} runs usable, {} iterations)\n", c.baseline.command.empty() ? "-" : c.baseline.command,
+                     runs_ok(c.baseline), c.baseline.runs.size(), it.baseline_n);
+  out += fmt::format("candidate: {} ({} of {} runs usable, {} iterations)\n",
+                     c.candidate.command.empty() ? "-" : c.candidate.command, runs_ok(c.candidate), c.candidate.runs.size(),
+                     it.candidate_n);
+  out += fmt::format("per-iteration medians; first {} iterations of each run skipped; 95% CI: bootstrap of the ratio; p: Mann-Whitney U\n\n",
+                     c.options.skip);
+  std::size_t w = 18;  // no name cut
+  for (const auto& m : c.metrics)
+    if (ops || !m.op()) w = std::max(w, (m.op() ? short_op_name(m.name).size() + 2 : m.name.size()) + 1);
+  out += fmt::format("{:<{}} {:<13} {:>10} {:>10} {:>10} {:>7} {:>17} {:>9}  {}\n", "metric", w, "scope", "baseline", "candidate",
+                     "delta", "ratio", "95% CI", "p", "verdict");
+  std::size_t op_rows = 0, ops_slower = 0, ops_faster = 0;
+  std::vector<const MetricComparison*> slower_ops;
+  for (const auto& m : c.metrics) {
+    if (m.op()) {
+      ++op_rows;
+      ops_slower += m.verdict == Verdict::kSlower ? 1 : 0;
+      ops_faster += m.verdict == Verdict::kFaster ? 1 : 0;
+      if (m.verdict == Verdict::kSlower) slower_ops.push_back(&m);
+      if (!ops) continue;
+    }
+    const std::string ratio = ratio_text(m.ratio);
+    const std::string ci = ci_text(m.ci_low, m.ci_high, CiStyle::kBracket);
+    const std::string p = p_text(m.p_value);
+    // fmt rather than const char* + std::string: GCC 12 misreports that operator+ (-Wrestrict).
+    const std::string delta = fmt::format("{}{}", m.delta_ns > 0 ? "+" : "", human_ns(m.delta_ns));
+    const char* scope = m.scope == Scope::kLoop ? "loop" : m.scope == Scope::kLoopThread ? "loop thread" : "other threads";
+    out += fmt::format("{:<{}} {:<13} {:>10} {:>10} {:>10} {:>7} {:>17} {:>9}  {}\n", m.op() ? "  " + short_op_name(m.name) : m.name,
+                       w, scope, human_ns(m.baseline_median_ns), human_ns(m.candidate_median_ns), delta, ratio, ci, p, to_string(m.verdict));
+  }
+  if (op_rows > 0 && !ops) {
+    out += fmt::format("{} torch op metrics ({} slower, {} faster); `--ops` lists them under their phase.", op_rows, ops_slower,
+                       ops_faster);
+    std::stable_sort(slower_ops.begin(), slower_ops.end(),
+                     [](const MetricComparison* x, const MetricComparison* y) { return x->delta_ns > y->delta_ns; });
+    for (std::size_t i = 0; i < slower_ops.size() && i < 3; ++i)
+      out += fmt::format("{} {}{} +{}", i == 0 ? " Slower most:" : ",", short_op_name(slower_ops[i]->name),
+                         slower_ops[i]->phase.empty() ? "" : " in " + slower_ops[i]->phase, human_ns(slower_ops[i]->delta_ns));
+    out += "\n";
+  }
+  if (!c.lines.empty()) out += comparison_lines_text(c);
+  out += "\n";
+  if (c.speedup) {
+    out += fmt::format("Headline: iteration {} -> {}: {:.3f}x speedup", human_ns(it.baseline_median_ns),
+                       human_ns(it.candidate_median_ns), *c.speedup);
+    if (c.speedup_ci_low) out += fmt::format(" (95% CI {:.3f}x to {:.3f}x)", *c.speedup_ci_low, *c.speedup_ci_high);
+    out += fmt::format("; verdict: {}\n", to_string(c.verdict));
+    if (const std::string slow = slower_summary(c); !slow.empty()) out += slow + "\n";
+  } else {
+    out += "Headline: no iterations to compare\n";
+  }
+  return out;
+}
+
+}  // namespace gnnprof::reports
