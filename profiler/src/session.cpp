@@ -232,18 +232,16 @@ void atfork_prepare() {
   s.mu.lock();
   s.drain_mu.lock();
   buffer_registry().mutex().lock();
-  site_registry().mutex().lock();
+  // site_registry()'s lock has its own handlers (site_registry.cpp), taken after these.
 }
 void atfork_parent() {
   Global& s = g();
-  site_registry().mutex().unlock();
   buffer_registry().mutex().unlock();
   s.drain_mu.unlock();
   s.mu.unlock();
 }
 void atfork_child() {
   Global& s = g();
-  site_registry().mutex().unlock();
   buffer_registry().mutex().unlock();
   s.drain_mu.unlock();
   s.mu.unlock();
@@ -306,6 +304,7 @@ Status start_locked(Global& s, const Config& cfg) {
     s.atexit_registered = std::atexit(flush_at_exit) == 0;
   }
   if (!s.atfork_registered) {
+    (void)site_registry();  // its fork handlers first: at fork they then run after these
     s.atfork_registered = pthread_atfork(atfork_prepare, atfork_parent, atfork_child) == 0;
   }
   const std::int64_t now = steady_ns();

@@ -2,6 +2,8 @@
 
 #include "gnnprof/profile.h"
 
+#include <pthread.h>
+
 #include <array>
 #include <string_view>
 
@@ -84,10 +86,24 @@ std::vector<SiteInfo> SiteRegistry::snapshot() const {
   return out;
 }
 
+namespace {
+SiteRegistry* g_registry = nullptr;
+void fork_prepare() { g_registry->mutex().lock(); }
+void fork_release() { g_registry->mutex().unlock(); }
+}  // namespace
+
 SiteRegistry& site_registry() {
   // Leaked on purpose: sites are used by threads and atexit handlers that may outlive static
   // destruction order.
-  static auto* registry = new SiteRegistry();
+  static auto* registry = [] {
+    g_registry = new SiteRegistry();
+    // Sites are interned with or without a session (GNNPROF_ENABLED=0 too): a fork while
+    // another thread held this lock would leave it held in the child, whose first site would
+    // then wait forever. The session's own handlers are registered after this one (start()
+    // creates the registry first), so this leaf lock is taken last at fork.
+    pthread_atfork(fork_prepare, fork_release, fork_release);
+    return g_registry;
+  }();
   return *registry;
 }
 
