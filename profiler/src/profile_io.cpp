@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <tuple>
 #include <type_traits>
 #include <random>
 #include <sstream>
@@ -32,10 +33,132 @@ json to_json_stages(const std::map<std::string, std::int64_t>& m) {
   return o;
 }
 
+// ---- One field description per record ----
+// Record<S>::fields names each field of S once, in file order; the writer (to_value) and the
+// reader (read_value) both walk it. Records with optional or derived fields (run, iterations,
+// lines, diagnostics, the columnar timeline) are written and read by hand below.
+template <class S, class T>
+struct Field {
+  const char* key;
+  T S::*member;
+};
+template <class S, class T>
+constexpr Field<S, T> field(const char* key, T S::*member) {
+  return {key, member};
+}
+template <class S>
+struct Record;
+template <>
+struct Record<ToolInfo> {
+  static constexpr auto fields = std::tuple{field("name", &ToolInfo::name), field("version", &ToolInfo::version)};
+};
+template <>
+struct Record<ClockInfo> {
+  static constexpr auto fields = std::tuple{field("source", &ClockInfo::source), field("ticks_per_ns", &ClockInfo::ticks_per_ns),
+                                            field("calibration_ns", &ClockInfo::calibration_ns)};
+};
+template <>
+struct Record<CollectorInfo> {
+  static constexpr auto fields = std::tuple{field("name", &CollectorInfo::name), field("enabled", &CollectorInfo::enabled),
+                                            field("reason", &CollectorInfo::reason)};
+};
+template <>
+struct Record<ThreadInfo> {
+  static constexpr auto fields =
+      std::tuple{field("index", &ThreadInfo::index), field("tid", &ThreadInfo::tid), field("name", &ThreadInfo::name),
+                 field("recorded_events", &ThreadInfo::recorded_events), field("dropped_events", &ThreadInfo::dropped_events)};
+};
+template <>
+struct Record<StageThreadStats> {
+  static constexpr auto fields = std::tuple{field("thread", &StageThreadStats::thread), field("hits", &StageThreadStats::hits),
+                                            field("total_ns", &StageThreadStats::total_ns), field("self_ns", &StageThreadStats::self_ns)};
+};
+template <>
+struct Record<StageStats> {
+  static constexpr auto fields =
+      std::tuple{field("name", &StageStats::name),     field("category", &StageStats::category), field("hits", &StageStats::hits),
+                 field("total_ns", &StageStats::total_ns), field("self_ns", &StageStats::self_ns), field("mean_ns", &StageStats::mean_ns),
+                 field("p50_ns", &StageStats::p50_ns), field("p90_ns", &StageStats::p90_ns),   field("max_ns", &StageStats::max_ns),
+                 field("pct_wall", &StageStats::pct_wall), field("by_thread", &StageStats::by_thread)};
+};
+template <>
+struct Record<StageEdge> {
+  static constexpr auto fields = std::tuple{field("parent", &StageEdge::parent), field("child", &StageEdge::child),
+                                            field("hits", &StageEdge::hits), field("total_ns", &StageEdge::total_ns),
+                                            field("self_ns", &StageEdge::self_ns)};
+};
+template <>
+struct Record<TransferStats> {
+  static constexpr auto fields =
+      std::tuple{field("stage", &TransferStats::stage),         field("file", &TransferStats::file),
+                 field("line", &TransferStats::line),           field("direction", &TransferStats::direction),
+                 field("memory", &TransferStats::memory),       field("mode", &TransferStats::mode),
+                 field("count", &TransferStats::count),         field("bytes", &TransferStats::bytes),
+                 field("total_ns", &TransferStats::total_ns)};
+};
+template <>
+struct Record<KernelStats> {
+  static constexpr auto fields =
+      std::tuple{field("name", &KernelStats::name),         field("stage", &KernelStats::stage), field("op", &KernelStats::op),
+                 field("count", &KernelStats::count),       field("total_ns", &KernelStats::total_ns),
+                 field("min_ns", &KernelStats::min_ns),     field("max_ns", &KernelStats::max_ns)};
+};
+template <>
+struct Record<MaterializationStats> {
+  static constexpr auto fields =
+      std::tuple{field("name", &MaterializationStats::name), field("stage", &MaterializationStats::stage),
+                 field("file", &MaterializationStats::file), field("line", &MaterializationStats::line),
+                 field("hits", &MaterializationStats::hits), field("rows", &MaterializationStats::rows),
+                 field("bytes", &MaterializationStats::bytes)};
+};
+template <>
+struct Record<CounterStats> {
+  static constexpr auto fields = std::tuple{field("name", &CounterStats::name), field("samples", &CounterStats::samples),
+                                            field("min", &CounterStats::min),   field("max", &CounterStats::max),
+                                            field("mean", &CounterStats::mean), field("last", &CounterStats::last)};
+};
+template <>
+struct Record<EnvironmentInfo> {
+  static constexpr auto fields =
+      std::tuple{field("cpus", &EnvironmentInfo::cpus), field("blas", &EnvironmentInfo::blas),
+                 field("omp_num_threads", &EnvironmentInfo::omp_num_threads), field("max_threads", &EnvironmentInfo::max_threads)};
+};
+template <>
+struct Record<HostSample> {
+  static constexpr auto fields =
+      std::tuple{field("ts_ns", &HostSample::ts_ns), field("rss_bytes", &HostSample::rss_bytes), field("cpu_ns", &HostSample::cpu_ns)};
+};
+
+template <class T>
+concept IsRecord = requires { Record<T>::fields; };
+template <class T>
+struct RecordVector : std::false_type {};
+template <IsRecord T>
+struct RecordVector<std::vector<T>> : std::true_type {
+  using element = T;
+};
+
+template <class T>
+json to_value(const T& v) {
+  if constexpr (std::is_enum_v<T>) {
+    return to_string(v);
+  } else if constexpr (IsRecord<T>) {
+    json j = json::object();
+    std::apply([&](const auto&... f) { ((j[f.key] = to_value(v.*(f.member))), ...); }, Record<T>::fields);
+    return j;
+  } else if constexpr (RecordVector<T>::value) {
+    json a = json::array();
+    for (const auto& x : v) a.push_back(to_value(x));
+    return a;
+  } else {
+    return json(v);
+  }
+}
+
 json profile_json(const Profile& p, const std::vector<Diagnostic>& diagnostics) {
   json j;
   j["schema"] = p.schema;
-  j["tool"] = {{"name", p.tool.name}, {"version", p.tool.version}};
+  j["tool"] = to_value(p.tool);
   j["run"] = {{"command", p.run.command},
               {"pid", p.run.pid},
               {"host", p.run.host},
@@ -47,47 +170,16 @@ json profile_json(const Profile& p, const std::vector<Diagnostic>& diagnostics) 
               {"local_rank", opt_int(p.run.local_rank)},
               {"world_size", opt_int(p.run.world_size)}};
   if (!p.run.run_id.empty()) j["run"]["run_id"] = p.run.run_id;
-  j["clock"] = {{"source", p.clock.source},
-                {"ticks_per_ns", p.clock.ticks_per_ns},
-                {"calibration_ns", p.clock.calibration_ns}};
-  j["collectors"] = json::array();
-  for (const auto& c : p.collectors)
-    j["collectors"].push_back({{"name", c.name}, {"enabled", c.enabled}, {"reason", c.reason}});
+  j["clock"] = to_value(p.clock);
+  j["collectors"] = to_value(p.collectors);
   j["wall_ns"] = p.wall_ns;
   j["main_thread"] = p.main_thread;
   j["unattributed_ns"] = p.unattributed_ns;
   j["recorded_events"] = p.recorded_events;
   j["dropped_events"] = p.dropped_events;
-  j["threads"] = json::array();
-  for (const auto& t : p.threads)
-    j["threads"].push_back({{"index", t.index},
-                            {"tid", t.tid},
-                            {"name", t.name},
-                            {"recorded_events", t.recorded_events},
-                            {"dropped_events", t.dropped_events}});
-  j["stages"] = json::array();
-  for (const auto& s : p.stages) {
-    json bt = json::array();
-    for (const auto& t : s.by_thread)
-      bt.push_back({{"thread", t.thread}, {"hits", t.hits}, {"total_ns", t.total_ns}, {"self_ns", t.self_ns}});
-    j["stages"].push_back({{"name", s.name},
-                           {"category", s.category},
-                           {"hits", s.hits},
-                           {"total_ns", s.total_ns},
-                           {"self_ns", s.self_ns},
-                           {"mean_ns", s.mean_ns},
-                           {"p50_ns", s.p50_ns},
-                           {"p90_ns", s.p90_ns},
-                           {"max_ns", s.max_ns},
-                           {"pct_wall", s.pct_wall},
-                           {"by_thread", bt}});
-  }
-  if (!p.stage_edges.empty()) {  // absent in hand-made and older profiles
-    j["stage_edges"] = json::array();
-    for (const auto& e : p.stage_edges)
-      j["stage_edges"].push_back(
-          {{"parent", e.parent}, {"child", e.child}, {"hits", e.hits}, {"total_ns", e.total_ns}, {"self_ns", e.self_ns}});
-  }
+  j["threads"] = to_value(p.threads);
+  j["stages"] = to_value(p.stages);
+  if (!p.stage_edges.empty()) j["stage_edges"] = to_value(p.stage_edges);  // absent in hand-made and older profiles
   j["iterations"] = json::array();
   for (const auto& it : p.iterations) {
     json ji = {{"index", it.index},
@@ -121,43 +213,10 @@ json profile_json(const Profile& p, const std::vector<Diagnostic>& diagnostics) 
     if (l.gpu_ns != 0) jl["gpu_ns"] = l.gpu_ns;
     j["lines"].push_back(std::move(jl));
   }
-  j["transfers"] = json::array();
-  for (const auto& t : p.transfers)
-    j["transfers"].push_back({{"stage", t.stage},
-                              {"file", t.file},
-                              {"line", t.line},
-                              {"direction", to_string(t.direction)},
-                              {"memory", to_string(t.memory)},
-                              {"mode", to_string(t.mode)},
-                              {"count", t.count},
-                              {"bytes", t.bytes},
-                              {"total_ns", t.total_ns}});
-  j["kernels"] = json::array();
-  for (const auto& k : p.kernels)
-    j["kernels"].push_back({{"name", k.name},
-                            {"stage", k.stage},
-                            {"op", k.op},
-                            {"count", k.count},
-                            {"total_ns", k.total_ns},
-                            {"min_ns", k.min_ns},
-                            {"max_ns", k.max_ns}});
-  j["materializations"] = json::array();
-  for (const auto& m : p.materializations)
-    j["materializations"].push_back({{"name", m.name},
-                                     {"stage", m.stage},
-                                     {"file", m.file},
-                                     {"line", m.line},
-                                     {"hits", m.hits},
-                                     {"rows", m.rows},
-                                     {"bytes", m.bytes}});
-  j["counters"] = json::array();
-  for (const auto& c : p.counters)
-    j["counters"].push_back({{"name", c.name},
-                             {"samples", c.samples},
-                             {"min", c.min},
-                             {"max", c.max},
-                             {"mean", c.mean},
-                             {"last", c.last}});
+  j["transfers"] = to_value(p.transfers);
+  j["kernels"] = to_value(p.kernels);
+  j["materializations"] = to_value(p.materializations);
+  j["counters"] = to_value(p.counters);
   // Columnar: a name table and one array per field, so that a million events cost a few
   // numbers each in the file and in a reader's memory, not an object each.
   {
@@ -176,13 +235,8 @@ json profile_json(const Profile& p, const std::vector<Diagnostic>& diagnostics) 
                      {"value", std::move(value)}};
   }
   j["timeline_dropped"] = p.timeline_dropped;
-  j["environment"] = {{"cpus", p.environment.cpus},
-                      {"blas", p.environment.blas},
-                      {"omp_num_threads", p.environment.omp_num_threads},
-                      {"max_threads", p.environment.max_threads}};
-  j["host_samples"] = json::array();
-  for (const auto& h : p.host_samples)
-    j["host_samples"].push_back({{"ts_ns", h.ts_ns}, {"rss_bytes", h.rss_bytes}, {"cpu_ns", h.cpu_ns}});
+  j["environment"] = to_value(p.environment);
+  j["host_samples"] = to_value(p.host_samples);
   j["diagnostics"] = json::array();
   for (const auto& d : diagnostics) {
     json ev = json::object();
@@ -254,13 +308,43 @@ struct Reader {
   }
 };
 
+const char* names_of(Direction) { return "h2d, d2h, d2d or h2h"; }
+const char* names_of(HostMemory) { return "pinned, pageable or none"; }
+const char* names_of(CopyMode) { return "sync or async"; }
+
+template <class T>
+void read_value(const Reader& r, const json& o, const char* key, const std::string& path, T& out);
+
+/// A record at `path`, field by field from Record<S>::fields.
+template <IsRecord S>
+S read_record(const Reader& r, const json& o, const std::string& path) {
+  if (!o.is_object()) r.fail(path, "expected an object");
+  S s;
+  std::apply([&](const auto&... f) { (read_value(r, o, f.key, path, s.*(f.member)), ...); }, Record<S>::fields);
+  return s;
+}
+
+template <class T>
+void read_value(const Reader& r, const json& o, const char* key, const std::string& path, T& out) {
+  if constexpr (std::is_enum_v<T>) {
+    r.get_enum(o, key, path, out, names_of(out));
+  } else if constexpr (IsRecord<T>) {
+    out = read_record<T>(r, r.field(o, key, path), path + "." + key);
+  } else if constexpr (RecordVector<T>::value) {
+    out.clear();
+    std::size_t i = 0;
+    for (const auto& x : r.array(o, key, path))
+      out.push_back(read_record<typename RecordVector<T>::element>(r, x, path + "." + key + "[" + std::to_string(i++) + "]"));
+  } else {
+    out = r.get<T>(o, key, path);
+  }
+}
+
 Profile profile_from(const json& j, const Reader& r) {
   Profile p;
   const std::string root = "$";
   p.schema = r.get<std::string>(j, "schema", root);
-  const json& tool = r.field(j, "tool", root);
-  p.tool.name = r.get<std::string>(tool, "name", "$.tool");
-  p.tool.version = r.get<std::string>(tool, "version", "$.tool");
+  read_value(r, j, "tool", root, p.tool);
   const json& run = r.field(j, "run", root);
   p.run.command = r.get<std::vector<std::string>>(run, "command", "$.run");
   p.run.pid = r.get<std::int64_t>(run, "pid", "$.run");
@@ -273,65 +357,17 @@ Profile profile_from(const json& j, const Reader& r) {
   p.run.local_rank = r.opt(run, "local_rank", "$.run");
   p.run.world_size = r.opt(run, "world_size", "$.run");
   if (auto id = run.find("run_id"); id != run.end() && id->is_string()) p.run.run_id = id->get<std::string>();
-  const json& clock = r.field(j, "clock", root);
-  p.clock.source = r.get<std::string>(clock, "source", "$.clock");
-  p.clock.ticks_per_ns = r.get<double>(clock, "ticks_per_ns", "$.clock");
-  p.clock.calibration_ns = r.get<std::int64_t>(clock, "calibration_ns", "$.clock");
-  std::size_t i = 0;
-  for (const auto& c : r.array(j, "collectors", root)) {
-    std::string path = "$.collectors[" + std::to_string(i++) + "]";
-    p.collectors.push_back(CollectorInfo{r.get<std::string>(c, "name", path), r.get<bool>(c, "enabled", path),
-                                         r.get<std::string>(c, "reason", path)});
-  }
+  read_value(r, j, "clock", root, p.clock);
+  read_value(r, j, "collectors", root, p.collectors);
   p.wall_ns = r.get<std::int64_t>(j, "wall_ns", root);
   p.main_thread = r.get<std::uint32_t>(j, "main_thread", root);
   p.unattributed_ns = r.get<std::int64_t>(j, "unattributed_ns", root);
   p.recorded_events = r.get<std::uint64_t>(j, "recorded_events", root);
   p.dropped_events = r.get<std::uint64_t>(j, "dropped_events", root);
-  i = 0;
-  for (const auto& t : r.array(j, "threads", root)) {
-    std::string path = "$.threads[" + std::to_string(i++) + "]";
-    ThreadInfo ti;
-    ti.index = r.get<std::uint32_t>(t, "index", path);
-    ti.tid = r.get<std::int64_t>(t, "tid", path);
-    ti.name = r.get<std::string>(t, "name", path);
-    ti.recorded_events = r.get<std::uint64_t>(t, "recorded_events", path);
-    ti.dropped_events = r.get<std::uint64_t>(t, "dropped_events", path);
-    p.threads.push_back(std::move(ti));
-  }
-  i = 0;
-  for (const auto& s : r.array(j, "stages", root)) {
-    std::string path = "$.stages[" + std::to_string(i++) + "]";
-    StageStats st;
-    st.name = r.get<std::string>(s, "name", path);
-    st.category = r.get<std::string>(s, "category", path);
-    st.hits = r.get<std::uint64_t>(s, "hits", path);
-    st.total_ns = r.get<std::int64_t>(s, "total_ns", path);
-    st.self_ns = r.get<std::int64_t>(s, "self_ns", path);
-    st.mean_ns = r.get<std::int64_t>(s, "mean_ns", path);
-    st.p50_ns = r.get<std::int64_t>(s, "p50_ns", path);
-    st.p90_ns = r.get<std::int64_t>(s, "p90_ns", path);
-    st.max_ns = r.get<std::int64_t>(s, "max_ns", path);
-    st.pct_wall = r.get<double>(s, "pct_wall", path);
-    std::size_t k = 0;
-    for (const auto& t : r.array(s, "by_thread", path)) {
-      std::string tp = path + ".by_thread[" + std::to_string(k++) + "]";
-      st.by_thread.push_back(StageThreadStats{r.get<std::uint32_t>(t, "thread", tp), r.get<std::uint64_t>(t, "hits", tp),
-                                              r.get<std::int64_t>(t, "total_ns", tp),
-                                              r.get<std::int64_t>(t, "self_ns", tp)});
-    }
-    p.stages.push_back(std::move(st));
-  }
-  if (j.contains("stage_edges")) {
-    i = 0;
-    for (const auto& e : r.array(j, "stage_edges", root)) {
-      std::string path = "$.stage_edges[" + std::to_string(i++) + "]";
-      p.stage_edges.push_back(StageEdge{r.get<std::string>(e, "parent", path), r.get<std::string>(e, "child", path),
-                                        r.get<std::uint64_t>(e, "hits", path), r.get<std::int64_t>(e, "total_ns", path),
-                                        r.get<std::int64_t>(e, "self_ns", path)});
-    }
-  }
-  i = 0;
+  read_value(r, j, "threads", root, p.threads);
+  read_value(r, j, "stages", root, p.stages);
+  if (j.contains("stage_edges")) read_value(r, j, "stage_edges", root, p.stage_edges);
+  std::size_t i = 0;
   for (const auto& it : r.array(j, "iterations", root)) {
     std::string path = "$.iterations[" + std::to_string(i++) + "]";
     IterationStats is;
@@ -378,61 +414,10 @@ Profile profile_from(const json& j, const Reader& r) {
   for (const auto& it : p.iterations)
     for (const auto& [idx, ns] : it.lines)
       if (idx >= p.lines.size()) r.fail("$.iterations[" + std::to_string(it.index) + "].lines", "line index out of range");
-  i = 0;
-  for (const auto& t : r.array(j, "transfers", root)) {
-    std::string path = "$.transfers[" + std::to_string(i++) + "]";
-    TransferStats ts;
-    ts.stage = r.get<std::string>(t, "stage", path);
-    ts.file = r.get<std::string>(t, "file", path);
-    ts.line = r.get<std::uint32_t>(t, "line", path);
-    r.get_enum(t, "direction", path, ts.direction, "h2d, d2h, d2d or h2h");
-    r.get_enum(t, "memory", path, ts.memory, "pinned, pageable or none");
-    r.get_enum(t, "mode", path, ts.mode, "sync or async");
-    ts.count = r.get<std::uint64_t>(t, "count", path);
-    ts.bytes = r.get<std::uint64_t>(t, "bytes", path);
-    ts.total_ns = r.get<std::int64_t>(t, "total_ns", path);
-    p.transfers.push_back(std::move(ts));
-  }
-  i = 0;
-  if (j.contains("kernels")) {  // absent in profiles written before it existed
-    for (const auto& k : r.array(j, "kernels", root)) {
-      std::string path = "$.kernels[" + std::to_string(i++) + "]";
-      KernelStats ks;
-      ks.name = r.get<std::string>(k, "name", path);
-      ks.stage = r.get<std::string>(k, "stage", path);
-      ks.op = r.get<std::string>(k, "op", path);
-      ks.count = r.get<std::uint64_t>(k, "count", path);
-      ks.total_ns = r.get<std::int64_t>(k, "total_ns", path);
-      ks.min_ns = r.get<std::int64_t>(k, "min_ns", path);
-      ks.max_ns = r.get<std::int64_t>(k, "max_ns", path);
-      p.kernels.push_back(std::move(ks));
-    }
-  }
-  i = 0;
-  for (const auto& m : r.array(j, "materializations", root)) {
-    std::string path = "$.materializations[" + std::to_string(i++) + "]";
-    MaterializationStats ms;
-    ms.name = r.get<std::string>(m, "name", path);
-    ms.stage = r.get<std::string>(m, "stage", path);
-    ms.file = r.get<std::string>(m, "file", path);
-    ms.line = r.get<std::uint32_t>(m, "line", path);
-    ms.hits = r.get<std::uint64_t>(m, "hits", path);
-    ms.rows = r.get<std::uint64_t>(m, "rows", path);
-    ms.bytes = r.get<std::uint64_t>(m, "bytes", path);
-    p.materializations.push_back(std::move(ms));
-  }
-  i = 0;
-  for (const auto& c : r.array(j, "counters", root)) {
-    std::string path = "$.counters[" + std::to_string(i++) + "]";
-    CounterStats cs;
-    cs.name = r.get<std::string>(c, "name", path);
-    cs.samples = r.get<std::uint64_t>(c, "samples", path);
-    cs.min = r.get<double>(c, "min", path);
-    cs.max = r.get<double>(c, "max", path);
-    cs.mean = r.get<double>(c, "mean", path);
-    cs.last = r.get<double>(c, "last", path);
-    p.counters.push_back(std::move(cs));
-  }
+  read_value(r, j, "transfers", root, p.transfers);
+  if (j.contains("kernels")) read_value(r, j, "kernels", root, p.kernels);  // absent in profiles written before it existed
+  read_value(r, j, "materializations", root, p.materializations);
+  read_value(r, j, "counters", root, p.counters);
   {
     const json& tl = r.field(j, "timeline", root);
     p.timeline_names = r.get<std::vector<std::string>>(tl, "names", "$.timeline");
@@ -465,17 +450,8 @@ Profile profile_from(const json& j, const Reader& r) {
     }
   }
   p.timeline_dropped = r.get<std::uint64_t>(j, "timeline_dropped", root);
-  const json& env = r.field(j, "environment", root);
-  p.environment.cpus = r.get<std::int64_t>(env, "cpus", "$.environment");
-  p.environment.blas = r.get<std::string>(env, "blas", "$.environment");
-  p.environment.omp_num_threads = r.get<std::string>(env, "omp_num_threads", "$.environment");
-  p.environment.max_threads = r.get<std::int64_t>(env, "max_threads", "$.environment");
-  i = 0;
-  for (const auto& h : r.array(j, "host_samples", root)) {
-    std::string path = "$.host_samples[" + std::to_string(i++) + "]";
-    p.host_samples.push_back(HostSample{r.get<std::int64_t>(h, "ts_ns", path), r.get<std::int64_t>(h, "rss_bytes", path),
-                                        r.get<std::int64_t>(h, "cpu_ns", path)});
-  }
+  read_value(r, j, "environment", root, p.environment);
+  read_value(r, j, "host_samples", root, p.host_samples);
   i = 0;
   for (const auto& d : r.array(j, "diagnostics", root)) {
     std::string path = "$.diagnostics[" + std::to_string(i++) + "]";
