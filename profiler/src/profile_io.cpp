@@ -16,6 +16,7 @@
 #include <random>
 #include <sstream>
 
+#include "gnnprof/internal/json_fields.h"
 #include "gnnprof/internal/json_number.h"
 
 namespace gnnprof {
@@ -33,21 +34,13 @@ json to_json_stages(const std::map<std::string, std::int64_t>& m) {
   return o;
 }
 
-// ---- One field description per record ----
-// Record<S>::fields names each field of S once, in file order; the writer (to_value) and the
-// reader (read_value) both walk it. Records with optional or derived fields (run, iterations,
-// lines, diagnostics, the columnar timeline) are written and read by hand below.
-template <class S, class T>
-struct Field {
-  const char* key;
-  T S::*member;
-};
-template <class S, class T>
-constexpr Field<S, T> field(const char* key, T S::*member) {
-  return {key, member};
-}
-template <class S>
-struct Record;
+}  // namespace
+
+// ---- One field description per record (gnnprof/internal/json_fields.h) ----
+// The writer (to_value) and the reader (read_value) both walk Record<S>::fields. Records with
+// optional or derived fields (run, iterations, lines, diagnostics, the columnar timeline) are
+// written and read by hand below.
+namespace detail {
 template <>
 struct Record<ToolInfo> {
   static constexpr auto fields = std::tuple{field("name", &ToolInfo::name), field("version", &ToolInfo::version)};
@@ -129,30 +122,18 @@ struct Record<HostSample> {
       std::tuple{field("ts_ns", &HostSample::ts_ns), field("rss_bytes", &HostSample::rss_bytes), field("cpu_ns", &HostSample::cpu_ns)};
 };
 
-template <class T>
-concept IsRecord = requires { Record<T>::fields; };
-template <class T>
-struct RecordVector : std::false_type {};
-template <IsRecord T>
-struct RecordVector<std::vector<T>> : std::true_type {
-  using element = T;
-};
+}  // namespace detail
+
+namespace {
+
+using detail::field;
+using detail::IsRecord;
+using detail::Record;
+using detail::RecordVector;
 
 template <class T>
 json to_value(const T& v) {
-  if constexpr (std::is_enum_v<T>) {
-    return to_string(v);
-  } else if constexpr (IsRecord<T>) {
-    json j = json::object();
-    std::apply([&](const auto&... f) { ((j[f.key] = to_value(v.*(f.member))), ...); }, Record<T>::fields);
-    return j;
-  } else if constexpr (RecordVector<T>::value) {
-    json a = json::array();
-    for (const auto& x : v) a.push_back(to_value(x));
-    return a;
-  } else {
-    return json(v);
-  }
+  return detail::to_json_value(v);
 }
 
 json profile_json(const Profile& p, const std::vector<Diagnostic>& diagnostics) {
@@ -320,7 +301,7 @@ template <IsRecord S>
 S read_record(const Reader& r, const json& o, const std::string& path) {
   if (!o.is_object()) r.fail(path, "expected an object");
   S s;
-  std::apply([&](const auto&... f) { (read_value(r, o, f.key, path, s.*(f.member)), ...); }, Record<S>::fields);
+  detail::for_each_field(s, [&](const char* key, auto& m) { read_value(r, o, key, path, m); });
   return s;
 }
 

@@ -30,6 +30,22 @@ const char* to_string(Scope s) noexcept {
   return "loop";
 }
 
+const char* to_string(Match m) noexcept {
+  switch (m) {
+    case Match::kSame: return "same";
+    case Match::kEdited: return "edited";
+    case Match::kBaselineOnly: return "baseline only";
+    case Match::kCandidateOnly: return "candidate only";
+  }
+  return "same";
+}
+
+bool from_string(std::string_view text, Match& out) noexcept {
+  for (Match m : {Match::kSame, Match::kEdited, Match::kBaselineOnly, Match::kCandidateOnly})
+    if (text == to_string(m)) return out = m, true;
+  return false;
+}
+
 const char* to_string(Verdict v) noexcept {
   switch (v) {
     case Verdict::kNoChange: return "no significant change";
@@ -398,7 +414,10 @@ std::vector<LineComparison> compare_lines(const std::vector<Profile>& baseline, 
       lc.candidate_line = v != nullptr ? v->line : 0;
       lc.baseline_hits = u != nullptr ? u->hits : 0;
       lc.candidate_hits = v != nullptr ? v->hits : 0;
-      lc.match = u == nullptr ? "candidate only" : v == nullptr ? "baseline only" : lc.candidate_code.empty() ? "same" : "edited";
+      lc.match = u == nullptr                  ? Match::kCandidateOnly
+                 : v == nullptr                ? Match::kBaselineOnly
+                 : lc.candidate_code.empty()   ? Match::kSame
+                                               : Match::kEdited;
       static const std::vector<std::int64_t> kNone;
       lc.metric = compare_metric(fmt::format("{}:{}", base_name(any->file), any->line), Scope::kLine,
                                  u != nullptr ? u->samples : kNone, v != nullptr ? v->samples : kNone, options, rng);

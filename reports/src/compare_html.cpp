@@ -86,7 +86,7 @@ Status render_comparison_html(const Comparison& c, const Profile* baseline, cons
       const bool both = l.baseline_line != 0 && l.candidate_line != 0;
       const char* cls = m.verdict == Verdict::kFaster ? "faster" : m.verdict == Verdict::kSlower ? "slower" : "";
       std::string code = esc(l.code);
-      if (l.match == "edited") code += "<br><span class=muted>&rarr; " + esc(l.candidate_code) + "</span>";
+      if (l.match == Match::kEdited) code += "<br><span class=muted>&rarr; " + esc(l.candidate_code) + "</span>";
       o += fmt::format("<tr><td>{}</td><td>{}</td><td data-v={}>{}</td><td data-v={}>{}</td><td data-v={}>{}</td><td>{}</td>"
                        "<td>{}</td><td>{}</td><td class='l {}'>{}</td><td class=code>{}</td></tr>",
                        l.baseline_line ? std::to_string(l.baseline_line) : "-",
@@ -96,7 +96,7 @@ Status render_comparison_html(const Comparison& c, const Profile* baseline, cons
                        both ? fmt::format("{}{}", m.delta_ns > 0 ? "+" : "", human_ns(m.delta_ns)) : "-",
                        both ? ratio_text(m.ratio) : "-", both ? ci_text(m.ci_low, m.ci_high, CiStyle::kSpacedDash) : "-",
                        both ? esc(p_text(m.p_value)) : "-", cls,
-                       esc(l.match == "edited" ? std::string("edited, ") + to_string(m.verdict) : to_string(m.verdict)), code);
+                       esc(l.match == Match::kEdited ? std::string("edited, ") + to_string(m.verdict) : to_string(m.verdict)), code);
     }
     o += "</tbody></table>";
   }

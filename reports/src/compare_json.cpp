@@ -9,28 +9,80 @@
 #include <stdexcept>
 
 #include "gnnprof/gnnprof.h"
+#include "gnnprof/internal/json_fields.h"
 #include "gnnprof/internal/json_number.h"
 #include "gnnprof/reports/compare.h"
+
+namespace gnnprof::detail {
+// The comparison's records, each described once for the writer and the reader below.
+template <>
+struct Record<reports::CompareOptions> {
+  static constexpr auto fields =
+      std::tuple{field("skip", &reports::CompareOptions::skip), field("bootstrap", &reports::CompareOptions::bootstrap),
+                 field("seed", &reports::CompareOptions::seed), field("alpha", &reports::CompareOptions::alpha)};
+};
+template <>
+struct Record<reports::RunRecord> {
+  using R = reports::RunRecord;
+  static constexpr auto fields =
+      std::tuple{field("profile", &R::profile),     field("command", &R::command),
+                 field("exit_code", &R::exit_code), field("error", &R::error),
+                 field("iterations", &R::iterations), field("median_iteration_ns", &R::median_iteration_ns),
+                 field("wall_ns", &R::wall_ns)};
+};
+template <>
+struct Record<reports::Side> {
+  using S = reports::Side;
+  static constexpr auto fields =
+      std::tuple{field("label", &S::label), field("env", &S::env), field("command", &S::command), field("runs", &S::runs)};
+};
+/// The fields every metric has; "category" and "phase" follow when not empty.
+template <>
+struct Record<reports::MetricComparison> {
+  using M = reports::MetricComparison;
+  static constexpr auto fields =
+      std::tuple{field("name", &M::name),
+                 field("scope", &M::scope),
+                 field("baseline_n", &M::baseline_n),
+                 field("candidate_n", &M::candidate_n),
+                 field("baseline_median_ns", &M::baseline_median_ns),
+                 field("candidate_median_ns", &M::candidate_median_ns),
+                 field("delta_ns", &M::delta_ns),
+                 field("ratio", &M::ratio),
+                 field("ci_low", &M::ci_low),
+                 field("ci_high", &M::ci_high),
+                 field("p_value", &M::p_value),
+                 field("verdict", &M::verdict)};
+};
+/// The fields every line has; its "metric" follows.
+template <>
+struct Record<reports::LineComparison> {
+  using L = reports::LineComparison;
+  static constexpr auto fields =
+      std::tuple{field("file", &L::file),
+                 field("function", &L::function),
+                 field("code", &L::code),
+                 field("candidate_code", &L::candidate_code),
+                 field("baseline_line", &L::baseline_line),
+                 field("candidate_line", &L::candidate_line),
+                 field("match", &L::match),
+                 field("baseline_hits", &L::baseline_hits),
+                 field("candidate_hits", &L::candidate_hits)};
+};
+}  // namespace gnnprof::detail
 
 namespace gnnprof::reports {
 
 using json = nlohmann::ordered_json;
+using detail::to_json_value;
 
 namespace {
 
-json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
-
-json side_json(const Side& s) {
-  json runs = json::array();
-  for (const auto& r : s.runs)
-    runs.push_back({{"profile", r.profile},
-                    {"command", r.command},
-                    {"exit_code", r.exit_code},
-                    {"error", r.error},
-                    {"iterations", r.iterations},
-                    {"median_iteration_ns", r.median_iteration_ns},
-                    {"wall_ns", r.wall_ns}});
-  return {{"label", s.label}, {"env", s.env}, {"command", s.command}, {"runs", runs}};
+json metric_json(const MetricComparison& m) {
+  json j = to_json_value(m);
+  if (!m.category.empty()) j["category"] = m.category;
+  if (!m.phase.empty()) j["phase"] = m.phase;
+  return j;
 }
 
 /// A number as T, checked: get<T>() on an out-of-range or fractional number is undefined
@@ -41,116 +93,67 @@ T checked(const json& v) {
   return v.get<T>();
 }
 
-template <typename E>
-E enum_at(const json& j, const char* key) {
-  const auto text = j.at(key).get<std::string>();
-  E e{};
-  if (!from_string(text, e)) throw std::runtime_error(std::string(key) + ": unknown value \"" + text + "\"");
-  return e;
-}
-
-std::optional<double> get_opt(const json& j, const char* key) {
-  const json& v = j.at(key);
-  if (v.is_null()) return std::nullopt;
-  return checked<double>(v);
+/// o[key] into `out`, checked: numbers in range, enums by name, records field by field.
+template <typename T>
+void read_value(const json& o, const char* key, T& out) {
+  const json& v = o.at(key);
+  if constexpr (std::is_enum_v<T>) {
+    const auto text = v.get<std::string>();
+    if (!from_string(text, out)) throw std::runtime_error(std::string(key) + ": unknown value \"" + text + "\"");
+  } else if constexpr (detail::Optional<T>::value) {
+    out = v.is_null() ? T{} : T{checked<typename T::value_type>(v)};
+  } else if constexpr (detail::IsRecord<T>) {
+    detail::for_each_field(out, [&](const char* k, auto& m) { read_value(v, k, m); });
+  } else if constexpr (detail::RecordVector<T>::value) {
+    out.clear();
+    for (const auto& x : v) {
+      typename detail::RecordVector<T>::element e;
+      detail::for_each_field(e, [&](const char* k, auto& m) { read_value(x, k, m); });
+      out.push_back(std::move(e));
+    }
+  } else if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+    out = checked<T>(v);
+  } else {
+    out = v.get<T>();
+  }
 }
 
 MetricComparison metric_from(const json& m) {
   MetricComparison mc;
-  mc.name = m.at("name").get<std::string>();
-  mc.scope = enum_at<Scope>(m, "scope");
-  mc.baseline_n = checked<std::uint64_t>(m.at("baseline_n"));
-  mc.candidate_n = checked<std::uint64_t>(m.at("candidate_n"));
-  mc.baseline_median_ns = checked<std::int64_t>(m.at("baseline_median_ns"));
-  mc.candidate_median_ns = checked<std::int64_t>(m.at("candidate_median_ns"));
-  mc.delta_ns = checked<std::int64_t>(m.at("delta_ns"));
-  mc.ratio = get_opt(m, "ratio");
-  mc.ci_low = get_opt(m, "ci_low");
-  mc.ci_high = get_opt(m, "ci_high");
-  mc.p_value = checked<double>(m.at("p_value"));
-  mc.verdict = enum_at<Verdict>(m, "verdict");
+  detail::for_each_field(mc, [&](const char* k, auto& f) { read_value(m, k, f); });
   if (m.contains("category")) mc.category = m.at("category").get<std::string>();  // absent before 0.1 reports
   if (m.contains("phase")) mc.phase = m.at("phase").get<std::string>();
   return mc;
 }
 
-Side side_from(const json& j) {
-  Side s;
-  s.label = j.at("label").get<std::string>();
-  s.env = j.at("env").get<std::vector<std::string>>();
-  s.command = j.at("command").get<std::string>();
-  for (const auto& r : j.at("runs")) {
-    RunRecord rr;
-    rr.profile = r.at("profile").get<std::string>();
-    rr.command = r.at("command").get<std::string>();
-    rr.exit_code = checked<int>(r.at("exit_code"));
-    rr.error = r.at("error").get<std::string>();
-    rr.iterations = checked<std::uint64_t>(r.at("iterations"));
-    rr.median_iteration_ns = checked<std::int64_t>(r.at("median_iteration_ns"));
-    rr.wall_ns = checked<std::int64_t>(r.at("wall_ns"));
-    s.runs.push_back(std::move(rr));
-  }
-  return s;
-}
-
-}  // namespace
-
-namespace {
-json metric_json(const MetricComparison& m) {
-  json j = {{"name", m.name},
-          {"scope", to_string(m.scope)},
-          {"baseline_n", m.baseline_n},
-          {"candidate_n", m.candidate_n},
-          {"baseline_median_ns", m.baseline_median_ns},
-          {"candidate_median_ns", m.candidate_median_ns},
-          {"delta_ns", m.delta_ns},
-          {"ratio", opt(m.ratio)},
-          {"ci_low", opt(m.ci_low)},
-          {"ci_high", opt(m.ci_high)},
-          {"p_value", m.p_value},
-          {"verdict", to_string(m.verdict)}};
-  if (!m.category.empty()) j["category"] = m.category;
-  if (!m.phase.empty()) j["phase"] = m.phase;
-  return j;
-}
 }  // namespace
 
 std::string comparison_to_json(const Comparison& c) {
   json j;
   j["schema"] = c.schema;
   j["tool"] = {{"name", "gnnprof"}, {"version", c.tool_version}};
-  j["options"] = {{"skip", c.options.skip},
-                  {"bootstrap", c.options.bootstrap},
-                  {"seed", c.options.seed},
-                  {"alpha", c.options.alpha},
-                  {"ci", "bootstrap 95% of the ratio of medians"},
-                  {"test", "Mann-Whitney U, two-sided, normal approximation with tie correction"}};
-  j["baseline"] = side_json(c.baseline);
-  j["candidate"] = side_json(c.candidate);
+  j["options"] = to_json_value(c.options);
+  j["options"]["ci"] = "bootstrap 95% of the ratio of medians";
+  j["options"]["test"] = "Mann-Whitney U, two-sided, normal approximation with tie correction";
+  j["baseline"] = to_json_value(c.baseline);
+  j["candidate"] = to_json_value(c.candidate);
   j["headline"] = {{"metric", "iteration"},
-                   {"speedup", opt(c.speedup)},
-                   {"speedup_ci_low", opt(c.speedup_ci_low)},
-                   {"speedup_ci_high", opt(c.speedup_ci_high)},
+                   {"speedup", to_json_value(c.speedup)},
+                   {"speedup_ci_low", to_json_value(c.speedup_ci_low)},
+                   {"speedup_ci_high", to_json_value(c.speedup_ci_high)},
                    {"verdict", to_string(c.verdict)}};
   j["metrics"] = json::array();
   for (const auto& m : c.metrics) j["metrics"].push_back(metric_json(m));
   if (!c.lines.empty()) {  // written only when the profiles have line tables
     j["lines"] = json::array();
-    for (const auto& l : c.lines)
-      j["lines"].push_back({{"file", l.file},
-                            {"function", l.function},
-                            {"code", l.code},
-                            {"candidate_code", l.candidate_code},
-                            {"baseline_line", l.baseline_line},
-                            {"candidate_line", l.candidate_line},
-                            {"match", l.match},
-                            {"baseline_hits", l.baseline_hits},
-                            {"candidate_hits", l.candidate_hits},
-                            {"metric", metric_json(l.metric)}});
+    for (const auto& l : c.lines) {
+      json jl = to_json_value(l);
+      jl["metric"] = metric_json(l.metric);
+      j["lines"].push_back(std::move(jl));
+    }
   }
   return j.dump(2) + "\n";
 }
-
 
 Result<Comparison> comparison_from_json(const std::string& text, const std::string& origin) {
   json j;
@@ -167,31 +170,19 @@ Result<Comparison> comparison_from_json(const std::string& text, const std::stri
   try {
     Comparison c;
     c.tool_version = j.at("tool").at("version").get<std::string>();
-    const json& o = j.at("options");
-    c.options.skip = checked<std::uint64_t>(o.at("skip"));
-    c.options.bootstrap = checked<std::uint32_t>(o.at("bootstrap"));
-    c.options.seed = checked<std::uint64_t>(o.at("seed"));
-    c.options.alpha = checked<double>(o.at("alpha"));
-    c.baseline = side_from(j.at("baseline"));
-    c.candidate = side_from(j.at("candidate"));
+    read_value(j, "options", c.options);
+    read_value(j, "baseline", c.baseline);
+    read_value(j, "candidate", c.candidate);
     const json& h = j.at("headline");
-    c.speedup = get_opt(h, "speedup");
-    c.speedup_ci_low = get_opt(h, "speedup_ci_low");
-    c.speedup_ci_high = get_opt(h, "speedup_ci_high");
-    c.verdict = enum_at<Verdict>(h, "verdict");
+    read_value(h, "speedup", c.speedup);
+    read_value(h, "speedup_ci_low", c.speedup_ci_low);
+    read_value(h, "speedup_ci_high", c.speedup_ci_high);
+    read_value(h, "verdict", c.verdict);
     for (const auto& m : j.at("metrics")) c.metrics.push_back(metric_from(m));
     if (j.contains("lines")) {  // absent when neither side had line tables
       for (const auto& l : j.at("lines")) {
         LineComparison lc;
-        lc.file = l.at("file").get<std::string>();
-        lc.function = l.at("function").get<std::string>();
-        lc.code = l.at("code").get<std::string>();
-        lc.candidate_code = l.at("candidate_code").get<std::string>();
-        lc.baseline_line = checked<std::uint32_t>(l.at("baseline_line"));
-        lc.candidate_line = checked<std::uint32_t>(l.at("candidate_line"));
-        lc.match = l.at("match").get<std::string>();
-        lc.baseline_hits = checked<std::uint64_t>(l.at("baseline_hits"));
-        lc.candidate_hits = checked<std::uint64_t>(l.at("candidate_hits"));
+        detail::for_each_field(lc, [&](const char* k, auto& f) { read_value(l, k, f); });
         lc.metric = metric_from(l.at("metric"));
         c.lines.push_back(std::move(lc));
       }

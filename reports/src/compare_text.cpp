@@ -53,14 +53,14 @@ std::string comparison_lines_text(const Comparison& c) {
     const std::string p = both ? p_text(m.p_value) : "-";
     const std::string delta = both ? fmt::format("{}{}", m.delta_ns > 0 ? "+" : "", human_ns(m.delta_ns)) : "-";
     std::string code = l.code.size() > 60 ? l.code.substr(0, 57) + "..." : l.code;
-    if (l.match == "edited") {
+    if (l.match == Match::kEdited) {
       std::string cand = l.candidate_code.size() > 60 ? l.candidate_code.substr(0, 57) + "..." : l.candidate_code;
       code = fmt::format("{}  ->  {}", code, cand);
     }
     out += fmt::format("{:>5} {:>5} {:>10} {:>10} {:>10} {:>7} {:>17} {:>9}  {:<22} {}\n", num(l.baseline_line),
                        num(l.candidate_line), l.baseline_line ? human_ns(m.baseline_median_ns) : "-",
                        l.candidate_line ? human_ns(m.candidate_median_ns) : "-", delta, ratio, ci, p,
-                       l.match == "edited" ? std::string("edited, ") + to_string(m.verdict) : to_string(m.verdict), code);
+                       l.match == Match::kEdited ? std::string("edited, ") + to_string(m.verdict) : to_string(m.verdict), code);
   }
   return out;
 }

@@ -57,7 +57,12 @@ enum class Scope { kLoop, kLoopThread, kOtherThreads, kLine };
 /// "less" (hidden time is not on the critical path); for a line of one side only "baseline
 /// only" | "candidate only".
 enum class Verdict { kNoChange, kFaster, kSlower, kLess, kMore, kBaselineOnly, kCandidateOnly };
+/// How a line of the line tables found its twin. JSON: "same" | "edited" (a changed statement
+/// between two matched neighbours) | "baseline only" | "candidate only".
+enum class Match { kSame, kEdited, kBaselineOnly, kCandidateOnly };
 const char* to_string(Scope s) noexcept;
+const char* to_string(Match m) noexcept;
+bool from_string(std::string_view text, Match& out) noexcept;
 const char* to_string(Verdict v) noexcept;
 bool from_string(std::string_view text, Scope& out) noexcept;
 bool from_string(std::string_view text, Verdict& out) noexcept;
@@ -86,8 +91,7 @@ struct LineComparison {
   std::string code;            ///< the statement (the baseline's when both sides have it)
   std::string candidate_code;  ///< the candidate's statement when it differs ("edited")
   std::uint32_t baseline_line = 0, candidate_line = 0;  ///< 0: absent on that side
-  /// same | edited | baseline only | candidate only
-  std::string match;
+  Match match = Match::kSame;
   std::uint64_t baseline_hits = 0, candidate_hits = 0;  ///< over the runs' analyzed iterations
   /// Per-iteration time of the line (name: "file:line", scope "line"); for a line of one
   /// side only, the other side's samples are empty and the verdict is the match.
