@@ -390,7 +390,9 @@ std::string stage_table(const Profile& p, const Hierarchy& h) {
   return o;
 }
 
-std::string profile_body(const Report& r, bool compact) {
+}  // namespace
+
+std::string html::profile_body(const Report& r, bool compact) {
   const Profile& p = *r.profile;
   const Analysis& a = r.analysis;
   const ReportOptions& opt = r.options;
@@ -483,10 +485,6 @@ std::string profile_body(const Report& r, bool compact) {
   return o;
 }
 
-}  // namespace
-
-std::string html::profile_body(const Report& r, bool compact) { return gnnprof::reports::profile_body(r, compact); }
-
 Status HtmlReporter::render(const Report& r, std::ostream& out) const {
   const Profile& p = *r.profile;
   const Analysis& a = r.analysis;
@@ -509,7 +507,7 @@ Status HtmlReporter::render(const Report& r, std::ostream& out) const {
   o += kpi(fmt::format("{:.2f}x", a.whatif_speedup), "what-if prefetch");
   o += kpi(std::to_string(diags.size()), "diagnostics");
   o += "</div><h2>Diagnostics</h2>" + diagnostics_html(diags);
-  o += profile_body(r, false);
+  o += html::profile_body(r, false);
   o += fmt::format("<h2>Collection</h2><p class=muted>{} events recorded, {} dropped; timeline kept {} ({} more not kept); clock {} "
                    "({:.4f} ticks/ns); collectors: ",
                    p.recorded_events, p.dropped_events, p.timeline.size(), p.timeline_dropped, esc(p.clock.source), p.clock.ticks_per_ns);
