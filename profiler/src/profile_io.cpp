@@ -26,8 +26,6 @@ using detail::json_number_fits;
 
 namespace {
 
-json opt_int(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
-
 json to_json_stages(const std::map<std::string, std::int64_t>& m) {
   json o = json::object();
   for (const auto& [k, v] : m) o[k] = v;
@@ -147,9 +145,9 @@ json profile_json(const Profile& p, const std::vector<Diagnostic>& diagnostics) 
               {"start_time", p.run.start_time},
               {"start_unix_ns", p.run.start_unix_ns},
               {"start_monotonic_ns", p.run.start_monotonic_ns},
-              {"rank", opt_int(p.run.rank)},
-              {"local_rank", opt_int(p.run.local_rank)},
-              {"world_size", opt_int(p.run.world_size)}};
+              {"rank", to_value(p.run.rank)},
+              {"local_rank", to_value(p.run.local_rank)},
+              {"world_size", to_value(p.run.world_size)}};
   if (!p.run.run_id.empty()) j["run"]["run_id"] = p.run.run_id;
   j["clock"] = to_value(p.clock);
   j["collectors"] = to_value(p.collectors);

@@ -1,5 +1,6 @@
 #include "site_registry.h"
 
+#include "gnnprof/internal/enum_names.h"
 #include "gnnprof/profile.h"
 
 #include <pthread.h>
@@ -157,22 +158,15 @@ const char* to_string(HostMemory m) noexcept {
   return "none";
 }
 const char* to_string(CopyMode m) noexcept { return m == CopyMode::kAsync ? "async" : "sync"; }
-namespace {
-template <class E, std::size_t N>
-bool enum_from(std::string_view text, const E (&values)[N], E& out) noexcept {
-  for (E v : values)
-    if (text == to_string(v)) return out = v, true;
-  return false;
-}
-}  // namespace
+using detail::enum_from_name;
 bool from_string(std::string_view text, Direction& out) noexcept {
-  return enum_from(text, {Direction::kH2D, Direction::kD2H, Direction::kD2D, Direction::kH2H}, out);
+  return enum_from_name(text, {Direction::kH2D, Direction::kD2H, Direction::kD2D, Direction::kH2H}, out);
 }
 bool from_string(std::string_view text, HostMemory& out) noexcept {
-  return enum_from(text, {HostMemory::kPageable, HostMemory::kPinned, HostMemory::kNone}, out);
+  return enum_from_name(text, {HostMemory::kPageable, HostMemory::kPinned, HostMemory::kNone}, out);
 }
 bool from_string(std::string_view text, CopyMode& out) noexcept {
-  return enum_from(text, {CopyMode::kSync, CopyMode::kAsync}, out);
+  return enum_from_name(text, {CopyMode::kSync, CopyMode::kAsync}, out);
 }
 const char* to_string(Severity s) noexcept {
   switch (s) {
@@ -183,7 +177,7 @@ const char* to_string(Severity s) noexcept {
   return "info";
 }
 bool from_string(std::string_view text, Severity& out) noexcept {
-  return enum_from(text, {Severity::kInfo, Severity::kWarning, Severity::kError}, out);
+  return enum_from_name(text, {Severity::kInfo, Severity::kWarning, Severity::kError}, out);
 }
 const char* to_string(TimelineKind k) noexcept {
   static const char* kNames[kTimelineKinds] = {"stage", "line", "transfer", "materialize", "counter", "step", "step_end"};

@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "gnnprof/gnnprof.h"
+#include "gnnprof/internal/enum_names.h"
 #include "gnnprof/reports/analysis.h"
 #include "gnnprof/reports/format.h"
 #include "gnnprof/reports/hierarchy.h"
@@ -40,12 +41,6 @@ const char* to_string(Match m) noexcept {
   return "same";
 }
 
-bool from_string(std::string_view text, Match& out) noexcept {
-  for (Match m : {Match::kSame, Match::kEdited, Match::kBaselineOnly, Match::kCandidateOnly})
-    if (text == to_string(m)) return out = m, true;
-  return false;
-}
-
 const char* to_string(Verdict v) noexcept {
   switch (v) {
     case Verdict::kNoChange: return "no significant change";
@@ -60,16 +55,18 @@ const char* to_string(Verdict v) noexcept {
 }
 
 bool from_string(std::string_view text, Scope& out) noexcept {
-  for (Scope s : {Scope::kLoop, Scope::kLoopThread, Scope::kOtherThreads, Scope::kLine})
-    if (text == to_string(s)) return out = s, true;
-  return false;
+  return detail::enum_from_name(text, {Scope::kLoop, Scope::kLoopThread, Scope::kOtherThreads, Scope::kLine}, out);
+}
+
+bool from_string(std::string_view text, Match& out) noexcept {
+  return detail::enum_from_name(text, {Match::kSame, Match::kEdited, Match::kBaselineOnly, Match::kCandidateOnly}, out);
 }
 
 bool from_string(std::string_view text, Verdict& out) noexcept {
-  for (Verdict v : {Verdict::kNoChange, Verdict::kFaster, Verdict::kSlower, Verdict::kLess, Verdict::kMore, Verdict::kBaselineOnly,
-                    Verdict::kCandidateOnly})
-    if (text == to_string(v)) return out = v, true;
-  return false;
+  return detail::enum_from_name(text,
+                                {Verdict::kNoChange, Verdict::kFaster, Verdict::kSlower, Verdict::kLess, Verdict::kMore,
+                                 Verdict::kBaselineOnly, Verdict::kCandidateOnly},
+                                out);
 }
 
 double mann_whitney_p(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) {
