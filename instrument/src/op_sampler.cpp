@@ -1,6 +1,8 @@
 // op_sampler.cpp — see op_sampler.h.
 #include "op_sampler.h"
 
+#include "gnnprof/order_stats.h"  // O(n): runs every kRedecideEvery iterations on the loop thread
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,13 +14,6 @@ namespace {
 
 constexpr std::size_t kMaxSamples = 1024;
 constexpr std::uint64_t kRedecideEvery = 64;  // iterations between two looks at the period
-
-// O(n): runs every kRedecideEvery iterations on the loop thread.
-template <class T>
-T upper_median(std::vector<T> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
 
 void keep(std::vector<std::int64_t>& v, std::int64_t x, std::uint64_t n) {
   if (v.size() < kMaxSamples) v.push_back(x);

@@ -1,7 +1,7 @@
 #include <pthread.h>
 #include <sched.h>
 
-#include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 
 #include "gnnprof/prefetch/prefetcher.h"
@@ -11,23 +11,23 @@
 namespace gnnprof::prefetch {
 
 std::optional<int> parse_depth(const char* text) noexcept {
-  if (text == nullptr || *text < '0' || *text > '9') return std::nullopt;  // no sign, no blanks
-  char* end = nullptr;
-  long v = std::strtol(text, &end, 10);
-  if (*end != '\0' || v < 0 || v > kMaxDepth) return std::nullopt;
-  return static_cast<int>(v);
+  try {
+    const config::Option* o = config::find("GNNPROF_PREFETCH");
+    if (text == nullptr || o == nullptr || !config::valid(*o, text)) return std::nullopt;
+    return static_cast<int>(std::strtol(text, nullptr, 10));
+  } catch (...) {
+    return std::nullopt;
+  }
 }
 
 int resolve_depth(int code_default) noexcept {
-  const char* env = std::getenv("GNNPROF_PREFETCH");
-  if (env == nullptr) return code_default;
-  if (auto k = parse_depth(env)) return *k;
-  // Its own grammar (the code's default when bad), the table's warning.
+  // The table's count reader: an integer in 0..kMaxDepth, else one warning and the code's default.
+  static_assert(kMaxDepth == 64, "GNNPROF_PREFETCH's maximum in profiler/src/config.cpp");
   try {
-    config::warn_bad_value("GNNPROF_PREFETCH", env, "an integer in 0.." + std::to_string(kMaxDepth), std::to_string(code_default));
+    return static_cast<int>(config::get_count("GNNPROF_PREFETCH", static_cast<std::uint64_t>(code_default)));
   } catch (...) {
+    return code_default;
   }
-  return code_default;
 }
 
 bool set_background_priority() noexcept {

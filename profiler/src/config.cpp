@@ -118,17 +118,20 @@ bool get_bool(const char* name) {
 std::uint64_t get_count(const char* name) {
   const Option* o = find(name);
   if (o == nullptr) return 0;
-  const std::uint64_t def = std::strtoull(o->default_text, nullptr, 10);  // "4096 (...)" -> 4096, "" -> 0
+  return get_count(name, std::strtoull(o->default_text, nullptr, 10));  // "4096 (...)" -> 4096, "" -> 0
+}
+
+std::uint64_t get_count(const char* name, std::uint64_t def) {
+  const Option* o = find(name);
+  if (o == nullptr) return def;
   const auto v = raw(name);
   if (!v) return def;
-  char* end = nullptr;
-  const unsigned long long x = (*v)[0] >= '0' && (*v)[0] <= '9' ? std::strtoull(v->c_str(), &end, 10) : 0;
-  if (end == nullptr || *end != '\0' || x > o->max) {
+  if (!valid(*o, *v)) {
     warn_bad_value(name, *v, o->max == ~0ull ? std::string("a non-negative integer") : "an integer in 0.." + std::to_string(o->max),
                    std::to_string(def));
     return def;
   }
-  return x;
+  return std::strtoull(v->c_str(), nullptr, 10);
 }
 
 std::string get_string(const char* name) {
@@ -203,6 +206,14 @@ GNNPROF_C_API unsigned long long gnnprof_config_count(const char* name) {
     return gnnprof::config::get_count(name);
   } catch (...) {
     return 0;
+  }
+}
+
+GNNPROF_C_API unsigned long long gnnprof_config_count_or(const char* name, unsigned long long code_default) {
+  try {
+    return gnnprof::config::get_count(name, code_default);
+  } catch (...) {
+    return code_default;
   }
 }
 

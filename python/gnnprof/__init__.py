@@ -291,7 +291,8 @@ def _at_exit():
 
 
 if _state["bound"]:
-    _configure_lines(os.environ.get("GNNPROF_LINES", "auto"))
+    from . import _config
+    _configure_lines(_config.string("GNNPROF_LINES", "auto"))
     atexit.register(_at_exit)
     if _state["how"] == "loaded":
         from . import _attach

@@ -8,7 +8,7 @@ its own, and profiles itself the way the C++ Prefetcher does.
 
 * depth K: at most K batches in flight (prepared or being prepared, not yet taken). K = 0 runs
   everything inline in the loop: the baseline, the same code, so an A/B differs only by overlap.
-  depth=None reads GNNPROF_PREFETCH with the C++ resolve_depth's rules.
+  depth=None reads GNNPROF_PREFETCH through gnnprof's config table (the C++ resolve_depth).
 * prepare(batch): a function run on each batch before it is moved (e.g. touch a DGL block's
   lazy `srcdata["x"]` so that its features are gathered ahead).
 * device: tensors anywhere in the batch (tuples, lists, dicts, dataclasses, named tuples) are
@@ -24,43 +24,22 @@ its own, and profiles itself the way the C++ Prefetcher does.
 """
 import copy
 import dataclasses
-import os
 import sys
 import threading
-import types
 import weakref
 
 MAX_DEPTH = 64  # as the C++ kMaxDepth
 
-_warned = set()
-
-
-def parse_depth(text):
-    """An integer 0..MAX_DEPTH written with digits only (the C++ parse_depth), else None."""
-    if not text or not text[0].isdigit() or not text.isdigit():
-        return None
-    v = int(text)
-    return v if v <= MAX_DEPTH else None
-
 
 def resolve_depth(depth, default=2):
-    """depth when given; else GNNPROF_PREFETCH when set and valid; else default. A bad
-    GNNPROF_PREFETCH prints one warning (as the C++ resolve_depth does) and yields default."""
+    """depth when given; else GNNPROF_PREFETCH through gnnprof's config table (the C++
+    resolve_depth: an integer in 0..MAX_DEPTH, else one warning and `default`)."""
     if depth is not None:
         if isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth <= MAX_DEPTH:
             raise ValueError(f"gnnprof.prefetch: depth must be an integer in 0..{MAX_DEPTH}, not {depth!r}")
         return depth
-    env = os.environ.get("GNNPROF_PREFETCH")
-    if env is None:
-        return default
-    k = parse_depth(env)
-    if k is None:
-        if env not in _warned:
-            _warned.add(env)
-            sys.stderr.write(f"gnnprof: ignoring GNNPROF_PREFETCH={env} (expected an integer in 0..{MAX_DEPTH}); "
-                             f"using {default}\n")
-        return default
-    return k
+    from . import _config
+    return _config.count("GNNPROF_PREFETCH", default)
 
 
 def _device_for(device):

@@ -29,6 +29,8 @@ typedef struct CoreAbi {
   uint64_t (*set_line)(uint32_t site);
   void (*line_event)(uint32_t site, uint64_t begin, uint64_t end, int hit);
   void (*set_optimizer_step_hook)(void (*hook)(void));
+  unsigned long long (*config_count_or)(const char* name, unsigned long long code_default);
+  int (*config_string)(const char* name, char* buf, unsigned long size);
   __typeof__(&gnnprof_preload_poll) poll;     /* the preload's poll when present (it also starts its threads) */
   __typeof__(&gnnprof_preload_attach) attach; /* the preload's "look for torch/CUDA now", or NULL */
 } CoreAbi;

@@ -49,6 +49,8 @@ static int resolve(void* h, CoreAbi* t, const char** missing) {
   GNNPROF_SYM(set_line, "gnnprof_set_line");
   GNNPROF_SYM(line_event, "gnnprof_line_event");
   GNNPROF_SYM(set_optimizer_step_hook, "gnnprof_set_optimizer_step_hook");
+  GNNPROF_SYM(config_count_or, "gnnprof_config_count_or");
+  GNNPROF_SYM(config_string, "gnnprof_config_string");
 #undef GNNPROF_SYM
   /* The preload library's poll also starts gnnprof's threads once the host has its own; a
    * core linked some other way has only the core's. */
@@ -309,6 +311,28 @@ static PyObject* stage_get_name(StageObject* self, void* closure) {
   return Py_NewRef(self->name != NULL ? self->name : Py_None);
 }
 
+/* ---- the GNNPROF_* table (profiler/config.*): one parser, one warning per bad value ---- */
+
+static PyObject* py_config_count(PyObject* self, PyObject* args) {
+  (void)self;
+  const char* name = NULL;
+  unsigned long long code_default = 0;
+  if (!PyArg_ParseTuple(args, "sK", &name, &code_default)) return NULL;
+  if (!g_core_bound) return PyLong_FromUnsignedLongLong(code_default);
+  return PyLong_FromUnsignedLongLong(g_core.config_count_or(name, code_default));
+}
+
+static PyObject* py_config_string(PyObject* self, PyObject* args) {
+  (void)self;
+  const char* name = NULL;
+  if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+  if (!g_core_bound) Py_RETURN_NONE;
+  char buf[4096];
+  buf[0] = '\0';
+  g_core.config_string(name, buf, sizeof(buf));
+  return PyUnicode_DecodeFSDefault(buf);
+}
+
 static PyMethodDef stage_methods[] = {
     {"__enter__", (PyCFunction)stage_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)stage_exit, METH_VARARGS, NULL},
@@ -357,6 +381,8 @@ static PyMethodDef methods[] = {
     {"stats", py_stats, METH_NOARGS, NULL},
     {"selected", py_selected, METH_NOARGS, "[(filename, name, qualname, roles)] of the traced code objects"},
     {"close_thread", py_close_thread, METH_NOARGS, "end the calling thread's open lines"},
+    {"config_count", py_config_count, METH_VARARGS, "config_count(name, code_default): a GNNPROF_* count"},
+    {"config_string", py_config_string, METH_VARARGS, "config_string(name): a GNNPROF_* value, else its default"},
     {NULL, NULL, 0, NULL},
 };
 

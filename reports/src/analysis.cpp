@@ -8,7 +8,7 @@
 #include <map>
 
 #include "gnnprof/reports/format.h"
-#include "gnnprof/reports/stats.h"
+#include "gnnprof/order_stats.h"
 
 namespace gnnprof::reports {
 

@@ -2,7 +2,7 @@
 // summaries, stage rows, stragglers and imbalance. Its JSON is merge_json.cpp, its views
 // merge_text.cpp and merge_html.cpp over the rows of merge_view.*.
 #include "gnnprof/reports/merge.h"
-#include "gnnprof/reports/stats.h"
+#include "gnnprof/order_stats.h"
 
 #include <fmt/format.h>
 

@@ -12,7 +12,7 @@
 #include "gnnprof/reports/format.h"
 #include "gnnprof/reports/hierarchy.h"
 #include "gnnprof/reports/line_table.h"
-#include "gnnprof/reports/stats.h"
+#include "gnnprof/order_stats.h"
 
 namespace gnnprof::reports {
 

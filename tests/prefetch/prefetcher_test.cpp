@@ -171,6 +171,10 @@ TEST(PrefetchDepth, ParsingAndEnvironment) {
   EXPECT_EQ(resolve_depth(3), 3);
   EXPECT_EQ(::testing::internal::GetCapturedStderr(),
             "gnnprof: ignoring GNNPROF_PREFETCH=lots (expected an integer in 0..64); using 3\n");
+  ::setenv("GNNPROF_PREFETCH", "", 1);  // empty is unset, as for every GNNPROF_* variable
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(resolve_depth(3), 3);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
   ::unsetenv("GNNPROF_PREFETCH");
 }
 

@@ -107,19 +107,41 @@ def test_early_break_and_deletion_leave_no_thread():
     assert list(pf)[:3] == [0, 1, 2]  # a new epoch after both
 
 
-def test_gnnprof_prefetch_env(monkeypatch, capsys):
+def test_gnnprof_prefetch_env(monkeypatch, capfd):
     monkeypatch.setenv("GNNPROF_PREFETCH", "5")
     assert gnnprof.prefetch([], depth=None).depth == 5
     assert gnnprof.prefetch([], depth=1).depth == 1  # an explicit depth wins
     for bad in ("-1", "x", "65", " 2", "2.0"):
         monkeypatch.setenv("GNNPROF_PREFETCH", bad)
         assert gnnprof.prefetch([]).depth == 2
-        err = capsys.readouterr().err
+        err = capfd.readouterr().err
         assert err == f"gnnprof: ignoring GNNPROF_PREFETCH={bad} (expected an integer in 0..64); using 2\n"
+    monkeypatch.setenv("GNNPROF_PREFETCH", "")  # empty is unset, as for every GNNPROF_* variable
+    assert gnnprof.prefetch([]).depth == 2
+    assert capfd.readouterr().err == ""
     monkeypatch.delenv("GNNPROF_PREFETCH")
     assert gnnprof.prefetch([]).depth == 2
     with pytest.raises(ValueError):
         gnnprof.prefetch([], depth=65)
+
+
+def test_prefetch_env_without_the_native_module(monkeypatch, capfd):
+    """GNNPROF_PREFETCH is read by gnnprof's library: through the process's C ABI when the
+    native module is not bound (a Python of another ABI under gnnprof run), and not at all, said
+    once, where no library is loaded."""
+    from gnnprof import _config
+    monkeypatch.setitem(gnnprof._state, "bound", False)
+    monkeypatch.setenv("GNNPROF_PREFETCH", "7")
+    assert gnnprof.prefetch([]).depth == 7  # the process has the C ABI (the library this test loaded)
+    monkeypatch.setenv("GNNPROF_PREFETCH", "seven")
+    assert gnnprof.prefetch([]).depth == 2
+    assert capfd.readouterr().err == "gnnprof: ignoring GNNPROF_PREFETCH=seven (expected an integer in 0..64); using 2\n"
+    monkeypatch.setattr(_config, "_process_abi", lambda: None)
+    monkeypatch.setattr(_config, "_warned", set())
+    assert gnnprof.prefetch([]).depth == 2
+    assert gnnprof.prefetch([]).depth == 2
+    assert capfd.readouterr().err == ("gnnprof: GNNPROF_PREFETCH is not read (gnnprof's library is not loaded in this "
+                                      "Python); using 2\n")
 
 
 # ---- moving to a device: the staging ring with the CPU stand-in device ----

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "gnnprof/reports/format.h"
-#include "gnnprof/reports/stats.h"
+#include "gnnprof/order_stats.h"
 
 #include <random>
 

@@ -45,6 +45,8 @@ bool is_set(const char* name);
 /// value warns once per variable. `name` must be in the table (else: false / 0 / "").
 bool get_bool(const char* name);
 std::uint64_t get_count(const char* name);
+/// The same for a variable whose default is the caller's (GNNPROF_PREFETCH: "the code's").
+std::uint64_t get_count(const char* name, std::uint64_t code_default);
 /// kChoice and kString: the value, or the default text when unset (or not one of the choices).
 std::string get_string(const char* name);
 

@@ -94,6 +94,8 @@ GNNPROF_C_API void gnnprof_note_collector(const char* name, int enabled, const c
  * set. */
 GNNPROF_C_API int gnnprof_config_bool(const char* name);
 GNNPROF_C_API unsigned long long gnnprof_config_count(const char* name);
+/* The same for a count whose default is the caller's (the table says "the code's"). */
+GNNPROF_C_API unsigned long long gnnprof_config_count_or(const char* name, unsigned long long code_default);
 GNNPROF_C_API int gnnprof_config_string(const char* name, char* buf, unsigned long size);
 /* For a value with its own grammar: "gnnprof: ignoring NAME=VALUE (expected EXPECTED); using
  * USING", once per variable and value, unless GNNPROF_QUIET. */

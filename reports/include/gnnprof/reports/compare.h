@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "gnnprof/profile.h"
-#include "gnnprof/reports/stats.h"
+#include "gnnprof/order_stats.h"
 #include "gnnprof/result.h"
 
 namespace gnnprof::reports {
