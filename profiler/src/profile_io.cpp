@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <tuple>
 #include <type_traits>
@@ -26,18 +27,106 @@ using detail::json_number_fits;
 
 namespace {
 
-json to_json_stages(const std::map<std::string, std::int64_t>& m) {
-  json o = json::object();
-  for (const auto& [k, v] : m) o[k] = v;
-  return o;
+// Reading: every access names the JSON path it failed at.
+struct Reader {
+  std::string origin;
+
+  [[noreturn]] void fail(const std::string& path, const std::string& what) const {
+    throw std::runtime_error((origin.empty() ? "" : origin + ": ") + path + ": " + what);
+  }
+  const json& field(const json& o, const char* key, const std::string& path) const {
+    if (!o.is_object()) fail(path, "expected an object");
+    auto it = o.find(key);
+    if (it == o.end()) fail(path, std::string("missing key \"") + key + "\"");
+    return *it;
+  }
+  /// A name of an enum in site.h (from_string), or a failure listing the expected names.
+  template <typename E>
+  void get_enum(const json& o, const char* key, const std::string& path, E& out, const char* expected) const {
+    const auto text = get<std::string>(o, key, path);
+    if (!from_string(text, out)) fail(path + "." + key, "\"" + text + "\" is not one of " + expected);
+  }
+  template <typename T>
+  T get(const json& o, const char* key, const std::string& path) const {
+    return as<T>(field(o, key, path), path + "." + key);
+  }
+  /// v as T, checked first: converting an out-of-range number with get<T>() is undefined
+  /// behaviour (UBSan found it through the fuzzer), so integers must be JSON integers in T's
+  /// range, and the other types must match exactly.
+  template <typename T>
+  T as(const json& v, const std::string& path) const {
+    if constexpr (std::is_same_v<T, bool>) {
+      if (!v.is_boolean()) fail(path, std::string("wrong type (") + v.type_name() + ")");
+    } else if constexpr (std::is_arithmetic_v<T>) {
+      if (!json_number_fits<T>(v))
+        fail(path, v.is_number_integer() ? "integer out of range" : std::string("wrong type (") + v.type_name() + ")");
+    }
+    try {
+      return v.get<T>();
+    } catch (const json::exception&) {
+      fail(path, std::string("wrong type (") + v.type_name() + ")");
+    }
+  }
+  const json& array(const json& o, const char* key, const std::string& path) const {
+    const json& v = field(o, key, path);
+    if (!v.is_array()) fail(path + "." + key, "expected an array");
+    return v;
+  }
+};
+
+// Columnar: a name table and one array per field, so that a million events cost a few numbers
+// each in the file and in a reader's memory, not an object each.
+json timeline_json(const Profile& p) {
+  json thread = json::array(), kind = json::array(), name = json::array(), ts = json::array(), dur = json::array(),
+       value = json::array();
+  for (const auto& e : p.timeline) {
+    thread.push_back(e.thread);
+    kind.push_back(static_cast<int>(e.kind));
+    name.push_back(e.name);
+    ts.push_back(e.ts_ns);
+    dur.push_back(e.dur_ns);
+    value.push_back(e.value);
+  }
+  return {{"names", p.timeline_names}, {"thread", std::move(thread)}, {"kind", std::move(kind)}, {"name", std::move(name)},
+          {"ts_ns", std::move(ts)},    {"dur_ns", std::move(dur)},     {"value", std::move(value)}};
 }
+
+void read_timeline(const json& tl, Profile& p, const std::string& path) {
+  const Reader r{""};  // the caller adds the file's name
+  p.timeline_names = r.get<std::vector<std::string>>(tl, "names", path);
+  const json& thread = r.array(tl, "thread", path);
+  const json& kind = r.array(tl, "kind", path);
+  const json& name = r.array(tl, "name", path);
+  const json& ts = r.array(tl, "ts_ns", path);
+  const json& dur = r.array(tl, "dur_ns", path);
+  const json& value = r.array(tl, "value", path);
+  const std::size_t n = thread.size();
+  if (kind.size() != n || name.size() != n || ts.size() != n || dur.size() != n || value.size() != n)
+    r.fail(path, "columns differ in length");
+  p.timeline.resize(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    TimelineEvent& e = p.timeline[k];
+    const std::string at = path + "[" + std::to_string(k) + "]";
+    e.thread = r.as<std::uint32_t>(thread[k], at + ".thread");
+    const int kd = r.as<int>(kind[k], at + ".kind");
+    e.name = r.as<std::uint32_t>(name[k], at + ".name");
+    if (kd < 0 || kd >= kTimelineKinds || e.name >= p.timeline_names.size()) r.fail(at, "kind or name index out of range");
+    e.kind = static_cast<TimelineKind>(kd);
+    e.ts_ns = r.as<std::int64_t>(ts[k], at + ".ts_ns");
+    e.dur_ns = r.as<std::int64_t>(dur[k], at + ".dur_ns");
+    e.value = r.as<double>(value[k], at + ".value");
+  }
+}
+
+/// Per-iteration category time, absent in hand-made profiles: both maps or neither.
+bool has_categories(const IterationStats& it) { return !it.categories.empty() || !it.other_categories.empty(); }
 
 }  // namespace
 
 // ---- One field description per record (gnnprof/internal/json_fields.h) ----
-// The writer (to_value) and the reader (read_value) both walk Record<S>::fields. Records with
-// optional or derived fields (run, iterations, lines, diagnostics, the columnar timeline) are
-// written and read by hand below.
+// The writer (to_json_value) and the reader (read_value) both walk Record<S>::fields, down from
+// the Profile itself. Optional fields say when they are written; the columnar timeline is a
+// Custom field with its own writer and reader.
 namespace detail {
 template <>
 struct Record<ToolInfo> {
@@ -120,328 +209,166 @@ struct Record<HostSample> {
       std::tuple{field("ts_ns", &HostSample::ts_ns), field("rss_bytes", &HostSample::rss_bytes), field("cpu_ns", &HostSample::cpu_ns)};
 };
 
+template <>
+struct Record<RunInfo> {
+  using R = RunInfo;
+  static constexpr auto fields =
+      std::tuple{field("command", &R::command),       field("pid", &R::pid),
+                 field("host", &R::host),             field("cwd", &R::cwd),
+                 field("start_time", &R::start_time), field("start_unix_ns", &R::start_unix_ns),
+                 field("start_monotonic_ns", &R::start_monotonic_ns), field("rank", &R::rank),
+                 field("local_rank", &R::local_rank), field("world_size", &R::world_size),
+                 field("run_id", &R::run_id, Presence::kWhenSet)};
+};
+template <>
+struct Record<IterationStats> {
+  using I = IterationStats;
+  static constexpr auto fields =
+      std::tuple{field("index", &I::index),
+                 field("begin_ns", &I::begin_ns),
+                 field("wall_ns", &I::wall_ns),
+                 field("complete", &I::complete),
+                 field("stages", &I::stages),
+                 field("other_threads", &I::other_threads),
+                 field("unattributed_ns", &I::unattributed_ns),
+                 field("ops_observed", &I::ops_observed, Presence::kWhenSet),  // written only when sampled out
+                 field("categories", &I::categories, has_categories),
+                 field("other_categories", &I::other_categories, has_categories),
+                 field("lines", &I::lines, Presence::kWhenSet)};  // by index into the profile's lines
+};
+template <>
+struct Record<LineStats> {
+  using L = LineStats;
+  // Traced Python's attribution (stages, backward_ns, gpu_ns) is written only where there is some.
+  static constexpr auto fields =
+      std::tuple{field("file", &L::file),         field("line", &L::line),      field("function", &L::function),
+                 field("code", &L::code),         field("stage", &L::stage),    field("hits", &L::hits),
+                 field("total_ns", &L::total_ns), field("max_ns", &L::max_ns),  field("stages", &L::stages, Presence::kWhenSet),
+                 field("backward_ns", &L::backward_ns, Presence::kWhenSet),     field("gpu_ns", &L::gpu_ns, Presence::kWhenSet)};
+};
+template <>
+struct Record<Diagnostic> {
+  static constexpr auto fields = std::tuple{field("id", &Diagnostic::id), field("severity", &Diagnostic::severity),
+                                            field("message", &Diagnostic::message), field("evidence", &Diagnostic::evidence)};
+};
+template <>
+struct Record<Profile> {
+  using P = Profile;
+  static constexpr auto fields = std::tuple{
+      field("schema", &P::schema),
+      field("tool", &P::tool),
+      field("run", &P::run),
+      field("clock", &P::clock),
+      field("collectors", &P::collectors),
+      field("wall_ns", &P::wall_ns),
+      field("main_thread", &P::main_thread),
+      field("unattributed_ns", &P::unattributed_ns),
+      field("recorded_events", &P::recorded_events),
+      field("dropped_events", &P::dropped_events),
+      field("threads", &P::threads),
+      field("stages", &P::stages),
+      field("stage_edges", &P::stage_edges, Presence::kWhenSet),  // absent in hand-made and older profiles
+      field("iterations", &P::iterations),
+      field("iterations_dropped", &P::iterations_dropped),
+      field("lines", &P::lines),
+      field("transfers", &P::transfers),
+      field("kernels", &P::kernels, Presence::kDefaulted),  // absent in profiles written before it existed
+      field("materializations", &P::materializations),
+      field("counters", &P::counters),
+      custom<P>("timeline", timeline_json, read_timeline),
+      field("timeline_dropped", &P::timeline_dropped),
+      field("environment", &P::environment),
+      field("host_samples", &P::host_samples),
+      field("diagnostics", &P::diagnostics)};
+};
+
 }  // namespace detail
 
 namespace {
 
-using detail::field;
 using detail::IsRecord;
-using detail::Record;
+using detail::ObjectMap;
+using detail::Optional;
 using detail::RecordVector;
-
-template <class T>
-json to_value(const T& v) {
-  return detail::to_json_value(v);
-}
-
-json profile_json(const Profile& p, const std::vector<Diagnostic>& diagnostics) {
-  json j;
-  j["schema"] = p.schema;
-  j["tool"] = to_value(p.tool);
-  j["run"] = {{"command", p.run.command},
-              {"pid", p.run.pid},
-              {"host", p.run.host},
-              {"cwd", p.run.cwd},
-              {"start_time", p.run.start_time},
-              {"start_unix_ns", p.run.start_unix_ns},
-              {"start_monotonic_ns", p.run.start_monotonic_ns},
-              {"rank", to_value(p.run.rank)},
-              {"local_rank", to_value(p.run.local_rank)},
-              {"world_size", to_value(p.run.world_size)}};
-  if (!p.run.run_id.empty()) j["run"]["run_id"] = p.run.run_id;
-  j["clock"] = to_value(p.clock);
-  j["collectors"] = to_value(p.collectors);
-  j["wall_ns"] = p.wall_ns;
-  j["main_thread"] = p.main_thread;
-  j["unattributed_ns"] = p.unattributed_ns;
-  j["recorded_events"] = p.recorded_events;
-  j["dropped_events"] = p.dropped_events;
-  j["threads"] = to_value(p.threads);
-  j["stages"] = to_value(p.stages);
-  if (!p.stage_edges.empty()) j["stage_edges"] = to_value(p.stage_edges);  // absent in hand-made and older profiles
-  j["iterations"] = json::array();
-  for (const auto& it : p.iterations) {
-    json ji = {{"index", it.index},
-               {"begin_ns", it.begin_ns},
-               {"wall_ns", it.wall_ns},
-               {"complete", it.complete},
-               {"stages", to_json_stages(it.stages)},
-               {"other_threads", to_json_stages(it.other_threads)},
-               {"unattributed_ns", it.unattributed_ns}};
-    if (!it.ops_observed) ji["ops_observed"] = false;  // written only when sampled out
-    if (!it.categories.empty() || !it.other_categories.empty()) {  // absent in hand-made profiles
-      ji["categories"] = to_json_stages(it.categories);
-      ji["other_categories"] = to_json_stages(it.other_categories);
-    }
-    if (!it.lines.empty()) {  // written only when lines were timed
-      json lines = json::object();
-      for (const auto& [idx, ns] : it.lines) lines[std::to_string(idx)] = ns;
-      ji["lines"] = std::move(lines);
-    }
-    j["iterations"].push_back(std::move(ji));
-  }
-  j["iterations_dropped"] = p.iterations_dropped;
-  j["lines"] = json::array();
-  for (const auto& l : p.lines) {
-    json jl = {{"file", l.file},         {"line", l.line},   {"function", l.function},
-               {"code", l.code},         {"stage", l.stage}, {"hits", l.hits},
-               {"total_ns", l.total_ns}, {"max_ns", l.max_ns}};
-    // Traced Python's attribution, written only where there is some.
-    if (!l.stages.empty()) jl["stages"] = to_json_stages(l.stages);
-    if (l.backward_ns != 0) jl["backward_ns"] = l.backward_ns;
-    if (l.gpu_ns != 0) jl["gpu_ns"] = l.gpu_ns;
-    j["lines"].push_back(std::move(jl));
-  }
-  j["transfers"] = to_value(p.transfers);
-  j["kernels"] = to_value(p.kernels);
-  j["materializations"] = to_value(p.materializations);
-  j["counters"] = to_value(p.counters);
-  // Columnar: a name table and one array per field, so that a million events cost a few
-  // numbers each in the file and in a reader's memory, not an object each.
-  {
-    json thread = json::array(), kind = json::array(), name = json::array(), ts = json::array(), dur = json::array(),
-         value = json::array();
-    for (const auto& e : p.timeline) {
-      thread.push_back(e.thread);
-      kind.push_back(static_cast<int>(e.kind));
-      name.push_back(e.name);
-      ts.push_back(e.ts_ns);
-      dur.push_back(e.dur_ns);
-      value.push_back(e.value);
-    }
-    j["timeline"] = {{"names", p.timeline_names}, {"thread", std::move(thread)}, {"kind", std::move(kind)},
-                     {"name", std::move(name)},   {"ts_ns", std::move(ts)},      {"dur_ns", std::move(dur)},
-                     {"value", std::move(value)}};
-  }
-  j["timeline_dropped"] = p.timeline_dropped;
-  j["environment"] = to_value(p.environment);
-  j["host_samples"] = to_value(p.host_samples);
-  j["diagnostics"] = json::array();
-  for (const auto& d : diagnostics) {
-    json ev = json::object();
-    for (const auto& [k, v] : d.evidence) ev[k] = v;
-    j["diagnostics"].push_back(
-        {{"id", d.id}, {"severity", to_string(d.severity)}, {"message", d.message}, {"evidence", ev}});
-  }
-  return j;
-}
-
-// Reading: every access names the JSON path it failed at.
-struct Reader {
-  std::string origin;
-
-  [[noreturn]] void fail(const std::string& path, const std::string& what) const {
-    throw std::runtime_error(origin + ": " + path + ": " + what);
-  }
-  const json& field(const json& o, const char* key, const std::string& path) const {
-    if (!o.is_object()) fail(path, "expected an object");
-    auto it = o.find(key);
-    if (it == o.end()) fail(path, std::string("missing key \"") + key + "\"");
-    return *it;
-  }
-  /// A name of an enum in site.h (from_string), or a failure listing the expected names.
-  template <typename E>
-  void get_enum(const json& o, const char* key, const std::string& path, E& out, const char* expected) const {
-    const auto text = get<std::string>(o, key, path);
-    if (!from_string(text, out)) fail(path + "." + key, "\"" + text + "\" is not one of " + expected);
-  }
-  template <typename T>
-  T get(const json& o, const char* key, const std::string& path) const {
-    return as<T>(field(o, key, path), path + "." + key);
-  }
-  /// v as T, checked first: converting an out-of-range number with get<T>() is undefined
-  /// behaviour (UBSan found it through the fuzzer), so integers must be JSON integers in T's
-  /// range, and the other types must match exactly.
-  template <typename T>
-  T as(const json& v, const std::string& path) const {
-    if constexpr (std::is_same_v<T, bool>) {
-      if (!v.is_boolean()) fail(path, std::string("wrong type (") + v.type_name() + ")");
-    } else if constexpr (std::is_arithmetic_v<T>) {
-      if (!json_number_fits<T>(v))
-        fail(path, v.is_number_integer() ? "integer out of range" : std::string("wrong type (") + v.type_name() + ")");
-    }
-    try {
-      return v.get<T>();
-    } catch (const json::exception&) {
-      fail(path, std::string("wrong type (") + v.type_name() + ")");
-    }
-  }
-  const json& array(const json& o, const char* key, const std::string& path) const {
-    const json& v = field(o, key, path);
-    if (!v.is_array()) fail(path + "." + key, "expected an array");
-    return v;
-  }
-  std::optional<std::int64_t> opt(const json& o, const char* key, const std::string& path) const {
-    const json& v = field(o, key, path);
-    if (v.is_null()) return std::nullopt;
-    return as<std::int64_t>(v, path + "." + key);
-  }
-  std::map<std::string, std::int64_t> stage_map(const json& o, const char* key, const std::string& path) const {
-    const json& v = field(o, key, path);
-    if (!v.is_object()) fail(path + "." + key, "expected an object");
-    std::map<std::string, std::int64_t> m;
-    for (auto it = v.begin(); it != v.end(); ++it) {
-      m[it.key()] = as<std::int64_t>(it.value(), path + "." + key + "." + it.key());
-    }
-    return m;
-  }
-};
 
 const char* names_of(Direction) { return "h2d, d2h, d2d or h2h"; }
 const char* names_of(HostMemory) { return "pinned, pageable or none"; }
 const char* names_of(CopyMode) { return "sync or async"; }
+const char* names_of(Severity) { return "info, warning or error"; }
 
 template <class T>
 void read_value(const Reader& r, const json& o, const char* key, const std::string& path, T& out);
+template <class S>
+void read_value(const Reader& r, const json& o, const char* key, const std::string& path, detail::CustomTarget<S> t);
 
 /// A record at `path`, field by field from Record<S>::fields.
 template <IsRecord S>
 S read_record(const Reader& r, const json& o, const std::string& path) {
   if (!o.is_object()) r.fail(path, "expected an object");
   S s;
-  detail::for_each_field(s, [&](const char* key, auto& m) { read_value(r, o, key, path, m); });
+  detail::for_each_read_field(s, o, [&](const char* key, auto&& m) { read_value(r, o, key, path, m); });
   return s;
 }
 
 template <class T>
 void read_value(const Reader& r, const json& o, const char* key, const std::string& path, T& out) {
+  const std::string at = path + "." + key;
   if constexpr (std::is_enum_v<T>) {
     r.get_enum(o, key, path, out, names_of(out));
   } else if constexpr (IsRecord<T>) {
-    out = read_record<T>(r, r.field(o, key, path), path + "." + key);
+    out = read_record<T>(r, r.field(o, key, path), at);
   } else if constexpr (RecordVector<T>::value) {
     out.clear();
     std::size_t i = 0;
     for (const auto& x : r.array(o, key, path))
-      out.push_back(read_record<typename RecordVector<T>::element>(r, x, path + "." + key + "[" + std::to_string(i++) + "]"));
+      out.push_back(read_record<typename RecordVector<T>::element>(r, x, at + "[" + std::to_string(i++) + "]"));
+  } else if constexpr (Optional<T>::value) {
+    const json& v = r.field(o, key, path);
+    out = v.is_null() ? T{} : T{r.as<typename T::value_type>(v, at)};
+  } else if constexpr (ObjectMap<T>::value) {
+    const json& v = r.field(o, key, path);
+    if (!v.is_object()) r.fail(at, "expected an object");
+    out.clear();
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      using K = typename ObjectMap<T>::key;
+      if constexpr (std::is_integral_v<K>) {
+        const std::string& text = it.key();
+        char* end = nullptr;
+        const unsigned long long k = std::strtoull(text.c_str(), &end, 10);
+        if (text.empty() || text[0] < '0' || text[0] > '9' || *end != '\0' || k > std::numeric_limits<K>::max())
+          r.fail(at, "key \"" + text + "\" is not an index");
+        out[static_cast<K>(k)] = r.as<typename ObjectMap<T>::mapped>(it.value(), at + "." + text);
+      } else {
+        out[it.key()] = r.as<typename ObjectMap<T>::mapped>(it.value(), at + "." + it.key());
+      }
+    }
   } else {
     out = r.get<T>(o, key, path);
   }
 }
 
+template <class S>
+void read_value(const Reader& r, const json& o, const char* key, const std::string& path, detail::CustomTarget<S> t) {
+  const json& v = r.field(o, key, path);
+  try {
+    t.field->read(v, *t.record, path + "." + key);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(r.origin + ": " + e.what());
+  }
+}
+
 Profile profile_from(const json& j, const Reader& r) {
-  Profile p;
-  const std::string root = "$";
-  p.schema = r.get<std::string>(j, "schema", root);
-  read_value(r, j, "tool", root, p.tool);
-  const json& run = r.field(j, "run", root);
-  p.run.command = r.get<std::vector<std::string>>(run, "command", "$.run");
-  p.run.pid = r.get<std::int64_t>(run, "pid", "$.run");
-  p.run.host = r.get<std::string>(run, "host", "$.run");
-  p.run.cwd = r.get<std::string>(run, "cwd", "$.run");
-  p.run.start_time = r.get<std::string>(run, "start_time", "$.run");
-  p.run.start_unix_ns = r.get<std::int64_t>(run, "start_unix_ns", "$.run");
-  p.run.start_monotonic_ns = r.get<std::int64_t>(run, "start_monotonic_ns", "$.run");
-  p.run.rank = r.opt(run, "rank", "$.run");
-  p.run.local_rank = r.opt(run, "local_rank", "$.run");
-  p.run.world_size = r.opt(run, "world_size", "$.run");
-  if (auto id = run.find("run_id"); id != run.end() && id->is_string()) p.run.run_id = id->get<std::string>();
-  read_value(r, j, "clock", root, p.clock);
-  read_value(r, j, "collectors", root, p.collectors);
-  p.wall_ns = r.get<std::int64_t>(j, "wall_ns", root);
-  p.main_thread = r.get<std::uint32_t>(j, "main_thread", root);
-  p.unattributed_ns = r.get<std::int64_t>(j, "unattributed_ns", root);
-  p.recorded_events = r.get<std::uint64_t>(j, "recorded_events", root);
-  p.dropped_events = r.get<std::uint64_t>(j, "dropped_events", root);
-  read_value(r, j, "threads", root, p.threads);
-  read_value(r, j, "stages", root, p.stages);
-  if (j.contains("stage_edges")) read_value(r, j, "stage_edges", root, p.stage_edges);
-  std::size_t i = 0;
-  for (const auto& it : r.array(j, "iterations", root)) {
-    std::string path = "$.iterations[" + std::to_string(i++) + "]";
-    IterationStats is;
-    is.index = r.get<std::uint64_t>(it, "index", path);
-    is.begin_ns = r.get<std::int64_t>(it, "begin_ns", path);
-    is.wall_ns = r.get<std::int64_t>(it, "wall_ns", path);
-    is.complete = r.get<bool>(it, "complete", path);
-    is.stages = r.stage_map(it, "stages", path);
-    is.other_threads = r.stage_map(it, "other_threads", path);
-    is.unattributed_ns = r.get<std::int64_t>(it, "unattributed_ns", path);
-    if (it.contains("ops_observed")) is.ops_observed = r.get<bool>(it, "ops_observed", path);
-    if (it.contains("categories")) {
-      is.categories = r.stage_map(it, "categories", path);
-      is.other_categories = r.stage_map(it, "other_categories", path);
-    }
-    if (it.contains("lines")) {
-      for (const auto& [key, ns] : r.stage_map(it, "lines", path)) {
-        char* end = nullptr;
-        const unsigned long idx = std::strtoul(key.c_str(), &end, 10);
-        if (key.empty() || *end != '\0' || idx > 0xffffffffUL) r.fail(path + ".lines", "key \"" + key + "\" is not a line index");
-        is.lines[static_cast<std::uint32_t>(idx)] = ns;
-      }
-    }
-    p.iterations.push_back(std::move(is));
-  }
-  p.iterations_dropped = r.get<std::uint64_t>(j, "iterations_dropped", root);
-  i = 0;
-  for (const auto& l : r.array(j, "lines", root)) {
-    std::string path = "$.lines[" + std::to_string(i++) + "]";
-    LineStats ls;
-    ls.file = r.get<std::string>(l, "file", path);
-    ls.line = r.get<std::uint32_t>(l, "line", path);
-    ls.function = r.get<std::string>(l, "function", path);
-    ls.code = r.get<std::string>(l, "code", path);
-    ls.stage = r.get<std::string>(l, "stage", path);
-    ls.hits = r.get<std::uint64_t>(l, "hits", path);
-    ls.total_ns = r.get<std::int64_t>(l, "total_ns", path);
-    ls.max_ns = r.get<std::int64_t>(l, "max_ns", path);
-    if (l.contains("stages")) ls.stages = r.stage_map(l, "stages", path);
-    if (l.contains("backward_ns")) ls.backward_ns = r.get<std::int64_t>(l, "backward_ns", path);
-    if (l.contains("gpu_ns")) ls.gpu_ns = r.get<std::int64_t>(l, "gpu_ns", path);
-    p.lines.push_back(std::move(ls));
-  }
+  Profile p = read_record<Profile>(r, j, "$");
   for (const auto& it : p.iterations)
     for (const auto& [idx, ns] : it.lines)
       if (idx >= p.lines.size()) r.fail("$.iterations[" + std::to_string(it.index) + "].lines", "line index out of range");
-  read_value(r, j, "transfers", root, p.transfers);
-  if (j.contains("kernels")) read_value(r, j, "kernels", root, p.kernels);  // absent in profiles written before it existed
-  read_value(r, j, "materializations", root, p.materializations);
-  read_value(r, j, "counters", root, p.counters);
-  {
-    const json& tl = r.field(j, "timeline", root);
-    p.timeline_names = r.get<std::vector<std::string>>(tl, "names", "$.timeline");
-    const json& thread = r.array(tl, "thread", "$.timeline");
-    const json& kind = r.array(tl, "kind", "$.timeline");
-    const json& name = r.array(tl, "name", "$.timeline");
-    const json& ts = r.array(tl, "ts_ns", "$.timeline");
-    const json& dur = r.array(tl, "dur_ns", "$.timeline");
-    const json& value = r.array(tl, "value", "$.timeline");
-    const std::size_t n = thread.size();
-    if (kind.size() != n || name.size() != n || ts.size() != n || dur.size() != n || value.size() != n)
-      r.fail("$.timeline", "columns differ in length");
-    p.timeline.resize(n);
-    try {
-      for (std::size_t k = 0; k < n; ++k) {
-        TimelineEvent& e = p.timeline[k];
-        const std::string at = "$.timeline[" + std::to_string(k) + "]";
-        e.thread = r.as<std::uint32_t>(thread[k], at + ".thread");
-        const int kd = r.as<int>(kind[k], at + ".kind");
-        e.name = r.as<std::uint32_t>(name[k], at + ".name");
-        if (kd < 0 || kd >= kTimelineKinds || e.name >= p.timeline_names.size())
-          r.fail("$.timeline[" + std::to_string(k) + "]", "kind or name index out of range");
-        e.kind = static_cast<TimelineKind>(kd);
-        e.ts_ns = r.as<std::int64_t>(ts[k], at + ".ts_ns");
-        e.dur_ns = r.as<std::int64_t>(dur[k], at + ".dur_ns");
-        e.value = r.as<double>(value[k], at + ".value");
-      }
-    } catch (const json::exception&) {
-      r.fail("$.timeline", "wrong type in a column");
-    }
-  }
-  p.timeline_dropped = r.get<std::uint64_t>(j, "timeline_dropped", root);
-  read_value(r, j, "environment", root, p.environment);
-  read_value(r, j, "host_samples", root, p.host_samples);
-  i = 0;
-  for (const auto& d : r.array(j, "diagnostics", root)) {
-    std::string path = "$.diagnostics[" + std::to_string(i++) + "]";
-    Diagnostic dg;
-    dg.id = r.get<std::string>(d, "id", path);
-    r.get_enum(d, "severity", path, dg.severity, "info, warning or error");
-    dg.message = r.get<std::string>(d, "message", path);
-    dg.evidence = r.get<std::map<std::string, double>>(d, "evidence", path);
-    p.diagnostics.push_back(std::move(dg));
-  }
   return p;
+}
+
+json profile_json(const Profile& p, const std::vector<Diagnostic>& diagnostics) {
+  json j = detail::to_json_value(p);
+  j["diagnostics"] = detail::to_json_value(diagnostics);  // the report's, which may be newer than the profile's
+  return j;
 }
 
 }  // namespace

@@ -36,7 +36,7 @@ struct Record<reports::Side> {
   static constexpr auto fields =
       std::tuple{field("label", &S::label), field("env", &S::env), field("command", &S::command), field("runs", &S::runs)};
 };
-/// The fields every metric has; "category" and "phase" follow when not empty.
+/// A metric; "category" and "phase" are written when not empty (absent before 0.1 reports).
 template <>
 struct Record<reports::MetricComparison> {
   using M = reports::MetricComparison;
@@ -52,9 +52,11 @@ struct Record<reports::MetricComparison> {
                  field("ci_low", &M::ci_low),
                  field("ci_high", &M::ci_high),
                  field("p_value", &M::p_value),
-                 field("verdict", &M::verdict)};
+                 field("verdict", &M::verdict),
+                 field("category", &M::category, Presence::kWhenSet),
+                 field("phase", &M::phase, Presence::kWhenSet)};
 };
-/// The fields every line has; its "metric" follows.
+/// A line matched across the sides, with its metric.
 template <>
 struct Record<reports::LineComparison> {
   using L = reports::LineComparison;
@@ -67,7 +69,8 @@ struct Record<reports::LineComparison> {
                  field("candidate_line", &L::candidate_line),
                  field("match", &L::match),
                  field("baseline_hits", &L::baseline_hits),
-                 field("candidate_hits", &L::candidate_hits)};
+                 field("candidate_hits", &L::candidate_hits),
+                 field("metric", &L::metric)};
 };
 }  // namespace gnnprof::detail
 
@@ -77,13 +80,6 @@ using json = nlohmann::ordered_json;
 using detail::to_json_value;
 
 namespace {
-
-json metric_json(const MetricComparison& m) {
-  json j = to_json_value(m);
-  if (!m.category.empty()) j["category"] = m.category;
-  if (!m.phase.empty()) j["phase"] = m.phase;
-  return j;
-}
 
 /// A number as T, checked: get<T>() on an out-of-range or fractional number is undefined
 /// behaviour for integers (the fuzzer's UBSan found it in the profile reader).
@@ -103,12 +99,12 @@ void read_value(const json& o, const char* key, T& out) {
   } else if constexpr (detail::Optional<T>::value) {
     out = v.is_null() ? T{} : T{checked<typename T::value_type>(v)};
   } else if constexpr (detail::IsRecord<T>) {
-    detail::for_each_field(out, [&](const char* k, auto& m) { read_value(v, k, m); });
+    detail::for_each_read_field(out, v, [&](const char* k, auto& m) { read_value(v, k, m); });
   } else if constexpr (detail::RecordVector<T>::value) {
     out.clear();
     for (const auto& x : v) {
       typename detail::RecordVector<T>::element e;
-      detail::for_each_field(e, [&](const char* k, auto& m) { read_value(x, k, m); });
+      detail::for_each_read_field(e, x, [&](const char* k, auto& m) { read_value(x, k, m); });
       out.push_back(std::move(e));
     }
   } else if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
@@ -116,14 +112,6 @@ void read_value(const json& o, const char* key, T& out) {
   } else {
     out = v.get<T>();
   }
-}
-
-MetricComparison metric_from(const json& m) {
-  MetricComparison mc;
-  detail::for_each_field(mc, [&](const char* k, auto& f) { read_value(m, k, f); });
-  if (m.contains("category")) mc.category = m.at("category").get<std::string>();  // absent before 0.1 reports
-  if (m.contains("phase")) mc.phase = m.at("phase").get<std::string>();
-  return mc;
 }
 
 }  // namespace
@@ -142,16 +130,8 @@ std::string comparison_to_json(const Comparison& c) {
                    {"speedup_ci_low", to_json_value(c.speedup_ci_low)},
                    {"speedup_ci_high", to_json_value(c.speedup_ci_high)},
                    {"verdict", to_string(c.verdict)}};
-  j["metrics"] = json::array();
-  for (const auto& m : c.metrics) j["metrics"].push_back(metric_json(m));
-  if (!c.lines.empty()) {  // written only when the profiles have line tables
-    j["lines"] = json::array();
-    for (const auto& l : c.lines) {
-      json jl = to_json_value(l);
-      jl["metric"] = metric_json(l.metric);
-      j["lines"].push_back(std::move(jl));
-    }
-  }
+  j["metrics"] = to_json_value(c.metrics);
+  if (!c.lines.empty()) j["lines"] = to_json_value(c.lines);  // written only when the profiles have line tables
   return j.dump(2) + "\n";
 }
 
@@ -178,15 +158,8 @@ Result<Comparison> comparison_from_json(const std::string& text, const std::stri
     read_value(h, "speedup_ci_low", c.speedup_ci_low);
     read_value(h, "speedup_ci_high", c.speedup_ci_high);
     read_value(h, "verdict", c.verdict);
-    for (const auto& m : j.at("metrics")) c.metrics.push_back(metric_from(m));
-    if (j.contains("lines")) {  // absent when neither side had line tables
-      for (const auto& l : j.at("lines")) {
-        LineComparison lc;
-        detail::for_each_field(lc, [&](const char* k, auto& f) { read_value(l, k, f); });
-        lc.metric = metric_from(l.at("metric"));
-        c.lines.push_back(std::move(lc));
-      }
-    }
+    read_value(j, "metrics", c.metrics);
+    if (j.contains("lines")) read_value(j, "lines", c.lines);  // absent when neither side had line tables
     return c;
   } catch (const std::exception& e) {
     return Status::error(origin + ": bad comparison: " + e.what());

@@ -160,6 +160,63 @@ TEST(ProfileIo, WrongTypesNameTheField) {
   EXPECT_EQ(r.status().message(), "x.json: $: missing key \"wall_ns\"");
 }
 
+TEST(ProfileIo, OptionalFieldsAreWrittenWhenSetAndReadWhenPresent) {
+  Profile p = real_profile();
+  ASSERT_FALSE(p.iterations.empty());
+  auto j = nlohmann::ordered_json::parse(profile_to_json(p));
+  // Unset: a null rank, no run_id, no ops_observed, per-iteration lines or line attribution.
+  EXPECT_TRUE(j["run"]["rank"].is_null());
+  EXPECT_FALSE(j["run"].contains("run_id"));
+  EXPECT_FALSE(j["iterations"][0].contains("ops_observed"));
+  EXPECT_FALSE(j["lines"][0].contains("backward_ns"));
+  // Set: written, and read back the same.
+  p.run.rank = 3;
+  p.run.run_id = "job-7";
+  p.iterations[0].ops_observed = false;
+  p.iterations[0].lines = {{0, 1200}};
+  p.lines[0].backward_ns = 900;
+  p.lines[0].stages = {{"forward", 300}};
+  j = nlohmann::ordered_json::parse(profile_to_json(p));
+  EXPECT_EQ(j["run"]["rank"], 3);
+  EXPECT_EQ(j["run"]["run_id"], "job-7");
+  EXPECT_EQ(j["iterations"][0]["ops_observed"], false);
+  EXPECT_EQ(j["iterations"][0]["lines"]["0"], 1200);
+  EXPECT_EQ(j["lines"][0]["backward_ns"], 900);
+  EXPECT_EQ(j["lines"][0]["stages"]["forward"], 300);
+  auto back = profile_from_json(j.dump(), "x.json");
+  ASSERT_TRUE(back) << back.status().message();
+  EXPECT_EQ(back->run.rank, 3);
+  EXPECT_FALSE(back->run.world_size.has_value());
+  EXPECT_EQ(back->run.run_id, "job-7");
+  EXPECT_FALSE(back->iterations[0].ops_observed);
+  EXPECT_TRUE(back->iterations[1].ops_observed);
+  EXPECT_EQ(back->iterations[0].lines.at(0), 1200);
+  EXPECT_EQ(back->lines[0].stages.at("forward"), 300);
+  EXPECT_EQ(profile_to_json(*back), profile_to_json(p));
+  // Bad values name their path: a map key, a map value, a timeline column.
+  auto bad = j;
+  bad["iterations"][0]["lines"] = {{"first", 1}};
+  auto r = profile_from_json(bad.dump(), "x.json");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(), "x.json: $.iterations[0].lines: key \"first\" is not an index");
+  bad = j;
+  bad["lines"][0]["stages"]["forward"] = "slow";
+  r = profile_from_json(bad.dump(), "x.json");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(), "x.json: $.lines[0].stages.forward: wrong type (string)");
+  bad = j;
+  ASSERT_FALSE(bad["timeline"]["kind"].empty());
+  bad["timeline"]["kind"][0] = 99;
+  r = profile_from_json(bad.dump(), "x.json");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(), "x.json: $.timeline[0]: kind or name index out of range");
+  bad = j;
+  bad["timeline"]["value"].erase(0);
+  r = profile_from_json(bad.dump(), "x.json");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(), "x.json: $.timeline: columns differ in length");
+}
+
 TEST(ProfileIo, TransferEnumsRoundTripAndUnknownNamesAreErrors) {
   Profile p = real_profile();
   p.transfers = {TransferStats{"h2d", "", 0, Direction::kD2H, HostMemory::kPageable, CopyMode::kAsync, 3, 300, 0}};
