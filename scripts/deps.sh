@@ -4,6 +4,7 @@
 # exact apt-get line and exits 1.
 #   scripts/deps.sh            build and test dependencies
 #   scripts/deps.sh --browser  also Debian's chromium, for the HTML-in-a-browser test (CI)
+#   scripts/deps.sh --anchors  also line_profiler and Scalene, the anchors bench/ measures against
 set -euo pipefail
 
 PKGS=(
@@ -14,7 +15,13 @@ PKGS=(
   python3-dev python3-pytest   # the Python package's native module and its tests
 )
 
-if [ "${1:-}" = "--browser" ]; then PKGS+=(chromium); fi
+for opt in "$@"; do
+  case $opt in
+    --browser) PKGS+=(chromium) ;;
+    --anchors) PKGS+=(python3-line-profiler python3-scalene) ;;
+    *) echo "scripts/deps.sh: unknown option $opt (--browser, --anchors)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 status=$(dpkg-query -W -f='${Package} ${Status}\n' "${PKGS[@]}" 2>/dev/null || true)

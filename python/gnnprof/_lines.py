@@ -18,6 +18,7 @@ import re
 import site
 import sys
 import sysconfig
+import textwrap
 
 _IDENT = re.compile(r"^(<module>|[A-Za-z_][A-Za-z0-9_.<>]*)$")
 
@@ -115,7 +116,7 @@ def library_prefixes(extra=()):
 
 # ---- statement maps ----
 
-_maps = {}  # filename -> (stmt_of: {line: first line}, text_of: {first line: text})
+_maps = {}  # filename, or (filename, first line) -> (stmt_of: {line: first line}, text_of: {first line: text}, lines)
 
 
 def _span(node):
@@ -131,8 +132,69 @@ def _span(node):
     return start, node.lineno, node.end_lineno or node.lineno
 
 
-def statement_map(filename):
+_NESTED = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _statements(tree):
+    """Statements (and except/case clauses), each before the ones nested in it: an inner
+    statement overrides the lines its parent claimed. Expressions are not visited."""
+    stack = list(reversed(tree.body))
+    while stack:
+        node = stack.pop()
+        yield node
+        for field in _NESTED:
+            sub = getattr(node, field, None)
+            if isinstance(sub, list):
+                stack.extend(reversed(sub))
+
+
+def _fill(tree, offset, lines, stmt_of, text_of):
+    """The maps from a tree whose line numbers are `offset` below the file's."""
+    for node in _statements(tree):
+        if isinstance(node, ast.stmt):
+            start, head, end = _span(node)
+        elif isinstance(node, ast.ExceptHandler) or type(node).__name__ == "match_case":
+            start = head = node.lineno if hasattr(node, "lineno") else node.pattern.lineno
+            body = node.body
+            end = max(head, body[0].lineno - 1) if body else head
+        else:
+            continue
+        start, head, end = start + offset, head + offset, end + offset
+        for ln in range(start, end + 1):
+            stmt_of[ln] = head
+        text = " ".join(l.strip() for l in lines[head - 1:end] if l.strip())
+        text_of[head] = re.sub(r"\s+", " ", text)[:400]
+
+
+def _function_map(filename, lines, first, last):
+    """The maps of one function's lines from its own source, dedented, or None when that does
+    not parse alone as a function (a multi-line last statement whose closing line holds no
+    code, a string less indented than the def): parsing a training loop's function costs a
+    fraction of parsing its whole file, on the loop thread at the first optimizer step."""
+    seg = lines[first - 1:last]
+    if not seg or not seg[0].lstrip().startswith(("def ", "async def ", "@")):
+        return None
+    try:
+        tree = ast.parse(textwrap.dedent("".join(seg)), filename)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    if len(tree.body) != 1 or not isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    stmt_of, text_of = {}, {}
+    _fill(tree, first - 1, lines, stmt_of, text_of)
+    return stmt_of, text_of, lines
+
+
+def statement_map(filename, first=None, last=None):
+    """The statement maps of `filename`, or of its lines first..last (a function's) when given
+    and they parse on their own."""
     cached = _maps.get(filename)
+    if cached is None and first is not None:
+        cached = _maps.get((filename, first))
+        if cached is None:
+            cached = _function_map(filename, linecache.getlines(filename), first, last)
+            if cached is not None:
+                _maps[(filename, first)] = cached
     if cached is not None:
         return cached
     lines = linecache.getlines(filename)
@@ -142,20 +204,7 @@ def statement_map(filename):
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         tree = None
     if tree is not None:
-        # Breadth first: an inner statement overrides the lines its parent claimed.
-        for node in ast.walk(tree):
-            if isinstance(node, ast.stmt):
-                start, head, end = _span(node)
-            elif isinstance(node, ast.ExceptHandler) or type(node).__name__ == "match_case":
-                start = head = node.lineno if hasattr(node, "lineno") else node.pattern.lineno
-                body = node.body
-                end = max(head, body[0].lineno - 1) if body else head
-            else:
-                continue
-            for ln in range(start, end + 1):
-                stmt_of[ln] = head
-            text = " ".join(l.strip() for l in lines[head - 1:end] if l.strip())
-            text_of[head] = re.sub(r"\s+", " ", text)[:400]
+        _fill(tree, 0, lines, stmt_of, text_of)
     out = (stmt_of, text_of, lines)
     _maps[filename] = out
     return out
@@ -170,7 +219,7 @@ def prepare(code):
     for _, _, ln in code.co_lines():
         if ln is not None and ln > last:
             last = ln
-    stmt_of, text_of, lines = statement_map(code.co_filename)
+    stmt_of, text_of, lines = statement_map(code.co_filename, first, last)
     stmts, sites, by_stmt = [], [], {}
     qualname = code.co_qualname
     for ln in range(first, last + 1):

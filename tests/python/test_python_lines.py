@@ -120,6 +120,59 @@ def test_multiline_statement_counts_once_on_its_first_line(shapes):
     assert lines[line_of(path, "for i in range(n):")]["hits"] == 51
 
 
+def test_a_functions_statement_map_from_its_own_source_equals_the_whole_files(tmp_path):
+    """At the first optimizer step the loop's function is parsed alone, not its whole file; where
+    it does not parse alone (a last statement closed on a line with no code, a string less
+    indented than the def) the whole file is. Either way the map is the same."""
+    import types
+    sys.path.insert(0, PYDIR)
+    from gnnprof import _lines
+    odd = tmp_path / "odd.py"
+    odd.write_text("class C:\n"
+                   "    @staticmethod\n"
+                   "    def m(x):\n"
+                   "        y = (x +\n"
+                   "             1)\n"
+                   "        return y\n"
+                   "\n"
+                   "    def doc(self):\n"
+                   "        s = '''a\n"
+                   "b'''\n"
+                   "        return s\n"
+                   "\n"
+                   "def tail(x):\n"
+                   "    return max(\n"
+                   "        x,\n"
+                   "        1,\n"
+                   "    )\n")
+    alone = 0
+    for path in (script("shapes.py"), str(odd)):
+        todo = [compile(open(path).read(), path, "exec")]
+        codes = []
+        while todo:
+            co = todo.pop()
+            codes.append(co)
+            todo.extend(c for c in co.co_consts if isinstance(c, types.CodeType))
+        _lines._maps.clear()
+        whole = _lines.statement_map(path)
+        for co in codes:
+            if co.co_name.startswith("<"):
+                continue
+            first = co.co_firstlineno
+            last = max([first] + [ln for _, _, ln in co.co_lines() if ln is not None])
+            m = _lines._function_map(path, whole[2], first, last)
+            if m is None:
+                assert co.co_name in ("doc", "tail", "C"), co.co_name  # the two that cannot, and a class body
+                continue
+            alone += 1
+            for ln in range(first, last + 1):
+                head = whole[0].get(ln, ln)
+                assert m[0].get(ln, ln) == head, (co.co_name, ln)
+                assert m[1].get(head) == whole[1].get(head), (co.co_name, ln)
+    assert alone >= 5
+    _lines._maps.clear()
+
+
 def test_generator_yields_are_hits_and_resumes_are_not(shapes):
     _, p = shapes
     path = script("shapes.py")
