@@ -140,15 +140,9 @@ def sample(a, tmp):
         cmds["preload only"] = [PY, src] + args
         envs["preload only"] = dict(env, LD_PRELOAD=a.preload, GNNPROF_OUTPUT=os.path.join(tmp, "pre.json"),
                                     GNNPROF_QUIET="1")
-    if a.preload and a.breakdown:
-        # What `gnnprof run` adds to the preload alone, one piece at a time: its settings (larger
-        # rings, a periodic flush), then the package imported by sitecustomize with tracing off.
-        cmds["preload, run's settings"] = [PY, src] + args
-        envs["preload, run's settings"] = dict(envs["preload only"], GNNPROF_BUFFER_EVENTS="16384",
-                                               GNNPROF_FLUSH_INTERVAL_MS="1000")
+    if a.control:  # a second plain mode: its ratio to plain is these rounds' noise floor
         cmds["plain (A/A)"] = [PY, src] + args
         envs["plain (A/A)"] = env
-        del cmds["kernprof -l"]
     loops = {m: [] for m in cmds}
     iters = {m: [] for m in cmds}
 
@@ -204,7 +198,7 @@ def main():
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--save", help="sample: write the raw times to this JSON file")
     ap.add_argument("--preload", help="sample: also a mode with this libgnnprof_preload.so injected alone (no package)")
-    ap.add_argument("--breakdown", action="store_true", help="sample, with --preload: also the preload with gnnprof run's settings and a second plain mode (A/A), instead of kernprof")
+    ap.add_argument("--control", action="store_true", help="sample: also a second plain mode (A/A), the noise floor")
     a = ap.parse_args()
     a.rounds = a.rounds or {"cost": 10, "sample": 20, "accuracy": 5, "hook": 10}[a.what]
     if a.what == "hook" and a.n == 1000000:

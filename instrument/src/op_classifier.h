@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory_resource>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -104,7 +105,12 @@ struct ClassifierOptions {
 /// One per thread. Not thread-safe; every call comes from its thread's RecordFunctions.
 class OpClassifier {
  public:
-  OpClassifier(OpSink& sink, ClassifierOptions opt) : sink_(sink), opt_(opt) { levels_.push_back({}); }
+  /// `memory`: where its stacks live (the torch observer passes a private heap, so that they
+  /// never sit between the host's tensors in its malloc heap).
+  OpClassifier(OpSink& sink, ClassifierOptions opt, std::pmr::memory_resource* memory = std::pmr::get_default_resource())
+      : sink_(sink), opt_(opt), levels_(memory), frames_(memory) {
+    levels_.push_back({});
+  }
 
   /// Every on_start is matched by one on_end, in LIFO order, on this thread.
   /// `comm_in_flight`: a collective launched by the process has not completed yet. When a
@@ -148,8 +154,8 @@ class OpClassifier {
 
   OpSink& sink_;
   ClassifierOptions opt_;
-  std::vector<Level> levels_;
-  std::vector<Frame> frames_;
+  std::pmr::vector<Level> levels_;
+  std::pmr::vector<Frame> frames_;
   int op_depth_ = 0;
   bool in_gather_ = false;
   bool in_copy_ = false;

@@ -22,6 +22,15 @@ void keep(std::vector<std::int64_t>& v, std::int64_t x, std::uint64_t n) {
 
 }  // namespace
 
+// Its samples are kept for the whole run: their room is taken at once, when torch is loaded,
+// not by growing while the host's first iterations free and reuse their tensors.
+OpSampler::OpSampler(SamplerOptions opt) : opt_(opt) {
+  on_walls_.reserve(kMaxSamples);
+  off_walls_.reserve(kMaxSamples);
+  densities_.reserve(64);
+  pair_ratios_.reserve(64);
+}
+
 bool SamplerOptions::parse(const char* value) {
   if (value == nullptr || value[0] == '\0' || std::strcmp(value, "auto") == 0) {
     mode = Mode::kAuto;

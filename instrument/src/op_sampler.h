@@ -49,7 +49,7 @@ struct SamplerOptions {
 
 class OpSampler {
  public:
-  explicit OpSampler(SamplerOptions opt) : opt_(opt) {}
+  explicit OpSampler(SamplerOptions opt);
 
   /// At an iteration boundary: `wall_ns` and `ops` (observed RecordFunctions) of the
   /// iteration that just ended (`first`: there was none, this mark begins the first).

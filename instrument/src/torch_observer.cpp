@@ -237,14 +237,19 @@ struct LineMark {
   std::int64_t t0 = 0;     // kChargeLine: the node's start (mono ns)
 };
 
+// A thread's stacks grow while the host's first iterations run (the deepest nesting is met in
+// the first backward): as malloc blocks they would sit between the host's freed tensors and
+// make its heap grow, as the name tables did (private_heap.h). They live on a private heap, and
+// the state itself in its own mapping.
 struct ThreadState {
+  gnnprof::detail::PrivateHeap heap;
   CApiSink sink;
   OpClassifier classifier;
-  std::vector<std::uint64_t> handles;  // RecordFunction handles of the frames, LIFO
-  std::vector<std::uint8_t> undo;      // kPushedCorr | kMutedNested | kForwardLine | kChargeLine, per frame
-  std::vector<LineMark> marks;         // frames with kForwardLine / kChargeLine, LIFO
+  std::pmr::vector<std::uint64_t> handles{heap.resource()};  // RecordFunction handles of the frames, LIFO
+  std::pmr::vector<std::uint8_t> undo{heap.resource()};      // kPushedCorr | kMutedNested | kForwardLine | kChargeLine, per frame
+  std::pmr::vector<LineMark> marks{heap.resource()};         // frames with kForwardLine / kChargeLine, LIFO
   std::uint32_t starts_since_poll = 0;
-  explicit ThreadState(ClassifierOptions opt) : classifier(sink, opt) {}
+  explicit ThreadState(ClassifierOptions opt) : classifier(sink, opt, heap.resource()) {}
 };
 
 thread_local ThreadState* t_state = nullptr;
@@ -255,7 +260,7 @@ ThreadState* state() {
     const bool main_thread = ::syscall(SYS_gettid) == ::getpid();
     opt.marks_iterations = main_thread && g_options.marks_iterations;
     opt.phases_span_gaps = main_thread;
-    t_state = new ThreadState(opt);
+    t_state = new (gnnprof::detail::map_pages(sizeof(ThreadState), alignof(ThreadState))) ThreadState(opt);
   }
   return t_state;
 }

@@ -297,6 +297,9 @@ Status start_locked(Global& s, const Config& cfg) {
     s.last_host_ns = -1;
     s.max_threads = 0;
     s.flush_warned = false;
+    // Room for every ring now, not grown at the first drain (threadless: on the host's thread,
+    // in its first iteration; see drain_heads).
+    s.drain_heads.reserve(cfg.max_threads);
   }
   s.owner_pid = ::getpid();
   s.last_profile.reset();
