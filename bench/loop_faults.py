@@ -10,6 +10,10 @@ thousands of faults.
 Runs the modes interleaved, ROUNDS times, and prints each mode's counts sorted and their median.
 
     /usr/bin/python3 bench/loop_faults.py --preload build/lib/libgnnprof_preload.so --rounds 8
+
+--against OTHER.so adds a mode with another build's preload (an A/B of a change); --burst N
+also counts, per mode, the runs with more than N faults (a heap-growth burst: with 3 steps a
+plain run takes ~880 faults, one whose heap grew ~4 000).
 """
 import argparse
 import os
@@ -26,6 +30,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--threadless", action="store_true", help="also the threadless mode (GNNPROF_THREADLESS=1)")
+    ap.add_argument("--against", help="also a mode with this other libgnnprof_preload.so")
+    ap.add_argument("--burst", type=int, help="also count the runs with more than this many faults")
     a = ap.parse_args()
     preload = os.path.realpath(a.preload)
     if not os.path.isfile(preload):
@@ -37,6 +43,8 @@ def main():
         modes = {"plain": {}, "gnnprof": gn}
         if a.threadless:
             modes["gnnprof, threadless"] = dict(gn, GNNPROF_THREADLESS="1")
+        if a.against:
+            modes["gnnprof (--against)"] = dict(gn, LD_PRELOAD=os.path.realpath(a.against))
         faults = {m: [] for m in modes}
         base = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
         for r in range(a.rounds):
@@ -51,7 +59,8 @@ def main():
     print(f"Loop thread's minor page faults, GNN sample, {a.steps} steps, {a.rounds} interleaved rounds, "
           f"OMP_NUM_THREADS={base['OMP_NUM_THREADS']}:")
     for m, v in faults.items():
-        print(f"  {m:22s} median {statistics.median(v):7.0f}   sorted {' '.join(str(x) for x in sorted(v))}")
+        bursts = f"   runs over {a.burst}: {sum(x > a.burst for x in v)} of {len(v)}" if a.burst else ""
+        print(f"  {m:22s} median {statistics.median(v):7.0f}{bursts}   sorted {' '.join(str(x) for x in sorted(v))}")
 
 
 if __name__ == "__main__":
