@@ -365,15 +365,16 @@ Profile profile_from(const json& j, const Reader& r) {
   return p;
 }
 
+/// The profile with another diagnostics list (the report's, which may be newer than its own).
 json profile_json(const Profile& p, const std::vector<Diagnostic>& diagnostics) {
   json j = detail::to_json_value(p);
-  j["diagnostics"] = detail::to_json_value(diagnostics);  // the report's, which may be newer than the profile's
+  j["diagnostics"] = detail::to_json_value(diagnostics);
   return j;
 }
 
 }  // namespace
 
-std::string profile_to_json(const Profile& profile) { return profile_json(profile, profile.diagnostics).dump(2) + "\n"; }
+std::string profile_to_json(const Profile& profile) { return detail::to_json_value(profile).dump(2) + "\n"; }
 
 std::string profile_to_json(const Profile& profile, const std::vector<Diagnostic>& diagnostics) {
   return profile_json(profile, diagnostics).dump(2) + "\n";

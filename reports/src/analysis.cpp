@@ -16,7 +16,7 @@ namespace {
 
 // The upper middle sample (not median_of, which averages the two middle ones for an even
 // count): the analysis reports values that some iteration actually had.
-std::int64_t median(std::vector<std::int64_t> v) { return upper_median_of(std::move(v)); }
+std::int64_t median(std::vector<std::int64_t> v) { return upper_median(std::move(v)); }
 std::int64_t mean(const std::vector<std::int64_t>& v) {
   if (v.empty()) return 0;
   long double s = 0;

@@ -39,7 +39,6 @@ T upper_median(std::vector<T> v) {
   std::nth_element(v.begin(), mid, v.end());
   return *mid;
 }
-inline std::int64_t upper_median_of(std::vector<std::int64_t> v) { return upper_median(std::move(v)); }
 
 /// The sample at rank round(q * (n - 1)), 0 <= q <= 1. 0 when empty.
 inline std::int64_t quantile_of(std::vector<std::int64_t> v, double q) {
