@@ -138,12 +138,14 @@ def step_end():
 
 
 def start():
-    """Starts the session (a no-op when one runs). 0, 1 when disabled, -1 on error."""
+    """Starts the session (a no-op when one runs); line tracing resumes for what was selected.
+    0, 1 when disabled, -1 on error."""
     return _native.start() if _state["bound"] else -1
 
 
 def stop():
-    """Stops the session and writes the profile. 0, or -1 when not written."""
+    """Stops the session and writes the profile; line tracing stops too (no per-call cost
+    after it). 0, or -1 when not written."""
     return _native.stop() if _state["bound"] else -1
 
 

@@ -100,13 +100,16 @@ static PyObject* py_bind(PyObject* self, PyObject* args) {
 static PyObject* py_start(PyObject* self, PyObject* unused) {
   (void)self, (void)unused;
   if (!g_core_bound) return PyLong_FromLong(-1);
-  return PyLong_FromLong(g_core.start());
+  const int rc = g_core.start();
+  if (rc == 0 && tracer_resume() != 0) PyErr_Clear(); /* lines are not traced; the session runs */
+  return PyLong_FromLong(rc);
 }
 
 static PyObject* py_stop(PyObject* self, PyObject* unused) {
   (void)self, (void)unused;
   if (!g_core_bound) return PyLong_FromLong(-1);
   tracer_close_thread();
+  tracer_uninstall(); /* a stopped session traces nothing, and costs nothing per call */
   int rc;
   Py_BEGIN_ALLOW_THREADS rc = g_core.stop();
   Py_END_ALLOW_THREADS return PyLong_FromLong(rc);
@@ -264,6 +267,19 @@ static PyObject* py_selected(PyObject* self, PyObject* unused) {
   return tracer_selected();
 }
 
+/* set_hook(on): the frame hook in or out, selections kept (bench/python_sample_inproc.py). */
+static PyObject* py_set_hook(PyObject* self, PyObject* arg) {
+  (void)self;
+  const int on = PyObject_IsTrue(arg);
+  if (on < 0) return NULL;
+  if (!on) {
+    tracer_uninstall();
+  } else if (tracer_resume() != 0) {
+    return NULL;
+  }
+  Py_RETURN_NONE;
+}
+
 static PyObject* py_close_thread(PyObject* self, PyObject* unused) {
   (void)self, (void)unused;
   tracer_close_thread();
@@ -380,6 +396,7 @@ static PyMethodDef methods[] = {
     {"set_excluded", py_set_excluded, METH_O, NULL},
     {"stats", py_stats, METH_NOARGS, NULL},
     {"selected", py_selected, METH_NOARGS, "[(filename, name, qualname, roles)] of the traced code objects"},
+    {"set_hook", py_set_hook, METH_O, "the frame hook in (True) or out (False); selections are kept"},
     {"close_thread", py_close_thread, METH_NOARGS, "end the calling thread's open lines"},
     {"config_count", py_config_count, METH_VARARGS, "config_count(name, code_default): a GNNPROF_* count"},
     {"config_string", py_config_string, METH_VARARGS, "config_string(name): a GNNPROF_* value, else its default"},

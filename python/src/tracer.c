@@ -261,7 +261,7 @@ static PyObject* eval_hook(PyThreadState* ts, _PyInterpreterFrame* f, int throwf
   if (want == on) return g_prev_eval(ts, f, throwflag);
   set_tracing(ts, want);
   PyObject* r = g_prev_eval(ts, f, throwflag);
-  if (ts->c_tracefunc == NULL || ts->c_tracefunc == trace_fn) set_tracing(ts, on);
+  if (ts->c_tracefunc == NULL || ts->c_tracefunc == trace_fn) set_tracing(ts, on && g_installed);
   return r;
 }
 
@@ -470,6 +470,11 @@ static int trace_fn(PyObject* obj, PyFrameObject* frame, int what, PyObject* arg
   if (!g_core_bound) return 0;
   ThreadTrace* tt = thread_trace();
   if (tt == NULL) return 0;
+  if (!g_installed) { /* the hook was taken out (tracer_uninstall): this thread stops too */
+    tracer_close_thread();
+    set_tracing(PyThreadState_Get(), 0);
+    return 0;
+  }
   _PyInterpreterFrame* f = frame->f_frame;
   switch (what) {
     case PyTrace_LINE: on_line(tt, frame, f); break;
@@ -504,6 +509,19 @@ int tracer_install(void) {
   g_installed = 1;
   return 0;
 }
+
+void tracer_uninstall(void) {
+  if (!g_installed) return;
+  PyInterpreterState* interp = PyInterpreterState_Get();
+  if (_PyInterpreterState_GetEvalFrameFunc(interp) != eval_hook) return; /* another hook came after ours */
+  _PyInterpreterState_SetEvalFrameFunc(interp, g_prev_eval);
+  g_installed = 0;
+  tracer_close_thread();
+  PyThreadState* ts = PyThreadState_Get();
+  if (ts->c_tracefunc == trace_fn) set_tracing(ts, 0);
+}
+
+int tracer_resume(void) { return g_all != NULL || g_decider != NULL ? tracer_install() : 0; }
 
 int tracer_select(PyObject* code, int roles) {
   if (!PyCode_Check(code)) {

@@ -350,3 +350,20 @@ def test_another_python_311_without_torch_traces_lines(gnnprof_run):
     r = gnnprof_run(script("output.py"), python=pyenv("3.11"), lines=["output.py:work"])
     assert r.rc == 5
     assert {l["function"] for l in r.profile["lines"]} == {"work"}
+
+
+def test_stop_takes_the_frame_hook_out_and_start_puts_it_back(standalone_run):
+    r = standalone_run(script("stop_start.py"))
+    assert r.rc == 0, r.err
+    got = {}
+    for line in r.out.splitlines():
+        label, _, rest = line.partition(" installed ")
+        if rest:
+            installed, _, events = rest.partition(" line_events ")
+            got[label] = (int(installed), int(events))
+    assert "stop 0" in r.out and "start 0" in r.out, r.out
+    assert got["running"][0] == 1 and got["running"][1] > 0
+    assert got["stopped"][0] == 0
+    assert got["stopped, called"] == got["stopped"]  # no line traced while stopped
+    assert got["restarted"][0] == 1
+    assert got["restarted, called"][1] > got["restarted"][1]
