@@ -46,9 +46,10 @@ def small_ops():
     return step
 
 
-def sage():
+def sage_setup():
+    """The Python sample's module, arguments, graph and features, model and optimizer (its
+    defaults); bench/python_sample_inproc.py uses them too."""
     import torch
-    import torch.nn.functional as F
     spec = importlib.util.spec_from_file_location("sage_train", os.path.join(root, "samples/python/sage_train.py"))
     st = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(st)
@@ -59,6 +60,13 @@ def sage():
     train_nodes = torch.randperm(args.nodes, generator=gen)[: args.nodes * 8 // 10]
     model = st.Sage(args.feat_dim, args.hidden, args.classes)
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    return st, args, (train_nodes, indptr, indices, feats, labels), model, opt
+
+
+def sage():
+    import torch
+    import torch.nn.functional as F
+    st, args, (train_nodes, indptr, indices, feats, labels), model, opt = sage_setup()
     bgen = torch.Generator().manual_seed(args.seed + 1)
 
     def step():

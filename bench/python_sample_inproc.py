@@ -15,10 +15,9 @@ one run of the same command to the next) cancels out:
 What it cannot see: costs paid once (imports, the first statement maps) and what the injected
 library changes by being there (bench/python_lines.py's process-level `sample` measures those).
 """
-import argparse, importlib.util, os, random, statistics, subprocess, sys, tempfile, time
+import argparse, os, random, statistics, subprocess, sys, tempfile, time
 
-here = os.path.dirname(os.path.abspath(__file__))
-root = os.path.dirname(here)
+import python_inproc_overhead
 
 
 def batches(st, args, data, gen):
@@ -44,21 +43,11 @@ def loop(it, model, opt, F, steps):
 def child(rounds, block_s, control):
     import torch
     import torch.nn.functional as F
-    import gnnprof
     from gnnprof import _native
     torch.set_num_threads(1)
-    spec = importlib.util.spec_from_file_location("sage_train", os.path.join(root, "samples/python/sage_train.py"))
-    st = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(st)
-    args = st.parse_args([])
-    gen = torch.Generator().manual_seed(args.seed)
-    indptr, indices, labels = st.make_graph(args.nodes, args.avg_degree, args.classes, gen)
-    feats = st.feature_file(args, labels)
-    train_nodes = torch.randperm(args.nodes, generator=gen)[: args.nodes * 8 // 10]
-    torch.manual_seed(args.seed)
-    model = st.Sage(args.feat_dim, args.hidden, args.classes)
-    opt = torch.optim.Adam(model.parameters(), lr=0.01)
-    data = (train_nodes, indptr, indices, feats, labels, torch.device("cpu"))
+    torch.manual_seed(0)
+    st, args, data, model, opt = python_inproc_overhead.sage_setup()
+    data = data + (torch.device("cpu"),)
     it = batches(st, args, data, torch.Generator().manual_seed(args.seed + 1))
     enable = torch._C._autograd._enable_record_function
     modes = {"off": (False, False), "observer": (True, False), "gnnprof": (True, True)}
