@@ -13,10 +13,10 @@ export GNNPROF_QUIET=1 OMP_NUM_THREADS=1
 # Debian's torch 1.13 on Python 3.11: torch.distributed.run's default --redirects/--tee ("0")
 # fail to parse (IntFlag iteration changed in 3.11); "1" works. --standalone picks a free port.
 (cd "$tmp" && "$gnnprof" run --preload "$preload" -o "$tmp/ddp/ddp.json" -- $py -m torch.distributed.run --standalone \
-   --nproc_per_node 2 --redirects 1 --tee 1 "$sample" --ddp --nodes 20000 --steps 10 --straggler-rank 1 \
+   --nproc_per_node 2 --redirects 1 --tee 1 "$sample" --ddp --nodes 20000 --steps 24 --straggler-rank 1 \
    --straggler-factor 4 --cache "$tmp/cache" > "$tmp/ddp.out" 2> "$tmp/ddp.err"); rc=$?
 check "DDP run under gnnprof run: exit 0 (rc $rc)" "[ $rc = 0 ]"
-check "both ranks trained" "grep -q 'rank 0/2 steps 10' '$tmp/ddp.out' && grep -q 'rank 1/2 steps 10' '$tmp/ddp.out'"
+check "both ranks trained" "grep -q 'rank 0/2 steps 24' '$tmp/ddp.out' && grep -q 'rank 1/2 steps 24' '$tmp/ddp.out'"
 r0=$(ls "$tmp"/ddp/ddp.rank0.*.json 2>/dev/null | head -1) r1=$(ls "$tmp"/ddp/ddp.rank1.*.json 2>/dev/null | head -1)
 check "two rank profiles written" "[ -n '$r0' ] && [ -n '$r1' ]"
 check "gnnprof run lists both ranks and prints the merge command" \
