@@ -108,8 +108,7 @@ static PyObject* py_start(PyObject* self, PyObject* unused) {
 static PyObject* py_stop(PyObject* self, PyObject* unused) {
   (void)self, (void)unused;
   if (!g_core_bound) return PyLong_FromLong(-1);
-  tracer_close_thread();
-  tracer_uninstall(); /* a stopped session traces nothing, and costs nothing per call */
+  tracer_uninstall(); /* ends this thread's open lines; a stopped session traces nothing */
   int rc;
   Py_BEGIN_ALLOW_THREADS rc = g_core.stop();
   Py_END_ALLOW_THREADS return PyLong_FromLong(rc);

@@ -511,12 +511,12 @@ int tracer_install(void) {
 }
 
 void tracer_uninstall(void) {
+  tracer_close_thread(); /* the calling thread's open lines end here, whatever the hook's state */
   if (!g_installed) return;
   PyInterpreterState* interp = PyInterpreterState_Get();
   if (_PyInterpreterState_GetEvalFrameFunc(interp) != eval_hook) return; /* another hook came after ours */
   _PyInterpreterState_SetEvalFrameFunc(interp, g_prev_eval);
   g_installed = 0;
-  tracer_close_thread();
   PyThreadState* ts = PyThreadState_Get();
   if (ts->c_tracefunc == trace_fn) set_tracing(ts, 0);
 }

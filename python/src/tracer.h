@@ -30,8 +30,8 @@ void tracer_on_optimizer_step(void);
 /* Installs the frame-evaluation hook (idempotent); 0, or -1 with an exception set when another
  * hook that gnnprof cannot chain is present. */
 int tracer_install(void);
-/* Takes the hook out again (gnnprof.stop(), benchmarks); a thread still tracing stops at its
- * next trace event. Selections are kept: tracer_install() resumes them. */
+/* Ends the calling thread's open lines and takes the hook out again (gnnprof.stop(),
+ * benchmarks); another thread still tracing stops at its next trace event. Selections are kept: tracer_install() resumes them. */
 void tracer_uninstall(void);
 /* Puts the hook back when anything is selected (or an explicit decider is set); 0 or -1. */
 int tracer_resume(void);
