@@ -3,7 +3,7 @@
 interleaved (order alternating per round); figures go to docs/performance.md.
 
     bench/python_lines.py --gnnprof build/cli/gnnprof cost      [--rounds 10] [--n 1000000]
-    bench/python_lines.py --gnnprof build/cli/gnnprof sample    [--rounds 20] [--steps 40]
+    bench/python_lines.py --gnnprof build/cli/gnnprof sample    [--rounds 20] [--steps 40] [--pin]
     bench/python_lines.py --gnnprof build/cli/gnnprof accuracy  [--rounds 5]
     bench/python_lines.py --gnnprof build/cli/gnnprof hook      [--rounds 10] [--n 2000000]
 
@@ -40,8 +40,9 @@ import python_overhead  # noqa: E402  (report, per-iteration estimators)
 PY = "/usr/bin/python3"
 
 
-def run(cmd, env=None, cwd=None):
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
+def run(cmd, env=None, cwd=None, cpu=None):
+    pin = None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu}))
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd, preexec_fn=pin)
     if p.returncode != 0:
         raise SystemExit(f"{cmd} failed ({p.returncode}):\n{p.stderr[-3000:]}")
     return p.stdout
@@ -146,8 +147,10 @@ def sample(a, tmp):
     loops = {m: [] for m in cmds}
     iters = {m: [] for m in cmds}
 
+    cpus = sorted(os.sched_getaffinity(0))
+
     def one(m, r):
-        out = run(cmds[m], env=envs[m], cwd=tmp)
+        out = run(cmds[m], env=envs[m], cwd=tmp, cpu=cpus[r % len(cpus)] if a.pin else None)
         loops[m].append(python_overhead.loop_seconds(out))
         iters[m].append(python_overhead.iteration_seconds(out))
 
@@ -198,6 +201,9 @@ def main():
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--save", help="sample: write the raw times to this JSON file")
     ap.add_argument("--preload", help="sample: also a mode with this libgnnprof_preload.so injected alone (no package)")
+    ap.add_argument("--pin", action="store_true",
+                    help="sample: pin every run of a round to one CPU (round r: the r-th CPU, cyclically), so that "
+                    "the modes of a round share a CPU; this machine's vCPUs can differ in speed (bench/vcpu_speed.py)")
     ap.add_argument("--control", action="store_true", help="sample: also a second plain mode (A/A), the noise floor")
     a = ap.parse_args()
     a.rounds = a.rounds or {"cost": 10, "sample": 20, "accuracy": 5, "hook": 10}[a.what]

@@ -49,6 +49,26 @@ constexpr std::uint32_t kPollEveryOps = 512;
 ClassifierOptions g_options;
 bool g_nested = false;  // record the ops nested in top-level ops too (GNNPROF_TORCH_NESTED=1)
 
+// The optimizer's own ops (Adam on CPU, without foreach: about ten per parameter) cost torch's
+// RecordFunction machinery 3 µs each and tell nothing its stage does not: on a process that has
+// moved nothing between devices and run no collective, they are folded into the optimizer's
+// stage (RecordFunction off until its step ends). The first device copy or collective ends the
+// folding for the run: an offloading or sharded optimizer's copies and collectives are seen.
+bool g_fold_optimizer = true;  // GNNPROF_TORCH_FOLD_OPTIMIZER
+std::atomic<bool> g_devices_seen{false};
+std::once_flag g_fold_noted;
+
+bool fold_optimizer(OpKind kind) {
+  if (!g_fold_optimizer || g_nested || g_devices_seen.load(std::memory_order_relaxed)) return false;
+  if (kind != OpKind::kOptimizerStep && kind != OpKind::kOptimizerZero) return false;
+  std::call_once(g_fold_noted, [] {
+    gnnprof_note_collector("torch-optimizer-ops", 1,
+                           "the optimizer's own ops are folded into its stage until the process copies between devices or "
+                           "runs a collective; GNNPROF_TORCH_FOLD_OPTIMIZER=0 observes them");
+  });
+  return true;
+}
+
 // Iteration sampling (op_sampler.h): the FUNCTION-scope callback (ops) is a handle of its own,
 // disabled in iterations whose ops are not observed; the USER_SCOPE one (record_function,
 // optimizer, ProfilerStep, collectives in flight) always runs. Driven from the loop thread's
@@ -148,6 +168,7 @@ std::unordered_map<std::string, std::uint32_t> g_comm_sites;
 std::atomic<int> g_comm_in_flight{0};
 
 void async_comm_start(const at::RecordFunction& fn) {
+  g_devices_seen.store(true, std::memory_order_relaxed);
   PendingComm p;
   p.t0 = mono_ns();
   p.name = fn.name();
@@ -377,8 +398,14 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     const bool top = depth == 0;
     switch (kind) {
       case OpKind::kGather: fill_gather(fn, op.name, op); break;
-      case OpKind::kCopy: fill_copy(fn, op); break;
-      case OpKind::kComm: op.comm_bytes = tensor_bytes(fn.inputs()); break;
+      case OpKind::kCopy:
+        fill_copy(fn, op);
+        if (op.copy_src != op.copy_dst) g_devices_seen.store(true, std::memory_order_relaxed);
+        break;
+      case OpKind::kComm:
+        op.comm_bytes = tensor_bytes(fn.inputs());
+        g_devices_seen.store(true, std::memory_order_relaxed);
+        break;
       default: break;
     }
     if (top && kind != OpKind::kUserScope && kind != OpKind::kOptimizerStep && kind != OpKind::kOptimizerZero &&
@@ -419,7 +446,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     // sequence number that links it to its forward line.
     const bool defer_to_node = top && kind == OpKind::kBackwardOp && lines_traced();
     if ((top && !defer_to_node) || (node && depth == 1)) {
-      if (!g_nested && may_mute_nested(kind, op.name) && !at::hasThreadLocalCallbacks()) {
+      if (((!g_nested && may_mute_nested(kind, op.name)) || (top && fold_optimizer(kind))) && !at::hasThreadLocalCallbacks()) {
         at::enableRecordFunction(false);
         undo |= kMutedNested;
       }
@@ -496,6 +523,7 @@ int gnnprof_torch_observe(int flags, unsigned long long gather_min_bytes,
       gi::g_options.marks_iterations = (flags & GNNPROF_TORCH_NO_MARKS) == 0;
       gi::g_options.gather_min_bytes = gather_min_bytes;
       gi::g_nested = gnnprof_config_bool("GNNPROF_TORCH_NESTED") != 0;
+      gi::g_fold_optimizer = gnnprof_config_bool("GNNPROF_TORCH_FOLD_OPTIMIZER") != 0;
       // FUNCTION scope has the ops and autograd's evaluate_function frames; USER_SCOPE the
       // record_function, optimizer and ProfilerStep scopes and the collectives in flight. Two
       // callbacks, so that iteration sampling can switch the ops off and keep the scopes.

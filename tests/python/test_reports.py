@@ -42,7 +42,10 @@ def test_gat_under_gnnprof_run_reads_phases_first(gnnprof_run, plain_run, tmp_pa
             parents.setdefault(e["child"], set()).add(e["parent"])
     assert "backward" in parents["autograd::engine::evaluate_function: SoftmaxBackward0"]
     assert "forward" in parents["aten::softmax"] and "forward (no grad)" in parents["aten::softmax"]
-    assert "optimizer" in parents["aten::addcdiv_"]
+    # The optimizer's own ops are folded into its stage (a CPU-only process), and the profile says so.
+    assert "aten::addcdiv_" not in parents
+    notes = {c["name"]: c for c in p["collectors"]}
+    assert "GNNPROF_TORCH_FOLD_OPTIMIZER=0" in notes["torch-optimizer-ops"]["reason"], notes
 
     # Text: the stage and iteration tables list phases only; --ops nests at most TOP + 1 op
     # rows under each phase, each naming its phase.
@@ -90,3 +93,33 @@ def test_gat_under_gnnprof_run_reads_phases_first(gnnprof_run, plain_run, tmp_pa
     table = m[m.index("| stage |"):m.index("\n\n", m.index("| stage |"))]
     assert "aten::" not in table
     assert "<details><summary>backward: top" in m
+
+
+def optimizer_ops(profile):
+    """The op stages that ran directly inside the optimizer phase."""
+    cats = {s["name"]: s["category"] for s in profile["stages"]}
+    return {e["child"] for e in profile["stage_edges"] if e["parent"] == "optimizer" and cats.get(e["child"]) == "op"}
+
+
+@needs_torch
+def test_the_optimizers_own_ops_are_folded_until_a_collective_or_asked_for(gnnprof_run, plain_run):
+    """Adam's per-parameter ops cost torch's RecordFunction ~3 us each and say nothing the optimizer
+    stage does not: folded on a CPU-only process. A collective (DDP, a sharded optimizer) ends the
+    folding, and GNNPROF_TORCH_FOLD_OPTIMIZER=0 switches it off."""
+    adam = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts/adam_loop.py")
+    folded = gnnprof_run(adam)
+    assert folded.rc == 0, folded.err
+    assert folded.out == plain_run(adam).out
+    p = folded.profile
+    assert "optimizer" in {s["name"] for s in p["stages"]}
+    assert optimizer_ops(p) == set(), optimizer_ops(p)
+    assert any(c["name"] == "torch-optimizer-ops" for c in p["collectors"])
+
+    observed = gnnprof_run(adam, env={"GNNPROF_TORCH_FOLD_OPTIMIZER": "0"})
+    assert observed.rc == 0, observed.err
+    assert "aten::addcdiv_" in optimizer_ops(observed.profile)
+    assert not any(c["name"] == "torch-optimizer-ops" for c in observed.profile["collectors"])
+
+    comm = gnnprof_run(adam, "--collective")
+    assert comm.rc == 0, comm.err
+    assert "aten::addcdiv_" in optimizer_ops(comm.profile)
