@@ -1,0 +1,65 @@
+#!/usr/bin/python3
+"""What torch's RecordFunction machinery alone costs the Python GNN sample's step: a do-nothing
+observer (bench/record_function_floor.cpp, the torch observer's callbacks and muting, nothing
+recorded) against RecordFunction off, in one process, blocks of steps interleaved. The floor
+under any RecordFunction-based observer of this loop, gnnprof's and torch.profiler's alike.
+
+    bench/python_record_function_floor.py --floor build/bench/librecord_function_floor.so [--rounds 30]
+
+Modes: off; mute (muted inside top-level ops, as the observer); mute+optimizer (also inside the
+optimizer's scopes, as the observer's folding); each with the op inputs boxed (needsInputs, as
+the observer) unless --no-inputs."""
+import argparse
+import ctypes
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--floor", required=True, help="librecord_function_floor.so")
+    ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--no-inputs", action="store_true")
+    a = ap.parse_args()
+    import torch
+    import python_inproc_overhead
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    step = python_inproc_overhead.sage()
+    lib = ctypes.CDLL(os.path.abspath(a.floor))
+    lib.floor_install(0 if a.no_inputs else 1)
+    enable = torch._C._autograd._enable_record_function
+    for _ in range(5):
+        step()
+    t0 = time.perf_counter()
+    for _ in range(5):
+        step()
+    steps = max(3, int(0.3 / ((time.perf_counter() - t0) / 5)))
+    modes = {"off": None, "mute": 2, "mute+optimizer": 3}
+    t = {m: [] for m in modes}
+    for r in range(a.rounds):
+        for m in (list(modes) if r % 2 == 0 else list(modes)[::-1]):
+            enable(modes[m] is not None)
+            if modes[m] is not None:
+                lib.floor_mode(modes[m])
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                step()
+            t[m].append((time.perf_counter() - t0) / steps)
+    enable(True)
+    base = statistics.median(t["off"])
+    print(f"Python GNN sample's step, {a.rounds} rounds x {steps} steps per mode, inputs "
+          f"{'not ' if a.no_inputs else ''}boxed; off {1e3 * base:.2f} ms/step")
+    for m in list(modes)[1:]:
+        rs = sorted(x / y for x, y in zip(t[m], t["off"]))
+        med = statistics.median(rs)
+        print(f"  {m:15s} vs off: median ratio {med:.4f} ({100 * (med - 1):+.2f} %, +{1e6 * base * (med - 1):.0f} us/step), "
+              f"p25..p75 {rs[len(rs) // 4]:.4f}..{rs[3 * len(rs) // 4]:.4f}")
+
+
+if __name__ == "__main__":
+    main()
