@@ -49,23 +49,50 @@ constexpr std::uint32_t kPollEveryOps = 512;
 ClassifierOptions g_options;
 bool g_nested = false;  // record the ops nested in top-level ops too (GNNPROF_TORCH_NESTED=1)
 
-// The optimizer's own ops (Adam on CPU, without foreach: about ten per parameter) cost torch's
-// RecordFunction machinery 3 µs each and tell nothing its stage does not: on a process that has
-// moved nothing between devices and run no collective, they are folded into the optimizer's
-// stage (RecordFunction off until its step ends). The first device copy or collective ends the
-// folding for the run: an offloading or sharded optimizer's copies and collectives are seen.
+// The optimizer's own ops (Adam on CPU, without foreach: about ten per parameter) cost the
+// observer 2-3 µs each (torch's RecordFunction about 1) and tell nothing its stage does not, so they may be
+// folded into the optimizer's stage (RecordFunction off until its step or zero_grad ends). The
+// first step (and zero_grad) of the process is watched instead: its scope is folded from then
+// on only if everything in it was a plain CPU op outside autograd. A collective, a device tensor,
+// a copy between devices, a record_function scope, a closure's forward or backward: never
+// folded. Nor once the process has copied between devices or run a collective elsewhere, nor
+// while CUPTI correlates launches (kernels are attributed to the ops that launched them).
 bool g_fold_optimizer = true;  // GNNPROF_TORCH_FOLD_OPTIMIZER
 std::atomic<bool> g_devices_seen{false};
+enum : std::uint8_t { kFoldUnknown = 0, kFoldYes = 1, kFoldNo = 2 };
+std::atomic<std::uint8_t> g_fold_state[2] = {kFoldUnknown, kFoldUnknown};  // step, zero_grad
 std::once_flag g_fold_noted;
 
-bool fold_optimizer(OpKind kind) {
-  if (!g_fold_optimizer || g_nested || g_devices_seen.load(std::memory_order_relaxed)) return false;
-  if (kind != OpKind::kOptimizerStep && kind != OpKind::kOptimizerZero) return false;
+int fold_slot(OpKind kind) noexcept {
+  return kind == OpKind::kOptimizerStep ? 0 : kind == OpKind::kOptimizerZero ? 1 : -1;
+}
+
+bool fold_allowed() noexcept {
+  return g_fold_optimizer && !g_nested && !g_devices_seen.load(std::memory_order_relaxed) &&
+         g_corr_push.load(std::memory_order_relaxed) == nullptr && !at::hasThreadLocalCallbacks();
+}
+
+void note_folding() {
   std::call_once(g_fold_noted, [] {
     gnnprof_note_collector("torch-optimizer-ops", 1,
-                           "the optimizer's own ops are folded into its stage until the process copies between devices or "
-                           "runs a collective; GNNPROF_TORCH_FOLD_OPTIMIZER=0 observes them");
+                           "the optimizer's own ops are folded into its stage (its first step ran only plain CPU ops); "
+                           "GNNPROF_TORCH_FOLD_OPTIMIZER=0 observes them");
   });
+}
+
+bool any_requires_grad(c10::ArrayRef<const c10::IValue> inputs);
+
+/// Whether an op seen inside a watched optimizer step keeps that step foldable.
+bool foldable_op(const at::RecordFunction& fn, const OpInfo& op) {
+  if (op.kind != OpKind::kPlain && !(op.kind == OpKind::kCopy && op.copy_src == op.copy_dst)) return false;
+  if (fn.scope() != at::RecordScope::FUNCTION) return false;
+  if (op.grad_enabled && any_requires_grad(fn.inputs())) return false;  // a closure's forward
+  for (const auto& iv : fn.inputs()) {
+    if (iv.isTensor() && iv.toTensor().defined() && !iv.toTensor().is_cpu()) return false;
+    if (iv.isTensorList())
+      for (const at::Tensor& t : iv.toTensorList().vec())
+        if (t.defined() && !t.is_cpu()) return false;
+  }
   return true;
 }
 
@@ -270,6 +297,9 @@ struct ThreadState {
   std::pmr::vector<std::uint8_t> undo{heap.resource()};      // kPushedCorr | kMutedNested | kForwardLine | kChargeLine, per frame
   std::pmr::vector<LineMark> marks{heap.resource()};         // frames with kForwardLine / kChargeLine, LIFO
   std::uint32_t starts_since_poll = 0;
+  int watch_slot = -1;          // a first optimizer step (or zero_grad) being watched: fold_slot
+  std::size_t watch_frame = 0;  // its frame's depth in handles
+  bool watch_foldable = true;   // nothing in it so far forbids folding its kind
   explicit ThreadState(ClassifierOptions opt) : classifier(sink, opt, heap.resource()) {}
 };
 
@@ -412,8 +442,21 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
         kind != OpKind::kProfilerStep)
       op.any_input_requires_grad = any_requires_grad(fn.inputs());
     if (kind == OpKind::kOptimizerStep) gnnprof_optimizer_step();  // the Python tracer's auto selection
+    if (ts->watch_slot >= 0 && ts->watch_foldable) ts->watch_foldable = foldable_op(fn, op);
     ts->classifier.on_start(op);
     ts->handles.push_back(fn.handle());
+    bool fold = false;
+    if (const int slot = top ? fold_slot(kind) : -1; slot >= 0 && fold_allowed()) {
+      const std::uint8_t st = g_fold_state[slot].load(std::memory_order_relaxed);
+      if (st == kFoldYes) {
+        fold = true;
+        note_folding();
+      } else if (st == kFoldUnknown && ts->watch_slot < 0) {
+        ts->watch_slot = slot;
+        ts->watch_frame = ts->handles.size();
+        ts->watch_foldable = true;
+      }
+    }
     std::uint8_t undo = 0;
     // A backward node's own RecordFunction (BACKWARD_FUNCTION, nested in evaluate_function):
     // charge its time to the forward line that built it.
@@ -446,7 +489,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     // sequence number that links it to its forward line.
     const bool defer_to_node = top && kind == OpKind::kBackwardOp && lines_traced();
     if ((top && !defer_to_node) || (node && depth == 1)) {
-      if (((!g_nested && may_mute_nested(kind, op.name)) || (top && fold_optimizer(kind))) && !at::hasThreadLocalCallbacks()) {
+      if (((!g_nested && may_mute_nested(kind, op.name)) || fold) && !at::hasThreadLocalCallbacks()) {
         at::enableRecordFunction(false);
         undo |= kMutedNested;
       }
@@ -459,6 +502,12 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
 }
 
 void pop_frame(ThreadState* ts, bool last) {
+  if (ts->watch_slot >= 0 && ts->handles.size() == ts->watch_frame) {
+    std::uint8_t unknown = kFoldUnknown;
+    const bool yes = ts->watch_foldable && !g_devices_seen.load(std::memory_order_relaxed);
+    g_fold_state[ts->watch_slot].compare_exchange_strong(unknown, yes ? kFoldYes : kFoldNo);
+    ts->watch_slot = -1;
+  }
   if (!ts->undo.empty()) {
     const std::uint8_t undo = ts->undo.back();
     if (undo & kMutedNested) at::enableRecordFunction(true);

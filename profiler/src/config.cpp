@@ -34,7 +34,7 @@ constexpr Option kOptions[] = {
   {"GNNPROF_TORCH_OPS", T::kBool, "1", "0: no stage per torch op (phases, copies and gathers still)", "preload"},
   {"GNNPROF_GATHER_MIN_BYTES", T::kCount, "1048576", "a host gather at least this big is a materialization", "preload"},
   {"GNNPROF_TORCH_NESTED", T::kBool, "0", "1: also observe ops nested in other ops", "torch observer"},
-  {"GNNPROF_TORCH_FOLD_OPTIMIZER", T::kBool, "1", "0: observe the optimizer's own ops (1: folded into its stage until a device copy or collective)", "torch observer"},
+  {"GNNPROF_TORCH_FOLD_OPTIMIZER", T::kBool, "1", "0: observe the optimizer's own ops (1: folded into its stage after a first step of plain CPU ops)", "torch observer"},
   {"GNNPROF_TORCH_SAMPLE", T::kString, "auto", "auto, all or N: watch ops in every N-th iteration (auto: when every one costs > 5 %)", "torch observer"},
   {"GNNPROF_RUN_PID", T::kCount, "", "set by gnnprof run: the pid whose children always write a profile", "preload"},
   {"GNNPROF_TORCH_BUILT_PATH", T::kString, "", "test hook: pretend gnnprof was built against this libtorch_cpu", "preload"},

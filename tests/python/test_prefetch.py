@@ -243,7 +243,7 @@ def test_a_loop_built_to_lose_is_told_so(tmp_path):
     plainly with the stage that got slower.
 
     The runs are pinned to one CPU. On two, a producer thread can win without any overlap: this
-    VM's two vCPUs run at different speeds (docs/performance.md, "This machine"), and a loader
+    VM's two vCPUs can run at different speeds (docs/performance.md, at the top), and a loader
     moved to a thread on the faster one gets faster."""
     out = tmp_path / "ab"
     env = dict(os.environ, OMP_NUM_THREADS="1")

@@ -1,36 +1,67 @@
-"""A small model trained with Adam (on CPU, without foreach: about ten ops per parameter per
-step). --collective first runs one all_reduce in a one-rank gloo group, as a DDP or sharded-
-optimizer script would."""
+"""A small model trained by an optimizer whose step runs many ops (Adam on CPU, without foreach:
+about ten per parameter). --collective before: one all_reduce in a one-rank gloo group before
+training, as a DDP script's constructor does; --collective in-step: the optimizer's step
+all-reduces the gradients itself each step, as a sharded or averaging optimizer does;
+--closure: LBFGS, whose step runs the closure's forward and backward."""
 import argparse
 import os
+import shutil
 import tempfile
 
 import torch
 
 
+class AllReduceAdam(torch.optim.Adam):
+    def step(self, closure=None):
+        import torch.distributed as dist
+        for g in self.param_groups:
+            for p in g["params"]:
+                if p.grad is not None:
+                    dist.all_reduce(p.grad)
+        return super().step(closure)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=6)
-    p.add_argument("--collective", action="store_true")
+    p.add_argument("--collective", choices=["none", "before", "in-step"], default="none")
+    p.add_argument("--closure", action="store_true")
     a = p.parse_args()
-    if a.collective:
+    rendezvous = None
+    if a.collective != "none":
         import torch.distributed as dist
-        init = "file://" + os.path.join(tempfile.mkdtemp(), "rendezvous")
-        dist.init_process_group("gloo", init_method=init, rank=0, world_size=1)
-        t = torch.ones(4)
-        dist.all_reduce(t)
+        rendezvous = tempfile.mkdtemp()
+        dist.init_process_group("gloo", init_method="file://" + os.path.join(rendezvous, "r"), rank=0, world_size=1)
+        if a.collective == "before":
+            dist.all_reduce(torch.ones(4))
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 2))
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=False)
     x, y = torch.randn(64, 16), torch.randint(0, 2, (64,))
-    for _ in range(a.steps):
-        loss = torch.nn.functional.cross_entropy(model(x), y)
+    if a.closure:
+        opt = torch.optim.LBFGS(model.parameters(), lr=0.1, max_iter=2)
+    elif a.collective == "in-step":
+        opt = AllReduceAdam(model.parameters(), lr=1e-3, foreach=False)
+    else:
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=False)
+
+    def closure():
         opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
-        opt.step()
+        return loss
+
+    for _ in range(a.steps):
+        if a.closure:
+            loss = opt.step(closure)
+        else:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
     print(f"loss {loss.item():.4f}")
-    if a.collective:
-        dist.destroy_process_group()
+    if rendezvous is not None:
+        torch.distributed.destroy_process_group()
+        shutil.rmtree(rendezvous, ignore_errors=True)
 
 
 if __name__ == "__main__":
