@@ -8,7 +8,7 @@ periodic flush) is what python_overhead.py's process-level comparison adds.
 
     bench/python_inproc_overhead.py --preload build/lib/libgnnprof_preload.so [--rounds 30]
 """
-import argparse, importlib.util, os, statistics, subprocess, sys, time
+import argparse, importlib.util, os, random, statistics, subprocess, sys, time
 
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(here)
@@ -30,6 +30,31 @@ def blocks_ratio(step, steps, rounds, enable):
         ratios.append(on / off)
         base.append(off / steps)
     return statistics.median(ratios), statistics.median(base), ratios
+
+
+def interleaved_blocks(order, rounds, block):
+    """Per-step times of each mode: block(mode) runs one block and returns its time per step;
+    modes in `order`, reversed every other round."""
+    times = {m: [] for m in order}
+    for r in range(rounds):
+        for m in (order if r % 2 == 0 else order[::-1]):
+            times[m].append(block(m))
+    return times
+
+
+def print_ratios(times, order, width):
+    """Each mode after the first against the first: median of the per-round ratios, its 95 %
+    bootstrap CI, the cost per step, and the ratios' p25..p75."""
+    base = times[order[0]]
+    rng = random.Random(0)
+    for m in order[1:]:
+        ratios = sorted(x / b for x, b in zip(times[m], base))
+        med = statistics.median(ratios)
+        boot = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(2000))
+        print(f"  {m:{width}s} vs {order[0]}: median ratio {med:.4f} ({100 * (med - 1):+.2f} %, 95 % CI "
+              f"{100 * (boot[49] - 1):+.2f}..{100 * (boot[1949] - 1):+.2f} %; "
+              f"{1e6 * statistics.median(base) * (med - 1):+.0f} us/step), "
+              f"p25..p75 {ratios[len(ratios) // 4]:.4f}..{ratios[3 * len(ratios) // 4]:.4f}")
 
 
 def small_ops():

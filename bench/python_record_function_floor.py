@@ -40,26 +40,22 @@ def main():
         step()
     steps = max(3, int(0.3 / ((time.perf_counter() - t0) / 5)))
     modes = {"off": None, "mute": 2, "mute+optimizer": 3}
-    t = {m: [] for m in modes}
-    for r in range(a.rounds):
-        for m in (list(modes) if r % 2 == 0 else list(modes)[::-1]):
-            enable(modes[m] is not None)
-            if modes[m] is not None:
-                lib.floor_mode(modes[m])
-            t0 = time.perf_counter()
-            for _ in range(steps):
-                step()
-            t[m].append((time.perf_counter() - t0) / steps)
-    enable(True)
-    base = statistics.median(t["off"])
-    print(f"Python GNN sample's step, {a.rounds} rounds x {steps} steps per mode, inputs "
-          f"{'not ' if a.no_inputs else ''}boxed; off {1e3 * base:.2f} ms/step")
-    for m in list(modes)[1:]:
-        rs = sorted(x / y for x, y in zip(t[m], t["off"]))
-        med = statistics.median(rs)
-        print(f"  {m:15s} vs off: median ratio {med:.4f} ({100 * (med - 1):+.2f} %, +{1e6 * base * (med - 1):.0f} us/step), "
-              f"p25..p75 {rs[len(rs) // 4]:.4f}..{rs[3 * len(rs) // 4]:.4f}")
 
+    def block(m):
+        enable(modes[m] is not None)
+        if modes[m] is not None:
+            lib.floor_mode(modes[m])
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        return (time.perf_counter() - t0) / steps
+
+    order = list(modes)
+    times = python_inproc_overhead.interleaved_blocks(order, a.rounds, block)
+    enable(True)
+    print(f"Python GNN sample's step, {a.rounds} rounds x {steps} steps per mode, inputs "
+          f"{'not ' if a.no_inputs else ''}boxed; off {1e3 * statistics.median(times['off']):.2f} ms/step")
+    python_inproc_overhead.print_ratios(times, order, 15)
 
 if __name__ == "__main__":
     main()

@@ -15,7 +15,7 @@ one run of the same command to the next) cancels out:
 What it cannot see: costs paid once (imports, the first statement maps) and what the injected
 library changes by being there (bench/python_lines.py's process-level `sample` measures those).
 """
-import argparse, os, random, statistics, subprocess, sys, tempfile, time
+import argparse, os, statistics, subprocess, sys, tempfile, time
 
 import python_inproc_overhead
 
@@ -65,30 +65,17 @@ def child(rounds, block_s, control):
     block("gnnprof", 6)  # the first optimizer step selects `loop`; warm-up
     t = block("off", 5) / 5
     steps = max(3, int(block_s / t))
-    times = {m: [] for m in modes}
     order = list(modes)
-    for r in range(rounds):
-        for m in (order if r % 2 == 0 else order[::-1]):
-            times[m].append(block(m, steps) / steps)
+    times = python_inproc_overhead.interleaved_blocks(order, rounds, lambda m: block(m, steps) / steps)
     enable(True)
     _native.set_hook(True)
     stats = _native.stats()
     if stats["line_events"] == 0 or not stats["auto"]:
         sys.exit(f"python_sample_inproc.py: no line traced ({stats}); is this under `gnnprof run` with lines auto?")
-    base = times["off"]
-    rng = random.Random(0)
     print(f"Python GNN sample's loop, in one process under `gnnprof run`: {rounds} rounds x {steps} steps per "
-          f"mode, order alternating; off {1e3 * statistics.median(base):.2f} ms/step; "
+          f"mode, order alternating; off {1e3 * statistics.median(times['off']):.2f} ms/step; "
           f"{stats['line_events']} line events, {stats['selected']} code objects traced")
-    for m in order[1:]:
-        ratios = sorted(x / b for x, b in zip(times[m], base))
-        med = statistics.median(ratios)
-        boot = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(2000))
-        print(f"  {m:9s} vs off: median ratio {med:.4f} ({100 * (med - 1):+.2f} %, 95 % CI "
-              f"{100 * (boot[49] - 1):+.2f}..{100 * (boot[1949] - 1):+.2f} %; "
-              f"{1e6 * statistics.median(base) * (med - 1):+.0f} us/step), "
-              f"p25..p75 {ratios[len(ratios) // 4]:.4f}..{ratios[3 * len(ratios) // 4]:.4f}")
-
+    python_inproc_overhead.print_ratios(times, order, 9)
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
