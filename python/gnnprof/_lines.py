@@ -18,7 +18,6 @@ import re
 import site
 import sys
 import sysconfig
-import textwrap
 
 _IDENT = re.compile(r"^(<module>|[A-Za-z_][A-Za-z0-9_.<>]*)$")
 
@@ -116,19 +115,123 @@ def library_prefixes(extra=()):
 
 # ---- statement maps ----
 
-_maps = {}  # filename, or (filename, first line) -> (stmt_of: {line: first line}, text_of: {first line: text}, lines)
+_maps = {}  # filename -> maps of the file; (filename, first line) -> maps of a function's lines
+_spans = {}  # filename -> [(first, last)] of its cached function maps
+
+# One scan of the source finds its logical lines (what Python's tokenizer ends with NEWLINE):
+# strings (triple-quoted included), comments, brackets and backslash continuations are all
+# that decide where a statement ends. It gives what an ast walk gives (tests compare the two
+# over the standard library) at a fraction of the cost, on the loop thread at the first step.
+_TOKEN = re.compile(
+    r"(?P<str>(?i:[rbuf]{0,2})(?:'{3}(?:\\.|[^\\])*?'{3}|\"{3}(?:\\.|[^\\])*?\"{3}"
+    r"|'(?:\\.|[^\\'\n])*'|\"(?:\\.|[^\\\"\n])*\"))"
+    r"|(?P<com>#[^\n]*)"
+    r"|(?P<open>[(\[{])"
+    r"|(?P<close>[)\]}])"
+    r"|(?P<cont>\\\n)"
+    r"|(?P<nl>\n)"
+    r"|(?P<code>[^\s#'\"()\[\]{}\\][^\n#'\"()\[\]{}\\]*)"
+    r"|(?P<bad>['\"\\])", re.DOTALL)
+_COMPOUND = re.compile(r"(if|elif|else|while|for|with|def|class|try|except|finally|async|match|case)\b")
+_NO_NODE = re.compile(r"(else|finally)\s*:\s*$")  # headers the ast has no node for
+_HEAD_COLON = re.compile(r":(?!=)")
+
+
+def _logical_lines(text, stop=None):
+    """[(start, end, first token, last token, line of the first top-level ':')] of the logical
+    lines in `text` (line numbers from 1); with `stop`, up to the first that starts after line
+    `stop` and is no decorator, cut to its first token; None where the text does not scan (an
+    unterminated string)."""
+    out = []
+    line, depth, start, first, last, colon = 1, 0, None, None, None, None
+    for m in _TOKEN.finditer(text):
+        kind = m.lastgroup
+        if kind == "nl":
+            if start is not None and depth == 0:
+                out.append((start, line, first, last, colon))
+                start = None
+            line += 1
+        elif kind == "cont":
+            line += 1
+        elif kind == "bad":
+            return None
+        elif kind != "com":
+            tok = m.group()
+            if start is None:
+                if stop is not None and line > stop and not tok.startswith("@"):
+                    out.append((line, line, tok, tok, None))  # the one after: where a header's lines end
+                    return out
+                start, first, colon = line, tok, None
+            last = tok
+            if kind == "code":
+                if depth == 0 and colon is None and _HEAD_COLON.search(tok):
+                    colon = line
+            elif kind == "open":
+                depth += 1
+            elif kind == "close":
+                depth = max(0, depth - 1)
+            else:
+                line += tok.count("\n")
+    if start is not None:
+        out.append((start, line, first, last, colon))
+    return out
+
+
+def _scan_map(lines, offset=0, stop=None):
+    """(stmt_of, text_of) of `lines` (lines[0] is line offset + 1), or None where they do not scan.
+    A statement's lines (a compound statement's header up to its body, decorators included) go
+    to its first line; its text is those lines joined."""
+    logical = _logical_lines("".join(lines), stop)
+    if logical is None:
+        return None
+    heads, after = [0] * len(logical), None
+    for i in range(len(logical) - 1, -1, -1):  # decorators belong to the def after them
+        start, first = logical[i][0], logical[i][2]
+        decorator = first.startswith("@")
+        heads[i] = after if decorator and after is not None else start
+        if not decorator:
+            after = start
+    stmt_of, text_of = {}, {}
+
+    def put(head, end):
+        for ln in range(head, end + 1):
+            stmt_of[ln + offset] = head + offset
+        text = " ".join(l.strip() for l in lines[head - 1:end] if l.strip())
+        text_of[head + offset] = re.sub(r"\s+", " ", text)[:400]
+
+    for i, (start, end, first, last, colon) in enumerate(logical):
+        head = heads[i]
+        if head != start:  # a decorator: its lines up to the def's
+            for ln in range(start, head):
+                stmt_of[ln + offset] = head + offset
+            continue
+        if not _COMPOUND.match(first):
+            put(head, end)
+        elif last.rstrip().endswith(":"):
+            if _NO_NODE.match(first):
+                continue
+            # The header, and the comment lines between it and its body.
+            put(head, max(end, heads[i + 1] - 1) if i + 1 < len(logical) else end)
+        elif colon is not None and colon > head:  # a header over lines, its body after the ':'
+            put(head, colon - 1)
+            put(colon, end)
+        else:
+            put(head, end)
+    return stmt_of, text_of
 
 
 def _span(node):
-    """Lines of a statement's own text: a simple statement's whole extent, a compound
-    statement's header (decorators included) up to its first nested statement."""
+    """Lines of a statement's own text (the ast reference for the tests): a simple statement's
+    whole extent, a compound statement's header (decorators included) up to its first nested
+    statement."""
     start = node.lineno
     decorators = getattr(node, "decorator_list", None)
     if decorators:
         start = min([start] + [d.lineno for d in decorators])
-    body = getattr(node, "body", None)
-    if isinstance(body, list) and body and isinstance(body[0], ast.AST) and hasattr(body[0], "lineno"):
-        return start, node.lineno, max(node.lineno, body[0].lineno - 1)
+    body = getattr(node, "body", None) or getattr(node, "cases", None)
+    if isinstance(body, list) and body and isinstance(body[0], ast.AST):
+        inner = getattr(body[0], "lineno", None) or body[0].pattern.lineno
+        return start, node.lineno, max(node.lineno, inner - 1)
     return start, node.lineno, node.end_lineno or node.lineno
 
 
@@ -136,8 +239,6 @@ _NESTED = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
 def _statements(tree):
-    """Statements (and except/case clauses), each before the ones nested in it: an inner
-    statement overrides the lines its parent claimed. Expressions are not visited."""
     stack = list(reversed(tree.body))
     while stack:
         node = stack.pop()
@@ -148,8 +249,14 @@ def _statements(tree):
                 stack.extend(reversed(sub))
 
 
-def _fill(tree, offset, lines, stmt_of, text_of):
-    """The maps from a tree whose line numbers are `offset` below the file's."""
+def _ast_map(lines, filename):
+    """The same maps from Python's ast: the fallback where the scan fails, and the tests'
+    reference. An inner statement overrides the lines its parent claimed."""
+    stmt_of, text_of = {}, {}
+    try:
+        tree = ast.parse("".join(lines), filename)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return stmt_of, text_of
     for node in _statements(tree):
         if isinstance(node, ast.stmt):
             start, head, end = _span(node)
@@ -159,53 +266,44 @@ def _fill(tree, offset, lines, stmt_of, text_of):
             end = max(head, body[0].lineno - 1) if body else head
         else:
             continue
-        start, head, end = start + offset, head + offset, end + offset
         for ln in range(start, end + 1):
             stmt_of[ln] = head
         text = " ".join(l.strip() for l in lines[head - 1:end] if l.strip())
         text_of[head] = re.sub(r"\s+", " ", text)[:400]
+    return stmt_of, text_of
 
 
 def _function_map(filename, lines, first, last):
-    """The maps of one function's lines from its own source, dedented, or None when that does
-    not parse alone as a function (a multi-line last statement whose closing line holds no
-    code, a string less indented than the def): parsing a training loop's function costs a
-    fraction of parsing its whole file, on the loop thread at the first optimizer step."""
-    seg = lines[first - 1:last]
-    if not seg or not seg[0].lstrip().startswith(("def ", "async def ", "@")):
+    """The maps of one function's lines first..last (its def, or first decorator, to its last
+    line of code), scanned from there to the end of the statement on line `last`: a training
+    loop's function costs a fraction of its whole file."""
+    if not 0 < first <= len(lines):
         return None
-    try:
-        tree = ast.parse(textwrap.dedent("".join(seg)), filename)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return None
-    if len(tree.body) != 1 or not isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return None
-    stmt_of, text_of = {}, {}
-    _fill(tree, first - 1, lines, stmt_of, text_of)
-    return stmt_of, text_of, lines
+    m = _scan_map(lines[first - 1:], first - 1, last - first + 1)
+    return None if m is None else (m[0], m[1], lines)
 
 
 def statement_map(filename, first=None, last=None):
-    """The statement maps of `filename`, or of its lines first..last (a function's) when given
-    and they parse on their own."""
+    """The statement maps of `filename`, or of a function's lines first..last when given."""
     cached = _maps.get(filename)
-    if cached is None and first is not None:
+    if cached is not None:
+        return cached
+    if first is not None:
         cached = _maps.get((filename, first))
         if cached is None:
+            # A comprehension or lambda inside a function already mapped: that function's map.
+            for lo, hi in _spans.get(filename, ()):
+                if lo < first and last <= hi:
+                    return _maps[(filename, lo)]
             cached = _function_map(filename, linecache.getlines(filename), first, last)
             if cached is not None:
                 _maps[(filename, first)] = cached
-    if cached is not None:
-        return cached
+                _spans.setdefault(filename, []).append((first, last))
+        if cached is not None:
+            return cached
     lines = linecache.getlines(filename)
-    stmt_of, text_of = {}, {}
-    try:
-        tree = ast.parse("".join(lines), filename)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        tree = None
-    if tree is not None:
-        _fill(tree, 0, lines, stmt_of, text_of)
-    out = (stmt_of, text_of, lines)
+    m = _scan_map(lines) or _ast_map(lines, filename)
+    out = (m[0], m[1], lines)
     _maps[filename] = out
     return out
 
