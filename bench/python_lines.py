@@ -3,7 +3,7 @@
 interleaved (order alternating per round); figures go to docs/performance.md.
 
     bench/python_lines.py --gnnprof build/cli/gnnprof cost      [--rounds 10] [--n 1000000]
-    bench/python_lines.py --gnnprof build/cli/gnnprof sample    [--rounds 20] [--steps 40] [--pin]
+    bench/python_lines.py --gnnprof build/cli/gnnprof sample    [--rounds 20] [--steps 40] [--pin] [--steady-heap]
     bench/python_lines.py --gnnprof build/cli/gnnprof accuracy  [--rounds 5]
     bench/python_lines.py --gnnprof build/cli/gnnprof hook      [--rounds 10] [--n 2000000]
 
@@ -15,7 +15,10 @@ sample: the Python GNN sample (samples/python/sage_train.py) run plain, under `g
   (default: line tracing auto, the training loop), under `gnnprof run --lines none` (the op
   observer only) and under `kernprof -l` on a copy of the script with @profile on main() (the
   function that holds the loop). Whole-loop and per-iteration ratios to plain
-  (python_overhead.py's estimators).
+  (python_overhead.py's estimators), and each mode's page faults in the loop. --steady-heap runs
+  every mode with glibc's heap trim off: the sample's heap sits at the edge of glibc's trim
+  threshold, and a trim just before the loop (which any small change in the allocations before
+  it can set off) costs one iteration ~3 000 page faults.
 hook: bench/line_loop.py's calls of a one-line function that nothing selects, plain and with the
   frame hook installed (`--lines` naming a function that is never called): the cost of the
   hook's one check per unselected frame, per call; and the same calls made from a traced
@@ -38,6 +41,8 @@ sys.path.insert(0, here)
 import python_overhead  # noqa: E402  (report, per-iteration estimators)
 
 PY = "/usr/bin/python3"
+# glibc's dynamic thresholds off: freed heap is never trimmed, blocks of 32 MiB and more are mapped.
+STEADY_HEAP = "glibc.malloc.trim_threshold=1000000000:glibc.malloc.mmap_threshold=33554432"
 
 
 def run(cmd, env=None, cwd=None, cpu=None):
@@ -129,6 +134,8 @@ def sample(a, tmp):
         f.write(text.replace("\ndef main(argv):", "\n@profile\ndef main(argv):", 1))
     args = ["--steps", str(a.steps), "--iteration-times"]
     env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+    if a.steady_heap:  # every mode, plain included: glibc never trims the heap, a fixed mmap threshold
+        env["GLIBC_TUNABLES"] = STEADY_HEAP
     cmds = {
         "plain": [PY, src] + args,
         "gnnprof (lines auto)": [a.gnnprof, "run", "-o", os.path.join(tmp, "s.json"), "--", PY, src] + args,
@@ -146,6 +153,7 @@ def sample(a, tmp):
         envs["plain (A/A)"] = env
     loops = {m: [] for m in cmds}
     iters = {m: [] for m in cmds}
+    faults = {m: [] for m in cmds}
 
     cpus = sorted(os.sched_getaffinity(0))
 
@@ -153,13 +161,19 @@ def sample(a, tmp):
         out = run(cmds[m], env=envs[m], cwd=tmp, cpu=cpus[r % len(cpus)] if a.pin else None)
         loops[m].append(python_overhead.loop_seconds(out))
         iters[m].append(python_overhead.iteration_seconds(out))
+        faults[m].append(int(re.search(r"(\d+) minor page faults", out).group(1)))
 
     interleave(list(cmds), a.rounds, one)
     if a.save:
         with open(a.save, "w") as f:
-            json.dump({"workload": "sample", "loop_s": loops, "iteration_s": iters}, f)
-    python_overhead.report(f"Python GNN sample ({a.steps} steps, OMP_NUM_THREADS={env['OMP_NUM_THREADS']})", loops, iters,
-                           True)
+            json.dump({"workload": "sample", "steady_heap": a.steady_heap, "loop_s": loops, "iteration_s": iters,
+                       "loop_faults": faults}, f)
+    heap = ", GLIBC_TUNABLES=" + STEADY_HEAP if a.steady_heap else ""
+    python_overhead.report(f"Python GNN sample ({a.steps} steps, OMP_NUM_THREADS={env['OMP_NUM_THREADS']}{heap})", loops,
+                           iters, True)
+    print("\nminor page faults of the loop thread during the loop (a heap trim before the loop costs ~3 000 more):")
+    for m, v in faults.items():
+        print(f"  {m:28s} median {statistics.median(v):6.0f}   runs over 2 500: {sum(x > 2500 for x in v)} of {len(v)}")
 
 
 def accuracy(a, tmp):
@@ -204,6 +218,9 @@ def main():
     ap.add_argument("--pin", action="store_true",
                     help="sample: pin every run of a round to one CPU (round r: the r-th CPU, cyclically), so that "
                     "the modes of a round share a CPU; this machine's vCPUs can differ in speed (bench/vcpu_speed.py)")
+    ap.add_argument("--steady-heap", action="store_true",
+                    help="sample: run every mode with glibc's heap trim off and a fixed mmap threshold (%s), so that "
+                         "no mode's loop pays for a heap trimmed before it" % STEADY_HEAP)
     ap.add_argument("--control", action="store_true", help="sample: also a second plain mode (A/A), the noise floor")
     a = ap.parse_args()
     a.rounds = a.rounds or {"cost": 10, "sample": 20, "accuracy": 5, "hook": 10}[a.what]

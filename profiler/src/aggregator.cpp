@@ -52,6 +52,16 @@ void Aggregator::note_host(const HostSample& s) {
   host_.push_back(s);
 }
 
+Aggregator::Aggregator(AggregatorOptions options) : opt_(options) {
+  // The timeline grows through the whole run: one mapping for all of it (no copy on growth),
+  // its first part faulted in now rather than during the host's first iterations.
+  try {
+    timeline_.reserve(opt_.timeline_events);
+    populate_pages(timeline_.data(), std::min<std::size_t>(opt_.timeline_events * sizeof(RawTimeline), 256 * 1024));
+  } catch (const std::bad_alloc&) {
+  }
+}
+
 void Aggregator::keep_timeline(std::uint32_t thread, std::uint32_t site, EventKind kind,
                                std::int64_t ts, std::int64_t dur, double value) {
   if (timeline_.size() < opt_.timeline_events)

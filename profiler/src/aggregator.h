@@ -35,7 +35,7 @@ struct AggregatorOptions {
 
 class Aggregator {
  public:
-  explicit Aggregator(AggregatorOptions options) : opt_(options) {}
+  explicit Aggregator(AggregatorOptions options);
   Aggregator(const Aggregator&) = delete;
   Aggregator& operator=(const Aggregator&) = delete;
 
@@ -153,7 +153,7 @@ class Aggregator {
                      std::int64_t dur, double value);
 
   AggregatorOptions opt_;
-  PrivateHeap heap_;  // first: outlives every table below
+  PrivateHeap heap_{1 << 20};  // first: outlives every table below; a histogram per stage fills a slab
   std::pmr::memory_resource* mr_ = heap_.resource();
   ClockConverter clock_;
   std::uint64_t recorded_ = 0;

@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <string>
@@ -178,6 +179,8 @@ ThreadBuffer::ThreadBuffer(std::size_t capacity) : capacity_(capacity), mask_(0)
     // Slots are written before they are read (reserve/commit), so the zero pages need no
     // construction; RawEvent is trivial.
     ring_ = std::unique_ptr<RawEvent[], RingUnmap>(static_cast<RawEvent*>(map_pages(bytes)), RingUnmap{bytes});
+    // Slots are written in order from the first: fault in the first ones now, not in the loop.
+    populate_pages(ring_.get(), std::min<std::size_t>(bytes, kRingPopulateBytes));
   }
 }
 

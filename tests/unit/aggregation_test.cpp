@@ -1,6 +1,10 @@
 // Aggregation: nesting and self time, unattributed time, iterations, lines, transfers.
 #include <malloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -13,6 +17,7 @@
 #include "histogram.h"
 #include "gnnprof/internal/private_heap.h"
 #include "site_registry.h"
+#include "thread_buffer.h"
 #include "test_support.h"
 
 namespace gnnprof {
@@ -310,6 +315,31 @@ TEST(Histogram, QuantilesWithinOnePercent) {
   EXPECT_EQ(detail::LogHistogram().quantile(0.5), 0);
 }
 
+TEST(Histogram, KeepsTheSpanOfItsValuesInAnyOrder) {
+  // Hits of 8-15 us, added largest first: 64 counters (one octave), not the ~600 from zero.
+  detail::LogHistogram narrow;
+  for (int v = 15999; v >= 8000; v -= 7) narrow.add(v);
+  EXPECT_LE(narrow.buckets(), 64u);
+  // Any order gives the quantiles of the sorted order.
+  std::vector<std::int64_t> values;
+  std::uint64_t x = 88172645463325252ull;
+  for (int i = 0; i < 5000; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    values.push_back(static_cast<std::int64_t>(x % 50000000));
+  }
+  detail::LogHistogram shuffled, ascending;
+  for (std::int64_t v : values) shuffled.add(v);
+  std::sort(values.begin(), values.end());
+  for (std::int64_t v : values) ascending.add(v);
+  for (double q : {0.01, 0.5, 0.9, 0.99, 1.0}) {
+    EXPECT_EQ(shuffled.quantile(q), ascending.quantile(q)) << q;
+    const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(values.size())));  // as quantile()
+    const auto exact = static_cast<double>(values[rank - 1]);
+    EXPECT_NEAR(static_cast<double>(shuffled.quantile(q)), exact, exact * 0.01 + 1) << q;
+  }
+  EXPECT_EQ(shuffled.buckets(), ascending.buckets());
+}
+
 // Bytes in use from malloc, in every arena and in malloc's own mappings.
 std::size_t malloc_in_use() {
   const struct mallinfo2 m = ::mallinfo2();
@@ -333,6 +363,53 @@ TEST(PrivateHeap, AllocationsAreAlignedAndComeFromOutsideMalloc) {
   }
   if (detail::kPrivateHeapOnMalloc) GTEST_SKIP() << "ASan build: the private heap is malloc on purpose, for ASan to check";
   EXPECT_EQ(malloc_in_use(), before);
+}
+
+// Pages of this process's mapping at p that are resident now (mincore).
+std::size_t resident_pages(const void* p, std::size_t bytes) {
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const auto base = reinterpret_cast<std::uintptr_t>(p) & ~(page - 1);
+  const std::size_t n = (reinterpret_cast<std::uintptr_t>(p) + bytes - base + page - 1) / page;
+  std::vector<unsigned char> v(n);
+  if (::mincore(reinterpret_cast<void*>(base), n * page, v.data()) != 0) return 0;
+  std::size_t r = 0;
+  for (unsigned char c : v) r += c & 1;
+  return r;
+}
+
+TEST(PrivateHeap, ItsFirstChunksComeFromOneSlabFaultedInAtFirstUse) {
+  // Tables created during the host's first iterations must not page-fault there: a heap's
+  // first chunks (up to 256 KiB) come from one slab that is resident from its first use.
+  if (detail::kPrivateHeapOnMalloc) GTEST_SKIP() << "ASan build: the private heap is malloc on purpose, for ASan to check";
+  detail::MappedResource upstream;
+  void* a = upstream.allocate(4096, 64);
+  void* b = upstream.allocate(16384, 16384);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b) % 16384, 0u);
+  EXPECT_LT(static_cast<char*>(b) - static_cast<char*>(a), 64 * 1024);  // the same slab
+  EXPECT_EQ(resident_pages(a, detail::MappedResource::kSlab), detail::MappedResource::kSlab / 4096);
+  void* big = upstream.allocate(1 << 20, 64);  // larger than a slab chunk: its own mapping, lazy
+  EXPECT_EQ(resident_pages(big, 1 << 20), 0u);
+  std::memset(a, 1, 4096);
+  upstream.deallocate(a, 4096, 64);  // a slab chunk stays: still mapped, still writable
+  std::memset(b, 2, 16384);
+  upstream.deallocate(b, 16384, 16384);
+  upstream.deallocate(big, 1 << 20, 64);
+  // Past the slab, chunks are mappings of their own again.
+  std::vector<void*> chunks;
+  for (int i = 0; i < 8; ++i) chunks.push_back(upstream.allocate(64 * 1024, 64));
+  for (void* p : chunks) {
+    std::memset(p, 3, 64 * 1024);
+    upstream.deallocate(p, 64 * 1024, 64);
+  }
+}
+
+TEST(ThreadBuffer, ItsFirstSlotsAreResidentWhenMade) {
+  if (detail::kPrivateHeapOnMalloc) GTEST_SKIP() << "ASan build: rings are malloc blocks";
+  detail::ThreadBuffer ring(1 << 16);  // 3 MiB of 48-byte slots
+  const std::size_t bytes = ring.capacity() * sizeof(detail::RawEvent);
+  const std::size_t first = resident_pages(&ring.at(0), detail::kRingPopulateBytes);
+  EXPECT_EQ(first, detail::kRingPopulateBytes / 4096);
+  EXPECT_EQ(resident_pages(&ring.at(0), bytes), first);  // the rest: on first write
 }
 
 TEST(Aggregation, ItsTablesNeverGrowTheHostsMallocHeap) {
