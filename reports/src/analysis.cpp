@@ -213,10 +213,10 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
       add(fmt::format("compute-bound: exposed data time is {:.1f}% of the iteration", 100 * a.exposed_data_share));
     const double overlap = static_cast<double>(a.whatif_predicted_ns);
     if (busy && *busy * static_cast<double>(a.iteration_median_ns) > overlap * 1.02)
-      add(fmt::format("the loop already keeps {:.0f}% of the {} CPUs busy, so a producer takes CPU time from compute",
-                      100 * *busy, cpus));
+      add(fmt::format("the loop already keeps {:.0f}% of the {} busy, so a producer takes CPU time from compute",
+                      100 * *busy, cpus_text(cpus)));
     else if (!busy && cpus > 0 && threads >= cpus && a.exposed_data_ns > 0)
-      add(fmt::format("a producer shares the {} CPUs with compute on {} thread{}", cpus, threads, threads == 1 ? "" : "s"));
+      add(fmt::format("a producer shares the {} with compute on {} thread{}", cpus_text(cpus), threads, threads == 1 ? "" : "s"));
     if (gil && *gil > 0.2)
       add(fmt::format("in Python, {:.0f}% of the data time is the loader's own Python, which holds the GIL", 100 * *gil));
     a.whatif_note = why;
@@ -355,9 +355,9 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   // the host CPU.
   if (a.cpu_utilization && *a.cpu_utilization < 0.5 && a.iterations_used > 0 && a.iteration_median_ns < 20000000)
     add("low-utilization", Severity::kInfo,
-        fmt::format("iterations are short ({}) and the {} CPUs are {:.0f}% busy: batches too small to keep the device "
+        fmt::format("iterations are short ({}) and the {} are {:.0f}% busy: batches too small to keep the device "
                     "busy. A larger batch (scaling the learning rate) amortizes the per-iteration overhead.",
-                    human_ns(a.iteration_median_ns), p.environment.cpus, 100 * *a.cpu_utilization),
+                    human_ns(a.iteration_median_ns), cpus_text(p.environment.cpus), 100 * *a.cpu_utilization),
         {{"cpu_utilization", *a.cpu_utilization}, {"iteration_ns", static_cast<double>(a.iteration_median_ns)},
          {"cpus", static_cast<double>(p.environment.cpus)}});
 
@@ -388,11 +388,11 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
       if (t.name.rfind("prefetch-", 0) == 0 && t.name.rfind("prefetch-idle-", 0) != 0) ++producers;
     if (compute + producers > p.environment.cpus)
       add("thread-oversubscription", Severity::kWarning,
-          fmt::format("{} compute threads{} share {} CPUs: threads preempt each other mid parallel region. Set "
+          fmt::format("{} compute threads{} share {}: threads preempt each other mid parallel region. Set "
                       "OMP_NUM_THREADS / torch.set_num_threads to the cores left, or run producers at background "
                       "priority.",
                       compute, producers > 0 ? fmt::format(" and {} normal-priority producer threads", producers) : "",
-                      p.environment.cpus),
+                      cpus_text(p.environment.cpus)),
           {{"compute_threads", static_cast<double>(compute)},
            {"producer_threads", static_cast<double>(producers)},
            {"cpus", static_cast<double>(p.environment.cpus)}});

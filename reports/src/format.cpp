@@ -116,6 +116,8 @@ std::string evidence_text(const std::map<std::string, double>& evidence) {
 
 std::string ratio_text(const std::optional<double>& ratio) { return ratio ? fmt::format("{:.3f}", *ratio) : "-"; }
 
+std::string cpus_text(long long n) { return fmt::format("{} CPU{}", n, n == 1 ? "" : "s"); }
+
 std::string p_text(double p) { return p < 1e-6 ? "<1e-6" : fmt::format("{:.2g}", p); }
 
 std::string ci_text(const std::optional<double>& low, const std::optional<double>& high, CiStyle style) {

@@ -16,6 +16,8 @@ TEST(CompareStats, OneFormatterForRatioCiAndP) {
   EXPECT_EQ(ratio_text(std::nullopt), "-");
   EXPECT_EQ(p_text(0.0123), "0.012");
   EXPECT_EQ(p_text(1e-9), "<1e-6");
+  EXPECT_EQ(cpus_text(1), "1 CPU");  // one-CPU hosts read "of the 1 CPU", not "CPUs"
+  EXPECT_EQ(cpus_text(2), "2 CPUs");
   EXPECT_EQ(ci_text(0.9811, 1.0424, CiStyle::kBracket), "[0.981, 1.042]");
   EXPECT_EQ(ci_text(0.9811, 1.0424, CiStyle::kDash), "0.981–1.042");
   EXPECT_EQ(ci_text(0.9811, 1.0424, CiStyle::kSpacedDash), "0.981 – 1.042");

@@ -32,6 +32,9 @@ std::string escape_markup(const std::string& s);
 /// ("exposed_data_ns=12.3 ms, exposed_share=28.0%, cpus=2"). The JSON keeps the raw numbers.
 std::string evidence_text(const std::map<std::string, double>& evidence);
 
+/// "1 CPU", "2 CPUs".
+std::string cpus_text(long long n);
+
 /// A comparison's statistics, one way in every renderer: the ratio of medians "1.234" (or
 /// "-"), the p-value "0.012" / "<1e-6", and the ratio's CI in the layout of the view.
 std::string ratio_text(const std::optional<double>& ratio);
