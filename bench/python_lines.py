@@ -4,6 +4,7 @@ interleaved (order alternating per round); figures go to docs/performance.md.
 
     bench/python_lines.py --gnnprof build/cli/gnnprof cost      [--rounds 10] [--n 1000000]
     bench/python_lines.py --gnnprof build/cli/gnnprof sample    [--rounds 20] [--steps 40] [--pin] [--steady-heap]
+                                                                [--against OTHER/cli/gnnprof]
     bench/python_lines.py --gnnprof build/cli/gnnprof accuracy  [--rounds 5]
     bench/python_lines.py --gnnprof build/cli/gnnprof hook      [--rounds 10] [--n 2000000]
 
@@ -148,6 +149,9 @@ def sample(a, tmp):
         cmds["preload only"] = [PY, src] + args
         envs["preload only"] = dict(env, LD_PRELOAD=a.preload, GNNPROF_OUTPUT=os.path.join(tmp, "pre.json"),
                                     GNNPROF_QUIET="1")
+    if a.against:  # another build's gnnprof, lines auto: before/after a change, in the same rounds
+        cmds["gnnprof (lines auto), against"] = [a.against, "run", "-o", os.path.join(tmp, "a.json"), "--", PY, src] + args
+        envs["gnnprof (lines auto), against"] = env
     if a.control:  # a second plain mode: its ratio to plain is these rounds' noise floor
         cmds["plain (A/A)"] = [PY, src] + args
         envs["plain (A/A)"] = env
@@ -221,6 +225,7 @@ def main():
     ap.add_argument("--steady-heap", action="store_true",
                     help="sample: run every mode with glibc's heap trim off and a fixed mmap threshold (%s), so that "
                          "no mode's loop pays for a heap trimmed before it" % STEADY_HEAP)
+    ap.add_argument("--against", help="sample: also this other build's gnnprof CLI, lines auto (before/after)")
     ap.add_argument("--control", action="store_true", help="sample: also a second plain mode (A/A), the noise floor")
     a = ap.parse_args()
     a.rounds = a.rounds or {"cost": 10, "sample": 20, "accuracy": 5, "hook": 10}[a.what]
