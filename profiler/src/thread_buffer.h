@@ -33,10 +33,10 @@ struct OpenRange {
   bool is_line;
 };
 
-/// Unmaps a ring made by ThreadBuffer's constructor.
 /// How much of a new ring is faulted in when the ring is made (the rest on first write).
 inline constexpr std::size_t kRingPopulateBytes = 256 * 1024;
 
+/// Unmaps a ring made by ThreadBuffer's constructor.
 struct RingUnmap {
   std::size_t bytes = 0;
   void operator()(RawEvent* p) const noexcept;

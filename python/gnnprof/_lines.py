@@ -228,10 +228,11 @@ def _span(node):
     decorators = getattr(node, "decorator_list", None)
     if decorators:
         start = min([start] + [d.lineno for d in decorators])
-    body = getattr(node, "body", None) or getattr(node, "cases", None)
+    body = getattr(node, "body", None) or getattr(node, "cases", None)  # a match: its header alone
     if isinstance(body, list) and body and isinstance(body[0], ast.AST):
-        inner = getattr(body[0], "lineno", None) or body[0].pattern.lineno
-        return start, node.lineno, max(node.lineno, inner - 1)
+        inner = getattr(body[0], "lineno", None) or getattr(getattr(body[0], "pattern", None), "lineno", None)
+        if inner is not None:
+            return start, node.lineno, max(node.lineno, inner - 1)
     return start, node.lineno, node.end_lineno or node.lineno
 
 
@@ -239,6 +240,8 @@ _NESTED = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
 def _statements(tree):
+    """Statements (and except/case clauses), each before the ones nested in it: an inner
+    statement overrides the lines its parent claimed. Expressions are not visited."""
     stack = list(reversed(tree.body))
     while stack:
         node = stack.pop()
@@ -276,8 +279,9 @@ def _ast_map(lines, filename):
 def _function_map(filename, lines, first, last):
     """The maps of one function's lines first..last (its def, or first decorator, to its last
     line of code), scanned from there to the end of the statement on line `last`: a training
-    loop's function costs a fraction of its whole file."""
-    if not 0 < first <= len(lines):
+    loop's function costs a fraction of its whole file. None where line `first` starts no def
+    or class (a comprehension's or lambda's code starts inside a statement): its file then."""
+    if not 0 < first <= len(lines) or not lines[first - 1].lstrip().startswith(("def ", "async def ", "@", "class ")):
         return None
     m = _scan_map(lines[first - 1:], first - 1, last - first + 1)
     return None if m is None else (m[0], m[1], lines)
