@@ -12,6 +12,7 @@ import importlib.util
 import linecache
 import os
 import statistics
+import sys
 import time
 import types
 
@@ -20,6 +21,8 @@ root = os.path.dirname(here)
 spec = importlib.util.spec_from_file_location("_lines", os.path.join(root, "python/gnnprof/_lines.py"))
 _lines = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(_lines)  # the module alone: no package import, no session
+sys.path.insert(0, here)
+from python_lines import interleave  # noqa: E402  (rounds alternating the order of the modes)
 
 
 def main():
@@ -44,12 +47,14 @@ def main():
     }
     print(f"{'input':44} {'scan (median)':>14} {'ast (median)':>14} {'ast / scan':>11}")
     for name, (scan, ref) in cases.items():
-        t = {"scan": [], "ast": []}
-        for r in range(a.rounds):
-            for m, f in ((("scan", scan), ("ast", ref)) if r % 2 == 0 else (("ast", ref), ("scan", scan))):
-                t0 = time.perf_counter()
-                f()
-                t[m].append(time.perf_counter() - t0)
+        fns = {"scan": scan, "ast": ref}
+
+        def one(m, r):
+            t0 = time.perf_counter()
+            fns[m]()
+            return time.perf_counter() - t0
+
+        t = interleave(list(fns), a.rounds, one)
         s, x = statistics.median(t["scan"]), statistics.median(t["ast"])
         print(f"{name:44} {s * 1e3:11.2f} ms {x * 1e3:11.2f} ms {x / s:10.1f}x")
 
