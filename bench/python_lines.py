@@ -4,6 +4,7 @@ interleaved (order alternating per round); figures go to docs/performance.md.
 
     bench/python_lines.py --gnnprof build/cli/gnnprof cost      [--rounds 10] [--n 1000000]
     bench/python_lines.py --gnnprof build/cli/gnnprof sample    [--rounds 20] [--steps 40] [--pin] [--steady-heap]
+                                                                [--control] [--no-anchors]
                                                                 [--against OTHER/cli/gnnprof]
     bench/python_lines.py --gnnprof build/cli/gnnprof accuracy  [--rounds 5]
     bench/python_lines.py --gnnprof build/cli/gnnprof hook      [--rounds 10] [--n 2000000]
@@ -144,6 +145,8 @@ def sample(a, tmp):
         + args,
         "kernprof -l": [PY, "-m", "kernprof", "-l", "-o", os.path.join(tmp, "s.lprof"), kern] + args,
     }
+    if a.no_anchors:  # plain and gnnprof only: more rounds in the same time
+        del cmds["gnnprof --lines none"], cmds["kernprof -l"]
     envs = {m: env for m in cmds}
     if a.preload:  # the injected library alone, without the Python package (no PYTHONPATH)
         cmds["preload only"] = [PY, src] + args
@@ -227,6 +230,8 @@ def main():
                          "no mode's loop pays for a heap trimmed before it" % STEADY_HEAP)
     ap.add_argument("--against", help="sample: also this other build's gnnprof CLI, lines auto (before/after)")
     ap.add_argument("--control", action="store_true", help="sample: also a second plain mode (A/A), the noise floor")
+    ap.add_argument("--no-anchors", action="store_true",
+                    help="sample: leave out the kernprof and --lines none modes (more rounds in the same time)")
     a = ap.parse_args()
     a.rounds = a.rounds or {"cost": 10, "sample": 20, "accuracy": 5, "hook": 10}[a.what]
     if a.what == "hook" and a.n == 1000000:

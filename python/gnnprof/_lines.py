@@ -17,7 +17,6 @@ import os
 import re
 import site
 import sys
-import sysconfig
 
 _IDENT = re.compile(r"^(<module>|[A-Za-z_][A-Za-z0-9_.<>]*)$")
 
@@ -92,11 +91,10 @@ class Decider:
 def library_prefixes(extra=()):
     """Path prefixes of code that is not the user's: the standard library, site-packages
     (torch among them) and gnnprof itself."""
-    out = set()
-    paths = sysconfig.get_paths()
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        if paths.get(key):
-            out.add(paths[key])
+    out = {os.path.dirname(os.__file__)}  # the standard library (sysconfig would say the same, at 60 KiB)
+    version = "python%d.%d" % sys.version_info[:2]
+    for prefix in {sys.base_prefix, sys.base_exec_prefix}:  # platstdlib, e.g. lib64/ on some distributions
+        out.add(os.path.join(prefix, getattr(sys, "platlibdir", "lib"), version))
     try:
         out.update(site.getsitepackages())
     except AttributeError:  # virtualenvs of old

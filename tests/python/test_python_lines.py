@@ -238,6 +238,21 @@ def test_a_functions_statement_map_from_its_own_source_equals_the_whole_files(tm
     _lines._spans.clear()
 
 
+def test_library_prefixes_cover_sysconfigs_paths_without_importing_it():
+    """What auto selection skips: the standard library and site-packages, as sysconfig names
+    them, found without importing sysconfig (60 KiB in the host's heap before its loop)."""
+    code = ("import sys; from gnnprof import _lines; p = _lines.library_prefixes(); "
+            "print('sysconfig' in sys.modules); import sysconfig, json; "
+            "print(json.dumps([p, [sysconfig.get_paths()[k] for k in ('stdlib', 'platstdlib', 'purelib', 'platlib')]]))")
+    env = dict(os.environ, PYTHONPATH=PYDIR, GNNPROF_ENABLED="0")
+    out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=env, check=True).stdout.split("\n")
+    assert out[0] == "False"
+    prefixes, paths = json.loads(out[1])
+    for path in paths:
+        assert any((path.rstrip("/") + "/").startswith(p) for p in prefixes), (path, prefixes)
+    assert any(p.endswith("/gnnprof/") for p in prefixes)
+
+
 def test_generator_yields_are_hits_and_resumes_are_not(shapes):
     _, p = shapes
     path = script("shapes.py")
