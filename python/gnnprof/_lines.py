@@ -91,7 +91,11 @@ class Decider:
 def library_prefixes(extra=()):
     """Path prefixes of code that is not the user's: the standard library, site-packages
     (torch among them) and gnnprof itself."""
-    out = {os.path.dirname(os.__file__)}  # the standard library (sysconfig would say the same, at 60 KiB)
+    stdlib = getattr(os, "__file__", None)  # frozen without a path in some embeddings: ask sysconfig
+    if stdlib is None:
+        import sysconfig
+        stdlib = sysconfig.get_paths()["stdlib"] + "/os.py"
+    out = {os.path.dirname(stdlib)}  # the standard library (sysconfig says the same, at 60 KiB of heap)
     version = "python%d.%d" % sys.version_info[:2]
     for prefix in {sys.base_prefix, sys.base_exec_prefix}:  # platstdlib, e.g. lib64/ on some distributions
         out.add(os.path.join(prefix, getattr(sys, "platlibdir", "lib"), version))
