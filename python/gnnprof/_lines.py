@@ -91,11 +91,13 @@ class Decider:
 def library_prefixes(extra=()):
     """Path prefixes of code that is not the user's: the standard library, site-packages
     (torch among them) and gnnprof itself."""
-    stdlib = getattr(os, "__file__", None)  # frozen without a path in some embeddings: ask sysconfig
-    if stdlib is None:
+    # The standard library: where os came from (sysconfig says the same, at 60 KiB of the host's
+    # heap); sysconfig only where os is frozen without a path, as some embeddings do.
+    if getattr(os, "__file__", None):
+        out = {os.path.dirname(os.__file__)}
+    else:
         import sysconfig
-        stdlib = sysconfig.get_paths()["stdlib"] + "/os.py"
-    out = {os.path.dirname(stdlib)}  # the standard library (sysconfig says the same, at 60 KiB of heap)
+        out = {sysconfig.get_paths()["stdlib"]}
     version = "python%d.%d" % sys.version_info[:2]
     for prefix in {sys.base_prefix, sys.base_exec_prefix}:  # platstdlib, e.g. lib64/ on some distributions
         out.add(os.path.join(prefix, getattr(sys, "platlibdir", "lib"), version))
