@@ -57,14 +57,26 @@ bool g_nested = false;  // record the ops nested in top-level ops too (GNNPROF_T
 // a copy between devices, a record_function scope, a closure's forward or backward: never
 // folded. Nor once the process has copied between devices or run a collective elsewhere, nor
 // while CUPTI correlates launches (kernels are attributed to the ops that launched them).
+// A folded scope is watched again at its 4th, 8th, 16th and 32nd folded call and every 64th
+// after (in iterations whose ops are observed): a step that starts running a collective later
+// (an averaging optimizer past its warm-up) is unfolded for good at the next of those.
 bool g_fold_optimizer = true;  // GNNPROF_TORCH_FOLD_OPTIMIZER
 std::atomic<bool> g_devices_seen{false};
 enum : std::uint8_t { kFoldUnknown = 0, kFoldYes = 1, kFoldNo = 2 };
 std::atomic<std::uint8_t> g_fold_state[2] = {kFoldUnknown, kFoldUnknown};  // step, zero_grad
+std::atomic<std::uint64_t> g_fold_calls[2] = {0, 0};  // calls of a folded scope (observed iterations)
+std::atomic<std::uint64_t> g_scope_calls[2] = {0, 0};  // every call of the scope, for the note
 std::once_flag g_fold_noted;
+constexpr std::uint64_t kRewatchEvery = 64;
 
 int fold_slot(OpKind kind) noexcept {
   return kind == OpKind::kOptimizerStep ? 0 : kind == OpKind::kOptimizerZero ? 1 : -1;
+}
+
+/// Whether this call of a folded scope is watched again instead (see above).
+bool rewatch_due(int slot) noexcept {
+  const std::uint64_t c = g_fold_calls[slot].fetch_add(1, std::memory_order_relaxed) + 1;
+  return c < kRewatchEvery ? c >= 4 && (c & (c - 1)) == 0 : c % kRewatchEvery == 0;
 }
 
 bool fold_allowed() noexcept {
@@ -78,6 +90,18 @@ void note_folding() {
                            "the optimizer's own ops are folded into its stage (its first step ran only plain CPU ops); "
                            "GNNPROF_TORCH_FOLD_OPTIMIZER=0 observes them");
   });
+}
+
+/// A re-watched call of a folded scope ran something folding would hide: observed from now on.
+void note_unfolded(int slot) {
+  char why[320];
+  std::snprintf(why, sizeof(why),
+                "the optimizer's own ops were folded into its stage until its %s call %llu, which ran a collective, a "
+                "device tensor or autograd ops when watched again; observed from then on (folded calls before it "
+                "may have hidden such ops)",
+                slot == 0 ? "step" : "zero_grad",
+                static_cast<unsigned long long>(g_scope_calls[slot].load(std::memory_order_relaxed)));
+  gnnprof_note_collector("torch-optimizer-ops", 1, why);
 }
 
 bool any_requires_grad(c10::ArrayRef<const c10::IValue> inputs);
@@ -103,7 +127,7 @@ bool foldable_op(const at::RecordFunction& fn, const OpInfo& op) {
 at::CallbackHandle g_ops_handle = 0;
 std::atomic<std::uint64_t> g_ops{0};  // FUNCTION-scope starts observed since the last mark
 OpSampler* g_sampler = nullptr;       // leaked on purpose (see the file comment)
-bool g_ops_enabled = true;
+std::atomic<bool> g_ops_enabled{true};  // written at the loop thread's marks only
 std::int64_t g_last_mark = 0;
 int g_noted_period = -1;
 
@@ -123,10 +147,10 @@ void mark_iteration() {
   const std::int64_t now = mono_ns();
   const bool observe = g_sampler->on_mark(g_last_mark == 0, now - g_last_mark, g_ops.exchange(0, std::memory_order_relaxed));
   g_last_mark = now;
-  if (observe != g_ops_enabled) {
+  if (observe != g_ops_enabled.load(std::memory_order_relaxed)) {
     if (observe) at::reenableCallback(g_ops_handle);
     else at::disableCallback(g_ops_handle);
-    g_ops_enabled = observe;
+    g_ops_enabled.store(observe, std::memory_order_relaxed);
   }
   gnnprof_step_flags(observe ? 0u : GNNPROF_STEP_OPS_UNOBSERVED);
   if (g_sampler->period() != g_noted_period) note_sampling();
@@ -446,12 +470,17 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     ts->classifier.on_start(op);
     ts->handles.push_back(fn.handle());
     bool fold = false;
-    if (const int slot = top ? fold_slot(kind) : -1; slot >= 0 && fold_allowed()) {
+    const int slot = top ? fold_slot(kind) : -1;
+    if (slot >= 0) g_scope_calls[slot].fetch_add(1, std::memory_order_relaxed);
+    if (slot >= 0 && fold_allowed()) {
       const std::uint8_t st = g_fold_state[slot].load(std::memory_order_relaxed);
-      if (st == kFoldYes) {
+      // In an unobserved iteration a watch would see no op: only observed ones are counted.
+      const bool rewatch = st == kFoldYes && ts->watch_slot < 0 && g_ops_enabled.load(std::memory_order_relaxed) &&
+                           rewatch_due(slot);
+      if (st == kFoldYes && !rewatch) {
         fold = true;
         note_folding();
-      } else if (st == kFoldUnknown && ts->watch_slot < 0) {
+      } else if ((st == kFoldUnknown || rewatch) && ts->watch_slot < 0) {
         ts->watch_slot = slot;
         ts->watch_frame = ts->handles.size();
         ts->watch_foldable = true;
@@ -505,7 +534,8 @@ void pop_frame(ThreadState* ts, bool last) {
   if (ts->watch_slot >= 0 && ts->handles.size() == ts->watch_frame) {
     std::uint8_t unknown = kFoldUnknown;
     const bool yes = ts->watch_foldable && !g_devices_seen.load(std::memory_order_relaxed);
-    g_fold_state[ts->watch_slot].compare_exchange_strong(unknown, yes ? kFoldYes : kFoldNo);
+    if (yes) g_fold_state[ts->watch_slot].compare_exchange_strong(unknown, kFoldYes);
+    else if (g_fold_state[ts->watch_slot].exchange(kFoldNo) == kFoldYes) note_unfolded(ts->watch_slot);
     ts->watch_slot = -1;
   }
   if (!ts->undo.empty()) {

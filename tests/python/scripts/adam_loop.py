@@ -2,7 +2,9 @@
 about ten per parameter). --collective before: one all_reduce in a one-rank gloo group before
 training, as a DDP script's constructor does; --collective in-step: the optimizer's step
 all-reduces the gradients itself each step, as a sharded or averaging optimizer does;
---closure: LBFGS, whose step runs the closure's forward and backward."""
+--collective late: the same from step --late-from on (an averaging optimizer past its warm-up),
+in a process that ran no collective before; --closure: LBFGS, whose step runs the closure's
+forward and backward."""
 import argparse
 import os
 import shutil
@@ -12,9 +14,12 @@ import torch
 
 
 class AllReduceAdam(torch.optim.Adam):
+    from_step = 0
+
     def step(self, closure=None):
         import torch.distributed as dist
-        for g in self.param_groups:
+        self.calls = getattr(self, "calls", 0) + 1
+        for g in self.param_groups if self.calls > self.from_step else []:
             for p in g["params"]:
                 if p.grad is not None:
                     dist.all_reduce(p.grad)
@@ -24,7 +29,8 @@ class AllReduceAdam(torch.optim.Adam):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=6)
-    p.add_argument("--collective", choices=["none", "before", "in-step"], default="none")
+    p.add_argument("--collective", choices=["none", "before", "in-step", "late"], default="none")
+    p.add_argument("--late-from", type=int, default=3, help="--collective late: the first step (0-based) that all-reduces")
     p.add_argument("--closure", action="store_true")
     a = p.parse_args()
     rendezvous = None
@@ -39,8 +45,9 @@ def main():
     x, y = torch.randn(64, 16), torch.randint(0, 2, (64,))
     if a.closure:
         opt = torch.optim.LBFGS(model.parameters(), lr=0.1, max_iter=2)
-    elif a.collective == "in-step":
+    elif a.collective in ("in-step", "late"):
         opt = AllReduceAdam(model.parameters(), lr=1e-3, foreach=False)
+        opt.from_step = a.late_from if a.collective == "late" else 0
     else:
         opt = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=False)
 
