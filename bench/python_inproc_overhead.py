@@ -14,24 +14,6 @@ here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(here)
 
 
-def blocks_ratio(step, steps, rounds, enable):
-    ratios, base = [], []
-    for _ in range(rounds):
-        enable(False)
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            step()
-        off = time.perf_counter() - t0
-        enable(True)
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            step()
-        on = time.perf_counter() - t0
-        ratios.append(on / off)
-        base.append(off / steps)
-    return statistics.median(ratios), statistics.median(base), ratios
-
-
 def interleaved_blocks(order, rounds, block):
     """Per-step times of each mode: block(mode) runs one block and returns its time per step;
     modes in `order`, reversed every other round."""
@@ -116,12 +98,18 @@ def measure(rounds):
         for _ in range(5):
             step()
         steps = max(3, int(block_s / ((time.perf_counter() - t0) / 5)))
-        med, base, r = blocks_ratio(step, steps, rounds, enable)
-        r = sorted(r)
-        print(f"{name}: {rounds} rounds x {steps} steps per mode; plain {1e3 * base:.3f} ms/step; "
-              f"observer on: median ratio {med:.3f} (+{100 * (med - 1):.1f} %, "
-              f"+{1e6 * base * (med - 1):.0f} us/step), p25..p75 {r[len(r) // 4]:.3f}..{r[3 * len(r) // 4]:.3f}")
-
+        def block(mode):
+            enable(mode == "observer on")
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                step()
+            return (time.perf_counter() - t0) / steps
+        order = ["plain", "observer on"]
+        times = interleaved_blocks(order, rounds, block)
+        enable(True)
+        print(f"{name}: {rounds} rounds x {steps} steps per mode, order alternating; "
+              f"plain {1e3 * statistics.median(times['plain']):.3f} ms/step")
+        print_ratios(times, order, 11)
 
 def main():
     ap = argparse.ArgumentParser()
