@@ -59,9 +59,13 @@ void OpSampler::record(bool observed, std::int64_t wall_ns, std::uint64_t ops) {
   }
   if (observed) keep(on_walls_, wall_ns, iterations_);
   else keep(off_walls_, wall_ns, iterations_);
-  if (state_ == State::kCalibrate) {
-    if (!observed) pair_off_ = wall_ns;
-    else if (pair_off_ > 0) pair_ratios_.push_back(static_cast<double>(wall_ns) / static_cast<double>(pair_off_));
+  if (state_ == State::kCalibrate || state_ == State::kVerify) {
+    if (!observed) {
+      pair_off_ = wall_ns;
+    } else if (pair_off_ > 0) {
+      pair_ratios_.push_back(static_cast<double>(wall_ns) / static_cast<double>(pair_off_));
+      pair_off_ = 0;
+    }
   }
 }
 
@@ -98,6 +102,22 @@ void OpSampler::decide_after_calibration() {
   // warming up, the machine's load) hits both of a pair alike.
   calibrated_cost_ = pair_ratios_.empty() ? measured_cost() : upper_median(pair_ratios_) - 1;
   period_ = period_for(calibrated_cost_);
+  if (period_ == 1 && pair_ratios_.size() < static_cast<std::size_t>(opt_.verify_pairs) && opt_.verify_every > 1) {
+    state_ = State::kVerify;
+    next_check_ = pair_ratios_.size() + static_cast<std::size_t>(std::max(1, opt_.calibration_pairs));
+  }
+}
+
+void OpSampler::verify(std::uint64_t k) {
+  if (pair_ratios_.size() < next_check_) return;
+  calibrated_cost_ = upper_median(pair_ratios_) - 1;
+  period_ = period_for(calibrated_cost_);
+  if (period_ > 1 || pair_ratios_.size() >= static_cast<std::size_t>(opt_.verify_pairs)) {
+    state_ = State::kDecided;
+    decided_at_ = k;
+    return;
+  }
+  next_check_ += static_cast<std::size_t>(std::max(1, opt_.calibration_pairs));
 }
 
 bool OpSampler::on_mark(bool first, std::int64_t wall_ns, std::uint64_t ops) {
@@ -125,6 +145,13 @@ bool OpSampler::on_mark(bool first, std::int64_t wall_ns, std::uint64_t ops) {
     const std::uint64_t j = k - decided_at_;
     if (j < 2 * static_cast<std::uint64_t>(std::max(1, opt_.calibration_pairs))) return observing_ = (j % 2 == 1);
     decide_after_calibration();
+  }
+  if (state_ == State::kVerify) {
+    verify(k);
+    if (state_ == State::kVerify) {
+      const auto every = static_cast<std::uint64_t>(opt_.verify_every);
+      return observing_ = (k - decided_at_) % every != every - 1;
+    }
   }
   // While sampling, both kinds of iterations keep being timed: the period follows the cost as
   // measured over the run so far (a few calibration pairs are noisy). It stays at least 2 once
@@ -169,9 +196,9 @@ std::string OpSampler::describe() const {
                   k, n, measured);
   } else if (period_ == 1) {
     std::snprintf(buf, sizeof(buf),
-                  "ops observed in %llu of %llu iterations: all but %d calibration ones (observing every op measured "
+                  "ops observed in %llu of %llu iterations: all but %llu calibration ones (observing every op measured "
                   "%+.1f %% per iteration on %zu pairs, within %.0f %%)",
-                  k, n, std::max(1, opt_.calibration_pairs), 100 * calibrated_cost_, pair_ratios_.size(), 100 * opt_.budget);
+                  k, n, n - k, 100 * calibrated_cost_, pair_ratios_.size(), 100 * opt_.budget);
   } else {
     std::snprintf(buf, sizeof(buf),
                   "ops observed in %llu of %llu iterations, one in %d: observing every op costs more than %.0f %% per "

@@ -16,9 +16,12 @@
 //      nothing more is measured: no iteration loses its detail;
 //   3. calibration: otherwise `calibration_pairs` pairs of iterations alternate unobserved /
 //      observed, and the cost is measured: the median over pairs of observed / unobserved - 1;
-//   4. if that cost is at most `budget`, every iteration is observed; otherwise one iteration
-//      in `period` = ceil(cost / target) (2..max_period), so the cost spread over the run is
-//      about `target`.
+//   4. if that cost is at most `budget`, every iteration is observed, except that until
+//      `verify_pairs` pairs are measured one iteration in `verify_every` stays unobserved and
+//      pairs with the next: every `calibration_pairs` new pairs the cost is taken again over
+//      all of them, and over `budget` switches to sampling (8 pairs on a loaded machine can
+//      pass a +40 % observer for free). Otherwise one iteration in `period` =
+//      ceil(cost / target) (2..max_period), so the cost spread over the run is about `target`.
 // While sampling, observed and unobserved iterations keep being timed: every 64 iterations the
 // period is recomputed from the cost measured so far, and the cost reported at the end is
 // measured over the whole run (the last 1024 iterations of each kind).
@@ -38,6 +41,8 @@ struct SamplerOptions {
   double op_cost_ns = 1000;      // assumed cost of observing one op (density check)
   double density_limit = 0.02;   // below: observe every iteration without calibrating
   int calibration_pairs = 8;     // unobserved/observed pairs measured
+  int verify_every = 16;         // within budget: one iteration in this many unobserved...
+  int verify_pairs = 32;         // ...until this many pairs are measured in all
   double budget = 0.05;          // measured cost at most this: observe every iteration
   double target = 0.02;          // cost aimed at when sampling
   int max_period = 64;
@@ -66,10 +71,12 @@ class OpSampler {
   std::string describe() const;
 
  private:
-  enum class State : std::uint8_t { kWarmup, kCalibrate, kDecided };
+  enum class State : std::uint8_t { kWarmup, kCalibrate, kVerify, kDecided };
   void record(bool observed, std::int64_t wall_ns, std::uint64_t ops);
   bool decide_after_warmup();
   void decide_after_calibration();
+  /// kVerify, at the iteration `k` that begins now: takes the cost again when due.
+  void verify(std::uint64_t k);
   int period_for(double cost) const;
 
   SamplerOptions opt_;
@@ -83,6 +90,7 @@ class OpSampler {
   std::vector<double> densities_;
   std::vector<double> pair_ratios_;  // calibration: observed wall / the unobserved one before
   std::int64_t pair_off_ = 0;
+  std::size_t next_check_ = 0;  // kVerify: pairs at which the cost is taken again
   double calibrated_cost_ = -1;
 };
 

@@ -61,15 +61,47 @@ TEST(OpSampler, TinyOpsAreSampledAtAPeriodFromTheMeasuredCost) {
   EXPECT_NE(d.find("+35.0 %"), std::string::npos) << d;
 }
 
-// Dense ops whose measured cost is within the budget: back to every iteration after calibrating.
+// Dense ops whose measured cost is within the budget: back to every iteration after calibrating,
+// but for one in 16 that keeps measuring until 32 pairs are in; then every iteration.
 TEST(OpSampler, ACheapObserverMeasuredWithinBudgetObservesAll) {
-  gi::OpSampler s({});
+  const gi::SamplerOptions o;
+  gi::OpSampler s(o);
   const auto seen = run(s, 60, 204'000, 200'000, 100);  // density 0.5 us*100/204us: calibrates
   EXPECT_EQ(s.period(), 1);
-  const int pairs = gi::SamplerOptions{}.calibration_pairs;
-  EXPECT_EQ(count(seen), 60 - pairs);  // the unobserved calibration iterations
-  EXPECT_NE(s.describe().find("all but " + std::to_string(pairs) + " calibration"), std::string::npos) << s.describe();
+  const int w = o.warmup, c = 2 * o.calibration_pairs;
+  // The calibration's unobserved iterations, then the verification's at 15 and 31 after it.
+  EXPECT_EQ(count(seen), 60 - o.calibration_pairs - 2);
+  EXPECT_FALSE(seen[w + c + o.verify_every - 1]);
+  EXPECT_TRUE(seen[w + c + o.verify_every]);
+  EXPECT_NE(s.describe().find("all but " + std::to_string(o.calibration_pairs + 2) + " calibration"), std::string::npos)
+      << s.describe();
   EXPECT_NE(s.describe().find("+2.0 %"), std::string::npos) << s.describe();
+
+  gi::OpSampler t(o);
+  const auto all = run(t, 1000, 204'000, 200'000, 100);
+  EXPECT_EQ(t.period(), 1);
+  EXPECT_EQ(count(all), 1000 - o.verify_pairs);  // no unobserved iteration once 32 pairs are in
+  const int last = w + c + o.verify_every * (o.verify_pairs - o.calibration_pairs);
+  for (int i = last; i < 1000; ++i) ASSERT_TRUE(all[i]) << i;
+  EXPECT_NE(t.describe().find("on 32 pairs"), std::string::npos) << t.describe();
+}
+
+// Calibration on a loaded machine passed a +35 % observer for +2 %: the verification pairs
+// take the cost again every 8 pairs and switch to sampling.
+TEST(OpSampler, VerificationCatchesACalibrationThatMeasuredTooLittle) {
+  const gi::SamplerOptions o;
+  gi::OpSampler s(o);
+  std::vector<bool> seen;
+  bool obs = s.on_mark(true, 0, 0);
+  for (int i = 0; i < 400; ++i) {
+    seen.push_back(obs);
+    const std::int64_t on = i < 21 ? 204'000 : 270'000;
+    obs = s.on_mark(false, obs ? on : 200'000, obs ? 100 : 0);
+    if (i == 100) EXPECT_EQ(s.period(), 1) << "verifying: 8 + 5 pairs";
+  }
+  EXPECT_EQ(s.period(), 18);  // ceil(0.35 / 0.02), from the pairs' upper median
+  EXPECT_LT(count(seen), 200);
+  EXPECT_NE(s.describe().find("one in 18"), std::string::npos) << s.describe();
 }
 
 TEST(OpSampler, EnvironmentChoosesAllOrAFixedPeriod) {
