@@ -24,6 +24,8 @@ OpKind classify_name(std::string_view name, Scope scope) noexcept {
   if (name == "aten::index_select" || name == "aten::embedding" || name == "aten::index") return OpKind::kGather;
   if (name == "aten::copy_") return OpKind::kCopy;
   if (name == "aten::_pin_memory") return OpKind::kPinMemory;
+  if (name == "aten::item" || name == "aten::_local_scalar_dense" || name == "aten::is_nonzero" || name == "aten::equal")
+    return OpKind::kReadback;
   if (starts_with(name, "c10d::") || starts_with(name, "gloo:") || starts_with(name, "nccl:") || starts_with(name, "mpi:"))
     return OpKind::kComm;
   return OpKind::kPlain;
@@ -37,7 +39,8 @@ bool may_mute_nested(OpKind kind, std::string_view name) noexcept {
                name == "aten::cpu");
     case OpKind::kGather:
     case OpKind::kCopy:
-    case OpKind::kPinMemory: return true;
+    case OpKind::kPinMemory:
+    case OpKind::kReadback: return true;
     case OpKind::kComm: return false;  // the backend's work (gloo:all_reduce ...) starts inside it
     default: return false;
   }
@@ -53,6 +56,7 @@ const char* OpClassifier::phase_name(Phase p) noexcept {
     case Phase::kForwardNoGrad: return "forward (no grad)";
     case Phase::kBackward: return "backward";
     case Phase::kOther: return "ops (no grad)";
+    case Phase::kSync: return "sync";
     case Phase::kNone: break;
   }
   return "";
@@ -62,9 +66,10 @@ OpClassifier::Phase OpClassifier::phase_for(const OpInfo& op, const Level& level
   Phase p = !op.any_input_requires_grad ? Phase::kOther : (op.grad_enabled ? Phase::kForward : Phase::kForwardNoGrad);
   // Inside a forward (or backward) phase, helper ops on tensors that need no grad
   // (torch.zeros, bincount, x[idx] of the input features, ...) belong to that phase; only a
-  // new phase, a scope, a materializing gather, a copy or the iteration's end ends it.
+  // new phase, a scope, a materializing gather, a copy or the iteration's end ends it. A
+  // readback's sync does not carry on: what follows it is not waiting.
   const Phase cur = current_phase(level);
-  if (p == Phase::kOther && cur != Phase::kNone && cur != Phase::kOther) p = cur;
+  if (p == Phase::kOther && cur != Phase::kNone && cur != Phase::kOther && cur != Phase::kSync) p = cur;
   return p;
 }
 
@@ -92,10 +97,17 @@ void OpClassifier::open_phase(Level& l, Phase p) {
   }
   if (l.phase_open && l.phase == p) return;
   close_phase(l);
-  const char* cat = p == Phase::kBackward || p == Phase::kForward || p == Phase::kForwardNoGrad ? "compute" : "data";
+  const char* cat = p == Phase::kBackward || p == Phase::kForward || p == Phase::kForwardNoGrad ? "compute"
+                    : p == Phase::kSync                                                        ? "sync"
+                                                                                               : "data";
   sink_.begin(phase_name(p), cat);
   l.phase = p;
   l.phase_open = true;
+}
+
+void OpClassifier::open_op_phase(Level& l, Phase p, Frame& f) {
+  f.opened_forward = p == Phase::kForward && !(l.phase_open && l.phase == p) && l.pinned == Phase::kNone;
+  open_phase(l, p);
 }
 
 void OpClassifier::close_wait() {
@@ -171,7 +183,7 @@ void OpClassifier::on_start(const OpInfo& op) {
         f.ends = 1;
         in_gather_ = f.clears_gather = true;
       } else if (op_depth_ == 0) {
-        open_phase(level, phase_for(op, level));
+        open_op_phase(level, phase_for(op, level), f);
       }
       break;
     }
@@ -200,12 +212,19 @@ void OpClassifier::on_start(const OpInfo& op) {
         f.ends = 1;
         in_copy_ = f.clears_copy = true;
       } else if (op_depth_ == 0) {
-        open_phase(level, phase_for(op, level));
+        open_op_phase(level, phase_for(op, level), f);
       }
       break;
     case OpKind::kBackwardOp:
       f.is_op = true;
       if (op_depth_ == 0) open_phase(level, Phase::kBackward);
+      break;
+    case OpKind::kReadback:
+      // loss.item(), bool(t): the host waits for the value, and on a device for the work queued
+      // before it. Its own phase "sync" (category sync: the host-sync rule, the line table's
+      // wait column), also inside a user scope; ops after it do not join it.
+      f.is_op = true;
+      if (op_depth_ == 0) open_phase(level, Phase::kSync);
       break;
     case OpKind::kPlain:
       f.is_op = true;
@@ -218,7 +237,7 @@ void OpClassifier::on_start(const OpInfo& op) {
           sink_.step();
           iteration_open_ = true;
         }
-        open_phase(level, p);
+        open_op_phase(level, p, f);
       }
       break;
   }
@@ -232,7 +251,7 @@ void OpClassifier::on_start(const OpInfo& op) {
   frames_.push_back(f);
 }
 
-void OpClassifier::on_end(bool comm_in_flight) {
+void OpClassifier::on_end(bool comm_in_flight, bool built_graph) {
   if (frames_.empty()) return;  // unbalanced: a start before the observer was installed
   Frame f = frames_.back();
   frames_.pop_back();
@@ -243,6 +262,7 @@ void OpClassifier::on_end(bool comm_in_flight) {
   }
   for (int i = 0; i < f.ends; ++i) sink_.end();
   if (f.is_op && op_depth_ == 0 && !opt_.phases_span_gaps) close_phase(levels_.back());
+  if (f.opened_forward && !built_graph && op_depth_ == 0) close_phase(levels_.back());
   if (f.clears_gather) in_gather_ = false;
   if (f.clears_copy) in_copy_ = false;
   if (f.clears_comm) in_comm_ = false;

@@ -30,6 +30,7 @@ enum class OpKind : std::uint8_t {
   kProfilerStep,   // user scope ProfilerStep#N
   kUserScope,      // record_function("name")
   kComm,           // c10d / gloo / nccl collectives (allreduce, broadcast, ...)
+  kReadback,       // aten::item / _local_scalar_dense / is_nonzero / equal: a value to the host
 };
 
 OpKind classify_name(std::string_view name, Scope scope) noexcept;
@@ -119,16 +120,23 @@ class OpClassifier {
   /// for it or running Python until its next op: a stage "comm wait" (category comm) spans
   /// that gap, closed by the next start. That is the communication time exposed on the
   /// critical path.
+  /// `built_graph`: whether the op recorded anything for autograd (the thread's sequence
+  /// number moved while it ran). A forward phase that a top-level op opened without doing so
+  /// (out.argmax(1) after the optimizer step) closes when it ends, so that the next batch's
+  /// helper ops are not taken for forward.
   void on_start(const OpInfo& op);
-  void on_end(bool comm_in_flight = false);
+  void on_end(bool comm_in_flight = false, bool built_graph = true);
 
   /// Closes whatever is open (thread or session end).
   void close_all();
 
   int op_depth() const noexcept { return op_depth_; }
+  /// Whether the frame the next on_end closes is a top-level op that opened a forward phase
+  /// (the caller then tells on_end whether it built graph).
+  bool ending_opens_forward() const noexcept { return !frames_.empty() && frames_.back().opened_forward; }
 
  private:
-  enum class Phase : std::uint8_t { kNone, kForward, kForwardNoGrad, kBackward, kOther };
+  enum class Phase : std::uint8_t { kNone, kForward, kForwardNoGrad, kBackward, kOther, kSync };
   struct Level {
     Phase phase = Phase::kNone;
     bool phase_open = false;
@@ -143,12 +151,15 @@ class OpClassifier {
     bool clears_copy = false;
     bool clears_comm = false;
     bool steps_after = false;
+    bool opened_forward = false;  // a top-level op that opened a forward phase
   };
   static Phase phase_for(const OpInfo& op, const Level& level) noexcept;
   void close_phase(Level& l);
   void suspend_phase(Level& l);
   static Phase current_phase(const Level& l) noexcept { return l.phase_open ? l.phase : l.suspended; }
   void open_phase(Level& l, Phase p);
+  /// open_phase for a top-level op's phase, noting in `f` whether it opened a forward.
+  void open_op_phase(Level& l, Phase p, Frame& f);
   static const char* phase_name(Phase p) noexcept;
   void close_wait();
 

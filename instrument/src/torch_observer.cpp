@@ -108,7 +108,9 @@ bool any_requires_grad(c10::ArrayRef<const c10::IValue> inputs);
 
 /// Whether an op seen inside a watched optimizer step keeps that step foldable.
 bool foldable_op(const at::RecordFunction& fn, const OpInfo& op) {
-  if (op.kind != OpKind::kPlain && !(op.kind == OpKind::kCopy && op.copy_src == op.copy_dst)) return false;
+  // Adam reads its step count (step_t.item()): a readback of a CPU tensor is a plain CPU op.
+  if (op.kind != OpKind::kPlain && op.kind != OpKind::kReadback && !(op.kind == OpKind::kCopy && op.copy_src == op.copy_dst))
+    return false;
   if (fn.scope() != at::RecordScope::FUNCTION) return false;
   if (op.grad_enabled && any_requires_grad(fn.inputs())) return false;  // a closure's forward
   for (const auto& iv : fn.inputs()) {
@@ -324,6 +326,7 @@ struct ThreadState {
   int watch_slot = -1;          // a first optimizer step (or zero_grad) being watched: fold_slot
   std::size_t watch_frame = 0;  // its frame's depth in handles
   bool watch_foldable = true;   // nothing in it so far forbids folding its kind
+  std::int64_t top_seq = 0;     // the autograd sequence number when the last top-level op began
   explicit ThreadState(ClassifierOptions opt) : classifier(sink, opt, heap.resource()) {}
 };
 
@@ -450,6 +453,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     op.grad_enabled = c10::GradMode::is_enabled();
     const int depth = ts->classifier.op_depth();  // ops open around this one
     const bool top = depth == 0;
+    if (top) ts->top_seq = at::sequence_number::peek();
     switch (kind) {
       case OpKind::kGather: fill_gather(fn, op.name, op); break;
       case OpKind::kCopy:
@@ -556,7 +560,9 @@ void pop_frame(ThreadState* ts, bool last) {
     ts->undo.pop_back();
   }
   ts->handles.pop_back();
-  ts->classifier.on_end(last && g_comm_in_flight.load(std::memory_order_relaxed) > 0);
+  // Only an op that opened a forward phase asks whether it recorded anything for autograd.
+  const bool built = !ts->classifier.ending_opens_forward() || at::sequence_number::peek() != ts->top_seq;
+  ts->classifier.on_end(last && g_comm_in_flight.load(std::memory_order_relaxed) > 0, built);
 }
 
 void on_end(const at::RecordFunction& fn, at::ObserverContext*) {

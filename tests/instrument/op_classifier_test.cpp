@@ -149,6 +149,55 @@ TEST(OpClassifier, IterationsFollowOptimizerSteps) {
   EXPECT_EQ(r.log.front(), "+ops (no grad)[data]");
 }
 
+// A record_function-free loop that reads its loss after the step: loss.item() is the host's
+// sync point (its own stage, category sync), and the next batch's ops are data, not forward.
+TEST(OpClassifier, ReadbacksAreSyncAndTheNextBatchIsData) {
+  EXPECT_EQ(gi::classify_name("aten::item", gi::Scope::kFunction), gi::OpKind::kReadback);
+  EXPECT_EQ(gi::classify_name("aten::is_nonzero", gi::Scope::kFunction), gi::OpKind::kReadback);
+  EXPECT_TRUE(gi::may_mute_nested(gi::OpKind::kReadback, "aten::item"));
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  for (int i = 0; i < 2; ++i) {
+    leaf(c, op("aten::randn"));  // the loader
+    leaf(c, op("aten::linear", true));
+    leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
+    c.on_start(op("Optimizer.step#SGD.step", false, gi::Scope::kUser));
+    c.on_end();
+    leaf(c, op("aten::item", true));  // total += loss.item()
+  }
+  const std::vector<std::string> want = {
+      "+ops (no grad)[data]", "-", "STEP", "+forward[compute]", "-", "+backward[compute]", "-",
+      "+optimizer[compute]", "-", "STEP", "+sync[sync]", "-",
+      "+ops (no grad)[data]", "-", "+forward[compute]", "-", "+backward[compute]", "-",
+      "+optimizer[compute]", "-", "STEP", "+sync[sync]",
+  };
+  EXPECT_EQ(r.log, want);
+}
+
+// out.argmax(1) after the step reads a tensor that requires grad but records nothing for
+// autograd: the forward it opened closes when it ends, and the loader's ops that follow are
+// data. An op that did build graph keeps its forward open for the helpers after it.
+TEST(OpClassifier, AForwardOpenedByAnOpThatBuiltNoGraphClosesWhenItEnds) {
+  for (const bool built : {false, true}) {
+    Recorder r;
+    gi::OpClassifier c(r, no_ops());
+    leaf(c, op("aten::linear", true));
+    c.on_start(op("Optimizer.step#SGD.step", false, gi::Scope::kUser));
+    c.on_end();
+    c.on_start(op("aten::argmax", true));
+    EXPECT_TRUE(c.ending_opens_forward());
+    c.on_end(false, built);
+    leaf(c, op("aten::eq"));
+    c.on_start(op("aten::randn"));
+    EXPECT_FALSE(c.ending_opens_forward());  // no forward opened by a helper
+    c.on_end(false, false);
+    std::vector<std::string> want = {"STEP", "+forward[compute]", "-", "+optimizer[compute]", "-", "STEP",
+                                     "+forward[compute]"};
+    if (!built) want.insert(want.end(), {"-", "+ops (no grad)[data]"});
+    EXPECT_EQ(r.log, want) << built;
+  }
+}
+
 TEST(OpClassifier, RecordFunctionScopesNestTheirOps) {
   Recorder r;
   gi::OpClassifier c(r, no_ops());
