@@ -222,9 +222,12 @@ void OpClassifier::on_start(const OpInfo& op) {
     case OpKind::kReadback:
       // loss.item(), bool(t): the host waits for the value, and on a device for the work queued
       // before it. Its own phase "sync" (category sync: the host-sync rule, the line table's
-      // wait column), also inside a user scope; ops after it do not join it.
+      // wait column), also inside a user scope, closed when it ends.
       f.is_op = true;
-      if (op_depth_ == 0) open_phase(level, Phase::kSync);
+      if (op_depth_ == 0) {
+        open_phase(level, Phase::kSync);
+        f.closes_phase = true;  // the wait is the op's; the Python after it is not waiting
+      }
       break;
     case OpKind::kPlain:
       f.is_op = true;
@@ -262,7 +265,7 @@ void OpClassifier::on_end(bool comm_in_flight, bool built_graph) {
   }
   for (int i = 0; i < f.ends; ++i) sink_.end();
   if (f.is_op && op_depth_ == 0 && !opt_.phases_span_gaps) close_phase(levels_.back());
-  if (f.opened_forward && !built_graph && op_depth_ == 0) close_phase(levels_.back());
+  if ((f.closes_phase || (f.opened_forward && !built_graph)) && op_depth_ == 0) close_phase(levels_.back());
   if (f.clears_gather) in_gather_ = false;
   if (f.clears_copy) in_copy_ = false;
   if (f.clears_comm) in_comm_ = false;

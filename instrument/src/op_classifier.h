@@ -152,6 +152,7 @@ class OpClassifier {
     bool clears_comm = false;
     bool steps_after = false;
     bool opened_forward = false;  // a top-level op that opened a forward phase
+    bool closes_phase = false;    // a top-level readback: its sync phase ends with it
   };
   static Phase phase_for(const OpInfo& op, const Level& level) noexcept;
   void close_phase(Level& l);

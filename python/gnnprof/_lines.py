@@ -1,8 +1,9 @@
 """Which code objects gnnprof traces line by line, and their statement maps.
 
 Selection (GNNPROF_LINES, `gnnprof run --lines`, `python3 -m gnnprof --lines`):
-    auto            the training loop (the user frame that calls the optimizer's step) and the
-                    user generators it pulls batches from (the default)
+    auto            the training loop (the user frame that calls the optimizer's step, and the
+                    loop above it when that frame is a helper outside any loop) and the user
+                    generators it pulls batches from (the default)
     none            no line tracing (@gnnprof.profile included)
     FILE[:FUNCTION] every function of FILE, or the named one (name or qualified name);
                     FILE is a path, or a bare file name matched anywhere

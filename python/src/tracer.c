@@ -428,6 +428,14 @@ static void on_line(ThreadTrace* tt, PyFrameObject* frame, _PyInterpreterFrame* 
   maybe_poll(tt);
 }
 
+/* Whether a frame that called `f` (a few levels down the stack) runs selected code. */
+static int selected_caller(_PyInterpreterFrame* f) {
+  int n = 0;
+  for (_PyInterpreterFrame* c = f->previous; c != NULL && n < 64; c = c->previous, ++n)
+    if (info_of(c->f_code) != NULL) return 1;
+  return 0;
+}
+
 static void on_return(ThreadTrace* tt, _PyInterpreterFrame* f) {
   if (info_of(f->f_code) == NULL) return;
   Entry* e = entry_of(tt, f);
@@ -457,8 +465,10 @@ static void on_return(ThreadTrace* tt, _PyInterpreterFrame* f) {
   const int adopted = e->adopted;
   --tt->depth;
   /* A frame that was running before tracing began has no hook around it to switch tracing
-   * off: once it returns and nothing traced is left on this thread, the caller runs untraced. */
-  if (adopted && tt->depth == 0) {
+   * off: once it returns and nothing traced is left on this thread, the caller runs untraced,
+   * unless a selected frame is still running below it (the loop that called a train_step
+   * helper, selected with it): that one is adopted at its next line. */
+  if (adopted && tt->depth == 0 && !selected_caller(f)) {
     PyThreadState* ts = PyThreadState_Get();
     if (ts->c_tracefunc == trace_fn) set_tracing(ts, 0);
   }
@@ -584,6 +594,37 @@ int tracer_set_excluded(PyObject* prefixes) {
   return 0;
 }
 
+/* Whether frame `fr` of `co` is, at its current instruction, inside a loop of its code:
+ * between a backward jump (the end of a for/while body) and its target. */
+static int in_loop(PyFrameObject* fr, PyCodeObject* co) {
+  const int lasti = PyFrame_GetLasti(fr);
+  PyObject* code = lasti >= 0 ? PyCode_GetCode(co) : NULL; /* unquickened: plain opcodes */
+  if (code == NULL || !PyBytes_Check(code)) {
+    Py_XDECREF(code);
+    PyErr_Clear();
+    return 0;
+  }
+  const unsigned char* b = (const unsigned char*)PyBytes_AS_STRING(code);
+  const Py_ssize_t n = PyBytes_GET_SIZE(code) / 2;
+  int found = 0;
+  Py_ssize_t arg = 0;
+  for (Py_ssize_t i = 0; i < n && !found; ++i) {
+    const int op = b[2 * i];
+    arg = (arg << 8) | b[2 * i + 1];
+    if (op == EXTENDED_ARG) continue;
+    if (op == JUMP_BACKWARD || op == JUMP_BACKWARD_NO_INTERRUPT) {
+      const Py_ssize_t target = i + 1 - arg; /* in code units, from the next instruction */
+      found = 2 * target <= lasti && lasti <= 2 * i;
+    }
+    arg = 0;
+  }
+  Py_DECREF(code);
+  return found;
+}
+
+/* User frames above the optimizer step's caller looked at for the loop that calls it. */
+enum { kLoopWalk = 4 };
+
 void tracer_on_optimizer_step(void) {
   if (!g_auto || !Py_IsInitialized() || _Py_IsFinalizing()) return;
   ThreadTrace* tt = thread_trace();
@@ -593,10 +634,23 @@ void tracer_on_optimizer_step(void) {
   PyThreadState* ts = PyThreadState_Get();
   PyFrameObject* fr = PyEval_GetFrame();
   Py_XINCREF(fr);
-  int found = 0;
-  while (fr != NULL && !found) {
+  /* The first user frame that calls the step; if it is not inside a loop itself (a train_step
+   * helper), also the first user frame above it that is (the loop that calls the helper). */
+  int found = 0, looping = 0, above = 0;
+  while (fr != NULL && !looping && above < kLoopWalk) {
     PyCodeObject* co = PyFrame_GetCode(fr);
-    if (user_file(co->co_filename)) found = tracer_select((PyObject*)co, ROLE_LOOP) == 0;
+    if (user_file(co->co_filename)) {
+      if (!found) {
+        found = tracer_select((PyObject*)co, ROLE_LOOP) == 0;
+        looping = found && in_loop(fr, co);
+      } else {
+        ++above;
+        if (in_loop(fr, co)) {
+          (void)tracer_select((PyObject*)co, ROLE_LOOP);
+          looping = 1;
+        }
+      }
+    }
     Py_DECREF(co);
     PyFrameObject* back = PyFrame_GetBack(fr);
     Py_DECREF(fr);

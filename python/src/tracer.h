@@ -4,8 +4,9 @@
  * thread's C trace function on while a selected frame runs and off while any other frame runs,
  * so an unselected frame costs one check of its code object (and its callees run untraced even
  * when called from a traced line). Selection: explicit (@gnnprof.profile, --lines), or
- * automatic: the user frame that calls the optimizer's step (the training loop) and the user
- * generators it pulls batches from. */
+ * automatic: the user frame that calls the optimizer's step (the training loop; when it is a
+ * helper outside any loop, the loop above it too) and the user generators it pulls batches
+ * from. */
 #ifndef GNNPROF_PY_TRACER_H_
 #define GNNPROF_PY_TRACER_H_
 

@@ -150,7 +150,8 @@ TEST(OpClassifier, IterationsFollowOptimizerSteps) {
 }
 
 // A record_function-free loop that reads its loss after the step: loss.item() is the host's
-// sync point (its own stage, category sync), and the next batch's ops are data, not forward.
+// sync point (its own stage, category sync, ending with it), and the next batch's ops are
+// data, not forward.
 TEST(OpClassifier, ReadbacksAreSyncAndTheNextBatchIsData) {
   EXPECT_EQ(gi::classify_name("aten::item", gi::Scope::kFunction), gi::OpKind::kReadback);
   EXPECT_EQ(gi::classify_name("aten::is_nonzero", gi::Scope::kFunction), gi::OpKind::kReadback);
@@ -169,7 +170,7 @@ TEST(OpClassifier, ReadbacksAreSyncAndTheNextBatchIsData) {
       "+ops (no grad)[data]", "-", "STEP", "+forward[compute]", "-", "+backward[compute]", "-",
       "+optimizer[compute]", "-", "STEP", "+sync[sync]", "-",
       "+ops (no grad)[data]", "-", "+forward[compute]", "-", "+backward[compute]", "-",
-      "+optimizer[compute]", "-", "STEP", "+sync[sync]",
+      "+optimizer[compute]", "-", "STEP", "+sync[sync]", "-",  // closed with the readback
   };
   EXPECT_EQ(r.log, want);
 }

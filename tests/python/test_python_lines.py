@@ -50,6 +50,31 @@ def test_auto_traces_the_loop_and_its_pipeline_of_an_unmodified_script(gnnprof_r
 
 
 @needs_torch
+def test_auto_finds_the_loop_that_calls_a_train_step_helper(gnnprof_run, plain_run):
+    """The optimizer called from a helper: auto traces the helper, the loop that calls it and
+    the generator that loop pulls from. loss.item() is a stage sync of its own, and the next
+    batch's ops, after it and after out.argmax(1) (which records nothing for autograd), are data,
+    not forward. No record_function anywhere."""
+    path = script("helper_loop.py")
+    r = gnnprof_run(path, "2", env={"GNNPROF_TORCH_SAMPLE": "all"})
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "2").out
+    assert {l["function"] for l in r.profile["lines"]} == {"train", "train_step", "batches"}
+    train, step = r.lines("train"), r.lines("train_step")
+    # Selected during the first step: the loop's later iterations (both epochs) are traced.
+    assert train[line_of(path, "loss, out = train_step(")]["hits"] == 39
+    assert train[line_of(path, "print(f\"epoch")]["hits"] == 2
+    assert step[line_of(path, "return loss.item()")]["stages"].get("sync", 0) > 0
+    assert r.lines("batches")[line_of(path, "x = torch.randn(")]["hits"] >= 39
+    stages = {s["name"]: s for s in r.profile["stages"]}
+    assert stages["sync"]["category"] == "sync"
+    edges = {(e["parent"], e["child"]) for e in r.profile["stage_edges"]}
+    assert ("sync", "aten::item") in edges, edges
+    assert ("ops (no grad)", "aten::randn") in edges and ("forward", "aten::randn") not in edges, edges
+    assert ("ops (no grad)", "aten::mul") in edges and ("forward", "aten::mul") not in edges, edges
+
+
+@needs_torch
 def test_lines_option_selects_explicitly_and_replaces_auto(gnnprof_run):
     path = script("plain_loop.py")
     r = gnnprof_run(path, "5", lines=["plain_loop.py:evaluate"])
