@@ -106,7 +106,7 @@ void OpClassifier::open_phase(Level& l, Phase p) {
 }
 
 void OpClassifier::open_op_phase(Level& l, Phase p, Frame& f) {
-  f.opened_forward = p == Phase::kForward && !(l.phase_open && l.phase == p) && l.pinned == Phase::kNone;
+  f.opened_forward = p == Phase::kForward && current_phase(l) != p && l.pinned == Phase::kNone;
   open_phase(l, p);
 }
 
@@ -222,11 +222,14 @@ void OpClassifier::on_start(const OpInfo& op) {
     case OpKind::kReadback:
       // loss.item(), bool(t): the host waits for the value, and on a device for the work queued
       // before it. Its own phase "sync" (category sync: the host-sync rule, the line table's
-      // wait column), also inside a user scope, closed when it ends.
+      // wait column), also inside a user scope.
       f.is_op = true;
       if (op_depth_ == 0) {
+        // The wait is the op's, not the Python's after it: the sync ends with the op, and the
+        // phase it interrupted (forward: PyG's int(edge_index.max()) + 1) goes on after it.
+        f.resume = current_phase(level);
         open_phase(level, Phase::kSync);
-        f.closes_phase = true;  // the wait is the op's; the Python after it is not waiting
+        f.closes_phase = true;
       }
       break;
     case OpKind::kPlain:
@@ -265,7 +268,11 @@ void OpClassifier::on_end(bool comm_in_flight, bool built_graph) {
   }
   for (int i = 0; i < f.ends; ++i) sink_.end();
   if (f.is_op && op_depth_ == 0 && !opt_.phases_span_gaps) close_phase(levels_.back());
-  if ((f.closes_phase || (f.opened_forward && !built_graph)) && op_depth_ == 0) close_phase(levels_.back());
+  if (f.closes_phase && op_depth_ == 0) {
+    close_phase(levels_.back());
+    levels_.back().suspended = f.resume;  // reopened by the interrupted phase's next op
+  }
+  if (f.opened_forward && !built_graph && op_depth_ == 0) close_phase(levels_.back());
   if (f.clears_gather) in_gather_ = false;
   if (f.clears_copy) in_copy_ = false;
   if (f.clears_comm) in_comm_ = false;

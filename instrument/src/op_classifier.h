@@ -152,7 +152,8 @@ class OpClassifier {
     bool clears_comm = false;
     bool steps_after = false;
     bool opened_forward = false;  // a top-level op that opened a forward phase
-    bool closes_phase = false;    // a top-level readback: its sync phase ends with it
+    bool closes_phase = false;    // a top-level readback: its sync phase ends with it...
+    Phase resume = Phase::kNone;  // ...and the phase it interrupted goes on
   };
   static Phase phase_for(const OpInfo& op, const Level& level) noexcept;
   void close_phase(Level& l);

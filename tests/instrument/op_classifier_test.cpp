@@ -175,6 +175,20 @@ TEST(OpClassifier, ReadbacksAreSyncAndTheNextBatchIsData) {
   EXPECT_EQ(r.log, want);
 }
 
+// A readback inside the forward (PyG's num_nodes = int(edge_index.max()) + 1): a sync of its
+// own, then the forward goes on, helper ops included.
+TEST(OpClassifier, AReadbackInsideTheForwardResumesIt) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  leaf(c, op("aten::linear", true));
+  leaf(c, op("aten::max"));   // on edge_index: a helper, forward
+  leaf(c, op("aten::item"));  // int(...)
+  leaf(c, op("aten::zeros"));  // still the forward's helper
+  leaf(c, op("aten::index_add_", true));
+  const std::vector<std::string> want = {"STEP", "+forward[compute]", "-", "+sync[sync]", "-", "+forward[compute]"};
+  EXPECT_EQ(r.log, want);
+}
+
 // out.argmax(1) after the step reads a tensor that requires grad but records nothing for
 // autograd: the forward it opened closes when it ends, and the loader's ops that follow are
 // data. An op that did build graph keeps its forward open for the helpers after it.
