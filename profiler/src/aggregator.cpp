@@ -57,7 +57,7 @@ Aggregator::Aggregator(AggregatorOptions options) : opt_(options) {
   // its first part faulted in now rather than during the host's first iterations.
   try {
     timeline_.reserve(opt_.timeline_events);
-    populate_pages(timeline_.data(), std::min<std::size_t>(opt_.timeline_events * sizeof(RawTimeline), 256 * 1024));
+    populate_pages(timeline_.data(), std::min<std::size_t>(opt_.timeline_events * sizeof(RawTimeline), kPopulateAheadBytes));
   } catch (const std::bad_alloc&) {
   }
 }

@@ -180,7 +180,7 @@ ThreadBuffer::ThreadBuffer(std::size_t capacity) : capacity_(capacity), mask_(0)
     // construction; RawEvent is trivial.
     ring_ = std::unique_ptr<RawEvent[], RingUnmap>(static_cast<RawEvent*>(map_pages(bytes)), RingUnmap{bytes});
     // Slots are written in order from the first: fault in the first ones now, not in the loop.
-    populate_pages(ring_.get(), std::min<std::size_t>(bytes, kRingPopulateBytes));
+    populate_pages(ring_.get(), std::min<std::size_t>(bytes, kPopulateAheadBytes));
   }
 }
 

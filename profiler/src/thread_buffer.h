@@ -33,9 +33,6 @@ struct OpenRange {
   bool is_line;
 };
 
-/// How much of a new ring is faulted in when the ring is made (the rest on first write).
-inline constexpr std::size_t kRingPopulateBytes = 256 * 1024;
-
 /// Unmaps a ring made by ThreadBuffer's constructor.
 struct RingUnmap {
   std::size_t bytes = 0;

@@ -407,8 +407,8 @@ TEST(ThreadBuffer, ItsFirstSlotsAreResidentWhenMade) {
   if (detail::kPrivateHeapOnMalloc) GTEST_SKIP() << "ASan build: rings are malloc blocks";
   detail::ThreadBuffer ring(1 << 16);  // 3 MiB of 48-byte slots
   const std::size_t bytes = ring.capacity() * sizeof(detail::RawEvent);
-  const std::size_t first = resident_pages(&ring.at(0), detail::kRingPopulateBytes);
-  EXPECT_EQ(first, detail::kRingPopulateBytes / 4096);
+  const std::size_t first = resident_pages(&ring.at(0), detail::kPopulateAheadBytes);
+  EXPECT_EQ(first, detail::kPopulateAheadBytes / 4096);
   EXPECT_EQ(resident_pages(&ring.at(0), bytes), first);  // the rest: on first write
 }
 

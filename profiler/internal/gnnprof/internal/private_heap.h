@@ -89,6 +89,10 @@ inline void populate_pages(void* p, std::size_t bytes) noexcept {
   (void)::madvise(p, private_heap_detail::round_up(bytes), MADV_POPULATE_WRITE);
 }
 
+/// How much of a region that fills during the run (a ring, the timeline) populate_pages faults
+/// in when it is made; the rest on first write.
+inline constexpr std::size_t kPopulateAheadBytes = 256 * 1024;
+
 inline void unmap_pages(void* p, std::size_t bytes) noexcept {
   if constexpr (kPrivateHeapOnMalloc) {
     std::free(p);
