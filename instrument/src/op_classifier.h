@@ -131,9 +131,9 @@ class OpClassifier {
   void close_all();
 
   int op_depth() const noexcept { return op_depth_; }
-  /// Whether the frame the next on_end closes is a top-level op that opened a forward phase
-  /// (the caller then tells on_end whether it built graph).
-  bool ending_opens_forward() const noexcept { return !frames_.empty() && frames_.back().opened_forward; }
+  /// Whether the innermost open frame (the one the next on_end closes) is a top-level op that
+  /// opened a forward phase (the caller then tells on_end whether it built graph).
+  bool innermost_opened_forward() const noexcept { return !frames_.empty() && frames_.back().opened_forward; }
 
  private:
   enum class Phase : std::uint8_t { kNone, kForward, kForwardNoGrad, kBackward, kOther, kSync };

@@ -326,7 +326,7 @@ struct ThreadState {
   int watch_slot = -1;          // a first optimizer step (or zero_grad) being watched: fold_slot
   std::size_t watch_frame = 0;  // its frame's depth in handles
   bool watch_foldable = true;   // nothing in it so far forbids folding its kind
-  std::int64_t top_seq = 0;     // the autograd sequence number when the last top-level op began
+  std::int64_t forward_seq = 0;  // the autograd sequence number when the last op that opened a forward began
   explicit ThreadState(ClassifierOptions opt) : classifier(sink, opt, heap.resource()) {}
 };
 
@@ -453,7 +453,6 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     op.grad_enabled = c10::GradMode::is_enabled();
     const int depth = ts->classifier.op_depth();  // ops open around this one
     const bool top = depth == 0;
-    if (top) ts->top_seq = at::sequence_number::peek();
     switch (kind) {
       case OpKind::kGather: fill_gather(fn, op.name, op); break;
       case OpKind::kCopy:
@@ -472,6 +471,9 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     if (kind == OpKind::kOptimizerStep) gnnprof_optimizer_step();  // the Python tracer's auto selection
     if (ts->watch_slot >= 0 && ts->watch_foldable) ts->watch_foldable = foldable_op(fn, op);
     ts->classifier.on_start(op);
+    // Only an op that opened a forward phase is asked, at its end, whether it recorded anything
+    // for autograd: the sequence number is read for it alone, before it runs.
+    if (ts->classifier.innermost_opened_forward()) ts->forward_seq = at::sequence_number::peek();
     ts->handles.push_back(fn.handle());
     bool fold = false;
     const int slot = top ? fold_slot(kind) : -1;
@@ -560,8 +562,7 @@ void pop_frame(ThreadState* ts, bool last) {
     ts->undo.pop_back();
   }
   ts->handles.pop_back();
-  // Only an op that opened a forward phase asks whether it recorded anything for autograd.
-  const bool built = !ts->classifier.ending_opens_forward() || at::sequence_number::peek() != ts->top_seq;
+  const bool built = !ts->classifier.innermost_opened_forward() || at::sequence_number::peek() != ts->forward_seq;
   ts->classifier.on_end(last && g_comm_in_flight.load(std::memory_order_relaxed) > 0, built);
 }
 

@@ -200,11 +200,11 @@ TEST(OpClassifier, AForwardOpenedByAnOpThatBuiltNoGraphClosesWhenItEnds) {
     c.on_start(op("Optimizer.step#SGD.step", false, gi::Scope::kUser));
     c.on_end();
     c.on_start(op("aten::argmax", true));
-    EXPECT_TRUE(c.ending_opens_forward());
+    EXPECT_TRUE(c.innermost_opened_forward());
     c.on_end(false, built);
     leaf(c, op("aten::eq"));
     c.on_start(op("aten::randn"));
-    EXPECT_FALSE(c.ending_opens_forward());  // no forward opened by a helper
+    EXPECT_FALSE(c.innermost_opened_forward());  // no forward opened by a helper
     c.on_end(false, false);
     std::vector<std::string> want = {"STEP", "+forward[compute]", "-", "+optimizer[compute]", "-", "STEP",
                                      "+forward[compute]"};
