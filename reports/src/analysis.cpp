@@ -129,14 +129,17 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
     for (const auto& s : p.stages) {
       ops |= s.category == "op";
       if (s.category != "data") continue;
+      // The loop waiting for other workers: a prefetcher's queue, a DataLoader's worker
+      // processes. Data time, but not the loop's own Python.
+      const bool waits = s.name == "loader_wait" || s.name.rfind("enumerate(DataLoader)#_MultiProcessing", 0) == 0;
       for (const auto& t : s.by_thread)
         if (t.thread == p.main_thread) {
-          self += t.self_ns;
+          self += waits ? 0 : t.self_ns;
           total += t.total_ns;
         }
     }
-    // The data stages' time outside torch ops is their own Python: it holds the GIL. Only
-    // known when the observer recorded op stages (nested in the data stages).
+    // The data stages' time outside torch ops (and outside waits) is their own Python: it holds
+    // the GIL. Only known when the observer recorded op stages (nested in the data stages).
     if (python && ops && total > 0) gil = static_cast<double>(self) / static_cast<double>(total);
   }
 

@@ -297,8 +297,12 @@ TEST(Aggregation, CategoriesComeFromWellKnownNames) {
     { GNNPROF_STAGE("backward"); }
     { GNNPROF_STAGE("my_stage"); }
     { GNNPROF_STAGE_CAT("custom", "io"); }
+    { GNNPROF_STAGE("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"); }  // torch's DataLoader
+    { GNNPROF_STAGE("enumerate"); }
   });
   EXPECT_EQ(find_stage(p, "sample")->category, "data");
+  EXPECT_EQ(find_stage(p, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__")->category, "data");
+  EXPECT_EQ(find_stage(p, "enumerate")->category, "user");
   EXPECT_EQ(find_stage(p, "backward")->category, "compute");
   EXPECT_EQ(find_stage(p, "my_stage")->category, "user");
   EXPECT_EQ(find_stage(p, "custom")->category, "io");

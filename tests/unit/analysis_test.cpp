@@ -115,14 +115,24 @@ TEST(Analysis, WhatIfWithinTheMachinesLimits) {
   Profile py = loop_profile(false);
   py.run.command = {"/usr/bin/python3", "train.py"};
   py.stages.push_back(stage("aten::index", "op"));
-  for (auto& s : py.stages)
-    if (s.category == "data") s.by_thread = {StageThreadStats{0, 10, 1000, 800}};  // 80 % self
+  for (auto& s : py.stages)  // no prefetcher: no loader_wait
+    if (s.category == "data" && s.name != "loader_wait") s.by_thread = {StageThreadStats{0, 10, 1000, 800}};  // 80 % self
   Analysis g = analyze(py, {});
   ASSERT_TRUE(g.whatif_gil_share);
   EXPECT_NEAR(*g.whatif_gil_share, 0.8, 1e-9);
   // max((1 - 0.8) x 30, 60) + 0.8 x 30 + 10 = 94 ms
   EXPECT_NEAR(static_cast<double>(g.whatif_expected_ns), 94.0 * kMs, 0.01 * kMs);
   EXPECT_NE(whatif_expectation(g).find("80% of the data time is the loader's own Python"), std::string::npos);
+
+  // A DataLoader with worker processes: the loop's data stage is a wait on them, not its Python.
+  Profile mp = py;
+  for (auto& s : mp.stages)
+    if (s.name == "sample") s.name = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
+  for (auto& it : mp.iterations) it.stages["enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"] = it.stages["sample"];
+  for (auto& it : mp.iterations) it.stages.erase("sample");
+  Analysis w = analyze(mp, {});
+  ASSERT_TRUE(w.whatif_gil_share);
+  EXPECT_NEAR(*w.whatif_gil_share, 0.4, 1e-9);  // materialize's 800 of the 2000 ns; the wait's self is not Python
 }
 
 TEST(Diagnostics, ExposedDataTime) {
