@@ -105,20 +105,22 @@ else:
             return fn
 
 
-def _code_of(obj):
+def _function_of(obj):
+    """The function behind a method, property or wrapper: what holds the code."""
     for attr in ("__func__", "fget", "__wrapped__"):
         while hasattr(obj, attr) and not hasattr(obj, "__code__"):
             obj = getattr(obj, attr)
-    return getattr(obj, "__code__", None)
+    return obj
 
 
 def profile(fn):
     """Traces `fn`'s lines (a drop-in for line_profiler's @profile); returns `fn` itself."""
-    code = _code_of(fn)
+    function = _function_of(fn)
+    code = getattr(function, "__code__", None)
     if code is None:
         raise TypeError(f"gnnprof.profile: {fn!r} has no code to trace")
     if _native is not None and not _state["none"]:  # GNNPROF_LINES=none: no line tracing at all
-        _native.select(code, _native.ROLE_EXPLICIT)
+        _native.select(code, _native.ROLE_EXPLICIT, function)
         if _state["lines"] == "off":
             _state["lines"] = "@profile"
             _note_lines()
@@ -265,6 +267,7 @@ def _configure_lines(value):
     _state["library"] = _lines.library_prefixes()
     _native.set_preparer(_lines.prepare)
     _native.set_excluded(_state["library"])
+    _native.set_loaders(_lines.LOADERS)
     _native.set_auto(auto)
     parts = (["auto"] if auto else []) + [s.text for s in specs]
     _state["lines"] = "+".join(parts) if parts else "off"
@@ -296,6 +299,8 @@ if _state["bound"]:
     from . import _config
     _configure_lines(_config.string("GNNPROF_LINES", "auto"))
     atexit.register(_at_exit)
+    # A forked child (a DataLoader worker) records nothing: its frames run without the hook.
+    os.register_at_fork(after_in_child=lambda: _native.set_hook(False))
     if _state["how"] == "loaded":
         from . import _attach
         _attach.watch_torch(_native.attach)

@@ -2,8 +2,9 @@
 
 Selection (GNNPROF_LINES, `gnnprof run --lines`, `python3 -m gnnprof --lines`):
     auto            the training loop (the user frame that calls the optimizer's step, and the
-                    loop above it when that frame is a helper outside any loop) and the user
-                    generators it pulls batches from (the default)
+                    loop above it when that frame is a helper outside any loop), the user
+                    generators it pulls batches from, and the user code a data loader calls
+                    for it (a Dataset's __getitem__, a collate_fn, a DGL sampler) (the default)
     none            no line tracing (@gnnprof.profile included)
     FILE[:FUNCTION] every function of FILE, or the named one (name or qualified name);
                     FILE is a path, or a bare file name matched anywhere
@@ -18,6 +19,11 @@ import os
 import re
 import site
 import sys
+
+# Data-loader libraries, as path fragments: user code that their frames call while they run for
+# the loop (within a few library frames of it) is the loop's data pipeline.
+LOADERS = ("/torch/utils/data/", "/torch_geometric/loader/", "/torch_geometric/sampler/", "/dgl/dataloading/",
+           "/dgl/graphbolt/")
 
 _IDENT = re.compile(r"^(<module>|[A-Za-z_][A-Za-z0-9_.<>]*)$")
 

@@ -220,12 +220,16 @@ static PyObject* py_attach(PyObject* self, PyObject* unused) {
 
 /* ---- tracer control ---- */
 
+/* select(code, roles=ROLE_EXPLICIT, function=None): `function`, the code's function when
+ * known (@gnnprof.profile), lets a __getitem__ be seen from its first call. */
 static PyObject* py_select(PyObject* self, PyObject* args) {
   (void)self;
   PyObject* code;
+  PyObject* function = Py_None;
   int roles = ROLE_EXPLICIT;
-  if (!PyArg_ParseTuple(args, "O|i", &code, &roles)) return NULL;
+  if (!PyArg_ParseTuple(args, "O|iO", &code, &roles, &function)) return NULL;
   if (tracer_select(code, roles) != 0) return NULL;
+  if (function != Py_None) tracer_selected_function(function);
   Py_RETURN_NONE;
 }
 
@@ -253,6 +257,12 @@ static PyObject* py_set_preparer(PyObject* self, PyObject* arg) {
 static PyObject* py_set_excluded(PyObject* self, PyObject* arg) {
   (void)self;
   if (tracer_set_excluded(arg) != 0) return NULL;
+  Py_RETURN_NONE;
+}
+
+static PyObject* py_set_loaders(PyObject* self, PyObject* arg) {
+  (void)self;
+  if (tracer_set_loaders(arg) != 0) return NULL;
   Py_RETURN_NONE;
 }
 
@@ -393,6 +403,7 @@ static PyMethodDef methods[] = {
     {"set_decider", py_set_decider, METH_O, NULL},
     {"set_preparer", py_set_preparer, METH_O, NULL},
     {"set_excluded", py_set_excluded, METH_O, NULL},
+    {"set_loaders", py_set_loaders, METH_O, NULL},
     {"stats", py_stats, METH_NOARGS, NULL},
     {"selected", py_selected, METH_NOARGS, "[(filename, name, qualname, roles)] of the traced code objects"},
     {"set_hook", py_set_hook, METH_O, "the frame hook in (True) or out (False); selections are kept"},

@@ -32,6 +32,7 @@
 
 typedef struct CodeInfo {
   int roles;    /* ROLE_* bits */
+  int getitem;  /* a __getitem__(self, key): kept out of BINARY_SUBSCR's inlined calls (own_version) */
   int state;    /* 0: statement map not built yet, 1: built, -1: unavailable (one site per line) */
   int first, n; /* lines first .. first + n - 1 */
   int32_t* stmt;  /* per line: the first line of its statement */
@@ -45,9 +46,20 @@ typedef struct CodeInfo {
 static CodeInfo* g_all = NULL; /* list of every selection (freed entries are unlinked) */
 
 static Py_ssize_t g_extra = -1;
-static char k_reject, k_maybe;
+static char k_reject, k_maybe, k_maybe_loaded, k_loader, k_loader_subscr;
 #define REJECT ((void*)&k_reject)
 #define MAYBE ((void*)&k_maybe) /* a user generator/iterator: selected when the loop pulls from it */
+/* Other user code (auto): selected when a data loader running for the loop calls it (a
+ * Dataset's __getitem__, a collate_fn). */
+#define MAYBE_LOADED ((void*)&k_maybe_loaded)
+/* Library code of a data loader (torch.utils.data, ...). One that subscripts something
+ * (`self.dataset[idx]`) runs with tracing on while it runs for the loop, so that a user
+ * __getitem__ it inlines is seen (own_version). */
+#define LOADER ((void*)&k_loader)
+#define LOADER_SUBSCR ((void*)&k_loader_subscr)
+
+static inline int is_loader(void* x) { return x == LOADER || x == LOADER_SUBSCR; }
+static inline int is_mark(void* x) { return x == REJECT || x == MAYBE || x == MAYBE_LOADED || is_loader(x); }
 
 static void codeinfo_free(CodeInfo* ci) {
   for (CodeInfo** p = &g_all; *p != NULL; p = &(*p)->next_selected)
@@ -64,7 +76,7 @@ static void codeinfo_free(CodeInfo* ci) {
 }
 
 static void free_extra(void* p) {
-  if (p != NULL && p != REJECT && p != MAYBE) codeinfo_free((CodeInfo*)p);
+  if (p != NULL && !is_mark(p)) codeinfo_free((CodeInfo*)p);
 }
 
 static inline void* extra_of(PyCodeObject* co) {
@@ -78,7 +90,7 @@ static inline void* extra_of(PyCodeObject* co) {
 
 static inline CodeInfo* info_of(PyCodeObject* co) {
   void* x = extra_of(co);
-  return (x == NULL || x == REJECT || x == MAYBE) ? NULL : (CodeInfo*)x;
+  return (x == NULL || is_mark(x)) ? NULL : (CodeInfo*)x;
 }
 
 static void set_extra(PyCodeObject* co, void* x) {
@@ -89,6 +101,8 @@ static CodeInfo* codeinfo_new(PyCodeObject* co, int roles) {
   CodeInfo* ci = (CodeInfo*)calloc(1, sizeof(CodeInfo));
   if (ci == NULL) return NULL;
   ci->roles = roles;
+  ci->getitem = co->co_argcount == 2 && PyUnicode_Check(co->co_name) &&
+                PyUnicode_CompareWithASCIIString(co->co_name, "__getitem__") == 0;
   ci->first = co->co_firstlineno;
   ci->filename = Py_NewRef(co->co_filename);
   ci->name = Py_NewRef(co->co_name);
@@ -96,6 +110,24 @@ static CodeInfo* codeinfo_new(PyCodeObject* co, int roles) {
   ci->next_selected = g_all;
   g_all = ci;
   return ci;
+}
+
+/* CPython 3.11 inlines `obj[key]` into a heap type's Python __getitem__ (BINARY_SUBSCR_GETITEM)
+ * without the PEP 523 hook, once the site is specialized: a selected __getitem__ called from an
+ * untraced frame would run unseen. The specializer caches the function's version in 16 bits
+ * and gives up on a larger one, and an inlined site whose cached version no longer matches
+ * falls back to the generic call, which goes through the hook. So the function of a selected
+ * __getitem__ gets a version of its own from the top of the 32-bit range (unique per
+ * function, far above the interpreter's counter, which starts at 1): calls to it take the
+ * hook's path from then on. */
+enum { kOwnVersionsFrom = 0xF0000000u };
+static uint32_t g_next_own_version = 0xFFFFFFFFu;
+
+static void own_version(PyObject* fn) {
+  if (fn == NULL || !PyFunction_Check(fn)) return;
+  PyFunctionObject* f = (PyFunctionObject*)fn;
+  if (f->func_version >= kOwnVersionsFrom || g_next_own_version < kOwnVersionsFrom) return;
+  f->func_version = g_next_own_version--;
 }
 
 /* ---- settings (under the GIL) ---- */
@@ -180,14 +212,48 @@ static int user_file(PyObject* filename) {
   return 1;
 }
 
-static int pipeline_candidate(PyCodeObject* co) {
-  if ((co->co_flags & (CO_GENERATOR | CO_ITERABLE_COROUTINE)) == 0) {
-    if (!PyUnicode_Check(co->co_name)) return 0;
-    if (PyUnicode_CompareWithASCIIString(co->co_name, "__next__") != 0 &&
-        PyUnicode_CompareWithASCIIString(co->co_name, "__iter__") != 0)
-      return 0;
+/* A generator or an iterator's __next__/__iter__: what a loop pulls batches from. */
+static int iterator_shaped(PyCodeObject* co) {
+  if ((co->co_flags & (CO_GENERATOR | CO_ITERABLE_COROUTINE)) != 0) return 1;
+  if (!PyUnicode_Check(co->co_name)) return 0;
+  return PyUnicode_CompareWithASCIIString(co->co_name, "__next__") == 0 ||
+         PyUnicode_CompareWithASCIIString(co->co_name, "__iter__") == 0;
+}
+
+static char** g_loaders = NULL; /* path fragments of data-loader libraries */
+static Py_ssize_t g_n_loaders = 0;
+
+static int loader_file(PyObject* filename) {
+  const char* f = PyUnicode_Check(filename) ? PyUnicode_AsUTF8(filename) : NULL;
+  if (f == NULL) {
+    PyErr_Clear();
+    return 0;
   }
-  return user_file(co->co_filename);
+  for (Py_ssize_t i = 0; i < g_n_loaders; ++i)
+    if (strstr(f, g_loaders[i]) != NULL) return 1;
+  return 0;
+}
+
+/* Whether co's (unquickened) bytecode subscripts anything. */
+static int subscripts(PyCodeObject* co) {
+  PyObject* code = PyCode_GetCode(co);
+  if (code == NULL || !PyBytes_Check(code)) {
+    Py_XDECREF(code);
+    PyErr_Clear();
+    return 1;
+  }
+  const unsigned char* b = (const unsigned char*)PyBytes_AS_STRING(code);
+  int found = 0;
+  for (Py_ssize_t i = 0; i + 1 < PyBytes_GET_SIZE(code) && !found; i += 2) found = b[i] == BINARY_SUBSCR;
+  Py_DECREF(code);
+  return found;
+}
+
+/* The auto selection's mark for a code object seen for the first time. */
+static void* auto_mark(PyCodeObject* co) {
+  if (user_file(co->co_filename)) return iterator_shaped(co) ? MAYBE : MAYBE_LOADED;
+  if (!loader_file(co->co_filename)) return REJECT;
+  return subscripts(co) ? LOADER_SUBSCR : LOADER;
 }
 
 /* Calls fn(code) with no exception pending and decisions off; returns a new reference or NULL
@@ -220,23 +286,51 @@ static void* decide(ThreadTrace* tt, PyCodeObject* co) {
       }
     }
   }
-  void* x = g_auto && pipeline_candidate(co) ? MAYBE : REJECT;
+  void* x = g_auto ? auto_mark(co) : REJECT;
   set_extra(co, x);
   return x;
 }
 
-/* A candidate generator/iterator resumed directly by a frame of the loop (or of the pipeline
- * it already pulls from) joins the pipeline. */
-static int pulled_by_loop(PyThreadState* ts, PyCodeObject* co) {
-  _PyInterpreterFrame* caller = ts->cframe != NULL ? ts->cframe->current_frame : NULL;
-  if (caller == NULL) return 0;
-  CodeInfo* ci = info_of(caller->f_code);
-  if (ci == NULL || (ci->roles & (ROLE_LOOP | ROLE_PIPELINE)) == 0) return 0;
+static int feeds_loop(CodeInfo* ci) { return ci != NULL && (ci->roles & (ROLE_LOOP | ROLE_PIPELINE)) != 0; }
+
+/* Frames a data loader's call of user code is looked through for the loop it runs for. */
+enum { kLoaderWalk = 16 };
+
+/* Whether frame c and those below it, within kLoaderWalk frames, are library code (a data
+ * loader) down to a frame of the loop or its pipeline. (A DataLoader's worker process, forked
+ * from the loop's line, has the loop below its worker loop: the package takes tracing out in a
+ * forked child.) */
+static int runs_for_loop(_PyInterpreterFrame* c) {
+  for (int n = 0; c != NULL && n < kLoaderWalk; c = c->previous, ++n) {
+    void* x = extra_of(c->f_code);
+    if (x == NULL) x = auto_mark(c->f_code); /* begun before the hook was in */
+    if (x == MAYBE || x == MAYBE_LOADED) return 0; /* user code the loop is not running */
+    if (!is_mark(x)) return feeds_loop((CodeInfo*)x);
+  }
+  return 0;
+}
+
+/* The pipeline's new member: code `co` of frame f, called by a data loader or pulled by the
+ * loop. */
+static CodeInfo* join_pipeline(_PyInterpreterFrame* f, PyCodeObject* co) {
   CodeInfo* mine = codeinfo_new(co, ROLE_PIPELINE);
-  if (mine == NULL) return 0;
+  if (mine == NULL) return NULL;
   set_extra(co, mine);
   ++g_stats.selected;
-  return 1;
+  if (mine->getitem) own_version((PyObject*)f->f_func);
+  return mine;
+}
+
+/* A user generator/iterator resumed directly by a frame of the loop (or of the pipeline it
+ * already pulls from), or user code called by a data loader running for the loop, joins the
+ * pipeline. */
+static int pulled_by_loop(PyThreadState* ts, _PyInterpreterFrame* f, void* mark) {
+  _PyInterpreterFrame* caller = ts->cframe != NULL ? ts->cframe->current_frame : NULL;
+  if (caller == NULL) return 0;
+  void* cx = extra_of(caller->f_code);
+  const int join = is_loader(cx) ? runs_for_loop(caller)
+                                 : mark == MAYBE && !is_mark(cx) && feeds_loop((CodeInfo*)cx);
+  return join && join_pipeline(f, f->f_code) != NULL;
 }
 
 static PyObject* eval_hook(PyThreadState* ts, _PyInterpreterFrame* f, int throwflag) {
@@ -250,7 +344,11 @@ static PyObject* eval_hook(PyThreadState* ts, _PyInterpreterFrame* f, int throwf
       ThreadTrace* tt = thread_trace();
       x = tt != NULL ? decide(tt, co) : REJECT;
     }
-    want = x == REJECT ? 0 : x == MAYBE ? pulled_by_loop(ts, co) : 1;
+    if (x == REJECT || x == LOADER) want = 0;
+    else if (x == MAYBE || x == MAYBE_LOADED) want = pulled_by_loop(ts, f, x);
+    else if (x == LOADER_SUBSCR) want = ts->cframe != NULL && runs_for_loop(ts->cframe->current_frame);
+    else want = 1;
+    if (want && !is_mark(x) && ((CodeInfo*)x)->getitem) own_version((PyObject*)f->f_func);
   }
   Py_tracefunc cur = ts->c_tracefunc;
   if (cur != NULL && cur != trace_fn) { /* a debugger or coverage tool: leave the thread to it */
@@ -368,8 +466,24 @@ static Suspended* find_suspended(ThreadTrace* tt, _PyInterpreterFrame* f) {
   return NULL;
 }
 
+/* The selection of a frame that began while tracing was on: normally decided by the hook,
+ * but an inlined __getitem__ (own_version) never passed it. */
+static CodeInfo* called_info(ThreadTrace* tt, _PyInterpreterFrame* f) {
+  void* x = extra_of(f->f_code);
+  if (x == NULL) x = decide(tt, f->f_code);
+  if (x == MAYBE || x == MAYBE_LOADED) { /* a user __getitem__ inlined into a data loader's frame */
+    _PyInterpreterFrame* caller = f->previous;
+    if (caller == NULL || !is_loader(extra_of(caller->f_code)) || !runs_for_loop(caller)) return NULL;
+    return join_pipeline(f, f->f_code);
+  }
+  if (is_mark(x)) return NULL;
+  CodeInfo* ci = (CodeInfo*)x;
+  if (ci->getitem) own_version((PyObject*)f->f_func); /* selected, but inlined until now */
+  return ci;
+}
+
 static void on_call(ThreadTrace* tt, _PyInterpreterFrame* f) {
-  CodeInfo* ci = info_of(f->f_code);
+  CodeInfo* ci = called_info(tt, f);
   if (ci == NULL) return;
   Entry* e = push(tt, f, ci, 0);
   if (e == NULL) return;
@@ -554,6 +668,12 @@ int tracer_select(PyObject* code, int roles) {
   return tracer_install();
 }
 
+void tracer_selected_function(PyObject* function) {
+  if (!PyFunction_Check(function)) return;
+  CodeInfo* ci = info_of((PyCodeObject*)PyFunction_GET_CODE(function));
+  if (ci != NULL && ci->getitem) own_version(function);
+}
+
 void tracer_set_auto(int on) { g_auto = on; }
 
 int tracer_set_decider(PyObject* decider) {
@@ -566,8 +686,9 @@ int tracer_set_preparer(PyObject* preparer) {
   return 0;
 }
 
-int tracer_set_excluded(PyObject* prefixes) {
-  PyObject* seq = PySequence_Fast(prefixes, "gnnprof: expected a sequence of path prefixes");
+/* Replaces *list (n entries) with a copy of the strings in `seq`; 0, or -1 with an exception set. */
+static int set_strings(PyObject* strings, char*** list, Py_ssize_t* count) {
+  PyObject* seq = PySequence_Fast(strings, "gnnprof: expected a sequence of strings");
   if (seq == NULL) return -1;
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   char** out = (char**)calloc((size_t)n + 1, sizeof(char*));
@@ -587,12 +708,16 @@ int tracer_set_excluded(PyObject* prefixes) {
     }
   }
   Py_DECREF(seq);
-  for (Py_ssize_t i = 0; i < g_n_excluded; ++i) free(g_excluded[i]);
-  free(g_excluded);
-  g_excluded = out;
-  g_n_excluded = n;
+  for (Py_ssize_t i = 0; i < *count; ++i) free((*list)[i]);
+  free(*list);
+  *list = out;
+  *count = n;
   return 0;
 }
+
+int tracer_set_excluded(PyObject* prefixes) { return set_strings(prefixes, &g_excluded, &g_n_excluded); }
+
+int tracer_set_loaders(PyObject* fragments) { return set_strings(fragments, &g_loaders, &g_n_loaders); }
 
 /* Whether frame `fr` of `co` is, at its current instruction, inside a loop of its code:
  * between a backward jump (the end of a for/while body) and its target. */

@@ -5,8 +5,8 @@
  * so an unselected frame costs one check of its code object (and its callees run untraced even
  * when called from a traced line). Selection: explicit (@gnnprof.profile, --lines), or
  * automatic: the user frame that calls the optimizer's step (the training loop; when it is a
- * helper outside any loop, the loop above it too) and the user generators it pulls batches
- * from. */
+ * helper outside any loop, the loop above it too), the user generators it pulls batches
+ * from, and the user code a data loader calls for it. */
 #ifndef GNNPROF_PY_TRACER_H_
 #define GNNPROF_PY_TRACER_H_
 
@@ -18,6 +18,9 @@ enum { ROLE_EXPLICIT = 1, ROLE_LOOP = 2, ROLE_PIPELINE = 4 }; /* bits */
 int tracer_init(void);
 /* Marks `code` selected (role ROLE_*) and installs the hook. 0 or -1 with an exception set. */
 int tracer_select(PyObject* code, int role);
+/* The function of a selected code object, when known: a __getitem__'s calls then all pass the
+ * hook (tracer.c, own_version). */
+void tracer_selected_function(PyObject* function);
 /* Automatic selection on or off. */
 void tracer_set_auto(int on);
 /* decider(code) -> bool for explicit specs (--lines), or None: no explicit specs. */
@@ -26,6 +29,9 @@ int tracer_set_decider(PyObject* decider);
 int tracer_set_preparer(PyObject* preparer);
 /* Path prefixes of library code (stdlib, site-packages, torch, gnnprof): never the user's. */
 int tracer_set_excluded(PyObject* prefixes);
+/* Path fragments of data-loader libraries ("/torch/utils/data/", ...): auto selection traces
+ * the user code they call (a Dataset's __getitem__, a collate_fn) while they run for the loop. */
+int tracer_set_loaders(PyObject* fragments);
 /* The core's optimizer-step hook (any thread, GIL held or not). */
 void tracer_on_optimizer_step(void);
 /* Installs the frame-evaluation hook (idempotent); 0, or -1 with an exception set when another

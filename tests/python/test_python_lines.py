@@ -75,6 +75,51 @@ def test_auto_finds_the_loop_that_calls_a_train_step_helper(gnnprof_run, plain_r
 
 
 @needs_torch
+def test_auto_traces_the_dataset_and_collate_fn_a_dataloader_calls(gnnprof_run, plain_run):
+    """torch's DataLoader calls the user's Dataset.__getitem__ per sample (inlined by CPython
+    3.11's specialized subscript) and collate_fn per batch: auto traces both while the loader
+    runs for the loop, and the gathers in collate land on its lines. The DataLoader's own scope
+    is data time."""
+    path = script("loader_loop.py")
+    env = {"GNNPROF_TORCH_SAMPLE": "all", "GNNPROF_GATHER_MIN_BYTES": "4096"}
+    r = gnnprof_run(path, "20", env=env)
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "20").out
+    assert {l["function"] for l in r.profile["lines"]} == {"main", "Seeds.__getitem__", "make_collate.<locals>.collate"}
+    # Selected at the first optimizer step: the next 19 batches of 64 samples.
+    assert r.lines("Seeds.__getitem__")[line_of(path, "node = (i * 7919) % N")]["hits"] == 19 * 64
+    collate = r.lines("make_collate.<locals>.collate")
+    assert collate[line_of(path, "seeds = torch.tensor(nodes)")]["hits"] == 19
+    gather = line_of(path, "x = feats.index_select(0, hood)")
+    at_line = [m for m in r.profile["materializations"] if m["line"] == gather]
+    assert at_line and sum(m["bytes"] for m in at_line) == 19 * 64 * 8 * 128 * 4, at_line
+    stages = {s["name"]: s for s in r.profile["stages"]}
+    assert stages["enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"]["category"] == "data"
+    # With worker processes the pipeline runs there (a forked child records nothing): the loop's
+    # process traces its own loop and waits for the workers as data time.
+    w = gnnprof_run(path, "6", "2", env=env)
+    assert w.rc == 0, w.err
+    assert w.out == plain_run(path, "6", "2").out
+    assert {l["function"] for l in w.profile["lines"]} == {"main"}
+    stages = {s["name"]: s for s in w.profile["stages"]}
+    assert stages["enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"]["category"] == "data"
+
+
+def test_a_selected_getitem_is_seen_at_every_subscript(gnnprof_run, plain_run):
+    """A subscript site specialized before (or without) the hook would call __getitem__ unseen:
+    --lines and @profile (here applied after the site warmed up) count every call."""
+    path = script("getitem.py")
+    first = line_of(path, "value = key * 2")
+    r = gnnprof_run(path, lines=["getitem.py:Frames.__getitem__"])
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path).out
+    assert r.lines("Frames.__getitem__")[first]["hits"] == 1100
+    d = gnnprof_run(path, "decorate")
+    assert d.rc == 0, d.err
+    assert d.lines("Frames.__getitem__")[first]["hits"] == 1000
+
+
+@needs_torch
 def test_lines_option_selects_explicitly_and_replaces_auto(gnnprof_run):
     path = script("plain_loop.py")
     r = gnnprof_run(path, "5", lines=["plain_loop.py:evaluate"])

@@ -1,0 +1,58 @@
+"""A plain-PyTorch node-classification loop over torch's DataLoader, as many are written: a
+map-style Dataset of seed nodes whose __getitem__ is called per sample (an inlined call in
+CPython 3.11 once the subscript is specialized) and a collate_fn that samples neighbours and
+gathers their features. No gnnprof import, no record_function.
+
+usage: loader_loop.py STEPS [WORKERS]"""
+import sys
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+N, F, C, FANOUT, BATCH = 4096, 128, 4, 8, 64
+
+
+class Seeds(Dataset):
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        node = (i * 7919) % N
+        return node
+
+
+def make_collate(feats, labels, nbrs):
+    def collate(nodes):
+        seeds = torch.tensor(nodes)
+        hood = nbrs[seeds].flatten()
+        x = feats.index_select(0, hood).view(len(nodes), FANOUT, F).mean(1)
+        return x, labels[seeds]
+    return collate
+
+
+def main():
+    steps = int(sys.argv[1])
+    workers = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    gen = torch.Generator().manual_seed(0)
+    feats = torch.randn(N, F, generator=gen)
+    labels = torch.randint(0, C, (N,), generator=gen)
+    nbrs = torch.randint(0, N, (N, FANOUT), generator=gen)
+    model = torch.nn.Sequential(torch.nn.Linear(F, 64), torch.nn.ReLU(), torch.nn.Linear(64, C))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(Seeds(BATCH * steps), batch_size=BATCH, collate_fn=make_collate(feats, labels, nbrs),
+                        num_workers=workers)
+    n = 0
+    for x, y in loader:
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        n += 1
+    print("steps", n)
+
+
+if __name__ == "__main__":
+    main()
