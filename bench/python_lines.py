@@ -8,6 +8,7 @@ interleaved (order alternating per round); figures go to docs/performance.md.
                                                                 [--against OTHER/cli/gnnprof]
     bench/python_lines.py --gnnprof build/cli/gnnprof accuracy  [--rounds 5]
     bench/python_lines.py --gnnprof build/cli/gnnprof hook      [--rounds 10] [--n 2000000]
+    bench/python_lines.py --gnnprof build/cli/gnnprof loader    [--rounds 10] [--steps 300]
 
 cost: bench/line_loop.py's pure-Python function of five cheap lines per iteration, run plain,
   under `gnnprof run --lines line_loop.py:hot`, under `kernprof -l` (line_profiler) and under
@@ -25,6 +26,10 @@ hook: bench/line_loop.py's calls of a one-line function that nothing selects, pl
   frame hook installed (`--lines` naming a function that is never called): the cost of the
   hook's one check per unselected frame, per call; and the same calls made from a traced
   function (its line events included), under gnnprof and under line_profiler.
+loader: bench/loader_loop.py, a loop over torch's DataLoader (a per-sample Dataset.__getitem__,
+  a collate_fn), OMP_NUM_THREADS=1: plain; `gnnprof run` (lines auto: the loop, __getitem__ and
+  collate); `gnnprof run --lines loader_loop.py:train` (the loop only: what tracing the
+  loader's callees adds is the ratio between the two); `kernprof -l` with @profile on the three.
 accuracy: bench/line_loop.py's lines that busy-wait 2, 1 and 0.5 ms and time themselves: each
   line's time in gnnprof's profile against the script's own clock, and its hits."""
 import argparse
@@ -183,6 +188,38 @@ def sample(a, tmp):
         print(f"  {m:28s} median {statistics.median(v):6.0f}   runs over 2 500: {sum(x > 2500 for x in v)} of {len(v)}")
 
 
+def loader(a, tmp):
+    script = os.path.join(here, "loader_loop.py")
+    steps = str(a.steps)
+    env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+    cmds = {
+        "plain": [PY, script, steps],
+        "gnnprof (lines auto)": [a.gnnprof, "run", "-o", os.path.join(tmp, "a.json"), "--", PY, script, steps],
+        "gnnprof (loop only)": [a.gnnprof, "run", "-o", os.path.join(tmp, "l.json"), "--lines", "loader_loop.py:train",
+                                "--", PY, script, steps],
+        "kernprof -l (the same 3)": [PY, "-m", "kernprof", "-l", "-o", os.path.join(tmp, "k.lprof"), script, steps,
+                                     "--kernprof"],
+    }
+
+    def one(m, r):
+        return float(re.search(r"loop_s ([0-9.]+)", run(cmds[m], env=env, cwd=tmp)).group(1))
+
+    t = interleave(list(cmds), a.rounds, one)
+    rng = random.Random(0)
+    print(f"\nDataLoader loop: bench/loader_loop.py {steps} (64 samples per batch), {a.rounds} interleaved rounds, "
+          f"OMP_NUM_THREADS={env['OMP_NUM_THREADS']}")
+    for m, v in t.items():
+        ratios = [x / p for x, p in zip(v, t["plain"])]
+        lo, hi = ci(ratios, rng)
+        print(f"  {m:28s} loop median {statistics.median(v):.4f} s  {100 * (statistics.median(ratios) - 1):+.1f} % "
+              f"of plain (95 % CI {100 * (lo - 1):+.1f}..{100 * (hi - 1):+.1f})")
+    ratios = [x / p for x, p in zip(t["gnnprof (lines auto)"], t["gnnprof (loop only)"])]
+    lo, hi = ci(ratios, rng)
+    per_batch = [(x - p) / a.steps * 1e6 for x, p in zip(t["gnnprof (lines auto)"], t["gnnprof (loop only)"])]
+    print(f"  lines auto / loop only: {100 * (statistics.median(ratios) - 1):+.1f} % (95 % CI {100 * (lo - 1):+.1f}.."
+          f"{100 * (hi - 1):+.1f}), {statistics.median(per_batch):+.1f} us per batch: tracing the loader's callees")
+
+
 def accuracy(a, tmp):
     script = os.path.join(here, "line_loop.py")
     lines = {"two": 'timed("two", 0.002)', "one": 'timed("one", 0.001)', "half": 'timed("half", 0.0005)'}
@@ -215,7 +252,7 @@ def accuracy(a, tmp):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["cost", "sample", "accuracy", "hook"])
+    ap.add_argument("what", choices=["cost", "sample", "accuracy", "hook", "loader"])
     ap.add_argument("--gnnprof", required=True, help="the gnnprof CLI (build/cli/gnnprof)")
     ap.add_argument("--rounds", type=int, default=None)
     ap.add_argument("--n", type=int, default=1000000)
@@ -233,12 +270,14 @@ def main():
     ap.add_argument("--no-anchors", action="store_true",
                     help="sample: leave out the kernprof and --lines none modes (more rounds in the same time)")
     a = ap.parse_args()
-    a.rounds = a.rounds or {"cost": 10, "sample": 20, "accuracy": 5, "hook": 10}[a.what]
+    a.rounds = a.rounds or {"cost": 10, "sample": 20, "accuracy": 5, "hook": 10, "loader": 10}[a.what]
+    if a.what == "loader" and a.steps == 40:
+        a.steps = 300
     if a.what == "hook" and a.n == 1000000:
         a.n = 2000000
     a.gnnprof = os.path.abspath(a.gnnprof)
     with tempfile.TemporaryDirectory() as tmp:
-        {"cost": cost, "sample": sample, "accuracy": accuracy, "hook": hook}[a.what](a, tmp)
+        {"cost": cost, "sample": sample, "accuracy": accuracy, "hook": hook, "loader": loader}[a.what](a, tmp)
 
 
 if __name__ == "__main__":

@@ -53,10 +53,14 @@ static char k_reject, k_maybe, k_maybe_loaded, k_loader, k_loader_subscr;
  * Dataset's __getitem__, a collate_fn). */
 #define MAYBE_LOADED ((void*)&k_maybe_loaded)
 /* Library code of a data loader (torch.utils.data, ...). One that subscripts something
- * (`self.dataset[idx]`) runs with tracing on while it runs for the loop, so that a user
- * __getitem__ it inlines is seen (own_version). */
+ * (`self.dataset[idx]`) runs with tracing on while it runs for the loop, its first
+ * kLoaderTraces times, so that a user __getitem__ that a site specialized before the hook was
+ * in inlines is seen (own_version). Later, a new type at such a site makes it take the generic
+ * call, which the hook sees; tracing those frames for good would cost every sample ~1 us. */
 #define LOADER ((void*)&k_loader)
 #define LOADER_SUBSCR ((void*)&k_loader_subscr)
+enum { kLoaderTraces = 64 };
+static int g_loader_traces = kLoaderTraces; /* under the GIL */
 
 static inline int is_loader(void* x) { return x == LOADER || x == LOADER_SUBSCR; }
 static inline int is_mark(void* x) { return x == REJECT || x == MAYBE || x == MAYBE_LOADED || is_loader(x); }
@@ -346,7 +350,8 @@ static PyObject* eval_hook(PyThreadState* ts, _PyInterpreterFrame* f, int throwf
     }
     if (x == REJECT || x == LOADER) want = 0;
     else if (x == MAYBE || x == MAYBE_LOADED) want = pulled_by_loop(ts, f, x);
-    else if (x == LOADER_SUBSCR) want = ts->cframe != NULL && runs_for_loop(ts->cframe->current_frame);
+    else if (x == LOADER_SUBSCR)
+      want = g_loader_traces > 0 && ts->cframe != NULL && runs_for_loop(ts->cframe->current_frame) && g_loader_traces--;
     else want = 1;
     if (want && !is_mark(x) && ((CodeInfo*)x)->getitem) own_version((PyObject*)f->f_func);
   }
