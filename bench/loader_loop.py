@@ -1,44 +1,27 @@
 #!/usr/bin/python3
-"""Workload of bench/python_lines.py loader: a node-classification loop over torch's
-DataLoader, a map-style Dataset whose __getitem__ runs per sample and a collate_fn that samples
-neighbours and gathers their features (tests/python/scripts/loader_loop.py's shape).
+"""Workload of bench/python_lines.py loader: tests/python/scripts/loader_loop.py's loop over
+torch's DataLoader (a map-style Dataset whose __getitem__ runs per sample, a collate_fn that
+samples neighbours and gathers their features), timed.
 
     loader_loop.py STEPS [--kernprof]    prints "loop_s S" (the loop after its first 5 batches)
-    --kernprof: @profile on train, Seeds.__getitem__ and collate (line_profiler's way to see
+    --kernprof: line_profiler's @profile on train, Seeds.__getitem__ and collate (its way to see
     the lines gnnprof's auto selection traces)"""
 import builtins
+import os
 import sys
 import time
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
-N, F, C, FANOUT, BATCH, WARMUP = 4096, 128, 4, 8, 64, 5
-profile = getattr(builtins, "profile", None) if "--kernprof" in sys.argv else None
-profile = profile or (lambda f: f)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python", "scripts"))
+from loader_loop import BATCH, C, F, FANOUT, N, Seeds, make_collate  # noqa: E402
 
-
-class Seeds(Dataset):
-    def __init__(self, n):
-        self.n = n
-
-    def __len__(self):
-        return self.n
-
-    @profile
-    def __getitem__(self, i):
-        node = (i * 7919) % N
-        return node
-
-
-def make_collate(feats, labels, nbrs):
-    @profile
-    def collate(nodes):
-        seeds = torch.tensor(nodes)
-        hood = nbrs[seeds].flatten()
-        x = feats.index_select(0, hood).view(len(nodes), FANOUT, F).mean(1)
-        return x, labels[seeds]
-    return collate
+WARMUP = 5
+kernprof = getattr(builtins, "profile", None) if "--kernprof" in sys.argv else None
+profile = kernprof or (lambda f: f)
+if kernprof:
+    Seeds.__getitem__ = kernprof(Seeds.__getitem__)
 
 
 @profile
@@ -63,7 +46,7 @@ def main():
     model = torch.nn.Sequential(torch.nn.Linear(F, 64), torch.nn.ReLU(), torch.nn.Linear(64, C))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     loader = DataLoader(Seeds(BATCH * (steps + WARMUP)), batch_size=BATCH,
-                        collate_fn=make_collate(feats, labels, nbrs))
+                        collate_fn=profile(make_collate(feats, labels, nbrs)))
     print(f"loop_s {train(loader, model, opt):.6f}")
 
 
