@@ -15,7 +15,7 @@ import torch
 from torch.utils.data import DataLoader
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python", "scripts"))
-from loader_loop import BATCH, C, F, FANOUT, N, Seeds, make_collate  # noqa: E402
+from loader_loop import BATCH, Seeds, make_collate, setup  # noqa: E402
 
 WARMUP = 5
 kernprof = getattr(builtins, "profile", None) if "--kernprof" in sys.argv else None
@@ -39,14 +39,8 @@ def train(loader, model, opt):
 
 def main():
     steps = int(sys.argv[1])
-    gen = torch.Generator().manual_seed(0)
-    feats = torch.randn(N, F, generator=gen)
-    labels = torch.randint(0, C, (N,), generator=gen)
-    nbrs = torch.randint(0, N, (N, FANOUT), generator=gen)
-    model = torch.nn.Sequential(torch.nn.Linear(F, 64), torch.nn.ReLU(), torch.nn.Linear(64, C))
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    loader = DataLoader(Seeds(BATCH * (steps + WARMUP)), batch_size=BATCH,
-                        collate_fn=profile(make_collate(feats, labels, nbrs)))
+    graph, model, opt = setup()
+    loader = DataLoader(Seeds(BATCH * (steps + WARMUP)), batch_size=BATCH, collate_fn=profile(make_collate(*graph)))
     print(f"loop_s {train(loader, model, opt):.6f}")
 
 

@@ -33,17 +33,21 @@ def make_collate(feats, labels, nbrs):
     return collate
 
 
-def main():
-    steps = int(sys.argv[1])
-    workers = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+def setup():
+    """The graph (features, labels, neighbour lists), the model and its optimizer."""
     gen = torch.Generator().manual_seed(0)
     feats = torch.randn(N, F, generator=gen)
     labels = torch.randint(0, C, (N,), generator=gen)
     nbrs = torch.randint(0, N, (N, FANOUT), generator=gen)
     model = torch.nn.Sequential(torch.nn.Linear(F, 64), torch.nn.ReLU(), torch.nn.Linear(64, C))
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    loader = DataLoader(Seeds(BATCH * steps), batch_size=BATCH, collate_fn=make_collate(feats, labels, nbrs),
-                        num_workers=workers)
+    return (feats, labels, nbrs), model, torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def main():
+    steps = int(sys.argv[1])
+    workers = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    graph, model, opt = setup()
+    loader = DataLoader(Seeds(BATCH * steps), batch_size=BATCH, collate_fn=make_collate(*graph), num_workers=workers)
     n = 0
     for x, y in loader:
         opt.zero_grad()
