@@ -56,6 +56,10 @@ GNNPROF_PLUGIN_EXPORT int gnnprof_preload_poll(int at_mark);
  * torch`). 1: nothing is left to watch for; 0: not yet (or another thread is looking); -1: no
  * active preload in this process. */
 GNNPROF_PLUGIN_EXPORT int gnnprof_preload_attach(void);
+/* In a fork() child (a DataLoader worker): a session of the child's own, threadless while it is
+ * single-threaded, written to its own file at stop. 0 on success; -1 outside a fork child of an
+ * active preload. */
+GNNPROF_PLUGIN_EXPORT int gnnprof_preload_start_in_fork_child(void);
 
 #ifdef __cplusplus
 }  /* extern "C" */

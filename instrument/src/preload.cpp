@@ -216,3 +216,17 @@ extern "C" int gnnprof_preload_poll(int at_mark) {
   return 0;
 }
 
+extern "C" int gnnprof_preload_start_in_fork_child(void) {
+  try {
+    if (!g_active || getpid() == g_owner_pid) return -1;
+    // The child has no gnnprof thread (nor an attach thread: torch is attached already).
+    const bool threadless = host_single_threaded() && gnnprof::config::get_bool("GNNPROF_THREADLESS");
+    if (gnnprof_start_in_fork_child(threadless ? 0 : 1) != 0) return -1;
+    g_owner_pid = getpid();
+    g_threadless.store(threadless);
+    return 0;
+  } catch (...) {
+    return -1;
+  }
+}
+

@@ -8,6 +8,7 @@
 #include <ATen/core/List.h>
 #include <ATen/record_function.h>
 #include <c10/core/GradMode.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -331,13 +332,16 @@ struct ThreadState {
 };
 
 thread_local ThreadState* t_state = nullptr;
+// A fork child (a DataLoader worker, its own session): between batches it waits for the next
+// index, so no phase spans a gap there.
+bool g_forked = false;
 
 ThreadState* state() {
   if (t_state == nullptr) {
     ClassifierOptions opt = g_options;
     const bool main_thread = ::syscall(SYS_gettid) == ::getpid();
     opt.marks_iterations = main_thread && g_options.marks_iterations;
-    opt.phases_span_gaps = main_thread;
+    opt.phases_span_gaps = main_thread && !g_forked;
     t_state = new (gnnprof::detail::map_pages(sizeof(ThreadState), alignof(ThreadState))) ThreadState(opt);
   }
   return t_state;
@@ -629,6 +633,12 @@ int gnnprof_torch_observe(int flags, unsigned long long gather_min_bytes,
                                                    .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
       at::addGlobalCallback(
           at::RecordFunctionCallback(&gi::on_start, &gi::on_end).scopes({at::RecordScope::USER_SCOPE}));
+      // A fork child (a DataLoader worker) starts from a clean state on the forking thread: the
+      // phase or scope its parent had open there never ends in the child (the old state leaks).
+      pthread_atfork(nullptr, nullptr, [] {
+        gi::t_state = nullptr;
+        gi::g_forked = true;
+      });
       gi::g_install_result = 0;
     } catch (const std::exception& e) {
       if (reason != nullptr && reason_size > 0) std::snprintf(reason, reason_size, "addGlobalCallback failed: %s", e.what());

@@ -19,6 +19,7 @@ int flush_now() noexcept;
 int poll(bool allow_flush) noexcept;
 int start_drainer() noexcept;
 int flush_in_forked_child(long parent_pid) noexcept;
+int start_in_fork_child(bool drainer_thread) noexcept;
 std::uint64_t set_line(std::uint32_t site) noexcept;
 void line_event(std::uint32_t site, std::uint64_t t0, std::uint64_t t1, bool hit) noexcept;
 void line_charge(std::uint32_t line, std::uint32_t stage, std::int64_t begin_mono_ns, std::int64_t end_mono_ns) noexcept;
@@ -115,6 +116,10 @@ int gnnprof_poll(int allow_flush) { return gnnprof::detail::poll(allow_flush != 
 int gnnprof_start_drainer(void) { return gnnprof::detail::start_drainer(); }
 
 int gnnprof_flush_in_fork_child(long parent_pid) { return gnnprof::detail::flush_in_forked_child(parent_pid); }
+
+int gnnprof_start_in_fork_child(int drainer_thread) {
+  return gnnprof::detail::start_in_fork_child(drainer_thread != 0);
+}
 
 void gnnprof_note_collector(const char* name, int enabled, const char* reason) {
   gnnprof::detail::note_collector(name, enabled != 0, reason);

@@ -256,6 +256,16 @@ BufferRegistry& buffer_registry() {
 
 ThreadBuffer* current_buffer() noexcept { return buffer_for_begin(); }
 
+void forget_open_ranges() noexcept {
+  ThreadBuffer* b = t_buffer;
+  if (b == nullptr) return;
+  b->depth = 0;
+  b->cur_stage = b->cur_line = b->top_stage = -1;
+  b->stage_depth = 0;
+  b->ext_line = 0;
+  b->ext_line_since = 0;
+}
+
 int current_thread_index() noexcept {
   ThreadBuffer* b = buffer_for_begin();
   return (b == nullptr || b->is_sink()) ? -1 : static_cast<int>(b->index);

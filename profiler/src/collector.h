@@ -49,6 +49,10 @@ BufferRegistry& buffer_registry();
 /// The calling thread's buffer, or nullptr when no session runs (starts one lazily).
 ThreadBuffer* current_buffer() noexcept;
 
+/// Forgets the calling thread's open stages and lines without ending them: in a fork child, the
+/// ranges its parent had open there never end.
+void forget_open_ranges() noexcept;
+
 /// The calling thread's index in the profile (attaching a buffer if needed), or -1.
 int current_thread_index() noexcept;
 

@@ -449,6 +449,25 @@ int start_drainer() noexcept {
   }
 }
 
+int start_in_fork_child(bool drainer_thread) noexcept {
+  Global& s = g();
+  try {
+    std::unique_lock<std::mutex> lock(s.mu, std::defer_lock);
+    if (!lock_within(lock, 2000)) return -1;
+    // Only where the parent's session was running at the fork (atfork_child stopped it).
+    if (g_state.load() != kStopped || s.owner_pid == 0 || s.owner_pid == ::getpid()) return -1;
+    Config cfg = s.cfg;
+    cfg.drainer_thread = drainer_thread;
+    forget_open_ranges();
+    if (!start_locked(s, cfg) || g_state.load() != kRunning) return -1;
+    std::lock_guard<std::mutex> d(s.drain_mu);
+    s.agg->set_main_thread_hint(current_thread_index());
+    return 0;
+  } catch (...) {
+    return -1;
+  }
+}
+
 int flush_in_forked_child(long parent_pid) noexcept {
   Global& s = g();
   try {

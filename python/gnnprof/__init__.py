@@ -258,6 +258,60 @@ def _note_lines(final=False):
     _native.note_collector("python-lines", True, reason)
 
 
+# ---- fork children ----
+
+class _Token:  # multiprocessing's after-fork registry holds its objects weakly
+    pass
+
+
+_worker_token = _Token()
+
+
+def _forked_by_loader():
+    """Whether this fork is a data loader's worker: a loader library's frame is on the stack."""
+    from . import _lines
+    f = sys._getframe(1)
+    for _ in range(64):
+        if f is None:
+            return False
+        if any(x in f.f_code.co_filename for x in _lines.LOADERS):
+            return True
+        f = f.f_back
+    return False
+
+
+def _stop_worker():
+    _native.close_thread()
+    _note_lines(final=True)
+    stop()
+
+
+def _arm_worker(_):
+    """multiprocessing's child bootstrap clears the finalizers inherited from the parent, then
+    runs the after-fork callbacks; the worker leaves by os._exit after its finalizers (atexit
+    does not run): the worker's profile is written there."""
+    sys.modules["multiprocessing.util"].Finalize(None, _stop_worker, exitpriority=100)
+
+
+def _after_fork_in_child():
+    """A forked child records nothing, and runs without the frame hook; a data loader's worker
+    (GNNPROF_LOADER_WORKERS, default on) gets a session and a profile of its own instead, with
+    the user code its loader calls traced."""
+    try:
+        from . import _config
+        util = sys.modules.get("multiprocessing.util")
+        if (util is not None and _config.flag("GNNPROF_LOADER_WORKERS", True) and _forked_by_loader()
+                and _native.start_in_fork_child() == 0):
+            _native.note_collector("loader-worker", True, f"a data loader's worker process, forked from pid "
+                                   f"{os.getppid()}: its own profile from the fork on (GNNPROF_LOADER_WORKERS=0: none)")
+            util.register_after_fork(_worker_token, _arm_worker)
+            _note_lines()
+            return
+        _native.set_hook(False)
+    except Exception:  # never into the host's fork
+        pass
+
+
 def _configure_lines(value):
     from . import _lines
     auto, specs = _lines.parse(value)
@@ -299,8 +353,7 @@ if _state["bound"]:
     from . import _config
     _configure_lines(_config.string("GNNPROF_LINES", "auto"))
     atexit.register(_at_exit)
-    # A forked child (a DataLoader worker) records nothing: its frames run without the hook.
-    os.register_at_fork(after_in_child=lambda: _native.set_hook(False))
+    os.register_at_fork(after_in_child=_after_fork_in_child)
     if _state["how"] == "loaded":
         from . import _attach
         _attach.watch_torch(_native.attach)

@@ -45,6 +45,12 @@ def count(name, default):
     return _unread(name, default)
 
 
+def flag(name, default):
+    """A bool variable: the value, else the table's default (`default` without the library)."""
+    native = _native()
+    return native.config_bool(name) if native is not None else _unread(name, default)
+
+
 def string(name, default):
     """A text variable: the value, else the table's default (`default` without the library)."""
     native = _native()

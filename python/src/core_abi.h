@@ -31,8 +31,10 @@ typedef struct CoreAbi {
   void (*set_optimizer_step_hook)(void (*hook)(void));
   unsigned long long (*config_count_or)(const char* name, unsigned long long code_default);
   int (*config_string)(const char* name, char* buf, unsigned long size);
+  int (*config_bool)(const char* name);
   __typeof__(&gnnprof_preload_poll) poll;     /* the preload's poll when present (it also starts its threads) */
   __typeof__(&gnnprof_preload_attach) attach; /* the preload's "look for torch/CUDA now", or NULL */
+  __typeof__(&gnnprof_preload_start_in_fork_child) start_in_fork_child; /* or NULL */
 } CoreAbi;
 
 /* Filled by bind(); every pointer non-NULL once `bound` is 1. */

@@ -51,6 +51,7 @@ static int resolve(void* h, CoreAbi* t, const char** missing) {
   GNNPROF_SYM(set_optimizer_step_hook, "gnnprof_set_optimizer_step_hook");
   GNNPROF_SYM(config_count_or, "gnnprof_config_count_or");
   GNNPROF_SYM(config_string, "gnnprof_config_string");
+  GNNPROF_SYM(config_bool, "gnnprof_config_bool");
 #undef GNNPROF_SYM
   /* The preload library's poll also starts gnnprof's threads once the host has its own; a
    * core linked some other way has only the core's. */
@@ -58,6 +59,7 @@ static int resolve(void* h, CoreAbi* t, const char** missing) {
   if (t->poll == NULL) *(void**)(&t->poll) = dlsym(h, "gnnprof_poll");
   if (t->poll == NULL) t->poll = preload_poll_fallback;
   *(void**)(&t->attach) = dlsym(h, "gnnprof_preload_attach");
+  *(void**)(&t->start_in_fork_child) = dlsym(h, "gnnprof_preload_start_in_fork_child");
   return 0;
 }
 
@@ -218,6 +220,16 @@ static PyObject* py_attach(PyObject* self, PyObject* unused) {
   return PyLong_FromLong(g_core.attach());
 }
 
+/* start_in_fork_child() -> 0, or -1: in a fork child (a DataLoader worker), a session and a
+ * profile of its own, its line tracing started afresh (tracer_enter_fork_child). */
+static PyObject* py_start_in_fork_child(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  if (!g_core_bound || g_core.start_in_fork_child == NULL || g_core.start_in_fork_child() != 0)
+    return PyLong_FromLong(-1);
+  if (tracer_enter_fork_child() != 0) PyErr_Clear(); /* lines are not traced; the session runs */
+  return PyLong_FromLong(0);
+}
+
 /* ---- tracer control ---- */
 
 /* select(code, roles=ROLE_EXPLICIT, function=None): `function`, the code's function when
@@ -347,6 +359,14 @@ static PyObject* py_config_count(PyObject* self, PyObject* args) {
   return PyLong_FromUnsignedLongLong(g_core.config_count_or(name, code_default));
 }
 
+static PyObject* py_config_bool(PyObject* self, PyObject* args) {
+  (void)self;
+  const char* name = NULL;
+  if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+  if (!g_core_bound) Py_RETURN_NONE;
+  return PyBool_FromLong(g_core.config_bool(name));
+}
+
 static PyObject* py_config_string(PyObject* self, PyObject* args) {
   (void)self;
   const char* name = NULL;
@@ -407,9 +427,11 @@ static PyMethodDef methods[] = {
     {"stats", py_stats, METH_NOARGS, NULL},
     {"selected", py_selected, METH_NOARGS, "[(filename, name, qualname, roles)] of the traced code objects"},
     {"set_hook", py_set_hook, METH_O, "the frame hook in (True) or out (False); selections are kept"},
+    {"start_in_fork_child", py_start_in_fork_child, METH_NOARGS, "a fork child's own session: 0, or -1"},
     {"close_thread", py_close_thread, METH_NOARGS, "end the calling thread's open lines"},
     {"config_count", py_config_count, METH_VARARGS, "config_count(name, code_default): a GNNPROF_* count"},
     {"config_string", py_config_string, METH_VARARGS, "config_string(name): a GNNPROF_* value, else its default"},
+    {"config_bool", py_config_bool, METH_VARARGS, "config_bool(name): a GNNPROF_* flag, else its default"},
     {NULL, NULL, 0, NULL},
 };
 

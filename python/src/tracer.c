@@ -304,7 +304,10 @@ enum { kLoaderWalk = 16 };
  * loader) down to a frame of the loop or its pipeline. (A DataLoader's worker process, forked
  * from the loop's line, has the loop below its worker loop: the package takes tracing out in a
  * forked child.) */
+static int g_worker = 0; /* a data loader's worker process (tracer_enter_fork_child) */
+
 static int runs_for_loop(_PyInterpreterFrame* c) {
+  if (g_worker) return 1; /* the process exists to run the loader */
   for (int n = 0; c != NULL && n < kLoaderWalk; c = c->previous, ++n) {
     void* x = extra_of(c->f_code);
     if (x == NULL) x = auto_mark(c->f_code); /* begun before the hook was in */
@@ -793,6 +796,18 @@ void tracer_on_optimizer_step(void) {
     else if (ts->c_tracefunc != trace_fn) ++g_stats.foreign;
   }
   PyGILState_Release(gil);
+}
+
+int tracer_enter_fork_child(void) {
+  ThreadTrace* tt = t_trace;
+  if (tt != NULL) { /* the frames the parent was tracing never return here */
+    tt->depth = 0;
+    memset(tt->suspended, 0, sizeof(tt->suspended));
+  }
+  if (g_core_bound) (void)g_core.set_line(0);
+  g_worker = 1;
+  g_loader_traces = kLoaderTraces;
+  return g_auto ? tracer_install() : 0;
 }
 
 void tracer_close_thread(void) {

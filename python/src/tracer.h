@@ -46,6 +46,11 @@ int tracer_resume(void);
 PyObject* tracer_stats(void);
 /* [(filename, name, qualname, roles)] of every code object selected so far. */
 PyObject* tracer_selected(void);
+/* In a fork child whose own session just started (a DataLoader worker): the parent's open
+ * lines are forgotten without events, the user code any data loader calls joins the pipeline
+ * (there is no loop here to look for), and the hook goes in when auto selection is on. 0, or -1
+ * with an exception set. */
+int tracer_enter_fork_child(void);
 /* Ends the calling thread's open lines (before the session stops). */
 void tracer_close_thread(void);
 

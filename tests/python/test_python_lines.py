@@ -95,14 +95,42 @@ def test_auto_traces_the_dataset_and_collate_fn_a_dataloader_calls(gnnprof_run, 
     assert at_line and sum(m["bytes"] for m in at_line) == 19 * 64 * 8 * 128 * 4, at_line
     stages = {s["name"]: s for s in r.profile["stages"]}
     assert stages["enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"]["category"] == "data"
-    # With worker processes the pipeline runs there (a forked child records nothing): the loop's
-    # process traces its own loop and waits for the workers as data time.
+    # With worker processes the pipeline runs there: the loop's process traces its loop and
+    # waits for the workers as data time; each worker (a fork) writes a profile of its own with
+    # the Dataset's and collate_fn's lines and the gathers.
     w = gnnprof_run(path, "6", "2", env=env)
     assert w.rc == 0, w.err
     assert w.out == plain_run(path, "6", "2").out
     assert {l["function"] for l in w.profile["lines"]} == {"main"}
     stages = {s["name"]: s for s in w.profile["stages"]}
     assert stages["enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"]["category"] == "data"
+    workers = worker_profiles(w)
+    assert len(workers) == 2, w.err
+    hits = {}
+    for p in workers:
+        assert any(c["name"] == "loader-worker" and c["enabled"] for c in p["collectors"])
+        assert p["run"]["pid"] != w.profile["run"]["pid"]
+        for l in p["lines"]:
+            hits[(l["function"], l["line"])] = hits.get((l["function"], l["line"]), 0) + l["hits"]
+    assert hits[("Seeds.__getitem__", line_of(path, "node = (i * 7919) % N"))] == 6 * 64
+    assert hits[("make_collate.<locals>.collate", gather)] == 6
+    assert sum(m["bytes"] for p in workers for m in p["materializations"] if m["line"] == gather) == 6 * 64 * 8 * 128 * 4
+    assert ("main", line_of(path, "for x, y in loader:")) not in hits, "the parent's open lines stay the parent's"
+    off = gnnprof_run(path, "3", "2", env=dict(env, GNNPROF_LOADER_WORKERS="0"))
+    assert off.rc == 0, off.err
+    assert worker_profiles(off) == []
+
+
+def worker_profiles(r):
+    """The profiles that the run's other processes wrote beside r's (STEM.PID.json)."""
+    stem = os.path.splitext(r.path)[0]
+    out = []
+    for name in os.listdir(os.path.dirname(r.path)):
+        path = os.path.join(os.path.dirname(r.path), name)
+        if re.fullmatch(re.escape(os.path.basename(stem)) + r"\.[0-9]+\.json", name):
+            with open(path) as f:
+                out.append(json.load(f))
+    return out
 
 
 def test_a_selected_getitem_is_seen_at_every_subscript(gnnprof_run, plain_run):

@@ -253,6 +253,47 @@ TEST(ForkFlush, ChildOfForkWritesTheParentsProfile) {
   (void)stop();
 }
 
+// A fork child of a running session (a DataLoader worker, through the preload) starts a session
+// of its own with the parent's configuration, written under its own pid; a stage the parent had
+// open on the forking thread stays the parent's.
+TEST(ForkChild, StartsASessionOfItsOwnWrittenUnderItsPid) {
+  Config cfg = testing::quiet_config();
+  const std::string path = fresh_output(cfg, "gnnprof_forkchild_%p.json");
+  ASSERT_TRUE(start(cfg));
+  EXPECT_EQ(gnnprof_start_in_fork_child(0), -1) << "the session's own process";
+  const gnnprof_site_t open = gnnprof_stage_site("open at fork", nullptr);
+  gnnprof_stage_begin(open);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    bool ok = !is_running() && gnnprof_start_in_fork_child(0) == 0 && is_running();
+    ok = ok && gnnprof_start_in_fork_child(0) == -1;  // running already
+    { GNNPROF_STAGE("in child"); }
+    ok = ok && stop();
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  gnnprof_stage_end();
+  ASSERT_TRUE(stop());
+  std::string child_path = path;
+  const std::string me = std::to_string(::getpid());
+  child_path.replace(child_path.rfind(me), me.size(), std::to_string(child));
+  auto c = read_profile_file(child_path);
+  ASSERT_TRUE(c) << c.status().message();
+  EXPECT_EQ(c->run.pid, child);
+  const StageStats* in_child = testing::find_stage(*c, "in child");
+  ASSERT_NE(in_child, nullptr);
+  for (const auto& e : c->stage_edges) EXPECT_NE(e.child, "in child") << "nested in " << e.parent;
+  EXPECT_EQ(testing::find_stage(*c, "open at fork"), nullptr);
+  auto p = read_profile_file(path);
+  ASSERT_TRUE(p) << p.status().message();
+  EXPECT_NE(testing::find_stage(*p, "open at fork"), nullptr);
+  EXPECT_EQ(testing::find_stage(*p, "in child"), nullptr);
+  std::remove(child_path.c_str());
+}
+
 TEST(Api, IterationsCountANestedStageOfTheSameCategoryOnce) {
   Profile p = testing::profile_of(testing::quiet_config(), [] {
     for (int i = 0; i < 3; ++i) {

@@ -82,6 +82,11 @@ GNNPROF_C_API int gnnprof_start_drainer(void);
  * session's process parent_pid (the preload's SIGTERM flush when it has no thread). Takes no
  * lock that the interrupted thread may hold: -1 instead. The file is the parent's. */
 GNNPROF_C_API int gnnprof_flush_in_fork_child(long parent_pid);
+/* In a fork() child of a process whose session was running (the child's is stopped at the
+ * fork): starts a session of the child's own with the parent's configuration, written to the
+ * child's own file (the output pattern's %p) when it stops. The collectors noted so far are
+ * kept. 0 on success, -1 elsewhere (not a child of a running session, or already started). */
+GNNPROF_C_API int gnnprof_start_in_fork_child(int drainer_thread);
 
 /* Declares a collector in the profile's "collectors" list (replacing one of the same name),
  * e.g. ("cupti", 0, "no CUDA driver (cuptiActivityEnable: CUPTI_ERROR_UNKNOWN)"). May be called
