@@ -224,6 +224,9 @@ extern "C" int gnnprof_preload_start_in_fork_child(void) {
     if (gnnprof_start_in_fork_child(threadless ? 0 : 1) != 0) return -1;
     g_owner_pid = getpid();
     g_threadless.store(threadless);
+    gnnprof_note_collector("threads", 1,
+                           threadless ? "none in this fork child while it is single-threaded: drained at its ops' poll points"
+                                      : "gnnprof-drainer (this fork child had threads of its own)");
     return 0;
   } catch (...) {
     return -1;

@@ -40,6 +40,7 @@ struct Global {
   std::mutex mu;
   Config cfg;
   pid_t owner_pid = 0;
+  bool running_at_fork = false;  // in a fork child: the parent's session ran (start_in_fork_child)
   bool atexit_registered = false;
   bool atfork_registered = false;
   std::mutex drain_mu;
@@ -245,7 +246,8 @@ void atfork_child() {
   buffer_registry().mutex().unlock();
   s.drain_mu.unlock();
   s.mu.unlock();
-  if (g_state.load() == kRunning) g_state.store(kStopped);
+  s.running_at_fork = g_state.load() == kRunning;
+  if (s.running_at_fork) g_state.store(kStopped);
   // The std::thread names a thread that does not exist in the child; joining or detaching it
   // there is undefined, so forget the handle without touching it.
   new (&s.drainer) std::thread();
@@ -455,7 +457,8 @@ int start_in_fork_child(bool drainer_thread) noexcept {
     std::unique_lock<std::mutex> lock(s.mu, std::defer_lock);
     if (!lock_within(lock, 2000)) return -1;
     // Only where the parent's session was running at the fork (atfork_child stopped it).
-    if (g_state.load() != kStopped || s.owner_pid == 0 || s.owner_pid == ::getpid()) return -1;
+    if (!s.running_at_fork || g_state.load() != kStopped || s.owner_pid == ::getpid()) return -1;
+    s.running_at_fork = false;
     Config cfg = s.cfg;
     cfg.drainer_thread = drainer_thread;
     forget_open_ranges();

@@ -292,6 +292,12 @@ TEST(ForkChild, StartsASessionOfItsOwnWrittenUnderItsPid) {
   EXPECT_NE(testing::find_stage(*p, "open at fork"), nullptr);
   EXPECT_EQ(testing::find_stage(*p, "in child"), nullptr);
   std::remove(child_path.c_str());
+  // The child of a stopped session records nothing.
+  const pid_t after_stop = ::fork();
+  ASSERT_GE(after_stop, 0);
+  if (after_stop == 0) _exit(gnnprof_start_in_fork_child(0) == -1 && !is_running() ? 0 : 1);
+  ASSERT_EQ(::waitpid(after_stop, &status, 0), after_stop);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 TEST(Api, IterationsCountANestedStageOfTheSameCategoryOnce) {
