@@ -3,7 +3,8 @@
 torch's DataLoader (a map-style Dataset whose __getitem__ runs per sample, a collate_fn that
 samples neighbours and gathers their features), timed.
 
-    loader_loop.py STEPS [--kernprof]    prints "loop_s S" (the loop after its first 5 batches)
+    loader_loop.py STEPS [--kernprof] [--workers N]    prints "loop_s S" (the loop after its
+    first 5 batches); --workers: the DataLoader's worker processes
     --kernprof: line_profiler's @profile on train, Seeds.__getitem__ and collate (its way to see
     the lines gnnprof's auto selection traces)"""
 import builtins
@@ -39,8 +40,10 @@ def train(loader, model, opt):
 
 def main():
     steps = int(sys.argv[1])
+    workers = int(sys.argv[sys.argv.index("--workers") + 1]) if "--workers" in sys.argv else 0
     graph, model, opt = setup()
-    loader = DataLoader(Seeds(BATCH * (steps + WARMUP)), batch_size=BATCH, collate_fn=profile(make_collate(*graph)))
+    loader = DataLoader(Seeds(BATCH * (steps + WARMUP)), batch_size=BATCH, collate_fn=profile(make_collate(*graph)),
+                        num_workers=workers)
     print(f"loop_s {train(loader, model, opt):.6f}")
 
 

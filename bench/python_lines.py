@@ -8,7 +8,7 @@ interleaved (order alternating per round); figures go to docs/performance.md.
                                                                 [--against OTHER/cli/gnnprof]
     bench/python_lines.py --gnnprof build/cli/gnnprof accuracy  [--rounds 5]
     bench/python_lines.py --gnnprof build/cli/gnnprof hook      [--rounds 10] [--n 2000000]
-    bench/python_lines.py --gnnprof build/cli/gnnprof loader    [--rounds 10] [--steps 300]
+    bench/python_lines.py --gnnprof build/cli/gnnprof loader    [--rounds 10] [--steps 300] [--workers N]
 
 cost: bench/line_loop.py's pure-Python function of five cheap lines per iteration, run plain,
   under `gnnprof run --lines line_loop.py:hot`, under `kernprof -l` (line_profiler) and under
@@ -30,6 +30,9 @@ loader: bench/loader_loop.py, a loop over torch's DataLoader (a per-sample Datas
   a collate_fn), OMP_NUM_THREADS=1: plain; `gnnprof run` (lines auto: the loop, __getitem__ and
   collate); `gnnprof run --lines loader_loop.py:train` (the loop only: what tracing the
   loader's callees adds is the ratio between the two); `kernprof -l` with @profile on the three.
+  --workers N: the DataLoader forks N workers, and the loop-only mode is instead
+  GNNPROF_LOADER_WORKERS=0 (the workers record nothing): the ratio is what the workers' own
+  profiles (their sessions, ops and traced lines) cost the loop.
 accuracy: bench/line_loop.py's lines that busy-wait 2, 1 and 0.5 ms and time themselves: each
   line's time in gnnprof's profile against the script's own clock, and its hits."""
 import argparse
@@ -190,34 +193,41 @@ def sample(a, tmp):
 
 def loader(a, tmp):
     script = os.path.join(here, "loader_loop.py")
-    steps = str(a.steps)
+    args = [str(a.steps), "--workers", str(a.workers)]
     env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+    only = "gnnprof (workers off)" if a.workers else "gnnprof (loop only)"
     cmds = {
-        "plain": [PY, script, steps],
-        "gnnprof (lines auto)": [a.gnnprof, "run", "-o", os.path.join(tmp, "a.json"), "--", PY, script, steps],
-        "gnnprof (loop only)": [a.gnnprof, "run", "-o", os.path.join(tmp, "l.json"), "--lines", "loader_loop.py:train",
-                                "--", PY, script, steps],
-        "kernprof -l (the same 3)": [PY, "-m", "kernprof", "-l", "-o", os.path.join(tmp, "k.lprof"), script, steps,
-                                     "--kernprof"],
+        "plain": [PY, script] + args,
+        "gnnprof (lines auto)": [a.gnnprof, "run", "-o", os.path.join(tmp, "a.json"), "--", PY, script] + args,
+        only: [a.gnnprof, "run", "-o", os.path.join(tmp, "l.json")]
+        + ([] if a.workers else ["--lines", "loader_loop.py:train"]) + ["--", PY, script] + args,
+        "kernprof -l (the same 3)": [PY, "-m", "kernprof", "-l", "-o", os.path.join(tmp, "k.lprof"), script] + args
+        + ["--kernprof"],
     }
+    envs = {m: env for m in cmds}
+    envs[only] = dict(env, GNNPROF_LOADER_WORKERS="0") if a.workers else env
 
     def one(m, r):
-        return float(re.search(r"loop_s ([0-9.]+)", run(cmds[m], env=env, cwd=tmp)).group(1))
+        for f in os.listdir(tmp):  # the workers' profiles of the last run
+            if f.endswith(".json"):
+                os.remove(os.path.join(tmp, f))
+        return float(re.search(r"loop_s ([0-9.]+)", run(cmds[m], env=envs[m], cwd=tmp)).group(1))
 
     t = interleave(list(cmds), a.rounds, one)
     rng = random.Random(0)
-    print(f"\nDataLoader loop: bench/loader_loop.py {steps} (64 samples per batch), {a.rounds} interleaved rounds, "
-          f"OMP_NUM_THREADS={env['OMP_NUM_THREADS']}")
+    print(f"\nDataLoader loop: bench/loader_loop.py {a.steps} --workers {a.workers} (64 samples per batch), {a.rounds} "
+          f"interleaved rounds, OMP_NUM_THREADS={env['OMP_NUM_THREADS']}")
     for m, v in t.items():
         ratios = [x / p for x, p in zip(v, t["plain"])]
         lo, hi = ci(ratios, rng)
         print(f"  {m:28s} loop median {statistics.median(v):.4f} s  {100 * (statistics.median(ratios) - 1):+.1f} % "
               f"of plain (95 % CI {100 * (lo - 1):+.1f}..{100 * (hi - 1):+.1f})")
-    ratios = [x / p for x, p in zip(t["gnnprof (lines auto)"], t["gnnprof (loop only)"])]
+    ratios = [x / p for x, p in zip(t["gnnprof (lines auto)"], t[only])]
     lo, hi = ci(ratios, rng)
-    per_batch = [(x - p) / a.steps * 1e6 for x, p in zip(t["gnnprof (lines auto)"], t["gnnprof (loop only)"])]
-    print(f"  lines auto / loop only: {100 * (statistics.median(ratios) - 1):+.1f} % (95 % CI {100 * (lo - 1):+.1f}.."
-          f"{100 * (hi - 1):+.1f}), {statistics.median(per_batch):+.1f} us per batch: tracing the loader's callees")
+    per_batch = [(x - p) / a.steps * 1e6 for x, p in zip(t["gnnprof (lines auto)"], t[only])]
+    what = "the workers' own profiles" if a.workers else "tracing the loader's callees"
+    print(f"  lines auto / {only[9:-1]}: {100 * (statistics.median(ratios) - 1):+.1f} % (95 % CI {100 * (lo - 1):+.1f}.."
+          f"{100 * (hi - 1):+.1f}), {statistics.median(per_batch):+.1f} us per batch: {what}")
 
 
 def accuracy(a, tmp):
@@ -257,6 +267,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=None)
     ap.add_argument("--n", type=int, default=1000000)
     ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--workers", type=int, default=0, help="loader: the DataLoader's worker processes")
     ap.add_argument("--save", help="sample: write the raw times to this JSON file")
     ap.add_argument("--preload", help="sample: also a mode with this libgnnprof_preload.so injected alone (no package)")
     ap.add_argument("--pin", action="store_true",
