@@ -805,6 +805,7 @@ int tracer_enter_fork_child(void) {
     memset(tt->suspended, 0, sizeof(tt->suspended));
   }
   if (g_core_bound) (void)g_core.set_line(0);
+  memset(&g_stats, 0, sizeof(g_stats)); /* the worker's own counts, for its profile's note */
   g_worker = 1;
   g_loader_traces = kLoaderTraces;
   return g_auto ? tracer_install() : 0;
