@@ -37,7 +37,7 @@ const char* default_category(const std::string& n) noexcept {
     if (e.name == n) return e.category;
   // torch's DataLoader wraps each batch it hands out in a record_function of this name
   // ("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"): the loop waiting for data.
-  if (std::string_view(n).substr(0, 21) == "enumerate(DataLoader)") return "data";
+  if (n.rfind("enumerate(DataLoader)", 0) == 0) return "data";
   return "user";
 }
 

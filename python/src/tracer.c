@@ -300,12 +300,12 @@ static int feeds_loop(CodeInfo* ci) { return ci != NULL && (ci->roles & (ROLE_LO
 /* Frames a data loader's call of user code is looked through for the loop it runs for. */
 enum { kLoaderWalk = 16 };
 
-/* Whether frame c and those below it, within kLoaderWalk frames, are library code (a data
- * loader) down to a frame of the loop or its pipeline. (A DataLoader's worker process, forked
- * from the loop's line, has the loop below its worker loop: the package takes tracing out in a
- * forked child.) */
 static int g_worker = 0; /* a data loader's worker process (tracer_enter_fork_child) */
 
+/* Whether frame c and those below it, within kLoaderWalk frames, are library code (a data
+ * loader) down to a frame of the loop or its pipeline. In a data loader's worker process
+ * always: it exists to run the loader (the parent's frames below its worker loop are not
+ * looked at). */
 static int runs_for_loop(_PyInterpreterFrame* c) {
   if (g_worker) return 1; /* the process exists to run the loader */
   for (int n = 0; c != NULL && n < kLoaderWalk; c = c->previous, ++n) {
@@ -317,12 +317,12 @@ static int runs_for_loop(_PyInterpreterFrame* c) {
   return 0;
 }
 
-/* The pipeline's new member: code `co` of frame f, called by a data loader or pulled by the
+/* The pipeline's new member: the code of frame f, called by a data loader or pulled by the
  * loop. */
-static CodeInfo* join_pipeline(_PyInterpreterFrame* f, PyCodeObject* co) {
-  CodeInfo* mine = codeinfo_new(co, ROLE_PIPELINE);
+static CodeInfo* join_pipeline(_PyInterpreterFrame* f) {
+  CodeInfo* mine = codeinfo_new(f->f_code, ROLE_PIPELINE);
   if (mine == NULL) return NULL;
-  set_extra(co, mine);
+  set_extra(f->f_code, mine);
   ++g_stats.selected;
   if (mine->getitem) own_version((PyObject*)f->f_func);
   return mine;
@@ -337,7 +337,7 @@ static int pulled_by_loop(PyThreadState* ts, _PyInterpreterFrame* f, void* mark)
   void* cx = extra_of(caller->f_code);
   const int join = is_loader(cx) ? runs_for_loop(caller)
                                  : mark == MAYBE && !is_mark(cx) && feeds_loop((CodeInfo*)cx);
-  return join && join_pipeline(f, f->f_code) != NULL;
+  return join && join_pipeline(f) != NULL;
 }
 
 static PyObject* eval_hook(PyThreadState* ts, _PyInterpreterFrame* f, int throwflag) {
@@ -482,7 +482,7 @@ static CodeInfo* called_info(ThreadTrace* tt, _PyInterpreterFrame* f) {
   if (x == MAYBE || x == MAYBE_LOADED) { /* a user __getitem__ inlined into a data loader's frame */
     _PyInterpreterFrame* caller = f->previous;
     if (caller == NULL || !is_loader(extra_of(caller->f_code)) || !runs_for_loop(caller)) return NULL;
-    return join_pipeline(f, f->f_code);
+    return join_pipeline(f);
   }
   if (is_mark(x)) return NULL;
   CodeInfo* ci = (CodeInfo*)x;
