@@ -6,7 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -16,6 +19,7 @@
 #include <type_traits>
 #include <random>
 #include <sstream>
+#include <string_view>
 
 #include "gnnprof/internal/json_fields.h"
 #include "gnnprof/internal/json_number.h"
@@ -75,20 +79,74 @@ struct Reader {
 };
 
 // Columnar: a name table and one array per field, so that a million events cost a few numbers
-// each in the file and in a reader's memory, not an object each.
-json timeline_json(const Profile& p) {
-  json thread = json::array(), kind = json::array(), name = json::array(), ts = json::array(), dur = json::array(),
-       value = json::array();
-  for (const auto& e : p.timeline) {
-    thread.push_back(e.thread);
-    kind.push_back(static_cast<int>(e.kind));
-    name.push_back(e.name);
-    ts.push_back(e.ts_ns);
-    dur.push_back(e.dur_ns);
-    value.push_back(e.value);
+// each in the file and in a reader's memory, not an object each. The tree holds a placeholder;
+// profile_text writes the columns as text, one line each (a periodic flush writes the profile on
+// the host's thread: a json node per number made that 90 % of a flush).
+json timeline_placeholder(const Profile&) { return nullptr; }
+
+template <typename T>
+void append_number(std::string& out, T v) {
+  char buf[32];
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!std::isfinite(v)) {  // as nlohmann writes them
+      out += "null";
+      return;
+    }
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, end);
+    // Keep the number a float for readers that type it (1.0, not 1), as nlohmann writes it.
+    if (std::find_if(buf, end, [](char c) { return c == '.' || c == 'e' || c == 'n' || c == 'i'; }) == end) out += ".0";
+  } else {
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, end);
   }
-  return {{"names", p.timeline_names}, {"thread", std::move(thread)}, {"kind", std::move(kind)}, {"name", std::move(name)},
-          {"ts_ns", std::move(ts)},    {"dur_ns", std::move(dur)},     {"value", std::move(value)}};
+}
+
+template <typename F>
+void append_column(std::string& out, const char* key, const std::vector<TimelineEvent>& events, F get, bool last) {
+  out += "    \"";
+  out += key;
+  out += "\": [";
+  for (std::size_t k = 0; k < events.size(); ++k) {
+    if (k != 0) out += ',';
+    append_number(out, get(events[k]));
+  }
+  out += last ? "]\n" : "],\n";
+}
+
+void append_timeline(std::string& out, const Profile& p) {
+  out += "{\n    \"names\": [";
+  for (std::size_t k = 0; k < p.timeline_names.size(); ++k) {
+    out += k == 0 ? "\n      " : ",\n      ";
+    out += json(p.timeline_names[k]).dump();
+  }
+  out += p.timeline_names.empty() ? "],\n" : "\n    ],\n";
+  const auto& ev = p.timeline;
+  out.reserve(out.size() + ev.size() * 40);
+  append_column(out, "thread", ev, [](const TimelineEvent& e) { return e.thread; }, false);
+  append_column(out, "kind", ev, [](const TimelineEvent& e) { return static_cast<int>(e.kind); }, false);
+  append_column(out, "name", ev, [](const TimelineEvent& e) { return e.name; }, false);
+  append_column(out, "ts_ns", ev, [](const TimelineEvent& e) { return e.ts_ns; }, false);
+  append_column(out, "dur_ns", ev, [](const TimelineEvent& e) { return e.dur_ns; }, false);
+  append_column(out, "value", ev, [](const TimelineEvent& e) { return e.value; }, true);
+  out += "  }";
+}
+
+/// The document: the tree's text with the timeline's columns written in place of its placeholder
+/// (a top-level key, so the only "\n  \"timeline\": null" in the text: strings hold no raw newline).
+std::string profile_text(const json& tree, const Profile& p) {
+  std::string text = tree.dump(2);
+  static constexpr std::string_view kSlot = "\n  \"timeline\": null";
+  const std::size_t at = text.find(kSlot);
+  if (at == std::string::npos) return text + "\n";
+  const std::size_t value = at + kSlot.size() - 4;
+  std::string out;
+  out.reserve(text.size() + p.timeline.size() * 40 + 64);
+  out.append(text, 0, value);
+  append_timeline(out, p);
+  out.append(text, value + 4, std::string::npos);
+  out += '\n';
+  return out;
 }
 
 void read_timeline(const json& tl, Profile& p, const std::string& path) {
@@ -275,7 +333,7 @@ struct Record<Profile> {
       field("kernels", &P::kernels, Presence::kDefaulted),  // absent in profiles written before it existed
       field("materializations", &P::materializations),
       field("counters", &P::counters),
-      custom<P>("timeline", timeline_json, read_timeline),
+      custom<P>("timeline", timeline_placeholder, read_timeline),
       field("timeline_dropped", &P::timeline_dropped),
       field("environment", &P::environment),
       field("host_samples", &P::host_samples),
@@ -374,10 +432,10 @@ json profile_json(const Profile& p, const std::vector<Diagnostic>& diagnostics) 
 
 }  // namespace
 
-std::string profile_to_json(const Profile& profile) { return detail::to_json_value(profile).dump(2) + "\n"; }
+std::string profile_to_json(const Profile& profile) { return profile_text(detail::to_json_value(profile), profile); }
 
 std::string profile_to_json(const Profile& profile, const std::vector<Diagnostic>& diagnostics) {
-  return profile_json(profile, diagnostics).dump(2) + "\n";
+  return profile_text(profile_json(profile, diagnostics), profile);
 }
 
 Result<Profile> profile_from_json(const std::string& text, const std::string& origin) {

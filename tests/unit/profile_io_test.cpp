@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <thread>
 
 #include "gnnprof/profile_io.h"
@@ -41,6 +42,37 @@ TEST(ProfileIo, WriteReadWriteIsIdentical) {
   std::ifstream a(path), b(path2);
   std::string sa((std::istreambuf_iterator<char>(a)), {}), sb((std::istreambuf_iterator<char>(b)), {});
   EXPECT_EQ(sa, sb);
+}
+
+// The timeline's columns are written as text of their own (profile_text), not through the tree:
+// every value survives the round trip, floats stay floats, and an empty timeline is valid JSON.
+TEST(ProfileIo, TimelineColumnsRoundTripExactly) {
+  Profile p;
+  p.timeline_names = {"a \"quoted\" name", "\u00e9t\u00e9\n"};
+  const std::int64_t big = std::numeric_limits<std::int64_t>::max();
+  p.timeline = {TimelineEvent{0, TimelineKind::kStage, 0, -5, big, 0.1},
+                TimelineEvent{std::numeric_limits<std::uint32_t>::max(), TimelineKind::kCounter, 1, 7, 0, 1e300},
+                TimelineEvent{2, TimelineKind::kTransfer, 1, 8, 3, 3.0}};
+  const std::string text = profile_to_json(p);
+  auto j = nlohmann::json::parse(text);
+  EXPECT_EQ(j["timeline"]["names"][0], "a \"quoted\" name");
+  EXPECT_TRUE(j["timeline"]["value"][2].is_number_float()) << "3.0 is written as a float";
+  EXPECT_EQ(j["timeline"]["ts_ns"][0], -5);
+  EXPECT_EQ(j["timeline"]["dur_ns"][0], big);
+  auto back = profile_from_json(text, "mem");
+  ASSERT_TRUE(back) << back.status().message();
+  ASSERT_EQ(back->timeline.size(), 3u);
+  EXPECT_EQ(back->timeline_names, p.timeline_names);
+  EXPECT_EQ(back->timeline[0].value, 0.1);
+  EXPECT_EQ(back->timeline[1].value, 1e300);
+  EXPECT_EQ(back->timeline[1].thread, std::numeric_limits<std::uint32_t>::max());
+  EXPECT_EQ(back->timeline[1].kind, TimelineKind::kCounter);
+  EXPECT_EQ(profile_to_json(*back), text);
+
+  Profile empty;
+  auto e = nlohmann::json::parse(profile_to_json(empty));
+  EXPECT_TRUE(e["timeline"]["thread"].is_array());
+  EXPECT_TRUE(e["timeline"]["names"].empty());
 }
 
 TEST(ProfileIo, SchemaRequiredKeysArePresent) {
