@@ -122,7 +122,6 @@ void append_timeline(std::string& out, const Profile& p) {
   }
   out += p.timeline_names.empty() ? "],\n" : "\n    ],\n";
   const auto& ev = p.timeline;
-  out.reserve(out.size() + ev.size() * 40);
   append_column(out, "thread", ev, [](const TimelineEvent& e) { return e.thread; }, false);
   append_column(out, "kind", ev, [](const TimelineEvent& e) { return static_cast<int>(e.kind); }, false);
   append_column(out, "name", ev, [](const TimelineEvent& e) { return e.name; }, false);
@@ -138,15 +137,18 @@ std::string profile_text(const json& tree, const Profile& p) {
   std::string text = tree.dump(2);
   static constexpr std::string_view kSlot = "\n  \"timeline\": null";
   const std::size_t at = text.find(kSlot);
-  if (at == std::string::npos) return text + "\n";
-  const std::size_t value = at + kSlot.size() - 4;
-  std::string out;
-  out.reserve(text.size() + p.timeline.size() * 40 + 64);
-  out.append(text, 0, value);
-  append_timeline(out, p);
-  out.append(text, value + 4, std::string::npos);
-  out += '\n';
-  return out;
+  if (at != std::string::npos) {
+    const std::size_t value = at + kSlot.size() - 4;
+    std::string tail = text.substr(value + 4);  // what follows the timeline: a few keys
+    text.resize(value);
+    std::size_t names = 0;
+    for (const auto& n : p.timeline_names) names += n.size() + 10;
+    text.reserve(value + names + p.timeline.size() * 40 + 256 + tail.size());
+    append_timeline(text, p);
+    text += tail;
+  }
+  text += '\n';
+  return text;
 }
 
 void read_timeline(const json& tl, Profile& p, const std::string& path) {
