@@ -164,17 +164,23 @@ void read_timeline(const json& tl, Profile& p, const std::string& path) {
   if (kind.size() != n || name.size() != n || ts.size() != n || dur.size() != n || value.size() != n)
     r.fail(path, "columns differ in length");
   p.timeline.resize(n);
+  // The path is spelled only for an entry that fails (a million events are read per report).
+  auto at = [&](std::size_t k) { return path + "[" + std::to_string(k) + "]"; };
+  auto num = [&](auto& out, const json& v, std::size_t k, const char* key) {
+    using T = std::remove_reference_t<decltype(out)>;
+    out = json_number_fits<T>(v) ? v.template get<T>() : r.as<T>(v, at(k) + key);
+  };
   for (std::size_t k = 0; k < n; ++k) {
     TimelineEvent& e = p.timeline[k];
-    const std::string at = path + "[" + std::to_string(k) + "]";
-    e.thread = r.as<std::uint32_t>(thread[k], at + ".thread");
-    const int kd = r.as<int>(kind[k], at + ".kind");
-    e.name = r.as<std::uint32_t>(name[k], at + ".name");
-    if (kd < 0 || kd >= kTimelineKinds || e.name >= p.timeline_names.size()) r.fail(at, "kind or name index out of range");
+    int kd = 0;
+    num(e.thread, thread[k], k, ".thread");
+    num(kd, kind[k], k, ".kind");
+    num(e.name, name[k], k, ".name");
+    if (kd < 0 || kd >= kTimelineKinds || e.name >= p.timeline_names.size()) r.fail(at(k), "kind or name index out of range");
     e.kind = static_cast<TimelineKind>(kd);
-    e.ts_ns = r.as<std::int64_t>(ts[k], at + ".ts_ns");
-    e.dur_ns = r.as<std::int64_t>(dur[k], at + ".dur_ns");
-    e.value = r.as<double>(value[k], at + ".value");
+    num(e.ts_ns, ts[k], k, ".ts_ns");
+    num(e.dur_ns, dur[k], k, ".dur_ns");
+    num(e.value, value[k], k, ".value");
   }
 }
 

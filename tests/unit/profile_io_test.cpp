@@ -243,6 +243,16 @@ TEST(ProfileIo, OptionalFieldsAreWrittenWhenSetAndReadWhenPresent) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.status().message(), "x.json: $.timeline[0]: kind or name index out of range");
   bad = j;
+  bad["timeline"]["ts_ns"][0] = "soon";
+  r = profile_from_json(bad.dump(), "x.json");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(), "x.json: $.timeline[0].ts_ns: wrong type (string)");
+  bad = j;
+  bad["timeline"]["thread"][0] = -1;
+  r = profile_from_json(bad.dump(), "x.json");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(), "x.json: $.timeline[0].thread: integer out of range");
+  bad = j;
   bad["timeline"]["value"].erase(0);
   r = profile_from_json(bad.dump(), "x.json");
   ASSERT_FALSE(r);
