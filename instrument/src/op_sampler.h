@@ -38,8 +38,10 @@ struct SamplerOptions {
   Mode mode = Mode::kAuto;
   int period = 1;                // kEvery: observe one iteration in `period`
   int warmup = 5;                // observed iterations before anything is decided
-  double op_cost_ns = 1000;      // assumed cost of observing one op (density check)
-  double density_limit = 0.02;   // below: observe every iteration without calibrating
+  // Assumed cost of observing one op, torch's RecordFunction included (density check): the
+  // sample's loop measured 3.6-5.1 us per observed op on the 2-core VM (docs/performance.md).
+  double op_cost_ns = 4000;
+  double density_limit = 0.03;   // below (the overhead target): observe every iteration, no calibration
   int calibration_pairs = 8;     // unobserved/observed pairs measured
   int verify_every = 16;         // within budget: one iteration in this many unobserved...
   int verify_pairs = 32;         // ...until this many pairs are measured in all

@@ -31,8 +31,8 @@ int count(const std::vector<bool>& v) {
 
 }  // namespace
 
-// Ops of ~200 us (the GNN sample): the density estimate is far below the limit, so every
-// iteration is observed and none is spent calibrating.
+// Ops of ~200 us (the GNN sample): the density estimate (180 x 4 us / 36 ms = 2 %) is below the
+// limit, so every iteration is observed and none is spent calibrating.
 TEST(OpSampler, LongOpsAreObservedInEveryIterationWithoutCalibrating) {
   gi::OpSampler s({});
   const auto seen = run(s, 50, 36'000'000, 36'000'000, 180);
@@ -66,7 +66,7 @@ TEST(OpSampler, TinyOpsAreSampledAtAPeriodFromTheMeasuredCost) {
 TEST(OpSampler, ACheapObserverMeasuredWithinBudgetObservesAll) {
   const gi::SamplerOptions o;
   gi::OpSampler s(o);
-  const auto seen = run(s, 60, 204'000, 200'000, 100);  // density 0.5 us*100/204us: calibrates
+  const auto seen = run(s, 60, 204'000, 200'000, 100);  // density 4 us*100/204us: calibrates
   EXPECT_EQ(s.period(), 1);
   const int w = o.warmup, c = 2 * o.calibration_pairs;
   // The calibration's unobserved iterations, then the verification's at 15 and 31 after it.
