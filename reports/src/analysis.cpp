@@ -54,6 +54,10 @@ std::vector<IterationStage> stage_rows(const std::vector<const IterationStats*>&
 
 }  // namespace
 
+bool is_worker_wait(std::string_view stage) noexcept {
+  return stage.rfind("enumerate(DataLoader)#_MultiProcessing", 0) == 0;
+}
+
 std::vector<const IterationStats*> ops_observed(const std::vector<const IterationStats*>& its) {
   std::vector<const IterationStats*> observed;
   for (const auto* it : its)
@@ -131,7 +135,7 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
       if (s.category != "data") continue;
       // The loop waiting for other workers: a prefetcher's queue, a DataLoader's worker
       // processes. Data time, but not the loop's own Python.
-      const bool waits = s.name == "loader_wait" || s.name.rfind("enumerate(DataLoader)#_MultiProcessing", 0) == 0;
+      const bool waits = s.name == "loader_wait" || is_worker_wait(s.name);
       for (const auto& t : s.by_thread)
         if (t.thread == p.main_thread) {
           self += waits ? 0 : t.self_ns;
@@ -143,9 +147,14 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
     if (python && ops && total > 0) gil = static_cast<double>(self) / static_cast<double>(total);
   }
 
-  std::vector<std::int64_t> walls, d, h, c, r, predicted, expected;
+  std::vector<std::int64_t> walls, d, h, c, r, worker_waits, predicted, expected;
   for (const auto* it : its) {
-    std::int64_t di = 0, hi = 0, ci = 0;
+    std::int64_t di = 0, hi = 0, ci = 0, wi = 0;
+    // The loop's wait for a DataLoader's worker processes: data time, but the batches already
+    // load ahead in other processes; what the loop still waits is their shortfall, which a
+    // prefetcher does not hide.
+    for (const auto& [n, v] : it->stages)
+      if (is_worker_wait(n)) wi += v;
     if (!it->categories.empty() || !it->other_categories.empty()) {
       // Nested stages of one category counted once (the collector's per-category totals).
       auto at = [](const std::map<std::string, std::int64_t>& m, const char* k) {
@@ -168,18 +177,21 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
       }
     }
     const std::int64_t ri = std::max<std::int64_t>(0, it->wall_ns - di - ci);
+    wi = std::min(wi, di);
+    const std::int64_t oi = di - wi;  // the data a prefetcher could overlap with compute
     walls.push_back(it->wall_ns);
     d.push_back(di);
     h.push_back(hi);
     c.push_back(ci);
     r.push_back(ri);
-    predicted.push_back(std::max(di, ci) + ri);
-    double e = static_cast<double>(std::max(di, ci));
+    worker_waits.push_back(wi);
+    predicted.push_back(std::max(oi, ci) + ri + wi);
+    double e = static_cast<double>(std::max(oi, ci));
     // The same CPU work on P CPUs cannot take less than work / P.
-    if (busy) e = std::max(e, *busy * static_cast<double>(it->wall_ns) - static_cast<double>(ri));
-    else if (cpus > 0) e = std::max(e, (static_cast<double>(di) + threads * static_cast<double>(ci)) / cpus);
-    if (gil) e = std::max(e, std::max((1 - *gil) * static_cast<double>(di), static_cast<double>(ci)) + *gil * static_cast<double>(di));
-    expected.push_back(std::min(it->wall_ns, static_cast<std::int64_t>(e) + ri));
+    if (busy) e = std::max(e, *busy * static_cast<double>(it->wall_ns) - static_cast<double>(ri + wi));
+    else if (cpus > 0) e = std::max(e, (static_cast<double>(oi) + threads * static_cast<double>(ci)) / cpus);
+    if (gil) e = std::max(e, std::max((1 - *gil) * static_cast<double>(oi), static_cast<double>(ci)) + *gil * static_cast<double>(oi));
+    expected.push_back(std::min(it->wall_ns, static_cast<std::int64_t>(e) + ri + wi));
   }
   std::vector<std::int64_t> un;
   for (const auto* it : its) un.push_back(it->unattributed_ns);
@@ -195,6 +207,7 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   a.hidden_data_ns = median(h);
   a.compute_ns = median(c);
   a.rest_ns = median(r);
+  a.worker_wait_ns = median(worker_waits);
   a.exposed_data_share = a.iteration_median_ns > 0 ? static_cast<double>(a.exposed_data_ns) / static_cast<double>(a.iteration_median_ns) : 0;
   a.whatif_predicted_ns = median(predicted);
   a.whatif_speedup = a.whatif_predicted_ns > 0 ? static_cast<double>(a.iteration_median_ns) / static_cast<double>(a.whatif_predicted_ns) : 1.0;
@@ -222,6 +235,10 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
       add(fmt::format("a producer shares the {} with compute on {} thread{}", cpus_text(cpus), threads, threads == 1 ? "" : "s"));
     if (gil && *gil > 0.2)
       add(fmt::format("in Python, {:.0f}% of the data time is the loader's own Python, which holds the GIL", 100 * *gil));
+    if (a.worker_wait_ns > 0 && 20 * a.worker_wait_ns >= a.iteration_median_ns)
+      add(fmt::format("{} of the data time per iteration is the loop waiting for its DataLoader's worker processes, "
+                      "which already load ahead: their shortfall, which a prefetcher does not hide",
+                      human_ns(a.worker_wait_ns)));
     a.whatif_note = why;
   }
 
@@ -260,12 +277,18 @@ std::string whatif_expectation(const Analysis& a) {
   return "Within this machine's limits: " + at + (a.whatif_note.empty() ? "" : ": " + a.whatif_note) + ".";
 }
 
+std::string whatif_formula(const Analysis& a) {
+  if (a.worker_wait_ns <= 0) return "max(data, compute) + rest";
+  return fmt::format("max(data - worker wait, compute) + worker wait {} + rest", human_ns(a.worker_wait_ns));
+}
+
 // ---- diagnostics ----
 
 const std::vector<std::string>& diagnostic_ids() {
   static const std::vector<std::string> ids{"pageable-h2d",     "exposed-data-time",  "materialize-in-compute",
                                             "host-sync",        "host-memory-growth", "low-utilization",
-                                            "dropped-events",   "reference-blas",     "thread-oversubscription"};
+                                            "dropped-events",   "reference-blas",     "thread-oversubscription",
+                                            "loader-bound"};
   return ids;
 }
 
@@ -296,8 +319,13 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
          {"pageable_copies", static_cast<double>(pageable_count)},
          {"pageable_share", static_cast<double>(pageable) / static_cast<double>(h2d)}});
 
-  // exposed-data-time: data stages on the critical path, nothing overlapped.
-  if (a.iterations_used > 0 && a.exposed_data_share > 0.20 && a.hidden_data_ns == 0)
+  // exposed-data-time: data stages on the critical path, nothing overlapped (a wait for a
+  // DataLoader's worker processes is loader-bound's, below).
+  const double own_data_share =
+      a.iteration_median_ns > 0
+          ? static_cast<double>(a.exposed_data_ns - a.worker_wait_ns) / static_cast<double>(a.iteration_median_ns)
+          : 0;
+  if (a.iterations_used > 0 && own_data_share > 0.20 && a.hidden_data_ns == 0)
     add("exposed-data-time", Severity::kWarning,
         fmt::format("data stages take {:.0f}% of each iteration ({} of {}) on the loop thread and nothing overlaps them. "
                     "Prefetching could bring the iteration to about {} ({:.2f}x), if compute keeps its speed.",
@@ -355,8 +383,11 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   }
 
   // low-utilization: short iterations and idle cores. Without device activity, the device is
-  // the host CPU.
-  if (a.cpu_utilization && *a.cpu_utilization < 0.5 && a.iterations_used > 0 && a.iteration_median_ns < 20000000)
+  // the host CPU. Not with DataLoader worker processes: their CPU time is not this process's.
+  bool workers = false;
+  for (const auto& s : p.stages) workers |= is_worker_wait(s.name);
+  if (!workers && a.cpu_utilization && *a.cpu_utilization < 0.5 && a.iterations_used > 0 &&
+      a.iteration_median_ns < 20000000)
     add("low-utilization", Severity::kInfo,
         fmt::format("iterations are short ({}) and the {} are {:.0f}% busy: batches too small to keep the device "
                     "busy. A larger batch (scaling the learning rate) amortizes the per-iteration overhead.",
@@ -400,6 +431,24 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
            {"producer_threads", static_cast<double>(producers)},
            {"cpus", static_cast<double>(p.environment.cpus)}});
   }
+
+  // loader-bound: the loop waits for its DataLoader's worker processes, which cannot keep up.
+  const double wait_share = a.iteration_median_ns > 0
+                                ? static_cast<double>(a.worker_wait_ns) / static_cast<double>(a.iteration_median_ns)
+                                : 0;
+  if (a.iterations_used > 0 && wait_share > 0.20)
+    add("loader-bound", Severity::kWarning,
+        fmt::format("the loop waits {:.0f}% of each iteration ({} of {}) for batches from its DataLoader's worker "
+                    "processes, which already load ahead of it: they cannot keep up. Raise num_workers (this machine "
+                    "has {}) or make the per-sample work (__getitem__, collate_fn) cheaper; under `gnnprof run` each "
+                    "worker writes its own profile (<output>.<pid>.json) with its line table.",
+                    100 * wait_share, human_ns(a.worker_wait_ns), human_ns(a.iteration_median_ns),
+                    cpus_text(p.environment.cpus)),
+        {{"worker_wait_ns", static_cast<double>(a.worker_wait_ns)},
+         {"iteration_ns", static_cast<double>(a.iteration_median_ns)},
+         {"wait_share", wait_share},
+         {"compute_ns", static_cast<double>(a.compute_ns)},
+         {"cpus", static_cast<double>(p.environment.cpus)}});
   return out;
 }
 

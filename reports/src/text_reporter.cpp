@@ -182,7 +182,7 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
                        human_ns(a.exposed_data_ns), 100 * a.exposed_data_share, human_ns(a.hidden_data_ns));
     out << fmt::format("Compute: {}; the rest (sync, other stages, unattributed): {}\n", human_ns(a.compute_ns),
                        human_ns(a.rest_ns));
-    out << fmt::format("What-if prefetch: max(data, compute) + rest = {} per iteration, {:.2f}x of today's {}\n",
+    out << fmt::format("What-if prefetch: {} = {} per iteration, {:.2f}x of today's {}\n", whatif_formula(a),
                        human_ns(a.whatif_predicted_ns), a.whatif_speedup, human_ns(a.iteration_median_ns));
     out << whatif_expectation(a) << "\n";
   }

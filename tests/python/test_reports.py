@@ -154,3 +154,27 @@ def test_the_optimizers_own_ops_are_folded_after_a_first_step_of_plain_cpu_ops(g
         assert r.rc == 0, r.err
         linear.append({s["name"]: s["hits"] for s in r.profile["stages"]}.get("aten::linear"))
     assert linear[0] and linear[0] == linear[1], linear
+
+
+@needs_torch
+def test_a_loop_waiting_for_its_dataloader_workers_is_loader_bound(gnnprof_run, plain_run):
+    """With worker processes the loop's data time is a wait for them: they already load ahead,
+    so the report says loader-bound (more workers, cheaper __getitem__) instead of promising a
+    prefetcher's gain, and does not call the parent's idle CPUs low utilization. Without
+    workers the same loading is the loop's own, exposed data time."""
+    path = script("slow_workers.py")
+    w = gnnprof_run(path, "30", "2")
+    assert w.rc == 0, w.err
+    assert w.out == plain_run(path, "30", "2").out
+    text = report(w.path)
+    diags = section(text, "Diagnostics")
+    assert "[warning] loader-bound: the loop waits" in diags, diags
+    assert "exposed-data-time" not in diags and "low-utilization" not in diags, diags
+    analysis = section(text, "Analysis")
+    assert "max(data - worker wait, compute) + worker wait" in analysis, analysis
+    assert "a prefetcher does not hide" in analysis, analysis
+
+    inline = gnnprof_run(path, "30", "0")
+    assert inline.rc == 0, inline.err
+    diags = section(report(inline.path), "Diagnostics")
+    assert "exposed-data-time" in diags and "loader-bound" not in diags, diags

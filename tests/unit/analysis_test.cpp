@@ -135,6 +135,67 @@ TEST(Analysis, WhatIfWithinTheMachinesLimits) {
   EXPECT_NEAR(*w.whatif_gil_share, 0.4, 1e-9);  // materialize's 800 of the 2000 ns; the wait's self is not Python
 }
 
+/// loop_profile(false) whose 15 ms "sample" stage is the wait for a DataLoader's worker
+/// processes (their shortfall), with `wait_ms` in place of 15.
+Profile worker_loop_profile(std::int64_t wait_ms) {
+  const std::string wait = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
+  Profile p = loop_profile(false);
+  for (auto& s : p.stages)
+    if (s.name == "sample") s.name = wait;
+  for (auto& it : p.iterations) {
+    it.stages.erase("sample");
+    it.stages[wait] = wait_ms * kMs;
+    it.wall_ns += (wait_ms - 15) * kMs;
+  }
+  return p;
+}
+
+TEST(Analysis, AWaitForDataLoaderWorkersStaysOnTheCriticalPath) {
+  EXPECT_TRUE(is_worker_wait("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"));
+  EXPECT_FALSE(is_worker_wait("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"));
+  EXPECT_FALSE(is_worker_wait("loader_wait"));
+
+  // 100 ms: wait 15 + materialize 15 (data), compute 60, rest 10. A prefetcher overlaps the
+  // materialize with compute; the wait stays: max(15, 60) + 15 + 10 = 85 ms.
+  Analysis a = analyze(worker_loop_profile(15), {});
+  EXPECT_EQ(a.exposed_data_ns, 30 * kMs);
+  EXPECT_EQ(a.worker_wait_ns, 15 * kMs);
+  EXPECT_EQ(a.whatif_predicted_ns, 85 * kMs);
+  EXPECT_EQ(whatif_formula(a), "max(data - worker wait, compute) + worker wait 15.0 ms + rest");
+  EXPECT_NE(whatif_expectation(a).find("15.0 ms of the data time per iteration is the loop waiting for its DataLoader's "
+                                       "worker processes"),
+            std::string::npos)
+      << whatif_expectation(a);
+  // Without workers the formula and prediction are as before.
+  Analysis b = analyze(loop_profile(false), {});
+  EXPECT_EQ(b.worker_wait_ns, 0);
+  EXPECT_EQ(whatif_formula(b), "max(data, compute) + rest");
+}
+
+TEST(Diagnostics, LoaderBound) {
+  // The wait is 45 of 130 ms (35 %): loader-bound; the rest of the data (15 ms, 12 %) is not
+  // exposed-data-time's.
+  auto ds = run(worker_loop_profile(45));
+  ASSERT_TRUE(has(ds, "loader-bound"));
+  EXPECT_FALSE(has(ds, "exposed-data-time"));
+  const auto& d = *std::find_if(ds.begin(), ds.end(), [](const Diagnostic& x) { return x.id == "loader-bound"; });
+  EXPECT_EQ(d.severity, Severity::kWarning);
+  EXPECT_DOUBLE_EQ(d.evidence.at("worker_wait_ns"), 45.0 * kMs);
+  EXPECT_DOUBLE_EQ(d.evidence.at("iteration_ns"), 130.0 * kMs);
+  EXPECT_NE(d.message.find("Raise num_workers (this machine has 2 CPUs)"), std::string::npos) << d.message;
+  // A short wait (15 of 100 ms) is not; nor is a loop without workers.
+  EXPECT_FALSE(has(run(worker_loop_profile(15)), "loader-bound"));
+  EXPECT_FALSE(has(run(loop_profile(false)), "loader-bound"));
+  // The loop's own data beside a wait still fires exposed-data-time when it is over 20 %.
+  Profile both = worker_loop_profile(45);
+  for (auto& it : both.iterations) {
+    it.stages["materialize"] = 40 * kMs;
+    it.wall_ns += 25 * kMs;
+  }
+  EXPECT_TRUE(has(run(both), "exposed-data-time"));
+  EXPECT_TRUE(has(run(both), "loader-bound"));
+}
+
 TEST(Diagnostics, ExposedDataTime) {
   EXPECT_TRUE(has(run(loop_profile(false)), "exposed-data-time"));
   EXPECT_FALSE(has(run(loop_profile(true)), "exposed-data-time"));
@@ -187,6 +248,15 @@ TEST(Diagnostics, LowUtilization) {
   EXPECT_TRUE(has(run(p), "low-utilization"));
   for (auto& it : p.iterations) it.wall_ns = 100 * kMs;  // long iterations: not "small batches"
   EXPECT_FALSE(has(run(p), "low-utilization"));
+  // With DataLoader worker processes the host samples see this process alone, not its workers.
+  Profile plain = loop_profile(false);
+  Profile w = worker_loop_profile(15);
+  for (Profile* q : {&plain, &w}) {
+    for (auto& it : q->iterations) it.wall_ns = 5 * kMs;
+    for (int i = 0; i < 10; ++i) q->host_samples.push_back(HostSample{i * 100 * kMs, 0, i * 40 * kMs});  // 20 %
+  }
+  EXPECT_TRUE(has(run(plain), "low-utilization"));
+  EXPECT_FALSE(has(run(w), "low-utilization"));
 }
 
 TEST(Diagnostics, DroppedEvents) {
@@ -218,7 +288,7 @@ TEST(Diagnostics, ThreadOversubscription) {
 }
 
 TEST(Diagnostics, EveryRuleHasAStableId) {
-  EXPECT_EQ(diagnostic_ids().size(), 9u);
+  EXPECT_EQ(diagnostic_ids().size(), 10u);
   Profile clean = loop_profile(true);
   EXPECT_TRUE(run(clean).empty());
 }

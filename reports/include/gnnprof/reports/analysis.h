@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gnnprof/profile.h"
@@ -62,6 +63,9 @@ struct Analysis {
   std::vector<IterationStage> loop_stages;   ///< by median, largest first
   std::vector<IterationStage> other_stages;
   std::int64_t exposed_data_ns = 0, hidden_data_ns = 0, compute_ns = 0, rest_ns = 0;  ///< medians
+  /// Of exposed_data_ns: the loop waiting for a DataLoader's worker processes (median). They
+  /// already load ahead, so the what-if leaves it on the critical path.
+  std::int64_t worker_wait_ns = 0;
   std::int64_t unattributed_median_ns = 0, unattributed_p90_ns = 0,  ///< loop-thread time outside every stage
       unattributed_mean_ns = 0;
   double exposed_data_share = 0;  ///< exposed_data_ns / iteration_median_ns
@@ -90,6 +94,11 @@ Analysis analyze(const Profile& profile, const AnalysisOptions& options);
 /// iterations.
 std::string whatif_expectation(const Analysis& a);
 
+/// How the what-if's prediction is made, for the renderers: "max(data, compute) + rest", or,
+/// when the loop waits for DataLoader worker processes, "max(data - worker wait, compute) +
+/// worker wait 4.91 ms + rest" (the wait stays on the critical path).
+std::string whatif_formula(const Analysis& a);
+
 /// Why a section is empty and what to do, one sentence each (every renderer prints them).
 std::string no_transfers_hint(const Profile& p);
 std::string no_kernels_hint(const Profile& p);
@@ -102,6 +111,10 @@ std::vector<const IterationStats*> ops_observed(const std::vector<const Iteratio
 
 /// The diagnostics rules (docs/diagnostics.md): stable ids, severity, message, evidence.
 std::vector<Diagnostic> diagnose(const Profile& profile, const Analysis& analysis);
+
+/// Whether a loop-thread stage is the wait for a multi-process DataLoader's workers (torch's
+/// "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__" scope).
+bool is_worker_wait(std::string_view stage) noexcept;
 
 /// Every rule id, in the order diagnose() evaluates them.
 const std::vector<std::string>& diagnostic_ids();
