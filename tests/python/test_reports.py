@@ -173,6 +173,7 @@ def test_a_loop_waiting_for_its_dataloader_workers_is_loader_bound(gnnprof_run, 
     analysis = section(text, "Analysis")
     assert "max(data - worker wait, compute) + worker wait" in analysis, analysis
     assert "a prefetcher does not hide" in analysis, analysis
+    assert "its DataLoader workers are processes of their own" in analysis, analysis
 
     inline = gnnprof_run(path, "30", "0")
     assert inline.rc == 0, inline.err
