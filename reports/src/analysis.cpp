@@ -384,9 +384,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
 
   // low-utilization: short iterations and idle cores. Without device activity, the device is
   // the host CPU. Not with DataLoader worker processes: their CPU time is not this process's.
-  bool workers = false;
-  for (const auto& s : p.stages) workers |= is_worker_wait(s.name);
-  if (!workers && a.cpu_utilization && *a.cpu_utilization < 0.5 && a.iterations_used > 0 &&
+  if (a.worker_wait_ns == 0 && a.cpu_utilization && *a.cpu_utilization < 0.5 && a.iterations_used > 0 &&
       a.iteration_median_ns < 20000000)
     add("low-utilization", Severity::kInfo,
         fmt::format("iterations are short ({}) and the {} are {:.0f}% busy: batches too small to keep the device "
