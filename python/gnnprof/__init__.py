@@ -280,6 +280,32 @@ def _forked_by_loader():
     return False
 
 
+def _loader_workers():
+    """The worker count of the data loader iterator whose frame forks (torch's
+    _MultiProcessingDataLoaderIter: its num_workers), or None."""
+    f = sys._getframe(1)
+    for _ in range(64):
+        if f is None:
+            return None
+        if "/torch/utils/data/" in f.f_code.co_filename and f.f_code.co_name == "__init__":
+            n = getattr(f.f_locals.get("self"), "_num_workers", None)
+            if isinstance(n, int):
+                return n
+        f = f.f_back
+    return None
+
+
+def _after_fork_in_parent():
+    """A data loader's workers: their count is a counter of the parent's profile ("DataLoader
+    workers"), which the report's loader-bound rule quotes."""
+    try:
+        n = _loader_workers()
+        if n is not None and _native.is_running():
+            counter("DataLoader workers", n)
+    except Exception:  # never into the host's fork
+        pass
+
+
 def _stop_worker():
     _native.close_thread()
     _note_lines(final=True)
@@ -353,7 +379,7 @@ if _state["bound"]:
     from . import _config
     _configure_lines(_config.string("GNNPROF_LINES", "auto"))
     atexit.register(_at_exit)
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    os.register_at_fork(after_in_child=_after_fork_in_child, after_in_parent=_after_fork_in_parent)
     if _state["how"] == "loaded":
         from . import _attach
         _attach.watch_torch(_native.attach)

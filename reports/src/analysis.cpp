@@ -431,18 +431,24 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   }
 
   // loader-bound: the loop waits for its DataLoader's worker processes, which cannot keep up.
+  // Their count: the Python package's "DataLoader workers" counter (num_workers at each fork).
+  int workers = 0;
+  for (const auto& c : p.counters)
+    if (c.name == "DataLoader workers") workers = static_cast<int>(c.max);
   const double wait_share = a.iteration_median_ns > 0
                                 ? static_cast<double>(a.worker_wait_ns) / static_cast<double>(a.iteration_median_ns)
                                 : 0;
   if (a.iterations_used > 0 && wait_share > 0.20)
     add("loader-bound", Severity::kWarning,
-        fmt::format("the loop waits {:.0f}% of each iteration ({} of {}) for batches from its DataLoader's worker "
-                    "processes, which already load ahead of it: they cannot keep up. Raise num_workers (this machine "
-                    "has {}) or make the per-sample work (__getitem__, collate_fn) cheaper; under `gnnprof run` each "
-                    "worker writes its own profile (<output>.<pid>.json) with its line table.",
+        fmt::format("the loop waits {:.0f}% of each iteration ({} of {}) for batches from its {}DataLoader worker "
+                    "processes, which already load ahead of it: they cannot keep up. Raise num_workers ({}this "
+                    "machine has {}) or make the per-sample work (__getitem__, collate_fn) cheaper; under `gnnprof "
+                    "run` each worker writes its own profile (<output>.<pid>.json) with its line table.",
                     100 * wait_share, human_ns(a.worker_wait_ns), human_ns(a.iteration_median_ns),
+                    workers > 0 ? fmt::format("{} ", workers) : "", workers > 0 ? fmt::format("{} now; ", workers) : "",
                     cpus_text(p.environment.cpus)),
         {{"worker_wait_ns", static_cast<double>(a.worker_wait_ns)},
+         {"workers", static_cast<double>(workers)},
          {"iteration_ns", static_cast<double>(a.iteration_median_ns)},
          {"wait_share", wait_share},
          {"compute_ns", static_cast<double>(a.compute_ns)},

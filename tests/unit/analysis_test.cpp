@@ -183,6 +183,15 @@ TEST(Diagnostics, LoaderBound) {
   EXPECT_DOUBLE_EQ(d.evidence.at("worker_wait_ns"), 45.0 * kMs);
   EXPECT_DOUBLE_EQ(d.evidence.at("iteration_ns"), 130.0 * kMs);
   EXPECT_NE(d.message.find("Raise num_workers (this machine has 2 CPUs)"), std::string::npos) << d.message;
+  EXPECT_DOUBLE_EQ(d.evidence.at("workers"), 0.0);  // not known without the Python package's counter
+  // The package's counter gives the worker count.
+  Profile counted = worker_loop_profile(45);
+  counted.counters.push_back(CounterStats{"DataLoader workers", 2, 2, 2, 2, 2});
+  auto cs = run(counted);
+  const auto& e = *std::find_if(cs.begin(), cs.end(), [](const Diagnostic& x) { return x.id == "loader-bound"; });
+  EXPECT_NE(e.message.find("from its 2 DataLoader worker processes"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("Raise num_workers (2 now; this machine has 2 CPUs)"), std::string::npos) << e.message;
+  EXPECT_DOUBLE_EQ(e.evidence.at("workers"), 2.0);
   // A short wait (15 of 100 ms) is not; nor is a loop without workers.
   EXPECT_FALSE(has(run(worker_loop_profile(15)), "loader-bound"));
   EXPECT_FALSE(has(run(loop_profile(false)), "loader-bound"));
