@@ -267,31 +267,28 @@ class _Token:  # multiprocessing's after-fork registry holds its objects weakly
 _worker_token = _Token()
 
 
+def _frames_above(f, limit=64):
+    """The frames from f outwards, at most limit of them."""
+    while f is not None and limit > 0:
+        yield f
+        f = f.f_back
+        limit -= 1
+
+
 def _forked_by_loader():
     """Whether this fork is a data loader's worker: a loader library's frame is on the stack."""
     from . import _lines
-    f = sys._getframe(1)
-    for _ in range(64):
-        if f is None:
-            return False
-        if any(x in f.f_code.co_filename for x in _lines.LOADERS):
-            return True
-        f = f.f_back
-    return False
+    return any(any(x in f.f_code.co_filename for x in _lines.LOADERS) for f in _frames_above(sys._getframe(1)))
 
 
 def _loader_workers():
     """The worker count of the data loader iterator whose frame forks (torch's
     _MultiProcessingDataLoaderIter: its num_workers), or None."""
-    f = sys._getframe(1)
-    for _ in range(64):
-        if f is None:
-            return None
+    for f in _frames_above(sys._getframe(1)):
         if "/torch/utils/data/" in f.f_code.co_filename and f.f_code.co_name == "__init__":
             n = getattr(f.f_locals.get("self"), "_num_workers", None)
             if isinstance(n, int):
                 return n
-        f = f.f_back
     return None
 
 
