@@ -95,7 +95,7 @@ void append_number(std::string& out, T v) {
     auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
     out.append(buf, end);
     // Keep the number a float for readers that type it (1.0, not 1), as nlohmann writes it.
-    if (std::find_if(buf, end, [](char c) { return c == '.' || c == 'e' || c == 'n' || c == 'i'; }) == end) out += ".0";
+    if (std::find_if(buf, end, [](char c) { return c == '.' || c == 'e'; }) == end) out += ".0";
   } else {
     auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
     out.append(buf, end);
@@ -135,11 +135,11 @@ void append_timeline(std::string& out, const Profile& p) {
 /// (a top-level key, so the only "\n  \"timeline\": null" in the text: strings hold no raw newline).
 std::string profile_text(const json& tree, const Profile& p) {
   std::string text = tree.dump(2);
-  static constexpr std::string_view kSlot = "\n  \"timeline\": null";
+  static constexpr std::string_view kSlot = "\n  \"timeline\": null", kNull = "null";
   const std::size_t at = text.find(kSlot);
   if (at != std::string::npos) {
-    const std::size_t value = at + kSlot.size() - 4;
-    std::string tail = text.substr(value + 4);  // what follows the timeline: a few keys
+    const std::size_t value = at + kSlot.size() - kNull.size();
+    std::string tail = text.substr(value + kNull.size());  // what follows the timeline: a few keys
     text.resize(value);
     std::size_t names = 0;
     for (const auto& n : p.timeline_names) names += n.size() + 10;
