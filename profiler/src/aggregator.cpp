@@ -83,7 +83,10 @@ void Aggregator::consume(std::uint32_t thread, const RawEvent& e) {
       LineAgg& l = line_agg(e.site);
       if (!l.timed) l.stage = e.ctx;
       l.timed = true;
-      if ((e.flags & kFlagNoHit) == 0) ++l.hits;
+      if ((e.flags & kFlagNoHit) == 0) {
+        ++l.hits;
+        if (ops_unobserved_) ++l.unobserved_hits;
+      }
       l.total += dur;
       l.max = std::max(l.max, dur);
       keep_timeline(thread, e.site, e.kind, ts, dur, 0);
@@ -290,6 +293,7 @@ void Aggregator::on_mark(std::uint32_t thread, std::int64_t ts, bool begin_next,
   if (have_boundary_ && ts < last_boundary_) return;
   if (loop_thread_ < 0) loop_thread_ = static_cast<int>(thread);
   if (!iters_.empty() && iters_.back().end < 0) iters_.back().end = ts;
+  if (begin_next) ops_unobserved_ = (flags & gnnprof::detail::kStepOpsUnobserved) != 0;
   if (begin_next) {
     if (iters_.size() < opt_.max_iterations) {
       Iter it(mr_);
@@ -397,6 +401,7 @@ Profile Aggregator::build(const std::vector<SiteInfo>& sites, std::int64_t end_n
     ls.code = info.code;
     ls.stage = site_or_empty(sites, l.stage).name;
     ls.hits = l.hits;
+    ls.unobserved_hits = l.unobserved_hits;
     ls.total_ns = l.total;
     ls.max_ns = l.max;
     for (const auto& [stage, ns] : l.stages) ls.stages[site_or_empty(sites, stage).name] += ns;

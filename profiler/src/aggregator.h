@@ -86,6 +86,7 @@ class Aggregator {
   struct LineAgg {
     explicit LineAgg(std::pmr::memory_resource* mr) : stages(mr) {}
     std::uint64_t hits = 0;
+    std::uint64_t unobserved_hits = 0;  // hits in iterations whose torch ops were not observed
     std::int64_t total = 0, max = 0;
     std::uint32_t stage = 0;
     bool timed = false;  // has had a line event (not only attributed time)
@@ -177,6 +178,10 @@ class Aggregator {
   std::pmr::vector<Iter> iters_{mr_};
   std::uint64_t iterations_dropped_ = 0;
   bool have_boundary_ = false;
+  // The last mark began an iteration whose torch ops are not observed (iteration sampling):
+  // line hits consumed from now on count as unobserved. Exact for the marking thread, whose
+  // ring is consumed in order; as of the last drained mark for other threads.
+  bool ops_unobserved_ = false;
   std::int64_t last_boundary_ = 0;
   int loop_thread_ = -1;
   std::pmr::vector<Pending> pending_{mr_};

@@ -65,6 +65,15 @@ std::vector<const IterationStats*> ops_observed(const std::vector<const Iteratio
   return observed.empty() ? its : observed;
 }
 
+std::string sampled_ops_note(const Profile& p) {
+  std::size_t observed = 0;
+  for (const auto& it : p.iterations) observed += it.ops_observed ? 1 : 0;
+  if (observed == p.iterations.size()) return "";
+  return fmt::format("Iteration sampling: the torch observer's figures here (copies, gathers, kernels' ops) are from the "
+                     "{} of {} iterations whose ops it observed, not scaled; the line table scales them per line (~).",
+                     observed, p.iterations.size());
+}
+
 Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   Analysis a;
   std::map<std::string, std::string> category;

@@ -236,10 +236,20 @@ std::string lines_html(const Profile& p, const ReportOptions& opt) {
       const double pct = b.total_ns > 0 ? 100.0 * static_cast<double>(l->total_ns) / static_cast<double>(b.total_ns) : 0.0;
       std::string split;
       for (const auto& [name, ns] : l->stages) split += fmt::format("{}{} {}", split.empty() ? "" : ", ", name, human_ns(ns));
-      auto cell = [](std::int64_t ns) { return ns > 0 ? fmt::format("<td data-v={}>{}</td>", ns, human_ns(ns)) : std::string("<td></td>"); };
+      // An estimated row (iteration sampling): "~" and why, on each non-empty extra cell.
+      const std::string mark = estimate_mark(r.extras);
+      const std::string why =
+          r.extras.estimated
+              ? fmt::format(" title='estimated: torch ops observed in {} of the line&apos;s {} hits, scaled to all of them'",
+                            l->hits - l->unobserved_hits, l->hits)
+              : std::string();
+      auto text_cell = [&](const std::string& v) { return v.empty() ? std::string("<td></td>") : "<td" + why + ">" + mark + esc(v) + "</td>"; };
+      auto cell = [&](std::int64_t ns) {
+        return ns > 0 ? fmt::format("<td data-v={}{}>{}{}</td>", ns, why, mark, human_ns(ns)) : std::string("<td></td>");
+      };
       std::string extra;
-      if (t.copied) extra += "<td>" + esc(copied_cell(r.extras)) + "</td>";
-      if (t.gathered) extra += "<td>" + (r.extras.gathered > 0 ? human_bytes(r.extras.gathered) : std::string()) + "</td>";
+      if (t.copied) extra += text_cell(copied_cell(r.extras));
+      if (t.gathered) extra += text_cell(r.extras.gathered > 0 ? human_bytes(r.extras.gathered) : std::string());
       if (t.gpu) extra += cell(r.extras.gpu_ns);
       if (t.wait) extra += cell(r.extras.wait_ns);
       if (t.backward) extra += cell(r.extras.backward_ns);
@@ -425,6 +435,8 @@ std::string html::profile_body(const Report& r, bool compact) {
   }
   o += "<h2>Stages</h2><div class=scroll>" + stage_table(p, h) + "</div>";
   o += "<h2 id=lines>Lines</h2>" + lines_html(p, opt);
+  const std::string sampled = sampled_ops_note(p);
+  const std::string sampled_p = sampled.empty() ? "" : "<p class=muted>" + esc(sampled) + "</p>";
   o += "<h2>Transfers</h2>";
   if (p.transfers.empty()) {
     o += "<p class=muted id=no-transfers>" + esc(no_transfers_hint(p)) + "</p>";
@@ -432,6 +444,7 @@ std::string html::profile_body(const Report& r, bool compact) {
     o += fmt::format("<p>{} copies, {}: pinned {}, pageable {}; {} async, {} sync.</p>", a.transfers.count, human_bytes(a.transfers.bytes),
                      human_bytes(a.transfers.pinned_bytes), human_bytes(a.transfers.pageable_bytes), a.transfers.async_count,
                      a.transfers.sync_count);
+    o += sampled_p;
     o += "<table class=sortable><thead><tr><th class=l>stage</th><th class=l>line</th><th class=l>dir</th><th class=l>memory</th>"
          "<th class=l>mode</th><th>count</th><th>bytes</th><th>bandwidth</th></tr></thead><tbody>";
     for (const auto& t : p.transfers)
@@ -448,6 +461,7 @@ std::string html::profile_body(const Report& r, bool compact) {
     for (const auto& k : p.kernels) gpu += k.total_ns;
     o += fmt::format("<h2>GPU kernels</h2><p>{} kernels (by name, launching stage and op), {} of GPU time (CUPTI).</p>",
                      p.kernels.size(), human_ns(gpu));
+    o += sampled_p;
     o += "<table class=sortable><thead><tr><th class=l>kernel</th><th class=l>stage</th><th class=l>op</th><th>calls</th>"
          "<th>total</th><th>mean</th><th>max</th><th>% GPU</th></tr></thead><tbody>";
     for (const auto& k : p.kernels) {
@@ -463,7 +477,7 @@ std::string html::profile_body(const Report& r, bool compact) {
   if (p.materializations.empty())
     o += "<h2>Materializations</h2><p class=muted id=no-materializations>" + esc(no_materializations_hint(p)) + "</p>";
   if (!p.materializations.empty()) {
-    o += "<h2>Materializations</h2><table class=sortable><thead><tr><th class=l>name</th><th class=l>stage</th><th class=l>where</th>"
+    o += "<h2>Materializations</h2>" + sampled_p + "<table class=sortable><thead><tr><th class=l>name</th><th class=l>stage</th><th class=l>where</th>"
          "<th>hits</th><th>rows</th><th>bytes</th></tr></thead><tbody>";
     for (const auto& m : p.materializations)
       o += fmt::format("<tr><td class=l>{}</td><td class=l>{}</td><td class=l>{}</td><td>{}</td><td>{}</td><td data-v={}>{}</td></tr>",

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
@@ -107,6 +108,22 @@ LineExtras line_extras(const Profile& p, const LineStats& l) {
   }
   e.gpu_ns = l.gpu_ns;
   e.backward_ns = l.backward_ns;
+  // What the torch observer saw of the line covers its observed hits only: scale to all hits.
+  // (Explicit gnnprof.record_transfer()/record_materialization() calls in unobserved
+  // iterations are scaled too: rare in a loop that is sampled.)
+  if (l.unobserved_hits > 0 && l.unobserved_hits < l.hits) {
+    const double k = static_cast<double>(l.hits) / static_cast<double>(l.hits - l.unobserved_hits);
+    auto scale_bytes = [k](std::uint64_t& v) { v = static_cast<std::uint64_t>(std::llround(static_cast<double>(v) * k)); };
+    auto scale_ns = [k](std::int64_t& v) { v = std::llround(static_cast<double>(v) * k); };
+    scale_bytes(e.copied_pinned);
+    scale_bytes(e.copied_pageable);
+    scale_bytes(e.copied_other);
+    scale_bytes(e.gathered);
+    scale_ns(e.gpu_ns);
+    scale_ns(e.wait_ns);
+    scale_ns(e.backward_ns);
+    e.estimated = e.copied() > 0 || e.gathered > 0 || e.gpu_ns > 0 || e.wait_ns > 0 || e.backward_ns > 0;
+  }
   return e;
 }
 
@@ -150,6 +167,7 @@ LineTable build_line_table(const Profile& p, const std::vector<std::string>& sou
         t.gpu |= r.extras.gpu_ns > 0;
         t.wait |= r.extras.wait_ns > 0;
         t.backward |= r.extras.backward_ns > 0;
+        t.estimated |= r.extras.estimated;
       }
       b.rows.push_back(std::move(r));
     };
@@ -180,6 +198,8 @@ std::string extra_columns_legend(const LineTable& t) {
   add(t.gpu, "GPU = kernel time the line launched");
   add(t.wait, "Wait = host syncs and communication waits");
   add(t.backward, "Backward = autograd backward of the graph the line built");
+  add(t.estimated, "~ = estimated: torch ops were observed in some iterations only (iteration sampling), so the "
+                   "line's figures from its observed hits are scaled to all its hits");
   return out;
 }
 

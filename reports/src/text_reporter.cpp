@@ -55,10 +55,14 @@ void TextReporter::render_line_table(const Profile& p, std::ostream& out) const 
       const double per = l->hits != 0 ? us(l->total_ns) / static_cast<double>(l->hits) : 0.0;
       const double pct = b.total_ns > 0 ? 100.0 * static_cast<double>(l->total_ns) / static_cast<double>(b.total_ns) : 0.0;
       std::string extra;
-      auto time_cell = [&](std::int64_t ns) { return ns > 0 ? fmt::format(" {:>10.1f}", us(ns)) : fmt::format(" {:>10}", ""); };
-      if (t.copied) extra += fmt::format(" {:>18}", copied_cell(r.extras));
+      const std::string mark = estimate_mark(r.extras);
+      auto time_cell = [&](std::int64_t ns) {
+        return fmt::format(" {:>10}", ns > 0 ? mark + fmt::format("{:.1f}", us(ns)) : std::string());
+      };
+      const std::string copied = copied_cell(r.extras);
+      if (t.copied) extra += fmt::format(" {:>18}", copied.empty() ? copied : mark + copied);
       if (t.gathered)
-        extra += fmt::format(" {:>10}", r.extras.gathered > 0 ? human_bytes(r.extras.gathered) : std::string());
+        extra += fmt::format(" {:>10}", r.extras.gathered > 0 ? mark + human_bytes(r.extras.gathered) : std::string());
       if (t.gpu) extra += time_cell(r.extras.gpu_ns);
       if (t.wait) extra += time_cell(r.extras.wait_ns);
       if (t.backward) extra += time_cell(r.extras.backward_ns);
@@ -202,9 +206,11 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
     if (!d.evidence.empty()) out << "    evidence: " << evidence_text(d.evidence) << "\n";
   }
 
+  const std::string sampled = sampled_ops_note(p);
   if (p.transfers.empty()) out << "\n== Transfers ==\n" << no_transfers_hint(p) << "\n";
   if (!p.transfers.empty()) {
     out << "\n== Transfers ==\n";
+    if (!sampled.empty()) out << sampled << "\n";
     out << fmt::format("{:<14} {:<28} {:<4} {:<8} {:<5} {:>8} {:>12} {:>12}\n", "Stage", "Line", "Dir", "Memory", "Mode",
                        "Count", "Bytes", "Bandwidth");
     for (const auto& t : p.transfers) {
@@ -222,6 +228,7 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
     const std::size_t shown = std::min<std::size_t>(p.kernels.size(), 20);
     out << fmt::format("\n== GPU kernels (CUPTI): {} kinds, {} of GPU time; launching stage and op ==\n", p.kernels.size(),
                        human_ns(gpu));
+    if (!sampled.empty()) out << sampled << "\n";
     out << fmt::format("{:<52} {:<14} {:<24} {:>7} {:>10} {:>10} {:>10} {:>6}\n", "Kernel", "Stage", "Op", "Calls", "Total",
                        "Mean", "Max", "%GPU");
     for (std::size_t i = 0; i < shown; ++i) {
@@ -236,6 +243,7 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
   if (p.materializations.empty()) out << "\n== Materializations ==\n" << no_materializations_hint(p) << "\n";
   if (!p.materializations.empty()) {
     out << "\n== Materializations ==\n";
+    if (!sampled.empty()) out << sampled << "\n";
     out << fmt::format("{:<16} {:<14} {:<28} {:>8} {:>12} {:>12}\n", "Name", "Stage", "Where", "Hits", "Rows", "Bytes");
     for (const auto& m : p.materializations) {
       std::string where = m.file.empty() ? "-" : fmt::format("{}:{}", base_name(m.file), m.line);

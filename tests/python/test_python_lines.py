@@ -418,6 +418,29 @@ def test_lazy_srcdata_line_shows_its_exact_gathered_bytes(gnnprof_run, tmp_path)
     assert "MiB" in row or "KiB" in row  # the Gathered column
 
 
+
+@needs_torch
+def test_sampled_iterations_scale_the_lazy_lines_bytes_and_mark_them(gnnprof_run, tmp_path):
+    # Torch ops observed in one iteration in 2: the gathers seen are those of the observed hits;
+    # the line table scales them to all hits and marks the cell "~".
+    sample = os.path.join(os.path.dirname(__file__), "../../samples/python/sage_train.py")
+    r = gnnprof_run(sample, "--nodes", "20000", "--steps", "12", "--print-gathered", "--cache", str(tmp_path / "cache"),
+                    lines=["sage_train.py:main"], env={"GNNPROF_TORCH_SAMPLE": "2"})
+    assert r.rc == 0, r.err
+    nbytes = int(re.search(r"gathered_rows \d+ bytes (\d+)", r.out).group(1))
+    lazy = line_of(sample, 'x = mfgs[0].srcdata["x"]')
+    line = r.lines("main")[lazy]
+    assert line["hits"] == 12
+    assert 4 <= line.get("unobserved_hits", 0) <= 8, line
+    seen = sum(x["bytes"] for x in r.profile["materializations"] if x["line"] == lazy)
+    assert 0 < seen < nbytes
+    estimate = seen * line["hits"] / (line["hits"] - line["unobserved_hits"])
+    assert abs(estimate / nbytes - 1) < 0.25, (estimate, nbytes)
+    text = subprocess.run([CLI, "report", r.path, "--lines"], capture_output=True, text=True).stdout
+    row = [l for l in text.splitlines() if 'srcdata["x"]' in l and l.strip().startswith(str(lazy))][0]
+    assert "~" in row and "MiB" in row, row
+    assert "~ = estimated" in text
+
 # ---- compare: line tables side by side ----
 
 @needs_torch

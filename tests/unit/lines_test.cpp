@@ -6,11 +6,14 @@
 
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 
 #include "gnnprof/gnnprof_c.h"
 #include "gnnprof/profile_io.h"
 #include "gnnprof/reports/compare.h"
+#include "gnnprof/reports/html_reporter.h"
 #include "gnnprof/reports/line_table.h"
+#include "gnnprof/reports/text_reporter.h"
 #include "test_support.h"
 
 namespace gnnprof {
@@ -159,6 +162,86 @@ TEST(Lines, IterationsHoldTheTimeOfEachLine) {
   ASSERT_TRUE(back) << back.status().message();
   EXPECT_EQ(back->iterations[2].lines, p.iterations[2].lines);
   EXPECT_EQ(profile_to_json(*back), profile_to_json(p));
+}
+
+TEST(Lines, HitsInIterationsWithoutObservedOpsAreCountedApart) {
+  // Iteration sampling: the observer marks the iterations whose ops it does not observe.
+  Profile p = testing::profile_of(testing::quiet_config(), [] {
+    const gnnprof_site_t a = gnnprof_line_site("t.py", 3, "loop", "x = batch.srcdata['x']");
+    for (int i = 0; i < 6; ++i) {
+      gnnprof_step_flags(i % 3 == 0 ? 0u : GNNPROF_STEP_OPS_UNOBSERVED);
+      const std::uint64_t t0 = gnnprof_set_line(a);
+      if (i % 3 == 0) gnnprof_materialize(10, 4000);  // seen only where ops are observed
+      testing::spin_ns(5000);
+      gnnprof_line_event(a, t0, gnnprof_set_line(0), 1);
+    }
+    gnnprof_step_end();
+  });
+  const LineStats* a = find_line(p, 3);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->hits, 6u);
+  EXPECT_EQ(a->unobserved_hits, 4u);
+  // The line's gathers, seen in 2 of its 6 hits, are scaled to all of them and marked.
+  const reports::LineExtras e = reports::line_extras(p, *a);
+  EXPECT_EQ(e.gathered, 24000u);
+  EXPECT_TRUE(e.estimated);
+  EXPECT_STREQ(reports::estimate_mark(e), "~");
+  auto back = profile_from_json(profile_to_json(p), "mem");
+  ASSERT_TRUE(back) << back.status().message();
+  EXPECT_EQ(find_line(*back, 3)->unobserved_hits, 4u);
+}
+
+TEST(LineTable, ExtrasOfPartlyObservedLinesAreScaledAndMarked) {
+  Profile p;
+  auto line = [&](std::uint32_t n, std::uint64_t hits, std::uint64_t unobserved) {
+    LineStats l;
+    l.file = "/nowhere/t.py";
+    l.line = n;
+    l.function = "train";
+    l.code = "stmt" + std::to_string(n);
+    l.hits = hits;
+    l.unobserved_hits = unobserved;
+    l.total_ns = 1000;
+    l.backward_ns = 300000;
+    l.gpu_ns = 50000;
+    l.stages = {{"sync", 20000}};
+    return l;
+  };
+  p.stages = {StageStats{}};
+  p.stages[0].name = "sync";
+  p.stages[0].category = "sync";
+  p.lines = {line(1, 10, 0), line(2, 10, 6), line(3, 10, 10)};
+  p.transfers = {TransferStats{"", "/nowhere/t.py", 2, Direction::kH2D, HostMemory::kPinned, CopyMode::kAsync, 4, 1000, 0}};
+  p.materializations = {MaterializationStats{"", "", "/nowhere/t.py", 2, 4, 40, 800}};
+  const reports::LineExtras all = reports::line_extras(p, p.lines[0]);
+  EXPECT_FALSE(all.estimated);
+  EXPECT_EQ(all.backward_ns, 300000);
+  const reports::LineExtras part = reports::line_extras(p, p.lines[1]);  // 4 of 10 hits observed
+  EXPECT_TRUE(part.estimated);
+  EXPECT_EQ(part.backward_ns, 750000);
+  EXPECT_EQ(part.gpu_ns, 125000);
+  EXPECT_EQ(part.wait_ns, 50000);
+  EXPECT_EQ(part.copied_pinned, 2500u);
+  EXPECT_EQ(part.gathered, 2000u);
+  // No observed hit: nothing to scale from; the figures stay as recorded.
+  const reports::LineExtras none = reports::line_extras(p, p.lines[2]);
+  EXPECT_FALSE(none.estimated);
+  EXPECT_EQ(none.backward_ns, 300000);
+  const reports::LineTable t = reports::build_line_table(p, {});
+  EXPECT_TRUE(t.estimated);
+  EXPECT_NE(reports::extra_columns_legend(t).find("~ = estimated"), std::string::npos);
+  // Rendered: the estimated row's cells carry "~" (text) and why (HTML); the others do not.
+  p.iterations = {IterationStats{}, IterationStats{}};
+  p.iterations[1].ops_observed = false;
+  std::ostringstream text, html;
+  ASSERT_TRUE(reports::TextReporter({}).render(p, text));
+  ASSERT_TRUE(reports::HtmlReporter({}).render(p, html));
+  const std::string s = text.str();
+  EXPECT_NE(s.find("~750.0"), std::string::npos) << s;
+  EXPECT_NE(s.find("~2.0 KiB"), std::string::npos) << s;
+  EXPECT_EQ(s.find("~300.0"), std::string::npos) << s;
+  EXPECT_NE(s.find("from the 1 of 2 iterations whose ops it observed"), std::string::npos) << s;
+  EXPECT_NE(html.str().find("estimated: torch ops observed in 4 of the line&apos;s 10 hits"), std::string::npos);
 }
 
 TEST(Lines, JsonKeepsLineAttributionAndRejectsBadLineIndices) {

@@ -130,6 +130,9 @@ struct LineStats {
   std::int64_t backward_ns = 0;
   /// GPU kernel time of work this line launched (CUPTI external correlation).
   std::int64_t gpu_ns = 0;
+  /// Hits in iterations whose torch ops were not observed (iteration sampling): the line's
+  /// transfers, gathers, waits, backward and GPU time come from the other hits only.
+  std::uint64_t unobserved_hits = 0;
 };
 
 /// Copies grouped by where they happened and how.

@@ -109,6 +109,11 @@ std::string no_materializations_hint(const Profile& p);
 /// otherwise `its` itself. Per-stage figures are taken over these.
 std::vector<const IterationStats*> ops_observed(const std::vector<const IterationStats*>& its);
 
+/// Under iteration sampling, one sentence for the sections of what the torch observer records
+/// (copies, gathers, kernels' launching op): they count the N of M iterations it observed.
+/// "" when every iteration was observed.
+std::string sampled_ops_note(const Profile& p);
+
 /// The diagnostics rules (docs/diagnostics.md): stable ids, severity, message, evidence.
 std::vector<Diagnostic> diagnose(const Profile& profile, const Analysis& analysis);
 

@@ -28,6 +28,9 @@ struct LineExtras {
   std::int64_t gpu_ns = 0;
   std::int64_t wait_ns = 0;      ///< stages of category sync, and comm wait, while the line ran
   std::int64_t backward_ns = 0;  ///< autograd backward of the graph the line built
+  /// Iteration sampling left some of the line's hits unobserved: the figures above are those
+  /// of its observed hits scaled by hits / observed hits (rendered with a leading "~").
+  bool estimated = false;
 
   std::uint64_t copied() const { return copied_pinned + copied_pageable + copied_other; }
 };
@@ -53,10 +56,12 @@ struct LineTable {
   /// Which extra columns have data anywhere in the profile (the others are left out, so that
   /// a table with nothing extra is exactly line_profiler's).
   bool copied = false, gathered = false, gpu = false, wait = false, backward = false;
+  bool estimated = false;  ///< some row's extras are estimates (LineExtras::estimated)
   bool any_extra() const { return copied || gathered || gpu || wait || backward; }
 };
 
-/// The extras of one LineStats of `p`.
+/// The extras of one LineStats of `p`; when iteration sampling left some of its hits
+/// unobserved, scaled from the observed ones (LineExtras::estimated).
 LineExtras line_extras(const Profile& p, const LineStats& l);
 
 /// Builds the table; source files are looked up as recorded, under the run's cwd, then under
@@ -71,5 +76,7 @@ std::string no_lines_hint(const Profile& p);
 
 /// "82.4 MB" + " pinned" / " pageable" / " mixed" (a cell of the Copied column).
 std::string copied_cell(const LineExtras& e);
+/// "~" for an estimated row's non-empty extra cell, "" otherwise.
+inline const char* estimate_mark(const LineExtras& e) { return e.estimated ? "~" : ""; }
 
 }  // namespace gnnprof::reports
