@@ -3,8 +3,10 @@
 torch's DataLoader (a map-style Dataset whose __getitem__ runs per sample, a collate_fn that
 samples neighbours and gathers their features), timed.
 
-    loader_loop.py STEPS [--kernprof] [--workers N]    prints "loop_s S" (the loop after its
-    first 5 batches); --workers: the DataLoader's worker processes
+    loader_loop.py STEPS [--kernprof] [--workers N] [--sample-ops K]    prints "loop_s S" (the
+    loop after its first 5 batches); --workers: the DataLoader's worker processes;
+    --sample-ops: __getitem__ also runs K small torch ops per sample (a Dataset that transforms
+    each sample with torch, whose workers the loop then waits for)
     --kernprof: line_profiler's @profile on train, Seeds.__getitem__ and collate (its way to see
     the lines gnnprof's auto selection traces)"""
 import builtins
@@ -38,12 +40,32 @@ def train(loader, model, opt):
     return time.perf_counter() - t0
 
 
+class Transformed(Seeds):
+    """Seeds whose __getitem__ also runs `ops` small torch ops per sample."""
+
+    def __init__(self, n, ops):
+        super().__init__(n)
+        self.ops = ops
+
+    def __getitem__(self, i):
+        x = torch.full((64,), float(i % 7))
+        for _ in range(self.ops):
+            x = torch.tanh(x)
+        return super().__getitem__(i)
+
+
+def option(name, default):
+    return int(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
+
+
 def main():
-    steps = int(sys.argv[1])
-    workers = int(sys.argv[sys.argv.index("--workers") + 1]) if "--workers" in sys.argv else 0
+    steps, workers, ops = int(sys.argv[1]), option("--workers", 0), option("--sample-ops", 0)
     graph, model, opt = setup()
-    loader = DataLoader(Seeds(BATCH * (steps + WARMUP)), batch_size=BATCH, collate_fn=profile(make_collate(*graph)),
-                        num_workers=workers)
+    n = BATCH * (steps + WARMUP)
+    data = Transformed(n, ops) if ops else Seeds(n)
+    if kernprof and ops:
+        Transformed.__getitem__ = kernprof(Transformed.__getitem__)
+    loader = DataLoader(data, batch_size=BATCH, collate_fn=profile(make_collate(*graph)), num_workers=workers)
     print(f"loop_s {train(loader, model, opt):.6f}")
 
 

@@ -9,6 +9,7 @@ interleaved (order alternating per round); figures go to docs/performance.md.
     bench/python_lines.py --gnnprof build/cli/gnnprof accuracy  [--rounds 5]
     bench/python_lines.py --gnnprof build/cli/gnnprof hook      [--rounds 10] [--n 2000000]
     bench/python_lines.py --gnnprof build/cli/gnnprof loader    [--rounds 10] [--steps 300] [--workers N]
+                                                                [--sample-ops K] [--env-mode NAME:K=V,...]
 
 cost: bench/line_loop.py's pure-Python function of five cheap lines per iteration, run plain,
   under `gnnprof run --lines line_loop.py:hot`, under `kernprof -l` (line_profiler) and under
@@ -32,7 +33,9 @@ loader: bench/loader_loop.py, a loop over torch's DataLoader (a per-sample Datas
   loader's callees adds is the ratio between the two); `kernprof -l` with @profile on the three.
   --workers N: the DataLoader forks N workers, and the loop-only mode is instead
   GNNPROF_LOADER_WORKERS=0 (the workers record nothing): the ratio is what the workers' own
-  profiles (their sessions, ops and traced lines) cost the loop.
+  profiles (their sessions, ops and traced lines) cost the loop. --sample-ops K: __getitem__
+  also runs K small torch ops per sample. --env-mode (repeatable): one more mode, `gnnprof run`
+  (lines auto) with these variables set (e.g. GNNPROF_PYTHON_DIR=another build's package).
 accuracy: bench/line_loop.py's lines that busy-wait 2, 1 and 0.5 ms and time themselves: each
   line's time in gnnprof's profile against the script's own clock, and its hits."""
 import argparse
@@ -193,7 +196,7 @@ def sample(a, tmp):
 
 def loader(a, tmp):
     script = os.path.join(here, "loader_loop.py")
-    args = [str(a.steps), "--workers", str(a.workers)]
+    args = [str(a.steps), "--workers", str(a.workers), "--sample-ops", str(a.sample_ops)]
     env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
     only = "gnnprof (workers off)" if a.workers else "gnnprof (loop only)"
     cmds = {
@@ -206,6 +209,10 @@ def loader(a, tmp):
     }
     envs = {m: env for m in cmds}
     envs[only] = dict(env, GNNPROF_LOADER_WORKERS="0") if a.workers else env
+    for spec in a.env_mode or []:
+        name, _, assignments = spec.partition(":")
+        cmds[name] = cmds["gnnprof (lines auto)"]
+        envs[name] = dict(env, **dict(kv.split("=", 1) for kv in assignments.split(",") if kv))
 
     def one(m, r):
         for f in os.listdir(tmp):  # the workers' profiles of the last run
@@ -215,7 +222,7 @@ def loader(a, tmp):
 
     t = interleave(list(cmds), a.rounds, one)
     rng = random.Random(0)
-    print(f"\nDataLoader loop: bench/loader_loop.py {a.steps} --workers {a.workers} (64 samples per batch), {a.rounds} "
+    print(f"\nDataLoader loop: bench/loader_loop.py {' '.join(args)} (64 samples per batch), {a.rounds} "
           f"interleaved rounds, OMP_NUM_THREADS={env['OMP_NUM_THREADS']}")
     for m, v in t.items():
         ratios = [x / p for x, p in zip(v, t["plain"])]
@@ -268,6 +275,8 @@ def main():
     ap.add_argument("--n", type=int, default=1000000)
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--workers", type=int, default=0, help="loader: the DataLoader's worker processes")
+    ap.add_argument("--sample-ops", type=int, default=0, help="loader: small torch ops per sample in __getitem__")
+    ap.add_argument("--env-mode", action="append", help="loader: NAME:K=V,... one more gnnprof mode with these variables")
     ap.add_argument("--save", help="sample: write the raw times to this JSON file")
     ap.add_argument("--preload", help="sample: also a mode with this libgnnprof_preload.so injected alone (no package)")
     ap.add_argument("--pin", action="store_true",

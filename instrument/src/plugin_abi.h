@@ -60,6 +60,10 @@ GNNPROF_PLUGIN_EXPORT int gnnprof_preload_attach(void);
  * single-threaded, written to its own file at stop. 0 on success; -1 outside a fork child of an
  * active preload. */
 GNNPROF_PLUGIN_EXPORT int gnnprof_preload_start_in_fork_child(void);
+/* Before a session stops outside the process's exit (a DataLoader worker's finalizer): closes
+ * the calling thread's open torch phase and notes the op sampler's final word, as the exit
+ * flush does. */
+GNNPROF_PLUGIN_EXPORT void gnnprof_preload_close_torch_thread(void);
 
 #ifdef __cplusplus
 }  /* extern "C" */

@@ -216,6 +216,10 @@ extern "C" int gnnprof_preload_poll(int at_mark) {
   return 0;
 }
 
+extern "C" void gnnprof_preload_close_torch_thread(void) {
+  if (TorchCloseThread c = g_torch_close.load()) c();
+}
+
 extern "C" int gnnprof_preload_start_in_fork_child(void) {
   try {
     if (!g_active || getpid() == g_owner_pid) return -1;

@@ -139,9 +139,29 @@ void note_sampling() {
   g_noted_period = g_sampler->period();
 }
 
+SamplerOptions g_sampler_options;
+bool g_fork_reset = false;  // set in a fork child; the child's first mark starts sampling afresh
+
+// A fork child (a DataLoader worker marking its batches) has its own loop: it samples from a
+// fresh warm-up, and the ops callback its parent may have disabled for an unobserved
+// iteration comes back. Done at the first mark, not in the atfork handler: enabling a callback
+// takes torch's callback mutex, which another parent thread may have held at the fork.
+void reset_sampling_after_fork() {
+  g_fork_reset = false;
+  g_sampler = new OpSampler(g_sampler_options);  // the parent's is leaked, like the first one
+  g_last_mark = 0;
+  g_ops.store(0, std::memory_order_relaxed);
+  g_noted_period = -1;
+  if (!g_ops_enabled.load(std::memory_order_relaxed)) {
+    at::reenableCallback(g_ops_handle);
+    g_ops_enabled.store(true, std::memory_order_relaxed);
+  }
+}
+
 // An iteration boundary on the loop thread: decide whether the next iteration's ops are
 // observed, switch the ops callback accordingly, and mark the boundary with that fact.
 void mark_iteration() {
+  if (g_fork_reset && g_sampler != nullptr && g_ops_handle != 0) reset_sampling_after_fork();
   if (g_sampler == nullptr || g_ops_handle == 0) {
     gnnprof_step();
     if (Poll poll = g_poll.load(std::memory_order_acquire)) poll(1);
@@ -436,6 +456,8 @@ std::uint64_t tensor_bytes(c10::ArrayRef<const c10::IValue> inputs) {
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   try {
+    // No session (a fork child that records nothing, or after stop()): nothing to classify.
+    if (gnnprof_is_running() == 0) return nullptr;
     if (fn.isAsync()) {
       if (is_async_collective_name(fn.name())) async_comm_start(fn);
       return nullptr;
@@ -623,6 +645,7 @@ int gnnprof_torch_observe(int flags, unsigned long long gather_min_bytes,
         const bool set = gnnprof_config_string("GNNPROF_TORCH_SAMPLE", sample, sizeof(sample)) != 0;
         if (!so.parse(set ? sample : nullptr))
           gnnprof_config_warn("GNNPROF_TORCH_SAMPLE", sample, "auto, all or a period N >= 1", "auto");
+        gi::g_sampler_options = so;
         gi::g_sampler = new gi::OpSampler(so);
       }
       // BACKWARD_FUNCTION (a node's own RecordFunction, nested in evaluate_function) is muted
@@ -638,6 +661,7 @@ int gnnprof_torch_observe(int flags, unsigned long long gather_min_bytes,
       pthread_atfork(nullptr, nullptr, [] {
         gi::t_state = nullptr;
         gi::g_forked = true;
+        gi::g_fork_reset = true;
       });
       gi::g_install_result = 0;
     } catch (const std::exception& e) {

@@ -20,6 +20,7 @@ Line tracing follows GNNPROF_LINES (see gnnprof._lines): by default the training
 """
 import atexit
 import functools
+import itertools
 import os
 import sys
 
@@ -303,8 +304,40 @@ def _after_fork_in_parent():
         pass
 
 
+def _mark_worker_fetches():
+    """In a DataLoader worker: each batch it fetches is an iteration. A ProfilerStep#N scope
+    around torch's fetcher marks it for the torch observer, whose iteration sampling then works
+    here as in the loop (without marks every op of the worker is observed); step_end() after it
+    leaves the wait for the next batch's indices outside the iteration."""
+    fetch = sys.modules.get("torch.utils.data._utils.fetch")
+    profiler = sys.modules.get("torch.autograd.profiler")
+    if fetch is None or profiler is None:
+        return False
+    record_function, count = profiler.record_function, itertools.count()
+
+    def marked(original):
+        @functools.wraps(original)
+        def fetch_batch(self, *args, **kwargs):
+            try:
+                with record_function(f"ProfilerStep#{next(count)}"):
+                    return original(self, *args, **kwargs)
+            finally:
+                step_end()
+        return fetch_batch
+
+    marked_any = False
+    for name in ("_MapDatasetFetcher", "_IterableDatasetFetcher"):
+        cls = getattr(fetch, name, None)
+        original = getattr(cls, "fetch", None) if cls is not None else None
+        if callable(original) and "fetch" in cls.__dict__:
+            cls.fetch = marked(original)
+            marked_any = True
+    return marked_any
+
+
 def _stop_worker():
     _native.close_thread()
+    _native.close_torch_thread()
     _note_lines(final=True)
     stop()
 
@@ -325,8 +358,10 @@ def _after_fork_in_child():
         util = sys.modules.get("multiprocessing.util")
         if (util is not None and _config.flag("GNNPROF_LOADER_WORKERS", True) and _forked_by_loader()
                 and _native.start_in_fork_child() == 0):
+            marked = _mark_worker_fetches()
             _native.note_collector("loader-worker", True, f"a data loader's worker process, forked from pid "
-                                   f"{os.getppid()}: its own profile from the fork on (GNNPROF_LOADER_WORKERS=0: none)")
+                                   f"{os.getppid()}: its own profile from the fork on"
+                                   f"{'; an iteration per batch fetched' if marked else ''} (GNNPROF_LOADER_WORKERS=0: none)")
             util.register_after_fork(_worker_token, _arm_worker)
             _note_lines()
             return

@@ -60,6 +60,7 @@ static int resolve(void* h, CoreAbi* t, const char** missing) {
   if (t->poll == NULL) t->poll = preload_poll_fallback;
   *(void**)(&t->attach) = dlsym(h, "gnnprof_preload_attach");
   *(void**)(&t->start_in_fork_child) = dlsym(h, "gnnprof_preload_start_in_fork_child");
+  *(void**)(&t->close_torch_thread) = dlsym(h, "gnnprof_preload_close_torch_thread");
   return 0;
 }
 
@@ -307,6 +308,14 @@ static PyObject* py_close_thread(PyObject* self, PyObject* unused) {
   Py_RETURN_NONE;
 }
 
+/* close_torch_thread(): the torch observer's end of this thread (its open phase, the op
+ * sampler's final note), for a session stopped before the process's exit flush. */
+static PyObject* py_close_torch_thread(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  if (g_core_bound && g_core.close_torch_thread != NULL) g_core.close_torch_thread();
+  Py_RETURN_NONE;
+}
+
 /* ---- Stage: `with Stage("name"):` ---- */
 
 typedef struct {
@@ -429,6 +438,7 @@ static PyMethodDef methods[] = {
     {"set_hook", py_set_hook, METH_O, "the frame hook in (True) or out (False); selections are kept"},
     {"start_in_fork_child", py_start_in_fork_child, METH_NOARGS, "a fork child's own session: 0, or -1"},
     {"close_thread", py_close_thread, METH_NOARGS, "end the calling thread's open lines"},
+    {"close_torch_thread", py_close_torch_thread, METH_NOARGS, "end the torch observer's state of this thread"},
     {"config_count", py_config_count, METH_VARARGS, "config_count(name, code_default): a GNNPROF_* count"},
     {"config_string", py_config_string, METH_VARARGS, "config_string(name): a GNNPROF_* value, else its default"},
     {"config_bool", py_config_bool, METH_VARARGS, "config_bool(name): a GNNPROF_* flag, else its default"},

@@ -76,6 +76,7 @@ std::string sampled_ops_note(const Profile& p) {
 
 Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   Analysis a;
+  for (const auto& c : p.collectors) a.loader_worker = a.loader_worker || (c.name == "loader-worker" && c.enabled);
   std::map<std::string, std::string> category;
   for (const auto& s : p.stages) category.emplace(s.name, s.category);
 
@@ -286,6 +287,13 @@ std::string whatif_expectation(const Analysis& a) {
   return "Within this machine's limits: " + at + (a.whatif_note.empty() ? "" : ": " + a.whatif_note) + ".";
 }
 
+std::string loader_worker_note(const Analysis& a) {
+  return fmt::format("A DataLoader worker process: each iteration is one batch it fetched (__getitem__ per sample, then "
+                     "collate_fn), median {} a batch. Whether the loop waits for its workers, and what prefetching "
+                     "would save, is in the loop's own profile (exposed data, loader-bound, the what-if).",
+                     human_ns(a.iteration_median_ns));
+}
+
 std::string whatif_formula(const Analysis& a) {
   if (a.worker_wait_ns <= 0) return "max(data, compute) + rest";
   return fmt::format("max(data - worker wait, compute) + worker wait {} + rest", human_ns(a.worker_wait_ns));
@@ -334,7 +342,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
       a.iteration_median_ns > 0
           ? static_cast<double>(a.exposed_data_ns - a.worker_wait_ns) / static_cast<double>(a.iteration_median_ns)
           : 0;
-  if (a.iterations_used > 0 && own_data_share > 0.20 && a.hidden_data_ns == 0)
+  if (!a.loader_worker && a.iterations_used > 0 && own_data_share > 0.20 && a.hidden_data_ns == 0)
     add("exposed-data-time", Severity::kWarning,
         fmt::format("data stages take {:.0f}% of each iteration ({} of {}) on the loop thread and nothing overlaps them. "
                     "Prefetching could bring the iteration to about {} ({:.2f}x), if compute keeps its speed.",
@@ -393,7 +401,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
 
   // low-utilization: short iterations and idle cores. Without device activity, the device is
   // the host CPU. Not with DataLoader worker processes: their CPU time is not this process's.
-  if (a.worker_wait_ns == 0 && a.cpu_utilization && *a.cpu_utilization < 0.5 && a.iterations_used > 0 &&
+  if (!a.loader_worker && a.worker_wait_ns == 0 && a.cpu_utilization && *a.cpu_utilization < 0.5 && a.iterations_used > 0 &&
       a.iteration_median_ns < 20000000)
     add("low-utilization", Severity::kInfo,
         fmt::format("iterations are short ({}) and the {} are {:.0f}% busy: batches too small to keep the device "
@@ -447,7 +455,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   const double wait_share = a.iteration_median_ns > 0
                                 ? static_cast<double>(a.worker_wait_ns) / static_cast<double>(a.iteration_median_ns)
                                 : 0;
-  if (a.iterations_used > 0 && wait_share > 0.20)
+  if (!a.loader_worker && a.iterations_used > 0 && wait_share > 0.20)
     add("loader-bound", Severity::kWarning,
         fmt::format("the loop waits {:.0f}% of each iteration ({} of {}) for batches from its {}DataLoader worker "
                     "processes, which already load ahead of it: they cannot keep up. Raise num_workers ({}this "

@@ -425,6 +425,8 @@ std::string html::profile_body(const Report& r, bool compact) {
   o += "<h2>What-if prefetch</h2>";
   if (a.iterations_used == 0) {
     o += "<p class=muted>No iterations to estimate from.</p>";
+  } else if (a.loader_worker) {
+    o += "<p class=muted id=loader-worker>" + esc(loader_worker_note(a)) + "</p>";
   } else {
     o += fmt::format("<p>Exposed data time <b>{}</b> ({:.1f}% of the iteration), compute <b>{}</b>, rest <b>{}</b>. "
                      "With data fully overlapped ({}): <b>{}</b> per iteration, <b>{:.2f}x</b> of "
@@ -517,10 +519,13 @@ Status HtmlReporter::render(const Report& r, std::ostream& out) const {
                    esc(p.run.start_time), esc(p.tool.version));
   o += "<div class=kpis>";
   o += fmt::format("<div class=kpi id=total-time><b>{}</b><span>total time (wall)</span></div>", human_ns(p.wall_ns));
-  o += kpi(human_ns(a.iteration_median_ns), fmt::format("median iteration ({} analyzed)", a.iterations_used));
+  o += kpi(human_ns(a.iteration_median_ns),
+           fmt::format("median {} ({} analyzed)", a.loader_worker ? "batch fetched" : "iteration", a.iterations_used));
   o += fmt::format("<div class=kpi id=top-stage><b>{}</b><span>top stage: {:.1f}% of an iteration</span></div>", esc(top), 100 * top_share);
-  o += kpi(fmt::format("{:.1f}%", 100 * a.exposed_data_share), "data time exposed");
-  o += kpi(fmt::format("{:.2f}x", a.whatif_speedup), "what-if prefetch");
+  if (!a.loader_worker) {
+    o += kpi(fmt::format("{:.1f}%", 100 * a.exposed_data_share), "data time exposed");
+    o += kpi(fmt::format("{:.2f}x", a.whatif_speedup), "what-if prefetch");
+  }
   o += kpi(std::to_string(diags.size()), "diagnostics");
   o += "</div><h2>Diagnostics</h2>" + diagnostics_html(diags);
   o += html::profile_body(r, false);

@@ -28,11 +28,16 @@ Status MarkdownReporter::render(const Report& r, std::ostream& out) const {
   const Profile& p = *r.profile;
   const Analysis& a = r.analysis;
   out << "### gnnprof profile\n\n`" << code(command_line(p)) << "`\n\n";
-  out << fmt::format("Wall {}, {} iterations analyzed ({} warm-up skipped), median iteration **{}**; data exposed {:.1f}%, "
-                     "what-if prefetch {} ({:.2f}x).\n\n",
-                     human_ns(p.wall_ns), a.iterations_used, a.skipped, human_ns(a.iteration_median_ns), 100 * a.exposed_data_share,
-                     human_ns(a.whatif_predicted_ns), a.whatif_speedup);
-  if (const std::string e = whatif_expectation(a); !e.empty()) out << e << "\n\n";
+  if (a.loader_worker) {
+    out << fmt::format("Wall {}, {} iterations analyzed ({} warm-up skipped). ", human_ns(p.wall_ns), a.iterations_used, a.skipped)
+        << loader_worker_note(a) << "\n\n";
+  } else {
+    out << fmt::format("Wall {}, {} iterations analyzed ({} warm-up skipped), median iteration **{}**; data exposed {:.1f}%, "
+                       "what-if prefetch {} ({:.2f}x).\n\n",
+                       human_ns(p.wall_ns), a.iterations_used, a.skipped, human_ns(a.iteration_median_ns), 100 * a.exposed_data_share,
+                       human_ns(a.whatif_predicted_ns), a.whatif_speedup);
+    if (const std::string e = whatif_expectation(a); !e.empty()) out << e << "\n\n";
+  }
   if (a.iterations_unobserved > 0)
     out << fmt::format("Iteration sampling: torch ops observed in {} of {} iterations; figures from those (the others: median {}).\n\n",
                        a.iterations_used - a.iterations_unobserved, a.iterations_used, human_ns(a.unobserved_iteration_median_ns));

@@ -182,13 +182,17 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
                          a.unobserved_iteration_median_ns > 0
                              ? 100.0 * (static_cast<double>(a.iteration_median_ns) / static_cast<double>(a.unobserved_iteration_median_ns) - 1)
                              : 0.0);
-    out << fmt::format("Data time exposed (loop waited): {} per iteration ({:.1f}%); hidden (other threads): {}\n",
-                       human_ns(a.exposed_data_ns), 100 * a.exposed_data_share, human_ns(a.hidden_data_ns));
-    out << fmt::format("Compute: {}; the rest (sync, other stages, unattributed): {}\n", human_ns(a.compute_ns),
-                       human_ns(a.rest_ns));
-    out << fmt::format("What-if prefetch: {} = {} per iteration, {:.2f}x of today's {}\n", whatif_formula(a),
-                       human_ns(a.whatif_predicted_ns), a.whatif_speedup, human_ns(a.iteration_median_ns));
-    out << whatif_expectation(a) << "\n";
+    if (a.loader_worker) {
+      out << loader_worker_note(a) << "\n";
+    } else {
+      out << fmt::format("Data time exposed (loop waited): {} per iteration ({:.1f}%); hidden (other threads): {}\n",
+                         human_ns(a.exposed_data_ns), 100 * a.exposed_data_share, human_ns(a.hidden_data_ns));
+      out << fmt::format("Compute: {}; the rest (sync, other stages, unattributed): {}\n", human_ns(a.compute_ns),
+                         human_ns(a.rest_ns));
+      out << fmt::format("What-if prefetch: {} = {} per iteration, {:.2f}x of today's {}\n", whatif_formula(a),
+                         human_ns(a.whatif_predicted_ns), a.whatif_speedup, human_ns(a.iteration_median_ns));
+      out << whatif_expectation(a) << "\n";
+    }
   }
   if (a.cpu_utilization)
     out << fmt::format("Host: {:.0f}% of {} busy{}; RSS {} -> {} (peak {})\n", 100 * *a.cpu_utilization,

@@ -1,6 +1,7 @@
 """Reports on an op-heavy script as users write it (samples/python/gat_train.py: plain PyTorch,
 no gnnprof import): under `gnnprof run`, the text, HTML and Markdown reports read top-down,
 phases first and each phase's ops as a drill-down."""
+import glob
 import json
 import os
 import re
@@ -181,3 +182,54 @@ def test_a_loop_waiting_for_its_dataloader_workers_is_loader_bound(gnnprof_run, 
     assert inline.rc == 0, inline.err
     diags = section(report(inline.path), "Diagnostics")
     assert "exposed-data-time" in diags and "loader-bound" not in diags, diags
+
+
+def worker_profiles(run):
+    """The DataLoader workers' profiles beside the loop's (<output>.<pid>.json), oldest first."""
+    base = run.path[:-len(".json")]
+    out = []
+    for f in glob.glob(base + ".*.json"):
+        with open(f) as fh:
+            out.append(json.load(fh))
+    return sorted(out, key=lambda p: p["run"]["pid"])
+
+
+@needs_torch
+def test_a_dataloader_workers_batches_are_its_iterations_and_its_ops_are_sampled(gnnprof_run):
+    """A worker marks each batch it fetches as an iteration, so the op observer samples there as
+    in the loop (every op observed made a worker of small ops ~+40 % slower), and its report
+    describes batches instead of applying the loop's rules to them."""
+    w = gnnprof_run(script("slow_workers.py"), "80", "2")
+    assert w.rc == 0, w.err
+    workers = worker_profiles(w)
+    assert len(workers) == 2, [p["run"]["pid"] for p in workers]
+    for p in workers:
+        reasons = {c["name"]: c["reason"] for c in p["collectors"]}
+        assert "an iteration per batch fetched" in reasons["loader-worker"], reasons
+        assert 35 <= len(p["iterations"]) <= 45, len(p["iterations"])  # 80 batches, 2 workers
+        observed = sum(1 for it in p["iterations"] if it.get("ops_observed", True))
+        assert 5 <= observed < len(p["iterations"]), (observed, reasons["torch-op-sampling"])
+        # The sampler's final word, noted when the worker's session stops (not at its decision).
+        m = re.search(r"ops observed in (\d+) of (\d+) iterations", reasons["torch-op-sampling"])
+        assert m and int(m.group(2)) >= len(p["iterations"]) - 1, reasons["torch-op-sampling"]
+        path = w.path[:-len(".json")] + f".{p['run']['pid']}.json"
+        text = report(path)
+        assert "A DataLoader worker process: each iteration is one batch it fetched" in section(text, "Analysis")
+        diags = section(text, "Diagnostics")
+        for rule in ("exposed-data-time", "loader-bound", "low-utilization"):
+            assert rule not in diags, diags
+
+
+@needs_torch
+def test_a_worker_forked_in_an_unobserved_iteration_observes_its_own_ops(gnnprof_run):
+    """The loop samples one iteration in a million, so the second epoch's worker is forked while
+    the loop's ops callback is off; the worker starts sampling afresh (its first batch
+    observed) instead of inheriting the switched-off callback."""
+    w = gnnprof_run(script("slow_workers.py"), "4", "1", "2", env={"GNNPROF_TORCH_SAMPLE": "1000000"})
+    assert w.rc == 0, w.err
+    workers = worker_profiles(w)
+    assert len(workers) == 2, [p["run"]["pid"] for p in workers]
+    for p in workers:
+        assert p["iterations"] and p["iterations"][0].get("ops_observed", True), p["iterations"][:1]
+        ops = {s["name"]: s["hits"] for s in p["stages"]}.get("ops (no grad)", 0)
+        assert ops > 0, [s["name"] for s in p["stages"]]

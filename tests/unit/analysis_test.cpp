@@ -2,6 +2,7 @@
 #include "gnnprof/reports/analysis.h"
 
 #include "gnnprof/profile_io.h"
+#include "gnnprof/reports/format.h"
 
 #include <gtest/gtest.h>
 
@@ -213,6 +214,24 @@ TEST(Diagnostics, ExposedDataTime) {
   EXPECT_EQ(d.severity, Severity::kWarning);
   EXPECT_DOUBLE_EQ(d.evidence.at("exposed_share"), 0.3);
   EXPECT_DOUBLE_EQ(d.evidence.at("whatif_predicted_ns"), 70.0 * kMs);
+}
+
+TEST(Diagnostics, ADataLoaderWorkersProfileIsNotALoop) {
+  // A worker's iterations are the batches it fetched: all data, short, on a lightly used host.
+  Profile p = loop_profile(false);
+  for (auto& it : p.iterations) it.wall_ns = 5 * kMs;
+  for (int i = 0; i < 10; ++i) p.host_samples.push_back(HostSample{i * 100 * kMs, 0, i * 40 * kMs});  // 20 %
+  ASSERT_TRUE(has(run(p), "exposed-data-time"));
+  ASSERT_TRUE(has(run(p), "low-utilization"));
+  p.collectors.push_back(CollectorInfo{"loader-worker", true, "a data loader's worker process, forked from pid 7"});
+  const Analysis a = analyze(p, {});
+  EXPECT_TRUE(a.loader_worker);
+  const auto ds = diagnose(p, a);
+  EXPECT_FALSE(has(ds, "exposed-data-time"));
+  EXPECT_FALSE(has(ds, "low-utilization"));
+  EXPECT_FALSE(has(ds, "loader-bound"));
+  EXPECT_NE(loader_worker_note(a).find("each iteration is one batch it fetched"), std::string::npos);
+  EXPECT_NE(loader_worker_note(a).find(human_ns(a.iteration_median_ns) + " a batch"), std::string::npos);
 }
 
 TEST(Diagnostics, PageableHostToDevice) {

@@ -2,7 +2,7 @@
 with worker processes the loop waits for them (loader-bound), without them it does the loading
 itself (exposed data time). Plain PyTorch, no gnnprof import.
 
-usage: slow_workers.py BATCHES WORKERS"""
+usage: slow_workers.py BATCHES WORKERS [EPOCHS]"""
 import sys
 
 import torch
@@ -27,16 +27,19 @@ class Slow(Dataset):
 
 def main():
     batches, workers = int(sys.argv[1]), int(sys.argv[2])
+    epochs = int(sys.argv[3]) if len(sys.argv) > 3 else 1
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(256, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     n = 0
-    for x, y in DataLoader(Slow(BATCH * batches), batch_size=BATCH, num_workers=workers):
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        n += 1
+    loader = DataLoader(Slow(BATCH * batches), batch_size=BATCH, num_workers=workers)
+    for _ in range(epochs):  # each epoch forks its own workers
+        for x, y in loader:
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            n += 1
     print("batches", n)
 
 

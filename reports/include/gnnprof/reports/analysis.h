@@ -66,6 +66,10 @@ struct Analysis {
   /// Of exposed_data_ns: the loop waiting for a DataLoader's worker processes (median). They
   /// already load ahead, so the what-if leaves it on the critical path.
   std::int64_t worker_wait_ns = 0;
+  /// The profile of a DataLoader worker process (collector "loader-worker"): its iterations
+  /// are batches fetched, so the loop's figures (exposed data, the what-if) and rules
+  /// (exposed-data-time, loader-bound, low-utilization) do not apply to it.
+  bool loader_worker = false;
   std::int64_t unattributed_median_ns = 0, unattributed_p90_ns = 0,  ///< loop-thread time outside every stage
       unattributed_mean_ns = 0;
   double exposed_data_share = 0;  ///< exposed_data_ns / iteration_median_ns
@@ -98,6 +102,8 @@ std::string whatif_expectation(const Analysis& a);
 /// when the loop waits for DataLoader worker processes, "max(data - worker wait, compute) +
 /// worker wait 4.91 ms + rest" (the wait stays on the critical path).
 std::string whatif_formula(const Analysis& a);
+/// A DataLoader worker's profile: what its iterations are, and where the loop's analysis is.
+std::string loader_worker_note(const Analysis& a);
 
 /// Why a section is empty and what to do, one sentence each (every renderer prints them).
 std::string no_transfers_hint(const Profile& p);
