@@ -4,6 +4,7 @@
 
 #include "gnnprof/profile_io.h"
 #include "gnnprof/reports/analysis.h"
+#include "gnnprof/reports/loader_workers.h"
 #include "gnnprof/reports/reporter_factory.h"
 #include "gnnprof/reports/text_reporter.h"
 
@@ -21,7 +22,10 @@ int run_report(const ReportArgs& a) {
   opt.ops = a.ops;
   opt.top_ops = a.top_ops;
   // Analysed once; every output renders this report (a written profile carries its diagnostics).
-  const gnnprof::reports::Report report = gnnprof::reports::make_report(*p, opt);
+  gnnprof::reports::Report report = gnnprof::reports::make_report(*p, opt);
+  std::size_t more = 0;
+  report.workers = gnnprof::reports::summarize_loader_workers(gnnprof::reports::read_loader_worker_profiles(a.profile, *p, 64, &more));
+  report.workers.not_read = more;
   gnnprof::reports::TextReporter text(opt);
   if (a.lines_only) {
     text.render_line_table(*p, std::cout);

@@ -29,6 +29,8 @@
 
 #include "gnnprof/profile_io.h"
 #include "gnnprof/config.h"
+#include "gnnprof/reports/loader_workers.h"
+#include "gnnprof/reports/report.h"
 #include "gnnprof/reports/reporter_factory.h"
 #include "child_process.h"
 
@@ -221,7 +223,12 @@ int run_run(const RunArgs& args) {
     }
     if (!args.html_out.empty() && main != nullptr) {
       auto reporter = reports::make_reporter("html", {});
-      Status st = reporter ? reports::render_to_file(**reporter, main->profile, args.html_out) : reporter.status();
+      reports::Report report = reports::make_report(main->profile, {});
+      std::vector<Profile> workers;
+      for (const auto& f : found)
+        if (f.profile.run.parent_pid == main->profile.run.pid && f.profile.run.parent_pid != 0) workers.push_back(f.profile);
+      report.workers = reports::summarize_loader_workers(workers);
+      Status st = reporter ? reports::render_to_file(**reporter, report, args.html_out) : reporter.status();
       if (!st) std::cerr << "gnnprof run: " << st.message() << "\n";
       else std::cerr << "gnnprof run: HTML report " << args.html_out << "\n";
     }

@@ -284,7 +284,8 @@ struct Record<RunInfo> {
                  field("start_time", &R::start_time), field("start_unix_ns", &R::start_unix_ns),
                  field("start_monotonic_ns", &R::start_monotonic_ns), field("rank", &R::rank),
                  field("local_rank", &R::local_rank), field("world_size", &R::world_size),
-                 field("run_id", &R::run_id, Presence::kWhenSet)};
+                 field("run_id", &R::run_id, Presence::kWhenSet),
+                 field("parent_pid", &R::parent_pid, Presence::kWhenSet)};
 };
 template <>
 struct Record<IterationStats> {

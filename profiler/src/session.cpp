@@ -463,6 +463,7 @@ int start_in_fork_child(bool drainer_thread) noexcept {
     cfg.drainer_thread = drainer_thread;
     forget_open_ranges();
     if (!start_locked(s, cfg) || g_state.load() != kRunning) return -1;
+    s.run.parent_pid = ::getppid();
     std::lock_guard<std::mutex> d(s.drain_mu);
     s.agg->set_main_thread_hint(current_thread_index());
     return 0;

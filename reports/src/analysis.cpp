@@ -460,7 +460,8 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
         fmt::format("the loop waits {:.0f}% of each iteration ({} of {}) for batches from its {}DataLoader worker "
                     "processes, which already load ahead of it: they cannot keep up. Raise num_workers ({}this "
                     "machine has {}) or make the per-sample work (__getitem__, collate_fn) cheaper; under `gnnprof "
-                    "run` each worker writes its own profile (<output>.<pid>.json) with its line table.",
+                    "run` each worker writes its own profile (<output>.<pid>.json), which `gnnprof report` sums up "
+                    "under DataLoader workers: their pace and heaviest lines.",
                     100 * wait_share, human_ns(a.worker_wait_ns), human_ns(a.iteration_median_ns),
                     workers > 0 ? fmt::format("{} ", workers) : "", workers > 0 ? fmt::format("{} now; ", workers) : "",
                     cpus_text(p.environment.cpus)),

@@ -528,6 +528,20 @@ Status HtmlReporter::render(const Report& r, std::ostream& out) const {
   }
   o += kpi(std::to_string(diags.size()), "diagnostics");
   o += "</div><h2>Diagnostics</h2>" + diagnostics_html(diags);
+  if (const LoaderWorkers& w = r.workers; !w.empty()) {
+    o += "<h2>DataLoader workers</h2><p id=loader-workers>" + esc(loader_workers_text(w)) + "</p>";
+    if (!w.top_lines.empty()) {
+      o += "<table class=sortable><thead><tr><th class=l>line</th><th class=l>function</th><th>hits</th><th>time</th>"
+           "<th>% of batch time</th><th class=l>statement</th></tr></thead><tbody>";
+      for (const WorkerLine& l : w.top_lines)
+        o += fmt::format("<tr><td class=l>{}</td><td class=l>{}</td><td>{}</td><td data-v={}>{}</td><td>{:.1f}</td>"
+                         "<td class='l code'>{}</td></tr>",
+                         esc(fmt::format("{}:{}", base_name(l.file), l.line)), esc(l.function), l.hits, l.total_ns,
+                         human_ns(l.total_ns), 100 * l.share, esc(l.code));
+      o += "</tbody></table><p class=muted>All workers together; a line's time includes its callees. Each worker's "
+           "own report: <code>gnnprof report</code> of its profile.</p>";
+    }
+  }
   o += html::profile_body(r, false);
   o += fmt::format("<h2>Collection</h2><p class=muted>{} events recorded, {} dropped; timeline kept {} ({} more not kept); clock {} "
                    "({:.4f} ticks/ns); collectors: ",

@@ -66,6 +66,15 @@ Status MarkdownReporter::render(const Report& r, std::ostream& out) const {
     if (const std::string ev = evidence_text(d.evidence); !ev.empty()) out << " (" << cell(ev) << ")";
     out << "\n";
   }
+  if (!r.workers.empty()) {
+    out << "\n**DataLoader workers:** " << cell(loader_workers_text(r.workers));
+    if (!r.workers.top_lines.empty()) {
+      const WorkerLine& l = r.workers.top_lines.front();
+      out << fmt::format(" Heaviest line: `{}:{}` `{}`, {:.1f}% of their batch time.", code(base_name(l.file)), l.line,
+                         code(l.code), 100 * l.share);
+    }
+    out << "\n";
+  }
   return out ? Status::ok() : Status::error("write error");
 }
 

@@ -210,6 +210,17 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
     if (!d.evidence.empty()) out << "    evidence: " << evidence_text(d.evidence) << "\n";
   }
 
+  if (const LoaderWorkers& w = r.workers; !w.empty()) {
+    out << "\n== DataLoader workers ==\n" << loader_workers_text(w) << "\n";
+    if (!w.top_lines.empty()) {
+      out << "Their heaviest lines (all workers; time includes callees, share of their batch time):\n";
+      for (const WorkerLine& l : w.top_lines)
+        out << fmt::format("  {:<28} {:>9} hits {:>10} {:>6.1f}%  {}\n", fmt::format("{}:{}", base_name(l.file), l.line), l.hits,
+                           human_ns(l.total_ns), 100 * l.share, l.code);
+    }
+    out << "Each worker's own report: gnnprof report <its profile> (pid in the file name under gnnprof run).\n";
+  }
+
   const std::string sampled = sampled_ops_note(p);
   if (p.transfers.empty()) out << "\n== Transfers ==\n" << no_transfers_hint(p) << "\n";
   if (!p.transfers.empty()) {

@@ -199,10 +199,20 @@ def test_a_dataloader_workers_batches_are_its_iterations_and_its_ops_are_sampled
     """A worker marks each batch it fetches as an iteration, so the op observer samples there as
     in the loop (every op observed made a worker of small ops ~+40 % slower), and its report
     describes batches instead of applying the loop's rules to them."""
-    w = gnnprof_run(script("slow_workers.py"), "80", "2")
+    w = gnnprof_run(script("slow_workers.py"), "80", "2", cli_args=["--html", "workers.html"])
     assert w.rc == 0, w.err
     workers = worker_profiles(w)
     assert len(workers) == 2, [p["run"]["pid"] for p in workers]
+    # The loop's report sums its workers up: their pace and their heaviest line.
+    pids = sorted(p["run"]["pid"] for p in workers)
+    assert all(p["run"]["parent_pid"] == w.profile["run"]["pid"] for p in workers)
+    summary = section(report(w.path), "DataLoader workers")
+    assert f"2 DataLoader worker profiles (pid {pids[0]}, {pids[1]}; 2 at once): " in summary, summary
+    assert "together a batch every" in summary, summary
+    heaviest = summary.splitlines()[2]
+    assert "slow_workers.py:24" in heaviest and "x = torch.tanh(x * 1.01)" in heaviest, summary
+    page = open(os.path.join(os.path.dirname(w.path), "workers.html")).read()
+    assert "id=loader-workers>2 DataLoader worker profiles" in page
     for p in workers:
         reasons = {c["name"]: c["reason"] for c in p["collectors"]}
         assert "an iteration per batch fetched" in reasons["loader-worker"], reasons

@@ -14,6 +14,7 @@
 #include "gnnprof/profile.h"
 #include "gnnprof/reports/analysis.h"
 #include "gnnprof/reports/hierarchy.h"
+#include "gnnprof/reports/loader_workers.h"
 
 namespace gnnprof::reports {
 
@@ -36,6 +37,9 @@ struct Report {
   Analysis analysis;
   std::vector<Diagnostic> diagnostics;  ///< diagnose(profile, analysis)
   Hierarchy hierarchy;                  ///< build_hierarchy(profile, analysis, options.top_ops)
+  /// The loop's DataLoader workers, from their own profiles (left empty by make_report: the
+  /// caller that knows where the profile lies reads them, read_loader_worker_profiles).
+  LoaderWorkers workers;
 };
 
 /// Analyses `profile` once (options.skip), runs the diagnostics rules and builds the hierarchy.

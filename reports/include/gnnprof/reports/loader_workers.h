@@ -1,0 +1,59 @@
+// gnnprof/reports/loader_workers.h — a loop's DataLoader workers, seen from the loop's report.
+//
+// Under `gnnprof run` each worker process writes its own profile beside the loop's (its
+// run.parent_pid names the loop's process; its iterations are the batches it fetched). The
+// loop's report summarizes them: how fast the workers deliver batches, how busy they are, and
+// their heaviest lines, so that a loader-bound loop's report shows where the batches' time goes.
+//
+//   std::vector<Profile> ws = read_loader_worker_profiles("run.json", parent);
+//   report.workers = summarize_loader_workers(ws);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gnnprof/profile.h"
+
+namespace gnnprof::reports {
+
+struct WorkerLine {
+  std::string file, function, code;
+  std::uint32_t line = 0;
+  std::uint64_t hits = 0;
+  std::int64_t total_ns = 0;  ///< over all workers, callees included
+  double share = 0;           ///< of the workers' batch time
+};
+
+struct LoaderWorkers {
+  std::vector<std::int64_t> pids;  ///< one per worker profile, ascending
+  int concurrent = 0;              ///< most worker processes alive at once
+  std::uint64_t batches = 0;       ///< complete iterations over all workers
+  /// A worker's pace: median batch time, over the batches whose torch ops were not observed
+  /// when the workers sampled (the undisturbed pace), else over all.
+  std::int64_t batch_median_ns = 0;
+  bool pace_unobserved = false;
+  std::int64_t batch_ns = 0;  ///< all batches' time
+  std::int64_t wall_ns = 0;   ///< the workers' lifetimes, summed
+  std::vector<WorkerLine> top_lines;  ///< heaviest first
+  std::size_t not_read = 0;           ///< more worker profiles found than were read (the limit)
+
+  bool empty() const { return pids.empty(); }
+  /// With `concurrent` workers at this pace: a batch every this long (0 when unknown).
+  std::int64_t supply_interval_ns() const { return concurrent > 0 ? batch_median_ns / concurrent : 0; }
+  double busy_share() const { return wall_ns > 0 ? static_cast<double>(batch_ns) / static_cast<double>(wall_ns) : 0; }
+};
+
+/// The profiles in `parent_path`'s directory written by `parent`'s DataLoader workers
+/// (run.parent_pid = parent's pid, same host, started after it), by pid: the first `limit`
+/// found; `*more` (when given) counts the others. Files that cannot be read are left out.
+std::vector<Profile> read_loader_worker_profiles(const std::string& parent_path, const Profile& parent,
+                                                 std::size_t limit = 64, std::size_t* more = nullptr);
+
+/// The summary of `workers` (the profiles above); `top` lines at most.
+LoaderWorkers summarize_loader_workers(const std::vector<Profile>& workers, std::size_t top = 5);
+
+/// One paragraph: how many workers, their pace and busy share, what they deliver together.
+std::string loader_workers_text(const LoaderWorkers& w);
+
+}  // namespace gnnprof::reports

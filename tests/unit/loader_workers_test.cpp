@@ -1,0 +1,127 @@
+// A loop's DataLoader workers from the loop's report: which profiles are its workers', and the
+// summary of their batches and lines.
+#include "gnnprof/reports/loader_workers.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "gnnprof/profile_io.h"
+#include "gnnprof/reports/report.h"
+#include "gnnprof/reports/text_reporter.h"
+
+namespace gnnprof::reports {
+namespace {
+
+constexpr std::int64_t kMs = 1000000;
+
+Profile worker(std::int64_t pid, std::int64_t parent, std::int64_t start_ns, std::int64_t wall_ns,
+               std::vector<std::pair<std::int64_t, bool>> batches) {
+  Profile p;
+  p.run.pid = pid;
+  p.run.parent_pid = parent;
+  p.run.host = "vm";
+  p.run.start_unix_ns = start_ns;
+  p.wall_ns = wall_ns;
+  for (const auto& [ms, observed] : batches) {
+    IterationStats it;
+    it.index = p.iterations.size();
+    it.wall_ns = ms * kMs;
+    it.ops_observed = observed;
+    p.iterations.push_back(it);
+  }
+  LineStats l;
+  l.file = "/w/data.py";
+  l.line = 24;
+  l.function = "Slow.__getitem__";
+  l.code = "x = torch.tanh(x)";
+  l.hits = 100;
+  l.total_ns = 30 * kMs;
+  p.lines.push_back(l);
+  l.line = 22;
+  l.code = "x = torch.full((256,), 1.0)";
+  l.total_ns = 2 * kMs;
+  p.lines.push_back(l);
+  return p;
+}
+
+TEST(LoaderWorkers, PaceBusyShareConcurrencyAndHeaviestLines) {
+  // Two workers alive together, then a third (the next epoch's) after them.
+  const std::vector<Profile> ws = {
+      worker(12, 10, 1000 * kMs, 100 * kMs, {{10, true}, {6, false}, {6, false}, {20, true}}),
+      worker(11, 10, 1001 * kMs, 100 * kMs, {{10, true}, {8, false}}),
+      worker(13, 10, 1200 * kMs, 50 * kMs, {{5, false}})};
+  const LoaderWorkers w = summarize_loader_workers(ws, 1);
+  EXPECT_EQ(w.pids, (std::vector<std::int64_t>{11, 12, 13}));
+  EXPECT_EQ(w.concurrent, 2);
+  EXPECT_EQ(w.batches, 7u);
+  EXPECT_TRUE(w.pace_unobserved);  // the median of the batches whose ops were not observed
+  EXPECT_EQ(w.batch_median_ns, 6 * kMs);
+  EXPECT_EQ(w.supply_interval_ns(), 3 * kMs);
+  EXPECT_EQ(w.batch_ns, 65 * kMs);
+  EXPECT_DOUBLE_EQ(w.busy_share(), 65.0 / 250.0);
+  ASSERT_EQ(w.top_lines.size(), 1u);  // top = 1
+  EXPECT_EQ(w.top_lines[0].line, 24u);
+  EXPECT_EQ(w.top_lines[0].hits, 300u);
+  EXPECT_EQ(w.top_lines[0].total_ns, 90 * kMs);
+  EXPECT_DOUBLE_EQ(w.top_lines[0].share, 90.0 / 65.0);
+  const std::string text = loader_workers_text(w);
+  EXPECT_NE(text.find("3 DataLoader worker profiles (pid 11, 12, 13; 2 at once): 7 batches, 6.00 ms a batch per worker"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("together a batch every 3.00 ms"), std::string::npos) << text;
+  // Rendered in the loop's report, and absent from a report without workers.
+  Profile loop;
+  loop.run.pid = 10;
+  Report r = make_report(loop, {});
+  std::ostringstream without, with;
+  ASSERT_TRUE(TextReporter({}).render(r, without));
+  EXPECT_EQ(without.str().find("== DataLoader workers =="), std::string::npos);
+  r.workers = summarize_loader_workers(ws);
+  ASSERT_TRUE(TextReporter({}).render(r, with));
+  EXPECT_NE(with.str().find("== DataLoader workers =="), std::string::npos);
+  EXPECT_NE(with.str().find("data.py:24"), std::string::npos) << with.str();
+}
+
+TEST(LoaderWorkers, OnlyTheLoopsOwnWorkersProfilesAreRead) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "gnnprof_loader_workers";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Profile loop;
+  loop.run.pid = 10;
+  loop.run.host = "vm";
+  loop.run.start_unix_ns = 1000 * kMs;
+  ASSERT_TRUE(write_profile_file(loop, (dir / "run.json").string()));
+  ASSERT_TRUE(write_profile_file(worker(12, 10, 1100 * kMs, kMs, {{1, true}}), (dir / "run.12.json").string()));
+  ASSERT_TRUE(write_profile_file(worker(11, 10, 1100 * kMs, kMs, {{1, true}}), (dir / "run.11.json").string()));
+  // Another loop's worker (pid 100: "parent_pid": 10 is a prefix of its key), one of an
+  // earlier run with a recycled pid, one of another host, a truncated file, not JSON.
+  ASSERT_TRUE(write_profile_file(worker(13, 100, 1100 * kMs, kMs, {{1, true}}), (dir / "x.13.json").string()));
+  ASSERT_TRUE(write_profile_file(worker(14, 10, 900 * kMs, kMs, {{1, true}}), (dir / "old.14.json").string()));
+  Profile elsewhere = worker(15, 10, 1100 * kMs, kMs, {{1, true}});
+  elsewhere.run.host = "other";
+  ASSERT_TRUE(write_profile_file(elsewhere, (dir / "run.15.json").string()));
+  {
+    std::ifstream in(dir / "run.12.json");
+    std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream(dir / "cut.16.json") << s.substr(0, s.size() / 2);
+    std::ofstream(dir / "notes.txt") << "\"parent_pid\": 10,";
+  }
+  const std::vector<Profile> ws = read_loader_worker_profiles((dir / "run.json").string(), loop);
+  ASSERT_EQ(ws.size(), 2u);
+  EXPECT_EQ(ws[0].run.pid, 11);
+  EXPECT_EQ(ws[1].run.pid, 12);
+  std::size_t more = 0;
+  EXPECT_EQ(read_loader_worker_profiles((dir / "run.json").string(), loop, 1, &more).size(), 1u);
+  EXPECT_GE(more, 1u);  // the other one (and the files that then fail to parse)
+  // The parent_pid survives the JSON round trip; a profile without one has none.
+  EXPECT_EQ(ws[0].run.parent_pid, 10);
+  EXPECT_EQ(profile_to_json(loop).find("parent_pid"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gnnprof::reports
