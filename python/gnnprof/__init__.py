@@ -40,7 +40,7 @@ except ImportError as e:  # another Python ABI than the one gnnprof was built fo
     _native_error = f"{type(e).__name__}: {e}"
 
 _state = {"bound": False, "how": "", "lines": "off", "specs": [], "warned": False, "none": False, "auto": False,
-          "library": ()}
+          "library": (), "loader_forks": 0}
 
 
 def _note_without_native(reason):
@@ -295,8 +295,11 @@ def _loader_workers():
 
 def _after_fork_in_parent():
     """A data loader's workers: their count is a counter of the parent's profile ("DataLoader
-    workers"), which the report's loader-bound rule quotes."""
+    workers"), which the report's loader-bound rule quotes; the loader forks are counted (the
+    child sees the count before its own fork: GNNPROF_LOADER_WORKERS caps the profiled ones)."""
     try:
+        if _forked_by_loader():
+            _state["loader_forks"] += 1
         n = _loader_workers()
         if n is not None and _native.is_running():
             counter("DataLoader workers", n)
@@ -351,17 +354,21 @@ def _arm_worker(_):
 
 def _after_fork_in_child():
     """A forked child records nothing, and runs without the frame hook; a data loader's worker
-    (GNNPROF_LOADER_WORKERS, default on) gets a session and a profile of its own instead, with
-    the user code its loader calls traced."""
+    gets a session and a profile of its own instead, with the user code its loader calls
+    traced: the run's first GNNPROF_LOADER_WORKERS (16) of them, so that a run of many epochs,
+    each forking its workers anew, does not leave a profile per worker per epoch."""
     try:
         from . import _config
         util = sys.modules.get("multiprocessing.util")
-        if (util is not None and _config.flag("GNNPROF_LOADER_WORKERS", True) and _forked_by_loader()
+        limit = _config.count("GNNPROF_LOADER_WORKERS", 16)
+        if (util is not None and _state["loader_forks"] < limit and _forked_by_loader()
                 and _native.start_in_fork_child() == 0):
             marked = _mark_worker_fetches()
             _native.note_collector("loader-worker", True, f"a data loader's worker process, forked from pid "
                                    f"{os.getppid()}: its own profile from the fork on"
-                                   f"{'; an iteration per batch fetched' if marked else ''} (GNNPROF_LOADER_WORKERS=0: none)")
+                                   f"{'; an iteration per batch fetched' if marked else ''} (worker "
+                                   f"{_state['loader_forks'] + 1} of the run; GNNPROF_LOADER_WORKERS={limit} "
+                                   f"profiles the first {limit}, 0: none)")
             util.register_after_fork(_worker_token, _arm_worker)
             _note_lines()
             return

@@ -231,6 +231,22 @@ def test_a_dataloader_workers_batches_are_its_iterations_and_its_ops_are_sampled
 
 
 @needs_torch
+def test_only_the_runs_first_workers_write_profiles(gnnprof_run, plain_run):
+    """Three epochs fork two workers each; GNNPROF_LOADER_WORKERS=4 profiles the first four, the
+    others record nothing, and the loop's report says how many were forked."""
+    path = script("slow_workers.py")
+    w = gnnprof_run(path, "4", "2", "3", env={"GNNPROF_LOADER_WORKERS": "4"})
+    assert w.rc == 0, w.err
+    assert w.out == plain_run(path, "4", "2", "3").out
+    workers = worker_profiles(w)
+    assert len(workers) == 4, [p["run"]["pid"] for p in workers]
+    reasons = sorted(c["reason"] for p in workers for c in p["collectors"] if c["name"] == "loader-worker")
+    assert [re.search(r"worker (\d+) of the run", r).group(1) for r in reasons] == ["1", "2", "3", "4"], reasons
+    summary = section(report(w.path), "DataLoader workers")
+    assert "4 DataLoader worker profiles" in summary and "the run forked 6 workers" in summary, summary
+
+
+@needs_torch
 def test_a_worker_forked_in_an_unobserved_iteration_observes_its_own_ops(gnnprof_run):
     """The loop samples one iteration in a million, so the second epoch's worker is forked while
     the loop's ops callback is off; the worker starts sampling afresh (its first batch

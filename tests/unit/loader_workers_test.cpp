@@ -53,7 +53,9 @@ TEST(LoaderWorkers, PaceBusyShareConcurrencyAndHeaviestLines) {
       worker(12, 10, 1000 * kMs, 100 * kMs, {{10, true}, {6, false}, {6, false}, {20, true}}),
       worker(11, 10, 1001 * kMs, 100 * kMs, {{10, true}, {8, false}}),
       worker(13, 10, 1200 * kMs, 50 * kMs, {{5, false}})};
-  const LoaderWorkers w = summarize_loader_workers(ws, 1);
+  Profile loop;
+  loop.run.pid = 10;
+  const LoaderWorkers w = summarize_loader_workers(loop, ws, 1);
   EXPECT_EQ(w.pids, (std::vector<std::int64_t>{11, 12, 13}));
   EXPECT_EQ(w.concurrent, 2);
   EXPECT_EQ(w.batches, 7u);
@@ -73,16 +75,19 @@ TEST(LoaderWorkers, PaceBusyShareConcurrencyAndHeaviestLines) {
       << text;
   EXPECT_NE(text.find("together a batch every 3.00 ms"), std::string::npos) << text;
   // Rendered in the loop's report, and absent from a report without workers.
-  Profile loop;
-  loop.run.pid = 10;
   Report r = make_report(loop, {});
   std::ostringstream without, with;
   ASSERT_TRUE(TextReporter({}).render(r, without));
   EXPECT_EQ(without.str().find("== DataLoader workers =="), std::string::npos);
-  r.workers = summarize_loader_workers(ws);
+  r.workers = summarize_loader_workers(loop, ws);
   ASSERT_TRUE(TextReporter({}).render(r, with));
   EXPECT_NE(with.str().find("== DataLoader workers =="), std::string::npos);
   EXPECT_NE(with.str().find("data.py:24"), std::string::npos) << with.str();
+  // The loop counted more forks than there are profiles: the cap is named.
+  loop.counters.push_back(CounterStats{"DataLoader workers", 40, 2, 2, 2, 2});
+  EXPECT_NE(loader_workers_text(summarize_loader_workers(loop, ws)).find("the run forked 40 workers; GNNPROF_LOADER_WORKERS"),
+            std::string::npos);
+  EXPECT_EQ(loader_workers_text(w).find("the run forked"), std::string::npos);
 }
 
 TEST(LoaderWorkers, OnlyTheLoopsOwnWorkersProfilesAreRead) {

@@ -37,6 +37,9 @@ struct LoaderWorkers {
   std::int64_t wall_ns = 0;   ///< the workers' lifetimes, summed
   std::vector<WorkerLine> top_lines;  ///< heaviest first
   std::size_t not_read = 0;           ///< more worker profiles found than were read (the limit)
+  /// Workers the loop forked, when the loop's profile counted them (its "DataLoader workers"
+  /// counter, sampled at each fork); more than `pids` when GNNPROF_LOADER_WORKERS capped them.
+  std::uint64_t forked = 0;
 
   bool empty() const { return pids.empty(); }
   /// With `concurrent` workers at this pace: a batch every this long (0 when unknown).
@@ -50,8 +53,8 @@ struct LoaderWorkers {
 std::vector<Profile> read_loader_worker_profiles(const std::string& parent_path, const Profile& parent,
                                                  std::size_t limit = 64, std::size_t* more = nullptr);
 
-/// The summary of `workers` (the profiles above); `top` lines at most.
-LoaderWorkers summarize_loader_workers(const std::vector<Profile>& workers, std::size_t top = 5);
+/// The summary of `parent`'s `workers` (the profiles above); `top` lines at most.
+LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<Profile>& workers, std::size_t top = 5);
 
 /// One paragraph: how many workers, their pace and busy share, what they deliver together.
 std::string loader_workers_text(const LoaderWorkers& w);
