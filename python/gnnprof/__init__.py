@@ -40,7 +40,7 @@ except ImportError as e:  # another Python ABI than the one gnnprof was built fo
     _native_error = f"{type(e).__name__}: {e}"
 
 _state = {"bound": False, "how": "", "lines": "off", "specs": [], "warned": False, "none": False, "auto": False,
-          "library": (), "loader_forks": 0}
+          "library": (), "loader_forks": 0, "loader_limit": 0}
 
 
 def _note_without_native(reason):
@@ -339,10 +339,12 @@ def _mark_worker_fetches():
 
 
 def _stop_worker():
-    _native.close_thread()
-    _native.close_torch_thread()
-    _note_lines(final=True)
-    stop()
+    try:
+        _native.close_thread()
+        _native.close_torch_thread()
+        _note_lines(final=True)
+    finally:
+        stop()
 
 
 def _arm_worker(_):
@@ -360,16 +362,16 @@ def _after_fork_in_child():
     try:
         from . import _config
         util = sys.modules.get("multiprocessing.util")
-        limit = _config.count("GNNPROF_LOADER_WORKERS", 16)
+        limit = _state["loader_limit"]
         if (util is not None and _state["loader_forks"] < limit and _forked_by_loader()
                 and _native.start_in_fork_child() == 0):
+            util.register_after_fork(_worker_token, _arm_worker)  # first: the session must stop
             marked = _mark_worker_fetches()
             _native.note_collector("loader-worker", True, f"a data loader's worker process, forked from pid "
                                    f"{os.getppid()}: its own profile from the fork on"
                                    f"{'; an iteration per batch fetched' if marked else ''} (worker "
                                    f"{_state['loader_forks'] + 1} of the run; GNNPROF_LOADER_WORKERS={limit} "
                                    f"profiles the first {limit}, 0: none)")
-            util.register_after_fork(_worker_token, _arm_worker)
             _note_lines()
             return
         _native.set_hook(False)
@@ -417,6 +419,7 @@ def _at_exit():
 if _state["bound"]:
     from . import _config
     _configure_lines(_config.string("GNNPROF_LINES", "auto"))
+    _state["loader_limit"] = _config.loader_workers()  # read once: every fork child inherits it
     atexit.register(_at_exit)
     os.register_at_fork(after_in_child=_after_fork_in_child, after_in_parent=_after_fork_in_parent)
     if _state["how"] == "loaded":

@@ -51,6 +51,34 @@ def flag(name, default):
     return native.config_bool(name) if native is not None else _unread(name, default)
 
 
+def warn(name, value, expected, using):
+    """One warning for a bad value, through the library's warning (once per name) when present."""
+    lib = _process_abi()
+    if lib is not None:
+        try:
+            lib.gnnprof_config_warn(name.encode(), str(value).encode(), expected.encode(), str(using).encode())
+            return
+        except (AttributeError, OSError):
+            pass
+    if name not in _warned:
+        _warned.add(name)
+        sys.stderr.write(f"gnnprof: {name}={value}: expected {expected}; using {using}\n")
+
+
+def loader_workers():
+    """GNNPROF_LOADER_WORKERS: how many of the run's DataLoader workers write a profile. A count;
+    on/true/yes (its earlier boolean spelling) mean the default 16, off/false/no/none 0."""
+    raw = string("GNNPROF_LOADER_WORKERS", "16").strip().lower()
+    if raw in ("", "on", "true", "yes"):
+        return 16
+    if raw in ("off", "false", "no", "none"):
+        return 0
+    if raw.isdigit():
+        return int(raw)
+    warn("GNNPROF_LOADER_WORKERS", raw, "a count (or on/off)", 16)
+    return 16
+
+
 def string(name, default):
     """A text variable: the value, else the table's default (`default` without the library)."""
     native = _native()

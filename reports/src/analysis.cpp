@@ -288,6 +288,9 @@ std::string whatif_expectation(const Analysis& a) {
 }
 
 std::string loader_worker_note(const Analysis& a) {
+  if (a.iterations_used == 0)
+    return "A DataLoader worker process: no batches were marked as iterations (not torch's fetcher, or no torch "
+           "observer); its line table and stages are its totals.";
   return fmt::format("A DataLoader worker process: each iteration is one batch it fetched (__getitem__ per sample, then "
                      "collate_fn), median {} a batch. Whether the loop waits for its workers, and what prefetching "
                      "would save, is in the loop's own profile (exposed data, loader-bound, the what-if).",

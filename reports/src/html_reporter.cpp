@@ -243,9 +243,11 @@ std::string lines_html(const Profile& p, const ReportOptions& opt) {
               ? fmt::format(" title='estimated: torch ops observed in {} of the line&apos;s {} hits, scaled to all of them'",
                             l->hits - l->unobserved_hits, l->hits)
               : std::string();
-      auto text_cell = [&](const std::string& v) { return v.empty() ? std::string("<td></td>") : "<td" + why + ">" + mark + esc(v) + "</td>"; };
+      const std::string none = r.extras.unknown ? "<td title='not known: torch ops were observed in none of its hits'>?</td>"
+                                                : std::string("<td></td>");
+      auto text_cell = [&](const std::string& v) { return v.empty() ? none : "<td" + why + ">" + mark + esc(v) + "</td>"; };
       auto cell = [&](std::int64_t ns) {
-        return ns > 0 ? fmt::format("<td data-v={}{}>{}{}</td>", ns, why, mark, human_ns(ns)) : std::string("<td></td>");
+        return ns > 0 ? fmt::format("<td data-v={}{}>{}{}</td>", ns, why, mark, human_ns(ns)) : none;
       };
       std::string extra;
       if (t.copied) extra += text_cell(copied_cell(r.extras));

@@ -124,6 +124,7 @@ LineExtras line_extras(const Profile& p, const LineStats& l) {
     scale_ns(e.backward_ns);
     e.estimated = e.copied() > 0 || e.gathered > 0 || e.gpu_ns > 0 || e.wait_ns > 0 || e.backward_ns > 0;
   }
+  e.unknown = l.hits > 0 && l.unobserved_hits >= l.hits;
   return e;
 }
 
@@ -168,6 +169,7 @@ LineTable build_line_table(const Profile& p, const std::vector<std::string>& sou
         t.wait |= r.extras.wait_ns > 0;
         t.backward |= r.extras.backward_ns > 0;
         t.estimated |= r.extras.estimated;
+        t.unknown |= r.extras.unknown;
       }
       b.rows.push_back(std::move(r));
     };
@@ -200,6 +202,7 @@ std::string extra_columns_legend(const LineTable& t) {
   add(t.backward, "Backward = autograd backward of the graph the line built");
   add(t.estimated, "~ = estimated: torch ops were observed in some iterations only (iteration sampling), so the "
                    "line's figures from its observed hits are scaled to all its hits");
+  add(t.unknown && t.any_extra(), "? = not known: torch ops were observed in none of the line's hits");
   return out;
 }
 

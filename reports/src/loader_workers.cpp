@@ -48,13 +48,16 @@ std::vector<Profile> read_loader_worker_profiles(const std::string& parent_path,
     const fs::path& path = it->path();
     if (path.extension() != ".json" || !it->is_regular_file(ec) || fs::equivalent(path, self, ec)) continue;
     if (!names_parent(path, key)) continue;
-    if (out.size() >= limit) {  // many epochs' workers: the first ones stand for them
+    if (out.size() >= limit) {  // many epochs' workers: those read stand for them
       if (more != nullptr) ++*more;
       continue;
     }
     Result<Profile> p = read_profile_file(path.string());
+    // The same launch: same host and run id, started while the loop ran (pids are reused).
     if (!p || p->run.parent_pid != parent.run.pid || p->run.host != parent.run.host ||
-        p->run.start_unix_ns < parent.run.start_unix_ns)
+        p->run.start_unix_ns < parent.run.start_unix_ns ||
+        (parent.wall_ns > 0 && p->run.start_unix_ns > parent.run.start_unix_ns + parent.wall_ns) ||
+        (!parent.run.run_id.empty() && !p->run.run_id.empty() && p->run.run_id != parent.run.run_id))
       continue;
     out.push_back(std::move(*p));
   }
@@ -118,7 +121,8 @@ std::string loader_workers_text(const LoaderWorkers& w) {
                                 w.pids.size() == 1 ? "" : "s", pids, w.concurrent, w.batches);
   if (w.not_read > 0) out += fmt::format(" ({} more worker profiles not read)", w.not_read);
   if (w.forked > w.pids.size() + w.not_read)
-    out += fmt::format(" (the run forked {} workers; GNNPROF_LOADER_WORKERS profiles its first ones, 16 by default)",
+    out += fmt::format(" (the run forked {} workers; the others wrote no profile: GNNPROF_LOADER_WORKERS profiles the "
+                       "run's first 16 by default, and a worker killed before it exits writes none)",
                        w.forked);
   if (w.batches == 0) return out + ".";
   out += fmt::format(", {} a batch per worker (median{}), busy {:.0f}% of their time", human_ns(w.batch_median_ns),

@@ -56,13 +56,14 @@ void TextReporter::render_line_table(const Profile& p, std::ostream& out) const 
       const double pct = b.total_ns > 0 ? 100.0 * static_cast<double>(l->total_ns) / static_cast<double>(b.total_ns) : 0.0;
       std::string extra;
       const std::string mark = estimate_mark(r.extras);
+      const std::string none = r.extras.unknown ? "?" : "";
       auto time_cell = [&](std::int64_t ns) {
-        return fmt::format(" {:>10}", ns > 0 ? mark + fmt::format("{:.1f}", us(ns)) : std::string());
+        return fmt::format(" {:>10}", ns > 0 ? mark + fmt::format("{:.1f}", us(ns)) : none);
       };
       const std::string copied = copied_cell(r.extras);
-      if (t.copied) extra += fmt::format(" {:>18}", copied.empty() ? copied : mark + copied);
+      if (t.copied) extra += fmt::format(" {:>18}", copied.empty() ? none : mark + copied);
       if (t.gathered)
-        extra += fmt::format(" {:>10}", r.extras.gathered > 0 ? mark + human_bytes(r.extras.gathered) : std::string());
+        extra += fmt::format(" {:>10}", r.extras.gathered > 0 ? mark + human_bytes(r.extras.gathered) : none);
       if (t.gpu) extra += time_cell(r.extras.gpu_ns);
       if (t.wait) extra += time_cell(r.extras.wait_ns);
       if (t.backward) extra += time_cell(r.extras.backward_ns);

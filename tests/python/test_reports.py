@@ -244,6 +244,10 @@ def test_only_the_runs_first_workers_write_profiles(gnnprof_run, plain_run):
     assert [re.search(r"worker (\d+) of the run", r).group(1) for r in reasons] == ["1", "2", "3", "4"], reasons
     summary = section(report(w.path), "DataLoader workers")
     assert "4 DataLoader worker profiles" in summary and "the run forked 6 workers" in summary, summary
+    # Its earlier boolean spelling still works: off is none.
+    off = gnnprof_run(path, "4", "2", env={"GNNPROF_LOADER_WORKERS": "off"})
+    assert off.rc == 0 and "GNNPROF_LOADER_WORKERS" not in off.err, off.err
+    assert worker_profiles(off) == []
 
 
 @needs_torch

@@ -223,13 +223,16 @@ TEST(LineTable, ExtrasOfPartlyObservedLinesAreScaledAndMarked) {
   EXPECT_EQ(part.wait_ns, 50000);
   EXPECT_EQ(part.copied_pinned, 2500u);
   EXPECT_EQ(part.gathered, 2000u);
-  // No observed hit: nothing to scale from; the figures stay as recorded.
+  // No observed hit: nothing to scale from; the figures stay as recorded, and are unknown.
   const reports::LineExtras none = reports::line_extras(p, p.lines[2]);
   EXPECT_FALSE(none.estimated);
+  EXPECT_TRUE(none.unknown);
+  EXPECT_FALSE(part.unknown);
   EXPECT_EQ(none.backward_ns, 300000);
   const reports::LineTable t = reports::build_line_table(p, {});
   EXPECT_TRUE(t.estimated);
   EXPECT_NE(reports::extra_columns_legend(t).find("~ = estimated"), std::string::npos);
+  EXPECT_NE(reports::extra_columns_legend(t).find("? = not known"), std::string::npos);
   // Rendered: the estimated row's cells carry "~" (text) and why (HTML); the others do not.
   p.iterations = {IterationStats{}, IterationStats{}};
   p.iterations[1].ops_observed = false;
@@ -240,6 +243,11 @@ TEST(LineTable, ExtrasOfPartlyObservedLinesAreScaledAndMarked) {
   EXPECT_NE(s.find("~750.0"), std::string::npos) << s;
   EXPECT_NE(s.find("~2.0 KiB"), std::string::npos) << s;
   EXPECT_EQ(s.find("~300.0"), std::string::npos) << s;
+  // Line 3 (no hit observed): its empty cells say "not known".
+  const std::size_t row3 = s.find("stmt3");
+  ASSERT_NE(row3, std::string::npos);
+  const std::string line3 = s.substr(s.rfind('\n', row3) + 1, row3 - s.rfind('\n', row3) - 1);
+  EXPECT_NE(line3.find(" ?"), std::string::npos) << line3;
   EXPECT_NE(s.find("from the 1 of 2 iterations whose ops it observed"), std::string::npos) << s;
   EXPECT_NE(html.str().find("estimated: torch ops observed in 4 of the line&apos;s 10 hits"), std::string::npos);
 }

@@ -31,6 +31,9 @@ struct LineExtras {
   /// Iteration sampling left some of the line's hits unobserved: the figures above are those
   /// of its observed hits scaled by hits / observed hits (rendered with a leading "~").
   bool estimated = false;
+  /// Iteration sampling left every hit of the line unobserved (a line after a loop whose last
+  /// iteration was not observed): its figures above are unknown, not zero (rendered "?").
+  bool unknown = false;
 
   std::uint64_t copied() const { return copied_pinned + copied_pageable + copied_other; }
 };
@@ -57,6 +60,7 @@ struct LineTable {
   /// a table with nothing extra is exactly line_profiler's).
   bool copied = false, gathered = false, gpu = false, wait = false, backward = false;
   bool estimated = false;  ///< some row's extras are estimates (LineExtras::estimated)
+  bool unknown = false;    ///< some row's extras are unknown (LineExtras::unknown)
   bool any_extra() const { return copied || gathered || gpu || wait || backward; }
 };
 

@@ -48,8 +48,9 @@ struct LoaderWorkers {
 };
 
 /// The profiles in `parent_path`'s directory written by `parent`'s DataLoader workers
-/// (run.parent_pid = parent's pid, same host, started after it), by pid: the first `limit`
-/// found; `*more` (when given) counts the others. Files that cannot be read are left out.
+/// (run.parent_pid = parent's pid, same host and run id, started while it ran), by pid: at
+/// most `limit` of them, in directory order; `*more` (when given) counts the files naming the
+/// parent that were not read. Files that cannot be read are left out.
 std::vector<Profile> read_loader_worker_profiles(const std::string& parent_path, const Profile& parent,
                                                  std::size_t limit = 64, std::size_t* more = nullptr);
 
