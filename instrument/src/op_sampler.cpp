@@ -48,6 +48,19 @@ bool SamplerOptions::parse(const char* value) {
   return true;
 }
 
+std::uint64_t OpSampler::next_random() {  // splitmix64
+  std::uint64_t z = (rng_ += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+std::uint64_t OpSampler::pick_in_block(std::uint64_t j, std::uint64_t n) {
+  if (n <= 1) return 0;
+  if (j % n == 0) block_pick_ = next_random() % n;
+  return block_pick_;
+}
+
 void OpSampler::record(bool observed, std::int64_t wall_ns, std::uint64_t ops) {
   ++iterations_;
   if (observed) ++observed_;
@@ -60,11 +73,15 @@ void OpSampler::record(bool observed, std::int64_t wall_ns, std::uint64_t ops) {
   if (observed) keep(on_walls_, wall_ns, iterations_);
   else keep(off_walls_, wall_ns, iterations_);
   if (state_ == State::kCalibrate || state_ == State::kVerify) {
-    if (!observed) {
-      pair_off_ = wall_ns;
-    } else if (pair_off_ > 0) {
-      pair_ratios_.push_back(static_cast<double>(wall_ns) / static_cast<double>(pair_off_));
-      pair_off_ = 0;
+    // A pair: an unobserved iteration and an observed neighbour, in either order.
+    if (pair_wall_ > 0 && pair_observed_ != observed) {
+      const double on = static_cast<double>(observed ? wall_ns : pair_wall_);
+      const double off = static_cast<double>(observed ? pair_wall_ : wall_ns);
+      pair_ratios_.push_back(on / off);
+      pair_wall_ = 0;
+    } else {
+      pair_wall_ = wall_ns;
+      pair_observed_ = observed;
     }
   }
 }
@@ -143,14 +160,18 @@ bool OpSampler::on_mark(bool first, std::int64_t wall_ns, std::uint64_t ops) {
   }
   if (state_ == State::kCalibrate) {
     const std::uint64_t j = k - decided_at_;
-    if (j < 2 * static_cast<std::uint64_t>(std::max(1, opt_.calibration_pairs))) return observing_ = (j % 2 == 1);
+    if (j < 2 * static_cast<std::uint64_t>(std::max(1, opt_.calibration_pairs))) {
+      if (j % 2 == 0) pair_flip_ = (next_random() & 1) != 0;
+      return observing_ = (j % 2 == 1) != pair_flip_;
+    }
     decide_after_calibration();
   }
   if (state_ == State::kVerify) {
     verify(k);
     if (state_ == State::kVerify) {
       const auto every = static_cast<std::uint64_t>(opt_.verify_every);
-      return observing_ = (k - decided_at_) % every != every - 1;
+      const std::uint64_t j = k - decided_at_;
+      return observing_ = j % every != pick_in_block(j, every);
     }
   }
   // While sampling, both kinds of iterations keep being timed: the period follows the cost as
@@ -163,7 +184,8 @@ bool OpSampler::on_mark(bool first, std::int64_t wall_ns, std::uint64_t ops) {
       decided_at_ = k;
     }
   }
-  observing_ = period_ <= 1 || (k - decided_at_) % static_cast<std::uint64_t>(period_) == 0;
+  const std::uint64_t j = k - decided_at_;
+  observing_ = period_ <= 1 || j % static_cast<std::uint64_t>(period_) == pick_in_block(j, static_cast<std::uint64_t>(period_));
   return observing_;
 }
 

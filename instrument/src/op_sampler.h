@@ -25,6 +25,11 @@
 // While sampling, observed and unobserved iterations keep being timed: every 64 iterations the
 // period is recomputed from the cost measured so far, and the cost reported at the end is
 // measured over the whole run (the last 1024 iterations of each kind).
+// Which iteration of a block is observed (sampling), or left unobserved (verification), and the
+// order within a calibration pair are drawn at random (a fixed-seed generator): a loop whose
+// iterations repeat with a period (a DataLoader's N workers make a sawtooth of period N) would
+// otherwise always be observed at the same phase, and its stage figures and the measured cost
+// would be those of that phase.
 #pragma once
 
 #include <cstdint>
@@ -91,7 +96,15 @@ class OpSampler {
   std::vector<std::int64_t> on_walls_, off_walls_;  // bounded samples
   std::vector<double> densities_;
   std::vector<double> pair_ratios_;  // calibration: observed wall / the unobserved one before
-  std::int64_t pair_off_ = 0;
+  std::int64_t pair_wall_ = 0;     // calibration / verification: the pair's first wall, if any
+  bool pair_observed_ = false;     // ...and whether it was observed
+  bool pair_flip_ = false;         // calibration: this pair runs observed, then unobserved
+  std::uint64_t block_pick_ = 0;   // sampling / verification: the offset drawn for this block
+  std::uint64_t rng_ = 0x9E3779B97F4A7C15ull;
+  std::uint64_t next_random();
+  /// The offset in [0, n) drawn for the block that `j` (iterations since the schedule began)
+  /// falls in, drawn at the block's first iteration.
+  std::uint64_t pick_in_block(std::uint64_t j, std::uint64_t n);
   std::size_t next_check_ = 0;  // kVerify: pairs at which the cost is taken again
   double calibrated_cost_ = -1;
 };

@@ -29,6 +29,12 @@ int count(const std::vector<bool>& v) {
   return c;
 }
 
+int count(const std::vector<bool>& v, std::size_t from, std::size_t n) {
+  int c = 0;
+  for (std::size_t i = from; i < from + n && i < v.size(); ++i) c += v[i] ? 1 : 0;
+  return c;
+}
+
 }  // namespace
 
 // Ops of ~200 us (the GNN sample): the density estimate (180 x 4 us / 36 ms = 2 %) is below the
@@ -49,13 +55,15 @@ TEST(OpSampler, TinyOpsAreSampledAtAPeriodFromTheMeasuredCost) {
   gi::OpSampler s(o);
   const int w = o.warmup, c = 2 * o.calibration_pairs;
   const auto seen = run(s, w + c + 120, 270'000, 200'000, 40);
-  // Warm-up observed; then unobserved/observed alternating.
+  // Warm-up observed; then pairs of one unobserved and one observed iteration, in either order.
   for (int i = 0; i < w; ++i) EXPECT_TRUE(seen[i]) << i;
-  for (int j = 0; j < c; ++j) EXPECT_EQ(seen[w + j], j % 2 == 1) << j;
+  for (int j = 0; j < c; j += 2) EXPECT_EQ(count(seen, w + j, 2), 1) << j;
   EXPECT_EQ(s.period(), 18);
-  for (int i = w + c; i < w + c + 120; ++i) EXPECT_EQ(seen[i], (i - w - c) % 18 == 0) << i;
+  // One observed iteration in each block of 18, at an offset drawn per block.
+  for (int b = 0; b < 6; ++b) EXPECT_EQ(count(seen, w + c + 18 * b, 18), 1) << b;
   EXPECT_NEAR(s.measured_cost(), 0.35, 1e-9);
-  EXPECT_EQ(s.observed_iterations(), static_cast<std::uint64_t>(w + c / 2 + 7));
+  EXPECT_GE(s.observed_iterations(), static_cast<std::uint64_t>(w + c / 2 + 6));
+  EXPECT_LE(s.observed_iterations(), static_cast<std::uint64_t>(w + c / 2 + 7));
   const std::string d = s.describe();
   EXPECT_NE(d.find("one in 18"), std::string::npos) << d;
   EXPECT_NE(d.find("+35.0 %"), std::string::npos) << d;
@@ -69,11 +77,14 @@ TEST(OpSampler, ACheapObserverMeasuredWithinBudgetObservesAll) {
   const auto seen = run(s, 60, 204'000, 200'000, 100);  // density 4 us*100/204us: calibrates
   EXPECT_EQ(s.period(), 1);
   const int w = o.warmup, c = 2 * o.calibration_pairs;
-  // The calibration's unobserved iterations, then the verification's at 15 and 31 after it.
-  EXPECT_EQ(count(seen), 60 - o.calibration_pairs - 2);
-  EXPECT_FALSE(seen[w + c + o.verify_every - 1]);
-  EXPECT_TRUE(seen[w + c + o.verify_every]);
-  EXPECT_NE(s.describe().find("all but " + std::to_string(o.calibration_pairs + 2) + " calibration"), std::string::npos)
+  // The calibration's unobserved iterations, then the verification's: one in each block of 16.
+  EXPECT_EQ(count(seen, w, c), o.calibration_pairs);
+  EXPECT_EQ(count(seen, w + c, o.verify_every), o.verify_every - 1);
+  EXPECT_EQ(count(seen, w + c + o.verify_every, o.verify_every), o.verify_every - 1);
+  const int unobserved = 60 - count(seen);
+  EXPECT_GE(unobserved, o.calibration_pairs + 2);
+  EXPECT_LE(unobserved, o.calibration_pairs + 3);
+  EXPECT_NE(s.describe().find("all but " + std::to_string(unobserved) + " calibration"), std::string::npos)
       << s.describe();
   EXPECT_NE(s.describe().find("+2.0 %"), std::string::npos) << s.describe();
 
@@ -157,6 +168,28 @@ TEST(OpSampler, CalibrationComparesNeighboursNotDriftingMedians) {
     const double base = 400'000.0 * (1.0 - 0.02 * i);  // -2 % per iteration
     obs = s.on_mark(false, static_cast<std::int64_t>(obs ? base * 1.30 : base), obs ? 40 : 0);
   }
-  // Each pair: observed = 1.30 x its unobserved neighbour x 0.98 (one iteration later).
-  EXPECT_EQ(s.period(), 14);  // ceil(0.274 / 0.02)
+  // Each pair: observed = 1.30 x its unobserved neighbour, x 0.98 when it comes after it and
+  // / 0.98 when before (the order is drawn per pair): between ceil(0.274 / 0.02) and
+  // ceil(0.327 / 0.02), where a fixed order would always see the drift one way.
+  EXPECT_GE(s.period(), 14);
+  EXPECT_LE(s.period(), 17);
+}
+
+// A loop whose iterations alternate long and short (two DataLoader workers delivering in turn,
+// a sawtooth of period 2), ops costing +35 %. A fixed schedule at an even period would observe
+// only one phase, and its stage figures and measured cost would be that phase's; the drawn
+// offsets observe both, and the cost measured over the run is the true one.
+TEST(OpSampler, APeriodicLoopIsObservedAtEveryPhase) {
+  gi::OpSampler s({});
+  bool obs = s.on_mark(true, 0, 0);
+  int long_on = 0, short_on = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const std::int64_t base = i % 2 == 0 ? 2'000'000 : 200'000;
+    if (obs && i > 100) (base > 1'000'000 ? long_on : short_on) += 1;
+    obs = s.on_mark(false, static_cast<std::int64_t>(obs ? base * 1.35 : base), obs ? 100 : 0);
+  }
+  EXPECT_GT(s.period(), 1);
+  EXPECT_GT(long_on, 0);
+  EXPECT_GT(short_on, 0);
+  EXPECT_LT(std::abs(long_on - short_on), (long_on + short_on) / 2) << long_on << " vs " << short_on;
 }
