@@ -132,6 +132,10 @@ std::atomic<std::uint64_t> g_ops{0};  // FUNCTION-scope starts observed since th
 OpSampler* g_sampler = nullptr;       // leaked on purpose (see the file comment)
 std::atomic<bool> g_ops_enabled{true};  // written at the loop thread's marks only
 std::int64_t g_last_mark = 0;
+// When the last ProfilerStep#N scope ended (loop thread): an iteration's wall for the sampler
+// ends there when that is after its mark. A DataLoader worker's scope is its fetch, so the wait
+// for the next batch's indices does not count as the batch's time.
+std::atomic<std::int64_t> g_step_scope_end{0};
 int g_noted_period = -1;
 
 void note_sampling() {
@@ -150,6 +154,7 @@ void reset_sampling_after_fork() {
   g_fork_reset = false;
   g_sampler = new OpSampler(g_sampler_options);  // the parent's is leaked, like the first one
   g_last_mark = 0;
+  g_step_scope_end.store(0, std::memory_order_relaxed);
   g_ops.store(0, std::memory_order_relaxed);
   g_noted_period = -1;
   if (!g_ops_enabled.load(std::memory_order_relaxed)) {
@@ -168,7 +173,9 @@ void mark_iteration() {
     return;
   }
   const std::int64_t now = mono_ns();
-  const bool observe = g_sampler->on_mark(g_last_mark == 0, now - g_last_mark, g_ops.exchange(0, std::memory_order_relaxed));
+  const std::int64_t scope_end = g_step_scope_end.load(std::memory_order_relaxed);
+  const std::int64_t end = scope_end > g_last_mark ? scope_end : now;
+  const bool observe = g_sampler->on_mark(g_last_mark == 0, end - g_last_mark, g_ops.exchange(0, std::memory_order_relaxed));
   g_last_mark = now;
   if (observe != g_ops_enabled.load(std::memory_order_relaxed)) {
     if (observe) at::reenableCallback(g_ops_handle);
@@ -277,6 +284,7 @@ constexpr std::uint8_t kPushedCorr = 1;    // pushed an external correlation id 
 constexpr std::uint8_t kMutedNested = 2;   // turned RecordFunction off for the ops nested in it
 constexpr std::uint8_t kForwardLine = 4;   // a forward op run from a traced line (LineMark)
 constexpr std::uint8_t kChargeLine = 8;    // a backward node whose time goes to a line (LineMark)
+constexpr std::uint8_t kStepScope = 16;    // a ProfilerStep#N scope (its end: g_step_scope_end)
 
 // Backward time charged to the forward line (docs/architecture.md, "Python lines"): a forward
 // op and the autograd nodes it creates share sequence numbers (RecordFunction::seqNr, as
@@ -518,7 +526,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
         ts->watch_foldable = true;
       }
     }
-    std::uint8_t undo = 0;
+    std::uint8_t undo = kind == OpKind::kProfilerStep ? kStepScope : 0;
     // A backward node's own RecordFunction (BACKWARD_FUNCTION, nested in evaluate_function):
     // charge its time to the forward line that built it.
     const bool node = scope == Scope::kBackward;
@@ -575,6 +583,7 @@ void pop_frame(ThreadState* ts, bool last) {
     if (undo & kMutedNested) at::enableRecordFunction(true);
     if (undo & kPushedCorr)
       if (CorrPop pop = g_corr_pop.load(std::memory_order_acquire)) pop();
+    if (undo & kStepScope) g_step_scope_end.store(mono_ns(), std::memory_order_relaxed);
     if ((undo & (kForwardLine | kChargeLine)) != 0 && !ts->marks.empty()) {
       const LineMark m = ts->marks.back();
       ts->marks.pop_back();
