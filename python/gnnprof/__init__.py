@@ -321,11 +321,22 @@ def _mark_worker_fetches():
     def marked(original):
         @functools.wraps(original)
         def fetch_batch(self, *args, **kwargs):
+            # The fetch's own exceptions (an iterable dataset's StopIteration) pass through;
+            # gnnprof's scope and mark never raise into the worker.
             try:
-                with record_function(f"ProfilerStep#{next(count)}"):
-                    return original(self, *args, **kwargs)
+                scope = record_function(f"ProfilerStep#{next(count)}")
+                scope.__enter__()
+            except Exception:
+                scope = None
+            try:
+                return original(self, *args, **kwargs)
             finally:
-                step_end()
+                try:
+                    if scope is not None:
+                        scope.__exit__(None, None, None)
+                    step_end()
+                except Exception:
+                    pass
         return fetch_batch
 
     marked_any = False
@@ -360,7 +371,6 @@ def _after_fork_in_child():
     traced: the run's first GNNPROF_LOADER_WORKERS (16) of them, so that a run of many epochs,
     each forking its workers anew, does not leave a profile per worker per epoch."""
     try:
-        from . import _config
         util = sys.modules.get("multiprocessing.util")
         limit = _state["loader_limit"]
         if (util is not None and _state["loader_forks"] < limit and _forked_by_loader()
