@@ -293,8 +293,8 @@ void Aggregator::on_mark(std::uint32_t thread, std::int64_t ts, bool begin_next,
   if (have_boundary_ && ts < last_boundary_) return;
   if (loop_thread_ < 0) loop_thread_ = static_cast<int>(thread);
   if (!iters_.empty() && iters_.back().end < 0) iters_.back().end = ts;
-  if (begin_next) ops_unobserved_ = (flags & gnnprof::detail::kStepOpsUnobserved) != 0;
   if (begin_next) {
+    ops_unobserved_ = (flags & gnnprof::detail::kStepOpsUnobserved) != 0;
     if (iters_.size() < opt_.max_iterations) {
       Iter it(mr_);
       it.begin = ts;

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "gnnprof/reports/format.h"
+#include "gnnprof/reports/loader_workers.h"
 #include "gnnprof/order_stats.h"
 
 namespace gnnprof::reports {
@@ -451,10 +452,10 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   }
 
   // loader-bound: the loop waits for its DataLoader's worker processes, which cannot keep up.
-  // Their count: the Python package's "DataLoader workers" counter (num_workers at each fork).
+  // Their count: the Python package's counter (num_workers at each fork).
   int workers = 0;
   for (const auto& c : p.counters)
-    if (c.name == "DataLoader workers") workers = static_cast<int>(c.max);
+    if (c.name == kLoaderWorkersCounter) workers = static_cast<int>(c.max);
   const double wait_share = a.iteration_median_ns > 0
                                 ? static_cast<double>(a.worker_wait_ns) / static_cast<double>(a.iteration_median_ns)
                                 : 0;

@@ -68,7 +68,7 @@ std::vector<Profile> read_loader_worker_profiles(const std::string& parent_path,
 LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<Profile>& workers, std::size_t top) {
   LoaderWorkers w;
   for (const CounterStats& c : parent.counters)
-    if (c.name == "DataLoader workers") w.forked = c.samples;
+    if (c.name == kLoaderWorkersCounter) w.forked = c.samples;
   std::vector<std::int64_t> all, unobserved;
   using Key = std::tuple<std::string, std::uint32_t, std::string>;  // file, line, function
   std::map<Key, WorkerLine> lines;

@@ -17,6 +17,10 @@
 
 namespace gnnprof::reports {
 
+/// The counter the Python package samples in the loop's process at each DataLoader worker's
+/// fork (the iterator's num_workers): loader-bound quotes its value, the summary its samples.
+inline constexpr const char* kLoaderWorkersCounter = "DataLoader workers";
+
 struct WorkerLine {
   std::string file, function, code;
   std::uint32_t line = 0;
