@@ -2,7 +2,9 @@
 //
 // dlopened by the preload library when the process loads the CUDA runtime (or with
 // GNNPROF_CUPTI=1). Enables MEMCPY, CONCURRENT_KERNEL, SYNCHRONIZATION and
-// EXTERNAL_CORRELATION records with host CLOCK_MONOTONIC timestamps
+// EXTERNAL_CORRELATION records, and RUNTIME and DRIVER: CUPTI writes an external correlation
+// record only in front of an API record (seen on an H200, 2026-11-26: without them no kernel
+// found its launching op). Timestamps are host CLOCK_MONOTONIC
 // (cuptiActivityRegisterTimestampCallback), converts each completed buffer
 // (cupti_convert.h) and records it through the C ABI. Without a driver or device, or with
 // another CUPTI subscriber, start fails with the reason noted in the profile's collectors.
@@ -11,6 +13,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -23,6 +26,7 @@
 namespace {
 
 constexpr std::size_t kBufferBytes = 4u << 20;
+constexpr const char* kEnabledNote = "MEMCPY, CONCURRENT_KERNEL, SYNCHRONIZATION, EXTERNAL_CORRELATION";
 constexpr std::size_t kAlign = 8;
 
 std::mutex g_mu;  // CUPTI may complete buffers on several threads
@@ -63,9 +67,11 @@ extern "C" {
 
 int gnnprof_cupti_start(char* reason, unsigned long reason_size) {
   std::string why;
-  const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-                                      CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
-  const char* names[] = {"EXTERNAL_CORRELATION", "CONCURRENT_KERNEL", "MEMCPY", "SYNCHRONIZATION"};
+  const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME,
+                                      CUPTI_ACTIVITY_KIND_DRIVER,  CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                      CUPTI_ACTIVITY_KIND_MEMCPY,  CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
+  const char* names[] = {"EXTERNAL_CORRELATION", "RUNTIME", "DRIVER", "CONCURRENT_KERNEL", "MEMCPY", "SYNCHRONIZATION"};
+  constexpr int kKinds = static_cast<int>(std::size(kinds));
   try {
     std::int64_t offset = 0;
     if (cuptiActivityRegisterTimestampCallback(host_timestamp) != CUPTI_SUCCESS) {
@@ -79,7 +85,7 @@ int gnnprof_cupti_start(char* reason, unsigned long reason_size) {
       why = "cuptiActivityRegisterCallbacks: " + result_text(r);
     } else {
       int enabled = 0;
-      for (int i = 0; i < 4 && why.empty(); ++i) {
+      for (int i = 0; i < kKinds && why.empty(); ++i) {
         r = cuptiActivityEnable(kinds[i]);
         if (r == CUPTI_SUCCESS) {
           ++enabled;
@@ -106,12 +112,23 @@ int gnnprof_cupti_start(char* reason, unsigned long reason_size) {
     if (reason != nullptr && reason_size > 0) std::snprintf(reason, reason_size, "%s", why.c_str());
     return -1;
   }
-  gnnprof_note_collector("cupti", 1, "MEMCPY, CONCURRENT_KERNEL, SYNCHRONIZATION, EXTERNAL_CORRELATION");
+  gnnprof_note_collector("cupti", 1, kEnabledNote);
   return 0;
 }
 
 void gnnprof_cupti_flush(void) {
-  if (g_started) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (!g_started) return;
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  // How many kernels found the op that launched them: the check that correlation works.
+  try {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (g_converter == nullptr || g_converter->kernels() == 0) return;
+    const std::string note = std::string(kEnabledNote) + "; " + std::to_string(g_converter->kernels()) +
+                             " kernels, " + std::to_string(g_converter->kernels_correlated()) +
+                             " with their launching torch op";
+    gnnprof_note_collector("cupti", 1, note.c_str());
+  } catch (...) {
+  }
 }
 
 void gnnprof_cupti_push_external(unsigned long long id) {

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace gnnprof::instrument {
 namespace {
 
@@ -44,17 +46,27 @@ std::vector<GpuEvent> CuptiConverter::convert(const std::vector<const CUpti_Acti
     if (r != nullptr && r->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
       const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(r);
       external_[e->correlationId] = e->externalId;
+      newest_ = std::max(newest_, e->correlationId);
     }
   }
+  if (external_.size() > kMaxPending)
+    std::erase_if(external_, [&](const auto& kv) { return newest_ - kv.first > kMaxPending / 2; });
+  // One launch, one activity: an id is dropped once used. Ids of calls that launched nothing
+  // (RUNTIME and DRIVER record every call) are dropped once far behind the newest.
   auto ext = [&](std::uint32_t corr) -> std::uint64_t {
     auto it = external_.find(corr);
-    return it == external_.end() ? 0 : it->second;
+    if (it == external_.end()) return 0;
+    const std::uint64_t id = it->second;
+    external_.erase(it);
+    return id;
   };
   std::vector<GpuEvent> out;
   for (const CUpti_Activity* r : records) {
     if (r == nullptr) continue;
     switch (r->kind) {
       case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+      case CUPTI_ACTIVITY_KIND_RUNTIME:  // enabled only so that CUPTI writes the records above
+      case CUPTI_ACTIVITY_KIND_DRIVER:
         break;
       case CUPTI_ACTIVITY_KIND_KERNEL:
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
@@ -66,6 +78,8 @@ std::vector<GpuEvent> CuptiConverter::convert(const std::vector<const CUpti_Acti
         ev.external = ext(k->correlationId);
         ev.begin_ns = static_cast<std::int64_t>(k->start) + offset_;
         ev.end_ns = static_cast<std::int64_t>(k->end) + offset_;
+        ++kernels_;
+        if (ev.external != 0) ++kernels_correlated_;
         out.push_back(std::move(ev));
         break;
       }
@@ -167,6 +181,17 @@ std::uint32_t GpuEventEmitter::site_for(std::uint64_t external, const std::strin
   return site_named(name, "gpu");
 }
 
+bool GpuEventEmitter::observed_copy(std::uint32_t op) {
+  if (op == 0) return false;
+  auto it = copy_ops_.find(op);
+  if (it != copy_ops_.end()) return it->second;
+  char buf[128];
+  const std::string name = gnnprof_site_name(op, buf, sizeof(buf)) > 0 ? buf : "";
+  const bool copy = is_observed_copy_op(name);
+  copy_ops_.emplace(op, copy);
+  return copy;
+}
+
 std::uint32_t GpuEventEmitter::site_named(const std::string& name, const char* category) {
   auto it = sites_.find(name);
   if (it != sites_.end()) return it->second;
@@ -185,8 +210,12 @@ void GpuEventEmitter::emit(const GpuEvent& ev) {
                              ev.begin_ns, ev.end_ns);
       break;
     case GpuEvent::Kind::kMemcpy:
-      gnnprof_lane_range(lane, site_for(ev.external, ev.name), ctx, ev.begin_ns, ev.end_ns);
-      gnnprof_lane_transfer(lane, ctx, ev.bytes, ev.direction, ev.memory, ev.mode, ev.begin_ns, ev.end_ns);
+      // Named by what it moved; the launching stage is its context. A copy the torch
+      // observer already recorded as a transfer (issued inside a copy op it saw) is not
+      // counted twice.
+      gnnprof_lane_range(lane, site_named("gpu: " + ev.name, "gpu"), ctx, ev.begin_ns, ev.end_ns);
+      if (!observed_copy(external_op(ev.external)))
+        gnnprof_lane_transfer(lane, ctx, ev.bytes, ev.direction, ev.memory, ev.mode, ev.begin_ns, ev.end_ns);
       break;
     case GpuEvent::Kind::kSync:
       gnnprof_lane_range(lane, site_named(ev.name, "sync"), ctx, ev.begin_ns, ev.end_ns);

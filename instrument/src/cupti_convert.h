@@ -38,11 +38,18 @@ class CuptiConverter {
   std::vector<GpuEvent> convert(const std::vector<const CUpti_Activity*>& records);
 
   std::uint64_t unknown_records() const noexcept { return unknown_; }
+  std::uint64_t kernels() const noexcept { return kernels_; }
+  /// Kernels whose launch carried an external correlation id (the torch observer's op).
+  std::uint64_t kernels_correlated() const noexcept { return kernels_correlated_; }
 
  private:
   std::int64_t offset_;
+  static constexpr std::size_t kMaxPending = 1u << 20;
   std::unordered_map<std::uint32_t, std::uint64_t> external_;  // correlationId -> external id
+  std::uint32_t newest_ = 0;
   std::uint64_t unknown_ = 0;
+  std::uint64_t kernels_ = 0;
+  std::uint64_t kernels_correlated_ = 0;
 };
 
 }  // namespace gnnprof::instrument
@@ -53,10 +60,18 @@ namespace gnnprof::instrument {
 /// A kernel's demangled name (the name unchanged when it is not a mangled C++ name).
 std::string demangle(const std::string& name);
 
-/// Records GpuEvents into the session through the C ABI: each kernel/memcpy becomes a range
+/// The torch ops under which the observer records a copy's transfer itself (aten::copy_, and
+/// the ops whose nested copy_ it keeps observing): a device copy issued inside one of them is
+/// already a transfer in the profile.
+inline bool is_observed_copy_op(const std::string& op) {
+  return op == "aten::copy_" || op == "aten::to" || op == "aten::_to_copy" || op == "aten::cuda" || op == "aten::cpu";
+}
+
+/// Records GpuEvents into the session through the C ABI: each kernel becomes a range
 /// "gpu: <stage of the launching op>" on its stream's lane (so the stage table gives GPU
-/// time per phase), memcpys also a transfer with their bytes and host memory kind, and syncs
-/// a range on the "CUDA sync" lane. Kernels also go to the per-kernel table (kernel name,
+/// time per phase), each memcpy a range "gpu: memcpy HtoD" (...) in the launching stage and a
+/// transfer with its bytes and host memory kind (unless the observer recorded that copy), and
+/// syncs a range on the "CUDA sync" lane. Kernels also go to the per-kernel table (kernel name,
 /// launching stage and op: `kernels` in the profile).
 class GpuEventEmitter {
  public:
@@ -67,6 +82,8 @@ class GpuEventEmitter {
   std::uint32_t site_for(std::uint64_t external, const std::string& fallback);
   std::uint32_t site_named(const std::string& name, const char* category);  // interned once
   std::uint32_t kernel_site(const std::string& mangled);                     // demangled, interned once
+  bool observed_copy(std::uint32_t op);                                      // is_observed_copy_op, cached
+  std::unordered_map<std::uint32_t, bool> copy_ops_;
   std::unordered_map<std::string, std::uint32_t> lanes_;
   std::unordered_map<std::string, std::uint32_t> sites_;
   std::unordered_map<std::string, std::uint32_t> kernels_;

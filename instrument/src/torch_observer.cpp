@@ -193,10 +193,13 @@ class CApiSink final : public OpSink {
     const std::uint32_t site = site_of(stage, category);
     gnnprof_stage_begin(site);
     sites_.push_back(site);
+    const bool op = std::strcmp(category, "op") == 0;
+    contexts_.push_back(op && !contexts_.empty() ? contexts_.back() : op ? 0 : site);
   }
   void end() override {
     gnnprof_stage_end();
     if (!sites_.empty()) sites_.pop_back();
+    if (!contexts_.empty()) contexts_.pop_back();
   }
   void step() override { mark_iteration(); }
   void materialize(std::uint64_t rows, std::uint64_t bytes) override { gnnprof_materialize(rows, bytes); }
@@ -207,7 +210,9 @@ class CApiSink final : public OpSink {
     static const gnnprof_site_t site = gnnprof_counter_site("comm bytes");
     gnnprof_counter(site, static_cast<double>(bytes));
   }
-  std::uint32_t current_site() const noexcept { return sites_.empty() ? 0 : sites_.back(); }
+  /// The innermost stage that is not an op's own (forward, backward, h2d, a user scope...): the
+  /// stage a kernel's GPU time is charged to ("gpu: forward"), its op going in a column.
+  std::uint32_t context_site() const noexcept { return contexts_.empty() ? 0 : contexts_.back(); }
   /// A site named after an op, for the per-kernel table's "op" column (CUPTI only).
   std::uint32_t op_site(std::string_view name) { return intern(op_sites_, name, "op"); }
 
@@ -233,6 +238,7 @@ class CApiSink final : public OpSink {
   std::pmr::unordered_map<std::string_view, std::uint32_t> sites_by_name_{heap_.resource()};
   std::pmr::unordered_map<std::string_view, std::uint32_t> op_sites_{heap_.resource()};
   std::pmr::vector<std::uint32_t> sites_{heap_.resource()};
+  std::pmr::vector<std::uint32_t> contexts_{heap_.resource()};
 };
 
 // Asynchronous collectives (ProcessGroup works: "gloo:all_reduce", ...): Gloo starts their
@@ -541,7 +547,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
       if (CorrPush push = g_corr_push.load(std::memory_order_acquire)) {
         // The launch's external correlation id, decoded by the CUPTI backend
         // (instrument/src/cupti_convert.h) into the kernel table's op and stage and the line.
-        push(pack_external(ts->sink.current_site(), ts->sink.op_site(op.name), line));
+        push(pack_external(ts->sink.context_site(), ts->sink.op_site(op.name), line));
         undo |= kPushedCorr;
       }
       if (line != 0 && op.grad_enabled && fn.seqNr() >= 0 && kind != OpKind::kBackwardOp && lines_traced()) {

@@ -4,6 +4,7 @@ tmp=$(mktemp -d)
 trap 'umount "$tmp"/* 2>/dev/null; rm -rf "$tmp"' EXIT
 fail=0
 check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
-# Debian's Python (the one with torch), and json FILE EXPR: prints EXPR over the parsed file `p`.
-py=/usr/bin/python3
+# Debian's Python (the one with torch; GNNPROF_TEST_PYTHON names another, e.g. a GPU machine's),
+# and json FILE EXPR: prints EXPR over the parsed file `p`.
+py=${GNNPROF_TEST_PYTHON:-/usr/bin/python3}
 json() { $py -c "import json,sys; p=json.load(open(sys.argv[1])); print($2)" "$1"; }

@@ -73,9 +73,31 @@ TEST(CuptiConvert, KernelsFindTheirOpThroughExternalCorrelationEvenWhenItComesLa
   EXPECT_EQ(out[0].begin_ns, 1100);  // offset applied
   EXPECT_EQ(out[0].end_ns, 1300);
   EXPECT_EQ(out[1].external, 0u);  // no correlation record: unattributed
-  // The mapping persists into later buffers.
-  auto k3 = kernel(11, 500, 600, "sgemm");
-  EXPECT_EQ(conv.convert({as_rec(&k3)}).at(0).external, 42u);
+  // A record whose launch completes in a later buffer still finds its op there.
+  auto e3 = ext(13, 43);
+  EXPECT_TRUE(conv.convert({as_rec(&e3)}).empty());
+  auto k3 = kernel(13, 500, 600, "sgemm");
+  EXPECT_EQ(conv.convert({as_rec(&k3)}).at(0).external, 43u);
+  EXPECT_EQ(conv.kernels(), 3u);
+  EXPECT_EQ(conv.kernels_correlated(), 2u);
+}
+
+// CUPTI writes external correlation records only in front of API records, so RUNTIME and
+// DRIVER are enabled; their records are expected, not unknown.
+TEST(CuptiConvert, ApiRecordsAreExpectedAndIgnored) {
+  CUpti_ActivityAPI api;
+  std::memset(&api, 0, sizeof(api));
+  api.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  api.correlationId = 5;
+  CUpti_ActivityAPI drv = api;
+  drv.kind = CUPTI_ACTIVITY_KIND_DRIVER;
+  auto e = ext(5, 7);
+  auto k = kernel(5, 10, 20, "relu");
+  gi::CuptiConverter conv;
+  auto out = conv.convert({as_rec(&e), as_rec(&api), as_rec(&drv), as_rec(&k)});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].external, 7u);
+  EXPECT_EQ(conv.unknown_records(), 0u);
 }
 
 TEST(CuptiConvert, MemcpyKindsBecomeDirectionsMemoryKindsAndModes) {
@@ -114,7 +136,7 @@ TEST(CuptiConvert, SynchronizationAndUnknownRecords) {
   s.correlationId = 5;
   CUpti_Activity other;
   std::memset(&other, 0, sizeof(other));
-  other.kind = CUPTI_ACTIVITY_KIND_DRIVER;
+  other.kind = CUPTI_ACTIVITY_KIND_MEMORY;  // not enabled: unknown
   gi::CuptiConverter conv;
   auto out = conv.convert({as_rec(&s), &other, nullptr});
   ASSERT_EQ(out.size(), 1u);
@@ -154,10 +176,16 @@ TEST(CuptiConvert, EmittedEventsBecomeGpuStagesOnLanesAndTransfers) {
   m.direction = GNNPROF_H2D;
   m.memory = GNNPROF_PINNED;
   m.mode = GNNPROF_ASYNC;
+  // The same kind of copy issued inside aten::to: the torch observer recorded its transfer.
+  gi::GpuEvent seen = m;
+  seen.external = gi::pack_external(fwd, gnnprof_stage_site("aten::to", "op"), 0);
+  seen.begin_ns = t + 7000;
+  seen.end_ns = t + 7500;
   gi::GpuEventEmitter em;
   em.emit(k);
   em.emit(k);
   em.emit(m);
+  em.emit(seen);
   ASSERT_TRUE(gnnprof::stop());
   auto p = gnnprof::snapshot();
   ASSERT_TRUE(p);
@@ -171,8 +199,9 @@ TEST(CuptiConvert, EmittedEventsBecomeGpuStagesOnLanesAndTransfers) {
   EXPECT_EQ(gpu_fwd->category, "gpu");
   EXPECT_EQ(gpu_fwd->hits, 2u);
   EXPECT_EQ(gpu_fwd->total_ns, 10000);
-  ASSERT_NE(gpu_copy, nullptr);
-  EXPECT_EQ(gpu_copy->total_ns, 800);
+  ASSERT_NE(gpu_copy, nullptr);  // copies are named by what they move, in any stage
+  EXPECT_EQ(gpu_copy->hits, 2u);
+  EXPECT_EQ(gpu_copy->total_ns, 1300);
   bool lane = false;
   for (const auto& th : p->threads) lane |= th.name == "GPU0 stream 7" && th.tid == 0;
   EXPECT_TRUE(lane);
@@ -188,7 +217,8 @@ TEST(CuptiConvert, EmittedEventsBecomeGpuStagesOnLanesAndTransfers) {
   EXPECT_EQ(p->lines[0].file, "train.py");
   EXPECT_EQ(p->lines[0].line, 12u);
   EXPECT_EQ(p->lines[0].gpu_ns, 10000);
-  ASSERT_EQ(p->transfers.size(), 1u);
+  ASSERT_EQ(p->transfers.size(), 1u);  // not the observed one twice
+  EXPECT_EQ(p->transfers[0].count, 1u);
   EXPECT_EQ(p->transfers[0].bytes, 4096u);
   EXPECT_EQ(p->transfers[0].memory, gnnprof::HostMemory::kPinned);
   EXPECT_EQ(p->transfers[0].mode, gnnprof::CopyMode::kAsync);

@@ -1,0 +1,91 @@
+#!/bin/bash
+# The GPU validation run (docs/gpu-validation.md), on a machine with a CUDA device, CUDA's
+# toolkit, cmake, ninja and a CUDA PyTorch but no package registry. Run from the repo root with
+# the .debs of scripts/gpu_fetch_debs.sh in .device-debs:
+#   scripts/gpu_validate.sh OUTDIR
+# Builds what the gpu checks need against that machine's torch, runs `ctest -L gpu`, the Python
+# sample with --device cuda under gnnprof run, the overhead of gnnprof run on that sample, and
+# with GNNPROF_GPU_AB=1 the C++ sample's A/B on the device. Writes
+# OUTDIR/log.txt, OUTDIR/py.html and OUTDIR/runs.tar.gz (profiles and outputs). Each step is
+# bounded by a timeout and the next runs whatever the last did, so a failure still leaves a record.
+set -u
+out=${1:?usage: gpu_validate.sh OUTDIR}
+mkdir -p "$out"
+exec > >(tee -a "$out/log.txt") 2>&1
+runs=/tmp/gnnprof-gpu-runs
+mkdir -p "$runs"
+step() { echo; echo "==== $* ($(date +%T))"; }
+py=$(command -v python3)
+
+step machine
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+$py -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())'
+g++ --version | head -1; cmake --version | head -1; /usr/local/cuda/bin/nvcc --version | tail -1; nproc
+
+step unpack debs
+mkdir -p /tmp/sysroot
+for f in .device-debs/*.deb; do dpkg -x "$f" /tmp/sysroot; done
+export LD_LIBRARY_PATH=/tmp/sysroot/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+tp=$($py -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
+
+step configure
+common=(-S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="/tmp/sysroot/usr;$tp"
+        -DCUDAToolkit_ROOT=/usr/local/cuda -DGNNPROF_BUILD_BENCH=OFF -DPython3_EXECUTABLE="$py")
+if ! timeout 180 cmake "${common[@]}" >"$runs/configure.log" 2>&1; then
+  tail -40 "$runs/configure.log"
+  echo "configure with torch failed: again without torch (CUPTI and NVTX checks only)"
+  rm -rf build-gpu
+  timeout 180 cmake "${common[@]}" -DGNNPROF_WITH_TORCH=OFF >"$runs/configure.log" 2>&1 || { tail -40 "$runs/configure.log"; }
+fi
+grep -E "gnnprof:|Torch|CUDA" "$runs/configure.log" | head -20
+
+step build
+targets=(gnnprof_cli gnnprof_preload gnnprof_cupti cuda_app cupti_convert_test)
+ninja -C build-gpu -t targets all 2>/dev/null | grep -q '^gnnprof_torch_observer:' &&
+  targets+=(gnnprof_torch_observer sage_train)
+timeout 420 ninja -C build-gpu -k 0 "${targets[@]}" >"$runs/build.log" 2>&1
+echo "ninja rc $?"; grep -E "error|FAILED" "$runs/build.log" | head -60
+
+cli=build-gpu/cli/gnnprof
+export GNNPROF_TEST_PYTHON=$py
+
+step cupti_convert_test
+timeout 60 build-gpu/tests/cupti_convert_test --gtest_brief=1 2>&1 | tail -5
+
+step ctest -L gpu
+GNNPROF_GPU_KEEP=$runs/gpu timeout 600 ctest --test-dir build-gpu -L gpu --output-on-failure 2>&1 | tail -80
+
+step gnnprof report of the CUDA program
+[ -f "$runs/gpu/cuda.json" ] && timeout 60 $cli report "$runs/gpu/cuda.json" 2>&1 | head -80
+step gnnprof report of the C++ sample, prefetched
+[ -f "$runs/gpu/sage-run.json" ] && timeout 60 $cli report "$runs/gpu/sage-run.json" 2>&1 | head -120
+
+step Python sample --device cuda under gnnprof run
+timeout 300 $cli run -o "$runs/py.json" --html "$out/py.html" -- $py samples/python/sage_train.py --device cuda --steps 40 \
+  >"$runs/py.out" 2>&1
+echo "rc $?"; tail -60 "$runs/py.out"
+[ -f "$runs/py.json" ] && timeout 60 $cli report "$runs/py.json" 2>&1 | head -160
+
+step overhead on the device: the Python sample plain, under gnnprof run, and with CUPTI off, interleaved
+for r in 1 2 3 4 5; do
+  for mode in plain gnnprof nocupti; do
+    case $mode in
+      plain) cmd=($py) ;;
+      gnnprof) cmd=($cli run -o "$runs/ovh-$r.json" -- $py) ;;
+      nocupti) cmd=(env GNNPROF_CUPTI=0 $cli run -o "$runs/ovh-nocupti-$r.json" -- $py) ;;
+    esac
+    line=$(timeout 120 "${cmd[@]}" samples/python/sage_train.py --device cuda --steps 200 2>/dev/null | grep '^steps')
+    echo "$mode $r: $line"
+  done
+done
+
+if [ "${GNNPROF_GPU_AB:-0}" = 1 ] && [ -x build-gpu/samples/sage_train ]; then
+  step C++ sample A/B on the device
+  timeout 300 $cli ab --repeat 3 -o "$runs/ab" -- build-gpu/samples/sage_train --device cuda --iterations 200 \
+    --eval-nodes 0 --no-report >"$runs/ab.out" 2>&1
+  echo "rc $?"; tail -80 "$runs/ab.out"
+fi
+
+step done
+tar -czf "$out/runs.tar.gz" -C "$runs" . 2>&1 | tail -2
+ls -la "$out"
