@@ -43,6 +43,7 @@ step build
 targets=(gnnprof_cli gnnprof_preload gnnprof_cupti cuda_app cupti_convert_test)
 ninja -C build-gpu -t targets all 2>/dev/null | grep -q '^gnnprof_torch_observer:' &&
   targets+=(gnnprof_torch_observer sage_train)
+ninja -C build-gpu -t targets all 2>/dev/null | grep -q '^gnnprof_python:' && targets+=(gnnprof_python)
 timeout 420 ninja -C build-gpu -k 0 "${targets[@]}" >"$runs/build.log" 2>&1
 echo "ninja rc $?"; grep -E "error|FAILED" "$runs/build.log" | head -60
 
@@ -60,12 +61,19 @@ step gnnprof report of the CUDA program
 step gnnprof report of the C++ sample, prefetched
 [ -f "$runs/gpu/sage-run.json" ] && timeout 60 $cli report "$runs/gpu/sage-run.json" 2>&1 | head -120
 
+step Python sample --device cuda --prefetch 2 under gnnprof run
+timeout 120 $cli run -o "$runs/py-prefetch.json" -- $py samples/python/sage_train.py --device cuda --steps 40 --prefetch 2 \
+  >"$runs/py-prefetch.out" 2>&1
+echo "rc $?"; tail -5 "$runs/py-prefetch.out"
+[ -f "$runs/py-prefetch.json" ] && timeout 60 $cli report "$runs/py-prefetch.json" 2>&1 | sed -n '/== Stages/,/== Diagnostics/p' | head -60
+
 step Python sample --device cuda under gnnprof run
 timeout 300 $cli run -o "$runs/py.json" --html "$out/py.html" -- $py samples/python/sage_train.py --device cuda --steps 40 \
   >"$runs/py.out" 2>&1
 echo "rc $?"; tail -60 "$runs/py.out"
 [ -f "$runs/py.json" ] && timeout 60 $cli report "$runs/py.json" 2>&1 | head -160
 
+if [ "${GNNPROF_GPU_OVERHEAD:-1}" = 1 ]; then
 step overhead on the device: the Python sample plain, under gnnprof run, and with CUPTI off, interleaved
 for r in 1 2 3 4 5; do
   for mode in plain gnnprof nocupti; do
@@ -78,6 +86,7 @@ for r in 1 2 3 4 5; do
     echo "$mode $r: $line"
   done
 done
+fi
 
 if [ "${GNNPROF_GPU_AB:-0}" = 1 ] && [ -x build-gpu/samples/sage_train ]; then
   step C++ sample A/B on the device

@@ -40,7 +40,7 @@ except ImportError as e:  # another Python ABI than the one gnnprof was built fo
     _native_error = f"{type(e).__name__}: {e}"
 
 _state = {"bound": False, "how": "", "lines": "off", "specs": [], "warned": False, "none": False, "auto": False,
-          "library": (), "loader_forks": 0, "loader_limit": 0}
+          "library": (), "loader_forks": 0, "loader_limit": 0, "lines_warned": False}
 
 
 def _note_without_native(reason):
@@ -246,6 +246,14 @@ def _note_lines(final=False):
     mode = _state["lines"]
     if mode == "off":
         _native.note_collector("python-lines", False, "off (GNNPROF_LINES=none)")
+        return
+    if not _native.LINES:  # built without the tracer (python/src/tracer_none.c)
+        reason = (f"not traced: the line tracer reads CPython 3.11's frames, this is Python "
+                  f"{sys.version.split()[0]} (stages, steps, copies and prefetch are recorded)")
+        if not _state["lines_warned"]:
+            _state["lines_warned"] = True
+            print(f"gnnprof: python-lines: {reason}", file=sys.stderr)
+        _native.note_collector("python-lines", False, reason)
         return
     st = _native.stats()
     reason = f"{mode}; {st['selected']} code objects traced"

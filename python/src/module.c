@@ -13,6 +13,10 @@
 #include "core_abi.h"
 #include "tracer.h"
 
+#ifndef GNNPROF_PY_LINES
+#define GNNPROF_PY_LINES 1 /* 0: built with tracer_none.c */
+#endif
+
 CoreAbi g_core;
 int g_core_bound = 0;
 
@@ -457,7 +461,8 @@ PyMODINIT_FUNC PyInit__native(void) {
       PyModule_AddIntConstant(m, "ROLE_EXPLICIT", ROLE_EXPLICIT) < 0 ||
       PyModule_AddIntConstant(m, "ROLE_LOOP", ROLE_LOOP) < 0 ||
       PyModule_AddIntConstant(m, "ROLE_PIPELINE", ROLE_PIPELINE) < 0 ||
-      PyModule_AddIntConstant(m, "PY_VERSION_HEX", PY_VERSION_HEX) < 0) {
+      PyModule_AddIntConstant(m, "PY_VERSION_HEX", PY_VERSION_HEX) < 0 ||
+      PyModule_AddIntConstant(m, "LINES", GNNPROF_PY_LINES) < 0) {
     Py_DECREF(m);
     return NULL;
   }

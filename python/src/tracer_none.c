@@ -1,0 +1,41 @@
+/* tracer_none.c — the line tracer's interface where it cannot run: a CPython other than 3.11,
+ * whose frames tracer.c does not know. Everything else in the package works (stages, steps,
+ * transfers, counters, start/stop, prefetch); selecting code traces nothing, and the package
+ * says so in the collector list (`python-lines` off). */
+#include "tracer.h"
+
+int tracer_init(void) { return 0; }
+int tracer_select(PyObject* code, int role) {
+  (void)code, (void)role;
+  return 0;
+}
+void tracer_selected_function(PyObject* function) { (void)function; }
+void tracer_set_auto(int on) { (void)on; }
+int tracer_set_decider(PyObject* decider) {
+  (void)decider;
+  return 0;
+}
+int tracer_set_preparer(PyObject* preparer) {
+  (void)preparer;
+  return 0;
+}
+int tracer_set_excluded(PyObject* prefixes) {
+  (void)prefixes;
+  return 0;
+}
+int tracer_set_loaders(PyObject* fragments) {
+  (void)fragments;
+  return 0;
+}
+void tracer_on_optimizer_step(void) {}
+int tracer_install(void) { return 0; }
+void tracer_uninstall(void) {}
+int tracer_resume(void) { return 0; }
+PyObject* tracer_stats(void) {
+  return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i}", "selected", 0ULL, "line_events", 0ULL, "adopted",
+                       0ULL, "polls", 0ULL, "foreign_tracer", 0ULL, "prepare_failed", 0ULL, "too_deep", 0ULL,
+                       "installed", 0, "auto", 0);
+}
+PyObject* tracer_selected(void) { return PyList_New(0); }
+int tracer_enter_fork_child(void) { return 0; }
+void tracer_close_thread(void) {}
