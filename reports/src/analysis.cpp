@@ -70,9 +70,15 @@ std::string sampled_ops_note(const Profile& p) {
   std::size_t observed = 0;
   for (const auto& it : p.iterations) observed += it.ops_observed ? 1 : 0;
   if (observed == p.iterations.size()) return "";
-  return fmt::format("Iteration sampling: the torch observer's figures here (copies, gathers, kernels' ops) are from the "
-                     "{} of {} iterations whose ops it observed, not scaled; the line table scales them per line (~).",
-                     observed, p.iterations.size());
+  std::string note = fmt::format(
+      "Iteration sampling: the torch observer's figures here (copies, gathers, kernels' ops) are from the "
+      "{} of {} iterations whose ops it observed, not scaled; the line table scales them per line (~).",
+      observed, p.iterations.size());
+  const bool cupti = std::any_of(p.collectors.begin(), p.collectors.end(),
+                                 [](const CollectorInfo& c) { return c.name == "cupti" && c.enabled; });
+  if (cupti)
+    note += " CUPTI's records of the other iterations' copies and kernels are here too, without a stage or op (-).";
+  return note;
 }
 
 Analysis analyze(const Profile& p, const AnalysisOptions& options) {

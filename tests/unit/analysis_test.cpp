@@ -4,6 +4,7 @@
 #include "gnnprof/profile_io.h"
 #include "gnnprof/reports/format.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -365,6 +366,17 @@ TEST(Analysis, StageFiguresComeFromTheIterationsWhoseOpsWereObserved) {
   EXPECT_FALSE(back->iterations[1].ops_observed);
   EXPECT_TRUE(back->iterations[0].ops_observed);
   EXPECT_EQ(profile_to_json(p).find("\"ops_observed\":true"), std::string::npos) << "written only when false";
+
+  // The tables' note says how many iterations the observer's figures cover, and with CUPTI
+  // that the GPU's records of the others are there without a stage.
+  const std::string note = sampled_ops_note(p);
+  EXPECT_NE(note.find(fmt::format("{} of {} iterations", p.iterations.size() - 1, p.iterations.size())), std::string::npos)
+      << note;
+  EXPECT_EQ(note.find("CUPTI"), std::string::npos);
+  p.collectors.push_back(CollectorInfo{"cupti", true, "MEMCPY, ..."});
+  EXPECT_NE(sampled_ops_note(p).find("without a stage or op"), std::string::npos);
+  for (auto& it : p.iterations) it.ops_observed = true;
+  EXPECT_EQ(sampled_ops_note(p), "");
 }
 
 }  // namespace
