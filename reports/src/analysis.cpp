@@ -246,7 +246,8 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
       add(fmt::format("compute-bound: exposed data time is {:.1f}% of the iteration", 100 * a.exposed_data_share));
     const double overlap = static_cast<double>(a.whatif_predicted_ns);
     if (busy && *busy * static_cast<double>(a.iteration_median_ns) > overlap * 1.02)
-      add(fmt::format("the loop already keeps {:.0f}% of the {} busy, so a producer takes CPU time from compute",
+      add(fmt::format("while these iterations ran the process kept {:.0f}% of the {} busy, so a producer takes CPU "
+                      "time from compute",
                       100 * *busy, cpus_text(cpus)));
     else if (!busy && cpus > 0 && threads >= cpus && a.exposed_data_ns > 0)
       add(fmt::format("a producer shares the {} with compute on {} thread{}", cpus_text(cpus), threads, threads == 1 ? "" : "s"));
@@ -283,6 +284,20 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   bool device = false;
   for (const auto& col : p.collectors) device |= col.name == "cupti" && col.enabled;
   a.device_note = device ? "" : "no device activity recorded (no CUPTI collector in this profile): GPU busy/idle not available";
+  if (device && !its.empty()) {
+    std::vector<std::int64_t> gpu, share_permille;
+    for (const auto* it : its) {
+      std::int64_t g = 0;
+      for (const auto& [n, v] : it->other_threads) {
+        auto cat = category.find(n);
+        if (cat != category.end() && cat->second == "gpu") g += v;
+      }
+      gpu.push_back(g);
+      share_permille.push_back(it->wall_ns > 0 ? std::min<std::int64_t>(1000000, g * 1000000 / it->wall_ns) : 0);
+    }
+    a.gpu_ns = median(gpu);
+    a.gpu_busy = static_cast<double>(median(share_permille)) / 1e6;
+  }
   return a;
 }
 
@@ -409,10 +424,20 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
           {{"rss_early_bytes", early}, {"rss_late_bytes", late}, {"growth_bytes", growth}});
   }
 
-  // low-utilization: short iterations and idle cores. Without device activity, the device is
-  // the host CPU. Not with DataLoader worker processes: their CPU time is not this process's.
-  if (!a.loader_worker && a.worker_wait_ns == 0 && a.cpu_utilization && *a.cpu_utilization < 0.5 && a.iterations_used > 0 &&
-      a.iteration_median_ns < 20000000)
+  // low-utilization: with a GPU (CUPTI), the GPU idle most of each iteration: it waits for the
+  // host. Without device activity, the device is the host CPU: short iterations and idle cores
+  // (not with DataLoader worker processes: their CPU time is not this process's).
+  if (a.gpu_busy && a.iterations_used > 0 && !a.loader_worker) {
+    if (*a.gpu_busy < 0.5)
+      add("low-utilization", Severity::kInfo,
+          fmt::format("the GPU is busy {:.0f}% of an iteration ({} of kernels and copies in {}, medians): it waits "
+                      "for the host the rest of the time. Shorten the host's part (move data work off the loop, "
+                      "e.g. prefetch; fewer, larger ops), or give the GPU more per iteration (a larger batch).",
+                      100 * *a.gpu_busy, human_ns(*a.gpu_ns), human_ns(a.iteration_median_ns)),
+          {{"gpu_utilization", *a.gpu_busy}, {"gpu_ns", static_cast<double>(*a.gpu_ns)},
+           {"iteration_ns", static_cast<double>(a.iteration_median_ns)}});
+  } else if (!a.loader_worker && a.worker_wait_ns == 0 && a.cpu_utilization && *a.cpu_utilization < 0.5 &&
+             a.iterations_used > 0 && a.iteration_median_ns < 20000000)
     add("low-utilization", Severity::kInfo,
         fmt::format("iterations are short ({}) and the {} are {:.0f}% busy: batches too small to keep the device "
                     "busy. A larger batch (scaling the learning rate) amortizes the per-iteration overhead.",

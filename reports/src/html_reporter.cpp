@@ -502,6 +502,10 @@ std::string html::profile_body(const Report& r, bool compact) {
     o += fmt::format("<p>{:.0f}% of {} busy on average{}.</p>", 100 * *a.cpu_utilization, cpus_text(p.environment.cpus),
                      a.worker_wait_ns > 0 ? " (this process; its DataLoader workers are processes of their own)" : "");
   if (!a.device_note.empty()) o += "<p class=muted>Device: " + esc(a.device_note) + "</p>";
+  if (a.gpu_busy)
+    o += fmt::format("<p>Device: the GPU is busy {:.0f}% of an iteration ({} of kernels and copies per iteration, "
+                     "medians).</p>",
+                     100 * *a.gpu_busy, esc(human_ns(*a.gpu_ns)));
   return o;
 }
 

@@ -3,11 +3,13 @@
 
 #include "gnnprof/profile_io.h"
 #include "gnnprof/reports/format.h"
+#include "gnnprof/reports/text_reporter.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <sstream>
 
 namespace gnnprof::reports {
 namespace {
@@ -286,6 +288,34 @@ TEST(Diagnostics, LowUtilization) {
   }
   EXPECT_TRUE(has(run(plain), "low-utilization"));
   EXPECT_FALSE(has(run(w), "low-utilization"));
+}
+
+// With CUPTI the device is the GPU: its lanes' time per iteration, whatever the host CPUs do.
+TEST(Diagnostics, LowUtilizationOfTheGpu) {
+  Profile p = loop_profile(false);
+  p.stages.push_back(stage("gpu: forward", "gpu"));
+  p.stages.push_back(stage("gpu: memcpy HtoD", "gpu"));
+  for (auto& it : p.iterations) {
+    it.other_threads["gpu: forward"] = 6 * kMs;
+    it.other_threads["gpu: memcpy HtoD"] = 2 * kMs;
+  }
+  for (int i = 0; i < 10; ++i) p.host_samples.push_back(HostSample{i * 100 * kMs, 0, i * 190 * kMs});  // 95 % of 2 CPUs
+  Analysis a = analyze(p, {});
+  EXPECT_FALSE(a.gpu_busy) << "no cupti collector: the lanes are not known to be a GPU's";
+  p.collectors.push_back(CollectorInfo{"cupti", true, "MEMCPY, ..."});
+  a = analyze(p, {});
+  ASSERT_TRUE(a.gpu_busy);
+  EXPECT_EQ(*a.gpu_ns, 8 * kMs);
+  EXPECT_NEAR(*a.gpu_busy, 0.08, 1e-9);  // 8 of 100 ms
+  auto ds = diagnose(p, a);
+  auto d = std::find_if(ds.begin(), ds.end(), [](const Diagnostic& x) { return x.id == "low-utilization"; });
+  ASSERT_NE(d, ds.end()) << "busy host CPUs do not make a busy GPU";
+  EXPECT_NE(d->message.find("the GPU is busy 8%"), std::string::npos) << d->message;
+  std::ostringstream text;
+  ASSERT_TRUE(TextReporter(ReportOptions{}).render(p, text));
+  EXPECT_NE(text.str().find("Device: the GPU is busy 8% of an iteration (8.00 ms"), std::string::npos) << text.str();
+  for (auto& it : p.iterations) it.other_threads["gpu: forward"] = 70 * kMs;  // 72 %: busy enough
+  EXPECT_FALSE(has(run(p), "low-utilization"));
 }
 
 TEST(Diagnostics, DroppedEvents) {

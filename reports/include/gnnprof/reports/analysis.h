@@ -88,6 +88,10 @@ struct Analysis {
   std::optional<double> cpu_utilization;  ///< CPU time / (wall x cpus), from host samples
   std::int64_t rss_first = 0, rss_last = 0, rss_peak = 0;
   std::string device_note;  ///< why there is no device busy/idle breakdown
+  /// With CUPTI: GPU activity (kernels and copies on the GPU lanes) per analyzed iteration,
+  /// median, and its share of the iteration (capped at 1; overlapping streams add up).
+  std::optional<std::int64_t> gpu_ns;
+  std::optional<double> gpu_busy;
 };
 
 Analysis analyze(const Profile& profile, const AnalysisOptions& options);
