@@ -26,7 +26,8 @@
 namespace {
 
 constexpr std::size_t kBufferBytes = 4u << 20;
-constexpr const char* kEnabledNote = "MEMCPY, CONCURRENT_KERNEL, SYNCHRONIZATION, EXTERNAL_CORRELATION";
+constexpr const char* kKindsNote = "MEMCPY, CONCURRENT_KERNEL, SYNCHRONIZATION, EXTERNAL_CORRELATION (RUNTIME, DRIVER)";
+std::string g_note = kKindsNote;  // the collector's detail; set at start
 constexpr std::size_t kAlign = 8;
 
 std::mutex g_mu;  // CUPTI may complete buffers on several threads
@@ -67,10 +68,13 @@ extern "C" {
 
 int gnnprof_cupti_start(char* reason, unsigned long reason_size) {
   std::string why;
-  const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME,
-                                      CUPTI_ACTIVITY_KIND_DRIVER,  CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-                                      CUPTI_ACTIVITY_KIND_MEMCPY,  CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
-  const char* names[] = {"EXTERNAL_CORRELATION", "RUNTIME", "DRIVER", "CONCURRENT_KERNEL", "MEMCPY", "SYNCHRONIZATION"};
+  const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                      CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
+  const char* names[] = {"CONCURRENT_KERNEL", "MEMCPY", "SYNCHRONIZATION"};
+  // Correlation with the launching op: wanted, not required (kernels and copies still count).
+  const CUpti_ActivityKind correlation[] = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME,
+                                            CUPTI_ACTIVITY_KIND_DRIVER};
+  const char* correlation_names[] = {"EXTERNAL_CORRELATION", "RUNTIME", "DRIVER"};
   constexpr int kKinds = static_cast<int>(std::size(kinds));
   try {
     std::int64_t offset = 0;
@@ -95,8 +99,20 @@ int gnnprof_cupti_start(char* reason, unsigned long reason_size) {
           why = std::string("no usable GPU (cuptiActivityEnable(") + names[i] + "): " + result_text(r) + ")";
         }
       }
-      if (!why.empty())
+      if (!why.empty()) {
         for (int i = 0; i < enabled; ++i) cuptiActivityDisable(kinds[i]);
+      } else {
+        int on = 0;
+        for (; on < static_cast<int>(std::size(correlation)); ++on) {
+          r = cuptiActivityEnable(correlation[on]);
+          if (r != CUPTI_SUCCESS) break;
+        }
+        if (on < static_cast<int>(std::size(correlation))) {
+          for (int i = 0; i < on; ++i) cuptiActivityDisable(correlation[i]);
+          g_note = std::string(kKindsNote) + "; kernels not linked to their op (cuptiActivityEnable(" +
+                   correlation_names[on] + "): " + result_text(r) + ")";
+        }
+      }
     }
     if (why.empty()) {
       std::lock_guard<std::mutex> lock(g_mu);
@@ -112,7 +128,7 @@ int gnnprof_cupti_start(char* reason, unsigned long reason_size) {
     if (reason != nullptr && reason_size > 0) std::snprintf(reason, reason_size, "%s", why.c_str());
     return -1;
   }
-  gnnprof_note_collector("cupti", 1, kEnabledNote);
+  gnnprof_note_collector("cupti", 1, g_note.c_str());
   return 0;
 }
 
@@ -121,11 +137,11 @@ void gnnprof_cupti_flush(void) {
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   // How many kernels found the op that launched them: the check that correlation works.
   try {
-    std::lock_guard<std::mutex> lock(g_mu);
-    if (g_converter == nullptr || g_converter->kernels() == 0) return;
-    const std::string note = std::string(kEnabledNote) + "; " + std::to_string(g_converter->kernels()) +
-                             " kernels, " + std::to_string(g_converter->kernels_correlated()) +
-                             " with their launching torch op";
+    // At exit too: never wait on a buffer being converted on another thread; the note waits.
+    std::unique_lock<std::mutex> lock(g_mu, std::try_to_lock);
+    if (!lock.owns_lock() || g_converter == nullptr || g_converter->kernels() == 0) return;
+    const std::string note = g_note + "; " + std::to_string(g_converter->kernels()) + " kernels, " +
+                             std::to_string(g_converter->kernels_correlated()) + " with their launching torch op";
     gnnprof_note_collector("cupti", 1, note.c_str());
   } catch (...) {
   }

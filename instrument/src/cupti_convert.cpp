@@ -46,19 +46,19 @@ std::vector<GpuEvent> CuptiConverter::convert(const std::vector<const CUpti_Acti
     if (r != nullptr && r->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
       const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(r);
       external_[e->correlationId] = e->externalId;
-      newest_ = std::max(newest_, e->correlationId);
+      latest_ = e->correlationId;
     }
   }
+  // An id stays while its activities may still come (a graph launch's nodes all carry the
+  // launch's id); RUNTIME and DRIVER give every call inside a pushed op one, most launching
+  // nothing, so ids far behind the latest go (distance taken modulo 2^32: ids wrap).
   if (external_.size() > kMaxPending)
-    std::erase_if(external_, [&](const auto& kv) { return newest_ - kv.first > kMaxPending / 2; });
-  // One launch, one activity: an id is dropped once used. Ids of calls that launched nothing
-  // (RUNTIME and DRIVER record every call) are dropped once far behind the newest.
+    std::erase_if(external_, [&](const auto& kv) {
+      return static_cast<std::int32_t>(latest_ - kv.first) > static_cast<std::int32_t>(kMaxPending / 2);
+    });
   auto ext = [&](std::uint32_t corr) -> std::uint64_t {
     auto it = external_.find(corr);
-    if (it == external_.end()) return 0;
-    const std::uint64_t id = it->second;
-    external_.erase(it);
-    return id;
+    return it == external_.end() ? 0 : it->second;
   };
   std::vector<GpuEvent> out;
   for (const CUpti_Activity* r : records) {
@@ -113,7 +113,9 @@ std::vector<GpuEvent> CuptiConverter::convert(const std::vector<const CUpti_Acti
             ev.memory = kNoHost;
             break;
         }
-        ev.mode = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0 ? kAsync : kSync;
+        // The host's view, as the torch observer records it: a copy from or to pageable memory
+        // returns only once the host side is done (staged or copied), whatever API issued it.
+        ev.mode = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0 && ev.memory != kPageable ? kAsync : kSync;
         out.push_back(std::move(ev));
         break;
       }
@@ -173,9 +175,14 @@ std::uint32_t GpuEventEmitter::kernel_site(const std::string& mangled) {
 
 std::uint32_t GpuEventEmitter::site_for(std::uint64_t external, const std::string& fallback) {
   std::string name;
-  if (external_stage(external) != 0) {
+  // The launching stage; an op with no stage around it (a linked program without phases) names
+  // the range itself.
+  for (const std::uint32_t site : {external_stage(external), external_op(external)}) {
     char buf[256];
-    if (gnnprof_site_name(external_stage(external), buf, sizeof(buf)) > 0) name = std::string("gpu: ") + buf;
+    if (site != 0 && gnnprof_site_name(site, buf, sizeof(buf)) > 0) {
+      name = std::string("gpu: ") + buf;
+      break;
+    }
   }
   if (name.empty()) name = "gpu: " + fallback;
   return site_named(name, "gpu");
@@ -214,7 +221,8 @@ void GpuEventEmitter::emit(const GpuEvent& ev) {
       // observer already recorded as a transfer (issued inside a copy op it saw) is not
       // counted twice.
       gnnprof_lane_range(lane, site_named("gpu: " + ev.name, "gpu"), ctx, ev.begin_ns, ev.end_ns);
-      if (!observed_copy(external_op(ev.external)))
+      // The observer records host<->device copies only; a device-to-device one is CUPTI's.
+      if (!((ev.direction == kH2D || ev.direction == kD2H) && observed_copy(external_op(ev.external))))
         gnnprof_lane_transfer(lane, ctx, ev.bytes, ev.direction, ev.memory, ev.mode, ev.begin_ns, ev.end_ns);
       break;
     case GpuEvent::Kind::kSync:

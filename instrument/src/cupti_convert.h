@@ -44,9 +44,9 @@ class CuptiConverter {
 
  private:
   std::int64_t offset_;
-  static constexpr std::size_t kMaxPending = 1u << 20;
+  static constexpr std::size_t kMaxPending = 1u << 17;  // ~5 MB at most
   std::unordered_map<std::uint32_t, std::uint64_t> external_;  // correlationId -> external id
-  std::uint32_t newest_ = 0;
+  std::uint32_t latest_ = 0;
   std::uint64_t unknown_ = 0;
   std::uint64_t kernels_ = 0;
   std::uint64_t kernels_correlated_ = 0;

@@ -66,7 +66,7 @@ std::vector<const IterationStats*> ops_observed(const std::vector<const Iteratio
   return observed.empty() ? its : observed;
 }
 
-std::string sampled_ops_note(const Profile& p) {
+std::string sampled_ops_note(const Profile& p, bool gpu_records) {
   std::size_t observed = 0;
   for (const auto& it : p.iterations) observed += it.ops_observed ? 1 : 0;
   if (observed == p.iterations.size()) return "";
@@ -76,8 +76,9 @@ std::string sampled_ops_note(const Profile& p) {
       observed, p.iterations.size());
   const bool cupti = std::any_of(p.collectors.begin(), p.collectors.end(),
                                  [](const CollectorInfo& c) { return c.name == "cupti" && c.enabled; });
-  if (cupti)
-    note += " CUPTI's records of the other iterations' copies and kernels are here too, without a stage or op (-).";
+  if (cupti && gpu_records)
+    note += " CUPTI's records of the other iterations' copies and kernels are here too, without their op (and "
+            "without a stage unless a record_function scope was open).";
   return note;
 }
 

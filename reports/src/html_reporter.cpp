@@ -441,6 +441,8 @@ std::string html::profile_body(const Report& r, bool compact) {
   o += "<h2 id=lines>Lines</h2>" + lines_html(p, opt);
   const std::string sampled = sampled_ops_note(p);
   const std::string sampled_p = sampled.empty() ? "" : "<p class=muted>" + esc(sampled) + "</p>";
+  const std::string sampled_gpu = sampled_ops_note(p, true);
+  const std::string sampled_gpu_p = sampled_gpu.empty() ? "" : "<p class=muted>" + esc(sampled_gpu) + "</p>";
   o += "<h2>Transfers</h2>";
   if (p.transfers.empty()) {
     o += "<p class=muted id=no-transfers>" + esc(no_transfers_hint(p)) + "</p>";
@@ -448,7 +450,7 @@ std::string html::profile_body(const Report& r, bool compact) {
     o += fmt::format("<p>{} copies, {}: pinned {}, pageable {}; {} async, {} sync.</p>", a.transfers.count, human_bytes(a.transfers.bytes),
                      human_bytes(a.transfers.pinned_bytes), human_bytes(a.transfers.pageable_bytes), a.transfers.async_count,
                      a.transfers.sync_count);
-    o += sampled_p;
+    o += sampled_gpu_p;
     o += "<table class=sortable><thead><tr><th class=l>stage</th><th class=l>line</th><th class=l>dir</th><th class=l>memory</th>"
          "<th class=l>mode</th><th>count</th><th>bytes</th><th>bandwidth</th></tr></thead><tbody>";
     for (const auto& t : p.transfers)
@@ -465,7 +467,7 @@ std::string html::profile_body(const Report& r, bool compact) {
     for (const auto& k : p.kernels) gpu += k.total_ns;
     o += fmt::format("<h2>GPU kernels</h2><p>{} kernels (by name, launching stage and op), {} of GPU time (CUPTI).</p>",
                      p.kernels.size(), human_ns(gpu));
-    o += sampled_p;
+    o += sampled_gpu_p;
     o += "<table class=sortable><thead><tr><th class=l>kernel</th><th class=l>stage</th><th class=l>op</th><th>calls</th>"
          "<th>total</th><th>mean</th><th>max</th><th>% GPU</th></tr></thead><tbody>";
     for (const auto& k : p.kernels) {

@@ -225,11 +225,11 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
     out << "Each worker's own report: gnnprof report <its profile> (pid in the file name under gnnprof run).\n";
   }
 
-  const std::string sampled = sampled_ops_note(p);
+  const std::string sampled = sampled_ops_note(p), sampled_gpu = sampled_ops_note(p, true);
   if (p.transfers.empty()) out << "\n== Transfers ==\n" << no_transfers_hint(p) << "\n";
   if (!p.transfers.empty()) {
     out << "\n== Transfers ==\n";
-    if (!sampled.empty()) out << sampled << "\n";
+    if (!sampled_gpu.empty()) out << sampled_gpu << "\n";
     out << fmt::format("{:<14} {:<28} {:<4} {:<8} {:<5} {:>8} {:>12} {:>12}\n", "Stage", "Line", "Dir", "Memory", "Mode",
                        "Count", "Bytes", "Bandwidth");
     for (const auto& t : p.transfers) {
@@ -247,7 +247,7 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
     const std::size_t shown = std::min<std::size_t>(p.kernels.size(), 20);
     out << fmt::format("\n== GPU kernels (CUPTI): {} kinds, {} of GPU time; launching stage and op ==\n", p.kernels.size(),
                        human_ns(gpu));
-    if (!sampled.empty()) out << sampled << "\n";
+    if (!sampled_gpu.empty()) out << sampled_gpu << "\n";
     out << fmt::format("{:<52} {:<14} {:<24} {:>7} {:>10} {:>10} {:>10} {:>6}\n", "Kernel", "Stage", "Op", "Calls", "Total",
                        "Mean", "Max", "%GPU");
     for (std::size_t i = 0; i < shown; ++i) {

@@ -4,6 +4,7 @@
 // and the emitter puts them into a real session as lane stages and transfers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "cupti_convert.h"
@@ -124,6 +125,41 @@ TEST(CuptiConvert, MemcpyKindsBecomeDirectionsMemoryKindsAndModes) {
   EXPECT_EQ(out[2].memory, GNNPROF_PINNED);
   EXPECT_EQ(out[3].direction, GNNPROF_D2D);
   EXPECT_EQ(out[3].memory, GNNPROF_NO_HOST_MEMORY);
+  // cudaMemcpyAsync from pageable memory returns once the host side is staged: sync for the
+  // host, as the torch observer records the same copy.
+  auto pageable_async = memcpy_rec(5, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+                                   CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 4096, true);
+  EXPECT_EQ(conv.convert({as_rec(&pageable_async)}).at(0).mode, GNNPROF_SYNC);
+}
+
+// A CUDA graph's launch: every node carries the launch's correlation id.
+TEST(CuptiConvert, EveryNodeOfAGraphLaunchFindsTheLaunchingOp) {
+  auto e = ext(21, 99);
+  auto k1 = kernel(21, 10, 20, "node_a");
+  auto k2 = kernel(21, 20, 30, "node_b");
+  gi::CuptiConverter conv;
+  auto out = conv.convert({as_rec(&e), as_rec(&k1)});
+  auto later = conv.convert({as_rec(&k2)});
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(later.size(), 1u);
+  EXPECT_EQ(out[0].external, 99u);
+  EXPECT_EQ(later[0].external, 99u);
+}
+
+// Ids of calls that launched nothing are dropped once far behind, also across the 2^32 wrap.
+TEST(CuptiConvert, OldCorrelationIdsArePrunedAcrossTheWrap) {
+  gi::CuptiConverter conv;
+  std::vector<CUpti_ActivityExternalCorrelation> recs;
+  const std::uint32_t start = 0xFFFFFFFFu - 1000;  // wraps after 1001 ids
+  for (std::uint32_t i = 0; i < (1u << 17) + 10; ++i) recs.push_back(ext(start + i, 1000 + i));
+  std::vector<const CUpti_Activity*> ptrs;
+  for (const auto& r : recs) ptrs.push_back(as_rec(&r));
+  conv.convert(ptrs);
+  const std::uint32_t last = start + (1u << 17) + 9;
+  auto recent = kernel(last - 5, 0, 1, "recent");
+  auto old = kernel(start + 3, 0, 1, "old");
+  EXPECT_EQ(conv.convert({as_rec(&recent)}).at(0).external, 1000u + (1u << 17) + 4) << "kept: close to the latest";
+  EXPECT_EQ(conv.convert({as_rec(&old)}).at(0).external, 0u) << "pruned: before the wrap, far behind";
 }
 
 TEST(CuptiConvert, SynchronizationAndUnknownRecords) {
@@ -181,11 +217,22 @@ TEST(CuptiConvert, EmittedEventsBecomeGpuStagesOnLanesAndTransfers) {
   seen.external = gi::pack_external(fwd, gnnprof_stage_site("aten::to", "op"), 0);
   seen.begin_ns = t + 7000;
   seen.end_ns = t + 7500;
+  // A device-to-device copy inside aten::copy_: the observer records none, so CUPTI's counts.
+  gi::GpuEvent d2d = seen;
+  d2d.name = "memcpy DtoD";
+  d2d.direction = GNNPROF_D2D;
+  d2d.memory = GNNPROF_NO_HOST_MEMORY;
+  d2d.external = gi::pack_external(fwd, gnnprof_stage_site("aten::copy_", "op"), 0);
+  // A kernel whose op ran outside every non-op stage: the range takes the op's name.
+  gi::GpuEvent bare = k;
+  bare.external = gi::pack_external(0, gnnprof_stage_site("aten::relu", "op"), 0);
   gi::GpuEventEmitter em;
   em.emit(k);
   em.emit(k);
   em.emit(m);
   em.emit(seen);
+  em.emit(d2d);
+  em.emit(bare);
   ASSERT_TRUE(gnnprof::stop());
   auto p = gnnprof::snapshot();
   ASSERT_TRUE(p);
@@ -206,7 +253,9 @@ TEST(CuptiConvert, EmittedEventsBecomeGpuStagesOnLanesAndTransfers) {
   for (const auto& th : p->threads) lane |= th.name == "GPU0 stream 7" && th.tid == 0;
   EXPECT_TRUE(lane);
   // The per-kernel table: demangled name, launching stage and op.
-  ASSERT_EQ(p->kernels.size(), 1u);
+  ASSERT_EQ(p->kernels.size(), 2u);  // heaviest first: the forward one, then the bare relu
+  EXPECT_EQ(p->kernels[1].op, "aten::relu");
+  EXPECT_TRUE(std::any_of(p->stages.begin(), p->stages.end(), [](const auto& s) { return s.name == "gpu: aten::relu"; }));
   EXPECT_EQ(p->kernels[0].name, "sgemm(float const*, float*, int)");
   EXPECT_EQ(p->kernels[0].stage, "forward");
   EXPECT_EQ(p->kernels[0].op, "aten::mm");
@@ -217,12 +266,15 @@ TEST(CuptiConvert, EmittedEventsBecomeGpuStagesOnLanesAndTransfers) {
   EXPECT_EQ(p->lines[0].file, "train.py");
   EXPECT_EQ(p->lines[0].line, 12u);
   EXPECT_EQ(p->lines[0].gpu_ns, 10000);
-  ASSERT_EQ(p->transfers.size(), 1u);  // not the observed one twice
-  EXPECT_EQ(p->transfers[0].count, 1u);
-  EXPECT_EQ(p->transfers[0].bytes, 4096u);
-  EXPECT_EQ(p->transfers[0].memory, gnnprof::HostMemory::kPinned);
-  EXPECT_EQ(p->transfers[0].mode, gnnprof::CopyMode::kAsync);
-  EXPECT_EQ(p->transfers[0].total_ns, 800);
+  ASSERT_EQ(p->transfers.size(), 2u);  // not the observed one twice; the DtoD one
+  auto transfers = p->transfers;
+  std::sort(transfers.begin(), transfers.end(), [](const auto& a, const auto& b) { return a.direction < b.direction; });
+  EXPECT_EQ(transfers[1].direction, gnnprof::Direction::kD2D);
+  EXPECT_EQ(transfers[0].count, 1u);
+  EXPECT_EQ(transfers[0].bytes, 4096u);
+  EXPECT_EQ(transfers[0].memory, gnnprof::HostMemory::kPinned);
+  EXPECT_EQ(transfers[0].mode, gnnprof::CopyMode::kAsync);
+  EXPECT_EQ(transfers[0].total_ns, 800);
 }
 
 TEST(CuptiConvert, KernelNamesAreDemangledAndExternalIdsSplitIntoStageOpAndLine) {

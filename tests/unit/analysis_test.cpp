@@ -404,7 +404,8 @@ TEST(Analysis, StageFiguresComeFromTheIterationsWhoseOpsWereObserved) {
       << note;
   EXPECT_EQ(note.find("CUPTI"), std::string::npos);
   p.collectors.push_back(CollectorInfo{"cupti", true, "MEMCPY, ..."});
-  EXPECT_NE(sampled_ops_note(p).find("without a stage or op"), std::string::npos);
+  EXPECT_EQ(sampled_ops_note(p).find("CUPTI"), std::string::npos) << "not in a table CUPTI has no part in";
+  EXPECT_NE(sampled_ops_note(p, true).find("without their op"), std::string::npos);
   for (auto& it : p.iterations) it.ops_observed = true;
   EXPECT_EQ(sampled_ops_note(p), "");
 }

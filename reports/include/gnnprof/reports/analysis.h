@@ -122,7 +122,7 @@ std::vector<const IterationStats*> ops_observed(const std::vector<const Iteratio
 /// Under iteration sampling, one sentence for the sections of what the torch observer records
 /// (copies, gathers, kernels' launching op): they count the N of M iterations it observed.
 /// "" when every iteration was observed.
-std::string sampled_ops_note(const Profile& p);
+std::string sampled_ops_note(const Profile& p, bool gpu_records = false);
 
 /// The diagnostics rules (docs/diagnostics.md): stable ids, severity, message, evidence.
 std::vector<Diagnostic> diagnose(const Profile& profile, const Analysis& analysis);
