@@ -217,11 +217,9 @@ void GpuEventEmitter::emit(const GpuEvent& ev) {
                              ev.begin_ns, ev.end_ns);
       break;
     case GpuEvent::Kind::kMemcpy:
-      // Named by what it moved; the launching stage is its context. A copy the torch
-      // observer already recorded as a transfer (issued inside a copy op it saw) is not
-      // counted twice.
+      // Named by what it moved, in its launching stage. A host<->device copy issued inside a
+      // copy op the observer saw is already its transfer; any other copy is CUPTI's to count.
       gnnprof_lane_range(lane, site_named("gpu: " + ev.name, "gpu"), ctx, ev.begin_ns, ev.end_ns);
-      // The observer records host<->device copies only; a device-to-device one is CUPTI's.
       if (!((ev.direction == kH2D || ev.direction == kD2H) && observed_copy(external_op(ev.external))))
         gnnprof_lane_transfer(lane, ctx, ev.bytes, ev.direction, ev.memory, ev.mode, ev.begin_ns, ev.end_ns);
       break;
