@@ -284,6 +284,16 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   }
   bool device = false;
   for (const auto& col : p.collectors) device |= col.name == "cupti" && col.enabled;
+  if (device) {
+    for (const auto& [dir, range] : {std::pair{Direction::kH2D, "gpu: memcpy HtoD"}, std::pair{Direction::kD2H, "gpu: memcpy DtoH"}}) {
+      GpuCopyRate rate{to_string(dir), 0, 0};
+      for (const auto& t : p.transfers)
+        if (t.direction == dir) rate.bytes += t.bytes;
+      for (const auto& st : p.stages)
+        if (st.name == range) rate.gpu_ns += st.total_ns;
+      if (rate.bytes > 0 && rate.gpu_ns > 0) a.gpu_copies.push_back(rate);
+    }
+  }
   a.device_note = device ? "" : "no device activity recorded (no CUPTI collector in this profile): GPU busy/idle not available";
   if (device && !its.empty()) {
     std::vector<std::int64_t> gpu, share_permille;

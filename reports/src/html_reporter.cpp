@@ -450,6 +450,13 @@ std::string html::profile_body(const Report& r, bool compact) {
     o += fmt::format("<p>{} copies, {}: pinned {}, pageable {}; {} async, {} sync.</p>", a.transfers.count, human_bytes(a.transfers.bytes),
                      human_bytes(a.transfers.pinned_bytes), human_bytes(a.transfers.pageable_bytes), a.transfers.async_count,
                      a.transfers.sync_count);
+    if (!a.gpu_copies.empty()) {
+      std::string rates;
+      for (const GpuCopyRate& g : a.gpu_copies)
+        rates += fmt::format("{}{} {} in {} ({:.2f} GB/s)", rates.empty() ? "" : "; ", g.direction, human_bytes(g.bytes),
+                             human_ns(g.gpu_ns), static_cast<double>(g.bytes) / static_cast<double>(g.gpu_ns));
+      o += "<p>GPU copy time (CUPTI): " + esc(rates) + ".</p>";
+    }
     o += sampled_gpu_p;
     o += "<table class=sortable><thead><tr><th class=l>stage</th><th class=l>line</th><th class=l>dir</th><th class=l>memory</th>"
          "<th class=l>mode</th><th>count</th><th>bytes</th><th>bandwidth</th></tr></thead><tbody>";

@@ -240,6 +240,15 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
                          to_string(t.direction), to_string(t.memory), to_string(t.mode), t.count, human_bytes(t.bytes), bw);
     }
   }
+  if (!a.gpu_copies.empty()) {
+    out << "GPU copy time (CUPTI):";
+    for (std::size_t i = 0; i < a.gpu_copies.size(); ++i) {
+      const GpuCopyRate& g = a.gpu_copies[i];
+      out << fmt::format("{} {} {} in {} ({:.2f} GB/s)", i == 0 ? "" : ";", g.direction, human_bytes(g.bytes), human_ns(g.gpu_ns),
+                         static_cast<double>(g.bytes) / static_cast<double>(g.gpu_ns));
+    }
+    out << "\n";
+  }
   if (p.kernels.empty()) out << "\n== GPU kernels ==\n" << no_kernels_hint(p) << "\n";
   if (!p.kernels.empty()) {
     std::int64_t gpu = 0;

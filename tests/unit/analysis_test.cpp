@@ -318,6 +318,31 @@ TEST(Diagnostics, LowUtilizationOfTheGpu) {
   EXPECT_FALSE(has(run(p), "low-utilization"));
 }
 
+// The observer's transfer rows carry no GPU time; the GPU's copy ranges give the bandwidth.
+TEST(Analysis, GpuCopyRatesFromTheCopyRanges) {
+  Profile p = loop_profile(false);
+  TransferStats h2d;
+  h2d.stage = "h2d";
+  h2d.direction = Direction::kH2D;
+  h2d.memory = HostMemory::kPinned;
+  h2d.count = 10;
+  h2d.bytes = 1000000000;  // 1 GB, host side: no duration
+  p.transfers.push_back(h2d);
+  StageStats copies = stage("gpu: memcpy HtoD", "gpu");
+  copies.total_ns = 25 * kMs;
+  p.stages.push_back(copies);
+  EXPECT_TRUE(analyze(p, {}).gpu_copies.empty()) << "without CUPTI";
+  p.collectors.push_back(CollectorInfo{"cupti", true, "MEMCPY, ..."});
+  const Analysis a = analyze(p, {});
+  ASSERT_EQ(a.gpu_copies.size(), 1u);  // no d2h bytes: no d2h rate
+  EXPECT_EQ(a.gpu_copies[0].direction, "h2d");
+  EXPECT_EQ(a.gpu_copies[0].bytes, 1000000000u);
+  EXPECT_EQ(a.gpu_copies[0].gpu_ns, 25 * kMs);
+  std::ostringstream text;
+  ASSERT_TRUE(TextReporter(ReportOptions{}).render(p, text));
+  EXPECT_NE(text.str().find("GPU copy time (CUPTI): h2d 953.7 MiB in 25.0 ms (40.00 GB/s)"), std::string::npos) << text.str();
+}
+
 TEST(Diagnostics, DroppedEvents) {
   Profile p = loop_profile(true);
   EXPECT_FALSE(has(run(p), "dropped-events"));

@@ -52,6 +52,15 @@ struct TransferTotals {
   std::int64_t total_ns = 0;
 };
 
+/// With CUPTI: a direction's bytes (every transfer of it in the profile) and the GPU's copy
+/// time for it (its `gpu: memcpy HtoD` / `DtoH` ranges): the achieved bandwidth, which the
+/// transfer rows the torch observer records (host side) do not carry.
+struct GpuCopyRate {
+  std::string direction;  ///< "h2d" or "d2h"
+  std::uint64_t bytes = 0;
+  std::int64_t gpu_ns = 0;
+};
+
 struct Analysis {
   std::uint64_t iterations_total = 0, iterations_used = 0, skipped = 0;
   /// Of the used iterations, those whose torch ops were not observed (iteration sampling):
@@ -85,6 +94,7 @@ struct Analysis {
   bool whatif_pays = true;  ///< expected speedup >= 1.05
   std::string whatif_note;  ///< which limit the expectation hit, and why prefetching will not pay
   TransferTotals transfers;
+  std::vector<GpuCopyRate> gpu_copies;
   std::optional<double> cpu_utilization;  ///< CPU time / (wall x cpus), from host samples
   std::int64_t rss_first = 0, rss_last = 0, rss_peak = 0;
   std::string device_note;  ///< why there is no device busy/idle breakdown
