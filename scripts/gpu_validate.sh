@@ -5,7 +5,7 @@
 #   scripts/gpu_validate.sh OUTDIR
 # Builds what the gpu checks need against that machine's torch, runs `ctest -L gpu`, the Python
 # sample with --device cuda under gnnprof run, the overhead of gnnprof run on that sample, and
-# with GNNPROF_GPU_AB=1 the C++ sample's A/B on the device. Writes
+# with GNNPROF_GPU_AB=1 the C++ and Python samples' A/Bs on the device. Writes
 # OUTDIR/log.txt, OUTDIR/py.html and OUTDIR/runs.tar.gz (profiles and outputs). Each step is
 # bounded by a timeout and the next runs whatever the last did, so a failure still leaves a record.
 set -u
@@ -93,6 +93,11 @@ if [ "${GNNPROF_GPU_AB:-0}" = 1 ] && [ -x build-gpu/samples/sage_train ]; then
   timeout 300 $cli ab --repeat 3 -o "$runs/ab" -- build-gpu/samples/sage_train --device cuda --iterations 200 \
     --eval-nodes 0 --no-report >"$runs/ab.out" 2>&1
   echo "rc $?"; tail -80 "$runs/ab.out"
+  step Python sample A/B on the device: inline vs --prefetch 2
+  timeout 300 $cli ab --repeat 3 --preload -o "$runs/ab-py" \
+    --baseline "$py samples/python/sage_train.py --device cuda --steps 100 --prefetch 0" \
+    --candidate "$py samples/python/sage_train.py --device cuda --steps 100 --prefetch 2" >"$runs/ab-py.out" 2>&1
+  echo "rc $?"; tail -40 "$runs/ab-py.out"
 fi
 
 step done
