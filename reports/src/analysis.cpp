@@ -320,6 +320,20 @@ std::string whatif_expectation(const Analysis& a) {
   return "Within this machine's limits: " + at + (a.whatif_note.empty() ? "" : ": " + a.whatif_note) + ".";
 }
 
+std::string gpu_busy_sentence(const Analysis& a) {
+  if (!a.gpu_busy) return "";
+  return fmt::format("the GPU is busy {:.0f}% of an iteration ({} of kernels and copies per iteration, medians)",
+                     100 * *a.gpu_busy, human_ns(*a.gpu_ns));
+}
+
+std::string gpu_copy_rates(const Analysis& a) {
+  std::string rates;
+  for (const GpuCopyRate& g : a.gpu_copies)
+    rates += fmt::format("{}{} {} in {} ({:.2f} GB/s)", rates.empty() ? "" : "; ", g.direction, human_bytes(g.bytes),
+                         human_ns(g.gpu_ns), static_cast<double>(g.bytes) / static_cast<double>(g.gpu_ns));
+  return rates;
+}
+
 std::string loader_worker_note(const Analysis& a) {
   if (a.iterations_used == 0)
     return "A DataLoader worker process: no batches were marked as iterations (not torch's fetcher, or no torch "

@@ -450,13 +450,7 @@ std::string html::profile_body(const Report& r, bool compact) {
     o += fmt::format("<p>{} copies, {}: pinned {}, pageable {}; {} async, {} sync.</p>", a.transfers.count, human_bytes(a.transfers.bytes),
                      human_bytes(a.transfers.pinned_bytes), human_bytes(a.transfers.pageable_bytes), a.transfers.async_count,
                      a.transfers.sync_count);
-    if (!a.gpu_copies.empty()) {
-      std::string rates;
-      for (const GpuCopyRate& g : a.gpu_copies)
-        rates += fmt::format("{}{} {} in {} ({:.2f} GB/s)", rates.empty() ? "" : "; ", g.direction, human_bytes(g.bytes),
-                             human_ns(g.gpu_ns), static_cast<double>(g.bytes) / static_cast<double>(g.gpu_ns));
-      o += "<p>GPU copy time (CUPTI): " + esc(rates) + ".</p>";
-    }
+    if (!a.gpu_copies.empty()) o += "<p>GPU copy time (CUPTI): " + esc(gpu_copy_rates(a)) + ".</p>";
     o += sampled_gpu_p;
     o += "<table class=sortable><thead><tr><th class=l>stage</th><th class=l>line</th><th class=l>dir</th><th class=l>memory</th>"
          "<th class=l>mode</th><th>count</th><th>bytes</th><th>bandwidth</th></tr></thead><tbody>";
@@ -511,10 +505,7 @@ std::string html::profile_body(const Report& r, bool compact) {
     o += fmt::format("<p>{:.0f}% of {} busy on average{}.</p>", 100 * *a.cpu_utilization, cpus_text(p.environment.cpus),
                      a.worker_wait_ns > 0 ? " (this process; its DataLoader workers are processes of their own)" : "");
   if (!a.device_note.empty()) o += "<p class=muted>Device: " + esc(a.device_note) + "</p>";
-  if (a.gpu_busy)
-    o += fmt::format("<p>Device: the GPU is busy {:.0f}% of an iteration ({} of kernels and copies per iteration, "
-                     "medians).</p>",
-                     100 * *a.gpu_busy, esc(human_ns(*a.gpu_ns)));
+  if (a.gpu_busy) o += "<p>Device: " + esc(gpu_busy_sentence(a)) + ".</p>";
   return o;
 }
 

@@ -202,9 +202,7 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
                        human_bytes(static_cast<std::uint64_t>(a.rss_first)),
                        human_bytes(static_cast<std::uint64_t>(a.rss_last)), human_bytes(static_cast<std::uint64_t>(a.rss_peak)));
   if (!a.device_note.empty()) out << "Device: " << a.device_note << "\n";
-  if (a.gpu_busy)
-    out << fmt::format("Device: the GPU is busy {:.0f}% of an iteration ({} of kernels and copies per iteration, medians)\n",
-                       100 * *a.gpu_busy, human_ns(*a.gpu_ns));
+  if (a.gpu_busy) out << "Device: " << gpu_busy_sentence(a) << "\n";
 
   out << "\n== Diagnostics ==\n";
   const std::vector<Diagnostic>& diags = r.diagnostics;
@@ -240,15 +238,7 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
                          to_string(t.direction), to_string(t.memory), to_string(t.mode), t.count, human_bytes(t.bytes), bw);
     }
   }
-  if (!a.gpu_copies.empty()) {
-    out << "GPU copy time (CUPTI):";
-    for (std::size_t i = 0; i < a.gpu_copies.size(); ++i) {
-      const GpuCopyRate& g = a.gpu_copies[i];
-      out << fmt::format("{} {} {} in {} ({:.2f} GB/s)", i == 0 ? "" : ";", g.direction, human_bytes(g.bytes), human_ns(g.gpu_ns),
-                         static_cast<double>(g.bytes) / static_cast<double>(g.gpu_ns));
-    }
-    out << "\n";
-  }
+  if (!a.gpu_copies.empty()) out << "GPU copy time (CUPTI): " << gpu_copy_rates(a) << "\n";
   if (p.kernels.empty()) out << "\n== GPU kernels ==\n" << no_kernels_hint(p) << "\n";
   if (!p.kernels.empty()) {
     std::int64_t gpu = 0;

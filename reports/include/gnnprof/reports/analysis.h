@@ -112,6 +112,12 @@ Analysis analyze(const Profile& profile, const AnalysisOptions& options);
 /// iterations.
 std::string whatif_expectation(const Analysis& a);
 
+/// "the GPU is busy 9% of an iteration (1.00 ms of kernels and copies per iteration, medians)",
+/// or "" without device activity (every renderer prints it).
+std::string gpu_busy_sentence(const Analysis& a);
+/// "h2d 926.3 MiB in 22.6 ms (43.01 GB/s); d2h ...", or "" without GPU copy ranges.
+std::string gpu_copy_rates(const Analysis& a);
+
 /// How the what-if's prediction is made, for the renderers: "max(data, compute) + rest", or,
 /// when the loop waits for DataLoader worker processes, "max(data - worker wait, compute) +
 /// worker wait 4.91 ms + rest" (the wait stays on the critical path).
