@@ -1,0 +1,514 @@
+/* tracer_common.c — the half of the line tracer that does not depend on how frames are seen
+ * (tracer_common.h). Nothing here raises into the host: a Python error in the selection or
+ * statement-map helpers is cleared and that code object is traced line by line or not at all. */
+#include "tracer_common.h"
+
+#include <opcode.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core_abi.h"
+
+/* ---- code objects ---- */
+
+CodeInfo* g_all = NULL; /* list of every selection (freed entries are unlinked) */
+char k_reject, k_maybe, k_maybe_loaded, k_loader, k_loader_subscr;
+static Py_ssize_t g_extra = -1;
+
+static void codeinfo_free(CodeInfo* ci) {
+  for (CodeInfo** p = &g_all; *p != NULL; p = &(*p)->next_selected)
+    if (*p == ci) {
+      *p = ci->next_selected;
+      break;
+    }
+  free(ci->stmt);
+  free(ci->site);
+  Py_XDECREF(ci->filename);
+  Py_XDECREF(ci->name);
+  Py_XDECREF(ci->qualname);
+  free(ci);
+}
+
+static void free_extra(void* p) {
+  if (p != NULL && !is_mark(p)) codeinfo_free((CodeInfo*)p);
+}
+
+void* extra_of(PyCodeObject* co) {
+  void* x = NULL;
+  if (_PyCode_GetExtra((PyObject*)co, g_extra, &x) != 0) {
+    PyErr_Clear();
+    return REJECT;
+  }
+  return x;
+}
+
+CodeInfo* info_of(PyCodeObject* co) {
+  void* x = extra_of(co);
+  return (x == NULL || is_mark(x)) ? NULL : (CodeInfo*)x;
+}
+
+void set_extra(PyCodeObject* co, void* x) {
+  if (_PyCode_SetExtra((PyObject*)co, g_extra, x) != 0) PyErr_Clear();
+}
+
+CodeInfo* codeinfo_new(PyCodeObject* co, int roles) {
+  CodeInfo* ci = (CodeInfo*)calloc(1, sizeof(CodeInfo));
+  if (ci == NULL) return NULL;
+  ci->roles = roles;
+  ci->getitem = co->co_argcount == 2 && PyUnicode_Check(co->co_name) &&
+                PyUnicode_CompareWithASCIIString(co->co_name, "__getitem__") == 0;
+  ci->first = co->co_firstlineno;
+  ci->filename = Py_NewRef(co->co_filename);
+  ci->name = Py_NewRef(co->co_name);
+  ci->qualname = Py_NewRef(co->co_qualname);
+  ci->next_selected = g_all;
+  g_all = ci;
+  return ci;
+}
+
+/* ---- settings ---- */
+
+int g_auto = 0;
+PyObject* g_decider = NULL;
+int g_installed = 0;
+int g_worker = 0;
+struct TracerStats g_stats;
+static PyObject* g_preparer = NULL;
+static char** g_excluded = NULL; /* path prefixes of library code */
+static Py_ssize_t g_n_excluded = 0;
+static char** g_loaders = NULL; /* path fragments of data-loader libraries */
+static Py_ssize_t g_n_loaders = 0;
+
+static pthread_key_t g_key;
+__thread ThreadTrace* t_trace = NULL;
+
+static void free_thread_trace(void* p) { free(p); }
+
+int common_init(void) {
+  if (g_extra >= 0) return 0;
+  g_extra = _PyEval_RequestCodeExtraIndex(free_extra);
+  if (g_extra < 0) {
+    PyErr_SetString(PyExc_RuntimeError, "gnnprof: no code extra slot left");
+    return -1;
+  }
+  if (pthread_key_create(&g_key, free_thread_trace) != 0) {
+    PyErr_SetString(PyExc_RuntimeError, "gnnprof: pthread_key_create failed");
+    return -1;
+  }
+  return 0;
+}
+
+ThreadTrace* thread_trace(void) {
+  ThreadTrace* tt = t_trace;
+  if (tt != NULL) return tt;
+  tt = (ThreadTrace*)calloc(1, sizeof(ThreadTrace));
+  if (tt == NULL) return NULL;
+  pthread_setspecific(g_key, tt);
+  t_trace = tt;
+  return tt;
+}
+
+/* ---- selection ---- */
+
+static int user_file(PyObject* filename) {
+  const char* f = PyUnicode_Check(filename) ? PyUnicode_AsUTF8(filename) : NULL;
+  if (f == NULL) {
+    PyErr_Clear();
+    return 0;
+  }
+  if (f[0] == '<' || f[0] == '\0') return 0; /* <frozen ...>, <string>, <stdin> */
+  for (Py_ssize_t i = 0; i < g_n_excluded; ++i)
+    if (strncmp(f, g_excluded[i], strlen(g_excluded[i])) == 0) return 0;
+  return 1;
+}
+
+/* A generator or an iterator's __next__/__iter__: what a loop pulls batches from. */
+static int iterator_shaped(PyCodeObject* co) {
+  if ((co->co_flags & (CO_GENERATOR | CO_ITERABLE_COROUTINE)) != 0) return 1;
+  if (!PyUnicode_Check(co->co_name)) return 0;
+  return PyUnicode_CompareWithASCIIString(co->co_name, "__next__") == 0 ||
+         PyUnicode_CompareWithASCIIString(co->co_name, "__iter__") == 0;
+}
+
+static int loader_file(PyObject* filename) {
+  const char* f = PyUnicode_Check(filename) ? PyUnicode_AsUTF8(filename) : NULL;
+  if (f == NULL) {
+    PyErr_Clear();
+    return 0;
+  }
+  for (Py_ssize_t i = 0; i < g_n_loaders; ++i)
+    if (strstr(f, g_loaders[i]) != NULL) return 1;
+  return 0;
+}
+
+/* Whether co's (unquickened) bytecode subscripts anything. */
+static int subscripts(PyCodeObject* co) {
+#ifdef BINARY_SUBSCR
+  PyObject* code = PyCode_GetCode(co);
+  if (code == NULL || !PyBytes_Check(code)) {
+    Py_XDECREF(code);
+    PyErr_Clear();
+    return 1;
+  }
+  const unsigned char* b = (const unsigned char*)PyBytes_AS_STRING(code);
+  int found = 0;
+  for (Py_ssize_t i = 0; i + 1 < PyBytes_GET_SIZE(code) && !found; i += 2) found = b[i] == BINARY_SUBSCR;
+  Py_DECREF(code);
+  return found;
+#else
+  (void)co;
+  return 1;
+#endif
+}
+
+int user_code(PyCodeObject* co) { return user_file(co->co_filename); }
+
+void* auto_mark(PyCodeObject* co) {
+  if (user_file(co->co_filename)) return iterator_shaped(co) ? MAYBE : MAYBE_LOADED;
+  if (!loader_file(co->co_filename)) return REJECT;
+  return subscripts(co) ? LOADER_SUBSCR : LOADER;
+}
+
+/* Calls fn(code) with no exception pending and decisions off; returns a new reference or NULL
+ * (error cleared). */
+static PyObject* call_helper(int* deciding, PyObject* fn, PyObject* code) {
+  PyObject *et, *ev, *tb;
+  PyErr_Fetch(&et, &ev, &tb);
+  *deciding = 1;
+  PyObject* r = PyObject_CallOneArg(fn, code);
+  *deciding = 0;
+  if (r == NULL) PyErr_Clear();
+  PyErr_Restore(et, ev, tb);
+  return r;
+}
+
+void* decide(int* deciding, PyCodeObject* co) {
+  if (*deciding || GNNPROF_IS_FINALIZING()) return REJECT; /* not cached */
+  if (g_decider != NULL) {
+    PyObject* r = call_helper(deciding, g_decider, (PyObject*)co);
+    const int yes = r != NULL && PyObject_IsTrue(r) == 1;
+    Py_XDECREF(r);
+    PyErr_Clear();
+    if (yes) {
+      CodeInfo* ci = codeinfo_new(co, ROLE_EXPLICIT);
+      if (ci != NULL) {
+        set_extra(co, ci);
+        ++g_stats.selected;
+        return ci;
+      }
+    }
+  }
+  void* x = g_auto ? auto_mark(co) : REJECT;
+  set_extra(co, x);
+  return x;
+}
+
+static int in_loop(PyFrameObject* fr, PyCodeObject* co) {
+  const int lasti = PyFrame_GetLasti(fr);
+  PyObject* code = lasti >= 0 ? PyCode_GetCode(co) : NULL; /* unquickened: plain opcodes */
+  if (code == NULL || !PyBytes_Check(code)) {
+    Py_XDECREF(code);
+    PyErr_Clear();
+    return 0;
+  }
+  const unsigned char* b = (const unsigned char*)PyBytes_AS_STRING(code);
+  const Py_ssize_t n = PyBytes_GET_SIZE(code) / 2;
+  int found = 0;
+  Py_ssize_t arg = 0;
+  for (Py_ssize_t i = 0; i < n && !found; ++i) {
+    const int op = b[2 * i];
+    arg = (arg << 8) | b[2 * i + 1];
+    if (op == EXTENDED_ARG) continue;
+    if (op == JUMP_BACKWARD || op == JUMP_BACKWARD_NO_INTERRUPT) {
+      const Py_ssize_t target = i + 1 - arg; /* in code units, from the next instruction */
+      found = 2 * target <= lasti && lasti <= 2 * i;
+    }
+    arg = 0;
+  }
+  Py_DECREF(code);
+  return found;
+}
+
+/* User frames above the optimizer step's caller looked at for the loop that calls it. */
+enum { kLoopWalk = 4 };
+
+int select_loop(void) {
+  PyFrameObject* fr = PyEval_GetFrame();
+  Py_XINCREF(fr);
+  /* The first user frame that calls the step; if it is not inside a loop itself (a train_step
+   * helper), also the first user frame above it that is (the loop that calls the helper). */
+  int found = 0, looping = 0, above = 0;
+  while (fr != NULL && !looping && above < kLoopWalk) {
+    PyCodeObject* co = PyFrame_GetCode(fr);
+    if (user_file(co->co_filename)) {
+      if (!found) {
+        found = tracer_select((PyObject*)co, ROLE_LOOP) == 0;
+        looping = found && in_loop(fr, co);
+      } else {
+        ++above;
+        if (in_loop(fr, co)) {
+          (void)tracer_select((PyObject*)co, ROLE_LOOP);
+          looping = 1;
+        }
+      }
+    }
+    Py_DECREF(co);
+    PyFrameObject* back = PyFrame_GetBack(fr);
+    Py_DECREF(fr);
+    fr = back;
+  }
+  Py_XDECREF(fr);
+  PyErr_Clear();
+  return found;
+}
+
+void forget_parent(void) {
+  ThreadTrace* tt = t_trace;
+  if (tt != NULL) { /* the frames the parent was tracing never return here */
+    tt->depth = 0;
+    memset(tt->suspended, 0, sizeof(tt->suspended));
+  }
+  if (g_core_bound) (void)g_core.set_line(0);
+  memset(&g_stats, 0, sizeof(g_stats)); /* the worker's own counts, for its profile's note */
+  g_worker = 1;
+}
+
+/* ---- statement maps ---- */
+
+void prepare(ThreadTrace* tt, CodeInfo* ci, PyCodeObject* co) {
+  ci->state = -1;
+  if (g_preparer == NULL) return;
+  PyObject* r = call_helper(&tt->deciding, g_preparer, (PyObject*)co);
+  if (r == NULL || !PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 3) {
+    ++g_stats.prepare_failed;
+    Py_XDECREF(r);
+    return;
+  }
+  PyObject *first = PyTuple_GET_ITEM(r, 0), *stmts = PyTuple_GET_ITEM(r, 1), *sites = PyTuple_GET_ITEM(r, 2);
+  if (!PyLong_Check(first) || !PyList_Check(stmts) || !PyList_Check(sites) || PyList_GET_SIZE(stmts) != PyList_GET_SIZE(sites)) {
+    ++g_stats.prepare_failed;
+    Py_DECREF(r);
+    return;
+  }
+  const Py_ssize_t n = PyList_GET_SIZE(stmts);
+  int32_t* stmt = (int32_t*)calloc((size_t)n + 1, sizeof(int32_t));
+  uint32_t* site = (uint32_t*)calloc((size_t)n + 1, sizeof(uint32_t));
+  if (stmt == NULL || site == NULL) {
+    free(stmt);
+    free(site);
+    Py_DECREF(r);
+    return;
+  }
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    stmt[i] = (int32_t)PyLong_AsLong(PyList_GET_ITEM(stmts, i));
+    site[i] = (uint32_t)PyLong_AsUnsignedLong(PyList_GET_ITEM(sites, i));
+  }
+  PyErr_Clear();
+  ci->first = (int)PyLong_AsLong(first);
+  PyErr_Clear();
+  ci->n = (int)n;
+  ci->stmt = stmt;
+  ci->site = site;
+  ci->state = 1;
+  Py_DECREF(r);
+}
+
+static void lookup(CodeInfo* ci, int line, int32_t* stmt, uint32_t* site) {
+  const int off = line - ci->first;
+  if (ci->state == 1 && off >= 0 && off < ci->n && ci->site[off] != 0) {
+    *stmt = ci->stmt[off];
+    *site = ci->site[off];
+    return;
+  }
+  /* No statement map (no source): each line is a statement of its own. */
+  *stmt = line;
+  const char* file = PyUnicode_AsUTF8(ci->filename);
+  const char* fn = PyUnicode_AsUTF8(ci->qualname);
+  if (file == NULL || fn == NULL) PyErr_Clear();
+  *site = file != NULL ? g_core.line_site(file, (unsigned)line, fn != NULL ? fn : "", "") : 0;
+}
+
+int multi_line(const CodeInfo* ci, int line) {
+  const int off = line - ci->first;
+  if (ci->state != 1 || off < 0 || off >= ci->n) return 0;
+  return ci->stmt[off] != line || (off + 1 < ci->n && ci->stmt[off + 1] == line);
+}
+
+/* ---- the stack of traced frames ---- */
+
+Entry* push(ThreadTrace* tt, const void* f, CodeInfo* ci, int adopted) {
+  if (tt->depth >= kMaxDepth) {
+    ++tt->depth;
+    ++g_stats.deep;
+    return NULL;
+  }
+  Entry* e = &tt->stack[tt->depth++];
+  memset(e, 0, sizeof(*e));
+  e->f = f;
+  e->ci = ci;
+  e->stmt = -1;
+  e->lasti = -1;
+  e->adopted = (uint8_t)adopted;
+  return e;
+}
+
+void end_statement(Entry* e, uint64_t now) {
+  if (e->site != 0) g_core.line_event(e->site, e->t0, now, e->hit);
+  e->site = 0;
+}
+
+uint32_t site_below(ThreadTrace* tt) {
+  const int d = tt->depth < kMaxDepth ? tt->depth : kMaxDepth;
+  return d >= 2 ? tt->stack[d - 2].site : 0;
+}
+
+Entry* entry_of(ThreadTrace* tt, const void* f) {
+  if (tt->depth > kMaxDepth) return NULL;
+  for (int i = tt->depth - 1; i >= 0; --i) {
+    if (tt->stack[i].f != f) continue;
+    if (i != tt->depth - 1) {
+      const uint64_t now = g_core.now();
+      while (tt->depth - 1 > i) end_statement(&tt->stack[--tt->depth], now);
+    }
+    return &tt->stack[i];
+  }
+  return NULL;
+}
+
+Suspended* find_suspended(ThreadTrace* tt, const void* f) {
+  for (int i = 0; i < kMaxSuspended; ++i)
+    if (tt->suspended[i].f == f) return &tt->suspended[i];
+  return NULL;
+}
+
+void suspend(ThreadTrace* tt, const void* f, const Entry* e) {
+  Suspended* s = find_suspended(tt, f);
+  if (s == NULL) {
+    for (int i = 0; i < kMaxSuspended && s == NULL; ++i)
+      if (tt->suspended[i].f == NULL) s = &tt->suspended[i];
+    if (s == NULL) s = &tt->suspended[tt->next_victim++ % kMaxSuspended];
+  }
+  s->f = f;
+  s->site = e->site;
+  s->stmt = e->stmt;
+  s->lasti = e->lasti;
+}
+
+void resume(ThreadTrace* tt, const void* f, Entry* e) {
+  Suspended* s = find_suspended(tt, f);
+  if (s == NULL) return;
+  e->site = s->site;
+  e->stmt = s->stmt;
+  e->lasti = s->lasti;
+  e->hit = 0;
+  e->t0 = g_core.set_line(e->site);
+  s->f = NULL;
+}
+
+static void maybe_poll(ThreadTrace* tt) {
+  if (++tt->since_poll < kPollEvery) return;
+  tt->since_poll = 0;
+  ++g_stats.polls;
+  (void)g_core.poll(0);
+}
+
+void on_line_of(ThreadTrace* tt, Entry* e, PyCodeObject* co, int line, int lasti) {
+  CodeInfo* ci = e->ci;
+  if (ci->state == 0) prepare(tt, ci, co);
+  int32_t stmt;
+  uint32_t site;
+  lookup(ci, line, &stmt, &site);
+  /* A statement spanning several lines is one execution until control jumps back. */
+  if (stmt == e->stmt && lasti >= 0 && lasti > e->lasti) {
+    e->lasti = lasti;
+    return;
+  }
+  const uint64_t now = g_core.set_line(site);
+  end_statement(e, now);
+  e->site = site;
+  e->stmt = stmt;
+  e->t0 = now;
+  e->hit = 1;
+  e->lasti = lasti;
+  ++g_stats.line_events;
+  maybe_poll(tt);
+}
+
+void tracer_close_thread(void) {
+  ThreadTrace* tt = t_trace;
+  if (tt == NULL || !g_core_bound) return;
+  const uint64_t now = g_core.set_line(0);
+  const int d = tt->depth < kMaxDepth ? tt->depth : kMaxDepth;
+  for (int i = d - 1; i >= 0; --i) end_statement(&tt->stack[i], now);
+  tt->depth = 0;
+}
+
+/* ---- public settings and views ---- */
+
+void tracer_set_auto(int on) { g_auto = on; }
+
+int tracer_set_decider(PyObject* decider) {
+  Py_XSETREF(g_decider, decider == Py_None ? NULL : Py_NewRef(decider));
+  return 0;
+}
+
+int tracer_set_preparer(PyObject* preparer) {
+  Py_XSETREF(g_preparer, preparer == Py_None ? NULL : Py_NewRef(preparer));
+  return 0;
+}
+
+/* Replaces *list (n entries) with a copy of the strings in `seq`; 0, or -1 with an exception set. */
+static int set_strings(PyObject* strings, char*** list, Py_ssize_t* count) {
+  PyObject* seq = PySequence_Fast(strings, "gnnprof: expected a sequence of strings");
+  if (seq == NULL) return -1;
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  char** out = (char**)calloc((size_t)n + 1, sizeof(char*));
+  if (out == NULL) {
+    Py_DECREF(seq);
+    PyErr_NoMemory();
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    const char* s = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i));
+    if (s == NULL || (out[i] = strdup(s)) == NULL) {
+      for (Py_ssize_t k = 0; k < i; ++k) free(out[k]);
+      free(out);
+      Py_DECREF(seq);
+      if (!PyErr_Occurred()) PyErr_NoMemory();
+      return -1;
+    }
+  }
+  Py_DECREF(seq);
+  for (Py_ssize_t i = 0; i < *count; ++i) free((*list)[i]);
+  free(*list);
+  *list = out;
+  *count = n;
+  return 0;
+}
+
+int tracer_set_excluded(PyObject* prefixes) { return set_strings(prefixes, &g_excluded, &g_n_excluded); }
+
+int tracer_set_loaders(PyObject* fragments) { return set_strings(fragments, &g_loaders, &g_n_loaders); }
+
+PyObject* tracer_selected(void) {
+  PyObject* out = PyList_New(0);
+  if (out == NULL) return NULL;
+  for (CodeInfo* ci = g_all; ci != NULL; ci = ci->next_selected) {
+    PyObject* t = Py_BuildValue("(OOOi)", ci->filename, ci->name, ci->qualname, ci->roles);
+    if (t == NULL || PyList_Append(out, t) != 0) {
+      Py_XDECREF(t);
+      Py_DECREF(out);
+      return NULL;
+    }
+    Py_DECREF(t);
+  }
+  return out;
+}
+
+PyObject* tracer_stats(void) {
+  return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i}", "selected", g_stats.selected, "line_events",
+                       g_stats.line_events, "adopted", g_stats.adopted, "polls", g_stats.polls, "foreign_tracer",
+                       g_stats.foreign, "prepare_failed", g_stats.prepare_failed, "too_deep", g_stats.deep,
+                       "installed", g_installed, "auto", g_auto);
+}

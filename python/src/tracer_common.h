@@ -1,0 +1,144 @@
+/* tracer_common.h — what both line tracers share (tracer_common.c): the selection of code
+ * objects (explicit, automatic), their statement maps, and the per-thread stack of traced
+ * frames whose statements become the core's line events. The frame-specific halves are
+ * tracer.c (CPython 3.11: a PEP 523 hook switching a C trace function) and tracer_monitor.c
+ * (CPython 3.12+: sys.monitoring's local events, PEP 669). */
+#ifndef GNNPROF_PY_TRACER_COMMON_H_
+#define GNNPROF_PY_TRACER_COMMON_H_
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+#include "tracer.h"
+
+#if PY_VERSION_HEX >= 0x030D0000
+#define GNNPROF_IS_FINALIZING() Py_IsFinalizing()
+#else
+#define GNNPROF_IS_FINALIZING() _Py_IsFinalizing()
+#endif
+
+/* ---- code objects: selected (CodeInfo), rejected, or candidates ---- */
+
+typedef struct CodeInfo {
+  int roles;    /* ROLE_* bits */
+  int getitem;  /* a __getitem__(self, key) (tracer.c: own_version) */
+  int state;    /* 0: statement map not built yet, 1: built, -1: unavailable (one site per line) */
+  int first, n; /* lines first .. first + n - 1 */
+  int32_t* stmt;  /* per line: the first line of its statement */
+  uint32_t* site; /* per line: the statement's line site */
+  PyObject* filename;
+  PyObject* name;
+  PyObject* qualname;
+  struct CodeInfo* next_selected; /* every CodeInfo ever made, for tracer_selected() */
+} CodeInfo;
+
+extern CodeInfo* g_all;
+
+/* Marks kept in a code object's extra slot instead of a CodeInfo. */
+extern char k_reject, k_maybe, k_maybe_loaded, k_loader, k_loader_subscr;
+#define REJECT ((void*)&k_reject)
+#define MAYBE ((void*)&k_maybe) /* a user generator/iterator: selected when the loop pulls from it */
+/* Other user code (auto): selected when a data loader running for the loop calls it (a
+ * Dataset's __getitem__, a collate_fn). */
+#define MAYBE_LOADED ((void*)&k_maybe_loaded)
+/* Library code of a data loader (torch.utils.data, ...); LOADER_SUBSCR: one that subscripts
+ * something (tracer.c traces those a few times, for an inlined user __getitem__). */
+#define LOADER ((void*)&k_loader)
+#define LOADER_SUBSCR ((void*)&k_loader_subscr)
+
+static inline int is_loader(void* x) { return x == LOADER || x == LOADER_SUBSCR; }
+static inline int is_mark(void* x) { return x == REJECT || x == MAYBE || x == MAYBE_LOADED || is_loader(x); }
+
+void* extra_of(PyCodeObject* co); /* the slot's CodeInfo or mark; NULL: never seen */
+CodeInfo* info_of(PyCodeObject* co);
+void set_extra(PyCodeObject* co, void* x);
+CodeInfo* codeinfo_new(PyCodeObject* co, int roles);
+static inline int feeds_loop(CodeInfo* ci) { return ci != NULL && (ci->roles & (ROLE_LOOP | ROLE_PIPELINE)) != 0; }
+
+/* ---- settings and counters (under the GIL) ---- */
+
+extern int g_auto;
+extern PyObject* g_decider; /* explicit specs, or NULL */
+extern int g_installed;
+extern int g_worker; /* a data loader's worker process (tracer_enter_fork_child) */
+
+extern struct TracerStats {
+  unsigned long long selected, line_events, adopted, polls, foreign, prepare_failed, deep;
+} g_stats;
+
+/* 0, or -1 with an exception set: the code extra slot. */
+int common_init(void);
+
+/* Whether co comes from the user's files (not the standard library, site-packages, gnnprof). */
+int user_code(PyCodeObject* co);
+/* The auto selection's mark for a code object seen for the first time. */
+void* auto_mark(PyCodeObject* co);
+/* First sight of a code object: its selection, cached in its extra slot. `deciding` guards
+ * against deciding inside the decider. */
+void* decide(int* deciding, PyCodeObject* co);
+/* At the optimizer step (GIL held): selects the first user frame that calls it (ROLE_LOOP),
+ * and when that one is not inside a loop of its own (a train_step helper), the first user
+ * frame above it that is. 1 when a frame was selected. */
+int select_loop(void);
+/* In a fork child: the parent's traced frames and counts are forgotten; a worker from now on. */
+void forget_parent(void);
+/* Frames a data loader's call of user code is looked through for the loop it runs for. */
+enum { kLoaderWalk = 16 };
+
+/* ---- per-thread stack of traced frames ---- */
+
+enum { kMaxDepth = 128, kMaxSuspended = 16, kPollEvery = 1024 };
+
+typedef struct Entry {
+  const void* f;  /* the frame's key (tracer.c: its _PyInterpreterFrame; tracer_monitor.c: its code) */
+  CodeInfo* ci;
+  uint32_t site;  /* the current statement's site, 0 before the frame's first line */
+  int32_t stmt;   /* its first line */
+  int lasti;      /* the instruction of the last line event (-1: not known) */
+  uint64_t t0;    /* when the current statement began (gnnprof_now) */
+  uint8_t hit;    /* the current segment began the statement (0: a generator resumed) */
+  uint8_t adopted; /* already running when tracing began */
+} Entry;
+
+typedef struct Suspended {
+  const void* f; /* a selected generator suspended at a yield (its frame) */
+  uint32_t site;
+  int32_t stmt;
+  int lasti;
+} Suspended;
+
+typedef struct ThreadTrace {
+  int depth; /* may exceed kMaxDepth: those frames are not traced */
+  Entry stack[kMaxDepth];
+  Suspended suspended[kMaxSuspended];
+  unsigned next_victim;
+  unsigned since_poll;
+  int auto_done;
+  int deciding; /* inside the explicit decider or the preparer: no decisions */
+} ThreadTrace;
+
+extern __thread ThreadTrace* t_trace;
+ThreadTrace* thread_trace(void);
+Entry* push(ThreadTrace* tt, const void* f, CodeInfo* ci, int adopted);
+/* Ends the entry's current statement at `now` (no new line set). */
+void end_statement(Entry* e, uint64_t now);
+/* The site of the entry below the top (the caller's line), or 0. */
+uint32_t site_below(ThreadTrace* tt);
+/* The topmost entry of frame key f; entries above it (frames that left unseen) end now. */
+Entry* entry_of(ThreadTrace* tt, const void* f);
+Suspended* find_suspended(ThreadTrace* tt, const void* f);
+/* Saves e's statement for generator frame f suspended at a yield. */
+void suspend(ThreadTrace* tt, const void* f, const Entry* e);
+/* Restores a resumed generator's statement into e (no hit); forgets it. */
+void resume(ThreadTrace* tt, const void* f, Entry* e);
+/* Whether `line` of ci belongs to a statement spanning several lines (map built). */
+int multi_line(const CodeInfo* ci, int line);
+/* A line event of entry e (frame code co) at `line`; lasti: its instruction offset, or -1
+ * when not known (then a line of the current statement ends it unless the statement spans
+ * several lines and lasti says control went on forward). */
+void on_line_of(ThreadTrace* tt, Entry* e, PyCodeObject* co, int line, int lasti);
+/* Builds ci's statement map (first line event of a selected code). */
+void prepare(ThreadTrace* tt, CodeInfo* ci, PyCodeObject* co);
+
+#endif /* GNNPROF_PY_TRACER_COMMON_H_ */
