@@ -7,6 +7,8 @@ interleaved (order alternating per round); figures go to docs/performance.md.
                                                                 [--control] [--no-anchors]
                                                                 [--against OTHER/cli/gnnprof]
     bench/python_lines.py --gnnprof build/cli/gnnprof accuracy  [--rounds 5]
+    (cost, hook, accuracy: --python OTHER_PYTHON --python-dir PACKAGE_DIR runs another CPython, e.g.
+     3.12's sys.monitoring tracer; the anchors that Python lacks are left out)
     bench/python_lines.py --gnnprof build/cli/gnnprof hook      [--rounds 10] [--n 2000000]
     bench/python_lines.py --gnnprof build/cli/gnnprof loader    [--rounds 10] [--steps 300] [--workers N]
                                                                 [--sample-ops K] [--env-mode NAME:K=V,...]
@@ -79,6 +81,19 @@ def ci(values, rng, f=statistics.median):
     return boot[49], boot[1949]
 
 
+def python_name():
+    return "CPython " + run([PY, "-c", "import sys; print(sys.version.split()[0])"]).strip()
+
+
+def drop_missing_anchors(cmds):
+    """Leaves out the modes that run a module (kernprof, scalene) this Python does not have."""
+    for m, cmd in list(cmds.items()):
+        if len(cmd) > 2 and cmd[0] == PY and cmd[1] == "-m":
+            if subprocess.run([PY, "-c", f"import {cmd[2]}"], capture_output=True).returncode != 0:
+                print(f"({m}: left out, {PY} has no {cmd[2]})")
+                del cmds[m]
+
+
 def cost(a, tmp):
     script = os.path.join(here, "line_loop.py")
     cmds = {
@@ -95,9 +110,10 @@ def cost(a, tmp):
     def one(m, r):
         return float(re.search(r"loop_s ([0-9.]+)", run(cmds[m], cwd=tmp)).group(1))
 
+    drop_missing_anchors(cmds)
     t = interleave(list(cmds), a.rounds, one)
     rng = random.Random(0)
-    print(f"\nPer line event: bench/line_loop.py cost {a.n} ({events} line events), {a.rounds} interleaved rounds")
+    print(f"\nPer line event ({python_name()}): bench/line_loop.py cost {a.n} ({events} line events), {a.rounds} interleaved rounds")
     for m, v in t.items():
         ratios = [x / p for x, p in zip(v, t["plain"])]
         ns = [(x - p) / events * 1e9 for x, p in zip(v, t["plain"])]
@@ -127,9 +143,10 @@ def hook(a, tmp):
     def one(m, r):
         return float(re.search(r"loop_s ([0-9.]+)", run(cmds[m], cwd=tmp)).group(1))
 
+    drop_missing_anchors(cmds)
     t = interleave(list(cmds), a.rounds, one)
     rng = random.Random(0)
-    print(f"\nPer call: bench/line_loop.py calls / tcalls {a.n}, {a.rounds} interleaved rounds (calls: nothing "
+    print(f"\nPer call ({python_name()}): bench/line_loop.py calls / tcalls {a.n}, {a.rounds} interleaved rounds (calls: nothing "
           "selected or decorated; tcalls: the calling function traced, 2 line events per call)")
     for m, v in t.items():
         ratios = [x / p for x, p in zip(v, t["plain"])]
@@ -289,7 +306,14 @@ def main():
     ap.add_argument("--control", action="store_true", help="sample: also a second plain mode (A/A), the noise floor")
     ap.add_argument("--no-anchors", action="store_true",
                     help="sample: leave out the kernprof and --lines none modes (more rounds in the same time)")
+    ap.add_argument("--python", help="cost, hook, accuracy: this Python instead of /usr/bin/python3")
+    ap.add_argument("--python-dir", help="the gnnprof package built for --python (GNNPROF_PYTHON_DIR)")
     a = ap.parse_args()
+    global PY
+    if a.python:
+        PY = a.python
+    if a.python_dir:
+        os.environ["GNNPROF_PYTHON_DIR"] = os.path.abspath(a.python_dir)
     a.rounds = a.rounds or {"cost": 10, "sample": 20, "accuracy": 5, "hook": 10, "loader": 10}[a.what]
     if a.what == "loader" and a.steps == 40:
         a.steps = 300

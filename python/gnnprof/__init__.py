@@ -248,7 +248,7 @@ def _note_lines(final=False):
         _native.note_collector("python-lines", False, "off (GNNPROF_LINES=none)")
         return
     if not _native.LINES:  # built without the tracer (python/src/tracer_none.c)
-        reason = (f"not traced: the line tracer reads CPython 3.11's frames, this is Python "
+        reason = (f"not traced: the line tracer needs CPython 3.11 or newer, this is Python "
                   f"{sys.version.split()[0]} (stages, steps, copies and prefetch are recorded)")
         if not _state["lines_warned"]:
             _state["lines_warned"] = True

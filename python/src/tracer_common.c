@@ -36,7 +36,7 @@ static void free_extra(void* p) {
 
 void* extra_of(PyCodeObject* co) {
   void* x = NULL;
-  if (_PyCode_GetExtra((PyObject*)co, g_extra, &x) != 0) {
+  if (GNNPROF_CODE_GET_EXTRA((PyObject*)co, g_extra, &x) != 0) {
     PyErr_Clear();
     return REJECT;
   }
@@ -49,7 +49,7 @@ CodeInfo* info_of(PyCodeObject* co) {
 }
 
 void set_extra(PyCodeObject* co, void* x) {
-  if (_PyCode_SetExtra((PyObject*)co, g_extra, x) != 0) PyErr_Clear();
+  if (GNNPROF_CODE_SET_EXTRA((PyObject*)co, g_extra, x) != 0) PyErr_Clear();
 }
 
 CodeInfo* codeinfo_new(PyCodeObject* co, int roles) {
@@ -87,7 +87,7 @@ static void free_thread_trace(void* p) { free(p); }
 
 int common_init(void) {
   if (g_extra >= 0) return 0;
-  g_extra = _PyEval_RequestCodeExtraIndex(free_extra);
+  g_extra = GNNPROF_REQUEST_CODE_EXTRA(free_extra);
   if (g_extra < 0) {
     PyErr_SetString(PyExc_RuntimeError, "gnnprof: no code extra slot left");
     return -1;

@@ -17,6 +17,15 @@
 #else
 #define GNNPROF_IS_FINALIZING() _Py_IsFinalizing()
 #endif
+#if PY_VERSION_HEX >= 0x030C0000 /* the code extra slot's names since 3.12 */
+#define GNNPROF_CODE_GET_EXTRA PyUnstable_Code_GetExtra
+#define GNNPROF_CODE_SET_EXTRA PyUnstable_Code_SetExtra
+#define GNNPROF_REQUEST_CODE_EXTRA PyUnstable_Eval_RequestCodeExtraIndex
+#else
+#define GNNPROF_CODE_GET_EXTRA _PyCode_GetExtra
+#define GNNPROF_CODE_SET_EXTRA _PyCode_SetExtra
+#define GNNPROF_REQUEST_CODE_EXTRA _PyEval_RequestCodeExtraIndex
+#endif
 
 /* ---- code objects: selected (CodeInfo), rejected, or candidates ---- */
 

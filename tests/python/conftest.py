@@ -12,7 +12,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.join(HERE, "scripts")
 CLI = os.environ.get("GNNPROF_CLI", os.path.join(HERE, "../../build/cli/gnnprof"))
 PYDIR = os.environ.get("GNNPROF_PYTHON_DIR", os.path.join(HERE, "../../build/python"))
-PYTHON = "/usr/bin/python3"
+PYTHON = os.environ.get("GNNPROF_TEST_PYTHON", "/usr/bin/python3")
 
 
 def have_torch():

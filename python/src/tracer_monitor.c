@@ -1,0 +1,396 @@
+/* tracer_monitor.c — line tracing of selected code objects on CPython 3.12 and newer, through
+ * sys.monitoring (PEP 669); tracer.h says what is traced, tracer_common.c holds the selection
+ * and the statement logic both tracers share.
+ *
+ * Only public API: a tool id (PROFILER_ID, else the next free one), C callbacks, and events.
+ * - Global PY_START/PY_RESUME/PY_THROW: a code object's first sight decides its selection; a
+ *   rejected one answers DISABLE, so its calls cost nothing from then on.
+ * - Selected code objects get local LINE, PY_START, PY_RESUME, PY_RETURN and PY_YIELD events:
+ *   the thread's stack of traced frames follows them. A selected frame that is already running
+ *   (the loop, selected at its optimizer step) starts its events at once and is adopted at its
+ *   next line.
+ * - Global PY_UNWIND: a traced frame left by an exception ends there.
+ * Frames are keyed by their code object (the innermost traced frame is the top of the stack);
+ * a generator's suspended statement by its frame object. Nothing here raises into the host:
+ * every callback returns None or DISABLE with no exception set. */
+#include "tracer_common.h"
+
+#include <frameobject.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "core_abi.h"
+
+#if PY_VERSION_HEX < 0x030C0000
+#error "tracer_monitor.c needs sys.monitoring (CPython 3.12 or newer)"
+#endif
+
+static PyObject* g_mon = NULL;       /* sys.monitoring */
+static PyObject* g_disable = NULL;   /* sys.monitoring.DISABLE */
+static PyObject* g_set_events = NULL;
+static PyObject* g_set_local = NULL;
+static PyObject* g_register = NULL;
+static PyObject* g_restart = NULL;
+static PyObject* g_codes = NULL;     /* every selected code object, for their local events */
+static int g_tool = -1;
+static long g_ev_start, g_ev_resume, g_ev_return, g_ev_yield, g_ev_line, g_ev_unwind, g_ev_throw;
+
+static const int kGeneratorFlags = CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR;
+
+static long local_events(void) { return g_ev_start | g_ev_resume | g_ev_return | g_ev_yield | g_ev_line; }
+static long global_events(void) { return g_ev_start | g_ev_resume | g_ev_throw | g_ev_unwind; }
+
+/* Calls fn(*args) (format as Py_BuildValue), discarding the result; 0, or -1 with an exception set. */
+static int call_mon(PyObject* fn, const char* format, ...) {
+  va_list va;
+  va_start(va, format);
+  PyObject* args = Py_VaBuildValue(format, va);
+  va_end(va);
+  if (args == NULL) return -1;
+  PyObject* r = PyObject_Call(fn, args, NULL);
+  Py_DECREF(args);
+  if (r == NULL) return -1;
+  Py_DECREF(r);
+  return 0;
+}
+
+static int set_local(PyObject* code, long events) { return call_mon(g_set_local, "(iOl)", g_tool, code, events); }
+
+static PyObject* none(void) { Py_RETURN_NONE; }
+
+static PyCodeObject* code_arg(PyObject* const* args, Py_ssize_t nargs) {
+  return nargs >= 1 && PyCode_Check(args[0]) ? (PyCodeObject*)args[0] : NULL;
+}
+
+static ThreadTrace* ready_thread(void) {
+  if (!g_core_bound || !g_installed) return NULL;
+  return thread_trace();
+}
+
+/* The local events of a newly selected code object. 0, or -1 with an exception set. */
+static int watch(PyCodeObject* co) {
+  if (PyList_Append(g_codes, (PyObject*)co) != 0) return -1;
+  return g_installed ? set_local((PyObject*)co, local_events()) : 0;
+}
+
+/* ---- selection at first sight ---- */
+
+/* Whether frame c and those below it, within kLoaderWalk frames, are library code (a data
+ * loader) down to a frame of the loop or its pipeline. Always in a data loader's worker. */
+static int runs_for_loop(PyFrameObject* c) {
+  if (g_worker) return 1;
+  Py_XINCREF(c);
+  int result = 0;
+  for (int n = 0; c != NULL && n < kLoaderWalk; ++n) {
+    PyCodeObject* co = PyFrame_GetCode(c);
+    void* x = extra_of(co);
+    if (x == NULL) x = auto_mark(co);
+    Py_DECREF(co);
+    if (x == MAYBE || x == MAYBE_LOADED) break; /* user code the loop is not running */
+    if (!is_mark(x)) {
+      result = feeds_loop((CodeInfo*)x);
+      break;
+    }
+    PyFrameObject* back = PyFrame_GetBack(c);
+    Py_DECREF(c);
+    c = back;
+  }
+  Py_XDECREF(c);
+  return result;
+}
+
+/* A user generator/iterator resumed directly by a frame of the loop (or of the pipeline it
+ * already pulls from), or user code called by a data loader running for the loop: the code
+ * joins the pipeline. Returns its CodeInfo, or NULL. */
+static CodeInfo* join_if_pulled(ThreadTrace* tt, PyCodeObject* co, void* mark) {
+  if (!g_worker && tt->depth == 0) return NULL; /* nothing of the loop runs on this thread */
+  PyFrameObject* f = PyEval_GetFrame();
+  PyFrameObject* caller = f != NULL ? PyFrame_GetBack(f) : NULL;
+  if (caller == NULL) return NULL;
+  PyCodeObject* cc = PyFrame_GetCode(caller);
+  void* cx = extra_of(cc);
+  Py_DECREF(cc);
+  const int join = is_loader(cx) ? runs_for_loop(caller) : mark == MAYBE && !is_mark(cx) && feeds_loop((CodeInfo*)cx);
+  Py_DECREF(caller);
+  if (!join || tracer_select((PyObject*)co, ROLE_PIPELINE) != 0) {
+    PyErr_Clear();
+    return NULL;
+  }
+  return info_of(co);
+}
+
+/* The selection of co at a call or resume: its CodeInfo, NULL (not traced now), or REJECT
+ * (never: the caller answers DISABLE). */
+static void* selection(ThreadTrace* tt, PyCodeObject* co) {
+  void* x = extra_of(co);
+  if (x == NULL) {
+    if (tt->deciding) return NULL; /* inside the decider or the preparer: decided later */
+    x = decide(&tt->deciding, co);
+    if (!is_mark(x) && watch(co) != 0) { /* selected by the explicit specs */
+      PyErr_Clear();
+      return NULL;
+    }
+  }
+  if (x == REJECT || is_loader(x)) return REJECT;
+  if (x == MAYBE || x == MAYBE_LOADED) return join_if_pulled(tt, co, x);
+  return x;
+}
+
+/* ---- callbacks ---- */
+
+/* PY_START, PY_RESUME, PY_THROW: a frame of co begins or goes on. */
+static PyObject* enter(PyObject* const* args, Py_ssize_t nargs, int resumed) {
+  PyCodeObject* co = code_arg(args, nargs);
+  ThreadTrace* tt = ready_thread();
+  if (co == NULL || tt == NULL) return none();
+  void* x = selection(tt, co);
+  if (x == REJECT) return Py_NewRef(g_disable);
+  if (x == NULL) return none();
+  Entry* e = push(tt, co, (CodeInfo*)x, 0);
+  if (e != NULL && (co->co_flags & kGeneratorFlags) != 0) {
+    PyFrameObject* f = PyEval_GetFrame();
+    if (resumed) {
+      resume(tt, f, e); /* at its yield: the same statement goes on, without a hit */
+    } else {
+      Suspended* s = find_suspended(tt, f); /* a frame object reused from a generator gone */
+      if (s != NULL) s->f = NULL;
+    }
+  }
+  return none();
+}
+
+static PyObject* on_start(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  (void)self;
+  return enter(args, nargs, 0);
+}
+
+static PyObject* on_resume(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  (void)self;
+  return enter(args, nargs, 1);
+}
+
+/* PY_THROW cannot be disabled: only selected code is looked at. */
+static PyObject* on_throw(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  (void)self;
+  PyCodeObject* co = code_arg(args, nargs);
+  if (co == NULL || info_of(co) == NULL) return none();
+  return enter(args, nargs, 1);
+}
+
+/* PY_RETURN, PY_YIELD, PY_UNWIND: a frame of co leaves. */
+static PyObject* leave(PyObject* const* args, Py_ssize_t nargs, int yielded) {
+  PyCodeObject* co = code_arg(args, nargs);
+  ThreadTrace* tt = ready_thread();
+  if (co == NULL || tt == NULL || info_of(co) == NULL) return none();
+  Entry* e = entry_of(tt, co);
+  if (e == NULL) {
+    if (tt->depth > kMaxDepth) --tt->depth; /* a frame too deep to trace */
+    return none();
+  }
+  const uint64_t now = g_core.set_line(site_below(tt));
+  if ((co->co_flags & kGeneratorFlags) != 0) {
+    PyFrameObject* f = PyEval_GetFrame();
+    if (yielded) {
+      suspend(tt, f, e);
+    } else {
+      Suspended* s = find_suspended(tt, f);
+      if (s != NULL) s->f = NULL; /* finished: its frame may be reused */
+    }
+  }
+  end_statement(e, now);
+  --tt->depth;
+  return none();
+}
+
+static PyObject* on_return(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  (void)self;
+  return leave(args, nargs, 0);
+}
+
+static PyObject* on_yield(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  (void)self;
+  return leave(args, nargs, 1);
+}
+
+static PyObject* on_unwind(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  (void)self;
+  return leave(args, nargs, 0);
+}
+
+static PyObject* on_line(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  (void)self;
+  PyCodeObject* co = code_arg(args, nargs);
+  ThreadTrace* tt = ready_thread();
+  if (co == NULL || tt == NULL || nargs < 2) return none();
+  Entry* e = tt->depth > 0 && tt->depth <= kMaxDepth ? &tt->stack[tt->depth - 1] : NULL;
+  if (e == NULL || e->f != co) {
+    CodeInfo* ci = info_of(co);
+    if (ci == NULL) return none();
+    e = entry_of(tt, co);
+    if (e == NULL) { /* running before its events began (the auto-selected loop) */
+      e = push(tt, co, ci, 1);
+      if (e == NULL) return none();
+      ++g_stats.adopted;
+    }
+  }
+  const int line = (int)PyLong_AsLong(args[1]);
+  if (line <= 0) {
+    PyErr_Clear();
+    return none();
+  }
+  if (e->ci->state == 0) prepare(tt, e->ci, co);
+  int lasti = -1;
+  if (multi_line(e->ci, line)) { /* continuation or repetition: the instruction tells */
+    PyFrameObject* f = PyEval_GetFrame();
+    if (f != NULL) lasti = PyFrame_GetLasti(f);
+  }
+  on_line_of(tt, e, co, line, lasti);
+  return none();
+}
+
+static PyMethodDef k_callbacks[] = {
+    {"py_start", (PyCFunction)(void (*)(void))on_start, METH_FASTCALL, NULL},
+    {"py_resume", (PyCFunction)(void (*)(void))on_resume, METH_FASTCALL, NULL},
+    {"py_throw", (PyCFunction)(void (*)(void))on_throw, METH_FASTCALL, NULL},
+    {"py_return", (PyCFunction)(void (*)(void))on_return, METH_FASTCALL, NULL},
+    {"py_yield", (PyCFunction)(void (*)(void))on_yield, METH_FASTCALL, NULL},
+    {"py_unwind", (PyCFunction)(void (*)(void))on_unwind, METH_FASTCALL, NULL},
+    {"line", (PyCFunction)(void (*)(void))on_line, METH_FASTCALL, NULL},
+};
+
+/* ---- the tool ---- */
+
+static long event_bit(PyObject* events, const char* name) {
+  PyObject* v = PyObject_GetAttrString(events, name);
+  const long bit = v != NULL ? PyLong_AsLong(v) : -1;
+  Py_XDECREF(v);
+  return bit;
+}
+
+int tracer_init(void) {
+  if (common_init() != 0) return -1;
+  if (g_mon != NULL) return 0;
+  PyObject* mon = PySys_GetObject("monitoring"); /* borrowed */
+  PyObject* events = mon != NULL ? PyObject_GetAttrString(mon, "events") : NULL;
+  if (events == NULL) {
+    PyErr_Clear();
+    PyErr_SetString(PyExc_RuntimeError, "gnnprof: sys.monitoring not found");
+    return -1;
+  }
+  g_ev_start = event_bit(events, "PY_START");
+  g_ev_resume = event_bit(events, "PY_RESUME");
+  g_ev_return = event_bit(events, "PY_RETURN");
+  g_ev_yield = event_bit(events, "PY_YIELD");
+  g_ev_line = event_bit(events, "LINE");
+  g_ev_unwind = event_bit(events, "PY_UNWIND");
+  g_ev_throw = event_bit(events, "PY_THROW");
+  Py_DECREF(events);
+  g_disable = PyObject_GetAttrString(mon, "DISABLE");
+  g_set_events = PyObject_GetAttrString(mon, "set_events");
+  g_set_local = PyObject_GetAttrString(mon, "set_local_events");
+  g_register = PyObject_GetAttrString(mon, "register_callback");
+  g_restart = PyObject_GetAttrString(mon, "restart_events");
+  g_codes = PyList_New(0);
+  if (PyErr_Occurred() || g_disable == NULL || g_set_events == NULL || g_set_local == NULL || g_register == NULL ||
+      g_restart == NULL || g_codes == NULL)
+    return -1;
+  g_mon = Py_NewRef(mon);
+  return 0;
+}
+
+/* A tool id of our own: PROFILER_ID (2) when free, else 3 or 4. 0, or -1 with an exception set. */
+static int claim_tool(void) {
+  if (g_tool >= 0) return 0;
+  static const char* const kEvents[] = {"PY_START", "PY_RESUME", "PY_THROW", "PY_RETURN", "PY_YIELD", "PY_UNWIND", "LINE"};
+  for (int id = 2; id <= 4; ++id) {
+    PyObject* r = PyObject_CallMethod(g_mon, "use_tool_id", "is", id, "gnnprof");
+    if (r == NULL) {
+      PyErr_Clear(); /* in use */
+      continue;
+    }
+    Py_DECREF(r);
+    g_tool = id;
+    PyObject* events = PyObject_GetAttrString(g_mon, "events");
+    for (size_t i = 0; events != NULL && i < sizeof(kEvents) / sizeof(kEvents[0]); ++i) {
+      PyObject* fn = PyCFunction_New(&k_callbacks[i], NULL);
+      const long bit = event_bit(events, kEvents[i]);
+      if (fn == NULL || call_mon(g_register, "(ilO)", g_tool, bit, fn) != 0) {
+        Py_XDECREF(fn);
+        Py_DECREF(events);
+        return -1;
+      }
+      Py_DECREF(fn);
+    }
+    Py_XDECREF(events);
+    return PyErr_Occurred() ? -1 : 0;
+  }
+  PyErr_SetString(PyExc_RuntimeError, "gnnprof: sys.monitoring tool ids 2-4 are all in use");
+  return -1;
+}
+
+int tracer_install(void) {
+  if (g_installed) return 0;
+  if (g_mon == NULL || claim_tool() != 0) return -1;
+  if (call_mon(g_set_events, "(il)", g_tool, global_events()) != 0) return -1;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(g_codes); ++i)
+    if (set_local(PyList_GET_ITEM(g_codes, i), local_events()) != 0) return -1;
+  g_installed = 1;
+  return 0;
+}
+
+void tracer_uninstall(void) {
+  tracer_close_thread(); /* the calling thread's open lines end here */
+  if (!g_installed) return;
+  g_installed = 0; /* other threads' callbacks answer nothing from now on */
+  PyObject *et, *ev, *tb;
+  PyErr_Fetch(&et, &ev, &tb);
+  if (call_mon(g_set_events, "(il)", g_tool, 0L) != 0) PyErr_Clear();
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(g_codes); ++i)
+    if (set_local(PyList_GET_ITEM(g_codes, i), 0) != 0) PyErr_Clear();
+  PyErr_Restore(et, ev, tb);
+}
+
+int tracer_resume(void) { return g_all != NULL || g_decider != NULL ? tracer_install() : 0; }
+
+int tracer_select(PyObject* code, int roles) {
+  if (!PyCode_Check(code)) {
+    PyErr_SetString(PyExc_TypeError, "gnnprof: expected a code object");
+    return -1;
+  }
+  PyCodeObject* co = (PyCodeObject*)code;
+  void* x = extra_of(co);
+  if (x != NULL && !is_mark(x)) {
+    ((CodeInfo*)x)->roles |= roles;
+    return tracer_install();
+  }
+  CodeInfo* ci = codeinfo_new(co, roles);
+  if (ci == NULL) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  set_extra(co, ci);
+  ++g_stats.selected;
+  if (!g_installed) return PyList_Append(g_codes, code) != 0 ? -1 : tracer_install();
+  if (watch(co) != 0) return -1;
+  /* Rejected before (its calls answered DISABLE): those locations report again. */
+  if (x == REJECT) return call_mon(g_restart, "()");
+  return 0;
+}
+
+void tracer_selected_function(PyObject* function) { (void)function; } /* events see inlined calls */
+
+void tracer_on_optimizer_step(void) {
+  if (!g_auto || !Py_IsInitialized() || GNNPROF_IS_FINALIZING()) return;
+  ThreadTrace* tt = thread_trace();
+  if (tt == NULL || tt->auto_done) return;
+  tt->auto_done = 1;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  (void)select_loop(); /* its frame's events begin at once: adopted at its next line */
+  PyErr_Clear();
+  PyGILState_Release(gil);
+}
+
+int tracer_enter_fork_child(void) {
+  forget_parent();
+  return g_auto ? tracer_install() : 0;
+}
