@@ -306,6 +306,14 @@ static PyObject* py_set_hook(PyObject* self, PyObject* arg) {
   Py_RETURN_NONE;
 }
 
+/* optimizer_step(): what torch's observer reports at Optimizer.step, from Python: the auto
+ * selection's trigger for tests without torch (tests/python/scripts/hook_loop.py). */
+static PyObject* py_optimizer_step(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  tracer_on_optimizer_step();
+  Py_RETURN_NONE;
+}
+
 static PyObject* py_close_thread(PyObject* self, PyObject* unused) {
   (void)self, (void)unused;
   tracer_close_thread();
@@ -442,6 +450,7 @@ static PyMethodDef methods[] = {
     {"set_hook", py_set_hook, METH_O, "the frame hook in (True) or out (False); selections are kept"},
     {"start_in_fork_child", py_start_in_fork_child, METH_NOARGS, "a fork child's own session: 0, or -1"},
     {"close_thread", py_close_thread, METH_NOARGS, "end the calling thread's open lines"},
+    {"optimizer_step", py_optimizer_step, METH_NOARGS, "the optimizer-step trigger of auto selection (tests)"},
     {"close_torch_thread", py_close_torch_thread, METH_NOARGS, "end the torch observer's state of this thread"},
     {"config_count", py_config_count, METH_VARARGS, "config_count(name, code_default): a GNNPROF_* count"},
     {"config_string", py_config_string, METH_VARARGS, "config_string(name): a GNNPROF_* value, else its default"},

@@ -74,6 +74,25 @@ def test_auto_finds_the_loop_that_calls_a_train_step_helper(gnnprof_run, plain_r
     assert ("ops (no grad)", "aten::mul") in edges and ("forward", "aten::mul") not in edges, edges
 
 
+def test_auto_selection_at_an_optimizer_step_without_torch(gnnprof_run, plain_run):
+    """The same selection on any CPython with a tracer (3.12+ included, where this machine has
+    no torch): the step announced through the package's hook from a helper."""
+    path = script("hook_loop.py")
+    r = gnnprof_run(path, "20")
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "20", env={"PYTHONPATH": PYDIR}).out
+    assert r.collector("python-lines")["reason"].startswith("auto")
+    assert {l["function"] for l in r.profile["lines"]} == {"train", "train_step", "batches"}, r.profile["lines"]
+    train, step, pipeline = r.lines("train"), r.lines("train_step"), r.lines("batches")
+    # Selected inside the first step: train_step's next line on, the loop adopted at its next line.
+    assert step[line_of(path, "return y")]["hits"] == 40
+    assert step[line_of(path, "y = norm(x)")]["hits"] == 39
+    assert train[line_of(path, "total += train_step(x)")]["hits"] == 39
+    assert train[line_of(path, "print(\"epoch\"")]["hits"] == 2
+    assert pipeline[line_of(path, "x = [i] * 100")]["hits"] >= 38
+    assert "norm" not in {l["function"] for l in r.profile["lines"]}
+
+
 @needs_torch
 def test_auto_traces_the_dataset_and_collate_fn_a_dataloader_calls(gnnprof_run, plain_run):
     """torch's DataLoader calls the user's Dataset.__getitem__ per sample (inlined by CPython
