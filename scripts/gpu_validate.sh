@@ -5,7 +5,8 @@
 #   scripts/gpu_validate.sh OUTDIR
 # Builds what the gpu checks need against that machine's torch, runs `ctest -L gpu`, the Python
 # sample with --device cuda under gnnprof run, the overhead of gnnprof run on that sample, and
-# with GNNPROF_GPU_AB=1 the C++ and Python samples' A/Bs on the device. Writes
+# with GNNPROF_GPU_AB=1 the C++ and Python samples' A/Bs on the device; the line tests
+# (tests/python/test_python_lines.py) on the machine's Python unless GNNPROF_GPU_LINE_TESTS=0. Writes
 # OUTDIR/log.txt, OUTDIR/py.html and OUTDIR/runs.tar.gz (profiles and outputs). Each step is
 # bounded by a timeout and the next runs whatever the last did, so a failure still leaves a record.
 set -u
@@ -56,6 +57,17 @@ timeout 60 build-gpu/tests/cupti_convert_test --gtest_brief=1 2>&1 | tail -5
 step ctest -L gpu
 GNNPROF_GPU_KEEP=$runs/gpu timeout 600 ctest --test-dir build-gpu -L gpu --output-on-failure 2>&1 | tail -80
 
+step line tests on this Python: test_python_lines.py, the torch cases on this machine\'s torch
+# pytest from .device-debs (pure Python). Lines: tracer.c on 3.11, tracer_monitor.c on 3.12+.
+# The machine's own pytest when it has one; no third-party plugins either way.
+if [ "${GNNPROF_GPU_LINE_TESTS:-1}" = 1 ]; then
+  pypath=/tmp/sysroot/usr/lib/python3/dist-packages
+  $py -c 'import pytest' 2>/dev/null && pypath=
+  PYTHONPATH=$pypath PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 GNNPROF_CLI=$cli GNNPROF_PYTHON_DIR=build-gpu/python \
+    PYTHONDONTWRITEBYTECODE=1 timeout 240 $py -m pytest -q -p no:cacheprovider --tb=short -W ignore \
+    tests/python/test_python_lines.py 2>&1 | tail -60
+fi
+
 step gnnprof report of the CUDA program
 [ -f "$runs/gpu/cuda.json" ] && timeout 60 $cli report "$runs/gpu/cuda.json" 2>&1 | head -80
 step gnnprof report of the C++ sample, prefetched
@@ -74,12 +86,13 @@ echo "rc $?"; tail -60 "$runs/py.out"
 [ -f "$runs/py.json" ] && timeout 60 $cli report "$runs/py.json" 2>&1 | head -160
 
 if [ "${GNNPROF_GPU_OVERHEAD:-1}" = 1 ]; then
-step overhead on the device: the Python sample plain, under gnnprof run, and with CUPTI off, interleaved
-for r in 1 2 3 4 5; do
-  for mode in plain gnnprof nocupti; do
+step overhead on the device: the Python sample plain, under gnnprof run, with --lines none and with CUPTI off, interleaved
+for r in $(seq 1 "${GNNPROF_GPU_ROUNDS:-5}"); do
+  for mode in plain gnnprof nolines nocupti; do
     case $mode in
       plain) cmd=($py) ;;
       gnnprof) cmd=($cli run -o "$runs/ovh-$r.json" -- $py) ;;
+      nolines) cmd=($cli run --lines none -o "$runs/ovh-nolines-$r.json" -- $py) ;;
       nocupti) cmd=(env GNNPROF_CUPTI=0 $cli run -o "$runs/ovh-nocupti-$r.json" -- $py) ;;
     esac
     line=$(timeout 120 "${cmd[@]}" samples/python/sage_train.py --device cuda --steps 200 2>/dev/null | grep '^steps')

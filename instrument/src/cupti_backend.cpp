@@ -27,7 +27,9 @@ namespace {
 
 constexpr std::size_t kBufferBytes = 4u << 20;
 constexpr const char* kKindsNote = "MEMCPY, CONCURRENT_KERNEL, SYNCHRONIZATION, EXTERNAL_CORRELATION (RUNTIME, DRIVER)";
-std::string g_note = kKindsNote;  // the collector's detail; set at start
+// The collector's detail, set at start. A plain array: the exit flush runs after this library's
+// static destructors (it was dlopen'ed after the preload registered its exit handler).
+char g_note[512] = {};
 constexpr std::size_t kAlign = 8;
 
 std::mutex g_mu;  // CUPTI may complete buffers on several threads
@@ -102,6 +104,7 @@ int gnnprof_cupti_start(char* reason, unsigned long reason_size) {
       if (!why.empty()) {
         for (int i = 0; i < enabled; ++i) cuptiActivityDisable(kinds[i]);
       } else {
+        std::snprintf(g_note, sizeof(g_note), "%s", kKindsNote);
         int on = 0;
         for (; on < static_cast<int>(std::size(correlation)); ++on) {
           r = cuptiActivityEnable(correlation[on]);
@@ -109,8 +112,8 @@ int gnnprof_cupti_start(char* reason, unsigned long reason_size) {
         }
         if (on < static_cast<int>(std::size(correlation))) {
           for (int i = 0; i < on; ++i) cuptiActivityDisable(correlation[i]);
-          g_note = std::string(kKindsNote) + "; kernels not linked to their op (cuptiActivityEnable(" +
-                   correlation_names[on] + "): " + result_text(r) + ")";
+          std::snprintf(g_note, sizeof(g_note), "%s; kernels not linked to their op (cuptiActivityEnable(%s): %s)",
+                        kKindsNote, correlation_names[on], result_text(r).c_str());
         }
       }
     }
@@ -128,7 +131,7 @@ int gnnprof_cupti_start(char* reason, unsigned long reason_size) {
     if (reason != nullptr && reason_size > 0) std::snprintf(reason, reason_size, "%s", why.c_str());
     return -1;
   }
-  gnnprof_note_collector("cupti", 1, g_note.c_str());
+  gnnprof_note_collector("cupti", 1, g_note);
   return 0;
 }
 
@@ -140,9 +143,11 @@ void gnnprof_cupti_flush(void) {
     // At exit too: never wait on a buffer being converted on another thread; the note waits.
     std::unique_lock<std::mutex> lock(g_mu, std::try_to_lock);
     if (!lock.owns_lock() || g_converter == nullptr || g_converter->kernels() == 0) return;
-    const std::string note = g_note + "; " + std::to_string(g_converter->kernels()) + " kernels, " +
-                             std::to_string(g_converter->kernels_correlated()) + " with their launching torch op";
-    gnnprof_note_collector("cupti", 1, note.c_str());
+    char note[sizeof(g_note) + 96];
+    std::snprintf(note, sizeof(note), "%s; %llu kernels, %llu with their launching torch op", g_note,
+                  static_cast<unsigned long long>(g_converter->kernels()),
+                  static_cast<unsigned long long>(g_converter->kernels_correlated()));
+    gnnprof_note_collector("cupti", 1, note);
   } catch (...) {
   }
 }

@@ -250,8 +250,9 @@ struct PendingComm {
   std::string name;
 };
 std::mutex g_comm_mu;
-std::unordered_map<const void*, PendingComm> g_comm;  // keyed by the RecordFunction's address
-std::unordered_map<std::string, std::uint32_t> g_comm_sites;
+// Leaked, as g_sampler: a collective may end on another thread after static destructors ran.
+auto& g_comm = *new std::unordered_map<const void*, PendingComm>;  // keyed by the RecordFunction's address
+auto& g_comm_sites = *new std::unordered_map<std::string, std::uint32_t>;
 std::atomic<int> g_comm_in_flight{0};
 
 void async_comm_start(const at::RecordFunction& fn) {

@@ -118,7 +118,7 @@ void append_timeline(std::string& out, const Profile& p) {
   out += "{\n    \"names\": [";
   for (std::size_t k = 0; k < p.timeline_names.size(); ++k) {
     out += k == 0 ? "\n      " : ",\n      ";
-    out += json(p.timeline_names[k]).dump();
+    out += json(p.timeline_names[k]).dump(-1, ' ', false, json::error_handler_t::replace);
   }
   out += p.timeline_names.empty() ? "],\n" : "\n    ],\n";
   const auto& ev = p.timeline;
@@ -134,7 +134,8 @@ void append_timeline(std::string& out, const Profile& p) {
 /// The document: the tree's text with the timeline's columns written in place of its placeholder
 /// (a top-level key, so the only "\n  \"timeline\": null" in the text: strings hold no raw newline).
 std::string profile_text(const json& tree, const Profile& p) {
-  std::string text = tree.dump(2);
+  // A byte that is not UTF-8 (a name from the host) becomes U+FFFD: the profile is still written.
+  std::string text = tree.dump(2, ' ', false, json::error_handler_t::replace);
   static constexpr std::string_view kSlot = "\n  \"timeline\": null", kNull = "null";
   const std::size_t at = text.find(kSlot);
   if (at != std::string::npos) {

@@ -132,7 +132,7 @@ std::string comparison_to_json(const Comparison& c) {
                    {"verdict", to_string(c.verdict)}};
   j["metrics"] = to_json_value(c.metrics);
   if (!c.lines.empty()) j["lines"] = to_json_value(c.lines);  // written only when the profiles have line tables
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 Result<Comparison> comparison_from_json(const std::string& text, const std::string& origin) {

@@ -355,7 +355,7 @@ std::string hierarchy_view(const Hierarchy& h, const std::map<std::string, std::
                                 {"t", fmt::format("unattributed: {} per iteration (mean): loop-thread time outside every stage",
                                                   human_ns(h.unattributed_mean_ns))}});
   std::string data;  // '<' as \u003c: no name can end the script element or open a comment in it
-  for (char ch : root.dump()) data += ch == '<' ? std::string("\\u003c") : std::string(1, ch);
+  for (char ch : root.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) data += ch == '<' ? std::string("\\u003c") : std::string(1, ch);
   return "<div id=icicle class=icicle></div><div id=icicle-info></div><script type='application/json' id=icicle-data>" + data +
          "</script>";
 }

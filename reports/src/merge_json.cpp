@@ -79,7 +79,7 @@ std::string merged_to_json(const Merged& m) {
   j["stragglers"] = to_json_value(m.stragglers);
   j["imbalance"] = {{"materialized_rows", m.rows_imbalance}, {"materialized_bytes", m.bytes_imbalance}};
   j["notes"] = m.notes;
-  return j.dump(1) + "\n";
+  return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace gnnprof::reports

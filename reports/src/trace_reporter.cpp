@@ -11,7 +11,9 @@ namespace gnnprof::reports {
 
 namespace {
 constexpr std::int64_t kTransferTrack = 1000000;  // tid of the transfers track
-std::string quoted(const std::string& s) { return nlohmann::json(s).dump(); }
+std::string quoted(const std::string& s) {
+  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 }  // namespace
 
 // Streamed event by event: a million-event trace is written without building a document.

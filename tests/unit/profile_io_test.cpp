@@ -75,6 +75,21 @@ TEST(ProfileIo, TimelineColumnsRoundTripExactly) {
   EXPECT_TRUE(e["timeline"]["names"].empty());
 }
 
+// A name that is not UTF-8 (a host string, a collector note) must not cost the profile: the
+// byte is written as U+FFFD, everything else is kept.
+TEST(ProfileIo, InvalidUtf8IsReplacedNotFatal) {
+  Profile p = real_profile();
+  p.collectors.push_back({"cupti", true, std::string("a\x80\xC0" "b")});
+  p.timeline_names.push_back(std::string("x\x80"));
+  const std::string path = temp_path("utf8.json");
+  ASSERT_TRUE(write_profile_file(p, path));
+  auto back = read_profile_file(path);
+  ASSERT_TRUE(back) << back.status().message();
+  EXPECT_EQ(back->collectors.back().reason, "a\xEF\xBF\xBD\xEF\xBF\xBD" "b");
+  EXPECT_EQ(back->timeline_names.back(), "x\xEF\xBF\xBD");
+  EXPECT_EQ(back->stages.size(), p.stages.size());
+}
+
 TEST(ProfileIo, SchemaRequiredKeysArePresent) {
   auto j = nlohmann::json::parse(profile_to_json(real_profile()));
   EXPECT_EQ(j["schema"], "gnnprof.profile/1");
