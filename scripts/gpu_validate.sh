@@ -63,8 +63,8 @@ step line tests on this Python: test_python_lines.py, the torch cases on this ma
 if [ "${GNNPROF_GPU_LINE_TESTS:-1}" = 1 ]; then
   pypath=/tmp/sysroot/usr/lib/python3/dist-packages
   $py -c 'import pytest' 2>/dev/null && pypath=
-  PYTHONPATH=$pypath PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 GNNPROF_CLI=$cli GNNPROF_PYTHON_DIR=build-gpu/python \
-    PYTHONDONTWRITEBYTECODE=1 timeout 240 $py -m pytest -q -p no:cacheprovider --tb=short -W ignore \
+  PYTHONPATH=$pypath PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 GNNPROF_CLI=$PWD/$cli GNNPROF_PYTHON_DIR=$PWD/build-gpu/python \
+    PYTHONDONTWRITEBYTECODE=1 timeout ${GNNPROF_GPU_PYTEST_S:-400} $py -m pytest -q -p no:cacheprovider --tb=short -W ignore \
     tests/python/test_python_lines.py 2>&1 | tail -60
 fi
 
