@@ -152,7 +152,7 @@ static void on_call(ThreadTrace* tt, _PyInterpreterFrame* f) {
   if (ci == NULL) return;
   Entry* e = push(tt, f, ci, 0);
   /* resumed at its yield: the same statement goes on, without a hit */
-  if (e != NULL && f->owner == FRAME_OWNED_BY_GENERATOR) resume(tt, f, e);
+  if (e != NULL && f->owner == FRAME_OWNED_BY_GENERATOR) resume(tt, f, f->f_code, e);
 }
 
 static void on_line(ThreadTrace* tt, PyFrameObject* frame, _PyInterpreterFrame* f) {
@@ -162,6 +162,7 @@ static void on_line(ThreadTrace* tt, PyFrameObject* frame, _PyInterpreterFrame* 
     if (ci == NULL) return; /* an unselected frame that runs while tracing is on */
     e = entry_of(tt, f);
     if (e == NULL) { /* running before tracing began (the auto-selected loop) */
+      if (tt->depth >= kMaxDepth) return; /* a frame too deep to trace, not one to adopt */
       e = push(tt, f, ci, 1);
       if (e == NULL) return;
       ++g_stats.adopted;
@@ -188,12 +189,8 @@ static void on_return(ThreadTrace* tt, _PyInterpreterFrame* f) {
   }
   const uint64_t now = g_core.set_line(site_below(tt));
   if (f->owner == FRAME_OWNED_BY_GENERATOR) {
-    if (_Py_OPCODE(*f->prev_instr) == YIELD_VALUE) {
-      suspend(tt, f, e);
-    } else {
-      Suspended* s = find_suspended(tt, f);
-      if (s != NULL) s->f = NULL; /* finished: its frame may be reused */
-    }
+    if (_Py_OPCODE(*f->prev_instr) == YIELD_VALUE) suspend(tt, f, f->f_code, e);
+    else forget_suspended(tt, f); /* finished: its frame may be reused */
   }
   end_statement(e, now);
   const int adopted = e->adopted;

@@ -83,7 +83,10 @@ static Py_ssize_t g_n_loaders = 0;
 static pthread_key_t g_key;
 __thread ThreadTrace* t_trace = NULL;
 
-static void free_thread_trace(void* p) { free(p); }
+static void free_thread_trace(void* p) {
+  if (t_trace == p) t_trace = NULL; /* the exiting thread's own: later destructors must not reach it */
+  free(p);
+}
 
 int common_init(void) {
   if (g_extra >= 0) return 0;
@@ -221,7 +224,9 @@ static int in_loop(PyFrameObject* fr, PyCodeObject* co) {
     arg = (arg << 8) | b[2 * i + 1];
     if (op == EXTENDED_ARG) continue;
     if (op == JUMP_BACKWARD || op == JUMP_BACKWARD_NO_INTERRUPT) {
-      const Py_ssize_t target = i + 1 - arg; /* in code units, from the next instruction */
+      /* in code units, from the next instruction (after JUMP_BACKWARD's cache entry on 3.13+) */
+      const int cache = PY_VERSION_HEX >= 0x030D0000 && op == JUMP_BACKWARD ? 1 : 0;
+      const Py_ssize_t target = i + 1 + cache - arg;
       found = 2 * target <= lasti && lasti <= 2 * i;
     }
     arg = 0;
@@ -349,6 +354,7 @@ Entry* push(ThreadTrace* tt, const void* f, CodeInfo* ci, int adopted) {
   e->ci = ci;
   e->stmt = -1;
   e->lasti = -1;
+  e->start = -1;
   e->adopted = (uint8_t)adopted;
   return e;
 }
@@ -376,31 +382,39 @@ Entry* entry_of(ThreadTrace* tt, const void* f) {
   return NULL;
 }
 
-Suspended* find_suspended(ThreadTrace* tt, const void* f) {
+Suspended* find_suspended(ThreadTrace* tt, const void* f, const void* code) {
   for (int i = 0; i < kMaxSuspended; ++i)
-    if (tt->suspended[i].f == f) return &tt->suspended[i];
+    if (tt->suspended[i].f == f && (code == NULL || tt->suspended[i].code == code)) return &tt->suspended[i];
   return NULL;
 }
 
-void suspend(ThreadTrace* tt, const void* f, const Entry* e) {
-  Suspended* s = find_suspended(tt, f);
+void forget_suspended(ThreadTrace* tt, const void* f) {
+  for (int i = 0; i < kMaxSuspended; ++i)
+    if (tt->suspended[i].f == f) tt->suspended[i].f = NULL;
+}
+
+void suspend(ThreadTrace* tt, const void* f, const void* code, const Entry* e) {
+  Suspended* s = find_suspended(tt, f, NULL);
   if (s == NULL) {
     for (int i = 0; i < kMaxSuspended && s == NULL; ++i)
       if (tt->suspended[i].f == NULL) s = &tt->suspended[i];
     if (s == NULL) s = &tt->suspended[tt->next_victim++ % kMaxSuspended];
   }
   s->f = f;
+  s->code = code;
   s->site = e->site;
   s->stmt = e->stmt;
   s->lasti = e->lasti;
+  s->start = e->start;
 }
 
-void resume(ThreadTrace* tt, const void* f, Entry* e) {
-  Suspended* s = find_suspended(tt, f);
+void resume(ThreadTrace* tt, const void* f, const void* code, Entry* e) {
+  Suspended* s = find_suspended(tt, f, code);
   if (s == NULL) return;
   e->site = s->site;
   e->stmt = s->stmt;
   e->lasti = s->lasti;
+  e->start = s->start;
   e->hit = 0;
   e->t0 = g_core.set_line(e->site);
   s->f = NULL;
@@ -419,8 +433,10 @@ void on_line_of(ThreadTrace* tt, Entry* e, PyCodeObject* co, int line, int lasti
   int32_t stmt;
   uint32_t site;
   lookup(ci, line, &stmt, &site);
-  /* A statement spanning several lines is one execution until control jumps back. */
-  if (stmt == e->stmt && lasti >= 0 && lasti > e->lasti) {
+  /* A statement spanning several lines is one execution until control goes back to where it
+   * began (a loop around it). A jump back inside it (3.12+ runs a comprehension in its
+   * statement's frame, PEP 709) goes on with the same execution. */
+  if (stmt == e->stmt && lasti >= 0 && lasti > e->start) {
     e->lasti = lasti;
     return;
   }
@@ -431,6 +447,7 @@ void on_line_of(ThreadTrace* tt, Entry* e, PyCodeObject* co, int line, int lasti
   e->t0 = now;
   e->hit = 1;
   e->lasti = lasti;
+  e->start = lasti;
   ++g_stats.line_events;
   maybe_poll(tt);
 }

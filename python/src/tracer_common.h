@@ -105,16 +105,18 @@ typedef struct Entry {
   uint32_t site;  /* the current statement's site, 0 before the frame's first line */
   int32_t stmt;   /* its first line */
   int lasti;      /* the instruction of the last line event (-1: not known) */
+  int start;      /* the instruction where the statement's current execution began (-1: not known) */
   uint64_t t0;    /* when the current statement began (gnnprof_now) */
   uint8_t hit;    /* the current segment began the statement (0: a generator resumed) */
   uint8_t adopted; /* already running when tracing began */
 } Entry;
 
 typedef struct Suspended {
-  const void* f; /* a selected generator suspended at a yield (its frame) */
+  const void* f;    /* a selected generator suspended at a yield (its frame) */
+  const void* code; /* its code object: a frame freed unseen and its address reused is no match */
   uint32_t site;
   int32_t stmt;
-  int lasti;
+  int lasti, start;
 } Suspended;
 
 typedef struct ThreadTrace {
@@ -125,6 +127,7 @@ typedef struct ThreadTrace {
   unsigned since_poll;
   int auto_done;
   int deciding; /* inside the explicit decider or the preparer: no decisions */
+  unsigned epoch; /* tracer_monitor.c: the g_epoch its stack belongs to */
 } ThreadTrace;
 
 extern __thread ThreadTrace* t_trace;
@@ -136,11 +139,13 @@ void end_statement(Entry* e, uint64_t now);
 uint32_t site_below(ThreadTrace* tt);
 /* The topmost entry of frame key f; entries above it (frames that left unseen) end now. */
 Entry* entry_of(ThreadTrace* tt, const void* f);
-Suspended* find_suspended(ThreadTrace* tt, const void* f);
-/* Saves e's statement for generator frame f suspended at a yield. */
-void suspend(ThreadTrace* tt, const void* f, const Entry* e);
+Suspended* find_suspended(ThreadTrace* tt, const void* f, const void* code);
+/* Saves e's statement for generator frame f (of code) suspended at a yield. */
+void suspend(ThreadTrace* tt, const void* f, const void* code, const Entry* e);
 /* Restores a resumed generator's statement into e (no hit); forgets it. */
-void resume(ThreadTrace* tt, const void* f, Entry* e);
+void resume(ThreadTrace* tt, const void* f, const void* code, Entry* e);
+/* Forgets a generator frame's saved statement (it finished, or its frame is reused). */
+void forget_suspended(ThreadTrace* tt, const void* f);
 /* Whether `line` of ci belongs to a statement spanning several lines (map built). */
 int multi_line(const CodeInfo* ci, int line);
 /* A line event of entry e (frame code co) at `line`; lasti: its instruction offset, or -1

@@ -62,10 +62,32 @@ static PyCodeObject* code_arg(PyObject* const* args, Py_ssize_t nargs) {
   return nargs >= 1 && PyCode_Check(args[0]) ? (PyCodeObject*)args[0] : NULL;
 }
 
+/* Bumped by tracer_uninstall(): a thread whose stack is of an older epoch has frames that left
+ * while no events came; they are forgotten, without line events, at its next callback. */
+static unsigned g_epoch = 1;
+
 static ThreadTrace* ready_thread(void) {
   if (!g_core_bound || !g_installed) return NULL;
-  return thread_trace();
+  ThreadTrace* tt = thread_trace();
+  if (tt != NULL && tt->epoch != g_epoch) {
+    if (tt->epoch != 0) {
+      tt->depth = 0;
+      memset(tt->suspended, 0, sizeof(tt->suspended));
+      (void)g_core.set_line(0);
+    }
+    tt->epoch = g_epoch;
+  }
+  return tt;
 }
+
+/* Every callback's answer: None or DISABLE, never with an exception pending. */
+static PyObject* answer(PyObject* r) {
+  if (PyErr_Occurred()) PyErr_Clear();
+  return r;
+}
+
+/* Whether any data loader's library code has run (a MAYBE_LOADED code can join only then). */
+static int g_loader_seen = 0;
 
 /* The local events of a newly selected code object. 0, or -1 with an exception set. */
 static int watch(PyCodeObject* co) {
@@ -104,6 +126,7 @@ static int runs_for_loop(PyFrameObject* c) {
  * joins the pipeline. Returns its CodeInfo, or NULL. */
 static CodeInfo* join_if_pulled(ThreadTrace* tt, PyCodeObject* co, void* mark) {
   if (!g_worker && tt->depth == 0) return NULL; /* nothing of the loop runs on this thread */
+  if (mark == MAYBE_LOADED && !g_loader_seen && !g_worker) return NULL; /* no loader to call it */
   PyFrameObject* f = PyEval_GetFrame();
   PyFrameObject* caller = f != NULL ? PyFrame_GetBack(f) : NULL;
   if (caller == NULL) return NULL;
@@ -131,6 +154,7 @@ static void* selection(ThreadTrace* tt, PyCodeObject* co) {
       return NULL;
     }
   }
+  if (is_loader(x)) g_loader_seen = 1;
   if (x == REJECT || is_loader(x)) return REJECT;
   if (x == MAYBE || x == MAYBE_LOADED) return join_if_pulled(tt, co, x);
   return x;
@@ -142,21 +166,17 @@ static void* selection(ThreadTrace* tt, PyCodeObject* co) {
 static PyObject* enter(PyObject* const* args, Py_ssize_t nargs, int resumed) {
   PyCodeObject* co = code_arg(args, nargs);
   ThreadTrace* tt = ready_thread();
-  if (co == NULL || tt == NULL) return none();
+  if (co == NULL || tt == NULL) return answer(none());
   void* x = selection(tt, co);
-  if (x == REJECT) return Py_NewRef(g_disable);
-  if (x == NULL) return none();
+  if (x == REJECT) return answer(Py_NewRef(g_disable));
+  if (x == NULL) return answer(none());
   Entry* e = push(tt, co, (CodeInfo*)x, 0);
   if (e != NULL && (co->co_flags & kGeneratorFlags) != 0) {
     PyFrameObject* f = PyEval_GetFrame();
-    if (resumed) {
-      resume(tt, f, e); /* at its yield: the same statement goes on, without a hit */
-    } else {
-      Suspended* s = find_suspended(tt, f); /* a frame object reused from a generator gone */
-      if (s != NULL) s->f = NULL;
-    }
+    if (resumed) resume(tt, f, co, e); /* at its yield: the same statement goes on, without a hit */
+    else forget_suspended(tt, f);      /* a frame object reused from a generator gone */
   }
-  return none();
+  return answer(none());
 }
 
 static PyObject* on_start(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
@@ -173,7 +193,7 @@ static PyObject* on_resume(PyObject* self, PyObject* const* args, Py_ssize_t nar
 static PyObject* on_throw(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   (void)self;
   PyCodeObject* co = code_arg(args, nargs);
-  if (co == NULL || info_of(co) == NULL) return none();
+  if (co == NULL || info_of(co) == NULL) return answer(none());
   return enter(args, nargs, 1);
 }
 
@@ -181,25 +201,28 @@ static PyObject* on_throw(PyObject* self, PyObject* const* args, Py_ssize_t narg
 static PyObject* leave(PyObject* const* args, Py_ssize_t nargs, int yielded) {
   PyCodeObject* co = code_arg(args, nargs);
   ThreadTrace* tt = ready_thread();
-  if (co == NULL || tt == NULL || info_of(co) == NULL) return none();
-  Entry* e = entry_of(tt, co);
+  if (co == NULL || tt == NULL || info_of(co) == NULL) return answer(none());
+  const int generator = (co->co_flags & kGeneratorFlags) != 0;
+  PyFrameObject* f = generator ? PyEval_GetFrame() : NULL;
+  Entry* e = NULL;
+  if (!generator) {
+    e = entry_of(tt, co);
+  } else {
+    /* A generator leaves only from the top: one closed or collected while suspended may unwind
+     * with no resume before it (CPython 3.13+), and must not pop a live frame of its code. */
+    if (tt->depth > 0 && tt->depth <= kMaxDepth && tt->stack[tt->depth - 1].f == co) e = &tt->stack[tt->depth - 1];
+    if (e == NULL || !yielded) forget_suspended(tt, f); /* finished: its frame may be reused */
+    if (e == NULL && tt->depth <= kMaxDepth) return answer(none());
+  }
   if (e == NULL) {
     if (tt->depth > kMaxDepth) --tt->depth; /* a frame too deep to trace */
-    return none();
+    return answer(none());
   }
   const uint64_t now = g_core.set_line(site_below(tt));
-  if ((co->co_flags & kGeneratorFlags) != 0) {
-    PyFrameObject* f = PyEval_GetFrame();
-    if (yielded) {
-      suspend(tt, f, e);
-    } else {
-      Suspended* s = find_suspended(tt, f);
-      if (s != NULL) s->f = NULL; /* finished: its frame may be reused */
-    }
-  }
+  if (generator && yielded) suspend(tt, f, co, e);
   end_statement(e, now);
   --tt->depth;
-  return none();
+  return answer(none());
 }
 
 static PyObject* on_return(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
@@ -221,23 +244,21 @@ static PyObject* on_line(PyObject* self, PyObject* const* args, Py_ssize_t nargs
   (void)self;
   PyCodeObject* co = code_arg(args, nargs);
   ThreadTrace* tt = ready_thread();
-  if (co == NULL || tt == NULL || nargs < 2) return none();
+  if (co == NULL || tt == NULL || nargs < 2) return answer(none());
   Entry* e = tt->depth > 0 && tt->depth <= kMaxDepth ? &tt->stack[tt->depth - 1] : NULL;
   if (e == NULL || e->f != co) {
     CodeInfo* ci = info_of(co);
-    if (ci == NULL) return none();
+    if (ci == NULL) return answer(none());
     e = entry_of(tt, co);
     if (e == NULL) { /* running before its events began (the auto-selected loop) */
+      if (tt->depth >= kMaxDepth) return answer(none()); /* a frame too deep to trace, not one to adopt */
       e = push(tt, co, ci, 1);
-      if (e == NULL) return none();
+      if (e == NULL) return answer(none());
       ++g_stats.adopted;
     }
   }
   const int line = (int)PyLong_AsLong(args[1]);
-  if (line <= 0) {
-    PyErr_Clear();
-    return none();
-  }
+  if (line <= 0) return answer(none());
   if (e->ci->state == 0) prepare(tt, e->ci, co);
   int lasti = -1;
   if (multi_line(e->ci, line)) { /* continuation or repetition: the instruction tells */
@@ -245,7 +266,7 @@ static PyObject* on_line(PyObject* self, PyObject* const* args, Py_ssize_t nargs
     if (f != NULL) lasti = PyFrame_GetLasti(f);
   }
   on_line_of(tt, e, co, line, lasti);
-  return none();
+  return answer(none());
 }
 
 static PyMethodDef k_callbacks[] = {
@@ -317,6 +338,13 @@ static int claim_tool(void) {
       if (fn == NULL || call_mon(g_register, "(ilO)", g_tool, bit, fn) != 0) {
         Py_XDECREF(fn);
         Py_DECREF(events);
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        PyObject* r = PyObject_CallMethod(g_mon, "free_tool_id", "i", g_tool); /* try again later */
+        Py_XDECREF(r);
+        PyErr_Clear();
+        PyErr_Restore(et, ev, tb);
+        g_tool = -1;
         return -1;
       }
       Py_DECREF(fn);
@@ -333,7 +361,13 @@ int tracer_install(void) {
   if (g_mon == NULL || claim_tool() != 0) return -1;
   if (call_mon(g_set_events, "(il)", g_tool, global_events()) != 0) return -1;
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(g_codes); ++i)
-    if (set_local(PyList_GET_ITEM(g_codes, i), local_events()) != 0) return -1;
+    if (set_local(PyList_GET_ITEM(g_codes, i), local_events()) != 0) {
+      PyObject *et, *ev, *tb;
+      PyErr_Fetch(&et, &ev, &tb);
+      if (call_mon(g_set_events, "(il)", g_tool, 0L) != 0) PyErr_Clear(); /* nothing half on */
+      PyErr_Restore(et, ev, tb);
+      return -1;
+    }
   g_installed = 1;
   return 0;
 }
@@ -342,6 +376,7 @@ void tracer_uninstall(void) {
   tracer_close_thread(); /* the calling thread's open lines end here */
   if (!g_installed) return;
   g_installed = 0; /* other threads' callbacks answer nothing from now on */
+  ++g_epoch;       /* and their stacks are forgotten at their next callback after a resume */
   PyObject *et, *ev, *tb;
   PyErr_Fetch(&et, &ev, &tb);
   if (call_mon(g_set_events, "(il)", g_tool, 0L) != 0) PyErr_Clear();
@@ -372,8 +407,10 @@ int tracer_select(PyObject* code, int roles) {
   ++g_stats.selected;
   if (!g_installed) return PyList_Append(g_codes, code) != 0 ? -1 : tracer_install();
   if (watch(co) != 0) return -1;
-  /* Rejected before (its calls answered DISABLE): those locations report again. */
-  if (x == REJECT) return call_mon(g_restart, "()");
+  /* Rejected before (its calls answered DISABLE): those locations report again. This also
+   * re-enables what other tools disabled (they answer DISABLE again); explicit selections of
+   * code that already ran are rare. */
+  if (x == REJECT || is_loader(x)) return call_mon(g_restart, "()");
   return 0;
 }
 

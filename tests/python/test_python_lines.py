@@ -410,6 +410,27 @@ def test_recursion(shapes):
     assert lines[line_of(path, "return 1 + recurse(d - 1)")]["total_ns"] > 0
 
 
+def test_a_comprehension_spanning_lines_is_one_hit(gnnprof_run):
+    path = script("comprehension.py")
+    r = gnnprof_run(path)
+    assert r.rc == 0, r.err
+    assert r.out == "50 161700\n"
+    comp = r.lines("comp")
+    for text in ("xs = [i * 2", "squares = {i: i * i", "return len(xs)"):
+        assert comp[line_of(path, text)]["hits"] == 1, (text, comp)
+
+
+def test_recursion_deeper_than_the_traced_stack_leaves_the_thread_traced(gnnprof_run):
+    path = script("deep_recursion.py")
+    r = gnnprof_run(path)
+    assert r.rc == 0, r.err
+    assert r.out == "300 45\n"
+    assert r.lines("recurse")[line_of(path, "if d == 0:")]["hits"] == 128  # the traced depth
+    after = r.lines("after")
+    assert after[line_of(path, "s += i")]["hits"] == 10
+    assert after[line_of(path, "return s")]["hits"] == 1
+
+
 def test_a_traced_function_on_a_second_thread(shapes):
     _, p = shapes
     path = script("shapes.py")
