@@ -537,18 +537,27 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     // A backward node's own RecordFunction (BACKWARD_FUNCTION, nested in evaluate_function):
     // charge its time to the forward line that built it.
     const bool node = scope == Scope::kBackward;
+    std::uint32_t forward_line = 0;
     if (node) {
-      if (const std::uint32_t line = line_of_seq(fn.seqNr(), fn.forwardThreadId())) {
-        ts->marks.push_back(LineMark{-1, line, mono_ns()});
+      if ((forward_line = line_of_seq(fn.seqNr(), fn.forwardThreadId())) != 0) {
+        ts->marks.push_back(LineMark{-1, forward_line, mono_ns()});
         undo |= kChargeLine;
       }
     }
+    // The launch's external correlation id, decoded by the CUPTI backend
+    // (instrument/src/cupti_convert.h) into the kernel table's op and stage and the line. A
+    // backward node's kernels carry its forward line: on a GPU torch runs them on autograd's
+    // device thread, which has no traced line, and the forward line is charged their host
+    // time already (pushed inside the top-level op's id: the innermost id is the kernels').
+    CorrPush push = top || forward_line != 0 ? g_corr_push.load(std::memory_order_acquire) : nullptr;
+    if (push != nullptr && !top) {
+      push(pack_external(ts->sink.context_site(), ts->sink.op_site(op.name), forward_line));
+      undo |= kPushedCorr;
+    }
     if (top) {
       const std::uint32_t line = gnnprof_current_line();
-      if (CorrPush push = g_corr_push.load(std::memory_order_acquire)) {
-        // The launch's external correlation id, decoded by the CUPTI backend
-        // (instrument/src/cupti_convert.h) into the kernel table's op and stage and the line.
-        push(pack_external(ts->sink.context_site(), ts->sink.op_site(op.name), line));
+      if (push != nullptr) {
+        push(pack_external(ts->sink.context_site(), ts->sink.op_site(op.name), forward_line != 0 ? forward_line : line));
         undo |= kPushedCorr;
       }
       if (line != 0 && op.grad_enabled && fn.seqNr() >= 0 && kind != OpKind::kBackwardOp && lines_traced()) {

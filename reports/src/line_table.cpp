@@ -197,7 +197,7 @@ std::string extra_columns_legend(const LineTable& t) {
   };
   add(t.copied, "Copied = bytes copied between host and device (pinned or pageable host memory)");
   add(t.gathered, "Gathered = feature bytes materialized");
-  add(t.gpu, "GPU = kernel time the line launched");
+  add(t.gpu, "GPU = kernel time the line launched, its backward's included");
   add(t.wait, "Wait = host syncs and communication waits");
   add(t.backward, "Backward = autograd backward of the graph the line built");
   add(t.estimated, "~ = estimated: torch ops were observed in some iterations only (iteration sampling), so the "
