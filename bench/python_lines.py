@@ -8,7 +8,8 @@ interleaved (order alternating per round); figures go to docs/performance.md.
                                                                 [--against OTHER/cli/gnnprof]
     bench/python_lines.py --gnnprof build/cli/gnnprof accuracy  [--rounds 5]
     (cost, hook, accuracy: --python OTHER_PYTHON --python-dir PACKAGE_DIR runs another CPython, e.g.
-     3.12's sys.monitoring tracer; the anchors that Python lacks are left out)
+     3.12's sys.monitoring tracer; the anchors that Python lacks are left out. cost: --other-package
+     DIR adds the gnnprof mode with another build of the package, for a before/after)
     bench/python_lines.py --gnnprof build/cli/gnnprof hook      [--rounds 10] [--n 2000000]
     bench/python_lines.py --gnnprof build/cli/gnnprof loader    [--rounds 10] [--steps 300] [--workers N]
                                                                 [--sample-ops K] [--env-mode NAME:K=V,...]
@@ -105,6 +106,8 @@ def cost(a, tmp):
         "Scalene (--cpu)": [PY, "-m", "scalene", "--cli", "--cpu", "--outfile", os.path.join(tmp, "scalene.txt"), script,
                             "---", "cost", str(a.n)],
     }
+    if a.other_package:  # the same mode with another build of the package (before/after)
+        cmds["gnnprof, other package"] = ["env", f"GNNPROF_PYTHON_DIR={os.path.abspath(a.other_package)}"] + cmds["gnnprof"]
     events = 5 * a.n + 2
 
     def one(m, r):
@@ -308,6 +311,7 @@ def main():
                     help="sample: leave out the kernprof and --lines none modes (more rounds in the same time)")
     ap.add_argument("--python", help="cost, hook, accuracy: this Python instead of /usr/bin/python3")
     ap.add_argument("--python-dir", help="the gnnprof package built for --python (GNNPROF_PYTHON_DIR)")
+    ap.add_argument("--other-package", help="cost: also a mode with this package directory (another build, A/B)")
     a = ap.parse_args()
     global PY
     if a.python:
