@@ -30,7 +30,8 @@ print(sysconfig.get_paths()["include"])' 2>/dev/null) || continue
   check "$version: the native module builds with the sys.monitoring tracer" '[ -f "$pkg/_native$suffix" ]'
   [ -f "$pkg/_native$suffix" ] || continue
   GNNPROF_TEST_PYTHON=$c GNNPROF_PYTHON_DIR=$tmp/$version GNNPROF_CLI=$cli PYTHONDONTWRITEBYTECODE=1 \
-    /usr/bin/python3 -m pytest -q -p no:cacheprovider "$src/tests/python/test_python_lines.py" >"$tmp/$version.log" 2>&1
+    /usr/bin/python3 -m pytest -q -p no:cacheprovider "$src/tests/python/test_python_lines.py" \
+    "$src/tests/python/test_reports.py" >"$tmp/$version.log" 2>&1
   rc=$?
   tail -3 "$tmp/$version.log"
   check "$version: the line tests pass" '[ $rc -eq 0 ]'
