@@ -420,6 +420,55 @@ def test_a_comprehension_spanning_lines_is_one_hit(gnnprof_run):
         assert comp[line_of(path, text)]["hits"] == 1, (text, comp)
 
 
+def test_generator_and_coroutine_edges_have_the_same_table_on_every_tracer(gnnprof_run):
+    """throw(), close(), send(), a generator collected while suspended, an async coroutine, on
+    the main thread and a second one: hits per statement (the same from tracer.c on 3.11 and
+    tracer_monitor.c on 3.12 and 3.13; each call of user() counts once per thread)."""
+    path = script("edge_generators.py")
+    r = gnnprof_run(path)
+    assert r.rc == 0, r.err
+    assert r.out == "(0, 1, -1, 0, 0, 1, 6, 10) (0, 1, -1, 0, 0, 1, 6, 10)\n"
+    with open(path) as f:
+        source = f.read().splitlines()
+    got = {(l["function"], source[l["line"] - 1].strip()): l["hits"] for l in r.profile["lines"]}
+    want = {
+        ('coro', 'total = 0'): 2,
+        ('coro', 'for i in range(n):'): 12,
+        ('coro', 'await asyncio.sleep(0)'): 10,
+        ('coro', 'total += i'): 10,
+        ('coro', 'return total'): 2,
+        ('gen', 'try:'): 8,
+        ('gen', 'for i in range(n):'): 20,
+        ('gen', 'x = yield i'): 18,
+        ('gen', 'if x == "stop":'): 14,
+        ('gen', 'return'): 2,
+        ('gen', 'except ValueError:'): 4,
+        ('gen', 'y = -1'): 2,
+        ('gen', 'yield y'): 2,
+        ('gen', 'z = 0'): 8,
+        ('user', 'g = gen(10)'): 2,
+        ('user', 'a = next(g)'): 2,
+        ('user', 'b = next(g)'): 2,
+        ('user', 'c = g.throw(ValueError())'): 2,
+        ('user', 'g.close()'): 2,
+        ('user', 'h = gen(10)'): 2,
+        ('user', 'd = next(h)'): 2,
+        ('user', 'del h'): 2,
+        ('user', 'gc.collect()'): 2,
+        ('user', 'k = gen(5)'): 2,
+        ('user', 'e = next(k)'): 2,
+        ('user', 'f = k.send("stop") if False else next(k)'): 2,
+        ('user', 'try:'): 2,
+        ('user', 'k.send("stop")'): 2,
+        ('user', 'except StopIteration:'): 2,
+        ('user', 'pass'): 2,
+        ('user', 's = sum(gen(4))'): 2,
+        ('user', 'r = asyncio.run(coro(5))'): 2,
+        ('user', 'return a, b, c, d, e, f, s, r'): 2,
+    }
+    assert got == want
+
+
 def test_recursion_deeper_than_the_traced_stack_leaves_the_thread_traced(gnnprof_run):
     path = script("deep_recursion.py")
     r = gnnprof_run(path)
