@@ -250,27 +250,9 @@ void tracer_uninstall(void) {
   if (ts->c_tracefunc == trace_fn) set_tracing(ts, 0);
 }
 
-int tracer_resume(void) { return g_all != NULL || g_decider != NULL ? tracer_install() : 0; }
-
 int tracer_select(PyObject* code, int roles) {
-  if (!PyCode_Check(code)) {
-    PyErr_SetString(PyExc_TypeError, "gnnprof: expected a code object");
-    return -1;
-  }
-  PyCodeObject* co = (PyCodeObject*)code;
-  CodeInfo* ci = info_of(co);
-  if (ci != NULL) {
-    ci->roles |= roles;
-  } else {
-    ci = codeinfo_new(co, roles);
-    if (ci == NULL) {
-      PyErr_NoMemory();
-      return -1;
-    }
-    set_extra(co, ci);
-    ++g_stats.selected;
-  }
-  return tracer_install();
+  void* was;
+  return select_code(code, roles, &was) != NULL ? tracer_install() : -1;
 }
 
 void tracer_selected_function(PyObject* function) {

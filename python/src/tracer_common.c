@@ -461,6 +461,30 @@ void tracer_close_thread(void) {
   tt->depth = 0;
 }
 
+CodeInfo* select_code(PyObject* code, int roles, void** was) {
+  if (!PyCode_Check(code)) {
+    PyErr_SetString(PyExc_TypeError, "gnnprof: expected a code object");
+    return NULL;
+  }
+  PyCodeObject* co = (PyCodeObject*)code;
+  void* x = extra_of(co);
+  *was = x;
+  if (x != NULL && !is_mark(x)) {
+    ((CodeInfo*)x)->roles |= roles;
+    return (CodeInfo*)x;
+  }
+  CodeInfo* ci = codeinfo_new(co, roles);
+  if (ci == NULL) {
+    PyErr_NoMemory();
+    return NULL;
+  }
+  set_extra(co, ci);
+  ++g_stats.selected;
+  return ci;
+}
+
+int tracer_resume(void) { return g_all != NULL || g_decider != NULL ? tracer_install() : 0; }
+
 /* ---- public settings and views ---- */
 
 void tracer_set_auto(int on) { g_auto = on; }

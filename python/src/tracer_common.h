@@ -79,6 +79,10 @@ extern struct TracerStats {
 /* 0, or -1 with an exception set: the code extra slot. */
 int common_init(void);
 
+/* tracer_select's common half: `code` gets `roles`, a CodeInfo made where it had none; *was
+ * receives its extra slot's previous content (a CodeInfo, a mark, or NULL). NULL with an
+ * exception set on error. */
+CodeInfo* select_code(PyObject* code, int roles, void** was);
 /* Whether co comes from the user's files (not the standard library, site-packages, gnnprof). */
 int user_code(PyCodeObject* co);
 /* The auto selection's mark for a code object seen for the first time. */

@@ -385,26 +385,11 @@ void tracer_uninstall(void) {
   PyErr_Restore(et, ev, tb);
 }
 
-int tracer_resume(void) { return g_all != NULL || g_decider != NULL ? tracer_install() : 0; }
-
 int tracer_select(PyObject* code, int roles) {
-  if (!PyCode_Check(code)) {
-    PyErr_SetString(PyExc_TypeError, "gnnprof: expected a code object");
-    return -1;
-  }
+  void* x;
+  if (select_code(code, roles, &x) == NULL) return -1;
+  if (x != NULL && !is_mark(x)) return tracer_install(); /* selected before: watched already */
   PyCodeObject* co = (PyCodeObject*)code;
-  void* x = extra_of(co);
-  if (x != NULL && !is_mark(x)) {
-    ((CodeInfo*)x)->roles |= roles;
-    return tracer_install();
-  }
-  CodeInfo* ci = codeinfo_new(co, roles);
-  if (ci == NULL) {
-    PyErr_NoMemory();
-    return -1;
-  }
-  set_extra(co, ci);
-  ++g_stats.selected;
   if (!g_installed) return PyList_Append(g_codes, code) != 0 ? -1 : tracer_install();
   if (watch(co) != 0) return -1;
   /* Rejected before (its calls answered DISABLE): those locations report again. This also
