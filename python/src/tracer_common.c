@@ -165,8 +165,6 @@ static int subscripts(PyCodeObject* co) {
 #endif
 }
 
-int user_code(PyCodeObject* co) { return user_file(co->co_filename); }
-
 void* auto_mark(PyCodeObject* co) {
   if (user_file(co->co_filename)) return iterator_shaped(co) ? MAYBE : MAYBE_LOADED;
   if (!loader_file(co->co_filename)) return REJECT;

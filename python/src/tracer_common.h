@@ -83,8 +83,6 @@ int common_init(void);
  * receives its extra slot's previous content (a CodeInfo, a mark, or NULL). NULL with an
  * exception set on error. */
 CodeInfo* select_code(PyObject* code, int roles, void** was);
-/* Whether co comes from the user's files (not the standard library, site-packages, gnnprof). */
-int user_code(PyCodeObject* co);
 /* The auto selection's mark for a code object seen for the first time. */
 void* auto_mark(PyCodeObject* co);
 /* First sight of a code object: its selection, cached in its extra slot. `deciding` guards

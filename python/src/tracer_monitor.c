@@ -322,7 +322,7 @@ int tracer_init(void) {
 /* A tool id of our own: PROFILER_ID (2) when free, else 3 or 4. 0, or -1 with an exception set. */
 static int claim_tool(void) {
   if (g_tool >= 0) return 0;
-  static const char* const kEvents[] = {"PY_START", "PY_RESUME", "PY_THROW", "PY_RETURN", "PY_YIELD", "PY_UNWIND", "LINE"};
+  const long bits[] = {g_ev_start, g_ev_resume, g_ev_throw, g_ev_return, g_ev_yield, g_ev_unwind, g_ev_line};
   for (int id = 2; id <= 4; ++id) {
     PyObject* r = PyObject_CallMethod(g_mon, "use_tool_id", "is", id, "gnnprof");
     if (r == NULL) {
@@ -330,27 +330,22 @@ static int claim_tool(void) {
       continue;
     }
     Py_DECREF(r);
-    g_tool = id;
-    PyObject* events = PyObject_GetAttrString(g_mon, "events");
-    for (size_t i = 0; events != NULL && i < sizeof(kEvents) / sizeof(kEvents[0]); ++i) {
+    for (size_t i = 0; i < sizeof(bits) / sizeof(bits[0]); ++i) { /* in k_callbacks' order */
       PyObject* fn = PyCFunction_New(&k_callbacks[i], NULL);
-      const long bit = event_bit(events, kEvents[i]);
-      if (fn == NULL || call_mon(g_register, "(ilO)", g_tool, bit, fn) != 0) {
-        Py_XDECREF(fn);
-        Py_DECREF(events);
+      const int rc = fn != NULL ? call_mon(g_register, "(ilO)", id, bits[i], fn) : -1;
+      Py_XDECREF(fn);
+      if (rc != 0) {
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
-        PyObject* r = PyObject_CallMethod(g_mon, "free_tool_id", "i", g_tool); /* try again later */
+        r = PyObject_CallMethod(g_mon, "free_tool_id", "i", id); /* tried again at the next install */
         Py_XDECREF(r);
         PyErr_Clear();
         PyErr_Restore(et, ev, tb);
-        g_tool = -1;
         return -1;
       }
-      Py_DECREF(fn);
     }
-    Py_XDECREF(events);
-    return PyErr_Occurred() ? -1 : 0;
+    g_tool = id;
+    return 0;
   }
   PyErr_SetString(PyExc_RuntimeError, "gnnprof: sys.monitoring tool ids 2-4 are all in use");
   return -1;
