@@ -94,14 +94,17 @@ RunInfo make_run_info() {
   return r;
 }
 
-/// RSS (from /proc/self/statm) and CPU time (getrusage) of this process now.
+/// RSS and its file-backed/shared part (from /proc/self/statm) and CPU time (getrusage) of
+/// this process now.
 HostSample host_sample(std::int64_t ts_ns) {
   HostSample h;
   h.ts_ns = ts_ns;
   char buf[128];
-  long size = 0, resident = 0;
-  if (read_proc("/proc/self/statm", buf) && std::sscanf(buf, "%ld %ld", &size, &resident) == 2)
+  long size = 0, resident = 0, shared = 0;
+  if (read_proc("/proc/self/statm", buf) && std::sscanf(buf, "%ld %ld %ld", &size, &resident, &shared) >= 2) {
     h.rss_bytes = resident * ::sysconf(_SC_PAGESIZE);
+    h.rss_file_bytes = shared * ::sysconf(_SC_PAGESIZE);
+  }
   rusage ru{};
   if (::getrusage(RUSAGE_SELF, &ru) == 0)
     h.cpu_ns = (static_cast<std::int64_t>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 + ru.ru_utime.tv_usec +

@@ -273,7 +273,8 @@ struct Record<EnvironmentInfo> {
 template <>
 struct Record<HostSample> {
   static constexpr auto fields =
-      std::tuple{field("ts_ns", &HostSample::ts_ns), field("rss_bytes", &HostSample::rss_bytes), field("cpu_ns", &HostSample::cpu_ns)};
+      std::tuple{field("ts_ns", &HostSample::ts_ns), field("rss_bytes", &HostSample::rss_bytes), field("cpu_ns", &HostSample::cpu_ns),
+                 field("rss_file_bytes", &HostSample::rss_file_bytes, Presence::kWhenSet)};
 };
 
 template <>

@@ -427,12 +427,15 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
         {{"median_ns", static_cast<double>(s.median_ns)}, {"share", s.share}});
   }
 
-  // host-memory-growth: RSS keeps rising after warm-up (DataLoader workers' copy-on-write leak).
+  // host-memory-growth: anonymous RSS keeps rising after warm-up (DataLoader workers'
+  // copy-on-write leak). File-backed pages (a memory-mapped dataset read for the first time)
+  // are the page cache, reclaimable: not counted where the profile has them.
   if (p.host_samples.size() >= 8) {
     const std::size_t n = p.host_samples.size(), start = n / 5;
     auto avg = [&](std::size_t lo, std::size_t hi) {
       long double s = 0;
-      for (std::size_t i = lo; i < hi; ++i) s += static_cast<long double>(p.host_samples[i].rss_bytes);
+      for (std::size_t i = lo; i < hi; ++i)
+        s += static_cast<long double>(p.host_samples[i].rss_bytes - p.host_samples[i].rss_file_bytes);
       return static_cast<double>(s / static_cast<long double>(hi - lo));
     };
     const std::size_t third = (n - start) / 3;
@@ -441,7 +444,8 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
     const double minutes = static_cast<double>(p.host_samples.back().ts_ns - p.host_samples[start].ts_ns) / 60e9;
     if (third > 0 && growth > 64.0 * 1024 * 1024 && growth > 0.10 * early)
       add("host-memory-growth", Severity::kWarning,
-          fmt::format("host memory grew from {} to {} after warm-up ({:.0f} MiB/min) and kept growing: a leak, such as "
+          fmt::format("host memory (anonymous) grew from {} to {} after warm-up ({:.0f} MiB/min) and kept growing: a "
+                      "leak, such as "
                       "DataLoader workers touching Python lists (copy-on-write of refcounts). Keep per-sample data in "
                       "numpy arrays or tensors.",
                       human_bytes(static_cast<std::uint64_t>(early)), human_bytes(static_cast<std::uint64_t>(late)),

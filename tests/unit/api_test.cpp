@@ -192,6 +192,9 @@ TEST(Api, PollDrainsAndFlushesOnTheCallingThreadUntilADrainerRuns) {
   // The drain passes' host samples (/proc/self/statm, getrusage) and thread count (/proc/self/stat).
   ASSERT_FALSE(p->host_samples.empty());
   EXPECT_GT(p->host_samples.back().rss_bytes, 0);
+  // The binary and its libraries are file-backed pages of every process.
+  EXPECT_GT(p->host_samples.back().rss_file_bytes, 0);
+  EXPECT_LT(p->host_samples.back().rss_file_bytes, p->host_samples.back().rss_bytes);
   EXPECT_GT(p->host_samples.back().cpu_ns, 0);
   EXPECT_GE(p->environment.max_threads, 1) << "the thread count, from /proc/self/stat";
   EXPECT_EQ(gnnprof_poll(1), 0) << "no session";

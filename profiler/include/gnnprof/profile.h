@@ -208,6 +208,9 @@ struct HostSample {
   std::int64_t ts_ns = 0;
   std::int64_t rss_bytes = 0;
   std::int64_t cpu_ns = 0;  ///< user + system CPU time of the process so far
+  /// Of rss_bytes, the file-backed and shared pages (a memory-mapped dataset's page cache:
+  /// reclaimable, not a leak); 0 when not known (profiles before it was recorded).
+  std::int64_t rss_file_bytes = 0;
 };
 
 /// JSON: "info" | "warning" | "error".
