@@ -262,10 +262,7 @@ void tracer_selected_function(PyObject* function) {
 }
 
 void tracer_on_optimizer_step(void) {
-  if (!g_auto || !Py_IsInitialized() || GNNPROF_IS_FINALIZING()) return;
-  ThreadTrace* tt = thread_trace();
-  if (tt == NULL || tt->auto_done) return;
-  tt->auto_done = 1;
+  if (!auto_selects_now()) return;
   PyGILState_STATE gil = PyGILState_Ensure();
   PyThreadState* ts = PyThreadState_Get();
   const int found = select_loop();

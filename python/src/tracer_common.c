@@ -236,6 +236,14 @@ static int in_loop(PyFrameObject* fr, PyCodeObject* co) {
 /* User frames above the optimizer step's caller looked at for the loop that calls it. */
 enum { kLoopWalk = 4 };
 
+int auto_selects_now(void) {
+  if (!g_auto || !Py_IsInitialized() || GNNPROF_IS_FINALIZING()) return 0;
+  ThreadTrace* tt = thread_trace();
+  if (tt == NULL || tt->auto_done) return 0;
+  tt->auto_done = 1;
+  return 1;
+}
+
 int select_loop(void) {
   PyFrameObject* fr = PyEval_GetFrame();
   Py_XINCREF(fr);

@@ -88,6 +88,9 @@ void* auto_mark(PyCodeObject* co);
 /* First sight of a code object: its selection, cached in its extra slot. `deciding` guards
  * against deciding inside the decider. */
 void* decide(int* deciding, PyCodeObject* co);
+/* At the optimizer step: whether auto selection looks for the loop now (on, Python running, not
+ * yet on this thread; marks the thread done). */
+int auto_selects_now(void);
 /* At the optimizer step (GIL held): selects the first user frame that calls it (ROLE_LOOP),
  * and when that one is not inside a loop of its own (a train_step helper), the first user
  * frame above it that is. 1 when a frame was selected. */

@@ -397,10 +397,7 @@ int tracer_select(PyObject* code, int roles) {
 void tracer_selected_function(PyObject* function) { (void)function; } /* events see inlined calls */
 
 void tracer_on_optimizer_step(void) {
-  if (!g_auto || !Py_IsInitialized() || GNNPROF_IS_FINALIZING()) return;
-  ThreadTrace* tt = thread_trace();
-  if (tt == NULL || tt->auto_done) return;
-  tt->auto_done = 1;
+  if (!auto_selects_now()) return;
   PyGILState_STATE gil = PyGILState_Ensure();
   (void)select_loop(); /* its frame's events begin at once: adopted at its next line */
   PyErr_Clear();
