@@ -156,7 +156,7 @@ static void on_call(ThreadTrace* tt, _PyInterpreterFrame* f) {
 }
 
 static void on_line(ThreadTrace* tt, PyFrameObject* frame, _PyInterpreterFrame* f) {
-  Entry* e = tt->depth > 0 && tt->depth <= kMaxDepth ? &tt->stack[tt->depth - 1] : NULL;
+  Entry* e = top_entry(tt);
   if (e == NULL || e->f != f) {
     CodeInfo* ci = info_of(f->f_code);
     if (ci == NULL) return; /* an unselected frame that runs while tracing is on */

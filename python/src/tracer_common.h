@@ -138,6 +138,10 @@ typedef struct ThreadTrace {
 extern __thread ThreadTrace* t_trace;
 ThreadTrace* thread_trace(void);
 Entry* push(ThreadTrace* tt, const void* f, CodeInfo* ci, int adopted);
+/* The innermost traced frame's entry, or NULL (none, or deeper than traced). */
+static inline Entry* top_entry(ThreadTrace* tt) {
+  return tt->depth > 0 && tt->depth <= kMaxDepth ? &tt->stack[tt->depth - 1] : NULL;
+}
 /* Ends the entry's current statement at `now` (no new line set). */
 void end_statement(Entry* e, uint64_t now);
 /* The site of the entry below the top (the caller's line), or 0. */

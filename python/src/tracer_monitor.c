@@ -197,7 +197,7 @@ static PyObject* on_throw(PyObject* self, PyObject* const* args, Py_ssize_t narg
   return enter(args, nargs, 1);
 }
 
-/* PY_RETURN, PY_YIELD, PY_UNWIND: a frame of co leaves. */
+/* PY_RETURN, PY_YIELD, PY_UNWIND (on_return's): a frame of co leaves. */
 static PyObject* leave(PyObject* const* args, Py_ssize_t nargs, int yielded) {
   PyCodeObject* co = code_arg(args, nargs);
   ThreadTrace* tt = ready_thread();
@@ -210,7 +210,8 @@ static PyObject* leave(PyObject* const* args, Py_ssize_t nargs, int yielded) {
   } else {
     /* A generator leaves only from the top: one closed or collected while suspended may unwind
      * with no resume before it (CPython 3.13+), and must not pop a live frame of its code. */
-    if (tt->depth > 0 && tt->depth <= kMaxDepth && tt->stack[tt->depth - 1].f == co) e = &tt->stack[tt->depth - 1];
+    e = top_entry(tt);
+    if (e != NULL && e->f != co) e = NULL;
     if (e == NULL || !yielded) forget_suspended(tt, f); /* finished: its frame may be reused */
     if (e == NULL && tt->depth <= kMaxDepth) return answer(none());
   }
@@ -235,17 +236,12 @@ static PyObject* on_yield(PyObject* self, PyObject* const* args, Py_ssize_t narg
   return leave(args, nargs, 1);
 }
 
-static PyObject* on_unwind(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
-  (void)self;
-  return leave(args, nargs, 0);
-}
-
 static PyObject* on_line(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   (void)self;
   PyCodeObject* co = code_arg(args, nargs);
   ThreadTrace* tt = ready_thread();
   if (co == NULL || tt == NULL || nargs < 2) return answer(none());
-  Entry* e = tt->depth > 0 && tt->depth <= kMaxDepth ? &tt->stack[tt->depth - 1] : NULL;
+  Entry* e = top_entry(tt);
   if (e == NULL || e->f != co) {
     CodeInfo* ci = info_of(co);
     if (ci == NULL) return answer(none());
@@ -275,7 +271,7 @@ static PyMethodDef k_callbacks[] = {
     {"py_throw", (PyCFunction)(void (*)(void))on_throw, METH_FASTCALL, NULL},
     {"py_return", (PyCFunction)(void (*)(void))on_return, METH_FASTCALL, NULL},
     {"py_yield", (PyCFunction)(void (*)(void))on_yield, METH_FASTCALL, NULL},
-    {"py_unwind", (PyCFunction)(void (*)(void))on_unwind, METH_FASTCALL, NULL},
+    {"py_unwind", (PyCFunction)(void (*)(void))on_return, METH_FASTCALL, NULL}, /* leaves as a return does */
     {"line", (PyCFunction)(void (*)(void))on_line, METH_FASTCALL, NULL},
 };
 
