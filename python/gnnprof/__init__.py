@@ -248,8 +248,8 @@ def _note_lines(final=False):
         _native.note_collector("python-lines", False, "off (GNNPROF_LINES=none)")
         return
     if not _native.LINES:  # built without the tracer (python/src/tracer_none.c)
-        reason = (f"not traced: the line tracer needs CPython 3.11 or newer, this is Python "
-                  f"{sys.version.split()[0]} (stages, steps, copies and prefetch are recorded)")
+        reason = ("not traced: this build of the package has no line tracer (GNNPROF_PYTHON_LINES=OFF); "
+                  "stages, steps, copies and prefetch are recorded")
         if not _state["lines_warned"]:
             _state["lines_warned"] = True
             print(f"gnnprof: python-lines: {reason}", file=sys.stderr)
@@ -421,7 +421,10 @@ def _at_exit():
     _native.close_thread()
     # A spec is matched by whatever got selected, by the decider or otherwise (@profile, auto).
     real = {}
-    for filename, name, qualname, _ in _native.selected():
+    for filename, name, qualname, _, first in _native.selected():
+        if qualname is None:  # CPython 3.10
+            from . import _lines
+            qualname = functools.partial(_lines.qualname_at, filename, first, name)
         for s in _state["specs"]:
             if not s.matched:
                 s.matched = s.matches(filename, name, qualname,

@@ -42,6 +42,7 @@ class Spec:
         self.matched = False
 
     def matches(self, filename, name, qualname, realpath):
+        """qualname: a string, or a function of no arguments giving it (computed on demand)."""
         if self.by_path:
             if realpath(filename) != self.path:
                 return False
@@ -51,7 +52,11 @@ class Spec:
             # A whole file: its functions and module code, not the comprehensions and lambdas
             # inside their lines (whose time those lines already hold).
             return not name.startswith("<") or name == "<module>"
-        return name == self.func or qualname == self.func or qualname.endswith("." + self.func)
+        if name == self.func:
+            return True
+        if callable(qualname):
+            qualname = qualname()
+        return qualname == self.func or qualname.endswith("." + self.func)
 
 
 def parse(value):
@@ -89,7 +94,7 @@ class Decider:
     def __call__(self, code):
         hit = False
         for s in self.specs:
-            if s.matches(code.co_filename, code.co_name, code.co_qualname, self._realpath):
+            if s.matches(code.co_filename, code.co_name, lambda: qualname(code), self._realpath):
                 s.matched = True
                 hit = True
         return hit
@@ -323,6 +328,44 @@ def statement_map(filename, first=None, last=None):
     return out
 
 
+def qualname(code):
+    """A code object's qualified name: co_qualname, which CPython 3.10 lacks (qualname_at)."""
+    q = getattr(code, "co_qualname", None)
+    return q if q is not None else qualname_at(code.co_filename, code.co_firstlineno, code.co_name, code.co_code)
+
+
+_COMPREHENSIONS = ("<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>")
+_qualnames = {}  # filename -> {(first line, name[, bytecode]): qualified name}
+
+
+def qualname_at(filename, first, name, bytecode=None):
+    """The qualified name of the code named `name` that begins at line `first` of `filename`
+    (and has that bytecode: two comprehensions of one line differ there), as the compiler gives
+    it (Class.method, outer.<locals>.inner), from a compile of the file; `name` where that
+    fails."""
+    names = _qualnames.get(filename)
+    if names is None:
+        names = _qualnames[filename] = {}
+        try:
+            top = compile("".join(linecache.getlines(filename)), filename, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            top = None
+        todo = [(top, "")] if top is not None else []
+        while todo:
+            co, prefix = todo.pop(0)
+            for c in co.co_consts:
+                if type(c) is type(co):
+                    q = prefix + c.co_name
+                    names.setdefault((c.co_firstlineno, c.co_name), q)
+                    names[(c.co_firstlineno, c.co_name, c.co_code)] = q
+                    # a function's (or lambda's) own names are its locals; not a class body's or a
+                    # comprehension's (the compiler's rule)
+                    local = c.co_flags & 0x2 and c.co_name not in _COMPREHENSIONS  # CO_NEWLOCALS
+                    todo.append((c, q + (".<locals>." if local else ".")))
+    q = names.get((first, name, bytecode)) if bytecode is not None else None
+    return q if q is not None else names.get((first, name), name)
+
+
 def prepare(code):
     """(first line, statement first line per line, line site per line) for a code object."""
     from . import _native
@@ -334,7 +377,7 @@ def prepare(code):
             last = ln
     stmt_of, text_of, lines = statement_map(code.co_filename, first, last)
     stmts, sites, by_stmt = [], [], {}
-    qualname = code.co_qualname
+    qualified = qualname(code)
     for ln in range(first, last + 1):
         s = stmt_of.get(ln, ln)
         site = by_stmt.get(s)
@@ -342,7 +385,7 @@ def prepare(code):
             text = text_of.get(s)
             if text is None:
                 text = lines[s - 1].strip() if 0 < s <= len(lines) else ""
-            site = by_stmt[s] = _native.line_site(code.co_filename, s, qualname, text)
+            site = by_stmt[s] = _native.line_site(code.co_filename, s, qualified, text)
         stmts.append(s)
         sites.append(site)
     return first, stmts, sites

@@ -446,7 +446,7 @@ static PyMethodDef methods[] = {
     {"set_excluded", py_set_excluded, METH_O, NULL},
     {"set_loaders", py_set_loaders, METH_O, NULL},
     {"stats", py_stats, METH_NOARGS, NULL},
-    {"selected", py_selected, METH_NOARGS, "[(filename, name, qualname, roles)] of the traced code objects"},
+    {"selected", py_selected, METH_NOARGS, "[(filename, name, qualname or None (3.10), roles, first line)] of the traced code objects"},
     {"set_hook", py_set_hook, METH_O, "the frame hook in (True) or out (False); selections are kept"},
     {"start_in_fork_child", py_start_in_fork_child, METH_NOARGS, "a fork child's own session: 0, or -1"},
     {"close_thread", py_close_thread, METH_NOARGS, "end the calling thread's open lines"},

@@ -1,28 +1,57 @@
-/* tracer.c — line tracing of selected Python code objects on CPython 3.11 (tracer.h says what
- * and why; tracer_common.c holds the selection and the statement logic both tracers share).
+/* tracer.c — line tracing of selected Python code objects on CPython 3.10 and 3.11 (tracer.h
+ * says what and why; tracer_common.c holds the selection and the statement logic both tracers
+ * share).
  *
- * CPython 3.11 internals used, all read-only except the thread state's trace slot:
- * _PyInterpreterFrame (code, caller, last instruction, owner), the thread's current
- * _PyCFrame, and the PEP 523 hook. A trace function is installed by writing c_tracefunc and
- * refreshing use_tracing, as PyEval_SetTrace does, without its audit event: it is switched
- * on and off around selected frames many times a second. Nothing here raises into the host:
- * the trace function always returns 0. */
+ * CPython internals used, all read-only except the thread state's trace slot: the frames
+ * (3.11: _PyInterpreterFrame: code, caller, last instruction, owner; 3.10: PyFrameObject),
+ * the thread's current frame, and the PEP 523 hook. A trace function is installed by writing
+ * c_tracefunc and refreshing use_tracing, as PyEval_SetTrace does, without its audit event:
+ * it is switched on and off around selected frames many times a second. Nothing here raises
+ * into the host: the trace function always returns 0. */
 #include "tracer_common.h"
 
 #include <frameobject.h>
 #include <opcode.h>
+#if PY_VERSION_HEX >= 0x030B0000
 #define Py_BUILD_CORE 1
 #include <internal/pycore_frame.h>
 #include <internal/pycore_pystate.h>
 #undef Py_BUILD_CORE
+#endif
 
 #include <stdint.h>
 #include <string.h>
 
 #include "core_abi.h"
 
-#if PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x030C0000
-#error "tracer.c reads CPython 3.11's frame layout"
+#if PY_VERSION_HEX < 0x030A0000 || PY_VERSION_HEX >= 0x030C0000
+#error "tracer.c reads CPython 3.10's and 3.11's frames"
+#endif
+
+/* ---- frames, as each version has them ---- */
+
+#if PY_VERSION_HEX >= 0x030B0000
+typedef _PyInterpreterFrame Frame;
+static inline Frame* frame_caller(Frame* f) { return f->previous; }
+static inline Frame* current_frame(PyThreadState* ts) { return ts->cframe != NULL ? ts->cframe->current_frame : NULL; }
+static inline Frame* frame_of(PyFrameObject* fo) { return fo->f_frame; }
+static inline int frame_lasti(Frame* f) { return _PyInterpreterFrame_LASTI(f); }
+static inline int generator_frame(Frame* f) { return f->owner == FRAME_OWNED_BY_GENERATOR; }
+static inline int yielded(Frame* f) { return _Py_OPCODE(*f->prev_instr) == YIELD_VALUE; }
+static inline PyObject* frame_function(Frame* f) { return (PyObject*)f->f_func; }
+static inline void update_tracing(PyThreadState* ts) { _PyThreadState_UpdateTracingState(ts); }
+#else /* 3.10: frames are objects; the hook runs before the new frame becomes the thread's */
+typedef PyFrameObject Frame;
+static inline Frame* frame_caller(Frame* f) { return f->f_back; }
+static inline Frame* current_frame(PyThreadState* ts) { return ts->frame; }
+static inline Frame* frame_of(PyFrameObject* fo) { return fo; }
+static inline int frame_lasti(Frame* f) { return f->f_lasti; }
+static inline int generator_frame(Frame* f) { return f->f_gen != NULL; }
+static inline int yielded(Frame* f) { return f->f_state == FRAME_SUSPENDED; }
+static inline PyObject* frame_function(Frame* f) { return NULL; } /* nothing is inlined on 3.10 */
+static inline void update_tracing(PyThreadState* ts) {
+  ts->cframe->use_tracing = ts->c_tracefunc != NULL || ts->c_profilefunc != NULL;
+}
 #endif
 
 /* A data loader's library code that subscripts something (`self.dataset[idx]`, LOADER_SUBSCR)
@@ -40,15 +69,21 @@ static int g_loader_traces = kLoaderTraces; /* under the GIL */
  * falls back to the generic call, which goes through the hook. So the function of a selected
  * __getitem__ gets a version of its own from the top of the 32-bit range (unique per
  * function, far above the interpreter's counter, which starts at 1): calls to it take the
- * hook's path from then on. */
+ * hook's path from then on. CPython 3.10 inlines no call. */
+#if PY_VERSION_HEX >= 0x030B0000
 enum { kOwnVersionsFrom = 0xF0000000u };
 static uint32_t g_next_own_version = 0xFFFFFFFFu;
+#endif
 
 static void own_version(PyObject* fn) {
+#if PY_VERSION_HEX >= 0x030B0000
   if (fn == NULL || !PyFunction_Check(fn)) return;
   PyFunctionObject* f = (PyFunctionObject*)fn;
   if (f->func_version >= kOwnVersionsFrom || g_next_own_version < kOwnVersionsFrom) return;
   f->func_version = g_next_own_version--;
+#else
+  (void)fn;
+#endif
 }
 
 static _PyFrameEvalFunction g_prev_eval = NULL;
@@ -57,16 +92,16 @@ static int trace_fn(PyObject* obj, PyFrameObject* frame, int what, PyObject* arg
 
 static void set_tracing(PyThreadState* ts, int on) {
   ts->c_tracefunc = on ? trace_fn : NULL;
-  _PyThreadState_UpdateTracingState(ts);
+  update_tracing(ts);
 }
 
 /* Whether frame c and those below it, within kLoaderWalk frames, are library code (a data
  * loader) down to a frame of the loop or its pipeline. In a data loader's worker process
  * always: it exists to run the loader (the parent's frames below its worker loop are not
  * looked at). */
-static int runs_for_loop(_PyInterpreterFrame* c) {
+static int runs_for_loop(Frame* c) {
   if (g_worker) return 1; /* the process exists to run the loader */
-  for (int n = 0; c != NULL && n < kLoaderWalk; c = c->previous, ++n) {
+  for (int n = 0; c != NULL && n < kLoaderWalk; c = frame_caller(c), ++n) {
     void* x = extra_of(c->f_code);
     if (x == NULL) x = auto_mark(c->f_code); /* begun before the hook was in */
     if (x == MAYBE || x == MAYBE_LOADED) return 0; /* user code the loop is not running */
@@ -77,20 +112,20 @@ static int runs_for_loop(_PyInterpreterFrame* c) {
 
 /* The pipeline's new member: the code of frame f, called by a data loader or pulled by the
  * loop. */
-static CodeInfo* join_pipeline(_PyInterpreterFrame* f) {
+static CodeInfo* join_pipeline(Frame* f) {
   CodeInfo* mine = codeinfo_new(f->f_code, ROLE_PIPELINE);
   if (mine == NULL) return NULL;
   set_extra(f->f_code, mine);
   ++g_stats.selected;
-  if (mine->getitem) own_version((PyObject*)f->f_func);
+  if (mine->getitem) own_version(frame_function(f));
   return mine;
 }
 
 /* A user generator/iterator resumed directly by a frame of the loop (or of the pipeline it
  * already pulls from), or user code called by a data loader running for the loop, joins the
  * pipeline. */
-static int pulled_by_loop(PyThreadState* ts, _PyInterpreterFrame* f, void* mark) {
-  _PyInterpreterFrame* caller = ts->cframe != NULL ? ts->cframe->current_frame : NULL;
+static int pulled_by_loop(PyThreadState* ts, Frame* f, void* mark) {
+  Frame* caller = current_frame(ts);
   if (caller == NULL) return 0;
   void* cx = extra_of(caller->f_code);
   const int join = is_loader(cx) ? runs_for_loop(caller)
@@ -98,7 +133,7 @@ static int pulled_by_loop(PyThreadState* ts, _PyInterpreterFrame* f, void* mark)
   return join && join_pipeline(f) != NULL;
 }
 
-static PyObject* eval_hook(PyThreadState* ts, _PyInterpreterFrame* f, int throwflag) {
+static PyObject* eval_hook(PyThreadState* ts, Frame* f, int throwflag) {
   PyCodeObject* co = f->f_code;
   void* x = extra_of(co);
   int want;
@@ -112,9 +147,9 @@ static PyObject* eval_hook(PyThreadState* ts, _PyInterpreterFrame* f, int throwf
     if (x == REJECT || x == LOADER) want = 0;
     else if (x == MAYBE || x == MAYBE_LOADED) want = pulled_by_loop(ts, f, x);
     else if (x == LOADER_SUBSCR)
-      want = g_loader_traces > 0 && ts->cframe != NULL && runs_for_loop(ts->cframe->current_frame) && g_loader_traces--;
+      want = g_loader_traces > 0 && PY_VERSION_HEX >= 0x030B0000 && runs_for_loop(current_frame(ts)) && g_loader_traces--;
     else want = 1;
-    if (want && !is_mark(x) && ((CodeInfo*)x)->getitem) own_version((PyObject*)f->f_func);
+    if (want && !is_mark(x) && ((CodeInfo*)x)->getitem) own_version(frame_function(f));
   }
   Py_tracefunc cur = ts->c_tracefunc;
   if (cur != NULL && cur != trace_fn) { /* a debugger or coverage tool: leave the thread to it */
@@ -133,29 +168,29 @@ static PyObject* eval_hook(PyThreadState* ts, _PyInterpreterFrame* f, int throwf
 
 /* The selection of a frame that began while tracing was on: normally decided by the hook,
  * but an inlined __getitem__ (own_version) never passed it. */
-static CodeInfo* called_info(ThreadTrace* tt, _PyInterpreterFrame* f) {
+static CodeInfo* called_info(ThreadTrace* tt, Frame* f) {
   void* x = extra_of(f->f_code);
   if (x == NULL) x = decide(&tt->deciding, f->f_code);
   if (x == MAYBE || x == MAYBE_LOADED) { /* a user __getitem__ inlined into a data loader's frame */
-    _PyInterpreterFrame* caller = f->previous;
+    Frame* caller = frame_caller(f);
     if (caller == NULL || !is_loader(extra_of(caller->f_code)) || !runs_for_loop(caller)) return NULL;
     return join_pipeline(f);
   }
   if (is_mark(x)) return NULL;
   CodeInfo* ci = (CodeInfo*)x;
-  if (ci->getitem) own_version((PyObject*)f->f_func); /* selected, but inlined until now */
+  if (ci->getitem) own_version(frame_function(f)); /* selected, but inlined until now */
   return ci;
 }
 
-static void on_call(ThreadTrace* tt, _PyInterpreterFrame* f) {
+static void on_call(ThreadTrace* tt, Frame* f) {
   CodeInfo* ci = called_info(tt, f);
   if (ci == NULL) return;
   Entry* e = push(tt, f, ci, 0);
   /* resumed at its yield: the same statement goes on, without a hit */
-  if (e != NULL && f->owner == FRAME_OWNED_BY_GENERATOR) resume(tt, f, f->f_code, e);
+  if (e != NULL && generator_frame(f)) resume(tt, f, f->f_code, e);
 }
 
-static void on_line(ThreadTrace* tt, PyFrameObject* frame, _PyInterpreterFrame* f) {
+static void on_line(ThreadTrace* tt, PyFrameObject* frame, Frame* f) {
   Entry* e = top_entry(tt);
   if (e == NULL || e->f != f) {
     CodeInfo* ci = info_of(f->f_code);
@@ -169,18 +204,18 @@ static void on_line(ThreadTrace* tt, PyFrameObject* frame, _PyInterpreterFrame* 
     }
   }
   const int line = frame->f_lineno != 0 ? frame->f_lineno : PyFrame_GetLineNumber(frame);
-  on_line_of(tt, e, f->f_code, line, _PyInterpreterFrame_LASTI(f));
+  on_line_of(tt, e, f->f_code, line, frame_lasti(f));
 }
 
 /* Whether a frame that called `f` (a few levels down the stack) runs selected code. */
-static int selected_caller(_PyInterpreterFrame* f) {
+static int selected_caller(Frame* f) {
   int n = 0;
-  for (_PyInterpreterFrame* c = f->previous; c != NULL && n < 64; c = c->previous, ++n)
+  for (Frame* c = frame_caller(f); c != NULL && n < 64; c = frame_caller(c), ++n)
     if (info_of(c->f_code) != NULL) return 1;
   return 0;
 }
 
-static void on_return(ThreadTrace* tt, _PyInterpreterFrame* f) {
+static void on_return(ThreadTrace* tt, Frame* f) {
   if (info_of(f->f_code) == NULL) return;
   Entry* e = entry_of(tt, f);
   if (e == NULL) {
@@ -188,8 +223,8 @@ static void on_return(ThreadTrace* tt, _PyInterpreterFrame* f) {
     return;
   }
   const uint64_t now = g_core.set_line(site_below(tt));
-  if (f->owner == FRAME_OWNED_BY_GENERATOR) {
-    if (_Py_OPCODE(*f->prev_instr) == YIELD_VALUE) suspend(tt, f, f->f_code, e);
+  if (generator_frame(f)) {
+    if (yielded(f)) suspend(tt, f, f->f_code, e);
     else forget_suspended(tt, f); /* finished: its frame may be reused */
   }
   end_statement(e, now);
@@ -216,7 +251,7 @@ static int trace_fn(PyObject* obj, PyFrameObject* frame, int what, PyObject* arg
     set_tracing(PyThreadState_Get(), 0);
     return 0;
   }
-  _PyInterpreterFrame* f = frame->f_frame;
+  Frame* f = frame_of(frame);
   switch (what) {
     case PyTrace_LINE: on_line(tt, frame, f); break;
     case PyTrace_CALL: on_call(tt, f); break;

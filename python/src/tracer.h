@@ -44,7 +44,7 @@ void tracer_uninstall(void);
 int tracer_resume(void);
 /* Counters for tests and the collector note: a dict. */
 PyObject* tracer_stats(void);
-/* [(filename, name, qualname, roles)] of every code object selected so far. */
+/* [(filename, name, qualname (None on 3.10), roles, first line)] of every code object selected so far. */
 PyObject* tracer_selected(void);
 /* In a fork child whose own session just started (a DataLoader worker): the parent's open
  * lines are forgotten without events, the user code any data loader calls joins the pipeline

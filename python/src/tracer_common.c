@@ -10,6 +10,42 @@
 
 #include "core_abi.h"
 
+/* ---- what 3.10 spells differently ---- */
+
+#if PY_VERSION_HEX < 0x030B0000
+#include <frameobject.h>
+/* No co_qualname: the name stands in (the Python side finds the qualified one, _lines.qualname). */
+#define CODE_QUALNAME(co) ((co)->co_name)
+static PyObject* code_bytes(PyCodeObject* co) { return Py_NewRef(co->co_code); }
+static int frame_lasti_bytes(PyFrameObject* fr) { return fr->f_lasti < 0 ? -1 : fr->f_lasti * 2; }
+static PyFrameObject* frame_back(PyFrameObject* fr) { return (PyFrameObject*)Py_XNewRef(fr->f_back); }
+#else
+#define CODE_QUALNAME(co) ((co)->co_qualname)
+static PyObject* code_bytes(PyCodeObject* co) { return PyCode_GetCode(co); } /* unquickened */
+static int frame_lasti_bytes(PyFrameObject* fr) { return PyFrame_GetLasti(fr); }
+static PyFrameObject* frame_back(PyFrameObject* fr) { return PyFrame_GetBack(fr); }
+#endif
+
+/* The target (in code units) of instruction i, op with argument arg, when it jumps backward
+ * (the end of a loop), else -1. */
+static Py_ssize_t backward_target(int op, Py_ssize_t i, Py_ssize_t arg) {
+#if PY_VERSION_HEX < 0x030B0000 /* absolute targets */
+  if (op == JUMP_ABSOLUTE || op == POP_JUMP_IF_FALSE || op == POP_JUMP_IF_TRUE || op == JUMP_IF_FALSE_OR_POP ||
+      op == JUMP_IF_TRUE_OR_POP)
+    return arg <= i ? arg : -1;
+  return -1;
+#else /* relative to the next instruction (after JUMP_BACKWARD's cache entry on 3.13+) */
+  int back = op == JUMP_BACKWARD || op == JUMP_BACKWARD_NO_INTERRUPT;
+#if PY_VERSION_HEX < 0x030C0000 /* 3.11's `while cond:` ends in a conditional backward jump */
+  back = back || op == POP_JUMP_BACKWARD_IF_TRUE || op == POP_JUMP_BACKWARD_IF_FALSE ||
+         op == POP_JUMP_BACKWARD_IF_NONE || op == POP_JUMP_BACKWARD_IF_NOT_NONE;
+#endif
+  if (!back) return -1;
+  const int cache = PY_VERSION_HEX >= 0x030D0000 && op == JUMP_BACKWARD ? 1 : 0;
+  return i + 1 + cache - arg;
+#endif
+}
+
 /* ---- code objects ---- */
 
 CodeInfo* g_all = NULL; /* list of every selection (freed entries are unlinked) */
@@ -61,7 +97,7 @@ CodeInfo* codeinfo_new(PyCodeObject* co, int roles) {
   ci->first = co->co_firstlineno;
   ci->filename = Py_NewRef(co->co_filename);
   ci->name = Py_NewRef(co->co_name);
-  ci->qualname = Py_NewRef(co->co_qualname);
+  ci->qualname = Py_NewRef(CODE_QUALNAME(co));
   ci->next_selected = g_all;
   g_all = ci;
   return ci;
@@ -148,7 +184,7 @@ static int loader_file(PyObject* filename) {
 /* Whether co's (unquickened) bytecode subscripts anything. */
 static int subscripts(PyCodeObject* co) {
 #ifdef BINARY_SUBSCR
-  PyObject* code = PyCode_GetCode(co);
+  PyObject* code = code_bytes(co);
   if (code == NULL || !PyBytes_Check(code)) {
     Py_XDECREF(code);
     PyErr_Clear();
@@ -206,8 +242,8 @@ void* decide(int* deciding, PyCodeObject* co) {
 }
 
 static int in_loop(PyFrameObject* fr, PyCodeObject* co) {
-  const int lasti = PyFrame_GetLasti(fr);
-  PyObject* code = lasti >= 0 ? PyCode_GetCode(co) : NULL; /* unquickened: plain opcodes */
+  const int lasti = frame_lasti_bytes(fr);
+  PyObject* code = lasti >= 0 ? code_bytes(co) : NULL;
   if (code == NULL || !PyBytes_Check(code)) {
     Py_XDECREF(code);
     PyErr_Clear();
@@ -221,12 +257,8 @@ static int in_loop(PyFrameObject* fr, PyCodeObject* co) {
     const int op = b[2 * i];
     arg = (arg << 8) | b[2 * i + 1];
     if (op == EXTENDED_ARG) continue;
-    if (op == JUMP_BACKWARD || op == JUMP_BACKWARD_NO_INTERRUPT) {
-      /* in code units, from the next instruction (after JUMP_BACKWARD's cache entry on 3.13+) */
-      const int cache = PY_VERSION_HEX >= 0x030D0000 && op == JUMP_BACKWARD ? 1 : 0;
-      const Py_ssize_t target = i + 1 + cache - arg;
-      found = 2 * target <= lasti && lasti <= 2 * i;
-    }
+    const Py_ssize_t target = backward_target(op, i, arg);
+    found = target >= 0 && 2 * target <= lasti && lasti <= 2 * i;
     arg = 0;
   }
   Py_DECREF(code);
@@ -265,7 +297,7 @@ int select_loop(void) {
       }
     }
     Py_DECREF(co);
-    PyFrameObject* back = PyFrame_GetBack(fr);
+    PyFrameObject* back = frame_back(fr);
     Py_DECREF(fr);
     fr = back;
   }
@@ -542,7 +574,9 @@ PyObject* tracer_selected(void) {
   PyObject* out = PyList_New(0);
   if (out == NULL) return NULL;
   for (CodeInfo* ci = g_all; ci != NULL; ci = ci->next_selected) {
-    PyObject* t = Py_BuildValue("(OOOi)", ci->filename, ci->name, ci->qualname, ci->roles);
+    /* 3.10: no qualified name here (the Python side finds it from the first line) */
+    PyObject* t = Py_BuildValue("(OOOii)", ci->filename, ci->name, PY_VERSION_HEX >= 0x030B0000 ? ci->qualname : Py_None,
+                                ci->roles, ci->first);
     if (t == NULL || PyList_Append(out, t) != 0) {
       Py_XDECREF(t);
       Py_DECREF(out);

@@ -1,5 +1,6 @@
-/* tracer_none.c — the line tracer's interface where it cannot run: CPython 3.10, which has
- * neither 3.11's frames (tracer.c) nor sys.monitoring (tracer_monitor.c). Everything else in the package works (stages, steps,
+/* tracer_none.c — the line tracer's interface in a package built without it
+ * (-DGNNPROF_PYTHON_LINES=OFF, e.g. for a CPython whose internals tracer.c does not know).
+ * Everything else in the package works (stages, steps,
  * transfers, counters, start/stop, prefetch); selecting code traces nothing, and the package
  * says so in the collector list (`python-lines` off). */
 #include "tracer.h"

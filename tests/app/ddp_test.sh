@@ -29,8 +29,8 @@ for f in "$r0" "$r1"; do
     "json '$f' \"sorted({s['name'] for s in p['stages'] if s['category']=='comm'} & {'comm','gloo:all_reduce'})\" | grep -q \"\\['comm', 'gloo:all_reduce'\\]\""
   check "$(basename "$f"): bytes of the collectives" \
     "json '$f' \"[c['mean'] for c in p['counters'] if c['name']=='comm bytes'][0] > 0\" | grep -q True"
-  # Where the Python has a line tracer (CPython 3.11 or newer; on 3.10 python-lines is off).
-  if $py -c 'import sys; sys.exit(sys.version_info[:2] < (3, 11))'; then
+  # Where the package has its line tracer (not built with GNNPROF_PYTHON_LINES=OFF).
+  if [ "$(json "$f" "[c['enabled'] for c in p['collectors'] if c['name'] == 'python-lines']")" = "[True]" ]; then
   check "$(basename "$f"): the traced loop's loss.backward() line waits for the gradient allreduce" \
     "json '$f' \"[l.get('stages', {}).get('comm wait', 0) > 0 for l in p['lines'] if l['code'] == 'loss.backward()'] == [True]\" | grep -q True"
   fi

@@ -91,6 +91,11 @@ def test_auto_selection_at_an_optimizer_step_without_torch(gnnprof_run, plain_ru
     assert train[line_of(path, "print(\"epoch\"")]["hits"] == 2
     assert pipeline[line_of(path, "x = [i] * 100")]["hits"] >= 38
     assert "norm" not in {l["function"] for l in r.profile["lines"]}
+    # A `while` loop around the helper is the loop too.
+    w = gnnprof_run(path, "20", "while")
+    assert w.rc == 0, w.err
+    assert {l["function"] for l in w.profile["lines"]} == {"train_while", "train_step", "batches"}, w.profile["lines"]
+    assert w.lines("train_while")[line_of(path, "total += train_step(next(it))")]["hits"] == 19
 
 
 @needs_torch
@@ -161,6 +166,7 @@ def test_a_selected_getitem_is_seen_at_every_subscript(gnnprof_run, plain_run):
     assert r.rc == 0, r.err
     assert r.out == plain_run(path).out
     assert r.lines("Frames.__getitem__")[first]["hits"] == 1100
+    assert "matched nothing" not in r.collector("python-lines")["reason"]  # a qualified name (3.10: from the file)
     d = gnnprof_run(path, "decorate")
     assert d.rc == 0, d.err
     assert d.lines("Frames.__getitem__")[first]["hits"] == 1000
@@ -332,6 +338,36 @@ def test_the_scanned_statement_maps_equal_the_ast_walk(tmp_path):
             checked += 1
     assert checked > 50000
     assert _lines._scan_map(["x = 'open\n"]) is None  # does not scan: the ast decides
+
+
+def test_qualified_names_from_the_file_equal_the_compilers(tmp_path):
+    """CPython 3.10's code objects have no co_qualname: the tracer finds it from a compile of the
+    file (_lines.qualname_at). Here, on a Python that has it, both agree for every code object
+    of our scripts, the sample and the standard library's modules."""
+    import glob
+    _lines = import_lines()
+    if not hasattr(compile("0", "x", "eval"), "co_qualname"):
+        pytest.skip("this Python's code objects have no co_qualname to compare with")
+    odd = tmp_path / "odd.py"
+    odd.write_text(ODD_SOURCE)
+    paths = [str(odd), script("shapes.py"), script("getitem.py"), os.path.join(ROOT, "samples/python/sage_train.py")]
+    paths += sorted(glob.glob(os.path.dirname(os.__file__) + "/*.py"))
+    checked = nested = 0
+    for path in paths:
+        try:
+            codes = list(code_objects(path))
+        except (SyntaxError, ValueError, UnicodeDecodeError, OSError):
+            continue
+        for co in codes:
+            if co.co_name == "<module>":
+                continue
+            assert _lines.qualname_at(path, co.co_firstlineno, co.co_name, co.co_code) == co.co_qualname, (path, co.co_firstlineno)
+            if not co.co_name.startswith("<"):  # a def: its first line and name alone say which (at exit)
+                assert _lines.qualname_at(path, co.co_firstlineno, co.co_name) == co.co_qualname, (path, co.co_firstlineno)
+            checked += 1
+            nested += "." in co.co_qualname
+    assert checked > 8000 and nested > 5000, (checked, nested)
+    assert _lines.qualname_at(str(tmp_path / "missing.py"), 1, "f") == "f"
 
 
 def test_a_functions_statement_map_from_its_own_source_equals_the_whole_files(tmp_path):

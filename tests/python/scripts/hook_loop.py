@@ -1,7 +1,9 @@
 """Auto selection without torch: gnnprof._native.optimizer_step() stands where torch's observer
 reports Optimizer.step. The step is called from a train_step helper: auto must trace the helper,
 the loop that calls it (already running when selected) and the generator the loop pulls from,
-and nothing else. Runs under `gnnprof run` (the package is there) on any CPython with a tracer."""
+and nothing else. With "while", the loop is a `while` loop (CPython 3.10 and 3.11 end it with a
+conditional backward jump, not JUMP_BACKWARD). Runs under `gnnprof run` (the package is there)
+on any CPython with a tracer."""
 import sys
 
 from gnnprof import _native
@@ -32,5 +34,18 @@ def train(epochs, n):
     return total
 
 
+def train_while(steps):
+    total, step, it = 0.0, 0, batches(steps)
+    while step < steps:
+        total += train_step(next(it))
+        step += 1
+    print("steps", step, total)
+    return total
+
+
 if __name__ == "__main__":
-    train(2, int(sys.argv[1]) if len(sys.argv) > 1 else 20)
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    if sys.argv[2:] == ["while"]:
+        train_while(n)
+    else:
+        train(2, n)
