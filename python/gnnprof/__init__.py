@@ -57,7 +57,8 @@ def _note_without_native(reason):
 def _bind():
     if _native is None:
         reason = (f"gnnprof's Python module does not load in {sys.executable} "
-                  f"(Python {sys.version.split()[0]}): {_native_error}")
+                  f"(Python {sys.version.split()[0]}): {_native_error}; configure gnnprof with "
+                  f"-DGNNPROF_EXTRA_PYTHONS={sys.executable} to build it for this Python too")
         _note_without_native(reason)
         return False, reason
     preload = _paths.PRELOAD if os.path.exists(_paths.PRELOAD) else ""
