@@ -353,9 +353,12 @@ def qualname_at(filename, first, name, bytecode=None):
         todo = [(top, "")] if top is not None else []
         while todo:
             co, prefix = todo.pop(0)
+            declared = _stored_globals(co) if prefix else ()
             for c in co.co_consts:
                 if type(c) is type(co):
-                    q = prefix + c.co_name
+                    # a def or class of a name declared `global` in a function or class body is
+                    # named as at the top level
+                    q = c.co_name if c.co_name in declared else prefix + c.co_name
                     names.setdefault((c.co_firstlineno, c.co_name), q)
                     names[(c.co_firstlineno, c.co_name, c.co_code)] = q
                     # a function's (or lambda's) own names are its locals; not a class body's or a
@@ -364,6 +367,12 @@ def qualname_at(filename, first, name, bytecode=None):
                     todo.append((c, q + (".<locals>." if local else ".")))
     q = names.get((first, name, bytecode)) if bytecode is not None else None
     return q if q is not None else names.get((first, name), name)
+
+
+def _stored_globals(code):
+    """The names a code object stores as globals (declared `global` there)."""
+    import dis
+    return {i.argval for i in dis.get_instructions(code) if i.opname == "STORE_GLOBAL"}
 
 
 def prepare(code):

@@ -279,7 +279,17 @@ ODD_SOURCE = ("class C:\n"
               "    return max(\n"
               "        x,\n"
               "        1,\n"
-              "    )\n")
+              "    )\n"
+              "\n"
+              "def outer():\n"
+              "    global g\n"
+              "    def g():\n"
+              "        def inner(): pass\n"
+              "        return inner\n"
+              "    class K:\n"
+              "        global h\n"
+              "        def h(self): pass\n"
+              "    return g, K\n")
 
 
 def code_objects(path):
