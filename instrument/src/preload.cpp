@@ -83,13 +83,11 @@ void on_extension_loaded() {
 using namespace gnnprof::instrument::preload;
 
 /// The poll point of the torch observer (gnnprof_torch_set_poll) and of the NVTX injection.
+/// With gnnprof's threads the poll only looks at the caller's ring (a fast producer helps the
+/// drainer: gnnprof_poll).
 void gnnprof::instrument::preload_poll(int at_mark) noexcept {
-  if (!g_threadless.load(std::memory_order_relaxed)) return;
   try {
-    if (!host_single_threaded()) {
-      switch_to_threads();
-      return;
-    }
+    if (g_threadless.load(std::memory_order_relaxed) && !host_single_threaded()) switch_to_threads();
     (void)gnnprof_poll(at_mark);
   } catch (...) {
   }

@@ -394,7 +394,30 @@ int flush_now() noexcept {
 int poll(bool allow_flush) noexcept {
   if (g_state.load(std::memory_order_relaxed) != kRunning) return 0;
   Global& s = g();
-  if (s.drainer_running.load(std::memory_order_relaxed)) return 0;  // the drainer does it
+  if (s.drainer_running.load(std::memory_order_relaxed)) {
+    // The drainer does it, unless the caller fills its ring faster than the drainer's period (a
+    // traced tight Python loop: tens of millions of line events a second). Over a quarter full:
+    // wake it; over half: drain here (as the threadless mode does) when the drainer is not at
+    // it; over three quarters: wait for the drainer's pass (bounded work) rather than drop.
+    ThreadBuffer* b = current_buffer();
+    if (b == nullptr || b->is_sink()) return 0;
+    const std::uint64_t used = b->published() - b->consumed();
+    if (used * 4 <= b->capacity()) return 0;
+    if (used * 2 <= b->capacity()) {
+      s.wake_cv.notify_one();
+      return 0;
+    }
+    try {
+      std::unique_lock<std::mutex> d(s.drain_mu, std::defer_lock);
+      if (used * 4 > b->capacity() * 3) d.lock();
+      else if (!d.try_lock()) return 0;
+      if (g_state.load() != kRunning) return 0;  // stopped meanwhile: stop() drained
+      drain_pass_locked(s);
+      return 1;
+    } catch (...) {
+      return 0;
+    }
+  }
   try {
     const std::int64_t now = steady_ns();
     // The period applies at quiet points only (allow_flush: an iteration mark); elsewhere only

@@ -72,8 +72,28 @@ def _is_launcher():
     return any(a == "-m" and b == "gnnprof" for a, b in zip(argv, argv[1:]))
 
 
+def _imported_by_ipython():
+    """`%load_ext gnnprof` (IPython's extension loader is on the stack): the session this import
+    starts is stopped when the magics are registered; its profile goes to a temporary folder, not
+    into the notebook's."""
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_filename.endswith(os.path.join("IPython", "core", "extensions.py")):
+            return True
+        f = f.f_back
+    return False
+
+
 if _is_launcher():
     _state["how"] = "launcher"
+elif _imported_by_ipython() and "GNNPROF_OUTPUT" not in os.environ:
+    import tempfile
+    _state["ipython_dir"] = tempfile.mkdtemp(prefix="gnnprof-")
+    os.environ["GNNPROF_OUTPUT"] = os.path.join(_state["ipython_dir"], "before-load_ext.json")
+    try:
+        _state["bound"], _state["how"] = _bind()
+    finally:
+        del os.environ["GNNPROF_OUTPUT"]
 else:
     _state["bound"], _state["how"] = _bind()
 
@@ -204,6 +224,12 @@ def status():
     if _native is not None:
         out["tracer"] = _native.stats()
     return out
+
+
+def load_ipython_extension(ipython):
+    """`%load_ext gnnprof` in IPython or Jupyter: the %gnnprof / %%gnnprof magics (gnnprof._ipython)."""
+    from . import _ipython
+    _ipython.load(ipython)
 
 
 # ---- prefetch ----

@@ -106,6 +106,9 @@ CodeInfo* codeinfo_new(PyCodeObject* co, int roles) {
 /* ---- settings ---- */
 
 int g_auto = 0;
+/* Bumped by each session restart: auto selection looks for the loop again on each thread (a
+ * notebook's next profiled cell). */
+static unsigned g_auto_epoch = 1;
 PyObject* g_decider = NULL;
 int g_installed = 0;
 int g_worker = 0;
@@ -156,7 +159,8 @@ static int user_file(PyObject* filename) {
     PyErr_Clear();
     return 0;
   }
-  if (f[0] == '<' || f[0] == '\0') return 0; /* <frozen ...>, <string>, <stdin> */
+  /* <frozen ...>, <string>, <stdin>; but terminal IPython's cells (Jupyter's have paths) */
+  if (f[0] == '\0' || (f[0] == '<' && strncmp(f, "<ipython-input-", 15) != 0)) return 0;
   for (Py_ssize_t i = 0; i < g_n_excluded; ++i)
     if (strncmp(f, g_excluded[i], strlen(g_excluded[i])) == 0) return 0;
   return 1;
@@ -271,8 +275,8 @@ enum { kLoopWalk = 4 };
 int auto_selects_now(void) {
   if (!g_auto || !Py_IsInitialized() || GNNPROF_IS_FINALIZING()) return 0;
   ThreadTrace* tt = thread_trace();
-  if (tt == NULL || tt->auto_done) return 0;
-  tt->auto_done = 1;
+  if (tt == NULL || tt->auto_epoch == g_auto_epoch) return 0;
+  tt->auto_epoch = g_auto_epoch;
   return 1;
 }
 
@@ -521,7 +525,10 @@ CodeInfo* select_code(PyObject* code, int roles, void** was) {
   return ci;
 }
 
-int tracer_resume(void) { return g_all != NULL || g_decider != NULL ? tracer_install() : 0; }
+int tracer_resume(void) {
+  ++g_auto_epoch;
+  return g_all != NULL || g_decider != NULL ? tracer_install() : 0;
+}
 
 /* ---- public settings and views ---- */
 

@@ -130,7 +130,7 @@ typedef struct ThreadTrace {
   Suspended suspended[kMaxSuspended];
   unsigned next_victim;
   unsigned since_poll;
-  int auto_done;
+  unsigned auto_epoch; /* the g_auto_epoch whose loop this thread looked for */
   int deciding; /* inside the explicit decider or the preparer: no decisions */
   unsigned epoch; /* tracer_monitor.c: the g_epoch its stack belongs to */
 } ThreadTrace;

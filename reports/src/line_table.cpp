@@ -34,7 +34,11 @@ bool load_source(const std::string& file, const std::string& cwd, const std::vec
   return false;
 }
 
-bool is_python(const std::string& file) { return file.size() > 3 && file.compare(file.size() - 3, 3, ".py") == 0; }
+// Python's line sites: its files, and its pseudo-files (<ipython-input-3-...>, <string>); a C++
+// site's file is a path (__FILE__).
+bool is_python(const std::string& file) {
+  return (file.size() > 3 && file.compare(file.size() - 3, 3, ".py") == 0) || (!file.empty() && file[0] == '<');
+}
 
 std::size_t indent_of(const std::string& s) {
   std::size_t i = 0;

@@ -201,6 +201,28 @@ TEST(Api, PollDrainsAndFlushesOnTheCallingThreadUntilADrainerRuns) {
   EXPECT_EQ(gnnprof_start_drainer(), -1) << "no session";
 }
 
+// With the drainer thread, a thread that fills its ring faster than the drainer's period (a
+// traced tight Python loop: tens of millions of line events a second) wakes the drainer, and
+// drains its ring itself past half full, instead of dropping events.
+TEST(Api, PollHelpsADrainerThatFallsBehind) {
+  Config cfg = testing::quiet_config();
+  cfg.buffer_events = 1024;
+  cfg.drain_interval_ms = 60000;  // the drainer's own period never comes in this test
+  cfg.drainer_thread = true;
+  const std::string path = fresh_output(cfg, "gnnprof_poll_helps_%p.json");
+  ASSERT_TRUE(start(cfg));
+  for (int i = 0; i < 20000; ++i) {
+    { GNNPROF_STAGE("tight"); }
+    if (i % 100 == 99) (void)gnnprof_poll(0);
+  }
+  ASSERT_TRUE(stop());
+  auto p = read_profile_file(path);
+  ASSERT_TRUE(p) << p.status().message();
+  ASSERT_NE(testing::find_stage(*p, "tight"), nullptr);
+  EXPECT_EQ(testing::find_stage(*p, "tight")->hits, 20000u);
+  EXPECT_EQ(p->dropped_events, 0u);
+}
+
 // A host without quiet points (no iteration marks: an inference loop, an NVTX-only program)
 // must still be drained and flushed, or a SIGKILL would leave nothing: after 2 s (twice the
 // flush interval, at least 2 s) without a quiet point, its other polls count as quiet.

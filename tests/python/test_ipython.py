@@ -1,0 +1,114 @@
+"""The IPython / Jupyter magics (python/gnnprof/_ipython.py): `%load_ext gnnprof`, then
+`%gnnprof statement` and `%%gnnprof` profile one statement or cell each, with the line table of
+the cell, of the functions named with -f and of the training loop found as under `gnnprof run`.
+Skipped where this Python has no IPython; the package without IPython is tested too."""
+import glob
+import os
+import re
+import subprocess
+
+import pytest
+
+from conftest import PYDIR, PYTHON, needs_torch, script
+
+HAVE_IPYTHON = subprocess.run([PYTHON, "-c", "import IPython"], capture_output=True).returncode == 0
+needs_ipython = pytest.mark.skipif(not HAVE_IPYTHON, reason="this Python has no IPython")
+
+WORK = "def work(n):\n    t = 0\n    for i in range(n):\n        t += i\n    return t"
+
+
+def cells(tmp_path, *cells, env=None):
+    e = dict(os.environ)
+    for k in ("GNNPROF_LINES", "GNNPROF_ENABLED", "GNNPROF_OUTPUT", "GNNPROF_QUIET"):
+        e.pop(k, None)
+    e["PYTHONPATH"] = PYDIR
+    e["IPYTHONDIR"] = str(tmp_path / "ipython")  # not the user's profile and history
+    e["TMPDIR"] = str(tmp_path / "tmp")
+    os.makedirs(e["TMPDIR"], exist_ok=True)
+    e.update(env or {})
+    work = tmp_path / "cwd"
+    work.mkdir(exist_ok=True)
+    return subprocess.run([PYTHON, script("ipython_cells.py"), *cells], capture_output=True, text=True, env=e,
+                          cwd=str(work), timeout=300)
+
+
+def row(out, code):
+    """(hits, time) of the line table row whose text is `code`, from the first table that has it."""
+    for line in out.splitlines():
+        m = re.match(r"\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(.*)$", line)
+        if m and m.group(6).strip().endswith(code):
+            return int(m.group(2)), float(m.group(3))
+    return None
+
+
+@needs_ipython
+def test_a_statement_and_a_cell_each_get_their_own_line_table(tmp_path):
+    r = cells(tmp_path, "%load_ext gnnprof", WORK, "r = %gnnprof -f work work(100000)", "print('r', r)",
+              "%%gnnprof\ns = 0\nfor i in range(1000):\n    s += i\nprint('s', s)")
+    assert r.returncode == 0, r.stderr
+    assert "r 4999950000" in r.stdout and "s 499500" in r.stdout  # the statement's value, the cell's output
+    reports = r.stdout.split("gnnprof 0.1.0 profile of")
+    assert len(reports) == 3, r.stdout
+    first, second = reports[1], reports[2]
+    assert "Function: work at line 1" in first
+    assert row(first, "t += i")[0] == 100000  # every hit of a tight loop: no event dropped
+    assert row(first, "for i in range(n):")[0] == 100001
+    assert re.search(r"Events: \d+ recorded, 0 dropped", first)
+    assert "def work(n):" in first  # the cell's source, from the folder the magic writes for the report
+    assert row(second, "s += i")[0] == 1000 and row(second, "print('s', s)")[0] == 1
+    assert "Function: work" not in second  # a session of its own
+    # Nothing in the notebook's folder; the profiles in one temporary folder.
+    assert os.listdir(tmp_path / "cwd") == []
+    made = sorted(os.path.basename(p) for p in glob.glob(str(tmp_path / "tmp" / "gnnprof-*" / "*")))
+    assert made == ["before-load_ext.json", "run-1.json", "run-1.sources", "run-2.json", "run-2.sources"], made
+    assert "report it again with: gnnprof report" in first
+
+
+@needs_ipython
+def test_options_keep_the_profile_write_html_and_bad_ones_run_nothing(tmp_path):
+    r = cells(tmp_path, "%load_ext gnnprof", WORK, "%gnnprof -o keep.json --html keep.html -f work work(10)",
+              "%gnnprof --bogus work(10)", "%gnnprof -f nowhere work(10)", "%gnnprof --lines none work(10)",
+              "%gnnprof")
+    assert r.returncode == 0, r.stderr
+    cwd = tmp_path / "cwd"
+    assert (cwd / "keep.json").exists() and (cwd / "keep.html").exists()
+    assert "<html" in (cwd / "keep.html").read_text()[:200].lower()
+    err = r.stderr.splitlines()
+    assert any(l.startswith("%gnnprof: unknown option --bogus") for l in err), r.stderr
+    assert any("-f nowhere: 'nowhere' is not defined" in l for l in err), r.stderr
+    assert any(l.startswith("%gnnprof: nothing to run") for l in err), r.stderr
+    reports = r.stdout.split("gnnprof 0.1.0 profile of")
+    assert len(reports) == 3, r.stdout  # the -o run and the --lines none run
+    assert row(reports[1], "t += i")[0] == 10
+    assert row(reports[2], "t += i") is None and "python-lines (off: off (%gnnprof --lines none))" in reports[2]
+
+
+@needs_ipython
+@needs_torch
+def test_a_training_loop_defined_in_an_earlier_cell_is_found(tmp_path):
+    setup = ("import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 4))\n"
+             "opt = torch.optim.Adam(model.parameters())\nX = torch.randn(4096, 64); Y = torch.randint(0, 4, (4096,))")
+    train = ("def train(steps):\n    for s in range(steps):\n        idx = torch.randint(0, 4096, (256,))\n"
+             "        x, y = X[idx], Y[idx]\n        loss = torch.nn.functional.cross_entropy(model(x), y)\n"
+             "        opt.zero_grad()\n        loss.backward()\n        opt.step()\n    return loss.item()")
+    r = cells(tmp_path, "%load_ext gnnprof", setup, train, "%%gnnprof\nloss = train(20)", "%%gnnprof\nloss = train(20)",
+              env={"GNNPROF_TORCH_SAMPLE": "all"})
+    assert r.returncode == 0, r.stderr
+    reports = r.stdout.split("gnnprof 0.1.0 profile of")
+    assert len(reports) == 3, r.stdout
+    # Each profiled cell is a session of its own that finds the loop: selected at its first step
+    # (adopted at its next line) in the first, traced from its first line in the second.
+    for rep, steps in zip(reports[1:], (19, 20)):
+        assert "Function: train at line 1" in rep, rep
+        assert row(rep, "opt.step()")[0] == steps
+        assert re.search(r"^forward\s+compute", rep, re.M) and re.search(r"^backward\s+compute", rep, re.M)
+        assert "20 complete iterations" in rep or "19 complete iterations" in rep, rep
+
+
+def test_the_package_imports_without_ipython(tmp_path):
+    """IPython is optional: the package never imports it; only %load_ext does."""
+    e = dict(os.environ, PYTHONPATH=PYDIR, GNNPROF_ENABLED="0")
+    code = ("import sys; sys.modules['IPython'] = None\nimport gnnprof\n"
+            "assert callable(gnnprof.load_ipython_extension)\nprint('ok', 'IPython' in sys.modules and sys.modules['IPython'] is None)")
+    r = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=e, cwd=str(tmp_path))
+    assert r.returncode == 0 and r.stdout.strip() == "ok True", r.stderr
