@@ -252,6 +252,9 @@ void atfork_child() {
   // there is undefined, so forget the handle without touching it.
   new (&s.drainer) std::thread();
   s.drainer_running.store(false);
+  // The parent's drainer may have held the wake lock at the fork: a fresh one for the child's.
+  new (&s.wake_mu) std::mutex();
+  new (&s.wake_cv) std::condition_variable();
 }
 
 std::int64_t steady_ns() noexcept {
@@ -403,20 +406,31 @@ int poll(bool allow_flush) noexcept {
     if (b == nullptr || b->is_sink()) return 0;
     const std::uint64_t used = b->published() - b->consumed();
     if (used * 4 <= b->capacity()) return 0;
+    if (s.owner_pid != ::getpid()) return 0;  // a child forked without atfork handlers (_Fork)
     if (used * 2 <= b->capacity()) {
       s.wake_cv.notify_one();
       return 0;
     }
+    // No asynchronous signal while this thread holds the drain lock: the SIGTERM handler's
+    // final flush needs the drainer, which needs the lock, and a handler's own NVTX call would
+    // poll into it again.
+    sigset_t all, old;
+    sigfillset(&all);
+    for (int sync : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP}) sigdelset(&all, sync);  // crash handlers stay
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int drained = 0;
     try {
       std::unique_lock<std::mutex> d(s.drain_mu, std::defer_lock);
-      if (used * 4 > b->capacity() * 3) d.lock();
-      else if (!d.try_lock()) return 0;
-      if (g_state.load() != kRunning) return 0;  // stopped meanwhile: stop() drained
-      drain_pass_locked(s);
-      return 1;
+      // Past three quarters, wait for the drainer's pass (bounded work; 100 ms at most).
+      const bool got = used * 4 > b->capacity() * 3 ? lock_within(d, 100) : d.try_lock();
+      if (got && g_state.load() == kRunning) {  // else stopped meanwhile: stop() drained
+        drain_pass_locked(s);
+        drained = 1;
+      }
     } catch (...) {
-      return 0;
     }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    return drained;
   }
   try {
     const std::int64_t now = steady_ns();

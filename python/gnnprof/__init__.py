@@ -468,8 +468,10 @@ if _state["bound"]:
     from . import _config
     _configure_lines(_config.string("GNNPROF_LINES", "auto"))
     _state["loader_limit"] = _config.loader_workers()  # read once: every fork child inherits it
-    atexit.register(_at_exit)
-    os.register_at_fork(after_in_child=_after_fork_in_child, after_in_parent=_after_fork_in_parent)
+    if not getattr(_native, "hooks_registered", False):  # once, even when the package is reloaded
+        _native.hooks_registered = True  # (%reload_ext gnnprof: the same module dict, new globals)
+        atexit.register(_at_exit)
+        os.register_at_fork(after_in_child=_after_fork_in_child, after_in_parent=_after_fork_in_parent)
     if _state["how"] == "loaded":
         from . import _attach
         _attach.watch_torch(_native.attach)

@@ -42,5 +42,5 @@ class _TorchWatcher(importlib.abc.MetaPathFinder):
 def watch_torch(attach):
     if "torch" in sys.modules:
         attach()
-    else:
+    elif not any(type(f).__name__ == "_TorchWatcher" for f in sys.meta_path):  # once (a reloaded package)
         sys.meta_path.insert(0, _TorchWatcher(attach))

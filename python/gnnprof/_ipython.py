@@ -12,64 +12,84 @@ started (its profile is written as at exit): in a notebook, gnnprof then records
 the magics. Under `gnnprof run` the run's session is left alone: the magic runs the code and
 the run's profile has it.
 """
+import io
 import os
 import shlex
 import subprocess
 import sys
 import tempfile
 
-_runs = {"n": 0, "dir": None}
+USAGE = "usage: %gnnprof [-f FUNC]... [-o PROFILE] [--html FILE] [--lines none] [--ops] statement"
+_OPTIONS = {"-f": "functions", "--function": "functions", "-o": "output", "--output": "output",
+            "--html": "html", "--lines": "lines"}
+_runs = {"n": 0, "dir": None, "active": False, "said": set()}
+
+
+def _word(line, i):
+    """The shell-like word at line[i:] (quotes honoured) and the index after it."""
+    lex = shlex.shlex(io.StringIO(line[i:]), posix=True)
+    lex.whitespace_split = True
+    lex.commenters = ""
+    word = lex.get_token()  # ValueError on an unclosed quote
+    return word, i + lex.instream.tell()
 
 
 def _parse(line):
-    """(options, statement) from the magic's line; raises ValueError with a usage message."""
-    words = shlex.split(line, posix=True)
+    """(options, statement) from the magic's line: options up to the first word that is not
+    one; the statement is the rest of the line as written. ValueError with a message."""
     opts = {"functions": [], "output": None, "html": None, "lines": "auto", "ops": False}
     i = 0
-    while i < len(words) and words[i].startswith("-"):
-        w = words[i]
-        if w == "--":
-            i += 1
+    while True:
+        i = len(line) - len(line[i:].lstrip())
+        if not line.startswith("-", i):
             break
-        if w == "--ops":
-            opts["ops"] = True
-            i += 1
-            continue
-        key = {"-f": "functions", "--function": "functions", "-o": "output", "--output": "output",
-               "--html": "html", "--lines": "lines"}.get(w)
-        if key is None or i + 1 >= len(words):
-            raise ValueError(f"%gnnprof: {'unknown option' if key is None else 'no value for'} {w}; "
-                             "usage: %gnnprof [-f FUNC]... [-o PROFILE] [--html FILE] [--lines none] [--ops] statement")
+        try:
+            word, i = _word(line, i)
+            if word == "--":
+                break
+            if word == "--ops":
+                opts["ops"] = True
+                continue
+            key = _OPTIONS.get(word)
+            if key is None:
+                raise ValueError(f"%gnnprof: unknown option {word}; {USAGE}")
+            value, i = _word(line, i)
+        except ValueError as e:
+            raise ValueError(str(e) if str(e).startswith("%gnnprof") else f"%gnnprof: {e}; {USAGE}")
+        if value is None:
+            raise ValueError(f"%gnnprof: no value for {word}; {USAGE}")
         if key == "functions":
-            opts["functions"].append(words[i + 1])
+            opts["functions"].append(value)
         else:
-            opts[key] = words[i + 1]
-        i += 2
+            opts[key] = value
     if opts["lines"] not in ("auto", "none"):
         raise ValueError(f"%gnnprof: --lines {opts['lines']}: auto or none (name functions with -f)")
-    # The statement is the rest of the line as written (quotes kept).
-    rest = line
-    for w in words[:i]:
-        rest = rest.split(w, 1)[1] if w in rest else rest
-    return opts, rest.strip()
+    return opts, line[i:].strip()
 
 
-def _resolve(name, ns):
-    """The function a dotted name in the notebook's namespace stands for."""
+def _say_once(key, message):
+    if key not in _runs["said"]:
+        _runs["said"].add(key)
+        print(message, file=sys.stderr)
+
+
+def _resolve(gnnprof, name, ns):
+    """The function a dotted name in the notebook's namespace stands for (it must have code)."""
     head, *tail = name.split(".")
     if head not in ns:
         raise NameError(f"%gnnprof: -f {name}: '{head}' is not defined")
     obj = ns[head]
     for part in tail:
         obj = getattr(obj, part)
+    if getattr(gnnprof._function_of(obj), "__code__", None) is None:
+        raise TypeError(f"%gnnprof: -f {name}: {obj!r} has no Python code to trace")
     return obj
 
 
-def _output(opts):
+def _output(gnnprof, opts):
     if opts["output"]:
         return os.path.abspath(opts["output"])
     if _runs["dir"] is None:
-        import gnnprof
         _runs["dir"] = gnnprof._state.get("ipython_dir") or tempfile.mkdtemp(prefix="gnnprof-")
     _runs["n"] += 1
     return os.path.join(_runs["dir"], f"run-{_runs['n']}.json")
@@ -80,6 +100,7 @@ class _Session:
 
     def __init__(self, gnnprof, path):
         self.g, self.path = gnnprof, path
+        self.started = self.written = False
 
     def __enter__(self):
         g = self.g
@@ -101,13 +122,12 @@ class _Session:
         return False
 
 
-def _sources(path):
+def _sources(native, path):
     """A folder with the source of each traced file that exists only in linecache (notebook
     cells), for the report's --source-root; None when there is none."""
     import linecache
-    from . import _native
     folder = None
-    for filename, *_ in _native.selected():
+    for filename, *_ in native.selected():
         if os.path.exists(filename) or filename not in linecache.cache:
             continue
         if folder is None:
@@ -118,20 +138,23 @@ def _sources(path):
     return folder
 
 
-def _report(path, opts):
+def _report(native, path, opts):
     from . import _paths
+    sources = _sources(native, path)
     cmd = [_paths.CLI, "report", path]
-    sources = _sources(path)
     if sources:
         cmd += ["--source-root", sources]
     if opts["html"]:
         cmd += ["--html", opts["html"]]
     if opts["ops"]:
         cmd.append("--ops")
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    sys.stdout.write(r.stdout)
-    if r.returncode != 0:
-        sys.stderr.write(r.stderr)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        sys.stdout.write(r.stdout)
+        if r.returncode != 0:
+            sys.stderr.write(r.stderr)
+    except (OSError, subprocess.SubprocessError) as e:
+        print(f"%gnnprof: cannot render the report ({e})", file=sys.stderr)
     again = f"gnnprof report {shlex.quote(path)}" + (f" --source-root {shlex.quote(sources)}" if sources else "")
     if opts["html"]:
         print(f"gnnprof: HTML report {os.path.abspath(opts['html'])}")
@@ -142,9 +165,20 @@ class _Magics:
     def __init__(self, shell):
         self.shell = shell
 
+    def _compile(self, source, cell):
+        """(code, mode): a line magic's expression is evaluated (its value returned)."""
+        transformed = self.shell.transform_cell(source) if cell else source
+        filename = self.shell.compile.cache(transformed, self.shell.execution_count, source)
+        if not cell:
+            try:
+                return self.shell.compile(transformed, filename, "eval"), "eval"
+            except SyntaxError:
+                pass
+        return self.shell.compile(transformed, filename, "exec"), "exec"
+
     def gnnprof(self, line, cell=None):
         import gnnprof
-        from . import _native
+        native = gnnprof._native
         try:
             opts, statement = _parse(line)
         except ValueError as e:
@@ -156,47 +190,55 @@ class _Magics:
             return None
         ns = self.shell.user_ns
         try:
-            functions = [_resolve(name, ns) for name in opts["functions"]]
-        except (NameError, AttributeError) as e:
+            functions = [_resolve(gnnprof, name, ns) for name in opts["functions"]]
+        except (NameError, AttributeError, TypeError) as e:
             print(e, file=sys.stderr)
             return None
-        own = gnnprof.status()["how"] == "loaded"  # not inside gnnprof run's session
-        transformed = self.shell.transform_cell(source) if cell is not None else source
-        filename = self.shell.compile.cache(transformed, self.shell.execution_count, source)
-        mode = "exec"
-        if cell is None:
-            try:
-                code = self.shell.compile(transformed, filename, "eval")
-                mode = "eval"
-            except SyntaxError:
-                pass
-        if mode == "exec":
-            code = self.shell.compile(transformed, filename, "exec")
-        if not own:
-            return eval(code, ns) if mode == "eval" else exec(code, ns)
-        lines = opts["lines"] != "none" and _native is not None
-        if lines:
-            _native.select(code, _native.ROLE_EXPLICIT)
-            for f in functions:
-                gnnprof.profile(f)
-        _native.set_auto(lines and gnnprof._state["auto"])
-        path = _output(opts)
-        result = None
-        with _Session(gnnprof, path) as s:
-            if s.started and not lines:  # what earlier runs selected stays untraced too
-                _native.set_hook(False)
-                _native.note_collector("python-lines", False, "off (%gnnprof --lines none)")
-            try:
-                result = eval(code, ns) if mode == "eval" else exec(code, ns)
-            finally:
-                _native.set_auto(False)
-                if s.started and lines:
-                    gnnprof._note_lines(final=True)
-        if s.started and s.written:
-            _report(path, opts)
-        else:
-            print(f"%gnnprof: no profile written ({'the session did not start' if not s.started else path})",
-                  file=sys.stderr)
+        code, mode = self._compile(source, cell is not None)
+        run = (lambda: eval(code, ns)) if mode == "eval" else (lambda: exec(code, ns))
+        lines = opts["lines"] != "none"
+        if native is None or gnnprof.status()["how"] != "loaded":
+            why = (gnnprof.status()["how"] if native is None else
+                   "this process is profiled by `gnnprof run`: its profile has this code")
+            _say_once("unprofiled", f"%gnnprof: not profiled here ({why})")
+            return run()
+        if _runs["active"]:  # inside another %gnnprof: part of its session
+            if lines:
+                native.select(code, native.ROLE_EXPLICIT)
+                for f in functions:
+                    gnnprof.profile(f)
+            return run()
+        path = _output(gnnprof, opts)
+        result = failure = None
+        _runs["active"] = True
+        try:
+            with _Session(gnnprof, path) as s:
+                if not s.started:
+                    _say_once("disabled", "%gnnprof: the session did not start (GNNPROF_ENABLED=0?): not profiled")
+                elif lines:
+                    native.select(code, native.ROLE_EXPLICIT)
+                    for f in functions:
+                        gnnprof.profile(f)
+                    native.set_auto(gnnprof._state["auto"])
+                else:  # what earlier runs selected stays untraced too
+                    native.set_hook(False)
+                    native.note_collector("python-lines", False, "off (%gnnprof --lines none)")
+                try:
+                    result = run()
+                except BaseException as e:  # reported below, then raised as it was
+                    failure = e
+                finally:
+                    native.set_auto(False)
+                    if s.started and lines:
+                        gnnprof._note_lines(final=True)
+        finally:
+            _runs["active"] = False
+        if s.written:
+            _report(native, path, opts)
+        elif s.started:
+            print(f"%gnnprof: no profile written to {path}", file=sys.stderr)
+        if failure is not None:
+            raise failure
         return result
 
 

@@ -71,11 +71,13 @@ static int resolve(void* h, CoreAbi* t, const char** missing) {
 /* bind(preload_path) -> (ok, how): "process" when the process already has the core (gnnprof
  * run, or a program linked with it), "loaded" when this call loaded the preload library, or
  * the reason it is unavailable. */
+static const char* g_how = "process"; /* how the first bind found the core */
+
 static PyObject* py_bind(PyObject* self, PyObject* args) {
   (void)self;
   const char* path = NULL;
   if (!PyArg_ParseTuple(args, "z", &path)) return NULL;
-  if (g_core_bound) return Py_BuildValue("(Os)", Py_True, "already bound");
+  if (g_core_bound) return Py_BuildValue("(Os)", Py_True, g_how); /* a reload of the package */
   CoreAbi t;
   memset(&t, 0, sizeof(t));
   const char* missing = NULL;
@@ -97,6 +99,7 @@ static PyObject* py_bind(PyObject* self, PyObject* args) {
   }
   g_core = t;
   g_core_bound = 1;
+  g_how = how;
   g_core.set_optimizer_step_hook(tracer_on_optimizer_step);
   return Py_BuildValue("(Os)", Py_True, how);
 }
@@ -108,6 +111,7 @@ static PyObject* py_start(PyObject* self, PyObject* unused) {
   (void)self, (void)unused;
   if (!g_core_bound) return PyLong_FromLong(-1);
   const int rc = g_core.start();
+  if (rc == 0) tracer_new_session();
   if (rc == 0 && tracer_resume() != 0) PyErr_Clear(); /* lines are not traced; the session runs */
   return PyLong_FromLong(rc);
 }

@@ -40,6 +40,8 @@ int tracer_install(void);
 /* Ends the calling thread's open lines and takes the hook out again (gnnprof.stop(),
  * benchmarks); another thread still tracing stops at its next trace event. Selections are kept: tracer_install() resumes them. */
 void tracer_uninstall(void);
+/* A session (re)started: auto selection looks for the training loop again on every thread. */
+void tracer_new_session(void);
 /* Puts the hook back when anything is selected (or an explicit decider is set); 0 or -1. */
 int tracer_resume(void);
 /* Counters for tests and the collector note: a dict. */

@@ -106,8 +106,8 @@ CodeInfo* codeinfo_new(PyCodeObject* co, int roles) {
 /* ---- settings ---- */
 
 int g_auto = 0;
-/* Bumped by each session restart: auto selection looks for the loop again on each thread (a
- * notebook's next profiled cell). */
+/* Bumped by each session start (tracer_new_session): auto selection looks for the loop again on
+ * each thread (a notebook's next profiled cell). Read without the GIL by torch's observer. */
 static unsigned g_auto_epoch = 1;
 PyObject* g_decider = NULL;
 int g_installed = 0;
@@ -275,8 +275,9 @@ enum { kLoopWalk = 4 };
 int auto_selects_now(void) {
   if (!g_auto || !Py_IsInitialized() || GNNPROF_IS_FINALIZING()) return 0;
   ThreadTrace* tt = thread_trace();
-  if (tt == NULL || tt->auto_epoch == g_auto_epoch) return 0;
-  tt->auto_epoch = g_auto_epoch;
+  const unsigned epoch = __atomic_load_n(&g_auto_epoch, __ATOMIC_RELAXED);
+  if (tt == NULL || tt->auto_epoch == epoch) return 0;
+  tt->auto_epoch = epoch;
   return 1;
 }
 
@@ -525,10 +526,9 @@ CodeInfo* select_code(PyObject* code, int roles, void** was) {
   return ci;
 }
 
-int tracer_resume(void) {
-  ++g_auto_epoch;
-  return g_all != NULL || g_decider != NULL ? tracer_install() : 0;
-}
+int tracer_resume(void) { return g_all != NULL || g_decider != NULL ? tracer_install() : 0; }
+
+void tracer_new_session(void) { __atomic_add_fetch(&g_auto_epoch, 1, __ATOMIC_RELAXED); }
 
 /* ---- public settings and views ---- */
 

@@ -32,6 +32,7 @@ void tracer_on_optimizer_step(void) {}
 int tracer_install(void) { return 0; }
 void tracer_uninstall(void) {}
 int tracer_resume(void) { return 0; }
+void tracer_new_session(void) {}
 PyObject* tracer_stats(void) {
   return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i}", "selected", 0ULL, "line_events", 0ULL, "adopted",
                        0ULL, "polls", 0ULL, "foreign_tracer", 0ULL, "prepare_failed", 0ULL, "too_deep", 0ULL,

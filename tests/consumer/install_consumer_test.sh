@@ -19,7 +19,7 @@ GNNPROF_QUIET=1 "$tmp/build/consumer"
 if [ -n "$py" ]; then
   site=$tmp/prefix/lib/python3/dist-packages
   ls "$site"/gnnprof/__pycache__/__init__.*.pyc >/dev/null  # byte-compiled in the prefix given at install time
-  (cd "$tmp" && GNNPROF_ENABLED=0 PREFIX="$tmp/prefix" PYTHONPATH=$site "$py" -c 'import os, gnnprof._paths as p
+  (cd "$tmp" && GNNPROF_ENABLED=0 PREFIX="$(realpath "$tmp/prefix")" PYTHONPATH=$site "$py" -c 'import os, gnnprof._paths as p
 assert p.PRELOAD.startswith(os.environ["PREFIX"]) and os.path.exists(p.PRELOAD), p.PRELOAD
 assert p.CLI.startswith(os.environ["PREFIX"]) and os.access(p.CLI, os.X_OK), p.CLI')
   printf 'def work(n):\n    t = 0\n    for i in range(n):\n        t += i\n    return t\n\nprint(work(1000))\n' > "$tmp/work.py"

@@ -112,3 +112,40 @@ def test_the_package_imports_without_ipython(tmp_path):
             "assert callable(gnnprof.load_ipython_extension)\nprint('ok', 'IPython' in sys.modules and sys.modules['IPython'] is None)")
     r = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=e, cwd=str(tmp_path))
     assert r.returncode == 0 and r.stdout.strip() == "ok True", r.stderr
+
+
+@needs_ipython
+def test_a_failing_cell_is_reported_then_raises_and_nested_magics_share_the_outer_session(tmp_path):
+    r = cells(tmp_path, "%load_ext gnnprof", WORK,
+              "%%gnnprof -o 'my run.json'\nx = work(50)\nraise ValueError('boom ' + str(x))",
+              "print('after', x)",
+              "%%gnnprof\ny = work(20)\nz = %gnnprof -f work work(30)\nprint('yz', y, z)")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "ValueError: boom 1225" in out  # IPython's traceback: the cell's exception, as raised
+    assert "after 1225" in out
+    assert (tmp_path / "cwd" / "my run.json").exists()  # a quoted -o value
+    reports = out.split("gnnprof 0.1.0 profile of")
+    assert len(reports) == 3, out  # the failed cell's report, and one for the nested pair
+    assert row(reports[1], "x = work(50)")[0] == 1
+    assert row(reports[1], "raise ValueError('boom ' + str(x))")[0] == 1
+    assert "yz 190 435" in out
+    # One session: the outer cell's lines, and work's from the inner -f on (its 30, not the 20).
+    assert row(reports[2], "y = work(20)")[0] == 1 and row(reports[2], "print('yz', y, z)")[0] == 1
+    assert row(reports[2], "t += i")[0] == 30
+
+
+@needs_ipython
+def test_unprofiled_cases_say_so_once_and_still_run_the_code(tmp_path):
+    r = cells(tmp_path, "%load_ext gnnprof", WORK, "%gnnprof print('ran', work(4))", "%gnnprof print('ran', work(5))",
+              env={"GNNPROF_ENABLED": "0"})
+    assert r.returncode == 0, r.stderr
+    assert "ran 6" in r.stdout and "ran 10" in r.stdout
+    assert "gnnprof 0.1.0 profile of" not in r.stdout
+    assert r.stderr.count("%gnnprof:") == 1, r.stderr
+    # %reload_ext: the package module runs again; the magics still profile, hooks are not doubled.
+    r = cells(tmp_path, "%load_ext gnnprof", WORK, "%reload_ext gnnprof", "%gnnprof -f work work(7)",
+              "import atexit, gnnprof; print('watchers', sum(type(f).__name__ == '_TorchWatcher' for f in __import__('sys').meta_path))")
+    assert r.returncode == 0, r.stderr
+    assert row(r.stdout, "t += i")[0] == 7, r.stdout + r.stderr
+    assert "watchers 1" in r.stdout

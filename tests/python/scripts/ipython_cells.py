@@ -4,6 +4,6 @@ import sys
 
 from IPython.core.interactiveshell import InteractiveShell
 
-shell = InteractiveShell.instance()
+shell = InteractiveShell.instance(colors="NoColor")
 for cell in sys.argv[1:]:
     shell.run_cell(cell.replace("\\n", "\n"))
