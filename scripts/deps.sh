@@ -5,6 +5,7 @@
 #   scripts/deps.sh            build and test dependencies
 #   scripts/deps.sh --browser  also Debian's chromium, for the HTML-in-a-browser test (CI)
 #   scripts/deps.sh --anchors  also line_profiler and Scalene, the anchors bench/ measures against
+#   scripts/deps.sh --notebook also IPython and a Jupyter kernel, for the %gnnprof magics' tests (CI)
 set -euo pipefail
 
 PKGS=(
@@ -19,7 +20,8 @@ for opt in "$@"; do
   case $opt in
     --browser) PKGS+=(chromium) ;;
     --anchors) PKGS+=(python3-line-profiler python3-scalene) ;;
-    *) echo "scripts/deps.sh: unknown option $opt (--browser, --anchors)" >&2; exit 2 ;;
+    --notebook) PKGS+=(python3-ipython python3-ipykernel python3-jupyter-client) ;;
+    *) echo "scripts/deps.sh: unknown option $opt (--browser, --anchors, --notebook)" >&2; exit 2 ;;
   esac
 done
 

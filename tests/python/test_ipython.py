@@ -149,3 +149,22 @@ def test_unprofiled_cases_say_so_once_and_still_run_the_code(tmp_path):
     assert r.returncode == 0, r.stderr
     assert row(r.stdout, "t += i")[0] == 7, r.stdout + r.stderr
     assert "watchers 1" in r.stdout
+
+
+HAVE_KERNEL = subprocess.run([PYTHON, "-c", "import ipykernel, jupyter_client"], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not HAVE_KERNEL, reason="this Python has no ipykernel and jupyter_client")
+def test_in_a_jupyter_kernel_cells_are_files_the_report_still_shows(tmp_path):
+    """A Jupyter kernel names each cell's code /tmp/ipykernel_PID/HASH.py, a file that does not
+    exist: the magic writes the sources the report shows; the loop there is the user's code."""
+    e = dict(os.environ, PYTHONPATH=PYDIR, IPYTHONDIR=str(tmp_path / "ipython"), JUPYTER_RUNTIME_DIR=str(tmp_path / "rt"),
+             PYDEVD_DISABLE_FILE_VALIDATION="1")
+    for k in ("GNNPROF_LINES", "GNNPROF_ENABLED", "GNNPROF_OUTPUT", "GNNPROF_QUIET"):
+        e.pop(k, None)
+    r = subprocess.run([PYTHON, script("jupyter_kernel_cells.py"), "%load_ext gnnprof", WORK, "%gnnprof -f work work(1000)"],
+                       capture_output=True, text=True, env=e, cwd=str(tmp_path), timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "[result] 499500" in r.stdout, r.stdout
+    assert re.search(r"^File: .*/ipykernel_\d+/\d+\.py$", r.stdout, re.M), r.stdout
+    assert "def work(n):" in r.stdout and row(r.stdout, "t += i")[0] == 1000
