@@ -1,6 +1,6 @@
 """IPython / Jupyter magics: `%load_ext gnnprof`, then
 
-    %gnnprof [-f FUNC]... [-o PROFILE] [--html FILE] [--lines none] [--ops] statement
+    %gnnprof [-f FUNC]... [-o PROFILE] [--html FILE] [--lines none] [--ops] [--against PROFILE] statement
     %%gnnprof [options]          (the whole cell)
 
 profiles that statement or cell alone and prints gnnprof's report of it: the line table of
@@ -10,7 +10,8 @@ iterations. Each use is its own session and profile (default: a file in a tempor
 named in the output). Loading the extension stops the session that importing gnnprof
 started (its profile is written as at exit): in a notebook, gnnprof then records only inside
 the magics. Under `gnnprof run` the run's session is left alone: the magic runs the code and
-the run's profile has it.
+the run's profile has it. `--against PROFILE` (an earlier run's `-o`) then compares the two per
+stage and per line (`gnnprof compare`): the before/after of a change, with statistics.
 """
 import io
 import os
@@ -19,9 +20,10 @@ import subprocess
 import sys
 import tempfile
 
-USAGE = "usage: %gnnprof [-f FUNC]... [-o PROFILE] [--html FILE] [--lines none] [--ops] statement"
+USAGE = ("usage: %gnnprof [-f FUNC]... [-o PROFILE] [--html FILE] [--lines none] [--ops] [--against PROFILE] "
+         "statement")
 _OPTIONS = {"-f": "functions", "--function": "functions", "-o": "output", "--output": "output",
-            "--html": "html", "--lines": "lines"}
+            "--html": "html", "--lines": "lines", "--against": "against"}
 _runs = {"n": 0, "dir": None, "active": False, "said": set()}
 
 
@@ -37,7 +39,7 @@ def _word(line, i):
 def _parse(line):
     """(options, statement) from the magic's line: options up to the first word that is not
     one; the statement is the rest of the line as written. ValueError with a message."""
-    opts = {"functions": [], "output": None, "html": None, "lines": "auto", "ops": False}
+    opts = {"functions": [], "output": None, "html": None, "lines": "auto", "ops": False, "against": None}
     i = 0
     while True:
         i = len(line) - len(line[i:].lstrip())
@@ -64,6 +66,10 @@ def _parse(line):
             opts[key] = value
     if opts["lines"] not in ("auto", "none"):
         raise ValueError(f"%gnnprof: --lines {opts['lines']}: auto or none (name functions with -f)")
+    if opts["against"] is not None:
+        opts["against"] = os.path.abspath(opts["against"])
+        if not os.path.isfile(opts["against"]):
+            raise ValueError(f"%gnnprof: --against {opts['against']}: no such profile")
     return opts, line[i:].strip()
 
 
@@ -138,6 +144,17 @@ def _sources(native, path):
     return folder
 
 
+def _run(cmd, what):
+    """Runs the gnnprof CLI; its output goes to the cell's."""
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        sys.stdout.write(r.stdout)
+        if r.returncode != 0:
+            sys.stderr.write(r.stderr)
+    except (OSError, subprocess.SubprocessError) as e:
+        print(f"%gnnprof: cannot {what} ({e})", file=sys.stderr)
+
+
 def _report(native, path, opts):
     from . import _paths
     sources = _sources(native, path)
@@ -148,17 +165,13 @@ def _report(native, path, opts):
         cmd += ["--html", opts["html"]]
     if opts["ops"]:
         cmd.append("--ops")
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        sys.stdout.write(r.stdout)
-        if r.returncode != 0:
-            sys.stderr.write(r.stderr)
-    except (OSError, subprocess.SubprocessError) as e:
-        print(f"%gnnprof: cannot render the report ({e})", file=sys.stderr)
+    _run(cmd, "render the report")
     again = f"gnnprof report {shlex.quote(path)}" + (f" --source-root {shlex.quote(sources)}" if sources else "")
     if opts["html"]:
         print(f"gnnprof: HTML report {os.path.abspath(opts['html'])}")
     print(f"gnnprof: report it again with: {again}")
+    if opts["against"]:
+        _run([_paths.CLI, "compare", opts["against"], path] + (["--ops"] if opts["ops"] else []), "compare")
 
 
 class _Magics:

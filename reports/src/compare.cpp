@@ -291,7 +291,23 @@ struct SideLine {
   std::vector<std::int64_t> samples;
 };
 
-using LineKey = std::tuple<std::string, std::string, std::string>;  // base name, function, code
+using LineKey = std::tuple<std::string, std::string, std::string>;  // file key, function, code
+
+/// Which file a line is in, for matching: its base name, except that every notebook cell is one
+/// file (terminal IPython's <ipython-input-N-HASH>, a Jupyter kernel's ipykernel_PID/HASH.py:
+/// names that change with each edit and run), so a function redefined in a new cell meets its
+/// old self.
+std::string file_key(const std::string& file) {
+  static const std::string kCell = "<notebook cell>";
+  if (file.rfind("<ipython-input-", 0) == 0) return kCell;
+  const std::size_t slash = file.rfind('/');
+  if (slash != std::string::npos && file.size() > 3 && file.compare(file.size() - 3, 3, ".py") == 0) {
+    const std::size_t dir = file.rfind('/', slash == 0 ? 0 : slash - 1);
+    const std::size_t from = dir == std::string::npos ? 0 : dir + 1;
+    if (file.compare(from, 10, "ipykernel_") == 0) return kCell;
+  }
+  return base_name(file);
+}
 
 std::map<LineKey, SideLine> side_lines(const std::vector<Profile>& profiles, std::uint64_t skip) {
   std::map<LineKey, SideLine> out;
@@ -300,7 +316,7 @@ std::map<LineKey, SideLine> side_lines(const std::vector<Profile>& profiles, std
     std::set<LineKey> here;
     for (std::size_t i = 0; i < p.lines.size(); ++i) {
       const LineStats& l = p.lines[i];
-      auto [it, fresh] = out.try_emplace(LineKey{base_name(l.file), l.function, l.code});
+      auto [it, fresh] = out.try_emplace(LineKey{file_key(l.file), l.function, l.code});
       if (fresh) {
         it->second.file = l.file;
         it->second.function = l.function;

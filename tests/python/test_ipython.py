@@ -168,3 +168,24 @@ def test_in_a_jupyter_kernel_cells_are_files_the_report_still_shows(tmp_path):
     assert "[result] 499500" in r.stdout, r.stdout
     assert re.search(r"^File: .*/ipykernel_\d+/\d+\.py$", r.stdout, re.M), r.stdout
     assert "def work(n):" in r.stdout and row(r.stdout, "t += i")[0] == 1000
+
+
+@needs_ipython
+def test_against_compares_a_cell_with_an_earlier_run_line_by_line(tmp_path):
+    """The seed's before/after pair in a notebook: the loop redefined in a new cell (its cell's
+    file name changes) still meets its earlier self; the edited line gets its verdict."""
+    loop = ("def train(n):\n    for i in range(n):\n        with gnnprof.stage('work'):\n"
+            "            x = sum(range(N))\n        gnnprof.step()")
+    r = cells(tmp_path, "%load_ext gnnprof", "import gnnprof\n" + loop.replace("N", "30000"),
+              "%gnnprof -o before.json -f train train(40)", loop.replace("N", "3000"),
+              "%gnnprof --against before.json -f train train(40)", "%gnnprof --against missing.json train(1)")
+    assert r.returncode == 0, r.stderr
+    assert "\nbaseline:  " in r.stdout, r.stdout
+    out = r.stdout[r.stdout.index("\nbaseline:  "):]  # gnnprof compare's part
+    assert "Lines (per-iteration medians; matched by file, function and statement text)" in out, out
+    edited = [l for l in out.splitlines() if "x = sum(range(30000))  ->  x = sum(range(3000))" in l]
+    assert len(edited) == 1 and "edited, faster" in edited[0], out
+    same = [l for l in out.splitlines() if l.rstrip().endswith("for i in range(n):")]
+    assert len(same) == 1 and re.match(r"\s+3\s+2\s", same[0]), out  # matched across the two cells' files
+    assert re.search(r"^work\s+loop thread .* faster$", out, re.M), out
+    assert "--against" in r.stderr and "missing.json: no such profile" in r.stderr

@@ -354,6 +354,28 @@ TEST(LineCompare, MatchesByTextPairsEditsAndListsOneSidedLines) {
   EXPECT_NE(reports::comparison_text(*doc).find("baseline only"), std::string::npos);
 }
 
+// Notebook cells' file names change with each edit and run (IPython's <ipython-input-N-HASH>,
+// a Jupyter kernel's /tmp/ipykernel_PID/HASH.py): a function redefined in another cell is
+// still matched with its earlier self, by function and statement text.
+TEST(LineCompare, NotebookCellsAreOneFile) {
+  auto cell = [](const std::string& file, std::int64_t ns) {
+    Profile p = lines_profile({{2, "x = gather(batch)"}, {3, "loss = step(x)"}}, 20,
+                              [&](const std::string& c, int i) { return (c[0] == 'x' ? ns : 1000000) + i % 3 * 1000; });
+    for (auto& l : p.lines) l.file = file;
+    return p;
+  };
+  for (const auto& [a, b] : {std::pair<std::string, std::string>{"<ipython-input-3-1f56>", "<ipython-input-7-9a2c>"},
+                             {"/tmp/ipykernel_4242/2510291601.py", "/tmp/ipykernel_5151/543341955.py"}}) {
+    const auto lines = reports::compare_lines({cell(a, 5000000)}, {cell(b, 1000000)}, {});
+    ASSERT_EQ(lines.size(), 2u) << a;
+    for (const auto& l : lines) EXPECT_STREQ(to_string(l.match), "same") << a << " " << l.code;
+    EXPECT_STREQ(to_string(lines[0].code == "x = gather(batch)" ? lines[0].metric.verdict : lines[1].metric.verdict), "faster");
+  }
+  // Files of a program are still told apart by name.
+  const auto apart = reports::compare_lines({cell("/a/train.py", 1000000)}, {cell("/a/other.py", 1000000)}, {});
+  EXPECT_EQ(apart.size(), 4u);
+}
+
 TEST(LineCompare, StatementSimilarity) {
   EXPECT_DOUBLE_EQ(reports::statement_similarity("abc", "abc"), 1.0);
   EXPECT_DOUBLE_EQ(reports::statement_similarity("", "abc"), 0.0);
