@@ -1,6 +1,6 @@
 """IPython / Jupyter magics: `%load_ext gnnprof`, then
 
-    %gnnprof [-f FUNC]... [-o PROFILE] [--html FILE] [--lines none] [--ops] [--against PROFILE] statement
+    %gnnprof [-f FUNC]... [-o PROFILE] [--html FILE] [--show] [--lines none] [--ops] [--against PROFILE] statement
     %%gnnprof [options]          (the whole cell)
 
 profiles that statement or cell alone and prints gnnprof's report of it: the line table of
@@ -11,7 +11,8 @@ named in the output). Loading the extension stops the session that importing gnn
 started (its profile is written as at exit): in a notebook, gnnprof then records only inside
 the magics. Under `gnnprof run` the run's session is left alone: the magic runs the code and
 the run's profile has it. `--against PROFILE` (an earlier run's `-o`) then compares the two per
-stage and per line (`gnnprof compare`): the before/after of a change, with statistics.
+stage and per line (`gnnprof compare`): the before/after of a change, with statistics. `--show`
+puts the HTML report (one offline page) in the cell's output, in an iframe.
 """
 import io
 import os
@@ -20,8 +21,8 @@ import subprocess
 import sys
 import tempfile
 
-USAGE = ("usage: %gnnprof [-f FUNC]... [-o PROFILE] [--html FILE] [--lines none] [--ops] [--against PROFILE] "
-         "statement")
+USAGE = ("usage: %gnnprof [-f FUNC]... [-o PROFILE] [--html FILE] [--show] [--lines none] [--ops] "
+         "[--against PROFILE] statement")
 _OPTIONS = {"-f": "functions", "--function": "functions", "-o": "output", "--output": "output",
             "--html": "html", "--lines": "lines", "--against": "against"}
 _runs = {"n": 0, "dir": None, "active": False, "said": set()}
@@ -39,7 +40,8 @@ def _word(line, i):
 def _parse(line):
     """(options, statement) from the magic's line: options up to the first word that is not
     one; the statement is the rest of the line as written. ValueError with a message."""
-    opts = {"functions": [], "output": None, "html": None, "lines": "auto", "ops": False, "against": None}
+    opts = {"functions": [], "output": None, "html": None, "lines": "auto", "ops": False, "against": None,
+            "show": False}
     i = 0
     while True:
         i = len(line) - len(line[i:].lstrip())
@@ -49,8 +51,8 @@ def _parse(line):
             word, i = _word(line, i)
             if word == "--":
                 break
-            if word == "--ops":
-                opts["ops"] = True
+            if word in ("--ops", "--show"):
+                opts[word[2:]] = True
                 continue
             key = _OPTIONS.get(word)
             if key is None:
@@ -155,21 +157,35 @@ def _run(cmd, what):
         print(f"%gnnprof: cannot {what} ({e})", file=sys.stderr)
 
 
+def _show(html):
+    """The HTML report in the cell's output: the whole page in an iframe (its scripts and styles
+    stay its own)."""
+    import html as escape
+    from IPython.display import HTML, display
+    with open(html, encoding="utf-8") as f:
+        page = f.read()
+    display(HTML(f'<iframe srcdoc="{escape.escape(page, quote=True)}" '
+                 'style="width: 100%; height: 720px; border: 1px solid #ccc"></iframe>'))
+
+
 def _report(native, path, opts):
     from . import _paths
     sources = _sources(native, path)
     cmd = [_paths.CLI, "report", path]
     if sources:
         cmd += ["--source-root", sources]
-    if opts["html"]:
-        cmd += ["--html", opts["html"]]
+    html = opts["html"] or (os.path.splitext(path)[0] + ".html" if opts["show"] else None)
+    if html:
+        cmd += ["--html", html]
     if opts["ops"]:
         cmd.append("--ops")
     _run(cmd, "render the report")
     again = f"gnnprof report {shlex.quote(path)}" + (f" --source-root {shlex.quote(sources)}" if sources else "")
-    if opts["html"]:
-        print(f"gnnprof: HTML report {os.path.abspath(opts['html'])}")
+    if html:
+        print(f"gnnprof: HTML report {os.path.abspath(html)}")
     print(f"gnnprof: report it again with: {again}")
+    if opts["show"] and os.path.isfile(html):
+        _show(html)
     if opts["against"]:
         _run([_paths.CLI, "compare", opts["against"], path] + (["--ops"] if opts["ops"] else []), "compare")
 

@@ -162,12 +162,16 @@ def test_in_a_jupyter_kernel_cells_are_files_the_report_still_shows(tmp_path):
              PYDEVD_DISABLE_FILE_VALIDATION="1")
     for k in ("GNNPROF_LINES", "GNNPROF_ENABLED", "GNNPROF_OUTPUT", "GNNPROF_QUIET"):
         e.pop(k, None)
-    r = subprocess.run([PYTHON, script("jupyter_kernel_cells.py"), "%load_ext gnnprof", WORK, "%gnnprof -f work work(1000)"],
-                       capture_output=True, text=True, env=e, cwd=str(tmp_path), timeout=300)
+    r = subprocess.run([PYTHON, script("jupyter_kernel_cells.py"), "%load_ext gnnprof", WORK, "%gnnprof -f work work(1000)",
+                        "%gnnprof --show work(7)"], capture_output=True, text=True, env=e, cwd=str(tmp_path), timeout=300)
     assert r.returncode == 0, r.stderr
     assert "[result] 499500" in r.stdout, r.stdout
     assert re.search(r"^File: .*/ipykernel_\d+/\d+\.py$", r.stdout, re.M), r.stdout
     assert "def work(n):" in r.stdout and row(r.stdout, "t += i")[0] == 1000
+    # --show: the HTML report (its line table with the cell's source) in the cell's output.
+    shown = [l for l in r.stdout.splitlines() if l.startswith("[display] ")]
+    assert len(shown) == 1 and shown[0].startswith('[display] <iframe srcdoc="&lt;!doctype html&gt;'), shown[:1]
+    assert "t += i" in shown[0] and "def work(n):" in shown[0]
 
 
 @needs_ipython

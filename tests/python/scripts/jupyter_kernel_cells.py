@@ -20,6 +20,8 @@ try:
                 print(f"[error] {content['ename']}: {content['evalue']}")
             elif kind == "execute_result":
                 print("[result] " + content["data"].get("text/plain", ""))
+            elif kind == "display_data" and "text/html" in content["data"]:
+                print("[display] " + content["data"]["text/html"].replace("\n", " "))
             elif kind == "status" and content["execution_state"] == "idle":
                 break
 finally:
