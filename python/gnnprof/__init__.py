@@ -72,6 +72,19 @@ def _is_launcher():
     return any(a == "-m" and b == "gnnprof" for a, b in zip(argv, argv[1:]))
 
 
+def _with_output(path, fn):
+    """fn() with GNNPROF_OUTPUT=path (a session reads it when it starts); the variable restored."""
+    old = os.environ.get("GNNPROF_OUTPUT")
+    os.environ["GNNPROF_OUTPUT"] = path
+    try:
+        return fn()
+    finally:
+        if old is None:
+            del os.environ["GNNPROF_OUTPUT"]
+        else:
+            os.environ["GNNPROF_OUTPUT"] = old
+
+
 def _imported_by_ipython():
     """`%load_ext gnnprof` (IPython's extension loader is on the stack): the session this import
     starts is stopped when the magics are registered; its profile goes to a temporary folder, not
@@ -89,11 +102,7 @@ if _is_launcher():
 elif _imported_by_ipython() and "GNNPROF_OUTPUT" not in os.environ:
     import tempfile
     _state["ipython_dir"] = tempfile.mkdtemp(prefix="gnnprof-")
-    os.environ["GNNPROF_OUTPUT"] = os.path.join(_state["ipython_dir"], "before-load_ext.json")
-    try:
-        _state["bound"], _state["how"] = _bind()
-    finally:
-        del os.environ["GNNPROF_OUTPUT"]
+    _state["bound"], _state["how"] = _with_output(os.path.join(_state["ipython_dir"], "before-load_ext.json"), _bind)
 else:
     _state["bound"], _state["how"] = _bind()
 

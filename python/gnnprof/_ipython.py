@@ -114,15 +114,7 @@ class _Session:
         g = self.g
         if g.is_running():
             g.stop()
-        old = os.environ.get("GNNPROF_OUTPUT")
-        os.environ["GNNPROF_OUTPUT"] = self.path
-        try:
-            self.started = g.start() == 0
-        finally:
-            if old is None:
-                del os.environ["GNNPROF_OUTPUT"]
-            else:
-                os.environ["GNNPROF_OUTPUT"] = old
+        self.started = g._with_output(self.path, g.start) == 0
         return self
 
     def __exit__(self, *exc):

@@ -18,12 +18,10 @@
 #define CODE_QUALNAME(co) ((co)->co_name)
 static PyObject* code_bytes(PyCodeObject* co) { return Py_NewRef(co->co_code); }
 static int frame_lasti_bytes(PyFrameObject* fr) { return fr->f_lasti < 0 ? -1 : fr->f_lasti * 2; }
-static PyFrameObject* frame_back(PyFrameObject* fr) { return (PyFrameObject*)Py_XNewRef(fr->f_back); }
 #else
 #define CODE_QUALNAME(co) ((co)->co_qualname)
 static PyObject* code_bytes(PyCodeObject* co) { return PyCode_GetCode(co); } /* unquickened */
 static int frame_lasti_bytes(PyFrameObject* fr) { return PyFrame_GetLasti(fr); }
-static PyFrameObject* frame_back(PyFrameObject* fr) { return PyFrame_GetBack(fr); }
 #endif
 
 /* The target (in code units) of instruction i, op with argument arg, when it jumps backward
@@ -302,7 +300,7 @@ int select_loop(void) {
       }
     }
     Py_DECREF(co);
-    PyFrameObject* back = frame_back(fr);
+    PyFrameObject* back = PyFrame_GetBack(fr);
     Py_DECREF(fr);
     fr = back;
   }
