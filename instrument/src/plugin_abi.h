@@ -31,6 +31,10 @@ GNNPROF_PLUGIN_EXPORT int gnnprof_torch_observe(int flags, unsigned long long ga
                                                 unsigned long reason_size);
 /* Closes the calling thread's open op ranges (at exit, before the last flush). */
 GNNPROF_PLUGIN_EXPORT void gnnprof_torch_close_thread(void);
+/* The process is a DataLoader worker from now on (a spawned one; a fork child is one at the
+ * fork): the calling thread starts afresh, no phase spans the wait between batches, and op
+ * sampling starts over at the first batch. */
+GNNPROF_PLUGIN_EXPORT void gnnprof_torch_become_worker(void);
 /* The CUPTI plugin's external-correlation hooks, pushed around each op (NULL to remove). */
 GNNPROF_PLUGIN_EXPORT void gnnprof_torch_set_correlation(void (*push)(unsigned long long), void (*pop)(void));
 /* The preload's poll point for a host without gnnprof threads (NULL to remove). */
@@ -56,10 +60,11 @@ GNNPROF_PLUGIN_EXPORT int gnnprof_preload_poll(int at_mark);
  * torch`). 1: nothing is left to watch for; 0: not yet (or another thread is looking); -1: no
  * active preload in this process. */
 GNNPROF_PLUGIN_EXPORT int gnnprof_preload_attach(void);
-/* In a fork() child (a DataLoader worker): a session of the child's own, threadless while it is
- * single-threaded, written to its own file at stop. 0 on success; -1 outside a fork child of an
- * active preload. */
-GNNPROF_PLUGIN_EXPORT int gnnprof_preload_start_in_fork_child(void);
+/* A DataLoader worker's own session, written to its own file at stop and naming parent_pid (the
+ * process's parent when <= 0) as the loop it works for: in a fork() child, threadless while it is
+ * single-threaded; in a spawned process, its session so far dropped (gnnprof_start_worker). 0 on
+ * success; -1 without an active preload or outside those two cases. */
+GNNPROF_PLUGIN_EXPORT int gnnprof_preload_start_worker(long parent_pid);
 /* Before a session stops outside the process's exit (a DataLoader worker's finalizer): closes
  * the calling thread's open torch phase and notes the op sampler's final word, as the exit
  * flush does. */

@@ -34,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "gnnprof/config.h"
@@ -180,6 +181,7 @@ __attribute__((constructor)) void gnnprof_preload_init() {
     // A forked child has no gnnprof thread: its signal handler must not wait for one, and it
     // attaches nothing (its session is stopped).
     pthread_atfork(nullptr, nullptr, [] {
+      new (&g_attach_mu) std::mutex();  // the parent's attach thread may have held it at the fork
       g_attach_running.store(false);
       g_force_cupti.store(kCuptiNone);  // the child has no attach thread to wait for
       g_threadless.store(false);
@@ -218,17 +220,26 @@ extern "C" void gnnprof_preload_close_torch_thread(void) {
   if (TorchCloseThread c = g_torch_close.load()) c();
 }
 
-extern "C" int gnnprof_preload_start_in_fork_child(void) {
+extern "C" int gnnprof_preload_start_worker(long parent_pid) {
   try {
-    if (!g_active || getpid() == g_owner_pid) return -1;
-    // The child has no gnnprof thread (nor an attach thread: torch is attached already).
-    const bool threadless = host_single_threaded() && gnnprof::config::get_bool("GNNPROF_THREADLESS");
-    if (gnnprof_start_in_fork_child(threadless ? 0 : 1) != 0) return -1;
+    if (!g_active) return -1;
+    const bool forked = getpid() != g_owner_pid;
+    // A fork child has no gnnprof thread (nor an attach thread: torch is attached already); a
+    // spawned process keeps the mode it has.
+    const bool threadless =
+        forked ? host_single_threaded() && gnnprof::config::get_bool("GNNPROF_THREADLESS") : g_threadless.load();
+    if (gnnprof_start_worker(parent_pid, threadless ? 0 : 1) != 0) return -1;
     g_owner_pid = getpid();
     g_threadless.store(threadless);
-    gnnprof_note_collector("threads", 1,
-                           threadless ? "none in this fork child while it is single-threaded: drained at its ops' poll points"
-                                      : "gnnprof-drainer (this fork child had threads of its own)");
+    if (forked)
+      gnnprof_note_collector("threads", 1,
+                             threadless ? "none in this fork child while it is single-threaded: drained at its ops' poll points"
+                                        : "gnnprof-drainer (this fork child had threads of its own)");
+    // A child of a process that never loaded torch (the forkserver) loaded it after the fork,
+    // with no attach thread to see it: look now.
+    std::unique_lock<std::mutex> lock(g_attach_mu, std::try_to_lock);
+    if (lock.owns_lock()) (void)scan_and_attach();
+    if (TorchBecomeWorker w = g_torch_worker.load()) w();
     return 0;
   } catch (...) {
     return -1;

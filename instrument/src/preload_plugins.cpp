@@ -31,6 +31,7 @@
 namespace gnnprof::instrument::preload {
 
 std::atomic<TorchCloseThread> g_torch_close{nullptr};
+std::atomic<TorchBecomeWorker> g_torch_worker{nullptr};
 std::atomic<CuptiFlush> g_cupti_flush{nullptr};
 std::mutex g_attach_mu;
 bool g_torch_done = false, g_cuda_done = false;
@@ -118,6 +119,7 @@ void try_torch(const std::string& loaded) {
     return;
   }
   g_torch_close.store(close);
+  g_torch_worker.store(reinterpret_cast<TorchBecomeWorker>(dlsym(h, "gnnprof_torch_become_worker")));
   if (auto set_poll = reinterpret_cast<TorchSetPoll>(dlsym(h, "gnnprof_torch_set_poll"))) set_poll(gnnprof::instrument::preload_poll);
   note("torch-ops", true, std::string("torch ") + GNNPROF_TORCH_VERSION + " at " + loaded_real, false);
   wire_correlation();

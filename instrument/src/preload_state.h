@@ -31,6 +31,7 @@ void on_extension_loaded();
 // The plugins' entry points, typed by their declarations in plugin_abi.h.
 using TorchObserve = decltype(&gnnprof_torch_observe);
 using TorchCloseThread = decltype(&gnnprof_torch_close_thread);
+using TorchBecomeWorker = decltype(&gnnprof_torch_become_worker);
 using TorchSetCorrelation = decltype(&gnnprof_torch_set_correlation);
 using TorchSetPoll = decltype(&gnnprof_torch_set_poll);
 using CuptiStart = decltype(&gnnprof_cupti_start);
@@ -38,6 +39,7 @@ using CuptiFlush = decltype(&gnnprof_cupti_flush);
 using CuptiCorrPush = decltype(&gnnprof_cupti_push_external);
 using CuptiCorrPop = decltype(&gnnprof_cupti_pop_external);
 extern std::atomic<TorchCloseThread> g_torch_close;
+extern std::atomic<TorchBecomeWorker> g_torch_worker;  ///< or null
 extern std::atomic<CuptiFlush> g_cupti_flush;
 
 extern std::mutex g_attach_mu;            ///< one scan-and-attach at a time (the hook only try_locks it)

@@ -144,7 +144,7 @@ void note_sampling() {
 }
 
 SamplerOptions g_sampler_options;
-bool g_fork_reset = false;  // set in a fork child; the child's first mark starts sampling afresh
+bool g_fork_reset = false;  // set in a worker (forked or spawned); its first mark starts sampling afresh
 
 // A fork child (a DataLoader worker marking its batches) has its own loop: it samples from a
 // fresh warm-up, and the ops callback its parent may have disabled for an unobserved
@@ -367,16 +367,16 @@ struct ThreadState {
 };
 
 thread_local ThreadState* t_state = nullptr;
-// A fork child (a DataLoader worker, its own session): between batches it waits for the next
-// index, so no phase spans a gap there.
-bool g_forked = false;
+// A DataLoader worker (a fork child, or a spawned process since it became one): between
+// batches it waits for the next index, so no phase spans a gap there.
+bool g_worker = false;
 
 ThreadState* state() {
   if (t_state == nullptr) {
     ClassifierOptions opt = g_options;
     const bool main_thread = ::syscall(SYS_gettid) == ::getpid();
     opt.marks_iterations = main_thread && g_options.marks_iterations;
-    opt.phases_span_gaps = main_thread && !g_forked;
+    opt.phases_span_gaps = main_thread && !g_worker;
     t_state = new (gnnprof::detail::map_pages(sizeof(ThreadState), alignof(ThreadState))) ThreadState(opt);
   }
   return t_state;
@@ -685,7 +685,7 @@ int gnnprof_torch_observe(int flags, unsigned long long gather_min_bytes,
       // phase or scope its parent had open there never ends in the child (the old state leaks).
       pthread_atfork(nullptr, nullptr, [] {
         gi::t_state = nullptr;
-        gi::g_forked = true;
+        gi::g_worker = true;
         gi::g_fork_reset = true;
       });
       gi::g_install_result = 0;
@@ -695,6 +695,14 @@ int gnnprof_torch_observe(int flags, unsigned long long gather_min_bytes,
     }
   });
   return gi::g_install_result;
+}
+
+void gnnprof_torch_become_worker(void) {
+  // The calling thread's state is rebuilt at its next op (the old one leaks, as in a fork
+  // child): its options follow the worker's rules.
+  gi::t_state = nullptr;
+  gi::g_worker = true;
+  gi::g_fork_reset = true;
 }
 
 void gnnprof_torch_close_thread(void) {

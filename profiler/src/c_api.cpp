@@ -20,6 +20,8 @@ int poll(bool allow_flush) noexcept;
 int start_drainer() noexcept;
 int flush_in_forked_child(long parent_pid) noexcept;
 int start_in_fork_child(bool drainer_thread) noexcept;
+int start_worker(long parent_pid, bool drainer_thread) noexcept;
+int discard() noexcept;
 std::uint64_t set_line(std::uint32_t site) noexcept;
 void line_event(std::uint32_t site, std::uint64_t t0, std::uint64_t t1, bool hit) noexcept;
 void line_charge(std::uint32_t line, std::uint32_t stage, std::int64_t begin_mono_ns, std::int64_t end_mono_ns) noexcept;
@@ -120,6 +122,12 @@ int gnnprof_flush_in_fork_child(long parent_pid) { return gnnprof::detail::flush
 int gnnprof_start_in_fork_child(int drainer_thread) {
   return gnnprof::detail::start_in_fork_child(drainer_thread != 0);
 }
+
+int gnnprof_start_worker(long parent_pid, int drainer_thread) {
+  return gnnprof::detail::start_worker(parent_pid, drainer_thread != 0);
+}
+
+int gnnprof_discard(void) { return gnnprof::detail::discard(); }
 
 void gnnprof_note_collector(const char* name, int enabled, const char* reason) {
   gnnprof::detail::note_collector(name, enabled != 0, reason);

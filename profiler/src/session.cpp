@@ -488,21 +488,50 @@ int start_drainer() noexcept {
   }
 }
 
-int start_in_fork_child(bool drainer_thread) noexcept {
+int start_worker(long parent_pid, bool drainer_thread) noexcept {
   Global& s = g();
   try {
     std::unique_lock<std::mutex> lock(s.mu, std::defer_lock);
     if (!lock_within(lock, 2000)) return -1;
-    // Only where the parent's session was running at the fork (atfork_child stopped it).
-    if (!s.running_at_fork || g_state.load() != kStopped || s.owner_pid == ::getpid()) return -1;
+    const pid_t me = ::getpid();
+    if (g_state.load() == kRunning && s.owner_pid == me) {
+      // A spawned process becoming a worker: its session so far (interpreter start, imports)
+      // is dropped; the worker's begins now.
+      g_state.store(kStopped);
+      stop_drainer(s);
+    } else if (!s.running_at_fork || g_state.load() != kStopped || s.owner_pid == me) {
+      return -1;  // only where the parent's session was running at the fork (atfork_child stopped it)
+    }
     s.running_at_fork = false;
     Config cfg = s.cfg;
     cfg.drainer_thread = drainer_thread;
     forget_open_ranges();
     if (!start_locked(s, cfg) || g_state.load() != kRunning) return -1;
-    s.run.parent_pid = ::getppid();
+    s.run.parent_pid = parent_pid > 0 ? parent_pid : ::getppid();
     std::lock_guard<std::mutex> d(s.drain_mu);
     s.agg->set_main_thread_hint(current_thread_index());
+    return 0;
+  } catch (...) {
+    return -1;
+  }
+}
+
+int start_in_fork_child(bool drainer_thread) noexcept {
+  if (g_state.load() == kRunning) return -1;  // a fork child's session only, never a restart
+  return start_worker(0, drainer_thread);
+}
+
+int discard() noexcept {
+  Global& s = g();
+  try {
+    std::unique_lock<std::mutex> lock(s.mu, std::defer_lock);
+    if (!lock_within(lock, 2000)) return -1;
+    s.running_at_fork = false;
+    if (g_state.load() != kRunning || s.owner_pid != ::getpid()) return 0;
+    g_state.store(kStopped);
+    stop_drainer(s);
+    std::lock_guard<std::mutex> d(s.drain_mu);
+    discard_pending_locked(s);
     return 0;
   } catch (...) {
     return -1;

@@ -40,7 +40,8 @@ except ImportError as e:  # another Python ABI than the one gnnprof was built fo
     _native_error = f"{type(e).__name__}: {e}"
 
 _state = {"bound": False, "how": "", "lines": "off", "specs": [], "warned": False, "none": False, "auto": False,
-          "library": (), "loader_forks": 0, "loader_limit": 0, "lines_warned": False}
+          "library": (), "loader_forks": 0, "loader_limit": 0, "lines_warned": False, "worker": False,
+          "started_by": None}
 
 
 def _note_without_native(reason):
@@ -409,6 +410,17 @@ def _arm_worker(_):
     sys.modules["multiprocessing.util"].Finalize(None, _stop_worker, exitpriority=100)
 
 
+def _note_worker(how, parent, index, limit):
+    """The worker's batches as iterations; its collector note."""
+    _state["worker"] = True
+    marked = _mark_worker_fetches()
+    _native.note_collector("loader-worker", True, f"a data loader's worker process, {how} pid {parent}: its own "
+                           f"profile from {'the fork' if how.startswith('forked') else 'its worker loop'} on"
+                           f"{'; an iteration per batch fetched' if marked else ''} (worker {index + 1} of the run; "
+                           f"GNNPROF_LOADER_WORKERS={limit} profiles the first {limit}, 0: none)")
+    _note_lines()
+
+
 def _after_fork_in_child():
     """A forked child records nothing, and runs without the frame hook; a data loader's worker
     gets a session and a profile of its own instead, with the user code its loader calls
@@ -418,19 +430,105 @@ def _after_fork_in_child():
         util = sys.modules.get("multiprocessing.util")
         limit = _state["loader_limit"]
         if (util is not None and _state["loader_forks"] < limit and _forked_by_loader()
-                and _native.start_in_fork_child() == 0):
+                and _native.start_worker(0) == 0):
             util.register_after_fork(_worker_token, _arm_worker)  # first: the session must stop
-            marked = _mark_worker_fetches()
-            _native.note_collector("loader-worker", True, f"a data loader's worker process, forked from pid "
-                                   f"{os.getppid()}: its own profile from the fork on"
-                                   f"{'; an iteration per batch fetched' if marked else ''} (worker "
-                                   f"{_state['loader_forks'] + 1} of the run; GNNPROF_LOADER_WORKERS={limit} "
-                                   f"profiles the first {limit}, 0: none)")
-            _note_lines()
+            _note_worker("forked from", os.getppid(), _state["loader_forks"], limit)
             return
         _native.set_hook(False)
     except Exception:  # never into the host's fork
         pass
+
+
+# ---- DataLoader workers started by spawn or forkserver ----
+# No fork of the loop's process: the loop's side marks the worker's process object (pickled to
+# the child) with its index in the run; the child, a process of its own under `gnnprof run`,
+# drops what its session recorded before the worker loop and starts the worker's, naming the loop.
+
+def _is_loader_target(target):
+    return (getattr(target, "__module__", None) == "torch.utils.data._utils.worker"
+            and getattr(target, "__name__", None) == "_worker_loop")
+
+
+def _wrap_process_start():
+    """multiprocessing's BaseProcess.start, wrapped: a DataLoader worker's process object gets
+    its index in the run; one started without a fork (spawn, forkserver) is counted here (a
+    fork is counted by the fork handler)."""
+    cls = sys.modules["multiprocessing.process"].BaseProcess
+    original = cls.__dict__.get("start")
+    if original is None or getattr(original, "_gnnprof", False):
+        return
+
+    @functools.wraps(original)
+    def start(self):
+        loader = False
+        try:
+            loader = _is_loader_target(getattr(self, "_target", None))
+            if loader:
+                self._gnnprof_worker = _state["loader_forks"]
+        except Exception:
+            pass
+        result = original(self)  # its own errors pass through unchanged
+        if loader:
+            try:
+                if getattr(getattr(self, "_popen", None), "method", "fork") != "fork":
+                    _state["loader_forks"] += 1
+                    n = _loader_workers()
+                    if n is not None and _native.is_running():
+                        counter("DataLoader workers", n)
+            except Exception:
+                pass
+        return result
+
+    start._gnnprof = True
+    cls.start = start
+
+
+def _started_by_multiprocessing():
+    """"spawn" in a spawned child, "forkserver" in the forkserver (whose children are forks of
+    it), else None. Asked at startup: a spawned child's sys.argv becomes its parent's later."""
+    if sys.argv[-1:] == ["--multiprocessing-fork"]:
+        return "spawn"
+    if any("from multiprocessing.forkserver import main" in a for a in getattr(sys, "orig_argv", ())):
+        return "forkserver"
+    return None
+
+
+def _arm_started_worker(proc):
+    """Before a spawned or forkserver child runs its target: when that is torch's worker loop
+    and the loop's side marked it, the worker's session starts (or, past the run's first
+    GNNPROF_LOADER_WORKERS, the process's session is dropped)."""
+    try:
+        index = proc.__dict__.get("_gnnprof_worker")
+        if _state["worker"] or not isinstance(index, int) or not _is_loader_target(getattr(proc, "_target", None)):
+            return
+        limit, parent = _state["loader_limit"], proc._parent_pid
+        if index >= limit:
+            _native.discard()
+            return
+        if _native.start_worker(parent) != 0:
+            return
+        sys.modules["multiprocessing.util"].Finalize(None, _stop_worker, exitpriority=100)
+        _note_worker(f"started by {_state['started_by']} for", parent, index, limit)
+    except Exception:  # never into the worker
+        pass
+
+
+def _wrap_process_run():
+    """In a spawned child or the forkserver (its children inherit it): multiprocessing's
+    BaseProcess.run, wrapped to arm a DataLoader worker first. (A spawned child runs no
+    after-fork callbacks.)"""
+    cls = sys.modules["multiprocessing.process"].BaseProcess
+    original = cls.__dict__.get("run")
+    if original is None or getattr(original, "_gnnprof", False):
+        return
+
+    @functools.wraps(original)
+    def run(self):
+        _arm_started_worker(self)
+        return original(self)
+
+    run._gnnprof = True
+    cls.run = run
 
 
 def _configure_lines(value):
@@ -481,6 +579,11 @@ if _state["bound"]:
         _native.hooks_registered = True  # (%reload_ext gnnprof: the same module dict, new globals)
         atexit.register(_at_exit)
         os.register_at_fork(after_in_child=_after_fork_in_child, after_in_parent=_after_fork_in_parent)
-    if _state["how"] == "loaded":
         from . import _attach
+        _attach.after_import("multiprocessing.process", _wrap_process_start)
+        _state["started_by"] = _started_by_multiprocessing()
+        if _state["started_by"]:
+            import multiprocessing.process
+            _wrap_process_run()
+    if _state["how"] == "loaded":
         _attach.watch_torch(_native.attach)

@@ -1,18 +1,20 @@
-"""When the package loaded gnnprof's library itself (no `gnnprof run`), that library cannot see
-Python load torch: the package tells it once torch is imported, so that torch's ops are
-observed."""
+"""Calls after a module is imported: when the package loaded gnnprof's library itself (no
+`gnnprof run`), that library cannot see Python load torch, so the package tells it once torch
+is imported; and multiprocessing's process class is wrapped when it is imported (gnnprof's
+DataLoader workers under spawn and forkserver)."""
 import importlib.abc
 import importlib.util
 import sys
 
 
-class _TorchWatcher(importlib.abc.MetaPathFinder):
-    def __init__(self, attach):
-        self.attach = attach
+class _ImportWatcher(importlib.abc.MetaPathFinder):
+    def __init__(self, name, then):
+        self.name = name
+        self.then = then
         self.busy = False
 
     def find_spec(self, name, path=None, target=None):
-        if name != "torch" or self.busy:
+        if name != self.name or self.busy:
             return None
         self.busy = True
         try:
@@ -21,7 +23,7 @@ class _TorchWatcher(importlib.abc.MetaPathFinder):
             self.busy = False
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return None
-        loader, attach, watcher = spec.loader, self.attach, self
+        loader, then, watcher = spec.loader, self.then, self
 
         class _Loader(importlib.abc.Loader):
             def create_module(self, s):
@@ -33,14 +35,20 @@ class _TorchWatcher(importlib.abc.MetaPathFinder):
                 finally:
                     if watcher in sys.meta_path:
                         sys.meta_path.remove(watcher)
-                    attach()
+                    then()
 
         spec.loader = _Loader()
         return spec
 
 
+def after_import(name, then):
+    """then() now if `name` is imported, else right after its import, once (a reloaded package
+    does not watch twice)."""
+    if name in sys.modules:
+        then()
+    elif not any(getattr(f, "name", None) == name and type(f).__name__ == "_ImportWatcher" for f in sys.meta_path):
+        sys.meta_path.insert(0, _ImportWatcher(name, then))
+
+
 def watch_torch(attach):
-    if "torch" in sys.modules:
-        attach()
-    elif not any(type(f).__name__ == "_TorchWatcher" for f in sys.meta_path):  # once (a reloaded package)
-        sys.meta_path.insert(0, _TorchWatcher(attach))
+    after_import("torch", attach)

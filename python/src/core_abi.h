@@ -34,7 +34,8 @@ typedef struct CoreAbi {
   int (*config_bool)(const char* name);
   __typeof__(&gnnprof_preload_poll) poll;     /* the preload's poll when present (it also starts its threads) */
   __typeof__(&gnnprof_preload_attach) attach; /* the preload's "look for torch/CUDA now", or NULL */
-  __typeof__(&gnnprof_preload_start_in_fork_child) start_in_fork_child; /* or NULL */
+  __typeof__(&gnnprof_preload_start_worker) start_worker;               /* or NULL */
+  int (*discard)(void);                                                 /* or NULL */
   __typeof__(&gnnprof_preload_close_torch_thread) close_torch_thread;   /* or NULL */
 } CoreAbi;
 

@@ -63,7 +63,8 @@ static int resolve(void* h, CoreAbi* t, const char** missing) {
   if (t->poll == NULL) *(void**)(&t->poll) = dlsym(h, "gnnprof_poll");
   if (t->poll == NULL) t->poll = preload_poll_fallback;
   *(void**)(&t->attach) = dlsym(h, "gnnprof_preload_attach");
-  *(void**)(&t->start_in_fork_child) = dlsym(h, "gnnprof_preload_start_in_fork_child");
+  *(void**)(&t->start_worker) = dlsym(h, "gnnprof_preload_start_worker");
+  *(void**)(&t->discard) = dlsym(h, "gnnprof_discard");
   *(void**)(&t->close_torch_thread) = dlsym(h, "gnnprof_preload_close_torch_thread");
   return 0;
 }
@@ -229,14 +230,26 @@ static PyObject* py_attach(PyObject* self, PyObject* unused) {
   return PyLong_FromLong(g_core.attach());
 }
 
-/* start_in_fork_child() -> 0, or -1: in a fork child (a DataLoader worker), a session and a
- * profile of its own, its line tracing started afresh (tracer_enter_fork_child). */
-static PyObject* py_start_in_fork_child(PyObject* self, PyObject* unused) {
-  (void)self, (void)unused;
-  if (!g_core_bound || g_core.start_in_fork_child == NULL || g_core.start_in_fork_child() != 0)
+/* start_worker(parent_pid=0) -> 0, or -1: a DataLoader worker's session and profile of its
+ * own, naming parent_pid (else the process's parent) as its loop: in a fork child, or in a
+ * spawned process whose session so far is dropped; its line tracing started afresh
+ * (tracer_enter_fork_child). */
+static PyObject* py_start_worker(PyObject* self, PyObject* args) {
+  (void)self;
+  long parent_pid = 0;
+  if (!PyArg_ParseTuple(args, "|l", &parent_pid)) return NULL;
+  if (!g_core_bound || g_core.start_worker == NULL || g_core.start_worker(parent_pid) != 0)
     return PyLong_FromLong(-1);
   if (tracer_enter_fork_child() != 0) PyErr_Clear(); /* lines are not traced; the session runs */
   return PyLong_FromLong(0);
+}
+
+/* discard(): the session stops, its profile not written; the frame hook out. */
+static PyObject* py_discard(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  tracer_uninstall();
+  if (!g_core_bound || g_core.discard == NULL) return PyLong_FromLong(-1);
+  return PyLong_FromLong(g_core.discard());
 }
 
 /* ---- tracer control ---- */
@@ -452,7 +465,8 @@ static PyMethodDef methods[] = {
     {"stats", py_stats, METH_NOARGS, NULL},
     {"selected", py_selected, METH_NOARGS, "[(filename, name, qualname or None (3.10), roles, first line)] of the traced code objects"},
     {"set_hook", py_set_hook, METH_O, "the frame hook in (True) or out (False); selections are kept"},
-    {"start_in_fork_child", py_start_in_fork_child, METH_NOARGS, "a fork child's own session: 0, or -1"},
+    {"start_worker", py_start_worker, METH_VARARGS, "start_worker(parent_pid=0): a worker's own session: 0, or -1"},
+    {"discard", py_discard, METH_NOARGS, "stop the session without writing its profile"},
     {"close_thread", py_close_thread, METH_NOARGS, "end the calling thread's open lines"},
     {"optimizer_step", py_optimizer_step, METH_NOARGS, "the optimizer-step trigger of auto selection (tests)"},
     {"close_torch_thread", py_close_torch_thread, METH_NOARGS, "end the torch observer's state of this thread"},

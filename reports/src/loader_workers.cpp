@@ -68,7 +68,7 @@ std::vector<Profile> read_loader_worker_profiles(const std::string& parent_path,
 LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<Profile>& workers, std::size_t top) {
   LoaderWorkers w;
   for (const CounterStats& c : parent.counters)
-    if (c.name == kLoaderWorkersCounter) w.forked = c.samples;
+    if (c.name == kLoaderWorkersCounter) w.started = c.samples;
   std::vector<std::int64_t> all, unobserved;
   using Key = std::tuple<std::string, std::uint32_t, std::string>;  // file, line, function
   std::map<Key, WorkerLine> lines;
@@ -120,10 +120,10 @@ std::string loader_workers_text(const LoaderWorkers& w) {
   std::string out = fmt::format("{} DataLoader worker profile{} (pid {}; {} at once): {} batches", w.pids.size(),
                                 w.pids.size() == 1 ? "" : "s", pids, w.concurrent, w.batches);
   if (w.not_read > 0) out += fmt::format(" ({} more worker profiles not read)", w.not_read);
-  if (w.forked > w.pids.size() + w.not_read)
-    out += fmt::format(" (the run forked {} workers; the others wrote no profile: GNNPROF_LOADER_WORKERS profiles the "
+  if (w.started > w.pids.size() + w.not_read)
+    out += fmt::format(" (the run started {} workers; the others wrote no profile: GNNPROF_LOADER_WORKERS profiles the "
                        "run's first 16 by default, and a worker killed before it exits writes none)",
-                       w.forked);
+                       w.started);
   if (w.batches == 0) return out + ".";
   out += fmt::format(", {} a batch per worker (median{}), busy {:.0f}% of their time", human_ns(w.batch_median_ns),
                      w.pace_unobserved ? " of the batches whose ops were not observed" : "", 100 * w.busy_share());

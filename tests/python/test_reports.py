@@ -7,6 +7,8 @@ import os
 import re
 import subprocess
 
+import pytest
+
 from conftest import CLI, needs_torch, script
 
 GAT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../samples/python/gat_train.py")
@@ -243,11 +245,50 @@ def test_only_the_runs_first_workers_write_profiles(gnnprof_run, plain_run):
     reasons = sorted(c["reason"] for p in workers for c in p["collectors"] if c["name"] == "loader-worker")
     assert [re.search(r"worker (\d+) of the run", r).group(1) for r in reasons] == ["1", "2", "3", "4"], reasons
     summary = section(report(w.path), "DataLoader workers")
-    assert "4 DataLoader worker profiles" in summary and "the run forked 6 workers" in summary, summary
+    assert "4 DataLoader worker profiles" in summary and "the run started 6 workers" in summary, summary
     # Its earlier boolean spelling still works: off is none.
     off = gnnprof_run(path, "4", "2", env={"GNNPROF_LOADER_WORKERS": "off"})
     assert off.rc == 0 and "GNNPROF_LOADER_WORKERS" not in off.err, off.err
     assert worker_profiles(off) == []
+
+
+@needs_torch
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_workers_started_by_spawn_or_forkserver_are_profiled_as_forked_ones(gnnprof_run, plain_run, method):
+    """No fork of the loop (spawn; forkserver, CPython 3.14's default on Linux): each worker still
+    writes its own profile from its worker loop on, naming the loop, with its batches as
+    iterations, its ops observed (a forkserver child imports torch after its fork), its lines,
+    and no phase spanning its waits; the loop's report sums them up. The run's first N only."""
+    path = script("slow_workers.py")
+    w = gnnprof_run(path, "40", "2", "1", method)
+    assert w.rc == 0, w.err
+    assert w.out == plain_run(path, "40", "2", "1", method).out
+    loop = w.profile["run"]["pid"]
+    workers = worker_profiles(w)
+    assert len(workers) == 2, [p["run"]["command"] for p in workers]
+    assert {c["name"]: c["max"] for c in w.profile["counters"]}.get("DataLoader workers") == 2, w.profile["counters"]
+    for p in workers:
+        assert p["run"]["parent_pid"] == loop, p["run"]
+        reasons = {c["name"]: c["reason"] for c in p["collectors"]}
+        assert f"started by {method} for pid {loop}: its own profile from its worker loop on" in reasons["loader-worker"]
+        assert "an iteration per batch fetched" in reasons["loader-worker"], reasons
+        assert 17 <= len(p["iterations"]) <= 23, len(p["iterations"])  # 40 batches, 2 workers
+        assert "torch-op-sampling" in reasons, reasons
+        # A phase per batch's ops, not one spanning the waits between batches.
+        ops = next(s for s in p["stages"] if s["name"] == "ops (no grad)")
+        assert ops["hits"] > 20 * len(p["iterations"]), ops
+        lines = {(os.path.basename(l["file"]), l["line"]): l["hits"] for l in p["lines"]}
+        assert lines.get(("slow_workers.py", 24), 0) >= 20 * 64 * 15, lines
+    summary = section(report(w.path), "DataLoader workers")
+    assert "2 DataLoader worker profiles" in summary and "together a batch every" in summary, summary
+    assert "slow_workers.py:24" in summary.splitlines()[2], summary
+
+    # Two epochs start two workers each; the run's first three write profiles, the fourth drops its session.
+    capped = gnnprof_run(path, "4", "2", "2", method, env={"GNNPROF_LOADER_WORKERS": "3"})
+    assert capped.rc == 0, capped.err
+    assert len(worker_profiles(capped)) == 3, [p["run"]["pid"] for p in worker_profiles(capped)]
+    summary = section(report(capped.path), "DataLoader workers")
+    assert "3 DataLoader worker profiles" in summary and "the run started 4 workers" in summary, summary
 
 
 @needs_torch

@@ -325,6 +325,39 @@ TEST(ForkChild, StartsASessionOfItsOwnWrittenUnderItsPid) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+// A spawned process becoming a DataLoader worker: its session so far is dropped, the worker's
+// starts, naming the loop; a worker past the run's first N drops its session, writing nothing.
+TEST(Worker, ASpawnedProcessStartsItsWorkerSessionOverAndNamesTheLoop) {
+  Config cfg = testing::quiet_config();
+  const std::string path = fresh_output(cfg, "gnnprof_worker_%p.json");
+  EXPECT_EQ(gnnprof_start_worker(4242, 0), -1) << "no session";
+  ASSERT_TRUE(start(cfg));
+  { GNNPROF_STAGE("before the worker loop"); }
+  const gnnprof_site_t open = gnnprof_stage_site("open at the restart", nullptr);
+  gnnprof_stage_begin(open);
+  EXPECT_EQ(gnnprof_start_in_fork_child(0), -1) << "not a fork child";
+  ASSERT_EQ(gnnprof_start_worker(4242, 0), 0);
+  EXPECT_TRUE(is_running());
+  gnnprof_stage_end();  // opened before: not the worker's
+  { GNNPROF_STAGE("batch"); }
+  ASSERT_TRUE(stop());
+  auto p = read_profile_file(path);
+  ASSERT_TRUE(p) << p.status().message();
+  EXPECT_EQ(p->run.parent_pid, 4242);
+  EXPECT_NE(testing::find_stage(*p, "batch"), nullptr);
+  EXPECT_EQ(testing::find_stage(*p, "before the worker loop"), nullptr);
+  EXPECT_EQ(testing::find_stage(*p, "open at the restart"), nullptr);
+  std::remove(path.c_str());
+
+  ASSERT_TRUE(start(cfg));
+  { GNNPROF_STAGE("discarded"); }
+  EXPECT_EQ(gnnprof_discard(), 0);
+  EXPECT_FALSE(is_running());
+  EXPECT_EQ(gnnprof_start_worker(4242, 0), -1) << "nothing to restart";
+  EXPECT_TRUE(stop());
+  EXPECT_FALSE(std::ifstream(path).good()) << "a discarded session writes nothing";
+}
+
 TEST(Api, IterationsCountANestedStageOfTheSameCategoryOnce) {
   Profile p = testing::profile_of(testing::quiet_config(), [] {
     for (int i = 0; i < 3; ++i) {

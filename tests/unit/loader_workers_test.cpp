@@ -85,9 +85,9 @@ TEST(LoaderWorkers, PaceBusyShareConcurrencyAndHeaviestLines) {
   EXPECT_NE(with.str().find("data.py:24"), std::string::npos) << with.str();
   // The loop counted more forks than there are profiles: the cap is named.
   loop.counters.push_back(CounterStats{"DataLoader workers", 40, 2, 2, 2, 2});
-  EXPECT_NE(loader_workers_text(summarize_loader_workers(loop, ws)).find("the run forked 40 workers; the others wrote no profile"),
+  EXPECT_NE(loader_workers_text(summarize_loader_workers(loop, ws)).find("the run started 40 workers; the others wrote no profile"),
             std::string::npos);
-  EXPECT_EQ(loader_workers_text(w).find("the run forked"), std::string::npos);
+  EXPECT_EQ(loader_workers_text(w).find("the run started"), std::string::npos);
 }
 
 TEST(LoaderWorkers, OnlyTheLoopsOwnWorkersProfilesAreRead) {

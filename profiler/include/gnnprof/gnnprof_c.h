@@ -87,6 +87,14 @@ GNNPROF_C_API int gnnprof_flush_in_fork_child(long parent_pid);
  * child's own file (the output pattern's %p) when it stops. The collectors noted so far are
  * kept. 0 on success, -1 elsewhere (not a child of a running session, or already started). */
 GNNPROF_C_API int gnnprof_start_in_fork_child(int drainer_thread);
+/* A worker's session from now on, naming parent_pid (the process's parent when <= 0) as the
+ * process it works for: in a fork() child of a running session, as gnnprof_start_in_fork_child,
+ * or where this process's own session already runs (a spawned DataLoader worker: what that
+ * session recorded is dropped, the worker's starts now). 0 on success, -1 elsewhere. */
+GNNPROF_C_API int gnnprof_start_worker(long parent_pid, int drainer_thread);
+/* Stops the session without writing its profile (a worker beyond the run's first N). 0 when
+ * none runs afterwards. */
+GNNPROF_C_API int gnnprof_discard(void);
 
 /* Declares a collector in the profile's "collectors" list (replacing one of the same name),
  * e.g. ("cupti", 0, "no CUDA driver (cuptiActivityEnable: CUPTI_ERROR_UNKNOWN)"). May be called

@@ -38,8 +38,8 @@ struct RunInfo {
   /// Names the launch that all ranks of one distributed run share: GNNPROF_RUN_ID (set by
   /// `gnnprof run`), else TORCHELASTIC_RUN_ID unless "none"; "" when unknown.
   std::string run_id;
-  /// The process this one was forked from, when its session began in a fork child (a
-  /// DataLoader worker, gnnprof_start_in_fork_child); 0 otherwise.
+  /// The process this one works for, when its session began as a worker's (a DataLoader
+  /// worker, forked or spawned: gnnprof_start_worker); 0 otherwise.
   std::int64_t parent_pid = 0;
 };
 

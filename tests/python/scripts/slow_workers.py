@@ -2,7 +2,7 @@
 with worker processes the loop waits for them (loader-bound), without them it does the loading
 itself (exposed data time). Plain PyTorch, no gnnprof import.
 
-usage: slow_workers.py BATCHES WORKERS [EPOCHS]"""
+usage: slow_workers.py BATCHES WORKERS [EPOCHS] [START_METHOD]"""
 import sys
 
 import torch
@@ -28,11 +28,13 @@ class Slow(Dataset):
 def main():
     batches, workers = int(sys.argv[1]), int(sys.argv[2])
     epochs = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    method = sys.argv[4] if len(sys.argv) > 4 else None  # spawn, forkserver: not a fork of the loop
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(256, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     n = 0
-    loader = DataLoader(Slow(BATCH * batches), batch_size=BATCH, num_workers=workers)
+    loader = DataLoader(Slow(BATCH * batches), batch_size=BATCH, num_workers=workers,
+                        multiprocessing_context=method if workers else None)
     for _ in range(epochs):  # each epoch forks its own workers
         for x, y in loader:
             opt.zero_grad()

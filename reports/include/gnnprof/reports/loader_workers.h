@@ -41,9 +41,9 @@ struct LoaderWorkers {
   std::int64_t wall_ns = 0;   ///< the workers' lifetimes, summed
   std::vector<WorkerLine> top_lines;  ///< heaviest first
   std::size_t not_read = 0;           ///< more worker profiles found than were read (the limit)
-  /// Workers the loop forked, when the loop's profile counted them (its "DataLoader workers"
-  /// counter, sampled at each fork); more than `pids` when GNNPROF_LOADER_WORKERS capped them.
-  std::uint64_t forked = 0;
+  /// Workers the loop started, when the loop's profile counted them (its "DataLoader workers"
+  /// counter, sampled as each starts); more than `pids` when GNNPROF_LOADER_WORKERS capped them.
+  std::uint64_t started = 0;
 
   bool empty() const { return pids.empty(); }
   /// With `concurrent` workers at this pace: a batch every this long (0 when unknown).
