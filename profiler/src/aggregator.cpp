@@ -88,6 +88,7 @@ void Aggregator::consume(std::uint32_t thread, const RawEvent& e) {
         if (ops_unobserved_) ++l.unobserved_hits;
       }
       l.total += dur;
+      if (ops_unobserved_) l.unobserved += dur;
       l.max = std::max(l.max, dur);
       keep_timeline(thread, e.site, e.kind, ts, dur, 0);
       Pending p{thread, e.site, ts, dur, false, true};
@@ -402,6 +403,7 @@ Profile Aggregator::build(const std::vector<SiteInfo>& sites, std::int64_t end_n
     ls.stage = site_or_empty(sites, l.stage).name;
     ls.hits = l.hits;
     ls.unobserved_hits = l.unobserved_hits;
+    ls.unobserved_ns = l.unobserved;
     ls.total_ns = l.total;
     ls.max_ns = l.max;
     for (const auto& [stage, ns] : l.stages) ls.stages[site_or_empty(sites, stage).name] += ns;

@@ -87,6 +87,7 @@ class Aggregator {
     explicit LineAgg(std::pmr::memory_resource* mr) : stages(mr) {}
     std::uint64_t hits = 0;
     std::uint64_t unobserved_hits = 0;  // hits in iterations whose torch ops were not observed
+    std::int64_t unobserved = 0;        // the line's time in those iterations
     std::int64_t total = 0, max = 0;
     std::uint32_t stage = 0;
     bool timed = false;  // has had a line event (not only attributed time)

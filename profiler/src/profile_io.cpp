@@ -313,6 +313,7 @@ struct Record<LineStats> {
       std::tuple{field("file", &L::file),         field("line", &L::line),      field("function", &L::function),
                  field("code", &L::code),         field("stage", &L::stage),    field("hits", &L::hits),
                  field("unobserved_hits", &L::unobserved_hits, Presence::kWhenSet),
+                 field("unobserved_ns", &L::unobserved_ns, Presence::kWhenSet),
                  field("total_ns", &L::total_ns), field("max_ns", &L::max_ns),  field("stages", &L::stages, Presence::kWhenSet),
                  field("backward_ns", &L::backward_ns, Presence::kWhenSet),     field("gpu_ns", &L::gpu_ns, Presence::kWhenSet)};
 };

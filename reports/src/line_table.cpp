@@ -124,8 +124,16 @@ LineExtras line_extras(const Profile& p, const LineStats& l) {
     scale_bytes(e.copied_other);
     scale_bytes(e.gathered);
     scale_ns(e.gpu_ns);
-    scale_ns(e.wait_ns);
     scale_ns(e.backward_ns);
+    // A wait is part of the line's own time: scaled by time, so that one long wait in an
+    // observed hit does not become more wait than the line took.
+    const std::int64_t observed_ns = l.total_ns - l.unobserved_ns;
+    if (l.unobserved_ns > 0 && observed_ns > 0)
+      e.wait_ns = std::llround(static_cast<double>(e.wait_ns) * static_cast<double>(l.total_ns) /
+                               static_cast<double>(observed_ns));
+    else
+      scale_ns(e.wait_ns);  // a profile without unobserved_ns
+    e.wait_ns = std::min(e.wait_ns, l.total_ns);
     e.estimated = e.copied() > 0 || e.gathered > 0 || e.gpu_ns > 0 || e.wait_ns > 0 || e.backward_ns > 0;
   }
   e.unknown = l.hits > 0 && l.unobserved_hits >= l.hits;

@@ -181,6 +181,8 @@ TEST(Lines, HitsInIterationsWithoutObservedOpsAreCountedApart) {
   ASSERT_NE(a, nullptr);
   EXPECT_EQ(a->hits, 6u);
   EXPECT_EQ(a->unobserved_hits, 4u);
+  EXPECT_GT(a->unobserved_ns, 0);  // the time of those 4 hits
+  EXPECT_LT(a->unobserved_ns, a->total_ns);
   // The line's gathers, seen in 2 of its 6 hits, are scaled to all of them and marked.
   const reports::LineExtras e = reports::line_extras(p, *a);
   EXPECT_EQ(e.gathered, 24000u);
@@ -189,6 +191,7 @@ TEST(Lines, HitsInIterationsWithoutObservedOpsAreCountedApart) {
   auto back = profile_from_json(profile_to_json(p), "mem");
   ASSERT_TRUE(back) << back.status().message();
   EXPECT_EQ(find_line(*back, 3)->unobserved_hits, 4u);
+  EXPECT_EQ(find_line(*back, 3)->unobserved_ns, a->unobserved_ns);
 }
 
 TEST(LineTable, ExtrasOfPartlyObservedLinesAreScaledAndMarked) {
@@ -201,7 +204,7 @@ TEST(LineTable, ExtrasOfPartlyObservedLinesAreScaledAndMarked) {
     l.code = "stmt" + std::to_string(n);
     l.hits = hits;
     l.unobserved_hits = unobserved;
-    l.total_ns = 1000;
+    l.total_ns = 1000000;
     l.backward_ns = 300000;
     l.gpu_ns = 50000;
     l.stages = {{"sync", 20000}};
@@ -223,6 +226,15 @@ TEST(LineTable, ExtrasOfPartlyObservedLinesAreScaledAndMarked) {
   EXPECT_EQ(part.wait_ns, 50000);
   EXPECT_EQ(part.copied_pinned, 2500u);
   EXPECT_EQ(part.gathered, 2000u);
+  // A wait is part of the line's time: scaled by the time of the observed hits where the
+  // profile has it (a long wait in an observed hit: 90 % of the time was unobserved), and never
+  // more than the line's time.
+  LineStats timed = p.lines[1];
+  timed.unobserved_ns = 900000;
+  EXPECT_EQ(reports::line_extras(p, timed).wait_ns, 200000);
+  timed.unobserved_ns = 0;
+  timed.total_ns = 30000;
+  EXPECT_EQ(reports::line_extras(p, timed).wait_ns, 30000) << "scaled by hits, capped at the line's time";
   // No observed hit: nothing to scale from; the figures stay as recorded, and are unknown.
   const reports::LineExtras none = reports::line_extras(p, p.lines[2]);
   EXPECT_FALSE(none.estimated);

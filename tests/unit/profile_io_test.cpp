@@ -217,6 +217,7 @@ TEST(ProfileIo, OptionalFieldsAreWrittenWhenSetAndReadWhenPresent) {
   EXPECT_FALSE(j["iterations"][0].contains("ops_observed"));
   EXPECT_FALSE(j["lines"][0].contains("backward_ns"));
   EXPECT_FALSE(j["lines"][0].contains("unobserved_hits"));
+  EXPECT_FALSE(j["lines"][0].contains("unobserved_ns"));
   // Set: written, and read back the same.
   p.run.rank = 3;
   p.run.run_id = "job-7";
@@ -224,6 +225,7 @@ TEST(ProfileIo, OptionalFieldsAreWrittenWhenSetAndReadWhenPresent) {
   p.iterations[0].lines = {{0, 1200}};
   p.lines[0].backward_ns = 900;
   p.lines[0].unobserved_hits = 1;
+  p.lines[0].unobserved_ns = 700;
   p.lines[0].stages = {{"forward", 300}};
   j = nlohmann::ordered_json::parse(profile_to_json(p));
   EXPECT_EQ(j["run"]["rank"], 3);
@@ -232,6 +234,7 @@ TEST(ProfileIo, OptionalFieldsAreWrittenWhenSetAndReadWhenPresent) {
   EXPECT_EQ(j["iterations"][0]["lines"]["0"], 1200);
   EXPECT_EQ(j["lines"][0]["backward_ns"], 900);
   EXPECT_EQ(j["lines"][0]["unobserved_hits"], 1);
+  EXPECT_EQ(j["lines"][0]["unobserved_ns"], 700);
   EXPECT_EQ(j["lines"][0]["stages"]["forward"], 300);
   auto back = profile_from_json(j.dump(), "x.json");
   ASSERT_TRUE(back) << back.status().message();
@@ -243,6 +246,7 @@ TEST(ProfileIo, OptionalFieldsAreWrittenWhenSetAndReadWhenPresent) {
   EXPECT_EQ(back->iterations[0].lines.at(0), 1200);
   EXPECT_EQ(back->lines[0].stages.at("forward"), 300);
   EXPECT_EQ(back->lines[0].unobserved_hits, 1u);
+  EXPECT_EQ(back->lines[0].unobserved_ns, 700);
   EXPECT_EQ(profile_to_json(*back), profile_to_json(p));
   // Bad values name their path: a map key, a map value, a timeline column.
   auto bad = j;

@@ -136,6 +136,9 @@ struct LineStats {
   /// Hits in iterations whose torch ops were not observed (iteration sampling): the line's
   /// transfers, gathers, waits, backward and GPU time come from the other hits only.
   std::uint64_t unobserved_hits = 0;
+  /// The line's time in those iterations (of total_ns): a wait, part of the line's time, is
+  /// scaled by time, total_ns / (total_ns - unobserved_ns).
+  std::int64_t unobserved_ns = 0;
 };
 
 /// Copies grouped by where they happened and how.
