@@ -204,7 +204,11 @@ static int subscripts(PyCodeObject* co) {
 }
 
 void* auto_mark(PyCodeObject* co) {
-  if (user_file(co->co_filename)) return iterator_shaped(co) ? MAYBE : MAYBE_LOADED;
+  if (user_file(co->co_filename)) {
+    /* A Dataset's __len__ answers the loader's size queries (len(loader)): no data work. */
+    if (PyUnicode_Check(co->co_name) && PyUnicode_CompareWithASCIIString(co->co_name, "__len__") == 0) return REJECT;
+    return iterator_shaped(co) ? MAYBE : MAYBE_LOADED;
+  }
   if (!loader_file(co->co_filename)) return REJECT;
   return subscripts(co) ? LOADER_SUBSCR : LOADER;
 }
