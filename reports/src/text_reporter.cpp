@@ -175,14 +175,21 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
   } else {
     out << fmt::format("{} iterations analyzed ({} warm-up skipped{}); median {}, p90 {}\n", a.iterations_used, a.skipped,
                        a.skip_detected ? ", detected" : "", human_ns(a.iteration_median_ns), human_ns(a.iteration_p90_ns));
-    if (a.iterations_unobserved > 0)
+    if (a.iterations_unobserved > 0) {
+      const double added = a.unobserved_iteration_median_ns > 0
+                               ? 100.0 * (static_cast<double>(a.iteration_median_ns) /
+                                              static_cast<double>(a.unobserved_iteration_median_ns) -
+                                          1)
+                               : 0.0;
       out << fmt::format("Iteration sampling: torch ops observed in {} of them; these figures are from those. The other {} "
-                         "(ops not observed) took {} (median): the observer adds {:+.1f}% to an observed iteration\n",
+                         "(ops not observed) took {} (median): {}\n",
                          a.iterations_used - a.iterations_unobserved, a.iterations_unobserved,
                          human_ns(a.unobserved_iteration_median_ns),
-                         a.unobserved_iteration_median_ns > 0
-                             ? 100.0 * (static_cast<double>(a.iteration_median_ns) / static_cast<double>(a.unobserved_iteration_median_ns) - 1)
-                             : 0.0);
+                         added >= 0 ? fmt::format("the observer adds {:+.1f}% to an observed iteration", added)
+                                    : fmt::format("observed iterations ran {:.1f}% faster, so the observer's cost is within "
+                                                  "the iterations' spread here",
+                                                  -added));
+    }
     if (a.loader_worker) {
       out << loader_worker_note(a) << "\n";
     } else {

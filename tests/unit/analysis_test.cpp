@@ -414,6 +414,20 @@ TEST(Analysis, StageFiguresComeFromTheIterationsWhoseOpsWereObserved) {
   EXPECT_EQ(a.loop_stages[0].name, "forward");
   EXPECT_EQ(a.loop_stages[0].median_ns, 70 * kMs);  // not 0, the median over all 12
   EXPECT_EQ(a.compute_ns, 125 * kMs);
+  auto analysis_text = [](const Profile& q) {
+    std::ostringstream out;
+    EXPECT_TRUE(TextReporter({}).render(q, out));
+    return out.str();
+  };
+  EXPECT_NE(analysis_text(p).find("took 100 ms (median): the observer adds +30.0% to an observed iteration"),
+            std::string::npos)
+      << analysis_text(p);
+  // Observed iterations faster than the others: the spread, not a negative cost.
+  Profile faster = p;
+  for (auto& it : faster.iterations) it.wall_ns = (it.ops_observed ? 90 : 100) * kMs;
+  EXPECT_NE(analysis_text(faster).find("observed iterations ran 10.0% faster, so the observer's cost is within"),
+            std::string::npos)
+      << analysis_text(faster);
 
   // Every iteration observed (or none flagged): all of them, nothing said about sampling.
   for (auto& it : p.iterations) it.ops_observed = true;
