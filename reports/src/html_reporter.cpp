@@ -411,6 +411,10 @@ std::string html::profile_body(const Report& r, bool compact) {
   const Hierarchy& h = r.hierarchy;
   const auto colors = palette(h);
   std::string o;
+  // Traced lines open the body, as the line table opens the text report; without any, the
+  // section (its hint) stays after the stages.
+  const bool lines_first = !compact && !p.lines.empty();
+  if (lines_first) o += "<h2 id=lines>Lines</h2>" + lines_html(p, opt);
   if (!compact)
     o += "<h2>Where an iteration goes</h2><p class=muted>Iteration &rarr; phases &rarr; ops (and a phase's traced lines); widths "
          "are mean time per iteration. Click to zoom in, click the top bar to zoom out.</p>" +
@@ -438,7 +442,7 @@ std::string html::profile_body(const Report& r, bool compact) {
     o += fmt::format("<p id=whatif-expected class='{}'>{}</p>", a.whatif_pays ? "" : "slower", esc(whatif_expectation(a)));
   }
   o += "<h2>Stages</h2><div class=scroll>" + stage_table(p, h) + "</div>";
-  o += "<h2 id=lines>Lines</h2>" + lines_html(p, opt);
+  if (!lines_first) o += "<h2 id=lines>Lines</h2>" + lines_html(p, opt);
   const std::string sampled = sampled_ops_note(p);
   const std::string sampled_p = sampled.empty() ? "" : "<p class=muted>" + esc(sampled) + "</p>";
   const std::string sampled_gpu = sampled_ops_note(p, true);
@@ -533,6 +537,22 @@ Status HtmlReporter::render(const Report& r, std::ostream& out) const {
     o += kpi(fmt::format("{:.2f}x", a.whatif_speedup), "what-if prefetch");
   }
   o += kpi(std::to_string(diags.size()), "diagnostics");
+  const LineTable lines = build_line_table(p, r.options.source_roots, r.options.max_function_lines);
+  const LineRow* heaviest = nullptr;
+  const LineBlock* heaviest_in = nullptr;
+  for (const LineBlock& b : lines.blocks)
+    for (const LineRow& row : b.rows)
+      if (row.stats != nullptr && (heaviest == nullptr || row.stats->total_ns > heaviest->stats->total_ns)) {
+        heaviest = &row;
+        heaviest_in = &b;
+      }
+  if (heaviest != nullptr)
+    o += fmt::format("<a class=kpi id=top-line href='#lines' title='{}'><b>{}:{}</b><span>heaviest line: {:.1f}% of {}</span></a>",
+                     esc(heaviest->stats->code), esc(base_name(heaviest->stats->file)), heaviest->stats->line,
+                     heaviest_in->total_ns > 0 ? 100.0 * static_cast<double>(heaviest->stats->total_ns) /
+                                                     static_cast<double>(heaviest_in->total_ns)
+                                               : 0.0,
+                     esc(heaviest_in->function));
   o += "</div><h2>Diagnostics</h2>" + diagnostics_html(diags);
   if (const LoaderWorkers& w = r.workers; !w.empty()) {
     o += "<h2>DataLoader workers</h2><p id=loader-workers>" + esc(loader_workers_text(w)) + "</p>";

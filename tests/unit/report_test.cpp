@@ -156,6 +156,27 @@ TEST(Report, TheHtmlPageEmbedsItsAssets) {
   EXPECT_NE(s.find("function render(r)"), std::string::npos);
 }
 
+// With traced lines the page opens with them, as the text report does, and a card names the
+// heaviest line; without any, the Lines section (its hint) follows the stages.
+TEST(Report, TheHtmlPageOpensWithTheLinesWhenThereAreSome) {
+  const Profile with = gat();
+  ASSERT_FALSE(with.lines.empty());
+  std::ostringstream html;
+  ASSERT_TRUE(HtmlReporter({}).render(with, html));
+  std::string s = html.str();
+  EXPECT_LT(s.find("<h2 id=lines>"), s.find("<h2>Where an iteration goes"));
+  EXPECT_NE(s.find("id=top-line href='#lines' title='loss.backward()'><b>gat_train.py:85</b><span>heaviest line: 49.0% of main"),
+            std::string::npos);
+  Profile without = with;
+  without.lines.clear();
+  for (auto& it : without.iterations) it.lines.clear();
+  std::ostringstream bare;
+  ASSERT_TRUE(HtmlReporter({}).render(without, bare));
+  s = bare.str();
+  EXPECT_GT(s.find("<h2 id=lines>"), s.find("<h2>Stages"));
+  EXPECT_EQ(s.find("id=top-line"), std::string::npos);
+}
+
 TEST(Report, UnknownFormatNamesTheKnownOnes) {
   auto r = make_reporter("pdf", {});
   ASSERT_FALSE(r);
