@@ -183,13 +183,19 @@ int run_run(const RunArgs& args) {
     }
     found.push_back({entry.path().string(), std::move(*p)});
   }
-  // The launched process's profile when it recorded anything, else the busiest one.
+  // The launched process's profile when it recorded anything, else the busiest one, a loop's
+  // rather than a DataLoader worker's (which names its loop: run.parent_pid).
   const Found* main = nullptr;
   for (const auto& f : found)
     if (f.profile.run.pid == pid && f.profile.recorded_events > 0) main = &f;
+  auto busier = [](const Found* m, const Found& f) {
+    const bool worker = f.profile.run.parent_pid != 0, m_worker = m != nullptr && m->profile.run.parent_pid != 0;
+    if (m == nullptr || worker != m_worker) return m == nullptr || !worker;
+    return f.profile.recorded_events > m->profile.recorded_events;
+  };
   if (main == nullptr)
     for (const auto& f : found)
-      if (main == nullptr || f.profile.recorded_events > main->profile.recorded_events) main = &f;
+      if (busier(main, f)) main = &f;
   // A distributed run: the rank profiles keep their rank-named files, for gnnprof merge.
   std::vector<std::string> rank_files;
   for (const auto& f : found)

@@ -292,6 +292,20 @@ def test_workers_started_by_spawn_or_forkserver_are_profiled_as_forked_ones(gnnp
 
 
 @needs_torch
+def test_the_run_names_the_loops_profile_not_a_workers_when_the_launched_process_records_nothing(gnnprof_run):
+    """The loop runs in a spawned process (torch.multiprocessing.spawn), its DataLoader worker in
+    another: `gnnprof run -o` names the loop's profile, the busiest that is not a worker's."""
+    w = gnnprof_run(script("spawned_loop.py"), "12")
+    assert w.rc == 0, w.err
+    assert "batches 12" in w.out
+    assert "parent_pid" not in w.profile["run"], w.profile["run"]
+    assert "loader-worker" not in {c["name"] for c in w.profile["collectors"]}
+    assert len(w.profile["iterations"]) >= 10, len(w.profile["iterations"])
+    summary = section(report(w.path), "DataLoader workers")
+    assert "1 DataLoader worker profile (pid" in summary, summary
+
+
+@needs_torch
 def test_a_worker_forked_in_an_unobserved_iteration_observes_its_own_ops(gnnprof_run):
     """The loop samples one iteration in a million, so the second epoch's worker is forked while
     the loop's ops callback is off; the worker starts sampling afresh (its first batch
