@@ -22,6 +22,7 @@ int flush_in_forked_child(long parent_pid) noexcept;
 int start_in_fork_child(bool drainer_thread) noexcept;
 int start_worker(long parent_pid, bool drainer_thread) noexcept;
 int discard() noexcept;
+int set_rank(int rank, int local_rank, int world_size) noexcept;
 std::uint64_t set_line(std::uint32_t site) noexcept;
 void line_event(std::uint32_t site, std::uint64_t t0, std::uint64_t t1, bool hit) noexcept;
 void line_charge(std::uint32_t line, std::uint32_t stage, std::int64_t begin_mono_ns, std::int64_t end_mono_ns) noexcept;
@@ -128,6 +129,10 @@ int gnnprof_start_worker(long parent_pid, int drainer_thread) {
 }
 
 int gnnprof_discard(void) { return gnnprof::detail::discard(); }
+
+int gnnprof_set_rank(int rank, int local_rank, int world_size) {
+  return gnnprof::detail::set_rank(rank, local_rank, world_size);
+}
 
 void gnnprof_note_collector(const char* name, int enabled, const char* reason) {
   gnnprof::detail::note_collector(name, enabled != 0, reason);

@@ -30,6 +30,7 @@ std::string loaded_blas(bool may_scan);
 /// Usable CPUs, the BLAS mapped, OMP_NUM_THREADS. Caller holds the drain lock.
 EnvironmentInfo environment_info(std::int64_t max_threads, bool may_scan);
 /// cfg.output (default gnnprof-%p.json) with %p the pid, %r the rank, %R "rank<N>." when set.
-std::string output_path_for(const Config& cfg, pid_t pid);
+/// `rank`: the process's rank when known beyond the environment (gnnprof_set_rank) for %R/%r.
+std::string output_path_for(const Config& cfg, pid_t pid, std::optional<std::int64_t> rank = std::nullopt);
 
 }  // namespace gnnprof::detail

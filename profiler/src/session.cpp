@@ -151,7 +151,8 @@ int flush_locked(Global& s, bool periodic) noexcept {
       p = build_locked(s);
     }
     if (!s.cfg.write_empty && p.recorded_events == 0) return 0;
-    Status st = write_profile_file(p, resolved_output_path(s.cfg), periodic ? FileSync::kRenameOnly : FileSync::kDurable);
+    Status st = write_profile_file(p, output_path_for(s.cfg, ::getpid(), s.run.rank),
+                                   periodic ? FileSync::kRenameOnly : FileSync::kDurable);
     if (!st && (!periodic || !s.flush_warned)) {
       s.flush_warned = true;
       std::fprintf(stderr, "gnnprof: warning: %s\n", st.message().c_str());
@@ -538,6 +539,25 @@ int discard() noexcept {
   }
 }
 
+int set_rank(int rank, int local_rank, int world_size) noexcept {
+  Global& s = g();
+  try {
+    std::unique_lock<std::mutex> lock(s.mu, std::defer_lock);
+    if (!lock_within(lock, 2000)) return -1;
+    if (g_state.load() != kRunning || s.owner_pid != ::getpid()) return -1;
+    const std::string before = output_path_for(s.cfg, ::getpid(), s.run.rank);
+    if (rank >= 0) s.run.rank = rank;
+    if (local_rank >= 0) s.run.local_rank = local_rank;
+    if (world_size > 0) s.run.world_size = world_size;
+    // A periodic flush wrote the profile under its rankless name: the next write is under the
+    // rank's, so the old file goes.
+    if (output_path_for(s.cfg, ::getpid(), s.run.rank) != before) (void)std::remove(before.c_str());
+    return 0;
+  } catch (...) {
+    return -1;
+  }
+}
+
 int flush_in_forked_child(long parent_pid) noexcept {
   Global& s = g();
   try {
@@ -561,7 +581,7 @@ int flush_in_forked_child(long parent_pid) noexcept {
       p = build_locked(s, /*in_fork_child=*/true);
     }
     if (!s.cfg.write_empty && p.recorded_events == 0) return 0;
-    return write_profile_file(p, output_path_for(s.cfg, static_cast<pid_t>(parent_pid))) ? 0 : -1;
+    return write_profile_file(p, output_path_for(s.cfg, static_cast<pid_t>(parent_pid), s.run.rank)) ? 0 : -1;
   } catch (...) {
     return -1;
   }
@@ -607,7 +627,7 @@ Status stop() {
     s.last_profile = p;
     if (!s.cfg.write_at_stop) return Status::ok();
     if (!s.cfg.write_empty && p.recorded_events == 0) return Status::ok();
-    std::string path = resolved_output_path(s.cfg);
+    std::string path = detail::output_path_for(s.cfg, ::getpid(), s.run.rank);
     Status st = write_profile_file(p, path);
     if (!st) {
       std::fprintf(stderr, "gnnprof: warning: %s\n", st.message().c_str());

@@ -27,7 +27,7 @@ Config Config::from_env() {
 std::string resolved_output_path(const Config& cfg) { return detail::output_path_for(cfg, ::getpid()); }
 
 namespace detail {
-std::string output_path_for(const Config& cfg, pid_t pid) {
+std::string output_path_for(const Config& cfg, pid_t pid, std::optional<std::int64_t> known_rank) {
   std::string pattern = cfg.output.empty() ? std::string("gnnprof-%p.json") : cfg.output;
   std::string out;
   for (std::size_t i = 0; i < pattern.size(); ++i) {
@@ -39,14 +39,14 @@ std::string output_path_for(const Config& cfg, pid_t pid) {
         continue;
       }
       if (c == 'R') {  // "rank<N>." when RANK (else LOCAL_RANK) is set, else nothing
-        auto rank = detail::env_int("RANK");
+        auto rank = known_rank ? known_rank : detail::env_int("RANK");
         if (!rank) rank = detail::env_int("LOCAL_RANK");
         if (rank) out += "rank" + std::to_string(*rank) + ".";
         ++i;
         continue;
       }
       if (c == 'r') {
-        auto rank = detail::env_int("RANK");
+        auto rank = known_rank ? known_rank : detail::env_int("RANK");
         out += rank ? std::to_string(*rank) : std::string("0");
         ++i;
         continue;

@@ -531,6 +531,35 @@ def _wrap_process_run():
     cls.run = run
 
 
+# ---- distributed ranks ----
+
+def _wrap_init_process_group():
+    """torch.distributed.init_process_group, wrapped: a rank started without RANK in its
+    environment (torch.multiprocessing.spawn, as PyG's and DGL's multi-GPU examples start theirs)
+    tells its session its rank and world size, so that its profile is a rank's (its file
+    OUT.rank<N>.<pid>.json, for gnnprof merge)."""
+    c10d = sys.modules["torch.distributed.distributed_c10d"]
+    original = c10d.__dict__.get("init_process_group")
+    if original is None or getattr(original, "_gnnprof", False):
+        return
+
+    @functools.wraps(original)
+    def init_process_group(*args, **kwargs):
+        result = original(*args, **kwargs)  # its own errors pass through unchanged
+        try:
+            local = os.environ.get("LOCAL_RANK", "")
+            _native.set_rank(c10d.get_rank(), int(local) if local.isdigit() else -1, c10d.get_world_size())
+        except Exception:
+            pass
+        return result
+
+    init_process_group._gnnprof = True
+    c10d.init_process_group = init_process_group
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and getattr(dist, "init_process_group", None) is original:
+        dist.init_process_group = init_process_group
+
+
 def _configure_lines(value):
     from . import _lines
     auto, specs = _lines.parse(value)
@@ -581,6 +610,7 @@ if _state["bound"]:
         os.register_at_fork(after_in_child=_after_fork_in_child, after_in_parent=_after_fork_in_parent)
         from . import _attach
         _attach.after_import("multiprocessing.process", _wrap_process_start)
+        _attach.after_import("torch.distributed.distributed_c10d", _wrap_init_process_group)
         _state["started_by"] = _started_by_multiprocessing()
         if _state["started_by"]:
             import multiprocessing.process

@@ -65,6 +65,7 @@ static int resolve(void* h, CoreAbi* t, const char** missing) {
   *(void**)(&t->attach) = dlsym(h, "gnnprof_preload_attach");
   *(void**)(&t->start_worker) = dlsym(h, "gnnprof_preload_start_worker");
   *(void**)(&t->discard) = dlsym(h, "gnnprof_discard");
+  *(void**)(&t->set_rank) = dlsym(h, "gnnprof_set_rank");
   *(void**)(&t->close_torch_thread) = dlsym(h, "gnnprof_preload_close_torch_thread");
   return 0;
 }
@@ -242,6 +243,16 @@ static PyObject* py_start_worker(PyObject* self, PyObject* args) {
     return PyLong_FromLong(-1);
   if (tracer_enter_fork_child() != 0) PyErr_Clear(); /* lines are not traced; the session runs */
   return PyLong_FromLong(0);
+}
+
+/* set_rank(rank, local_rank, world_size): the process's place in a distributed run (-1: as
+ * it is) -> 0, or -1. */
+static PyObject* py_set_rank(PyObject* self, PyObject* args) {
+  (void)self;
+  int rank = -1, local_rank = -1, world_size = -1;
+  if (!PyArg_ParseTuple(args, "iii", &rank, &local_rank, &world_size)) return NULL;
+  if (!g_core_bound || g_core.set_rank == NULL) return PyLong_FromLong(-1);
+  return PyLong_FromLong(g_core.set_rank(rank, local_rank, world_size));
 }
 
 /* discard(): the session stops, its profile not written; the frame hook out. */
@@ -467,6 +478,7 @@ static PyMethodDef methods[] = {
     {"set_hook", py_set_hook, METH_O, "the frame hook in (True) or out (False); selections are kept"},
     {"start_worker", py_start_worker, METH_VARARGS, "start_worker(parent_pid=0): a worker's own session: 0, or -1"},
     {"discard", py_discard, METH_NOARGS, "stop the session without writing its profile"},
+    {"set_rank", py_set_rank, METH_VARARGS, "set_rank(rank, local_rank, world_size): -1 leaves a field"},
     {"close_thread", py_close_thread, METH_NOARGS, "end the calling thread's open lines"},
     {"optimizer_step", py_optimizer_step, METH_NOARGS, "the optimizer-step trigger of auto selection (tests)"},
     {"close_torch_thread", py_close_torch_thread, METH_NOARGS, "end the torch observer's state of this thread"},

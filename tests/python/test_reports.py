@@ -306,6 +306,29 @@ def test_the_run_names_the_loops_profile_not_a_workers_when_the_launched_process
 
 
 @needs_torch
+def test_ranks_started_by_torch_multiprocessing_spawn_are_ranks(gnnprof_run):
+    """DDP ranks started by torch.multiprocessing.spawn have no RANK in their environment: their
+    init_process_group tells each session its rank, so each profile is a rank's (its run block,
+    its file OUT.rank<N>.<pid>.json, none left under the rankless name) and gnnprof run prints
+    the merge command."""
+    w = gnnprof_run(script("spawn_ddp.py"), "30")
+    assert w.rc == 0, w.err
+    assert "rank 0 steps 30" in w.out and "rank 1 steps 30" in w.out, w.out
+    base = w.path[:-len(".json")]
+    ranks = sorted(glob.glob(base + ".rank*.json"))
+    assert [re.sub(r"\.\d+\.json$", "", os.path.basename(f)) for f in ranks] == [
+        os.path.basename(base) + ".rank0", os.path.basename(base) + ".rank1"], ranks
+    for n, f in enumerate(ranks):
+        with open(f) as fh:
+            run = json.load(fh)["run"]
+        assert run["rank"] == n and run["world_size"] == 2, run
+        assert not os.path.exists(f"{base}.{run['pid']}.json"), "the rankless file of a periodic flush is gone"
+    assert "2 ranks; one report of them all: gnnprof merge" in w.err, w.err
+    merged = subprocess.run([CLI, "merge", *ranks], capture_output=True, text=True)
+    assert merged.returncode == 0 and "2 of 2 ranks" in merged.stdout, merged.stdout + merged.stderr
+
+
+@needs_torch
 def test_a_worker_forked_in_an_unobserved_iteration_observes_its_own_ops(gnnprof_run):
     """The loop samples one iteration in a million, so the second epoch's worker is forked while
     the loop's ops callback is off; the worker starts sampling afresh (its first batch

@@ -358,6 +358,33 @@ TEST(Worker, ASpawnedProcessStartsItsWorkerSessionOverAndNamesTheLoop) {
   EXPECT_FALSE(std::ifstream(path).good()) << "a discarded session writes nothing";
 }
 
+// A rank learned after start (torch.multiprocessing.spawn's ranks have no RANK variable): the
+// run block and the file name follow, and the file a periodic flush wrote before is removed.
+TEST(Worker, ARankLearnedAfterStartNamesTheProfileAndItsFile) {
+  if (std::getenv("RANK") != nullptr || std::getenv("LOCAL_RANK") != nullptr) GTEST_SKIP() << "RANK set";
+  Config cfg = testing::quiet_config();
+  const std::string rankless = fresh_output(cfg, "gnnprof_setrank_%R%p.json");
+  const std::string me = std::to_string(::getpid());
+  std::string ranked = rankless;
+  ranked.replace(ranked.rfind(me), me.size(), "rank3." + me);
+  std::remove(ranked.c_str());
+  EXPECT_EQ(gnnprof_set_rank(3, -1, 4), -1) << "no session";
+  ASSERT_TRUE(start(cfg));
+  { GNNPROF_STAGE("before init_process_group"); }
+  ASSERT_EQ(gnnprof_flush(), 0);
+  ASSERT_TRUE(std::ifstream(rankless).good());
+  ASSERT_EQ(gnnprof_set_rank(3, -1, 4), 0);
+  EXPECT_FALSE(std::ifstream(rankless).good()) << "the rankless file is removed";
+  ASSERT_TRUE(stop());
+  auto p = read_profile_file(ranked);
+  ASSERT_TRUE(p) << p.status().message();
+  EXPECT_EQ(p->run.rank, 3);
+  EXPECT_EQ(p->run.world_size, 4);
+  EXPECT_FALSE(p->run.local_rank.has_value());
+  EXPECT_NE(testing::find_stage(*p, "before init_process_group"), nullptr) << "the session goes on";
+  std::remove(ranked.c_str());
+}
+
 TEST(Api, IterationsCountANestedStageOfTheSameCategoryOnce) {
   Profile p = testing::profile_of(testing::quiet_config(), [] {
     for (int i = 0; i < 3; ++i) {

@@ -95,6 +95,12 @@ GNNPROF_C_API int gnnprof_start_worker(long parent_pid, int drainer_thread);
 /* Stops the session without writing its profile (a worker beyond the run's first N). 0 when
  * none runs afterwards. */
 GNNPROF_C_API int gnnprof_discard(void);
+/* The process's place in a distributed run, learned after the session started (the Python
+ * package calls it after torch.distributed.init_process_group, for ranks started without RANK
+ * in their environment, e.g. by torch.multiprocessing.spawn): the profile's run block and its
+ * file name (%R, %r) follow, and a file already written under the rankless name is removed.
+ * Negative values (world_size <= 0) leave a field as it is. 0 on success. */
+GNNPROF_C_API int gnnprof_set_rank(int rank, int local_rank, int world_size);
 
 /* Declares a collector in the profile's "collectors" list (replacing one of the same name),
  * e.g. ("cupti", 0, "no CUDA driver (cuptiActivityEnable: CUPTI_ERROR_UNKNOWN)"). May be called
