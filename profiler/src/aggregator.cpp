@@ -83,15 +83,21 @@ void Aggregator::consume(std::uint32_t thread, const RawEvent& e) {
       LineAgg& l = line_agg(e.site);
       if (!l.timed) l.stage = e.ctx;
       l.timed = true;
-      if ((e.flags & kFlagNoHit) == 0) {
-        ++l.hits;
-        if (ops_unobserved_) ++l.unobserved_hits;
+      const bool hit = (e.flags & kFlagNoHit) == 0;
+      // The loop thread's events arrive in order with its marks: the current iteration's flag
+      // is theirs. Another thread's (a producer's) wait for their iteration (count_placed_line).
+      const bool by_iteration = loop_thread_ >= 0 && static_cast<int>(thread) != loop_thread_;
+      if (hit) ++l.hits;
+      if (!by_iteration && ops_unobserved_) {
+        if (hit) ++l.unobserved_hits;
+        l.unobserved += dur;
       }
       l.total += dur;
-      if (ops_unobserved_) l.unobserved += dur;
       l.max = std::max(l.max, dur);
       keep_timeline(thread, e.site, e.kind, ts, dur, 0);
       Pending p{thread, e.site, ts, dur, false, true};
+      p.line_hit = hit;
+      p.by_iteration = by_iteration;
       place(p);
       break;
     }
@@ -237,13 +243,21 @@ void Aggregator::place(const Pending& p) {
   }
 }
 
-void Aggregator::assign_into(std::pmr::vector<Iter>& iters, int loop_thread, const Pending& p) {
+const Aggregator::Iter* Aggregator::assign_into(std::pmr::vector<Iter>& iters, int loop_thread, const Pending& p) {
   auto it = std::upper_bound(iters.begin(), iters.end(), p.begin,
                              [](std::int64_t t, const Iter& x) { return t < x.begin; });
-  if (it == iters.begin()) return;  // before the first iteration
+  if (it == iters.begin()) return nullptr;  // before the first iteration
   Iter& target = *(it - 1);
-  if (target.end >= 0 && p.begin >= target.end) return;  // between iterations
+  if (target.end >= 0 && p.begin >= target.end) return nullptr;  // between iterations
   add_to(target, loop_thread, p);
+  return &target;
+}
+
+void Aggregator::count_placed_line(const Iter* it, const Pending& p) {
+  if (!p.line || !p.by_iteration || it == nullptr || it->ops_observed) return;
+  LineAgg& l = line_agg(p.site);
+  if (p.line_hit) ++l.unobserved_hits;
+  l.unobserved += p.dur;
 }
 
 void Aggregator::add_to(Iter& it, int loop_thread, const Pending& p) {
@@ -257,7 +271,7 @@ void Aggregator::add_to(Iter& it, int loop_thread, const Pending& p) {
   if (p.category != kNoCategory) (loop ? it.loop_cat : it.other_cat)[p.category] += p.dur;
 }
 
-void Aggregator::assign(const Pending& p) { assign_into(iters_, loop_thread_, p); }
+void Aggregator::assign(const Pending& p) { count_placed_line(assign_into(iters_, loop_thread_, p), p); }
 
 // A mark not yet drained was stamped after its ring head was last read, except for the few
 // instructions between its rdtsc and its publishing store. Allowing 10 ms for a thread
@@ -283,6 +297,7 @@ void Aggregator::place_now(const Pending& q) {
   if (open && q.begin >= iters_.back().begin) {
     // The open iteration, with its end treated as beyond q.begin.
     add_to(iters_.back(), loop_thread_, q);
+    count_placed_line(&iters_.back(), q);
   } else {
     assign(q);
   }

@@ -124,6 +124,9 @@ class Aggregator {
     std::int64_t begin, dur;
     bool top_level;
     bool line = false;  // a line event (Iter::lines), not a stage
+    bool line_hit = false;    // a line event that begins a hit
+    bool by_iteration = false;  // a line of another thread than the loop's: its iteration says
+                                // whether its ops were observed (counted when it is placed)
     std::uint32_t category = kNoCategory;  // the outermost stage of its category: its id
   };
   static constexpr std::uint32_t kNoCategory = 0xffffffffu;
@@ -150,7 +153,10 @@ class Aggregator {
   void on_mark(std::uint32_t thread, std::int64_t ts, bool begin_next, std::uint64_t flags = 0);
   void assign(const Pending& p);
   void place_now(const Pending& p);
-  static void assign_into(std::pmr::vector<Iter>& iters, int loop_thread, const Pending& p);
+  /// The iteration p was added to, or nullptr.
+  static const Iter* assign_into(std::pmr::vector<Iter>& iters, int loop_thread, const Pending& p);
+  /// A line event of another thread, placed in `it`: counted unobserved when `it`'s ops were not.
+  void count_placed_line(const Iter* it, const Pending& p);
   void keep_timeline(std::uint32_t thread, std::uint32_t site, EventKind kind, std::int64_t ts,
                      std::int64_t dur, double value);
 

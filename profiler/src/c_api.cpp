@@ -49,6 +49,14 @@ void lane_interval(gnnprof_lane_t lane, gnnprof::detail::EventKind kind, gnnprof
 }
 
 std::atomic<void (*)(void)> g_optimizer_step_hook{nullptr};
+std::atomic<void (*)(void)> g_data_hook{nullptr};
+
+/// A gather or copy on a thread with no traced line: the Python tracer may look for the user
+/// code doing it (a producer thread's).
+void data_op() {
+  if (auto hook = g_data_hook.load(std::memory_order_acquire))
+    if (gnnprof::detail::current_line() == 0) hook();
+}
 
 }  // namespace
 
@@ -104,9 +112,13 @@ void gnnprof_step_flags(unsigned flags) { gnnprof::detail::step(true, static_cas
 
 void gnnprof_transfer(uint64_t bytes, int direction, int host_memory, int mode, uint64_t duration_ns) {
   gnnprof::detail::transfer(bytes, direction, host_memory, mode, duration_ns);
+  if (direction == GNNPROF_H2D) data_op();
 }
 
-void gnnprof_materialize(uint64_t rows, uint64_t bytes) { gnnprof::detail::materialize(0, rows, bytes); }
+void gnnprof_materialize(uint64_t rows, uint64_t bytes) {
+  gnnprof::detail::materialize(0, rows, bytes);
+  data_op();
+}
 
 void gnnprof_counter(gnnprof_site_t site, double value) { gnnprof::detail::counter(site, value); }
 
@@ -185,6 +197,8 @@ void gnnprof_line_charge(gnnprof_site_t line, gnnprof_site_t stage, int64_t begi
 }
 
 void gnnprof_set_optimizer_step_hook(void (*hook)(void)) { g_optimizer_step_hook.store(hook, std::memory_order_release); }
+
+void gnnprof_set_data_hook(void (*hook)(void)) { g_data_hook.store(hook, std::memory_order_release); }
 
 void gnnprof_optimizer_step(void) {
   if (auto hook = g_optimizer_step_hook.load(std::memory_order_acquire)) hook();

@@ -294,6 +294,8 @@ def _note_lines(final=False):
         return
     st = _native.stats()
     reason = f"{mode}; {st['selected']} code objects traced"
+    if st.get("producers"):
+        reason += f" ({st['producers']} on a producer thread)"
     if final:
         reason += f", {st['line_events']} line events"
         unmatched = [s.text for s in _state["specs"] if not s.matched]

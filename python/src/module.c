@@ -66,6 +66,7 @@ static int resolve(void* h, CoreAbi* t, const char** missing) {
   *(void**)(&t->start_worker) = dlsym(h, "gnnprof_preload_start_worker");
   *(void**)(&t->discard) = dlsym(h, "gnnprof_discard");
   *(void**)(&t->set_rank) = dlsym(h, "gnnprof_set_rank");
+  *(void**)(&t->set_data_hook) = dlsym(h, "gnnprof_set_data_hook");
   *(void**)(&t->close_torch_thread) = dlsym(h, "gnnprof_preload_close_torch_thread");
   return 0;
 }
@@ -103,6 +104,7 @@ static PyObject* py_bind(PyObject* self, PyObject* args) {
   g_core_bound = 1;
   g_how = how;
   g_core.set_optimizer_step_hook(tracer_on_optimizer_step);
+  if (g_core.set_data_hook != NULL) g_core.set_data_hook(tracer_on_data_op);
   return Py_BuildValue("(Os)", Py_True, how);
 }
 

@@ -308,6 +308,19 @@ void tracer_on_optimizer_step(void) {
   PyGILState_Release(gil);
 }
 
+void tracer_on_data_op(void) {
+  if (PyGILState_GetThisThreadState() == NULL) return; /* a thread Python never ran on */
+  PyGILState_STATE gil = PyGILState_Ensure();
+  if (data_selects_now()) {
+    PyThreadState* ts = PyThreadState_Get();
+    if (select_producer()) {
+      if (ts->c_tracefunc == NULL) set_tracing(ts, 1); /* its frame runs: traced from now on */
+      else if (ts->c_tracefunc != trace_fn) ++g_stats.foreign;
+    }
+  }
+  PyGILState_Release(gil);
+}
+
 int tracer_enter_fork_child(void) {
   forget_parent();
   g_loader_traces = kLoaderTraces;

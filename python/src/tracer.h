@@ -34,6 +34,10 @@ int tracer_set_excluded(PyObject* prefixes);
 int tracer_set_loaders(PyObject* fragments);
 /* The core's optimizer-step hook (any thread, GIL held or not). */
 void tracer_on_optimizer_step(void);
+/* The core's data hook (a gather or host-to-device copy on a thread with no current line):
+ * once the loop is found, a thread without traced frames gets its innermost user function
+ * traced from then on (a producer thread's), once per thread and session. */
+void tracer_on_data_op(void);
 /* Installs the frame-evaluation hook (idempotent); 0, or -1 with an exception set when another
  * hook that gnnprof cannot chain is present. */
 int tracer_install(void);

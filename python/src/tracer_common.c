@@ -107,6 +107,7 @@ int g_auto = 0;
 /* Bumped by each session start (tracer_new_session): auto selection looks for the loop again on
  * each thread (a notebook's next profiled cell). Read without the GIL by torch's observer. */
 static unsigned g_auto_epoch = 1;
+static unsigned g_loop_epoch = 0; /* the g_auto_epoch in which the loop was found */
 PyObject* g_decider = NULL;
 int g_installed = 0;
 int g_worker = 0;
@@ -283,6 +284,34 @@ int auto_selects_now(void) {
   return 1;
 }
 
+int data_selects_now(void) {
+  if (!g_auto || !Py_IsInitialized() || GNNPROF_IS_FINALIZING()) return 0;
+  const unsigned epoch = __atomic_load_n(&g_auto_epoch, __ATOMIC_RELAXED);
+  if (__atomic_load_n(&g_loop_epoch, __ATOMIC_RELAXED) != epoch) return 0; /* no loop found yet */
+  ThreadTrace* tt = thread_trace();
+  if (tt == NULL || tt->depth > 0 || tt->data_epoch == epoch) return 0; /* the loop's thread, or looked */
+  tt->data_epoch = epoch;
+  return 1;
+}
+
+int select_producer(void) {
+  PyFrameObject* fr = PyEval_GetFrame();
+  Py_XINCREF(fr);
+  int found = 0;
+  while (fr != NULL && !found) {
+    PyCodeObject* co = PyFrame_GetCode(fr);
+    if (user_file(co->co_filename)) found = tracer_select((PyObject*)co, ROLE_PIPELINE) == 0;
+    Py_DECREF(co);
+    PyFrameObject* back = PyFrame_GetBack(fr);
+    Py_DECREF(fr);
+    fr = back;
+  }
+  Py_XDECREF(fr);
+  PyErr_Clear();
+  if (found) ++g_stats.producers;
+  return found;
+}
+
 int select_loop(void) {
   PyFrameObject* fr = PyEval_GetFrame();
   Py_XINCREF(fr);
@@ -310,6 +339,7 @@ int select_loop(void) {
   }
   Py_XDECREF(fr);
   PyErr_Clear();
+  if (found) __atomic_store_n(&g_loop_epoch, __atomic_load_n(&g_auto_epoch, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
   return found;
 }
 
@@ -597,8 +627,8 @@ PyObject* tracer_selected(void) {
 }
 
 PyObject* tracer_stats(void) {
-  return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i}", "selected", g_stats.selected, "line_events",
+  return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i}", "selected", g_stats.selected, "line_events",
                        g_stats.line_events, "adopted", g_stats.adopted, "polls", g_stats.polls, "foreign_tracer",
                        g_stats.foreign, "prepare_failed", g_stats.prepare_failed, "too_deep", g_stats.deep,
-                       "installed", g_installed, "auto", g_auto);
+                       "producers", g_stats.producers, "installed", g_installed, "auto", g_auto);
 }

@@ -73,7 +73,7 @@ extern int g_installed;
 extern int g_worker; /* a data loader's worker process (tracer_enter_fork_child) */
 
 extern struct TracerStats {
-  unsigned long long selected, line_events, adopted, polls, foreign, prepare_failed, deep;
+  unsigned long long selected, line_events, adopted, polls, foreign, prepare_failed, deep, producers;
 } g_stats;
 
 /* 0, or -1 with an exception set: the code extra slot. */
@@ -95,6 +95,13 @@ int auto_selects_now(void);
  * and when that one is not inside a loop of its own (a train_step helper), the first user
  * frame above it that is. 1 when a frame was selected. */
 int select_loop(void);
+/* On a gather or host-to-device copy on a thread with no current line: whether to look for
+ * that thread's user code now (the loop was found this session; no traced frame on this
+ * thread; not looked on it yet; marks it looked). */
+int data_selects_now(void);
+/* There (GIL held): selects the innermost user frame (a producer thread's sampling or
+ * gathering function, ROLE_PIPELINE). 1 when a frame was selected. */
+int select_producer(void);
 /* In a fork child: the parent's traced frames and counts are forgotten; a worker from now on. */
 void forget_parent(void);
 /* Frames a data loader's call of user code is looked through for the loop it runs for. */
@@ -131,6 +138,7 @@ typedef struct ThreadTrace {
   unsigned next_victim;
   unsigned since_poll;
   unsigned auto_epoch; /* the g_auto_epoch whose loop this thread looked for */
+  unsigned data_epoch; /* the g_auto_epoch whose producer code this thread looked for */
   int deciding; /* inside the explicit decider or the preparer: no decisions */
   unsigned epoch; /* tracer_monitor.c: the g_epoch its stack belongs to */
 } ThreadTrace;

@@ -400,6 +400,14 @@ void tracer_on_optimizer_step(void) {
   PyGILState_Release(gil);
 }
 
+void tracer_on_data_op(void) {
+  if (PyGILState_GetThisThreadState() == NULL) return; /* a thread Python never ran on */
+  PyGILState_STATE gil = PyGILState_Ensure();
+  if (data_selects_now()) (void)select_producer(); /* its frame's events begin at once */
+  PyErr_Clear();
+  PyGILState_Release(gil);
+}
+
 int tracer_enter_fork_child(void) {
   forget_parent();
   return g_auto ? tracer_install() : 0;

@@ -99,6 +99,38 @@ def test_auto_selection_at_an_optimizer_step_without_torch(gnnprof_run, plain_ru
 
 
 @needs_torch
+def test_auto_traces_the_user_function_a_producer_thread_gathers_in(gnnprof_run, plain_run):
+    """A prefetch thread of the user's own feeds the loop through a queue: once the loop is
+    found, the first gather on that thread selects its innermost user function (sample), whose
+    lines then carry the gathered bytes. The producer's hits fall in iterations of the loop's:
+    whether their ops were observed is read from the iteration each falls in, so the sampled
+    estimate is the exact figure's."""
+    path = script("producer_thread.py")
+    gather = line_of(path, "x = feats[hood].view(len(seeds), FANOUT, D).mean(1)")
+    per_hit = 512 * 10 * 64 * 4
+    for env in ({"GNNPROF_TORCH_SAMPLE": "all"}, {}):
+        r = gnnprof_run(path, "60", env=env)
+        assert r.rc == 0, r.err
+        assert r.out == plain_run(path, "60").out
+        assert {l["function"] for l in r.profile["lines"]} == {"train", "sample"}, r.profile["lines"]
+        line = r.lines("sample")[gather]
+        assert 40 <= line["hits"] <= 60, line
+        at_line = sum(m["bytes"] for m in r.profile["materializations"] if m["line"] == gather)
+        seen = line["hits"] - line.get("unobserved_hits", 0)
+        if env:
+            assert at_line == line["hits"] * per_hit, (at_line, line)
+        else:
+            assert 0 < seen < line["hits"], line  # sampled: the producer's hits in both kinds
+            # A gather at an iteration's edge may fall on the other side of the callback's switch.
+            assert abs(at_line - seen * per_hit) <= per_hit, (at_line, seen, line)
+        assert "(1 on a producer thread)" in r.collector("python-lines")["reason"], r.collector("python-lines")
+    text = subprocess.run([CLI, "report", r.path, "--lines"], capture_output=True, text=True).stdout
+    row = next(l for l in text.splitlines() if "x = feats[hood]" in l)
+    estimate = float(re.search(r"~([0-9.]+) MiB", row).group(1))
+    assert abs(estimate - line["hits"] * per_hit / 2**20) <= 0.06 * line["hits"] * per_hit / 2**20, row
+
+
+@needs_torch
 def test_auto_traces_the_dataset_and_collate_fn_a_dataloader_calls(gnnprof_run, plain_run):
     """torch's DataLoader calls the user's Dataset.__getitem__ per sample (inlined by CPython
     3.11's specialized subscript) and collate_fn per batch: auto traces both while the loader

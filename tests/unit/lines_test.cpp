@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "gnnprof/gnnprof_c.h"
 #include "gnnprof/profile_io.h"
@@ -192,6 +193,35 @@ TEST(Lines, HitsInIterationsWithoutObservedOpsAreCountedApart) {
   ASSERT_TRUE(back) << back.status().message();
   EXPECT_EQ(find_line(*back, 3)->unobserved_hits, 4u);
   EXPECT_EQ(find_line(*back, 3)->unobserved_ns, a->unobserved_ns);
+}
+
+// Another thread's lines (a producer thread's) are drained apart from the loop's marks: whether
+// their iteration's ops were observed is read from the iteration each event falls in, not from
+// the loop thread's latest mark consumed.
+TEST(Lines, AnotherThreadsHitsAreUnobservedByTheIterationTheyFallIn) {
+  Profile p = testing::profile_of(testing::quiet_config(), [] {
+    const gnnprof_site_t loop = gnnprof_line_site("t.py", 10, "train", "batch = q.get()");
+    const gnnprof_site_t producer = gnnprof_line_site("t.py", 3, "sample", "x = feats[hood]");
+    for (int i = 0; i < 6; ++i) {
+      gnnprof_step_flags(i % 3 == 0 ? 0u : GNNPROF_STEP_OPS_UNOBSERVED);
+      const std::uint64_t t0 = gnnprof_set_line(loop);
+      std::thread([producer] {
+        const std::uint64_t b = gnnprof_set_line(producer);
+        testing::spin_ns(20000);
+        gnnprof_line_event(producer, b, gnnprof_set_line(0), 1);
+      }).join();
+      gnnprof_line_event(loop, t0, gnnprof_set_line(0), 1);
+      // The producer's ring is drained after the loop's later marks (its ring first, or not).
+      if (i % 2 == 1) (void)gnnprof_flush();
+    }
+    gnnprof_step_end();
+  });
+  const LineStats* produced = find_line(p, 3);
+  ASSERT_NE(produced, nullptr);
+  EXPECT_EQ(produced->hits, 6u);
+  EXPECT_EQ(produced->unobserved_hits, 4u);
+  EXPECT_GT(produced->unobserved_ns, produced->total_ns / 2);
+  EXPECT_EQ(find_line(p, 10)->unobserved_hits, 4u);
 }
 
 TEST(LineTable, ExtrasOfPartlyObservedLinesAreScaledAndMarked) {

@@ -165,6 +165,10 @@ GNNPROF_C_API void gnnprof_line_charge(gnnprof_site_t line, gnnprof_site_t stage
  * set with gnnprof_set_optimizer_step_hook() (NULL: none). */
 GNNPROF_C_API void gnnprof_set_optimizer_step_hook(void (*hook)(void));
 GNNPROF_C_API void gnnprof_optimizer_step(void);
+/* Called by gnnprof_materialize() and by gnnprof_transfer() of a host-to-device copy on a
+ * thread with no current line (the Python tracer looks for the user code of a producer thread
+ * there); NULL: none. */
+GNNPROF_C_API void gnnprof_set_data_hook(void (*hook)(void));
 /* gnnprof_lane_kernel() with the line that launched the kernel (0 if unknown). */
 GNNPROF_C_API void gnnprof_lane_kernel_at(gnnprof_lane_t lane, gnnprof_site_t kernel, gnnprof_site_t stage,
                                           gnnprof_site_t op, gnnprof_site_t line, int64_t begin_mono_ns,
