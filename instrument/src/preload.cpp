@@ -236,9 +236,13 @@ extern "C" int gnnprof_preload_start_worker(long parent_pid) {
                              threadless ? "none in this fork child while it is single-threaded: drained at its ops' poll points"
                                         : "gnnprof-drainer (this fork child had threads of its own)");
     // A child of a process that never loaded torch (the forkserver) loaded it after the fork,
-    // with no attach thread to see it: look now.
+    // with no attach thread to see it: look now. Torch only in a fork child: CUDA and CUPTI are
+    // not started in the child of a process that may have a CUDA context.
     std::unique_lock<std::mutex> lock(g_attach_mu, std::try_to_lock);
-    if (lock.owns_lock()) (void)scan_and_attach();
+    if (lock.owns_lock()) {
+      if (forked) g_cuda_done = true;
+      (void)scan_and_attach();
+    }
     if (TorchBecomeWorker w = g_torch_worker.load()) w();
     return 0;
   } catch (...) {

@@ -144,7 +144,7 @@ void note_sampling() {
 }
 
 SamplerOptions g_sampler_options;
-bool g_fork_reset = false;  // set in a worker (forked or spawned); its first mark starts sampling afresh
+std::atomic<bool> g_fork_reset{false};  // set in a worker (forked or spawned); its first mark starts sampling afresh
 
 // A fork child (a DataLoader worker marking its batches) has its own loop: it samples from a
 // fresh warm-up, and the ops callback its parent may have disabled for an unobserved
@@ -369,7 +369,7 @@ struct ThreadState {
 thread_local ThreadState* t_state = nullptr;
 // A DataLoader worker (a fork child, or a spawned process since it became one): between
 // batches it waits for the next index, so no phase spans a gap there.
-bool g_worker = false;
+std::atomic<bool> g_worker{false};
 
 ThreadState* state() {
   if (t_state == nullptr) {

@@ -63,6 +63,7 @@ struct Global {
   std::uint64_t sink_dropped_base = 0;
   std::vector<CollectorInfo> noted;  // gnnprof_note_collector(), kept across sessions
   bool flush_warned = false;
+  std::string written_path;  // where the last periodic flush wrote the profile (set_rank moves it)
   // poll(): the host thread's own drain and flush schedule when no drainer thread runs.
   std::atomic<std::int64_t> poll_next_drain_ns{0};
   std::atomic<std::int64_t> poll_next_flush_ns{0};
@@ -151,8 +152,9 @@ int flush_locked(Global& s, bool periodic) noexcept {
       p = build_locked(s);
     }
     if (!s.cfg.write_empty && p.recorded_events == 0) return 0;
-    Status st = write_profile_file(p, output_path_for(s.cfg, ::getpid(), s.run.rank),
-                                   periodic ? FileSync::kRenameOnly : FileSync::kDurable);
+    const std::string path = output_path_for(s.cfg, ::getpid(), s.run.rank);
+    Status st = write_profile_file(p, path, periodic ? FileSync::kRenameOnly : FileSync::kDurable);
+    if (st) s.written_path = path;
     if (!st && (!periodic || !s.flush_warned)) {
       s.flush_warned = true;
       std::fprintf(stderr, "gnnprof: warning: %s\n", st.message().c_str());
@@ -303,6 +305,7 @@ Status start_locked(Global& s, const Config& cfg) {
     s.last_host_ns = -1;
     s.max_threads = 0;
     s.flush_warned = false;
+    s.written_path.clear();
     // Room for every ring now, not grown at the first drain (threadless: on the host's thread,
     // in its first iteration; see drain_heads).
     s.drain_heads.reserve(cfg.max_threads);
@@ -545,13 +548,14 @@ int set_rank(int rank, int local_rank, int world_size) noexcept {
     std::unique_lock<std::mutex> lock(s.mu, std::defer_lock);
     if (!lock_within(lock, 2000)) return -1;
     if (g_state.load() != kRunning || s.owner_pid != ::getpid()) return -1;
-    const std::string before = output_path_for(s.cfg, ::getpid(), s.run.rank);
     if (rank >= 0) s.run.rank = rank;
     if (local_rank >= 0) s.run.local_rank = local_rank;
     if (world_size > 0) s.run.world_size = world_size;
-    // A periodic flush wrote the profile under its rankless name: the next write is under the
-    // rank's, so the old file goes.
-    if (output_path_for(s.cfg, ::getpid(), s.run.rank) != before) (void)std::remove(before.c_str());
+    // A periodic flush wrote the profile under its rankless name: it moves to the rank's name
+    // (a complete profile stays on disk; the next write replaces it there).
+    const std::string after = output_path_for(s.cfg, ::getpid(), s.run.rank);
+    if (!s.written_path.empty() && s.written_path != after && ::rename(s.written_path.c_str(), after.c_str()) == 0)
+      s.written_path = after;
     return 0;
   } catch (...) {
     return -1;

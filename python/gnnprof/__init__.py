@@ -460,6 +460,8 @@ def _wrap_process_start():
     if original is None or getattr(original, "_gnnprof", False):
         return
 
+    # No lock across the start: a fork child would inherit it held. Two loaders starting workers
+    # on two threads at once may share an index (the cap is then off by one).
     @functools.wraps(original)
     def start(self):
         loader = False
@@ -487,8 +489,9 @@ def _wrap_process_start():
 
 def _started_by_multiprocessing():
     """"spawn" in a spawned child, "forkserver" in the forkserver (whose children are forks of
-    it), else None. Asked at startup: a spawned child's sys.argv becomes its parent's later."""
-    if sys.argv[-1:] == ["--multiprocessing-fork"]:
+    it), else None. From the interpreter's own argv: a spawned child's sys.argv becomes its
+    parent's before the script's `import gnnprof` runs there."""
+    if getattr(sys, "orig_argv", sys.argv)[-1:] == ["--multiprocessing-fork"]:
         return "spawn"
     if any("from multiprocessing.forkserver import main" in a for a in getattr(sys, "orig_argv", ())):
         return "forkserver"
@@ -509,6 +512,8 @@ def _arm_started_worker(proc):
             return
         if _native.start_worker(parent) != 0:
             return
+        if not _state["none"]:
+            _native.set_hook(True)  # a forkserver child's fork handler took it out; explicit specs too
         sys.modules["multiprocessing.util"].Finalize(None, _stop_worker, exitpriority=100)
         _note_worker(f"started by {_state['started_by']} for", parent, index, limit)
     except Exception:  # never into the worker
@@ -603,17 +608,16 @@ def _at_exit():
 
 
 if _state["bound"]:
-    from . import _config
+    from . import _attach, _config
     _configure_lines(_config.string("GNNPROF_LINES", "auto"))
     _state["loader_limit"] = _config.loader_workers()  # read once: every fork child inherits it
+    _state["started_by"] = _started_by_multiprocessing()
     if not getattr(_native, "hooks_registered", False):  # once, even when the package is reloaded
         _native.hooks_registered = True  # (%reload_ext gnnprof: the same module dict, new globals)
         atexit.register(_at_exit)
         os.register_at_fork(after_in_child=_after_fork_in_child, after_in_parent=_after_fork_in_parent)
-        from . import _attach
         _attach.after_import("multiprocessing.process", _wrap_process_start)
         _attach.after_import("torch.distributed.distributed_c10d", _wrap_init_process_group)
-        _state["started_by"] = _started_by_multiprocessing()
         if _state["started_by"]:
             import multiprocessing.process
             _wrap_process_run()

@@ -35,7 +35,10 @@ class _ImportWatcher(importlib.abc.MetaPathFinder):
                 finally:
                     if watcher in sys.meta_path:
                         sys.meta_path.remove(watcher)
-                    then()
+                    try:
+                        then()
+                    except Exception:  # never into the host's import
+                        pass
 
         spec.loader = _Loader()
         return spec
@@ -45,7 +48,10 @@ def after_import(name, then):
     """then() now if `name` is imported, else right after its import, once (a reloaded package
     does not watch twice)."""
     if name in sys.modules:
-        then()
+        try:
+            then()
+        except Exception:  # never into the host
+            pass
     elif not any(getattr(f, "name", None) == name and type(f).__name__ == "_ImportWatcher" for f in sys.meta_path):
         sys.meta_path.insert(0, _ImportWatcher(name, then))
 

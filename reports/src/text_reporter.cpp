@@ -185,7 +185,7 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
                          "(ops not observed) took {} (median): {}\n",
                          a.iterations_used - a.iterations_unobserved, a.iterations_unobserved,
                          human_ns(a.unobserved_iteration_median_ns),
-                         added >= 0 ? fmt::format("the observer adds {:+.1f}% to an observed iteration", added)
+                         added > -0.05 ? fmt::format("the observer adds {:+.1f}% to an observed iteration", std::max(added, 0.0))
                                     : fmt::format("observed iterations ran {:.1f}% faster, so the observer's cost is within "
                                                   "the iterations' spread here",
                                                   -added));

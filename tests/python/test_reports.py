@@ -283,6 +283,14 @@ def test_workers_started_by_spawn_or_forkserver_are_profiled_as_forked_ones(gnnp
     assert "2 DataLoader worker profiles" in summary and "together a batch every" in summary, summary
     assert "slow_workers.py:24" in summary.splitlines()[2], summary
 
+    # An explicit --lines spec: the worker traces it too (a forkserver child's fork handler had
+    # taken the frame hook out).
+    spec = gnnprof_run(path, "8", "1", "1", method, lines=[f"{path}:Slow.__getitem__"])
+    assert spec.rc == 0, spec.err
+    [worker] = worker_profiles(spec)
+    hits = {l["line"]: l["hits"] for l in worker["lines"] if l["function"] == "Slow.__getitem__"}
+    assert hits.get(24, 0) == 8 * 64 * 20, hits
+
     # Two epochs start two workers each; the run's first three write profiles, the fourth drops its session.
     capped = gnnprof_run(path, "4", "2", "2", method, env={"GNNPROF_LOADER_WORKERS": "3"})
     assert capped.rc == 0, capped.err
@@ -309,9 +317,10 @@ def test_the_run_names_the_loops_profile_not_a_workers_when_the_launched_process
 def test_ranks_started_by_torch_multiprocessing_spawn_are_ranks(gnnprof_run):
     """DDP ranks started by torch.multiprocessing.spawn have no RANK in their environment: their
     init_process_group tells each session its rank, so each profile is a rank's (its run block,
-    its file OUT.rank<N>.<pid>.json, none left under the rankless name) and gnnprof run prints
-    the merge command."""
-    w = gnnprof_run(script("spawn_ddp.py"), "30")
+    its file OUT.rank<N>.<pid>.json; the periodic flush written before init_process_group moved
+    there, none left under the rankless name) and gnnprof run prints the merge command."""
+    w = gnnprof_run(script("spawn_ddp.py"), "30", "0.6",
+                    env={"GNNPROF_THREADLESS": "0", "GNNPROF_FLUSH_INTERVAL_MS": "100"})
     assert w.rc == 0, w.err
     assert "rank 0 steps 30" in w.out and "rank 1 steps 30" in w.out, w.out
     base = w.path[:-len(".json")]

@@ -328,7 +328,10 @@ TEST(ForkChild, StartsASessionOfItsOwnWrittenUnderItsPid) {
 // A spawned process becoming a DataLoader worker: its session so far is dropped, the worker's
 // starts, naming the loop; a worker past the run's first N drops its session, writing nothing.
 TEST(Worker, ASpawnedProcessStartsItsWorkerSessionOverAndNamesTheLoop) {
-  Config cfg = testing::quiet_config();
+  for (const bool drainer : {false, true}) {
+  SCOPED_TRACE(drainer ? "with the drainer thread" : "threadless");
+  Config cfg = testing::quiet_config(drainer);
+  cfg.drain_interval_ms = 1;
   const std::string path = fresh_output(cfg, "gnnprof_worker_%p.json");
   EXPECT_EQ(gnnprof_start_worker(4242, 0), -1) << "no session";
   ASSERT_TRUE(start(cfg));
@@ -336,7 +339,7 @@ TEST(Worker, ASpawnedProcessStartsItsWorkerSessionOverAndNamesTheLoop) {
   const gnnprof_site_t open = gnnprof_stage_site("open at the restart", nullptr);
   gnnprof_stage_begin(open);
   EXPECT_EQ(gnnprof_start_in_fork_child(0), -1) << "not a fork child";
-  ASSERT_EQ(gnnprof_start_worker(4242, 0), 0);
+  ASSERT_EQ(gnnprof_start_worker(4242, drainer ? 1 : 0), 0);
   EXPECT_TRUE(is_running());
   gnnprof_stage_end();  // opened before: not the worker's
   { GNNPROF_STAGE("batch"); }
@@ -356,10 +359,11 @@ TEST(Worker, ASpawnedProcessStartsItsWorkerSessionOverAndNamesTheLoop) {
   EXPECT_EQ(gnnprof_start_worker(4242, 0), -1) << "nothing to restart";
   EXPECT_TRUE(stop());
   EXPECT_FALSE(std::ifstream(path).good()) << "a discarded session writes nothing";
+  }
 }
 
 // A rank learned after start (torch.multiprocessing.spawn's ranks have no RANK variable): the
-// run block and the file name follow, and the file a periodic flush wrote before is removed.
+// run block and the file name follow, and the file a periodic flush wrote before moves there.
 TEST(Worker, ARankLearnedAfterStartNamesTheProfileAndItsFile) {
   if (std::getenv("RANK") != nullptr || std::getenv("LOCAL_RANK") != nullptr) GTEST_SKIP() << "RANK set";
   Config cfg = testing::quiet_config();
@@ -374,7 +378,8 @@ TEST(Worker, ARankLearnedAfterStartNamesTheProfileAndItsFile) {
   ASSERT_EQ(gnnprof_flush(), 0);
   ASSERT_TRUE(std::ifstream(rankless).good());
   ASSERT_EQ(gnnprof_set_rank(3, -1, 4), 0);
-  EXPECT_FALSE(std::ifstream(rankless).good()) << "the rankless file is removed";
+  EXPECT_FALSE(std::ifstream(rankless).good()) << "the rankless file is moved";
+  EXPECT_TRUE(std::ifstream(ranked).good()) << "a complete profile stays on disk";
   ASSERT_TRUE(stop());
   auto p = read_profile_file(ranked);
   ASSERT_TRUE(p) << p.status().message();

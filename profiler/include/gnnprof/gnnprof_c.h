@@ -98,7 +98,7 @@ GNNPROF_C_API int gnnprof_discard(void);
 /* The process's place in a distributed run, learned after the session started (the Python
  * package calls it after torch.distributed.init_process_group, for ranks started without RANK
  * in their environment, e.g. by torch.multiprocessing.spawn): the profile's run block and its
- * file name (%R, %r) follow, and a file already written under the rankless name is removed.
+ * file name (%R, %r) follow, and a file a periodic flush wrote under the rankless name moves there.
  * Negative values (world_size <= 0) leave a field as it is. 0 on success. */
 GNNPROF_C_API int gnnprof_set_rank(int rank, int local_rank, int world_size);
 
