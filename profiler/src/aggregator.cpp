@@ -254,7 +254,11 @@ const Aggregator::Iter* Aggregator::assign_into(std::pmr::vector<Iter>& iters, i
 }
 
 void Aggregator::count_placed_line(const Iter* it, const Pending& p) {
-  if (!p.line || !p.by_iteration || it == nullptr || it->ops_observed) return;
+  if (!p.line || !p.by_iteration) return;
+  // Past the kept iterations (max_iterations), the latest mark's flag stands for them.
+  const bool capped = it == nullptr && iters_.size() >= opt_.max_iterations && !iters_.empty() &&
+                      p.begin >= iters_.back().begin;
+  if (capped ? !ops_unobserved_ : (it == nullptr || it->ops_observed)) return;
   LineAgg& l = line_agg(p.site);
   if (p.line_hit) ++l.unobserved_hits;
   l.unobserved += p.dur;

@@ -259,9 +259,11 @@ def resolve_depth(default=2):
     return _prefetch.resolve_depth(None, default)
 
 
-def _select_pipeline(loader):
-    """Auto line tracing: the user's generator or iterator behind a prefetched loader is the
-    loop's data pipeline (the loop pulls from the prefetcher, which pulls from it)."""
+def _select_pipeline(loader, prepare=None):
+    """Auto line tracing: the user's generator or iterator behind a prefetched loader, and its
+    prepare function, are the loop's data pipeline (the loop pulls from the prefetcher, which
+    pulls from them): traced whatever thread runs them (depth 0: the loop's), so that the
+    baseline and the prefetched run trace the same code."""
     if _native is None or not _state["auto"]:
         return
     import types
@@ -271,8 +273,9 @@ def _select_pipeline(loader):
     else:
         nxt = getattr(type(loader), "__next__", None) or getattr(type(loader), "__iter__", None)
         code = getattr(nxt, "__code__", None)
-    if code is not None and not code.co_filename.startswith(_state["library"]):
-        _native.select(code, _native.ROLE_PIPELINE)
+    for c in (code, getattr(_function_of(prepare), "__code__", None) if prepare is not None else None):
+        if c is not None and not c.co_filename.startswith(_state["library"]):
+            _native.select(c, _native.ROLE_PIPELINE)
 
 
 # ---- line tracing ----

@@ -198,6 +198,7 @@ class _Magics:
         return self.shell.compile(transformed, filename, "exec"), "exec"
 
     def gnnprof(self, line, cell=None):
+        __tracebackhide__ = True  # IPython's traceback of a failing cell shows the cell, not the magic
         import gnnprof
         native = gnnprof._native
         try:
@@ -216,7 +217,11 @@ class _Magics:
             print(e, file=sys.stderr)
             return None
         code, mode = self._compile(source, cell is not None)
-        run = (lambda: eval(code, ns)) if mode == "eval" else (lambda: exec(code, ns))
+
+        def run():
+            __tracebackhide__ = True
+            return eval(code, ns) if mode == "eval" else exec(code, ns)
+
         lines = opts["lines"] != "none"
         if native is None or gnnprof.status()["how"] != "loaded":
             why = (gnnprof.status()["how"] if native is None else

@@ -312,7 +312,7 @@ class Prefetcher:
         old = self._epoch() if self._epoch is not None else None
         if old is not None:
             old.close()
-        sys.modules[__package__]._select_pipeline(self.loader)
+        sys.modules[__package__]._select_pipeline(self.loader, self.prepare)
         epoch = _Epoch(self)
         self._epoch = weakref.ref(epoch)
         return epoch

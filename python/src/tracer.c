@@ -309,9 +309,10 @@ void tracer_on_optimizer_step(void) {
 }
 
 void tracer_on_data_op(void) {
+  if (!data_may_select()) return; /* the common case: no GIL taken */
   if (PyGILState_GetThisThreadState() == NULL) return; /* a thread Python never ran on */
   PyGILState_STATE gil = PyGILState_Ensure();
-  if (data_selects_now()) {
+  if (data_may_select()) {
     PyThreadState* ts = PyThreadState_Get();
     if (select_producer()) {
       if (ts->c_tracefunc == NULL) set_tracing(ts, 1); /* its frame runs: traced from now on */

@@ -284,23 +284,35 @@ int auto_selects_now(void) {
   return 1;
 }
 
-int data_selects_now(void) {
-  if (!g_auto || !Py_IsInitialized() || GNNPROF_IS_FINALIZING()) return 0;
+/* Looks a thread gets for its producer code per session: a data op with no user frame on the
+ * stack (gnnprof's own staging copies) does not use up the look for a later one that has. */
+enum { kProducerTries = 16 };
+
+int data_may_select(void) {
+  if (!g_auto || g_worker || !Py_IsInitialized() || GNNPROF_IS_FINALIZING()) return 0;
   const unsigned epoch = __atomic_load_n(&g_auto_epoch, __ATOMIC_RELAXED);
   if (__atomic_load_n(&g_loop_epoch, __ATOMIC_RELAXED) != epoch) return 0; /* no loop found yet */
-  ThreadTrace* tt = thread_trace();
-  if (tt == NULL || tt->depth > 0 || tt->data_epoch == epoch) return 0; /* the loop's thread, or looked */
-  tt->data_epoch = epoch;
-  return 1;
+  ThreadTrace* tt = t_trace;
+  if (tt == NULL) return 1; /* a thread the tracer has not seen: looked at under the GIL */
+  if (tt->depth > 0 || tt->loop_epoch == epoch || tt->deciding) return 0; /* the loop's thread */
+  if (tt->data_epoch != epoch) tt->data_epoch = epoch, tt->data_tries = 0;
+  return tt->data_tries < kProducerTries;
 }
 
 int select_producer(void) {
+  ThreadTrace* tt = thread_trace();
+  if (tt == NULL) return 0;
+  const unsigned epoch = __atomic_load_n(&g_auto_epoch, __ATOMIC_RELAXED);
+  if (tt->data_epoch != epoch) tt->data_epoch = epoch, tt->data_tries = 0;
+  if (tt->data_tries >= kProducerTries) return 0;
   PyFrameObject* fr = PyEval_GetFrame();
   Py_XINCREF(fr);
   int found = 0;
   while (fr != NULL && !found) {
     PyCodeObject* co = PyFrame_GetCode(fr);
-    if (user_file(co->co_filename)) found = tracer_select((PyObject*)co, ROLE_PIPELINE) == 0;
+    /* Module code is a script's top level, not a producer's function. */
+    if (user_file(co->co_filename) && PyUnicode_CompareWithASCIIString(co->co_name, "<module>") != 0)
+      found = tracer_select((PyObject*)co, ROLE_PIPELINE) == 0;
     Py_DECREF(co);
     PyFrameObject* back = PyFrame_GetBack(fr);
     Py_DECREF(fr);
@@ -308,6 +320,8 @@ int select_producer(void) {
   }
   Py_XDECREF(fr);
   PyErr_Clear();
+  /* Found: this thread is done for the session; else one try used. */
+  tt->data_tries = found ? kProducerTries : tt->data_tries + 1;
   if (found) ++g_stats.producers;
   return found;
 }
@@ -339,7 +353,12 @@ int select_loop(void) {
   }
   Py_XDECREF(fr);
   PyErr_Clear();
-  if (found) __atomic_store_n(&g_loop_epoch, __atomic_load_n(&g_auto_epoch, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+  if (found) {
+    const unsigned epoch = __atomic_load_n(&g_auto_epoch, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_loop_epoch, epoch, __ATOMIC_RELAXED);
+    ThreadTrace* tt = thread_trace();
+    if (tt != NULL) tt->loop_epoch = epoch; /* the loop's thread: never a producer's */
+  }
   return found;
 }
 
@@ -352,6 +371,7 @@ void forget_parent(void) {
   if (g_core_bound) (void)g_core.set_line(0);
   memset(&g_stats, 0, sizeof(g_stats)); /* the worker's own counts, for its profile's note */
   g_worker = 1;
+  __atomic_store_n(&g_loop_epoch, 0, __ATOMIC_RELAXED); /* the parent's loop; no producers here */
 }
 
 /* ---- statement maps ---- */

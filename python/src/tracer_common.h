@@ -95,12 +95,13 @@ int auto_selects_now(void);
  * and when that one is not inside a loop of its own (a train_step helper), the first user
  * frame above it that is. 1 when a frame was selected. */
 int select_loop(void);
-/* On a gather or host-to-device copy on a thread with no current line: whether to look for
- * that thread's user code now (the loop was found this session; no traced frame on this
- * thread; not looked on it yet; marks it looked). */
-int data_selects_now(void);
-/* There (GIL held): selects the innermost user frame (a producer thread's sampling or
- * gathering function, ROLE_PIPELINE). 1 when a frame was selected. */
+/* On a gather or host-to-device copy on a thread with no current line, before taking the GIL:
+ * whether to look for that thread's user code (auto on, not a worker process; the loop found
+ * this session, on another thread; no traced frame here; tries left on this thread). */
+int data_may_select(void);
+/* There (GIL held): selects the innermost user frame that is not module code (a producer
+ * thread's sampling or gathering function, ROLE_PIPELINE); a thread stops looking once one is
+ * found, or after 16 tries. 1 when a frame was selected. */
 int select_producer(void);
 /* In a fork child: the parent's traced frames and counts are forgotten; a worker from now on. */
 void forget_parent(void);
@@ -138,7 +139,9 @@ typedef struct ThreadTrace {
   unsigned next_victim;
   unsigned since_poll;
   unsigned auto_epoch; /* the g_auto_epoch whose loop this thread looked for */
-  unsigned data_epoch; /* the g_auto_epoch whose producer code this thread looked for */
+  unsigned data_epoch; /* the g_auto_epoch whose producer code this thread looks for */
+  unsigned data_tries; /* its looks so far in that session */
+  unsigned loop_epoch; /* the g_auto_epoch whose loop was found on this thread */
   int deciding; /* inside the explicit decider or the preparer: no decisions */
   unsigned epoch; /* tracer_monitor.c: the g_epoch its stack belongs to */
 } ThreadTrace;

@@ -401,9 +401,10 @@ void tracer_on_optimizer_step(void) {
 }
 
 void tracer_on_data_op(void) {
+  if (!data_may_select()) return; /* the common case: no GIL taken */
   if (PyGILState_GetThisThreadState() == NULL) return; /* a thread Python never ran on */
   PyGILState_STATE gil = PyGILState_Ensure();
-  if (data_selects_now()) (void)select_producer(); /* its frame's events begin at once */
+  if (data_may_select()) (void)select_producer(); /* its frame's events begin at once */
   PyErr_Clear();
   PyGILState_Release(gil);
 }

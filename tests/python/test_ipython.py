@@ -123,6 +123,7 @@ def test_a_failing_cell_is_reported_then_raises_and_nested_magics_share_the_oute
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert "ValueError: boom 1225" in out  # IPython's traceback: the cell's exception, as raised
+    assert "_ipython.py" not in out, out  # the cell's frames, not the magic's
     assert "after 1225" in out
     assert (tmp_path / "cwd" / "my run.json").exists()  # a quoted -o value
     reports = out.split("gnnprof 0.1.0 profile of")

@@ -104,7 +104,8 @@ def test_auto_traces_the_user_function_a_producer_thread_gathers_in(gnnprof_run,
     found, the first gather on that thread selects its innermost user function (sample), whose
     lines then carry the gathered bytes. The producer's hits fall in iterations of the loop's:
     whether their ops were observed is read from the iteration each falls in, so the sampled
-    estimate is the exact figure's."""
+    estimate is the exact figure's. A gather on the loop's thread after the loop returned
+    (evaluate) selects nothing."""
     path = script("producer_thread.py")
     gather = line_of(path, "x = feats[hood].view(len(seeds), FANOUT, D).mean(1)")
     per_hit = 512 * 10 * 64 * 4
@@ -121,13 +122,15 @@ def test_auto_traces_the_user_function_a_producer_thread_gathers_in(gnnprof_run,
             assert at_line == line["hits"] * per_hit, (at_line, line)
         else:
             assert 0 < seen < line["hits"], line  # sampled: the producer's hits in both kinds
-            # A gather at an iteration's edge may fall on the other side of the callback's switch.
-            assert abs(at_line - seen * per_hit) <= per_hit, (at_line, seen, line)
+            # A gather at an iteration's edge may fall on the other side of the callback's switch
+            # (the line's start decides its iteration; its op may run after the switch).
+            assert abs(at_line - seen * per_hit) <= 3 * per_hit, (at_line, seen, line)
         assert "(1 on a producer thread)" in r.collector("python-lines")["reason"], r.collector("python-lines")
     text = subprocess.run([CLI, "report", r.path, "--lines"], capture_output=True, text=True).stdout
     row = next(l for l in text.splitlines() if "x = feats[hood]" in l)
-    estimate = float(re.search(r"~([0-9.]+) MiB", row).group(1))
-    assert abs(estimate - line["hits"] * per_hit / 2**20) <= 0.06 * line["hits"] * per_hit / 2**20, row
+    estimate = float(re.search(r"~([0-9.]+) MiB", row).group(1))  # at_line scaled by hits / seen
+    exact = line["hits"] * per_hit / 2**20
+    assert abs(estimate - exact) <= 3 * per_hit / 2**20 * line["hits"] / seen + 0.1, (row, exact)
 
 
 @needs_torch

@@ -211,7 +211,8 @@ TEST(Lines, AnotherThreadsHitsAreUnobservedByTheIterationTheyFallIn) {
         gnnprof_line_event(producer, b, gnnprof_set_line(0), 1);
       }).join();
       gnnprof_line_event(loop, t0, gnnprof_set_line(0), 1);
-      // The producer's ring is drained after the loop's later marks (its ring first, or not).
+      // Drained in passes of two iterations: the producer's events of the first are consumed
+      // after the loop's second mark.
       if (i % 2 == 1) (void)gnnprof_flush();
     }
     gnnprof_step_end();
@@ -220,7 +221,8 @@ TEST(Lines, AnotherThreadsHitsAreUnobservedByTheIterationTheyFallIn) {
   ASSERT_NE(produced, nullptr);
   EXPECT_EQ(produced->hits, 6u);
   EXPECT_EQ(produced->unobserved_hits, 4u);
-  EXPECT_GT(produced->unobserved_ns, produced->total_ns / 2);
+  EXPECT_GT(produced->unobserved_ns, 0);
+  EXPECT_LT(produced->unobserved_ns, produced->total_ns);
   EXPECT_EQ(find_line(p, 10)->unobserved_hits, 4u);
 }
 

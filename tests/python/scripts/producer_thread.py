@@ -48,7 +48,15 @@ def train(steps):
         n += 1
     t.join()
     print("steps", n)
+    return graph
+
+
+def evaluate(feats, nbrs, labels):
+    """After train() returned, on the loop's thread: gathers there are not a producer's."""
+    seeds = torch.arange(0, N, 7)
+    x = feats[nbrs[seeds].flatten()]
+    return float(x.mean())
 
 
 if __name__ == "__main__":
-    train(int(sys.argv[1]))
+    print("eval", round(evaluate(*train(int(sys.argv[1]))), 6))
