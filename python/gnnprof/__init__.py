@@ -454,40 +454,47 @@ def _is_loader_target(target):
             and getattr(target, "__name__", None) == "_worker_loop")
 
 
+def _wrap_once(owner, name, make):
+    """owner.name replaced by make(original), once (a reloaded package does not wrap twice);
+    the original, or None when there was nothing to wrap."""
+    original = owner.__dict__.get(name)
+    if original is None or getattr(original, "_gnnprof", False):
+        return None
+    wrapper = functools.wraps(original)(make(original))
+    wrapper._gnnprof = True
+    setattr(owner, name, wrapper)
+    return original
+
+
 def _wrap_process_start():
     """multiprocessing's BaseProcess.start, wrapped: a DataLoader worker's process object gets
     its index in the run; one started without a fork (spawn, forkserver) is counted here (a
-    fork is counted by the fork handler)."""
-    cls = sys.modules["multiprocessing.process"].BaseProcess
-    original = cls.__dict__.get("start")
-    if original is None or getattr(original, "_gnnprof", False):
-        return
-
-    # No lock across the start: a fork child would inherit it held. Two loaders starting workers
-    # on two threads at once may share an index (the cap is then off by one).
-    @functools.wraps(original)
-    def start(self):
-        loader = False
-        try:
-            loader = _is_loader_target(getattr(self, "_target", None))
-            if loader:
-                self._gnnprof_worker = _state["loader_forks"]
-        except Exception:
-            pass
-        result = original(self)  # its own errors pass through unchanged
-        if loader:
+    fork is counted by the fork handler). No lock across the start: a fork child would inherit
+    it held; two loaders starting workers on two threads at once may share an index (the cap is
+    then off by one)."""
+    def make(original):
+        def start(self):
+            loader = False
             try:
-                if getattr(getattr(self, "_popen", None), "method", "fork") != "fork":
-                    _state["loader_forks"] += 1
-                    n = _loader_workers()
-                    if n is not None and _native.is_running():
-                        counter("DataLoader workers", n)
+                loader = _is_loader_target(getattr(self, "_target", None))
+                if loader:
+                    self._gnnprof_worker = _state["loader_forks"]
             except Exception:
                 pass
-        return result
+            result = original(self)  # its own errors pass through unchanged
+            if loader:
+                try:
+                    if getattr(getattr(self, "_popen", None), "method", "fork") != "fork":
+                        _state["loader_forks"] += 1
+                        n = _loader_workers()
+                        if n is not None and _native.is_running():
+                            counter("DataLoader workers", n)
+                except Exception:
+                    pass
+            return result
+        return start
 
-    start._gnnprof = True
-    cls.start = start
+    _wrap_once(sys.modules["multiprocessing.process"].BaseProcess, "start", make)
 
 
 def _started_by_multiprocessing():
@@ -527,18 +534,13 @@ def _wrap_process_run():
     """In a spawned child or the forkserver (its children inherit it): multiprocessing's
     BaseProcess.run, wrapped to arm a DataLoader worker first. (A spawned child runs no
     after-fork callbacks.)"""
-    cls = sys.modules["multiprocessing.process"].BaseProcess
-    original = cls.__dict__.get("run")
-    if original is None or getattr(original, "_gnnprof", False):
-        return
+    def make(original):
+        def run(self):
+            _arm_started_worker(self)
+            return original(self)
+        return run
 
-    @functools.wraps(original)
-    def run(self):
-        _arm_started_worker(self)
-        return original(self)
-
-    run._gnnprof = True
-    cls.run = run
+    _wrap_once(sys.modules["multiprocessing.process"].BaseProcess, "run", make)
 
 
 # ---- distributed ranks ----
@@ -549,25 +551,22 @@ def _wrap_init_process_group():
     tells its session its rank and world size, so that its profile is a rank's (its file
     OUT.rank<N>.<pid>.json, for gnnprof merge)."""
     c10d = sys.modules["torch.distributed.distributed_c10d"]
-    original = c10d.__dict__.get("init_process_group")
-    if original is None or getattr(original, "_gnnprof", False):
-        return
 
-    @functools.wraps(original)
-    def init_process_group(*args, **kwargs):
-        result = original(*args, **kwargs)  # its own errors pass through unchanged
-        try:
-            local = os.environ.get("LOCAL_RANK", "")
-            _native.set_rank(c10d.get_rank(), int(local) if local.isdigit() else -1, c10d.get_world_size())
-        except Exception:
-            pass
-        return result
+    def make(original):
+        def init_process_group(*args, **kwargs):
+            result = original(*args, **kwargs)  # its own errors pass through unchanged
+            try:
+                local = os.environ.get("LOCAL_RANK", "")
+                _native.set_rank(c10d.get_rank(), int(local) if local.isdigit() else -1, c10d.get_world_size())
+            except Exception:
+                pass
+            return result
+        return init_process_group
 
-    init_process_group._gnnprof = True
-    c10d.init_process_group = init_process_group
-    dist = sys.modules.get("torch.distributed")
-    if dist is not None and getattr(dist, "init_process_group", None) is original:
-        dist.init_process_group = init_process_group
+    original = _wrap_once(c10d, "init_process_group", make)
+    dist = sys.modules.get("torch.distributed")  # its name for it, when imported already
+    if original is not None and dist is not None and getattr(dist, "init_process_group", None) is original:
+        dist.init_process_group = c10d.init_process_group
 
 
 def _configure_lines(value):

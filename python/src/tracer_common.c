@@ -288,6 +288,19 @@ int auto_selects_now(void) {
  * stack (gnnprof's own staging copies) does not use up the look for a later one that has. */
 enum { kProducerTries = 16 };
 
+/* Whether tt has looks left for its producer code in this session (a new session: all). */
+static int producer_tries_left(ThreadTrace* tt, unsigned epoch) {
+  if (tt->data_epoch != epoch) tt->data_epoch = epoch, tt->data_tries = 0;
+  return tt->data_tries < kProducerTries;
+}
+
+/* The frame that called fr (a new reference, or NULL); fr's reference released. */
+static PyFrameObject* caller_of(PyFrameObject* fr) {
+  PyFrameObject* back = PyFrame_GetBack(fr);
+  Py_DECREF(fr);
+  return back;
+}
+
 int data_may_select(void) {
   if (!g_auto || g_worker || !Py_IsInitialized() || GNNPROF_IS_FINALIZING()) return 0;
   const unsigned epoch = __atomic_load_n(&g_auto_epoch, __ATOMIC_RELAXED);
@@ -295,28 +308,22 @@ int data_may_select(void) {
   ThreadTrace* tt = t_trace;
   if (tt == NULL) return 1; /* a thread the tracer has not seen: looked at under the GIL */
   if (tt->depth > 0 || tt->loop_epoch == epoch || tt->deciding) return 0; /* the loop's thread */
-  if (tt->data_epoch != epoch) tt->data_epoch = epoch, tt->data_tries = 0;
-  return tt->data_tries < kProducerTries;
+  return producer_tries_left(tt, epoch);
 }
 
 int select_producer(void) {
   ThreadTrace* tt = thread_trace();
   if (tt == NULL) return 0;
-  const unsigned epoch = __atomic_load_n(&g_auto_epoch, __ATOMIC_RELAXED);
-  if (tt->data_epoch != epoch) tt->data_epoch = epoch, tt->data_tries = 0;
-  if (tt->data_tries >= kProducerTries) return 0;
+  if (!producer_tries_left(tt, __atomic_load_n(&g_auto_epoch, __ATOMIC_RELAXED))) return 0;
   PyFrameObject* fr = PyEval_GetFrame();
   Py_XINCREF(fr);
   int found = 0;
-  while (fr != NULL && !found) {
+  for (; fr != NULL && !found; fr = caller_of(fr)) {
     PyCodeObject* co = PyFrame_GetCode(fr);
     /* Module code is a script's top level, not a producer's function. */
     if (user_file(co->co_filename) && PyUnicode_CompareWithASCIIString(co->co_name, "<module>") != 0)
       found = tracer_select((PyObject*)co, ROLE_PIPELINE) == 0;
     Py_DECREF(co);
-    PyFrameObject* back = PyFrame_GetBack(fr);
-    Py_DECREF(fr);
-    fr = back;
   }
   Py_XDECREF(fr);
   PyErr_Clear();
@@ -332,7 +339,7 @@ int select_loop(void) {
   /* The first user frame that calls the step; if it is not inside a loop itself (a train_step
    * helper), also the first user frame above it that is (the loop that calls the helper). */
   int found = 0, looping = 0, above = 0;
-  while (fr != NULL && !looping && above < kLoopWalk) {
+  for (; fr != NULL && !looping && above < kLoopWalk; fr = caller_of(fr)) {
     PyCodeObject* co = PyFrame_GetCode(fr);
     if (user_file(co->co_filename)) {
       if (!found) {
@@ -347,9 +354,6 @@ int select_loop(void) {
       }
     }
     Py_DECREF(co);
-    PyFrameObject* back = PyFrame_GetBack(fr);
-    Py_DECREF(fr);
-    fr = back;
   }
   Py_XDECREF(fr);
   PyErr_Clear();
