@@ -534,6 +534,9 @@ int discard() noexcept {
     if (g_state.load() != kRunning || s.owner_pid != ::getpid()) return 0;
     g_state.store(kStopped);
     stop_drainer(s);
+    // A periodic flush of this session's may be on disk already: it goes too.
+    if (!s.written_path.empty()) (void)std::remove(s.written_path.c_str());
+    s.written_path.clear();
     std::lock_guard<std::mutex> d(s.drain_mu);
     discard_pending_locked(s);
     return 0;

@@ -354,6 +354,8 @@ TEST(Worker, ASpawnedProcessStartsItsWorkerSessionOverAndNamesTheLoop) {
 
   ASSERT_TRUE(start(cfg));
   { GNNPROF_STAGE("discarded"); }
+  ASSERT_EQ(gnnprof_flush(), 0);
+  ASSERT_TRUE(std::ifstream(path).good());
   EXPECT_EQ(gnnprof_discard(), 0);
   EXPECT_FALSE(is_running());
   EXPECT_EQ(gnnprof_start_worker(4242, 0), -1) << "nothing to restart";

@@ -92,8 +92,8 @@ GNNPROF_C_API int gnnprof_start_in_fork_child(int drainer_thread);
  * or where this process's own session already runs (a spawned DataLoader worker: what that
  * session recorded is dropped, the worker's starts now). 0 on success, -1 elsewhere. */
 GNNPROF_C_API int gnnprof_start_worker(long parent_pid, int drainer_thread);
-/* Stops the session without writing its profile (a worker beyond the run's first N). 0 when
- * none runs afterwards. */
+/* Stops the session without writing its profile, and removes the file a periodic flush of it
+ * wrote (a worker beyond the run's first N). 0 when none runs afterwards. */
 GNNPROF_C_API int gnnprof_discard(void);
 /* The process's place in a distributed run, learned after the session started (the Python
  * package calls it after torch.distributed.init_process_group, for ranks started without RANK
