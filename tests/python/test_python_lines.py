@@ -98,6 +98,23 @@ def test_auto_selection_at_an_optimizer_step_without_torch(gnnprof_run, plain_ru
     assert w.lines("train_while")[line_of(path, "total += train_step(next(it))")]["hits"] == 19
 
 
+def test_auto_follows_a_producer_thread_without_torch(gnnprof_run, plain_run):
+    """The producer-thread selection on any CPython with a tracer (3.12+: sys.monitoring): a
+    gather recorded on a thread with no traced frame, once the loop is found, selects that
+    thread's innermost user function; every later gather lands on its line."""
+    path = script("producer_hook.py")
+    r = gnnprof_run(path, "40")
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "40", env={"PYTHONPATH": PYDIR}).out
+    assert {l["function"] for l in r.profile["lines"]} == {"train", "gather"}, r.profile["lines"]
+    record = line_of(path, "gnnprof.record_materialization(len(rows), 4096)")
+    hits = r.lines("gather")[record]["hits"]
+    assert 30 <= hits < 40, hits  # from the loop's first steps on
+    at_line = sum(m["bytes"] for m in r.profile["materializations"] if m["line"] == record)
+    assert at_line == hits * 4096, (at_line, hits)
+    assert "(1 on a producer thread)" in r.collector("python-lines")["reason"], r.collector("python-lines")
+
+
 @needs_torch
 def test_auto_traces_the_user_function_a_producer_thread_gathers_in(gnnprof_run, plain_run):
     """A prefetch thread of the user's own feeds the loop through a queue: once the loop is
