@@ -296,15 +296,18 @@ void tracer_selected_function(PyObject* function) {
   if (ci != NULL && ci->getitem) own_version(function);
 }
 
+/* A frame just selected runs on this thread: its lines are traced from now on (another
+ * tracer holding the thread is counted instead). */
+static void trace_running_frame(void) {
+  PyThreadState* ts = PyThreadState_Get();
+  if (ts->c_tracefunc == NULL) set_tracing(ts, 1);
+  else if (ts->c_tracefunc != trace_fn) ++g_stats.foreign;
+}
+
 void tracer_on_optimizer_step(void) {
   if (!auto_selects_now()) return;
   PyGILState_STATE gil = PyGILState_Ensure();
-  PyThreadState* ts = PyThreadState_Get();
-  const int found = select_loop();
-  if (found) {
-    if (ts->c_tracefunc == NULL) set_tracing(ts, 1); /* the loop is running: trace it from now on */
-    else if (ts->c_tracefunc != trace_fn) ++g_stats.foreign;
-  }
+  if (select_loop()) trace_running_frame(); /* the loop is running */
   PyGILState_Release(gil);
 }
 
@@ -312,13 +315,7 @@ void tracer_on_data_op(void) {
   if (!data_may_select()) return; /* the common case: no GIL taken */
   if (PyGILState_GetThisThreadState() == NULL) return; /* a thread Python never ran on */
   PyGILState_STATE gil = PyGILState_Ensure();
-  if (data_may_select()) {
-    PyThreadState* ts = PyThreadState_Get();
-    if (select_producer()) {
-      if (ts->c_tracefunc == NULL) set_tracing(ts, 1); /* its frame runs: traced from now on */
-      else if (ts->c_tracefunc != trace_fn) ++g_stats.foreign;
-    }
-  }
+  if (data_may_select() && select_producer()) trace_running_frame(); /* the producer's frame */
   PyGILState_Release(gil);
 }
 
