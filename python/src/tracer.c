@@ -121,15 +121,18 @@ static CodeInfo* join_pipeline(Frame* f) {
   return mine;
 }
 
-/* A user generator/iterator resumed directly by a frame of the loop (or of the pipeline it
- * already pulls from), or user code called by a data loader running for the loop, joins the
- * pipeline. */
+/* A user generator/iterator resumed by a frame of the loop (or of the pipeline it already
+ * pulls from), directly or through a library's iterator (`for b in tqdm(batches)`), or user
+ * code called by a data loader running for the loop, joins the pipeline. */
 static int pulled_by_loop(PyThreadState* ts, Frame* f, void* mark) {
   Frame* caller = current_frame(ts);
   if (caller == NULL) return 0;
   void* cx = extra_of(caller->f_code);
-  const int join = is_loader(cx) ? runs_for_loop(caller)
-                                 : mark == MAYBE && !is_mark(cx) && feeds_loop((CodeInfo*)cx);
+  int join;
+  if (is_loader(cx)) join = runs_for_loop(caller);
+  else if (mark != MAYBE) join = 0;
+  else if (cx != NULL && !is_mark(cx)) join = feeds_loop((CodeInfo*)cx);
+  else join = library_iterator(caller->f_code, cx) && runs_for_loop(caller);
   return join && join_pipeline(f) != NULL;
 }
 

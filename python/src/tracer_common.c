@@ -204,6 +204,11 @@ static int subscripts(PyCodeObject* co) {
 #endif
 }
 
+int library_iterator(PyCodeObject* co, void* mark) {
+  if (mark == NULL) mark = auto_mark(co); /* begun before the hook was in */
+  return mark == REJECT && iterator_shaped(co) && !user_file(co->co_filename);
+}
+
 void* auto_mark(PyCodeObject* co) {
   if (user_file(co->co_filename)) {
     /* A Dataset's __len__ answers the loader's size queries (len(loader)): no data work. */

@@ -88,6 +88,10 @@ void* auto_mark(PyCodeObject* co);
 /* First sight of a code object: its selection, cached in its extra slot. `deciding` guards
  * against deciding inside the decider. */
 void* decide(int* deciding, PyCodeObject* co);
+/* Whether co (of the given mark, NULL: not decided yet) is a library's generator or iterator
+ * (tqdm's __iter__, a framework's fetcher) that can stand between the loop and a user
+ * generator/iterator it pulls from. */
+int library_iterator(PyCodeObject* co, void* mark);
 /* At the optimizer step: whether auto selection looks for the loop now (on, Python running, not
  * yet on this thread; marks the thread done). */
 int auto_selects_now(void);

@@ -121,9 +121,9 @@ static int runs_for_loop(PyFrameObject* c) {
   return result;
 }
 
-/* A user generator/iterator resumed directly by a frame of the loop (or of the pipeline it
- * already pulls from), or user code called by a data loader running for the loop: the code
- * joins the pipeline. Returns its CodeInfo, or NULL. */
+/* A user generator/iterator resumed by a frame of the loop (or of the pipeline it already
+ * pulls from), directly or through a library's iterator (tqdm), or user code called by a data
+ * loader running for the loop: the code joins the pipeline. Returns its CodeInfo, or NULL. */
 static CodeInfo* join_if_pulled(ThreadTrace* tt, PyCodeObject* co, void* mark) {
   if (!g_worker && tt->depth == 0) return NULL; /* nothing of the loop runs on this thread */
   if (mark == MAYBE_LOADED && !g_loader_seen && !g_worker) return NULL; /* no loader to call it */
@@ -132,8 +132,12 @@ static CodeInfo* join_if_pulled(ThreadTrace* tt, PyCodeObject* co, void* mark) {
   if (caller == NULL) return NULL;
   PyCodeObject* cc = PyFrame_GetCode(caller);
   void* cx = extra_of(cc);
+  int join;
+  if (is_loader(cx)) join = runs_for_loop(caller);
+  else if (mark != MAYBE) join = 0;
+  else if (cx != NULL && !is_mark(cx)) join = feeds_loop((CodeInfo*)cx);
+  else join = library_iterator(cc, cx) && runs_for_loop(caller);
   Py_DECREF(cc);
-  const int join = is_loader(cx) ? runs_for_loop(caller) : mark == MAYBE && !is_mark(cx) && feeds_loop((CodeInfo*)cx);
   Py_DECREF(caller);
   if (!join || tracer_select((PyObject*)co, ROLE_PIPELINE) != 0) {
     PyErr_Clear();

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import CLI, HERE, PYDIR, PYTHON, needs_torch, script
+from conftest import CLI, HERE, PYDIR, PYTHON, SCRIPTS, needs_torch, script
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
@@ -96,6 +96,27 @@ def test_auto_selection_at_an_optimizer_step_without_torch(gnnprof_run, plain_ru
     assert w.rc == 0, w.err
     assert {l["function"] for l in w.profile["lines"]} == {"train_while", "train_step", "batches"}, w.profile["lines"]
     assert w.lines("train_while")[line_of(path, "total += train_step(next(it))")]["hits"] == 19
+
+
+def test_auto_traces_what_the_loop_pulls_through_a_librarys_iterator(gnnprof_run, plain_run):
+    """`for b in tqdm(batches)`: a library's iterator (here progress.py from a site-packages
+    directory, tqdm's shape) stands between the loop and the user's generator or iterator. Both
+    are the loop's pipeline: the generator made before the loop was found, and a class-based
+    prefetcher (the seed's data_prefetcher). Any CPython with a tracer."""
+    path = script("wrapped_loop.py")
+    env = {"PYTHONPATH": os.path.join(SCRIPTS, "site-packages")}
+    r = gnnprof_run(path, "20", env=env)
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "20", env={"PYTHONPATH": PYDIR + os.pathsep + env["PYTHONPATH"]}).out
+    functions = {l["function"] for l in r.profile["lines"]}
+    assert functions == {"train", "batches", "Prefetcher.__next__", "Prefetcher.__iter__"}, functions
+    # The first loop's generator from its second batch on (the loop is found at the first
+    # step), then every batch of the second loop's.
+    assert r.lines("batches")[line_of(path, "x = [i] * 100")]["hits"] == 19 + 20
+    nxt = r.lines("Prefetcher.__next__")
+    assert nxt[line_of(path, "# the one after")]["hits"] == 20
+    assert nxt[line_of(path, "raise StopIteration")]["hits"] == 1
+    assert r.lines("train")[line_of(path, "for i, x in enumerate(tq):")]["hits"] == 21
 
 
 def test_auto_follows_a_producer_thread_without_torch(gnnprof_run, plain_run):
@@ -195,6 +216,33 @@ def test_auto_traces_the_dataset_and_collate_fn_a_dataloader_calls(gnnprof_run, 
     off = gnnprof_run(path, "3", "2", env=dict(env, GNNPROF_LOADER_WORKERS="0"))
     assert off.rc == 0, off.err
     assert worker_profiles(off) == []
+
+
+def have_tqdm():
+    return subprocess.run([PYTHON, "-c", "import tqdm"], capture_output=True).returncode == 0
+
+
+@needs_torch
+@pytest.mark.skipif(not have_tqdm(), reason="no tqdm (Debian python3-tqdm; scripts/deps.sh --scripts)")
+def test_auto_traces_the_pipeline_behind_a_real_tqdm(gnnprof_run, plain_run):
+    """The seed's shape with the real tqdm: `with tqdm.tqdm(batches) as tq: for step, batch in
+    enumerate(tq)`. Behind it, torch's DataLoader calling the user's collate_fn, or a
+    hand-written data_prefetcher whose __next__ gathers the features: both are the loop's
+    pipeline, with the gathered bytes on their lines."""
+    path = script("tqdm_loop.py")
+    env = {"GNNPROF_TORCH_SAMPLE": "all", "GNNPROF_GATHER_MIN_BYTES": "4096"}
+    per_batch = 128 * 64 * 4
+    for mode, function, gather in (("loader", "main.<locals>.collate", "return feats[idx], labels[idx]"),
+                                   ("prefetcher", "data_prefetcher.__next__", "x = self.feats[seeds]")):
+        r = gnnprof_run(path, mode, "20", env=env)
+        assert r.rc == 0, r.err
+        assert r.out == plain_run(path, mode, "20").out
+        functions = {l["function"] for l in r.profile["lines"]}
+        assert function in functions and "main" in functions, (mode, functions)
+        line = line_of(path, gather)
+        assert r.lines(function)[line]["hits"] == 19, (mode, r.lines(function))
+        at_line = sum(m["bytes"] for m in r.profile["materializations"] if m["line"] == line)
+        assert at_line == 19 * per_batch, (mode, at_line)
 
 
 def worker_profiles(r):
