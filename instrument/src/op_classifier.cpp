@@ -63,6 +63,9 @@ const char* OpClassifier::phase_name(Phase p) noexcept {
 }
 
 OpClassifier::Phase OpClassifier::phase_for(const OpInfo& op, const Level& level) noexcept {
+  // Inside the optimizer's step, a closure runs with grad enabled; the update runs under
+  // no_grad and is the optimizer's own, whatever phase the closure left open.
+  if (level.optimizer && !op.grad_enabled) return Phase::kOther;
   Phase p = !op.any_input_requires_grad ? Phase::kOther : (op.grad_enabled ? Phase::kForward : Phase::kForwardNoGrad);
   // Inside a forward (or backward) phase, helper ops on tensors that need no grad
   // (torch.zeros, bincount, x[idx] of the input features, ...) belong to that phase; only a
@@ -89,6 +92,19 @@ void OpClassifier::suspend_phase(Level& l) {
 void OpClassifier::open_phase(Level& l, Phase p) {
   if (!opt_.phases) return;
   if (l.pinned != Phase::kNone) return;  // inside record_function("forward") etc.
+  if (l.optimizer) {  // the optimizer's own op, or a closure's phase beside its stage
+    if (p == Phase::kOther) {
+      close_phase(l);
+      if (!l.optimizer_open) sink_.begin("optimizer", "compute");
+      l.optimizer_open = true;
+      return;
+    }
+    closure_seen_ = closure_seen_ || p == Phase::kForward || p == Phase::kBackward;
+    if (l.optimizer_open && !(l.phase_open && l.phase == p)) {
+      sink_.end();
+      l.optimizer_open = false;
+    }
+  }
   // Inside a user scope ("sample", "train_step"), ops needing no grad are simply the scope's;
   // only forward/backward get a stage of their own there.
   if (p == Phase::kOther && &l != &levels_.front()) {
@@ -145,10 +161,14 @@ void OpClassifier::on_start(const OpInfo& op) {
         if (op.name == "forward") inner.pinned = Phase::kForward;
         else if (op.name == "backward") inner.pinned = Phase::kBackward;
         f.ends = 1;
+      } else if (level.optimizer && level.optimizer_open) {
+        inner.pinned = Phase::kOther;  // zero_grad() in a closure, before its forward: the same stage
       } else if (opt_.phases) {
-        sink_.begin("optimizer", "compute");
-        inner.pinned = Phase::kOther;  // ops inside step()/zero_grad() are the optimizer's
-        f.ends = 1;
+        // Ops inside step()/zero_grad() are the optimizer's, but for a closure's forward and
+        // backward (LBFGS; skorch's and Lightning's automatic optimization call step(closure)).
+        inner.optimizer = true;
+        inner.optimizer_open = op.kind != OpKind::kOptimizerStep || op.ops_observed || !closure_seen_;
+        if (inner.optimizer_open) sink_.begin("optimizer", "compute");
       } else {
         inner.pinned = Phase::kOther;
       }
@@ -264,6 +284,7 @@ void OpClassifier::on_end(bool comm_in_flight, bool built_graph) {
   if (f.is_op && op_depth_ > 0) --op_depth_;
   if (f.pops_level && levels_.size() > 1) {
     close_phase(levels_.back());
+    if (levels_.back().optimizer_open) sink_.end();
     levels_.pop_back();
   }
   for (int i = 0; i < f.ends; ++i) sink_.end();

@@ -56,6 +56,8 @@ struct OpInfo {
   OpKind kind = OpKind::kPlain;
   std::string_view name;
   bool grad_enabled = true;
+  // Scopes: whether the ops inside it are observed (iteration sampling may leave them out).
+  bool ops_observed = true;
   bool any_input_requires_grad = false;  // kPlain / kBackwardOp
   // kGather: the source's bytes (0 unless a host tensor of 2+ dims) and the gathered rows/bytes.
   std::uint64_t gather_source_bytes = 0;
@@ -142,6 +144,10 @@ class OpClassifier {
     bool phase_open = false;
     Phase pinned = Phase::kNone;  // a user scope named like a phase: no nested phase stage
     Phase suspended = Phase::kNone;  // the phase a comm wait interrupted (its stage closed)
+    // Inside step()/zero_grad(): the "optimizer" stage is open but while a phase of a closure
+    // (its forward, backward, a sync) runs, which is a stage beside it, not inside it.
+    bool optimizer = false;
+    bool optimizer_open = false;
   };
   struct Frame {
     std::uint8_t ends = 0;       // stage_end() calls due at on_end
@@ -177,6 +183,9 @@ class OpClassifier {
   bool profiler_steps_ = false;
   bool wait_open_ = false;
   bool launched_comm_ = false;  // a collective started since the last top-level op began
+  // A step ran a closure's forward or backward: a step whose ops are not observed gets no
+  // "optimizer" stage (its time would be the closure's too).
+  bool closure_seen_ = false;
 };
 
 }  // namespace gnnprof::instrument

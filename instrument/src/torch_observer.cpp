@@ -492,6 +492,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     op.kind = kind;
     op.name = cname;
     op.grad_enabled = c10::GradMode::is_enabled();
+    op.ops_observed = g_ops_enabled.load(std::memory_order_relaxed);
     const int depth = ts->classifier.op_depth();  // ops open around this one
     const bool top = depth == 0;
     switch (kind) {

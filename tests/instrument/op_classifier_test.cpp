@@ -134,6 +134,79 @@ TEST(OpClassifier, TrainingStepBecomesForwardBackwardOptimizerAndOneIteration) {
   EXPECT_EQ(r.depth, 0);
 }
 
+TEST(OpClassifier, AClosuresForwardAndBackwardInsideTheStepAreForwardAndBackward) {
+  // optimizer.step(closure), as LBFGS, skorch and Lightning's automatic optimization call it:
+  // the closure's forward and backward run inside the step scope with grad enabled; the update
+  // after it runs under no_grad and is the optimizer's own, whatever phase the closure left open.
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  auto no_grad = [](gi::OpInfo o) {
+    o.grad_enabled = false;
+    return o;
+  };
+  for (int step = 0; step < 2; ++step) {
+    c.on_start(op("Optimizer.step#SGD.step", false, gi::Scope::kUser));
+    c.on_start(op("Optimizer.zero_grad#SGD.zero_grad", false, gi::Scope::kUser));
+    leaf(c, no_grad(op("aten::zero_")));
+    c.on_end();
+    leaf(c, op("aten::linear", true));
+    leaf(c, op("aten::zeros"));  // a helper inside the closure's forward stays forward
+    leaf(c, op("aten::cross_entropy_loss", true));
+    leaf(c, op("aten::item"));  // the closure's float(loss): a sync, after which forward goes on
+    leaf(c, op("aten::relu", true));
+    leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
+    leaf(c, no_grad(op("aten::mul_")));        // a momentum buffer: no input requires grad
+    leaf(c, no_grad(op("aten::add_", true)));  // the parameter's update
+    c.on_end();
+  }
+  // The closure's phases are stages beside the optimizer's, not inside it: the optimizer's
+  // stage is its own time.
+  const std::vector<std::string> one = {
+      "+optimizer[compute]",                         // step(), zero_grad() in its closure
+      "-", "+forward[compute]", "-",                 // linear .. cross_entropy
+      "+sync[sync]", "-",                            // item()
+      "+forward[compute]", "-",                      // relu
+      "+backward[compute]", "-",                     // closed by the update's first op
+      "+optimizer[compute]", "-", "STEP",            // the update; step() ends the iteration
+  };
+  std::vector<std::string> want = one;
+  want.insert(want.begin() + 1, "STEP");  // the first forward op begins iteration 1 (in the step)
+  want.insert(want.end(), one.begin(), one.end());
+  EXPECT_EQ(r.log, want);
+  EXPECT_EQ(r.depth, 0);
+
+  // An iteration whose ops are not observed (iteration sampling): the scopes alone. Such a step
+  // would be the closure's forward and backward too: no optimizer stage, only the mark (the
+  // zero_grad inside it is the optimizer's). A step seen with no closure keeps its stage. A
+  // zero_grad() after the closure's forward began is an optimizer stage beside it.
+  r.log.clear();
+  auto unobserved = [](const char* name) {
+    gi::OpInfo o = op(name, false, gi::Scope::kUser);
+    o.ops_observed = false;
+    return o;
+  };
+  c.on_start(unobserved("Optimizer.step#SGD.step"));
+  c.on_start(unobserved("Optimizer.zero_grad#SGD.zero_grad"));
+  c.on_end();
+  c.on_end();
+  EXPECT_EQ(r.log, (std::vector<std::string>{"+optimizer[compute]", "-", "STEP"}));
+  r.log.clear();
+  c.on_start(op("Optimizer.step#SGD.step", false, gi::Scope::kUser));
+  leaf(c, op("aten::linear", true));
+  c.on_start(op("Optimizer.zero_grad#SGD.zero_grad", false, gi::Scope::kUser));
+  leaf(c, no_grad(op("aten::zero_")));
+  c.on_end();
+  leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
+  c.on_end();
+  EXPECT_EQ(r.log, (std::vector<std::string>{"+optimizer[compute]", "-", "+forward[compute]", "-", "+optimizer[compute]",
+                                             "-", "+backward[compute]", "-", "STEP"}));
+  Recorder plain;
+  gi::OpClassifier p(plain, no_ops());
+  p.on_start(unobserved("Optimizer.step#SGD.step"));
+  p.on_end();
+  EXPECT_EQ(plain.log, (std::vector<std::string>{"+optimizer[compute]", "-", "STEP"}));
+}
+
 TEST(OpClassifier, IterationsFollowOptimizerSteps) {
   Recorder r;
   gi::OpClassifier c(r, no_ops());

@@ -160,6 +160,37 @@ def test_the_optimizers_own_ops_are_folded_after_a_first_step_of_plain_cpu_ops(g
 
 
 @needs_torch
+def test_a_closures_forward_and_backward_inside_the_step_are_stages_beside_the_optimizer(gnnprof_run, plain_run):
+    """skorch and Lightning's automatic optimization call optimizer.step(closure): the forward
+    and backward run inside the step. They are forward and backward, beside the optimizer's
+    stage (its own update), not its ops; with iteration sampling an unobserved step gets no
+    optimizer stage, which would hold the closure's time too."""
+    adam = script("adam_loop.py")
+    steps = 8
+    r = gnnprof_run(adam, "--steps", str(steps), "--adam-closure", env={"GNNPROF_TORCH_SAMPLE": "all"})
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(adam, "--steps", str(steps), "--adam-closure").out
+    stages = {s["name"]: s for s in r.profile["stages"]}
+    assert stages["forward"]["hits"] == steps and stages["backward"]["hits"] == steps, stages.keys()
+    edges = {(e["parent"], e["child"]) for e in r.profile["stage_edges"]}
+    assert ("forward", "aten::linear") in edges and ("optimizer", "aten::linear") not in edges, edges
+    assert ("optimizer", "forward") not in edges and ("optimizer", "backward") not in edges, edges
+    assert ("optimizer", "aten::addcdiv_") in edges, edges  # Adam's update is the optimizer's
+    # Beside, not inside: in each iteration the three add up to no more than its wall.
+    its = [i for i in r.profile["iterations"] if i["complete"]]
+    assert its and all(sum(i["stages"][s] for s in ("optimizer", "forward", "backward")) <= i["wall_ns"] for i in its), its
+
+    sampled = gnnprof_run(adam, "--steps", "40", "--adam-closure", env={"GNNPROF_TORCH_SAMPLE": "4"})
+    assert sampled.rc == 0, sampled.err
+    its = [i for i in sampled.profile["iterations"] if i["complete"]]
+    unobserved = [i for i in its if not i.get("ops_observed", True)]
+    assert unobserved, its
+    # zero_grad inside the closure stays the optimizer's; the step around it is not a stage.
+    for i in unobserved:
+        assert i["stages"].get("optimizer", 0) < 0.5 * i["wall_ns"], i
+
+
+@needs_torch
 def test_a_loop_waiting_for_its_dataloader_workers_is_loader_bound(gnnprof_run, plain_run):
     """With worker processes the loop's data time is a wait for them: they already load ahead,
     so the report says loader-bound (more workers, cheaper __getitem__) instead of promising a

@@ -32,6 +32,7 @@ def main():
     p.add_argument("--collective", choices=["none", "before", "in-step", "late"], default="none")
     p.add_argument("--late-from", type=int, default=3, help="--collective late: the first step (0-based) that all-reduces")
     p.add_argument("--closure", action="store_true")
+    p.add_argument("--adam-closure", action="store_true", help="Adam's step(closure), as skorch and Lightning call it")
     a = p.parse_args()
     rendezvous = None
     if a.collective != "none":
@@ -58,7 +59,7 @@ def main():
         return loss
 
     for _ in range(a.steps):
-        if a.closure:
+        if a.closure or a.adam_closure:
             loss = opt.step(closure)
         else:
             loss = torch.nn.functional.cross_entropy(model(x), y)
