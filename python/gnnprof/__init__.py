@@ -299,6 +299,8 @@ def _note_lines(final=False):
     reason = f"{mode}; {st['selected']} code objects traced"
     if st.get("producers"):
         reason += f" ({st['producers']} on a producer thread)"
+    if st.get("callbacks"):
+        reason += f" ({st['callbacks']} called back by the framework running the loop)"
     if final:
         reason += f", {st['line_events']} line events"
         unmatched = [s.text for s in _state["specs"] if not s.matched]
@@ -579,6 +581,7 @@ def _configure_lines(value):
     _native.set_preparer(_lines.prepare)
     _native.set_excluded(_state["library"])
     _native.set_loaders(_lines.LOADERS)
+    _native.set_frameworks(_lines.FRAMEWORKS, _lines.NOT_FRAMEWORKS)
     _native.set_auto(auto)
     parts = (["auto"] if auto else []) + [s.text for s in specs]
     _state["lines"] = "+".join(parts) if parts else "off"

@@ -313,6 +313,14 @@ static PyObject* py_set_loaders(PyObject* self, PyObject* arg) {
   Py_RETURN_NONE;
 }
 
+static PyObject* py_set_frameworks(PyObject* self, PyObject* args) {
+  (void)self;
+  PyObject *fragments, *neutral;
+  if (!PyArg_ParseTuple(args, "OO", &fragments, &neutral)) return NULL;
+  if (tracer_set_frameworks(fragments, neutral) != 0) return NULL;
+  Py_RETURN_NONE;
+}
+
 static PyObject* py_stats(PyObject* self, PyObject* unused) {
   (void)self, (void)unused;
   return tracer_stats();
@@ -475,6 +483,7 @@ static PyMethodDef methods[] = {
     {"set_preparer", py_set_preparer, METH_O, NULL},
     {"set_excluded", py_set_excluded, METH_O, NULL},
     {"set_loaders", py_set_loaders, METH_O, NULL},
+    {"set_frameworks", py_set_frameworks, METH_VARARGS, "set_frameworks(fragments, neutral): third-party packages' path fragments, and those of no framework among them"},
     {"stats", py_stats, METH_NOARGS, NULL},
     {"selected", py_selected, METH_NOARGS, "[(filename, name, qualname or None (3.10), roles, first line)] of the traced code objects"},
     {"set_hook", py_set_hook, METH_O, "the frame hook in (True) or out (False); selections are kept"},

@@ -110,20 +110,32 @@ static int runs_for_loop(Frame* c) {
   return 0;
 }
 
+/* Whether frame c, or the first frame below it that is not torch's or the standard library's
+ * (within kLoaderWalk), is a framework's: user code that c calls is called back by it. */
+static int framework_calls(Frame* c) {
+  for (int n = 0; c != NULL && n < kLoaderWalk; c = frame_caller(c), ++n) {
+    const int w = callback_walk(c->f_code, extra_of(c->f_code));
+    if (w != 0) return w > 0;
+  }
+  return 0;
+}
+
 /* The pipeline's new member: the code of frame f, called by a data loader or pulled by the
  * loop. */
-static CodeInfo* join_pipeline(Frame* f) {
-  CodeInfo* mine = codeinfo_new(f->f_code, ROLE_PIPELINE);
+static CodeInfo* join_pipeline(Frame* f, int role) {
+  CodeInfo* mine = codeinfo_new(f->f_code, role);
   if (mine == NULL) return NULL;
   set_extra(f->f_code, mine);
   ++g_stats.selected;
+  if (role == ROLE_CALLBACK) ++g_stats.callbacks;
   if (mine->getitem) own_version(frame_function(f));
   return mine;
 }
 
 /* A user generator/iterator resumed by a frame of the loop (or of the pipeline it already
  * pulls from), directly or through a library's iterator (`for b in tqdm(batches)`), or user
- * code called by a data loader running for the loop, joins the pipeline. */
+ * code called by a data loader running for the loop, joins the pipeline; user code that the
+ * framework running the loop calls back while it runs, the callbacks. */
 static int pulled_by_loop(PyThreadState* ts, Frame* f, void* mark) {
   Frame* caller = current_frame(ts);
   if (caller == NULL) return 0;
@@ -133,21 +145,24 @@ static int pulled_by_loop(PyThreadState* ts, Frame* f, void* mark) {
   else if (mark != MAYBE) join = 0;
   else if (cx != NULL && !is_mark(cx)) join = feeds_loop((CodeInfo*)cx);
   else join = library_iterator(caller->f_code, cx) && runs_for_loop(caller);
-  return join && join_pipeline(f) != NULL;
+  if (join) return join_pipeline(f, ROLE_PIPELINE) != NULL;
+  if (!framework_loop()) return 0;
+  ThreadTrace* tt = t_trace;
+  return tt != NULL && tt->depth > 0 && framework_calls(caller) && join_pipeline(f, ROLE_CALLBACK) != NULL;
 }
 
 static PyObject* eval_hook(PyThreadState* ts, Frame* f, int throwflag) {
   PyCodeObject* co = f->f_code;
   void* x = extra_of(co);
   int want;
-  if (x == REJECT) {
+  if (x == REJECT || x == FRAMEWORK) {
     want = 0;
   } else {
     if (x == NULL) {
       ThreadTrace* tt = thread_trace();
       x = tt != NULL ? decide(&tt->deciding, co) : REJECT;
     }
-    if (x == REJECT || x == LOADER) want = 0;
+    if (is_library(x) || x == LOADER) want = 0;
     else if (x == MAYBE || x == MAYBE_LOADED) want = pulled_by_loop(ts, f, x);
     else if (x == LOADER_SUBSCR)
       want = g_loader_traces > 0 && PY_VERSION_HEX >= 0x030B0000 && runs_for_loop(current_frame(ts)) && g_loader_traces--;
@@ -177,7 +192,7 @@ static CodeInfo* called_info(ThreadTrace* tt, Frame* f) {
   if (x == MAYBE || x == MAYBE_LOADED) { /* a user __getitem__ inlined into a data loader's frame */
     Frame* caller = frame_caller(f);
     if (caller == NULL || !is_loader(extra_of(caller->f_code)) || !runs_for_loop(caller)) return NULL;
-    return join_pipeline(f);
+    return join_pipeline(f, ROLE_PIPELINE);
   }
   if (is_mark(x)) return NULL;
   CodeInfo* ci = (CodeInfo*)x;
@@ -208,6 +223,14 @@ static void on_line(ThreadTrace* tt, PyFrameObject* frame, Frame* f) {
   }
   const int line = frame->f_lineno != 0 ? frame->f_lineno : PyFrame_GetLineNumber(frame);
   on_line_of(tt, e, f->f_code, line, frame_lasti(f));
+}
+
+void adopt_running(ThreadTrace* tt, PyFrameObject* fr, PyCodeObject* co, CodeInfo* ci) {
+  Frame* f = frame_of(fr);
+  Entry* e = push(tt, f, ci, 1);
+  if (e == NULL) return;
+  ++g_stats.adopted;
+  on_line_of(tt, e, co, PyFrame_GetLineNumber(fr), frame_lasti(f));
 }
 
 /* Whether a frame that called `f` (a few levels down the stack) runs selected code. */

@@ -6,13 +6,14 @@
  * when called from a traced line). Selection: explicit (@gnnprof.profile, --lines), or
  * automatic: the user frame that calls the optimizer's step (the training loop; when it is a
  * helper outside any loop, the loop above it too), the user generators it pulls batches
- * from, and the user code a data loader calls for it. */
+ * from, the user code a data loader calls for it, and, when a framework runs the loop, the
+ * user code that framework calls back. */
 #ifndef GNNPROF_PY_TRACER_H_
 #define GNNPROF_PY_TRACER_H_
 
 #include <Python.h>
 
-enum { ROLE_EXPLICIT = 1, ROLE_LOOP = 2, ROLE_PIPELINE = 4 }; /* bits */
+enum { ROLE_EXPLICIT = 1, ROLE_LOOP = 2, ROLE_PIPELINE = 4, ROLE_CALLBACK = 8 }; /* bits */
 
 /* Once, at module init. 0 on success, -1 with an exception set. */
 int tracer_init(void);
@@ -32,6 +33,11 @@ int tracer_set_excluded(PyObject* prefixes);
 /* Path fragments of data-loader libraries ("/torch/utils/data/", ...): auto selection traces
  * the user code they call (a Dataset's __getitem__, a collate_fn) while they run for the loop. */
 int tracer_set_loaders(PyObject* fragments);
+/* Path fragments of third-party packages ("/site-packages/", ...) and, among them, of those that
+ * are not a framework driving the loop (torch, gnnprof): when the loop's step is called through
+ * a framework (Lightning, skorch), auto selection traces the user code that framework calls back
+ * while the loop runs (a training_step, a module's forward). */
+int tracer_set_frameworks(PyObject* fragments, PyObject* neutral);
 /* The core's optimizer-step hook (any thread, GIL held or not). */
 void tracer_on_optimizer_step(void);
 /* The core's data hook (a gather or host-to-device copy on a thread with no current line):

@@ -47,7 +47,7 @@ static Py_ssize_t backward_target(int op, Py_ssize_t i, Py_ssize_t arg) {
 /* ---- code objects ---- */
 
 CodeInfo* g_all = NULL; /* list of every selection (freed entries are unlinked) */
-char k_reject, k_maybe, k_maybe_loaded, k_loader, k_loader_subscr;
+char k_reject, k_maybe, k_maybe_loaded, k_loader, k_loader_subscr, k_framework;
 static Py_ssize_t g_extra = -1;
 
 static void codeinfo_free(CodeInfo* ci) {
@@ -108,6 +108,7 @@ int g_auto = 0;
  * each thread (a notebook's next profiled cell). Read without the GIL by torch's observer. */
 static unsigned g_auto_epoch = 1;
 static unsigned g_loop_epoch = 0; /* the g_auto_epoch in which the loop was found */
+static unsigned g_framework_epoch = 0; /* the g_auto_epoch whose loop a framework runs */
 PyObject* g_decider = NULL;
 int g_installed = 0;
 int g_worker = 0;
@@ -117,6 +118,10 @@ static char** g_excluded = NULL; /* path prefixes of library code */
 static Py_ssize_t g_n_excluded = 0;
 static char** g_loaders = NULL; /* path fragments of data-loader libraries */
 static Py_ssize_t g_n_loaders = 0;
+static char** g_frameworks = NULL; /* path fragments of third-party packages */
+static Py_ssize_t g_n_frameworks = 0;
+static char** g_neutral = NULL; /* ...and of those among them that are no framework (torch) */
+static Py_ssize_t g_n_neutral = 0;
 
 static pthread_key_t g_key;
 __thread ThreadTrace* t_trace = NULL;
@@ -173,15 +178,29 @@ static int iterator_shaped(PyCodeObject* co) {
          PyUnicode_CompareWithASCIIString(co->co_name, "__iter__") == 0;
 }
 
+static int contains_any(const char* f, char** fragments, Py_ssize_t n) {
+  for (Py_ssize_t i = 0; i < n; ++i)
+    if (strstr(f, fragments[i]) != NULL) return 1;
+  return 0;
+}
+
 static int loader_file(PyObject* filename) {
   const char* f = PyUnicode_Check(filename) ? PyUnicode_AsUTF8(filename) : NULL;
   if (f == NULL) {
     PyErr_Clear();
     return 0;
   }
-  for (Py_ssize_t i = 0; i < g_n_loaders; ++i)
-    if (strstr(f, g_loaders[i]) != NULL) return 1;
-  return 0;
+  return contains_any(f, g_loaders, g_n_loaders);
+}
+
+/* Library code of a third-party package other than torch's and gnnprof's. */
+static int framework_file(PyObject* filename) {
+  const char* f = PyUnicode_Check(filename) ? PyUnicode_AsUTF8(filename) : NULL;
+  if (f == NULL) {
+    PyErr_Clear();
+    return 0;
+  }
+  return contains_any(f, g_frameworks, g_n_frameworks) && !contains_any(f, g_neutral, g_n_neutral);
 }
 
 /* Whether co's (unquickened) bytecode subscripts anything. */
@@ -206,7 +225,17 @@ static int subscripts(PyCodeObject* co) {
 
 int library_iterator(PyCodeObject* co, void* mark) {
   if (mark == NULL) mark = auto_mark(co); /* begun before the hook was in */
-  return mark == REJECT && iterator_shaped(co) && !user_file(co->co_filename);
+  return is_library(mark) && iterator_shaped(co) && !user_file(co->co_filename);
+}
+
+int framework_loop(void) {
+  return !g_worker && __atomic_load_n(&g_framework_epoch, __ATOMIC_RELAXED) == __atomic_load_n(&g_auto_epoch, __ATOMIC_RELAXED);
+}
+
+int callback_walk(PyCodeObject* co, void* x) {
+  if (x == NULL) x = auto_mark(co); /* begun before the hook was in */
+  if (x == FRAMEWORK) return 1;
+  return x == REJECT || is_loader(x) ? 0 : -1;
 }
 
 void* auto_mark(PyCodeObject* co) {
@@ -215,8 +244,8 @@ void* auto_mark(PyCodeObject* co) {
     if (PyUnicode_Check(co->co_name) && PyUnicode_CompareWithASCIIString(co->co_name, "__len__") == 0) return REJECT;
     return iterator_shaped(co) ? MAYBE : MAYBE_LOADED;
   }
-  if (!loader_file(co->co_filename)) return REJECT;
-  return subscripts(co) ? LOADER_SUBSCR : LOADER;
+  if (loader_file(co->co_filename)) return subscripts(co) ? LOADER_SUBSCR : LOADER;
+  return framework_file(co->co_filename) ? FRAMEWORK : REJECT;
 }
 
 /* Calls fn(code) with no exception pending and decisions off; returns a new reference or NULL
@@ -279,6 +308,8 @@ static int in_loop(PyFrameObject* fr, PyCodeObject* co) {
 
 /* User frames above the optimizer step's caller looked at for the loop that calls it. */
 enum { kLoopWalk = 4 };
+/* A framework's frames between the step and the user's frame when the framework runs the loop. */
+enum { kFrameworkFrames = 2 };
 
 int auto_selects_now(void) {
   if (!g_auto || !Py_IsInitialized() || GNNPROF_IS_FINALIZING()) return 0;
@@ -342,14 +373,22 @@ int select_loop(void) {
   PyFrameObject* fr = PyEval_GetFrame();
   Py_XINCREF(fr);
   /* The first user frame that calls the step; if it is not inside a loop itself (a train_step
-   * helper), also the first user frame above it that is (the loop that calls the helper). */
-  int found = 0, looping = 0, above = 0;
+   * helper), also the first user frame above it that is (the loop that calls the helper).
+   * Frames of a framework between the step and the first: the framework runs the loop (one
+   * is a wrapper of the optimizer, as accelerate's: the user's loop calls it). */
+  int found = 0, looping = 0, above = 0, framework = 0;
+  PyFrameObject* loop_frame = NULL;
   for (; fr != NULL && !looping && above < kLoopWalk; fr = caller_of(fr)) {
     PyCodeObject* co = PyFrame_GetCode(fr);
+    if (!found) {
+      void* x = extra_of(co);
+      framework += (x == NULL ? auto_mark(co) : x) == FRAMEWORK;
+    }
     if (user_file(co->co_filename)) {
       if (!found) {
         found = tracer_select((PyObject*)co, ROLE_LOOP) == 0;
         looping = found && in_loop(fr, co);
+        if (found) loop_frame = (PyFrameObject*)Py_NewRef(fr);
       } else {
         ++above;
         if (in_loop(fr, co)) {
@@ -365,9 +404,21 @@ int select_loop(void) {
   if (found) {
     const unsigned epoch = __atomic_load_n(&g_auto_epoch, __ATOMIC_RELAXED);
     __atomic_store_n(&g_loop_epoch, epoch, __ATOMIC_RELAXED);
+    framework = framework >= kFrameworkFrames;
+    if (framework) __atomic_store_n(&g_framework_epoch, epoch, __ATOMIC_RELAXED);
     ThreadTrace* tt = thread_trace();
     if (tt != NULL) tt->loop_epoch = epoch; /* the loop's thread: never a producer's */
+    /* A framework's loop: the user frame stays on one line (trainer.fit(...)) until training
+     * ends, so it is adopted now, that line from now on, not at its next line. */
+    if (framework && tt != NULL && tt->depth == 0) {
+      PyCodeObject* co = PyFrame_GetCode(loop_frame);
+      CodeInfo* ci = info_of(co);
+      if (ci != NULL) adopt_running(tt, loop_frame, co, ci);
+      Py_DECREF(co);
+      PyErr_Clear();
+    }
   }
+  Py_XDECREF(loop_frame);
   return found;
 }
 
@@ -381,6 +432,7 @@ void forget_parent(void) {
   memset(&g_stats, 0, sizeof(g_stats)); /* the worker's own counts, for its profile's note */
   g_worker = 1;
   __atomic_store_n(&g_loop_epoch, 0, __ATOMIC_RELAXED); /* the parent's loop; no producers here */
+  __atomic_store_n(&g_framework_epoch, 0, __ATOMIC_RELAXED);
 }
 
 /* ---- statement maps ---- */
@@ -638,6 +690,10 @@ int tracer_set_excluded(PyObject* prefixes) { return set_strings(prefixes, &g_ex
 
 int tracer_set_loaders(PyObject* fragments) { return set_strings(fragments, &g_loaders, &g_n_loaders); }
 
+int tracer_set_frameworks(PyObject* fragments, PyObject* neutral) {
+  return set_strings(fragments, &g_frameworks, &g_n_frameworks) != 0 ? -1 : set_strings(neutral, &g_neutral, &g_n_neutral);
+}
+
 PyObject* tracer_selected(void) {
   PyObject* out = PyList_New(0);
   if (out == NULL) return NULL;
@@ -656,8 +712,9 @@ PyObject* tracer_selected(void) {
 }
 
 PyObject* tracer_stats(void) {
-  return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i}", "selected", g_stats.selected, "line_events",
+  return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i}", "selected", g_stats.selected, "line_events",
                        g_stats.line_events, "adopted", g_stats.adopted, "polls", g_stats.polls, "foreign_tracer",
                        g_stats.foreign, "prepare_failed", g_stats.prepare_failed, "too_deep", g_stats.deep,
-                       "producers", g_stats.producers, "installed", g_installed, "auto", g_auto);
+                       "producers", g_stats.producers, "callbacks", g_stats.callbacks, "installed", g_installed,
+                       "auto", g_auto);
 }

@@ -45,8 +45,11 @@ typedef struct CodeInfo {
 extern CodeInfo* g_all;
 
 /* Marks kept in a code object's extra slot instead of a CodeInfo. */
-extern char k_reject, k_maybe, k_maybe_loaded, k_loader, k_loader_subscr;
+extern char k_reject, k_maybe, k_maybe_loaded, k_loader, k_loader_subscr, k_framework;
 #define REJECT ((void*)&k_reject)
+/* Code of a framework that may run the loop and call the user's code back (Lightning, skorch:
+ * a third-party package but torch): never traced itself, like REJECT. */
+#define FRAMEWORK ((void*)&k_framework)
 #define MAYBE ((void*)&k_maybe) /* a user generator/iterator: selected when the loop pulls from it */
 /* Other user code (auto): selected when a data loader running for the loop calls it (a
  * Dataset's __getitem__, a collate_fn). */
@@ -57,7 +60,8 @@ extern char k_reject, k_maybe, k_maybe_loaded, k_loader, k_loader_subscr;
 #define LOADER_SUBSCR ((void*)&k_loader_subscr)
 
 static inline int is_loader(void* x) { return x == LOADER || x == LOADER_SUBSCR; }
-static inline int is_mark(void* x) { return x == REJECT || x == MAYBE || x == MAYBE_LOADED || is_loader(x); }
+static inline int is_library(void* x) { return x == REJECT || x == FRAMEWORK; }
+static inline int is_mark(void* x) { return is_library(x) || x == MAYBE || x == MAYBE_LOADED || is_loader(x); }
 
 void* extra_of(PyCodeObject* co); /* the slot's CodeInfo or mark; NULL: never seen */
 CodeInfo* info_of(PyCodeObject* co);
@@ -73,7 +77,7 @@ extern int g_installed;
 extern int g_worker; /* a data loader's worker process (tracer_enter_fork_child) */
 
 extern struct TracerStats {
-  unsigned long long selected, line_events, adopted, polls, foreign, prepare_failed, deep, producers;
+  unsigned long long selected, line_events, adopted, polls, foreign, prepare_failed, deep, producers, callbacks;
 } g_stats;
 
 /* 0, or -1 with an exception set: the code extra slot. */
@@ -92,6 +96,13 @@ void* decide(int* deciding, PyCodeObject* co);
  * (tqdm's __iter__, a framework's fetcher) that can stand between the loop and a user
  * generator/iterator it pulls from. */
 int library_iterator(PyCodeObject* co, void* mark);
+/* Whether the loop found in this session is run by a framework (its step was called through
+ * FRAMEWORK code) and this process is not a data loader's worker. */
+int framework_loop(void);
+/* A step of the walk down from the caller of user code, for a framework's callback: 1 where
+ * the frame's code (mark x, NULL: not decided) is the framework's, 0 where it is other library
+ * code to look through (torch, the standard library), -1 where the walk stops (user code). */
+int callback_walk(PyCodeObject* co, void* x);
 /* At the optimizer step: whether auto selection looks for the loop now (on, Python running, not
  * yet on this thread; marks the thread done). */
 int auto_selects_now(void);
@@ -152,6 +163,9 @@ typedef struct ThreadTrace {
 
 extern __thread ThreadTrace* t_trace;
 ThreadTrace* thread_trace(void);
+/* Each tracer's: frame fr of co (selected: ci), running since before tracing began, is pushed
+ * on tt's stack now, its current line a statement from now on (one hit). */
+void adopt_running(ThreadTrace* tt, PyFrameObject* fr, PyCodeObject* co, CodeInfo* ci);
 Entry* push(ThreadTrace* tt, const void* f, CodeInfo* ci, int adopted);
 /* The innermost traced frame's entry, or NULL (none, or deeper than traced). */
 static inline Entry* top_entry(ThreadTrace* tt) {

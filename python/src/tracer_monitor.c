@@ -121,12 +121,32 @@ static int runs_for_loop(PyFrameObject* c) {
   return result;
 }
 
+/* Whether frame c, or the first frame below it that is not torch's or the standard library's
+ * (within kLoaderWalk), is a framework's: user code that c calls is called back by it. */
+static int framework_calls(PyFrameObject* c) {
+  Py_XINCREF(c);
+  int w = 0;
+  for (int n = 0; c != NULL && n < kLoaderWalk && w == 0; ++n) {
+    PyCodeObject* co = PyFrame_GetCode(c);
+    w = callback_walk(co, extra_of(co));
+    Py_DECREF(co);
+    PyFrameObject* back = PyFrame_GetBack(c);
+    Py_DECREF(c);
+    c = back;
+  }
+  Py_XDECREF(c);
+  return w > 0;
+}
+
 /* A user generator/iterator resumed by a frame of the loop (or of the pipeline it already
  * pulls from), directly or through a library's iterator (tqdm), or user code called by a data
- * loader running for the loop: the code joins the pipeline. Returns its CodeInfo, or NULL. */
+ * loader running for the loop: the code joins the pipeline; user code that the framework
+ * running the loop calls back while it runs: a callback. Returns its CodeInfo, or NULL. */
 static CodeInfo* join_if_pulled(ThreadTrace* tt, PyCodeObject* co, void* mark) {
   if (!g_worker && tt->depth == 0) return NULL; /* nothing of the loop runs on this thread */
-  if (mark == MAYBE_LOADED && !g_loader_seen && !g_worker) return NULL; /* no loader to call it */
+  const int framework = framework_loop();
+  /* no loader to call it, nor a framework */
+  if (mark == MAYBE_LOADED && !g_loader_seen && !g_worker && !framework) return NULL;
   PyFrameObject* f = PyEval_GetFrame();
   PyFrameObject* caller = f != NULL ? PyFrame_GetBack(f) : NULL;
   if (caller == NULL) return NULL;
@@ -137,12 +157,14 @@ static CodeInfo* join_if_pulled(ThreadTrace* tt, PyCodeObject* co, void* mark) {
   else if (mark != MAYBE) join = 0;
   else if (cx != NULL && !is_mark(cx)) join = feeds_loop((CodeInfo*)cx);
   else join = library_iterator(cc, cx) && runs_for_loop(caller);
+  const int role = join ? ROLE_PIPELINE : framework && framework_calls(caller) ? ROLE_CALLBACK : 0;
   Py_DECREF(cc);
   Py_DECREF(caller);
-  if (!join || tracer_select((PyObject*)co, ROLE_PIPELINE) != 0) {
+  if (role == 0 || tracer_select((PyObject*)co, role) != 0) {
     PyErr_Clear();
     return NULL;
   }
+  if (role == ROLE_CALLBACK) ++g_stats.callbacks;
   return info_of(co);
 }
 
@@ -159,7 +181,7 @@ static void* selection(ThreadTrace* tt, PyCodeObject* co) {
     }
   }
   if (is_loader(x)) g_loader_seen = 1;
-  if (x == REJECT || is_loader(x)) return REJECT;
+  if (is_library(x) || is_loader(x)) return REJECT;
   if (x == MAYBE || x == MAYBE_LOADED) return join_if_pulled(tt, co, x);
   return x;
 }
@@ -267,6 +289,13 @@ static PyObject* on_line(PyObject* self, PyObject* const* args, Py_ssize_t nargs
   }
   on_line_of(tt, e, co, line, lasti);
   return answer(none());
+}
+
+void adopt_running(ThreadTrace* tt, PyFrameObject* fr, PyCodeObject* co, CodeInfo* ci) {
+  Entry* e = push(tt, co, ci, 1);
+  if (e == NULL) return;
+  ++g_stats.adopted;
+  on_line_of(tt, e, co, PyFrame_GetLineNumber(fr), PyFrame_GetLasti(fr));
 }
 
 static PyMethodDef k_callbacks[] = {
@@ -390,7 +419,7 @@ int tracer_select(PyObject* code, int roles) {
   /* Rejected before (its calls answered DISABLE): those locations report again. This also
    * re-enables what other tools disabled (they answer DISABLE again); explicit selections of
    * code that already ran are rare. */
-  if (x == REJECT || is_loader(x)) return call_mon(g_restart, "()");
+  if (is_library(x) || is_loader(x)) return call_mon(g_restart, "()");
   return 0;
 }
 

@@ -119,6 +119,35 @@ def test_auto_traces_what_the_loop_pulls_through_a_librarys_iterator(gnnprof_run
     assert r.lines("train")[line_of(path, "for i, x in enumerate(tq):")]["hits"] == 21
 
 
+def test_auto_traces_what_a_framework_running_the_loop_calls_back(gnnprof_run, plain_run):
+    """trainer.fit(model, batches): a framework (minitrain.py, Lightning's shape) runs the loop
+    and calls the optimizer's step. Auto traces the user's code it calls back while it runs
+    (training_step, an overridden hook), the generator its fetcher pulls, and main, adopted at
+    its trainer.fit line at once (it stays there until training ends). Not the helper that
+    training_step calls, nor configure_optimizers (before the loop). Any CPython with a tracer."""
+    path = script("framework_loop.py")
+    env = {"PYTHONPATH": os.path.join(SCRIPTS, "site-packages")}
+    r = gnnprof_run(path, "20", env=env)
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "20", env={"PYTHONPATH": PYDIR + os.pathsep + env["PYTHONPATH"]}).out
+    functions = {l["function"] for l in r.profile["lines"]}
+    assert functions == {"main", "LitModel.training_step", "LitModel.on_train_batch_end", "batches"}, functions
+    # The step is announced before the closure runs: every training_step from the first on.
+    assert r.lines("LitModel.training_step")[line_of(path, "y = self.helper(batch)")]["hits"] == 20
+    assert r.lines("LitModel.on_train_batch_end")[line_of(path, "self.last = index")]["hits"] == 20
+    assert r.lines("batches")[line_of(path, "x = [float(i % 7)] * 100")]["hits"] == 19
+    main = r.lines("main")
+    fit = main[line_of(path, "steps = minitrain.Trainer().fit(")]
+    assert fit["hits"] == 1 and fit["total_ns"] > sum(l["total_ns"] for l in r.lines("LitModel.training_step").values()), fit
+    assert "(2 called back by the framework running the loop)" in r.collector("python-lines")["reason"]
+    # The user's own loop stepping through the library's optimizer wrapper (accelerate's
+    # shape): no framework runs it, what the wrapper calls is not traced.
+    own = gnnprof_run(path, "20", "own", env=env)
+    assert own.rc == 0, own.err
+    assert {l["function"] for l in own.profile["lines"]} == {"own_loop", "batches"}, own.profile["lines"]
+    assert "called back" not in own.collector("python-lines")["reason"]
+
+
 def test_auto_follows_a_producer_thread_without_torch(gnnprof_run, plain_run):
     """The producer-thread selection on any CPython with a tracer (3.12+: sys.monitoring): a
     gather recorded on a thread with no traced frame, once the loop is found, selects that
@@ -243,6 +272,53 @@ def test_auto_traces_the_pipeline_behind_a_real_tqdm(gnnprof_run, plain_run):
         assert r.lines(function)[line]["hits"] == 19, (mode, r.lines(function))
         at_line = sum(m["bytes"] for m in r.profile["materializations"] if m["line"] == line)
         assert at_line == 19 * per_batch, (mode, at_line)
+
+
+@needs_torch
+def test_a_frameworks_callbacks_carry_forward_backward_and_the_backward_of_their_lines(gnnprof_run, plain_run):
+    """The framework's step is opt.step(closure) with torch: the training_step it calls back is
+    traced from the first step, its forward line carries the forward phase and the backward of
+    the graph it built; the closure's phases are beside the optimizer's."""
+    path = script("framework_loop.py")
+    env = {"PYTHONPATH": os.path.join(SCRIPTS, "site-packages"), "GNNPROF_TORCH_SAMPLE": "all"}
+    r = gnnprof_run(path, "12", "torch", env=env)
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "12", "torch", env={"PYTHONPATH": env["PYTHONPATH"]}).out
+    step = r.lines("LitModel.training_step")
+    fwd = step[line_of(path, "loss = self.net(x).pow(2).mean()")]
+    assert fwd["hits"] == 12, fwd
+    assert fwd["stages"].get("forward", 0) > 0 and fwd["backward_ns"] > 0, fwd
+    fit = r.lines("main")[line_of(path, "steps = minitrain.Trainer().fit(")]
+    assert fit["stages"].get("optimizer", 0) > 0 and fit["stages"].get("backward", 0) > 0, fit
+    edges = {(e["parent"], e["child"]) for e in r.profile["stage_edges"]}
+    assert ("optimizer", "forward") not in edges and ("optimizer", "backward") not in edges, edges
+
+
+def have_skorch():
+    return subprocess.run([PYTHON, "-c", "import skorch"], capture_output=True).returncode == 0
+
+
+@needs_torch
+@pytest.mark.skipif(not have_skorch(), reason="no skorch (Debian python3-skorch; scripts/deps.sh --scripts)")
+def test_a_real_framework_skorch_gets_its_fit_line_and_the_users_forward(gnnprof_run, plain_run):
+    """skorch runs the loop: the user's script is net.fit(X, y) and a module. Auto traces the
+    fit line (adopted when the loop is found) and the module's forward that skorch calls back,
+    with forward and backward stages beside the optimizer's."""
+    path = script("skorch_loop.py")
+    r = gnnprof_run(path, "2", env={"GNNPROF_TORCH_SAMPLE": "all"})
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "2").out
+    functions = {l["function"] for l in r.profile["lines"]}
+    assert functions == {"main", "MLP.forward"}, functions
+    steps = 2 * 2048 // 128
+    forward = r.lines("MLP.forward")[line_of(path, "h = torch.relu(self.l1(X))")]
+    assert forward["hits"] >= steps, forward  # training (every step), then predict's batches
+    assert forward["backward_ns"] > 0 and forward["stages"].get("forward", 0) > 0, forward
+    fit = r.lines("main")[line_of(path, "    net.fit(X, y)")]
+    assert fit["hits"] == 1 and fit["stages"].get("optimizer", 0) > 0, fit
+    stages = {s["name"]: s for s in r.profile["stages"]}
+    assert stages["forward"]["hits"] >= steps and stages["backward"]["hits"] >= steps, stages.keys()
+    assert "(1 called back by the framework running the loop)" in r.collector("python-lines")["reason"]
 
 
 def worker_profiles(r):

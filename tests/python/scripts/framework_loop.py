@@ -1,0 +1,79 @@
+"""A loop run by a framework (scripts/site-packages/minitrain.py, a stand-in for Lightning's
+Trainer): the user's script calls trainer.fit() once; the framework loops, pulls the user's
+generator through its fetcher and calls the user's training_step and hooks back. Auto must trace
+main (adopted at its trainer.fit line when the loop is found), the callbacks the framework calls
+(training_step, the overridden on_train_batch_end), the generator, and not the helper that
+training_step calls nor what ran before the loop (configure_optimizers).
+"torch": a torch model and SGD, the step called as opt.step(closure); else the step is
+announced through gnnprof's hook and this runs on any CPython with a tracer.
+Needs scripts/site-packages on PYTHONPATH.
+
+"own": the user's own loop, stepping through the framework's optimizer wrapper (one library
+frame, as accelerate's): not a framework's loop, nothing called back.
+
+usage: framework_loop.py STEPS [torch|own]"""
+import sys
+
+import minitrain
+
+
+class LitModel(minitrain.Module):
+    def __init__(self, use_torch):
+        self.use_torch = use_torch
+        self.total = 0.0
+        self.last = -1
+        if use_torch:
+            import torch
+            torch.manual_seed(0)
+            self.net = torch.nn.Sequential(torch.nn.Linear(100, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
+
+    def configure_optimizers(self):
+        if not self.use_torch:
+            return None
+        import torch
+        return torch.optim.SGD(self.net.parameters(), lr=1e-4)
+
+    def helper(self, batch):
+        return sum(batch) / len(batch)
+
+    def training_step(self, batch, index):
+        if not self.use_torch:
+            y = self.helper(batch)
+            self.total += y
+            return y
+        import torch
+        x = torch.tensor(batch, dtype=torch.float32).view(1, -1)
+        loss = self.net(x).pow(2).mean()
+        self.total += 1
+        return loss
+
+    def on_train_batch_end(self, index):
+        self.last = index
+
+
+def batches(n):
+    for i in range(n):
+        x = [float(i % 7)] * 100
+        yield x
+
+
+def own_loop(n):
+    """The user's own loop, stepping through the library's optimizer wrapper."""
+    model = LitModel(False)
+    for index, batch in enumerate(batches(n)):
+        model.training_step(batch, index)
+        minitrain.wrapped_step(lambda: model.on_train_batch_end(index))
+    print("own loop", model.total, model.last)
+
+
+def main(n, use_torch):
+    model = LitModel(use_torch)
+    steps = minitrain.Trainer().fit(model, batches(n))
+    print("steps", steps, model.total, model.last)
+
+
+if __name__ == "__main__":
+    if sys.argv[2:] == ["own"]:
+        own_loop(int(sys.argv[1]))
+    else:
+        main(int(sys.argv[1]), sys.argv[2:] == ["torch"])
