@@ -6,7 +6,7 @@
 #   scripts/deps.sh --browser  also Debian's chromium, for the HTML-in-a-browser test (CI)
 #   scripts/deps.sh --anchors  also line_profiler and Scalene, the anchors bench/ measures against
 #   scripts/deps.sh --notebook also IPython and a Jupyter kernel, for the %gnnprof magics' tests (CI)
-#   scripts/deps.sh --scripts  also libraries users' training scripts use (tqdm), for tests of their shapes (CI)
+#   scripts/deps.sh --scripts  also libraries users' training scripts use (tqdm, skorch), for tests of their shapes (CI)
 set -euo pipefail
 
 PKGS=(
@@ -22,7 +22,7 @@ for opt in "$@"; do
     --browser) PKGS+=(chromium) ;;
     --anchors) PKGS+=(python3-line-profiler python3-scalene) ;;
     --notebook) PKGS+=(python3-ipython python3-ipykernel python3-jupyter-client) ;;
-    --scripts) PKGS+=(python3-tqdm) ;;
+    --scripts) PKGS+=(python3-tqdm python3-skorch) ;;
     *) echo "scripts/deps.sh: unknown option $opt (--browser, --anchors, --notebook, --scripts)" >&2; exit 2 ;;
   esac
 done
