@@ -1,6 +1,8 @@
 // op_classifier.cpp — the rules of docs/zero-code.md, "How ops become stages".
 #include "op_classifier.h"
 
+#include <functional>
+
 namespace gnnprof::instrument {
 
 namespace {
@@ -111,6 +113,7 @@ void OpClassifier::open_phase(Level& l, Phase p) {
     close_phase(l);
     return;
   }
+  if (p == Phase::kForward || p == Phase::kBackward) note_work();
   if (l.phase_open && l.phase == p) return;
   close_phase(l);
   const char* cat = p == Phase::kBackward || p == Phase::kForward || p == Phase::kForwardNoGrad ? "compute"
@@ -126,6 +129,18 @@ void OpClassifier::open_op_phase(Level& l, Phase p, Frame& f) {
   open_phase(l, p);
 }
 
+void OpClassifier::note_step(std::uint64_t name_hash) {
+  for (int i = 0; i < n_steps_since_work_; ++i) steps_repeat_ = steps_repeat_ || steps_since_work_[i] == name_hash;
+  if (n_steps_since_work_ < kMaxCycle) steps_since_work_[n_steps_since_work_++] = name_hash;
+  else steps_repeat_ = true;
+}
+
+void OpClassifier::note_work() {
+  if (n_steps_since_work_ >= 2 && !steps_repeat_) cycle_last_ = steps_since_work_[n_steps_since_work_ - 1];
+  n_steps_since_work_ = 0;
+  steps_repeat_ = false;
+}
+
 void OpClassifier::close_wait() {
   if (wait_open_) sink_.end();
   wait_open_ = false;
@@ -135,6 +150,10 @@ void OpClassifier::on_start(const OpInfo& op) {
   close_wait();
   Frame f;
   Level& level = levels_.back();
+  // The loop's work between steps: a scope of its own (record_function, the DataLoader's), or a
+  // forward or backward phase (open_phase; a closure's too). Not any op: torch 1.13's
+  // record_function runs torch.zeros(1) before each step's scope.
+  if (op.kind == OpKind::kUserScope && optimizer_depth_ == 0) note_work();
   switch (op.kind) {
     case OpKind::kIgnore:
       break;
@@ -174,7 +193,15 @@ void OpClassifier::on_start(const OpInfo& op) {
       }
       levels_.push_back(inner);
       f.pops_level = true;
-      f.steps_after = op.kind == OpKind::kOptimizerStep && opt_.marks_iterations && !profiler_steps_;
+      if (op.kind != OpKind::kUserScope) {
+        f.optimizer_scope = true;
+        ++optimizer_depth_;
+      }
+      if (op.kind == OpKind::kOptimizerStep && opt_.marks_iterations && !profiler_steps_) {
+        const std::uint64_t name = std::hash<std::string_view>{}(op.name) | 1;  // never 0
+        note_step(name);
+        f.steps_after = cycle_last_ == 0 || name == cycle_last_;
+      }
       break;
     }
     case OpKind::kComm:
@@ -282,6 +309,7 @@ void OpClassifier::on_end(bool comm_in_flight, bool built_graph) {
   Frame f = frames_.back();
   frames_.pop_back();
   if (f.is_op && op_depth_ > 0) --op_depth_;
+  if (f.optimizer_scope && optimizer_depth_ > 0) --optimizer_depth_;
   if (f.pops_level && levels_.size() > 1) {
     close_phase(levels_.back());
     if (levels_.back().optimizer_open) sink_.end();

@@ -152,6 +152,7 @@ class OpClassifier {
   struct Frame {
     std::uint8_t ends = 0;       // stage_end() calls due at on_end
     bool pops_level = false;
+    bool optimizer_scope = false;  // the level it pops is a step()'s or zero_grad()'s
     bool is_op = false;
     bool clears_gather = false;
     bool clears_copy = false;
@@ -186,6 +187,17 @@ class OpClassifier {
   // A step ran a closure's forward or backward: a step whose ops are not observed gets no
   // "optimizer" stage (its time would be the closure's too).
   bool closure_seen_ = false;
+  // Several optimizers stepped one after the other (SparseAdam for embeddings, then Adam): the
+  // steps since the loop's last work (an op or scope outside the optimizer's), by name hash.
+  // Once a cycle of distinct steps has been seen, only its last step ends an iteration.
+  static constexpr int kMaxCycle = 8;
+  int optimizer_depth_ = 0;  // step()/zero_grad() scopes open
+  std::uint64_t steps_since_work_[kMaxCycle] = {};
+  int n_steps_since_work_ = 0;
+  bool steps_repeat_ = false;   // a step seen twice since the last work: no cycle to learn
+  std::uint64_t cycle_last_ = 0;  // the name hash of the cycle's last step; 0: every step ends one
+  void note_step(std::uint64_t name_hash);
+  void note_work();
 };
 
 }  // namespace gnnprof::instrument

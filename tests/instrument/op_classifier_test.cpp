@@ -225,6 +225,46 @@ TEST(OpClassifier, IterationsFollowOptimizerSteps) {
 // A record_function-free loop that reads its loss after the step: loss.item() is the host's
 // sync point (its own stage, category sync, ending with it), and the next batch's ops are
 // data, not forward.
+TEST(OpClassifier, SeveralOptimizersSteppedInARowEndOneIteration) {
+  // SparseAdam for the embeddings, then Adam for the rest: one iteration per pass of the loop,
+  // ended by the last step of the cycle, once a pass has shown the cycle (the first pass still
+  // marks at each step). torch 1.13's record_function runs torch.zeros(1) before each step's
+  // scope: no work between the steps.
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  int marks_after_first_pass = 0;
+  for (int pass = 0; pass < 4; ++pass) {
+    if (pass == 1) marks_after_first_pass = static_cast<int>(std::count(r.log.begin(), r.log.end(), "STEP"));
+    c.on_start(op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", false, gi::Scope::kUser));
+    c.on_end();
+    leaf(c, op("aten::embedding", true));
+    leaf(c, op("aten::linear", true));
+    leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
+    for (const char* step : {"Optimizer.step#SparseAdam.step", "Optimizer.step#Adam.step"}) {
+      leaf(c, op("aten::zeros"));
+      c.on_start(op(step, false, gi::Scope::kUser));
+      leaf(c, op("aten::add_"));
+      c.on_end();
+    }
+  }
+  const auto marks = std::count(r.log.begin(), r.log.end(), "STEP");
+  EXPECT_EQ(marks_after_first_pass, 3);  // the first forward op, then each step
+  EXPECT_EQ(marks - marks_after_first_pass, 3);  // one per later pass
+  EXPECT_EQ(r.log.back(), "STEP");
+  EXPECT_EQ(r.depth, 0);
+
+  // One optimizer: every step ends an iteration, as before.
+  Recorder one;
+  gi::OpClassifier d(one, no_ops());
+  for (int pass = 0; pass < 3; ++pass) {
+    leaf(d, op("aten::linear", true));
+    leaf(d, op("autograd::engine::evaluate_function: AddmmBackward0"));
+    d.on_start(op("Optimizer.step#Adam.step", false, gi::Scope::kUser));
+    d.on_end();
+  }
+  EXPECT_EQ(std::count(one.log.begin(), one.log.end(), "STEP"), 4);
+}
+
 TEST(OpClassifier, ReadbacksAreSyncAndTheNextBatchIsData) {
   EXPECT_EQ(gi::classify_name("aten::item", gi::Scope::kFunction), gi::OpKind::kReadback);
   EXPECT_EQ(gi::classify_name("aten::is_nonzero", gi::Scope::kFunction), gi::OpKind::kReadback);

@@ -191,6 +191,23 @@ def test_a_closures_forward_and_backward_inside_the_step_are_stages_beside_the_o
 
 
 @needs_torch
+def test_two_optimizers_stepped_in_a_row_end_one_iteration(gnnprof_run, plain_run):
+    """SparseAdam for the embeddings, then Adam: one iteration per pass of the loop, not two
+    (one of them the second step alone), from the second pass on."""
+    path = script("two_optimizers.py")
+    steps = 12
+    for env in ({"GNNPROF_TORCH_SAMPLE": "all"}, {}):
+        r = gnnprof_run(path, str(steps), env=env)
+        assert r.rc == 0, r.err
+        assert r.out == plain_run(path, str(steps)).out
+        its = [i for i in r.profile["iterations"] if i["complete"]]
+        assert len(its) == steps + 1, (env, len(its))  # the first pass is still split at its first step
+        if env:
+            for i in its[2:]:
+                assert all(i["stages"].get(s, 0) > 0 for s in ("forward", "backward", "optimizer")), i
+
+
+@needs_torch
 def test_a_loop_waiting_for_its_dataloader_workers_is_loader_bound(gnnprof_run, plain_run):
     """With worker processes the loop's data time is a wait for them: they already load ahead,
     so the report says loader-bound (more workers, cheaper __getitem__) instead of promising a

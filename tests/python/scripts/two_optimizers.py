@@ -1,0 +1,30 @@
+"""Learned node embeddings (a sparse nn.Embedding, stepped by SparseAdam) and a dense model
+(Adam): two optimizer steps per pass of the loop, as in GNN examples with learnable node
+features. No gnnprof import, no record_function.
+
+usage: two_optimizers.py STEPS"""
+import sys
+
+import torch
+
+
+def main(steps):
+    torch.manual_seed(0)
+    emb = torch.nn.Embedding(10000, 64, sparse=True)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 2))
+    opt_sparse = torch.optim.SparseAdam(list(emb.parameters()), lr=0.01)
+    opt_dense = torch.optim.Adam(model.parameters(), lr=0.01)
+    for _ in range(steps):
+        nodes = torch.randint(0, 10000, (512,))
+        y = nodes % 2
+        loss = torch.nn.functional.cross_entropy(model(emb(nodes)), y)
+        opt_sparse.zero_grad()
+        opt_dense.zero_grad()
+        loss.backward()
+        opt_sparse.step()
+        opt_dense.step()
+    print("loss", round(loss.item(), 1))
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))
