@@ -97,11 +97,19 @@ void OpClassifier::open_phase(Level& l, Phase p) {
   if (l.optimizer) {  // the optimizer's own op, or a closure's phase beside its stage
     if (p == Phase::kOther) {
       close_phase(l);
-      if (!l.optimizer_open) sink_.begin("optimizer", "compute");
-      l.optimizer_open = true;
+      if (!closure_work_ && !l.optimizer_open) {
+        sink_.begin("optimizer", "compute");
+        l.optimizer_open = true;
+      }
       return;
     }
-    closure_seen_ = closure_seen_ || p == Phase::kForward || p == Phase::kBackward;
+    if ((p == Phase::kForward || p == Phase::kBackward) && !closure_step(l.step_name) && l.step_name != 0) {
+      for (std::uint64_t& h : closure_steps_)
+        if (h == 0) {
+          h = l.step_name;
+          break;
+        }
+    }
     if (l.optimizer_open && !(l.phase_open && l.phase == p)) {
       sink_.end();
       l.optimizer_open = false;
@@ -129,6 +137,19 @@ void OpClassifier::open_op_phase(Level& l, Phase p, Frame& f) {
   open_phase(l, p);
 }
 
+bool OpClassifier::closure_step(std::uint64_t name_hash) const noexcept {
+  for (std::uint64_t h : closure_steps_)
+    if (h == name_hash) return name_hash != 0;
+  return false;
+}
+
+void OpClassifier::leave_optimizer_for_closure(Level& l, const OpInfo& op) {
+  closure_work_ = l.optimizer && l.closure_known && op.grad_enabled && op_depth_ == 0;
+  if (!closure_work_ || !l.optimizer_open) return;
+  sink_.end();
+  l.optimizer_open = false;
+}
+
 void OpClassifier::note_step(std::uint64_t name_hash) {
   for (int i = 0; i < n_steps_since_work_; ++i) steps_repeat_ = steps_repeat_ || steps_since_work_[i] == name_hash;
   if (n_steps_since_work_ < kMaxCycle) steps_since_work_[n_steps_since_work_++] = name_hash;
@@ -154,6 +175,8 @@ void OpClassifier::on_start(const OpInfo& op) {
   // forward or backward phase (open_phase; a closure's too). Not any op: torch 1.13's
   // record_function runs torch.zeros(1) before each step's scope.
   if (op.kind == OpKind::kUserScope && optimizer_depth_ == 0) note_work();
+  closure_work_ = false;
+  if (op.kind != OpKind::kIgnore && op.kind != OpKind::kOptimizerZero) leave_optimizer_for_closure(level, op);
   switch (op.kind) {
     case OpKind::kIgnore:
       break;
@@ -186,7 +209,9 @@ void OpClassifier::on_start(const OpInfo& op) {
         // Ops inside step()/zero_grad() are the optimizer's, but for a closure's forward and
         // backward (LBFGS; skorch's and Lightning's automatic optimization call step(closure)).
         inner.optimizer = true;
-        inner.optimizer_open = op.kind != OpKind::kOptimizerStep || op.ops_observed || !closure_seen_;
+        if (op.kind == OpKind::kOptimizerStep) inner.step_name = std::hash<std::string_view>{}(op.name) | 1;  // never 0
+        inner.closure_known = closure_step(inner.step_name);
+        inner.optimizer_open = op.ops_observed || !inner.closure_known;
         if (inner.optimizer_open) sink_.begin("optimizer", "compute");
       } else {
         inner.pinned = Phase::kOther;
@@ -269,9 +294,12 @@ void OpClassifier::on_start(const OpInfo& op) {
     case OpKind::kReadback:
       // loss.item(), bool(t): the host waits for the value, and on a device for the work queued
       // before it. Its own phase "sync" (category sync: the host-sync rule, the line table's
-      // wait column), also inside a user scope.
+      // wait column), also inside a user scope. Not in the optimizer's update (Adam reads its
+      // step count with item() per parameter, under no_grad): the optimizer's own.
       f.is_op = true;
-      if (op_depth_ == 0) {
+      if (op_depth_ == 0 && level.optimizer && !op.grad_enabled) {
+        open_op_phase(level, Phase::kOther, f);
+      } else if (op_depth_ == 0) {
         // The wait is the op's, not the Python's after it: the sync ends with the op, and the
         // phase it interrupted (forward: PyG's int(edge_index.max()) + 1) goes on after it.
         f.resume = current_phase(level);
@@ -310,6 +338,10 @@ void OpClassifier::on_end(bool comm_in_flight, bool built_graph) {
   frames_.pop_back();
   if (f.is_op && op_depth_ > 0) --op_depth_;
   if (f.optimizer_scope && optimizer_depth_ > 0) --optimizer_depth_;
+  // A comm wait opened after the scope's last op is innermost: it ends first, and goes on
+  // outside the scope (the collective is still in flight).
+  const bool rewait = wait_open_ && (f.pops_level || f.ends > 0);
+  if (rewait) close_wait();
   if (f.pops_level && levels_.size() > 1) {
     close_phase(levels_.back());
     if (levels_.back().optimizer_open) sink_.end();
@@ -328,6 +360,10 @@ void OpClassifier::on_end(bool comm_in_flight, bool built_graph) {
   if (f.steps_after) {
     sink_.step();
     iteration_open_ = true;
+  }
+  if (rewait && opt_.phases_span_gaps && !wait_open_) {
+    sink_.begin("comm wait", "comm");
+    wait_open_ = true;
   }
   // After a top-level op that launched a collective, itself or nested (DDP's bucket allreduce
   // runs in AccumulateGrad's post hook), the wait is usually the program's: dist.all_reduce

@@ -148,6 +148,8 @@ class OpClassifier {
     // (its forward, backward, a sync) runs, which is a stage beside it, not inside it.
     bool optimizer = false;
     bool optimizer_open = false;
+    bool closure_known = false;  // a step of an optimizer seen running a closure before
+    std::uint64_t step_name = 0;  // the step's name hash (0: zero_grad)
   };
   struct Frame {
     std::uint8_t ends = 0;       // stage_end() calls due at on_end
@@ -184,9 +186,16 @@ class OpClassifier {
   bool profiler_steps_ = false;
   bool wait_open_ = false;
   bool launched_comm_ = false;  // a collective started since the last top-level op began
-  // A step ran a closure's forward or backward: a step whose ops are not observed gets no
-  // "optimizer" stage (its time would be the closure's too).
-  bool closure_seen_ = false;
+  // Steps (name hashes) that ran a closure's forward or backward: such a step whose ops are not
+  // observed gets no "optimizer" stage (its time would be the closure's too), and its
+  // grad-enabled work before the closure's forward is the closure's.
+  static constexpr int kMaxClosureSteps = 4;
+  std::uint64_t closure_steps_[kMaxClosureSteps] = {};
+  bool closure_step(std::uint64_t name_hash) const noexcept;
+  /// Inside a step whose closure is known, grad-enabled work at its top (a copy, a gather, a
+  /// readback, a scope, an op) is the closure's: the optimizer's stage stops before it.
+  void leave_optimizer_for_closure(Level& l, const OpInfo& op);
+  bool closure_work_ = false;  // the op being started is such work (on_start only)
   // Several optimizers stepped one after the other (SparseAdam for embeddings, then Adam): the
   // steps since the loop's last work (an op or scope outside the optimizer's), by name hash.
   // Once a cycle of distinct steps has been seen, only its last step ends an iteration.

@@ -324,16 +324,20 @@ void tracer_selected_function(PyObject* function) {
 
 /* A frame just selected runs on this thread: its lines are traced from now on (another
  * tracer holding the thread is counted instead). */
-static void trace_running_frame(void) {
+static int trace_running_frame(void) {
   PyThreadState* ts = PyThreadState_Get();
   if (ts->c_tracefunc == NULL) set_tracing(ts, 1);
   else if (ts->c_tracefunc != trace_fn) ++g_stats.foreign;
+  return ts->c_tracefunc == trace_fn;
 }
 
 void tracer_on_optimizer_step(void) {
   if (!auto_selects_now()) return;
   PyGILState_STATE gil = PyGILState_Ensure();
-  if (select_loop()) trace_running_frame(); /* the loop is running */
+  PyFrameObject* adopt = NULL;
+  /* the loop is running; a framework's caller is adopted only where the thread is ours */
+  if (select_loop(&adopt) && trace_running_frame() && adopt != NULL) adopt_loop(adopt);
+  Py_XDECREF(adopt);
   PyGILState_Release(gil);
 }
 

@@ -232,9 +232,11 @@ int framework_loop(void) {
   return !g_worker && __atomic_load_n(&g_framework_epoch, __ATOMIC_RELAXED) == __atomic_load_n(&g_auto_epoch, __ATOMIC_RELAXED);
 }
 
+static int loop_package_file(PyObject* filename);
+
 int callback_walk(PyCodeObject* co, void* x) {
   if (x == NULL) x = auto_mark(co); /* begun before the hook was in */
-  if (x == FRAMEWORK) return 1;
+  if (x == FRAMEWORK) return loop_package_file(co->co_filename); /* another package's: looked through */
   return x == REJECT || is_loader(x) ? 0 : -1;
 }
 
@@ -308,8 +310,6 @@ static int in_loop(PyFrameObject* fr, PyCodeObject* co) {
 
 /* User frames above the optimizer step's caller looked at for the loop that calls it. */
 enum { kLoopWalk = 4 };
-/* A framework's frames between the step and the user's frame when the framework runs the loop. */
-enum { kFrameworkFrames = 2 };
 
 int auto_selects_now(void) {
   if (!g_auto || !Py_IsInitialized() || GNNPROF_IS_FINALIZING()) return 0;
@@ -369,26 +369,130 @@ int select_producer(void) {
   return found;
 }
 
-int select_loop(void) {
-  PyFrameObject* fr = PyEval_GetFrame();
+/* The directory (or module file) of the third-party package that file f belongs to, as a
+ * prefix of f: ".../site-packages/lightning/". Its length, or 0. */
+static size_t package_prefix(const char* f) {
+  for (Py_ssize_t i = 0; i < g_n_frameworks; ++i) {
+    const char* at = strstr(f, g_frameworks[i]);
+    if (at == NULL) continue;
+    const char* name = at + strlen(g_frameworks[i]);
+    const char* slash = strchr(name, '/');
+    return slash != NULL ? (size_t)(slash - f) + 1 : strlen(f);
+  }
+  return 0;
+}
+
+/* The packages whose loops run the loop of this session (callback_walk's frameworks). */
+enum { kLoopPackages = 4 };
+static char* g_loop_packages[kLoopPackages];
+
+static void note_loop_package(PyCodeObject* co) {
+  const char* f = PyUnicode_Check(co->co_filename) ? PyUnicode_AsUTF8(co->co_filename) : NULL;
+  if (f == NULL) {
+    PyErr_Clear();
+    return;
+  }
+  const size_t n = package_prefix(f);
+  if (n == 0) return;
+  for (int i = 0; i < kLoopPackages; ++i) {
+    if (g_loop_packages[i] != NULL && strlen(g_loop_packages[i]) == n && strncmp(g_loop_packages[i], f, n) == 0) return;
+    if (g_loop_packages[i] == NULL) {
+      g_loop_packages[i] = strndup(f, n);
+      return;
+    }
+  }
+}
+
+static int loop_package_file(PyObject* filename) {
+  const char* f = PyUnicode_Check(filename) ? PyUnicode_AsUTF8(filename) : NULL;
+  if (f == NULL) {
+    PyErr_Clear();
+    return 0;
+  }
+  for (int i = 0; i < kLoopPackages && g_loop_packages[i] != NULL; ++i)
+    if (strncmp(f, g_loop_packages[i], strlen(g_loop_packages[i])) == 0) return 1;
+  return 0;
+}
+
+/* Frames walked out from the optimizer step looking for a framework's loop. */
+enum { kFrameworkWalk = 128 };
+
+/* A framework running the loop: walking out from the step (innermost), a frame of a third-party
+ * package inside a loop of its own (Lightning's fit loop, skorch's batch loop), other than the
+ * first such package frame met (an optimizer's own loop over its parameter groups, as
+ * DeepSpeed's), then a user frame: the one whose line called the framework (`fit`). That frame
+ * (a new reference) or NULL; *first: the first user frame met on the way (a new reference or
+ * NULL; the user's training_step when it steps the optimizer itself). The looping packages are
+ * noted for callback_walk. */
+static PyFrameObject* framework_caller(PyFrameObject* fr, PyFrameObject** first) {
+  *first = NULL;
+  Py_XINCREF(fr);
+  int met = 0, looping = 0;
+  PyFrameObject* fit = NULL;
+  for (int n = 0; fr != NULL && fit == NULL && n < kFrameworkWalk; ++n, fr = caller_of(fr)) {
+    PyCodeObject* co = PyFrame_GetCode(fr);
+    void* x = extra_of(co);
+    if (x == NULL) x = auto_mark(co);
+    if (x == FRAMEWORK) {
+      if (met++ > 0 && in_loop(fr, co)) {
+        looping = 1;
+        note_loop_package(co);
+      }
+    } else if (user_file(co->co_filename) && !is_library(x)) {
+      if (looping) fit = (PyFrameObject*)Py_NewRef(fr);
+      else if (*first == NULL) *first = (PyFrameObject*)Py_NewRef(fr);
+    }
+    Py_DECREF(co);
+  }
+  Py_XDECREF(fr);
+  PyErr_Clear();
+  if (fit == NULL) Py_CLEAR(*first);
+  return fit;
+}
+
+int select_loop(PyFrameObject** adopt) {
+  *adopt = NULL;
+  PyFrameObject* innermost = PyEval_GetFrame();
+  const unsigned epoch = __atomic_load_n(&g_auto_epoch, __ATOMIC_RELAXED);
+  ThreadTrace* tt = thread_trace();
+  PyFrameObject* first = NULL;
+  PyFrameObject* fit = framework_caller(innermost, &first);
+  if (fit != NULL) {
+    /* The framework's loop: the user frame that called it is the loop (adopted by the caller
+     * at once: it stays on that line until training ends); a user frame between (a
+     * training_step stepping the optimizer itself) is the framework's callback. */
+    PyCodeObject* co = PyFrame_GetCode(fit);
+    const int found = tracer_select((PyObject*)co, ROLE_LOOP) == 0;
+    Py_DECREF(co);
+    if (first != NULL) {
+      co = PyFrame_GetCode(first);
+      if (tracer_select((PyObject*)co, ROLE_CALLBACK) == 0) ++g_stats.callbacks;
+      Py_DECREF(co);
+      Py_DECREF(first);
+    }
+    PyErr_Clear();
+    if (!found) {
+      Py_DECREF(fit);
+      return 0;
+    }
+    __atomic_store_n(&g_loop_epoch, epoch, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_framework_epoch, epoch, __ATOMIC_RELAXED);
+    if (tt != NULL) tt->loop_epoch = epoch;
+    *adopt = fit;
+    return 1;
+  }
+
+  PyFrameObject* fr = innermost;
   Py_XINCREF(fr);
   /* The first user frame that calls the step; if it is not inside a loop itself (a train_step
-   * helper), also the first user frame above it that is (the loop that calls the helper).
-   * Frames of a framework between the step and the first: the framework runs the loop (one
-   * is a wrapper of the optimizer, as accelerate's: the user's loop calls it). */
-  int found = 0, looping = 0, above = 0, framework = 0;
-  PyFrameObject* loop_frame = NULL;
+   * helper), also the first user frame above it that is (the loop that calls the helper). */
+  int found = 0, looping = 0, above = 0;
   for (; fr != NULL && !looping && above < kLoopWalk; fr = caller_of(fr)) {
     PyCodeObject* co = PyFrame_GetCode(fr);
-    if (!found) {
-      void* x = extra_of(co);
-      framework += (x == NULL ? auto_mark(co) : x) == FRAMEWORK;
-    }
     if (user_file(co->co_filename)) {
       if (!found) {
         found = tracer_select((PyObject*)co, ROLE_LOOP) == 0;
         looping = found && in_loop(fr, co);
-        if (found) loop_frame = (PyFrameObject*)Py_NewRef(fr);
       } else {
         ++above;
         if (in_loop(fr, co)) {
@@ -402,24 +506,20 @@ int select_loop(void) {
   Py_XDECREF(fr);
   PyErr_Clear();
   if (found) {
-    const unsigned epoch = __atomic_load_n(&g_auto_epoch, __ATOMIC_RELAXED);
     __atomic_store_n(&g_loop_epoch, epoch, __ATOMIC_RELAXED);
-    framework = framework >= kFrameworkFrames;
-    if (framework) __atomic_store_n(&g_framework_epoch, epoch, __ATOMIC_RELAXED);
-    ThreadTrace* tt = thread_trace();
     if (tt != NULL) tt->loop_epoch = epoch; /* the loop's thread: never a producer's */
-    /* A framework's loop: the user frame stays on one line (trainer.fit(...)) until training
-     * ends, so it is adopted now, that line from now on, not at its next line. */
-    if (framework && tt != NULL && tt->depth == 0) {
-      PyCodeObject* co = PyFrame_GetCode(loop_frame);
-      CodeInfo* ci = info_of(co);
-      if (ci != NULL) adopt_running(tt, loop_frame, co, ci);
-      Py_DECREF(co);
-      PyErr_Clear();
-    }
   }
-  Py_XDECREF(loop_frame);
   return found;
+}
+
+void adopt_loop(PyFrameObject* fr) {
+  ThreadTrace* tt = thread_trace();
+  if (tt == NULL || tt->depth != 0) return; /* only under nothing traced: the stack stays in frame order */
+  PyCodeObject* co = PyFrame_GetCode(fr);
+  CodeInfo* ci = info_of(co);
+  if (ci != NULL) adopt_running(tt, fr, co, ci);
+  Py_DECREF(co);
+  PyErr_Clear();
 }
 
 void forget_parent(void) {

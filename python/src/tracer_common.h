@@ -100,16 +100,19 @@ int library_iterator(PyCodeObject* co, void* mark);
  * FRAMEWORK code) and this process is not a data loader's worker. */
 int framework_loop(void);
 /* A step of the walk down from the caller of user code, for a framework's callback: 1 where
- * the frame's code (mark x, NULL: not decided) is the framework's, 0 where it is other library
- * code to look through (torch, the standard library), -1 where the walk stops (user code). */
+ * the frame's code (mark x, NULL: not decided) is of the package running the loop, 0 where it
+ * is other library code to look through (torch, the standard library, another package: PyG's
+ * layer calling a user message()), -1 where the walk stops (user code). */
 int callback_walk(PyCodeObject* co, void* x);
 /* At the optimizer step: whether auto selection looks for the loop now (on, Python running, not
  * yet on this thread; marks the thread done). */
 int auto_selects_now(void);
 /* At the optimizer step (GIL held): selects the first user frame that calls it (ROLE_LOOP),
  * and when that one is not inside a loop of its own (a train_step helper), the first user
- * frame above it that is. 1 when a frame was selected. */
-int select_loop(void);
+ * frame above it that is. When a framework runs the loop (framework_caller), the user frame
+ * that called the framework instead, returned in *adopt (a new reference) for adopt_loop once
+ * the tracer holds the thread. 1 when a frame was selected. */
+int select_loop(PyFrameObject** adopt);
 /* On a gather or host-to-device copy on a thread with no current line, before taking the GIL:
  * whether to look for that thread's user code (auto on, not a worker process; the loop found
  * this session, on another thread; no traced frame here; tries left on this thread). */
@@ -166,6 +169,9 @@ ThreadTrace* thread_trace(void);
 /* Each tracer's: frame fr of co (selected: ci), running since before tracing began, is pushed
  * on tt's stack now, its current line a statement from now on (one hit). */
 void adopt_running(ThreadTrace* tt, PyFrameObject* fr, PyCodeObject* co, CodeInfo* ci);
+/* Adopts the selected running frame fr now (adopt_running) when nothing is traced on this
+ * thread yet. */
+void adopt_loop(PyFrameObject* fr);
 Entry* push(ThreadTrace* tt, const void* f, CodeInfo* ci, int adopted);
 /* The innermost traced frame's entry, or NULL (none, or deeper than traced). */
 static inline Entry* top_entry(ThreadTrace* tt) {

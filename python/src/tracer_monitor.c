@@ -428,7 +428,10 @@ void tracer_selected_function(PyObject* function) { (void)function; } /* events 
 void tracer_on_optimizer_step(void) {
   if (!auto_selects_now()) return;
   PyGILState_STATE gil = PyGILState_Ensure();
-  (void)select_loop(); /* its frame's events begin at once: adopted at its next line */
+  PyFrameObject* adopt = NULL;
+  /* its frame's events begin at once: adopted at its next line, a framework's caller now */
+  if (select_loop(&adopt) && adopt != NULL) adopt_loop(adopt);
+  Py_XDECREF(adopt);
   PyErr_Clear();
   PyGILState_Release(gil);
 }

@@ -225,6 +225,64 @@ TEST(OpClassifier, IterationsFollowOptimizerSteps) {
 // A record_function-free loop that reads its loss after the step: loss.item() is the host's
 // sync point (its own stage, category sync, ending with it), and the next batch's ops are
 // data, not forward.
+TEST(OpClassifier, TheUpdatesReadbacksAreTheOptimizersAndAKnownClosuresWorkIsNot) {
+  // Adam reads its step count with item() per parameter, under no_grad: the optimizer's own,
+  // not a sync. Once a step of this optimizer has run a closure, the grad-enabled work at the
+  // closure's start (torch.tensor(batch) before its forward) is the closure's, not the optimizer's.
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  auto no_grad = [](gi::OpInfo o) {
+    o.grad_enabled = false;
+    return o;
+  };
+  for (int step = 0; step < 2; ++step) {
+    c.on_start(op("Optimizer.step#LBFGS.step", false, gi::Scope::kUser));
+    c.on_start(op("Optimizer.zero_grad#LBFGS.zero_grad", false, gi::Scope::kUser));
+    leaf(c, no_grad(op("aten::zero_")));
+    c.on_end();
+    leaf(c, op("aten::lift_fresh"));  // grad enabled, needs no grad: the closure's batch
+    leaf(c, op("aten::linear", true));
+    leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
+    leaf(c, no_grad(op("aten::item")));
+    leaf(c, no_grad(op("aten::add_", true)));
+    leaf(c, no_grad(op("aten::item")));
+    c.on_end();
+  }
+  const std::vector<std::string> want = {
+      "+optimizer[compute]", "STEP", "-", "+forward[compute]", "-", "+backward[compute]", "-",
+      "+optimizer[compute]", "-", "STEP",            // the first step: lift_fresh still the optimizer's
+      "+optimizer[compute]", "-",                    // zero_grad; lift_fresh ends the stage
+      "+forward[compute]", "-", "+backward[compute]", "-", "+optimizer[compute]", "-", "STEP"};
+  EXPECT_EQ(r.log, want);
+  EXPECT_EQ(r.depth, 0);
+
+  // Per optimizer: a step of another one, never seen running a closure, keeps its stage when
+  // its ops are not observed.
+  r.log.clear();
+  leaf(c, op("aten::linear", true));
+  gi::OpInfo sgd = op("Optimizer.step#SGD.step", false, gi::Scope::kUser);
+  sgd.ops_observed = false;
+  c.on_start(sgd);
+  c.on_end();
+  EXPECT_EQ(r.log, (std::vector<std::string>{"+forward[compute]", "-", "+optimizer[compute]", "-", "STEP"}));
+}
+
+TEST(OpClassifier, ACommWaitOpenWhenTheStepEndsGoesOnOutsideIt) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  leaf(c, op("aten::mm", true));
+  c.on_start(op("Optimizer.step#ZeroRedundancyOptimizer.step", false, gi::Scope::kUser));
+  gi::OpInfo ar = op("c10d::broadcast_");
+  c.on_start(ar);
+  c.on_end(/*comm_in_flight=*/true);  // the step's last op: a wait opens after it
+  c.on_end();                          // the step ends: the wait first, then the optimizer
+  leaf(c, op("aten::mm", true));       // closes the wait
+  const std::vector<std::string> want = {"STEP", "+forward[compute]", "-", "+optimizer[compute]", "+comm[comm]", "-",
+                                         "+comm wait[comm]", "-", "-", "STEP", "+comm wait[comm]", "-",
+                                         "+forward[compute]"};
+  EXPECT_EQ(r.log, want);
+}
+
 TEST(OpClassifier, SeveralOptimizersSteppedInARowEndOneIteration) {
   // SparseAdam for the embeddings, then Adam for the rest: one iteration per pass of the loop,
   // ended by the last step of the cycle, once a pass has shown the cycle (the first pass still

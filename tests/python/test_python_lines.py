@@ -124,7 +124,8 @@ def test_auto_traces_what_a_framework_running_the_loop_calls_back(gnnprof_run, p
     and calls the optimizer's step. Auto traces the user's code it calls back while it runs
     (training_step, an overridden hook), the generator its fetcher pulls, and main, adopted at
     its trainer.fit line at once (it stays there until training ends). Not the helper that
-    training_step calls, nor configure_optimizers (before the loop). Any CPython with a tracer."""
+    training_step calls, directly or through another package (layerlib, PyG's shape), nor
+    configure_optimizers (before the loop). Any CPython with a tracer."""
     path = script("framework_loop.py")
     env = {"PYTHONPATH": os.path.join(SCRIPTS, "site-packages")}
     r = gnnprof_run(path, "20", env=env)
@@ -133,15 +134,25 @@ def test_auto_traces_what_a_framework_running_the_loop_calls_back(gnnprof_run, p
     functions = {l["function"] for l in r.profile["lines"]}
     assert functions == {"main", "LitModel.training_step", "LitModel.on_train_batch_end", "batches"}, functions
     # The step is announced before the closure runs: every training_step from the first on.
-    assert r.lines("LitModel.training_step")[line_of(path, "y = self.helper(batch)")]["hits"] == 20
+    assert r.lines("LitModel.training_step")[line_of(path, "y = layerlib.propagate(self.helper, batch)")]["hits"] == 20
     assert r.lines("LitModel.on_train_batch_end")[line_of(path, "self.last = index")]["hits"] == 20
     assert r.lines("batches")[line_of(path, "x = [float(i % 7)] * 100")]["hits"] == 19
     main = r.lines("main")
     fit = main[line_of(path, "steps = minitrain.Trainer().fit(")]
     assert fit["hits"] == 1 and fit["total_ns"] > sum(l["total_ns"] for l in r.lines("LitModel.training_step").values()), fit
     assert "(2 called back by the framework running the loop)" in r.collector("python-lines")["reason"]
-    # The user's own loop stepping through the library's optimizer wrapper (accelerate's
-    # shape): no framework runs it, what the wrapper calls is not traced.
+    # Manual optimization: training_step steps the optimizer itself; the framework still runs
+    # the loop: main is the loop, training_step (running at the first step) a callback.
+    manual = gnnprof_run(path, "20", "manual", env=env)
+    assert manual.rc == 0, manual.err
+    functions = {l["function"] for l in manual.profile["lines"]}
+    assert functions == {"main", "LitModel.training_step", "LitModel.on_train_batch_end", "batches"}, functions
+    assert manual.lines("main")[line_of(path, "steps = minitrain.Trainer().fit(")]["hits"] == 1
+    assert manual.lines("LitModel.on_train_batch_end")[line_of(path, "self.last = index")]["hits"] == 20
+    assert manual.lines("LitModel.training_step")[line_of(path, "y = layerlib.propagate(self.helper, batch)")]["hits"] == 19
+    # The user's own loop stepping through the library's optimizer wrapper (accelerate's,
+    # DeepSpeed's shape: library frames, the innermost looping over parameter groups): no
+    # framework runs it, what the wrapper calls is not traced.
     own = gnnprof_run(path, "20", "own", env=env)
     assert own.rc == 0, own.err
     assert {l["function"] for l in own.profile["lines"]} == {"own_loop", "batches"}, own.profile["lines"]

@@ -3,23 +3,28 @@ Trainer): the user's script calls trainer.fit() once; the framework loops, pulls
 generator through its fetcher and calls the user's training_step and hooks back. Auto must trace
 main (adopted at its trainer.fit line when the loop is found), the callbacks the framework calls
 (training_step, the overridden on_train_batch_end), the generator, and not the helper that
-training_step calls nor what ran before the loop (configure_optimizers).
+training_step calls, directly or through another package (layerlib.py, as PyG calls a user's
+message()), nor what ran before the loop (configure_optimizers).
 "torch": a torch model and SGD, the step called as opt.step(closure); else the step is
 announced through gnnprof's hook and this runs on any CPython with a tracer.
 Needs scripts/site-packages on PYTHONPATH.
 
-"own": the user's own loop, stepping through the framework's optimizer wrapper (one library
-frame, as accelerate's): not a framework's loop, nothing called back.
+"own": the user's own loop, stepping through the framework's optimizer wrapper (library frames,
+as accelerate's or DeepSpeed's, none running the training loop): nothing called back.
+"manual": manual optimization, as Lightning's: the user's training_step steps the optimizer
+through the framework's wrapper; the loop is still the framework's.
 
-usage: framework_loop.py STEPS [torch|own]"""
+usage: framework_loop.py STEPS [torch|own|manual]"""
 import sys
 
+import layerlib
 import minitrain
 
 
 class LitModel(minitrain.Module):
-    def __init__(self, use_torch):
+    def __init__(self, use_torch, automatic=True):
         self.use_torch = use_torch
+        self.automatic_optimization = automatic
         self.total = 0.0
         self.last = -1
         if use_torch:
@@ -38,8 +43,10 @@ class LitModel(minitrain.Module):
 
     def training_step(self, batch, index):
         if not self.use_torch:
-            y = self.helper(batch)
+            y = layerlib.propagate(self.helper, batch)  # another package calls helper back
             self.total += y
+            if not self.automatic_optimization:
+                minitrain.manual_step()
             return y
         import torch
         x = torch.tensor(batch, dtype=torch.float32).view(1, -1)
@@ -66,8 +73,8 @@ def own_loop(n):
     print("own loop", model.total, model.last)
 
 
-def main(n, use_torch):
-    model = LitModel(use_torch)
+def main(n, use_torch, automatic=True):
+    model = LitModel(use_torch, automatic)
     steps = minitrain.Trainer().fit(model, batches(n))
     print("steps", steps, model.total, model.last)
 
@@ -76,4 +83,4 @@ if __name__ == "__main__":
     if sys.argv[2:] == ["own"]:
         own_loop(int(sys.argv[1]))
     else:
-        main(int(sys.argv[1]), sys.argv[2:] == ["torch"])
+        main(int(sys.argv[1]), sys.argv[2:] == ["torch"], sys.argv[2:] != ["manual"])
