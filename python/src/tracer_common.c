@@ -420,10 +420,11 @@ enum { kFrameworkWalk = 128 };
 /* A framework running the loop: walking out from the step (innermost), a frame of a third-party
  * package inside a loop of its own (Lightning's fit loop, skorch's batch loop), other than the
  * first such package frame met (an optimizer's own loop over its parameter groups, as
- * DeepSpeed's), then a user frame: the one whose line called the framework (`fit`). That frame
- * (a new reference) or NULL; *first: the first user frame met on the way (a new reference or
- * NULL; the user's training_step when it steps the optimizer itself). The looping packages are
- * noted for callback_walk. */
+ * DeepSpeed's), then a user frame: the one whose line called the framework (`fit`). A user frame
+ * inside a loop before that is the user's own loop (which a library may call: a hyperparameter
+ * search's trials): no framework's. That frame (a new reference) or NULL; *first: the first
+ * user frame met on the way (a new reference or NULL; the user's training_step when it steps
+ * the optimizer itself). The looping packages are noted for callback_walk. */
 static PyFrameObject* framework_caller(PyFrameObject* fr, PyFrameObject** first) {
   *first = NULL;
   Py_XINCREF(fr);
@@ -439,8 +440,14 @@ static PyFrameObject* framework_caller(PyFrameObject* fr, PyFrameObject** first)
         note_loop_package(co);
       }
     } else if (user_file(co->co_filename) && !is_library(x)) {
-      if (looping) fit = (PyFrameObject*)Py_NewRef(fr);
-      else if (*first == NULL) *first = (PyFrameObject*)Py_NewRef(fr);
+      if (looping) {
+        fit = (PyFrameObject*)Py_NewRef(fr);
+      } else if (in_loop(fr, co)) { /* the user's own loop (a search library runs trials of it) */
+        Py_DECREF(co);
+        break;
+      } else if (*first == NULL) {
+        *first = (PyFrameObject*)Py_NewRef(fr);
+      }
     }
     Py_DECREF(co);
   }

@@ -153,10 +153,12 @@ def test_auto_traces_what_a_framework_running_the_loop_calls_back(gnnprof_run, p
     # The user's own loop stepping through the library's optimizer wrapper (accelerate's,
     # DeepSpeed's shape: library frames, the innermost looping over parameter groups): no
     # framework runs it, what the wrapper calls is not traced.
-    own = gnnprof_run(path, "20", "own", env=env)
-    assert own.rc == 0, own.err
-    assert {l["function"] for l in own.profile["lines"]} == {"own_loop", "batches"}, own.profile["lines"]
-    assert "called back" not in own.collector("python-lines")["reason"]
+    # So is that loop run by a library's trial loop (a hyperparameter search).
+    for mode in ("own", "search"):
+        own = gnnprof_run(path, "20", mode, env=env)
+        assert own.rc == 0, own.err
+        assert {l["function"] for l in own.profile["lines"]} == {"own_loop", "batches"}, (mode, own.profile["lines"])
+        assert "called back" not in own.collector("python-lines")["reason"], mode
 
 
 def test_auto_follows_a_producer_thread_without_torch(gnnprof_run, plain_run):

@@ -11,10 +11,12 @@ Needs scripts/site-packages on PYTHONPATH.
 
 "own": the user's own loop, stepping through the framework's optimizer wrapper (library frames,
 as accelerate's or DeepSpeed's, none running the training loop): nothing called back.
+"search": own_loop run twice by a library's trial loop (a hyperparameter search): still the
+user's own loop.
 "manual": manual optimization, as Lightning's: the user's training_step steps the optimizer
 through the framework's wrapper; the loop is still the framework's.
 
-usage: framework_loop.py STEPS [torch|own|manual]"""
+usage: framework_loop.py STEPS [torch|own|search|manual]"""
 import sys
 
 import layerlib
@@ -82,5 +84,7 @@ def main(n, use_torch, automatic=True):
 if __name__ == "__main__":
     if sys.argv[2:] == ["own"]:
         own_loop(int(sys.argv[1]))
+    elif sys.argv[2:] == ["search"]:
+        minitrain.run_trials(own_loop, int(sys.argv[1]), 2)
     else:
         main(int(sys.argv[1]), sys.argv[2:] == ["torch"], sys.argv[2:] != ["manual"])
