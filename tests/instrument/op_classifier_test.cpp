@@ -50,6 +50,12 @@ void leaf(gi::OpClassifier& c, const gi::OpInfo& o) {
   c.on_end();
 }
 
+// The same op run under torch.no_grad().
+gi::OpInfo no_grad(gi::OpInfo o) {
+  o.grad_enabled = false;
+  return o;
+}
+
 gi::ClassifierOptions no_ops() {
   gi::ClassifierOptions o;
   o.op_stages = false;
@@ -140,10 +146,6 @@ TEST(OpClassifier, AClosuresForwardAndBackwardInsideTheStepAreForwardAndBackward
   // after it runs under no_grad and is the optimizer's own, whatever phase the closure left open.
   Recorder r;
   gi::OpClassifier c(r, no_ops());
-  auto no_grad = [](gi::OpInfo o) {
-    o.grad_enabled = false;
-    return o;
-  };
   for (int step = 0; step < 2; ++step) {
     c.on_start(op("Optimizer.step#SGD.step", false, gi::Scope::kUser));
     c.on_start(op("Optimizer.zero_grad#SGD.zero_grad", false, gi::Scope::kUser));
@@ -222,19 +224,12 @@ TEST(OpClassifier, IterationsFollowOptimizerSteps) {
   EXPECT_EQ(r.log.front(), "+ops (no grad)[data]");
 }
 
-// A record_function-free loop that reads its loss after the step: loss.item() is the host's
-// sync point (its own stage, category sync, ending with it), and the next batch's ops are
-// data, not forward.
 TEST(OpClassifier, TheUpdatesReadbacksAreTheOptimizersAndAKnownClosuresWorkIsNot) {
   // Adam reads its step count with item() per parameter, under no_grad: the optimizer's own,
   // not a sync. Once a step of this optimizer has run a closure, the grad-enabled work at the
   // closure's start (torch.tensor(batch) before its forward) is the closure's, not the optimizer's.
   Recorder r;
   gi::OpClassifier c(r, no_ops());
-  auto no_grad = [](gi::OpInfo o) {
-    o.grad_enabled = false;
-    return o;
-  };
   for (int step = 0; step < 2; ++step) {
     c.on_start(op("Optimizer.step#LBFGS.step", false, gi::Scope::kUser));
     c.on_start(op("Optimizer.zero_grad#LBFGS.zero_grad", false, gi::Scope::kUser));
@@ -323,6 +318,9 @@ TEST(OpClassifier, SeveralOptimizersSteppedInARowEndOneIteration) {
   EXPECT_EQ(std::count(one.log.begin(), one.log.end(), "STEP"), 4);
 }
 
+// A record_function-free loop that reads its loss after the step: loss.item() is the host's
+// sync point (its own stage, category sync, ending with it), and the next batch's ops are
+// data, not forward.
 TEST(OpClassifier, ReadbacksAreSyncAndTheNextBatchIsData) {
   EXPECT_EQ(gi::classify_name("aten::item", gi::Scope::kFunction), gi::OpKind::kReadback);
   EXPECT_EQ(gi::classify_name("aten::is_nonzero", gi::Scope::kFunction), gi::OpKind::kReadback);

@@ -98,16 +98,26 @@ def test_auto_selection_at_an_optimizer_step_without_torch(gnnprof_run, plain_ru
     assert w.lines("train_while")[line_of(path, "total += train_step(next(it))")]["hits"] == 19
 
 
+# Stand-ins for third-party libraries (tqdm, a training framework, a layer library): a directory
+# named site-packages, which gnnprof takes for installed packages' code.
+LIBRARIES = os.path.join(SCRIPTS, "site-packages")
+
+
+def run_beside_libraries(gnnprof_run, plain_run, path, *args):
+    """`path ARGS` under gnnprof run with LIBRARIES on its path; its output is a plain run's."""
+    r = gnnprof_run(path, *args, env={"PYTHONPATH": LIBRARIES})
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, *args, env={"PYTHONPATH": PYDIR + os.pathsep + LIBRARIES}).out
+    return r
+
+
 def test_auto_traces_what_the_loop_pulls_through_a_librarys_iterator(gnnprof_run, plain_run):
     """`for b in tqdm(batches)`: a library's iterator (here progress.py from a site-packages
     directory, tqdm's shape) stands between the loop and the user's generator or iterator. Both
     are the loop's pipeline: the generator made before the loop was found, and a class-based
     prefetcher (the seed's data_prefetcher). Any CPython with a tracer."""
     path = script("wrapped_loop.py")
-    env = {"PYTHONPATH": os.path.join(SCRIPTS, "site-packages")}
-    r = gnnprof_run(path, "20", env=env)
-    assert r.rc == 0, r.err
-    assert r.out == plain_run(path, "20", env={"PYTHONPATH": PYDIR + os.pathsep + env["PYTHONPATH"]}).out
+    r = run_beside_libraries(gnnprof_run, plain_run, path, "20")
     functions = {l["function"] for l in r.profile["lines"]}
     assert functions == {"train", "batches", "Prefetcher.__next__", "Prefetcher.__iter__"}, functions
     # The first loop's generator from its second batch on (the loop is found at the first
@@ -127,10 +137,7 @@ def test_auto_traces_what_a_framework_running_the_loop_calls_back(gnnprof_run, p
     training_step calls, directly or through another package (layerlib, PyG's shape), nor
     configure_optimizers (before the loop). Any CPython with a tracer."""
     path = script("framework_loop.py")
-    env = {"PYTHONPATH": os.path.join(SCRIPTS, "site-packages")}
-    r = gnnprof_run(path, "20", env=env)
-    assert r.rc == 0, r.err
-    assert r.out == plain_run(path, "20", env={"PYTHONPATH": PYDIR + os.pathsep + env["PYTHONPATH"]}).out
+    r = run_beside_libraries(gnnprof_run, plain_run, path, "20")
     functions = {l["function"] for l in r.profile["lines"]}
     assert functions == {"main", "LitModel.training_step", "LitModel.on_train_batch_end", "batches"}, functions
     # The step is announced before the closure runs: every training_step from the first on.
@@ -143,8 +150,7 @@ def test_auto_traces_what_a_framework_running_the_loop_calls_back(gnnprof_run, p
     assert "(2 called back by the framework running the loop)" in r.collector("python-lines")["reason"]
     # Manual optimization: training_step steps the optimizer itself; the framework still runs
     # the loop: main is the loop, training_step (running at the first step) a callback.
-    manual = gnnprof_run(path, "20", "manual", env=env)
-    assert manual.rc == 0, manual.err
+    manual = run_beside_libraries(gnnprof_run, plain_run, path, "20", "manual")
     functions = {l["function"] for l in manual.profile["lines"]}
     assert functions == {"main", "LitModel.training_step", "LitModel.on_train_batch_end", "batches"}, functions
     assert manual.lines("main")[line_of(path, "steps = minitrain.Trainer().fit(")]["hits"] == 1
@@ -155,8 +161,7 @@ def test_auto_traces_what_a_framework_running_the_loop_calls_back(gnnprof_run, p
     # framework runs it, what the wrapper calls is not traced.
     # So is that loop run by a library's trial loop (a hyperparameter search).
     for mode in ("own", "search"):
-        own = gnnprof_run(path, "20", mode, env=env)
-        assert own.rc == 0, own.err
+        own = run_beside_libraries(gnnprof_run, plain_run, path, "20", mode)
         assert {l["function"] for l in own.profile["lines"]} == {"own_loop", "batches"}, (mode, own.profile["lines"])
         assert "called back" not in own.collector("python-lines")["reason"], mode
 
@@ -293,10 +298,9 @@ def test_a_frameworks_callbacks_carry_forward_backward_and_the_backward_of_their
     traced from the first step, its forward line carries the forward phase and the backward of
     the graph it built; the closure's phases are beside the optimizer's."""
     path = script("framework_loop.py")
-    env = {"PYTHONPATH": os.path.join(SCRIPTS, "site-packages"), "GNNPROF_TORCH_SAMPLE": "all"}
-    r = gnnprof_run(path, "12", "torch", env=env)
+    r = gnnprof_run(path, "12", "torch", env={"PYTHONPATH": LIBRARIES, "GNNPROF_TORCH_SAMPLE": "all"})
     assert r.rc == 0, r.err
-    assert r.out == plain_run(path, "12", "torch", env={"PYTHONPATH": env["PYTHONPATH"]}).out
+    assert r.out == plain_run(path, "12", "torch", env={"PYTHONPATH": LIBRARIES}).out
     step = r.lines("LitModel.training_step")
     fwd = step[line_of(path, "loss = self.net(x).pow(2).mean()")]
     assert fwd["hits"] == 12, fwd
