@@ -150,14 +150,22 @@ void OpClassifier::leave_optimizer_for_closure(Level& l, const OpInfo& op) {
   l.optimizer_open = false;
 }
 
-void OpClassifier::note_step(std::uint64_t name_hash) {
+void OpClassifier::note_step(std::uint64_t name_hash, bool observed) {
+  // A step whose iteration's ops are not observed: the work before it was not seen either, so
+  // the window says nothing about the cycle.
+  steps_repeat_ = steps_repeat_ || !observed;
   for (int i = 0; i < n_steps_since_work_; ++i) steps_repeat_ = steps_repeat_ || steps_since_work_[i] == name_hash;
   if (n_steps_since_work_ < kMaxCycle) steps_since_work_[n_steps_since_work_++] = name_hash;
   else steps_repeat_ = true;
 }
 
 void OpClassifier::note_work() {
-  if (n_steps_since_work_ >= 2 && !steps_repeat_) cycle_last_ = steps_since_work_[n_steps_since_work_ - 1];
+  const int n = n_steps_since_work_;
+  if (n >= 2 && !steps_repeat_) {
+    cycle_last_ = steps_since_work_[n - 1];  // learned, or learned again (the optimizers changed)
+  } else if (n == 1 && !steps_repeat_ && steps_since_work_[0] != cycle_last_) {
+    cycle_last_ = 0;  // a pass with one step, not the cycle's last: every step ends one again
+  }
   n_steps_since_work_ = 0;
   steps_repeat_ = false;
 }
@@ -218,14 +226,16 @@ void OpClassifier::on_start(const OpInfo& op) {
       }
       levels_.push_back(inner);
       f.pops_level = true;
+      // Only the outermost step counts: a wrapper's step around its inner optimizer's
+      // (ZeroRedundancyOptimizer, Lookahead) ends the iteration once, at its end.
+      if (op.kind == OpKind::kOptimizerStep && opt_.marks_iterations && !profiler_steps_ && optimizer_depth_ == 0) {
+        const std::uint64_t name = std::hash<std::string_view>{}(op.name) | 1;  // never 0
+        note_step(name, op.ops_observed);
+        f.steps_after = cycle_last_ == 0 || name == cycle_last_;
+      }
       if (op.kind != OpKind::kUserScope) {
         f.optimizer_scope = true;
         ++optimizer_depth_;
-      }
-      if (op.kind == OpKind::kOptimizerStep && opt_.marks_iterations && !profiler_steps_) {
-        const std::uint64_t name = std::hash<std::string_view>{}(op.name) | 1;  // never 0
-        note_step(name);
-        f.steps_after = cycle_last_ == 0 || name == cycle_last_;
       }
       break;
     }
@@ -295,9 +305,11 @@ void OpClassifier::on_start(const OpInfo& op) {
       // loss.item(), bool(t): the host waits for the value, and on a device for the work queued
       // before it. Its own phase "sync" (category sync: the host-sync rule, the line table's
       // wait column), also inside a user scope. Not in the optimizer's update (Adam reads its
-      // step count with item() per parameter, under no_grad): the optimizer's own.
+      // step count with item() per parameter, under no_grad): the optimizer's own; but right
+      // after a closure's phase (LBFGS's float(closure()), which waits for its backward) a sync.
       f.is_op = true;
-      if (op_depth_ == 0 && level.optimizer && !op.grad_enabled) {
+      if (op_depth_ == 0 && level.optimizer && !op.grad_enabled && current_phase(level) != Phase::kForward &&
+          current_phase(level) != Phase::kBackward) {
         open_op_phase(level, Phase::kOther, f);
       } else if (op_depth_ == 0) {
         // The wait is the op's, not the Python's after it: the sync ends with the op, and the

@@ -205,7 +205,7 @@ class OpClassifier {
   int n_steps_since_work_ = 0;
   bool steps_repeat_ = false;   // a step seen twice since the last work: no cycle to learn
   std::uint64_t cycle_last_ = 0;  // the name hash of the cycle's last step; 0: every step ends one
-  void note_step(std::uint64_t name_hash);
+  void note_step(std::uint64_t name_hash, bool observed);
   void note_work();
 };
 

@@ -419,10 +419,11 @@ enum { kFrameworkWalk = 128 };
 
 /* A framework running the loop: walking out from the step (innermost), a frame of a third-party
  * package inside a loop of its own (Lightning's fit loop, skorch's batch loop), other than the
- * first such package frame met (an optimizer's own loop over its parameter groups, as
- * DeepSpeed's), then a user frame: the one whose line called the framework (`fit`). A user frame
- * inside a loop before that is the user's own loop (which a library may call: a hyperparameter
- * search's trials): no framework's. That frame (a new reference) or NULL; *first: the first
+ * package frame right below the step (an optimizer's own loop over its parameter groups), then
+ * a user frame not inside a loop: the one whose line called the framework (`fit`). A user frame
+ * inside a loop is the user's own loop (one a library may call, as a hyperparameter search's
+ * trials; one that steps a DeepSpeed engine, whose loop over parameter groups is a frame out):
+ * no framework's (`for fold in folds: trainer.fit()` too, then traced as a plain loop). That frame (a new reference) or NULL; *first: the first
  * user frame met on the way (a new reference or NULL; the user's training_step when it steps
  * the optimizer itself). The looping packages are noted for callback_walk. */
 static PyFrameObject* framework_caller(PyFrameObject* fr, PyFrameObject** first) {
@@ -435,19 +436,22 @@ static PyFrameObject* framework_caller(PyFrameObject* fr, PyFrameObject** first)
     void* x = extra_of(co);
     if (x == NULL) x = auto_mark(co);
     if (x == FRAMEWORK) {
-      if (met++ > 0 && in_loop(fr, co)) {
+      /* the first package frame right below the step may loop over parameter groups */
+      if ((met++ > 0 || *first != NULL) && in_loop(fr, co)) {
         looping = 1;
         note_loop_package(co);
       }
     } else if (user_file(co->co_filename) && !is_library(x)) {
-      if (looping) {
-        fit = (PyFrameObject*)Py_NewRef(fr);
-      } else if (in_loop(fr, co)) { /* the user's own loop (a search library runs trials of it) */
+      /* A user frame inside a loop is the user's own loop: before a package's loop (a search
+       * library runs trials of it), or after one that is an optimizer's (DeepSpeed's loop over
+       * its parameter groups, one frame out). Then no framework runs it. */
+      const int own = in_loop(fr, co);
+      if (own) {
         Py_DECREF(co);
         break;
-      } else if (*first == NULL) {
-        *first = (PyFrameObject*)Py_NewRef(fr);
       }
+      if (looping) fit = (PyFrameObject*)Py_NewRef(fr);
+      else if (*first == NULL) *first = (PyFrameObject*)Py_NewRef(fr);
     }
     Py_DECREF(co);
   }

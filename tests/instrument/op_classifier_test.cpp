@@ -238,16 +238,16 @@ TEST(OpClassifier, TheUpdatesReadbacksAreTheOptimizersAndAKnownClosuresWorkIsNot
     leaf(c, op("aten::lift_fresh"));  // grad enabled, needs no grad: the closure's batch
     leaf(c, op("aten::linear", true));
     leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
-    leaf(c, no_grad(op("aten::item")));
+    leaf(c, no_grad(op("aten::item")));  // LBFGS's float(loss): waits for the backward, a sync
     leaf(c, no_grad(op("aten::add_", true)));
-    leaf(c, no_grad(op("aten::item")));
+    leaf(c, no_grad(op("aten::item")));  // Adam's step count, in the update: the optimizer's
     c.on_end();
   }
   const std::vector<std::string> want = {
-      "+optimizer[compute]", "STEP", "-", "+forward[compute]", "-", "+backward[compute]", "-",
+      "+optimizer[compute]", "STEP", "-", "+forward[compute]", "-", "+backward[compute]", "-", "+sync[sync]", "-",
       "+optimizer[compute]", "-", "STEP",            // the first step: lift_fresh still the optimizer's
       "+optimizer[compute]", "-",                    // zero_grad; lift_fresh ends the stage
-      "+forward[compute]", "-", "+backward[compute]", "-", "+optimizer[compute]", "-", "STEP"};
+      "+forward[compute]", "-", "+backward[compute]", "-", "+sync[sync]", "-", "+optimizer[compute]", "-", "STEP"};
   EXPECT_EQ(r.log, want);
   EXPECT_EQ(r.depth, 0);
 
@@ -305,6 +305,58 @@ TEST(OpClassifier, SeveralOptimizersSteppedInARowEndOneIteration) {
   EXPECT_EQ(marks - marks_after_first_pass, 3);  // one per later pass
   EXPECT_EQ(r.log.back(), "STEP");
   EXPECT_EQ(r.depth, 0);
+
+  // A pass with one step that is not the cycle's last (the second optimizer not stepped this
+  // time): every step ends an iteration again, until a pass shows a cycle.
+  r.log.clear();
+  leaf(c, op("aten::linear", true));
+  c.on_start(op("Optimizer.step#SparseAdam.step", false, gi::Scope::kUser));
+  c.on_end();
+  leaf(c, op("aten::linear", true));
+  c.on_start(op("Optimizer.step#SparseAdam.step", false, gi::Scope::kUser));
+  c.on_end();
+  EXPECT_EQ(std::count(r.log.begin(), r.log.end(), "STEP"), 1);  // the first one's window showed no cycle yet
+  leaf(c, op("aten::linear", true));
+  EXPECT_EQ(std::count(r.log.begin(), r.log.end(), "STEP"), 1);
+  c.on_start(op("Optimizer.step#SparseAdam.step", false, gi::Scope::kUser));
+  c.on_end();
+  EXPECT_EQ(std::count(r.log.begin(), r.log.end(), "STEP"), 2);  // forgotten at the second pass's work
+
+  // GAN-style: D's step, G's forward, G's step. Iteration sampling leaves iterations whose
+  // forward is not observed: a window of [D, G] seen there teaches no cycle.
+  Recorder gan;
+  gi::OpClassifier g(gan, no_ops());
+  for (int pass = 0; pass < 4; ++pass) {
+    const bool observed = pass % 2 == 0;
+    for (const char* step : {"Optimizer.step#D.step", "Optimizer.step#G.step"}) {
+      if (observed) leaf(g, op("aten::linear", true));
+      gi::OpInfo s = op(step, false, gi::Scope::kUser);
+      s.ops_observed = observed;
+      g.on_start(s);
+      g.on_end();
+    }
+    g.on_start(op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", false, gi::Scope::kUser));
+    g.on_end();
+  }
+  EXPECT_EQ(std::count(gan.log.begin(), gan.log.end(), "STEP"), 1 + 8);  // every step
+
+  // A wrapper's step around its inner optimizer's (ZeroRedundancyOptimizer): one mark, at the
+  // outer step's end.
+  Recorder nested;
+  gi::OpClassifier z(nested, no_ops());
+  for (int pass = 0; pass < 3; ++pass) {
+    leaf(z, op("aten::linear", true));
+    z.on_start(op("Optimizer.step#ZeroRedundancyOptimizer.step", false, gi::Scope::kUser));
+    z.on_start(op("Optimizer.step#Adam.step", false, gi::Scope::kUser));
+    z.on_end();
+    leaf(z, no_grad(op("c10d::broadcast_")));
+    z.on_end();
+  }
+  EXPECT_EQ(std::count(nested.log.begin(), nested.log.end(), "STEP"), 1 + 3);
+  // The broadcast after the inner step is in the pass it belongs to: before the pass's mark.
+  const auto last_comm = std::find(nested.log.rbegin(), nested.log.rend(), "+comm[comm]");
+  const auto last_step = std::find(nested.log.rbegin(), nested.log.rend(), "STEP");
+  EXPECT_GT(last_comm - nested.log.rbegin(), last_step - nested.log.rbegin());
 
   // One optimizer: every step ends an iteration, as before.
   Recorder one;

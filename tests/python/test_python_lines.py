@@ -156,6 +156,12 @@ def test_auto_traces_what_a_framework_running_the_loop_calls_back(gnnprof_run, p
     assert manual.lines("main")[line_of(path, "steps = minitrain.Trainer().fit(")]["hits"] == 1
     assert manual.lines("LitModel.on_train_batch_end")[line_of(path, "self.last = index")]["hits"] == 20
     assert manual.lines("LitModel.training_step")[line_of(path, "y = layerlib.propagate(self.helper, batch)")]["hits"] == 19
+    # ignite's shape: the library's one loop calls the user's step function, which steps the
+    # optimizer: the loop is the library's, the step function its callback (from the first step).
+    engine = run_beside_libraries(gnnprof_run, plain_run, path, "20", "engine")
+    assert {l["function"] for l in engine.profile["lines"]} == {"engine_main", "process", "batches"}, engine.profile["lines"]
+    assert engine.lines("engine_main")[line_of(path, "engine = minitrain.Engine(process).run(")]["hits"] == 1
+    assert engine.lines("process")[line_of(path, "return y  # after the step")]["hits"] == 20
     # The user's own loop stepping through the library's optimizer wrapper (accelerate's,
     # DeepSpeed's shape: library frames, the innermost looping over parameter groups): no
     # framework runs it, what the wrapper calls is not traced.

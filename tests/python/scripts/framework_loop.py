@@ -11,12 +11,15 @@ Needs scripts/site-packages on PYTHONPATH.
 
 "own": the user's own loop, stepping through the framework's optimizer wrapper (library frames,
 as accelerate's or DeepSpeed's, none running the training loop): nothing called back.
+"engine": ignite's shape, the library's one loop calling the user's step function (which steps
+the optimizer itself): the loop is the library's, engine_main's run line, the step function a
+callback.
 "search": own_loop run twice by a library's trial loop (a hyperparameter search): still the
 user's own loop.
 "manual": manual optimization, as Lightning's: the user's training_step steps the optimizer
 through the framework's wrapper; the loop is still the framework's.
 
-usage: framework_loop.py STEPS [torch|own|search|manual]"""
+usage: framework_loop.py STEPS [torch|own|search|manual|engine]"""
 import sys
 
 import layerlib
@@ -66,6 +69,19 @@ def batches(n):
         yield x
 
 
+def process(batch, index):
+    """The user's step function that an engine calls (ignite's): it steps the optimizer itself."""
+    y = sum(batch) / len(batch)
+    from gnnprof import _native
+    _native.optimizer_step()
+    return y  # after the step
+
+
+def engine_main(n):
+    engine = minitrain.Engine(process).run(batches(n))
+    print("engine", engine.iterations)
+
+
 def own_loop(n):
     """The user's own loop, stepping through the library's optimizer wrapper."""
     model = LitModel(False)
@@ -84,6 +100,8 @@ def main(n, use_torch, automatic=True):
 if __name__ == "__main__":
     if sys.argv[2:] == ["own"]:
         own_loop(int(sys.argv[1]))
+    elif sys.argv[2:] == ["engine"]:
+        engine_main(int(sys.argv[1]))
     elif sys.argv[2:] == ["search"]:
         minitrain.run_trials(own_loop, int(sys.argv[1]), 2)
     else:
