@@ -15,8 +15,13 @@ PYDIR = os.environ.get("GNNPROF_PYTHON_DIR", os.path.join(HERE, "../../build/pyt
 PYTHON = os.environ.get("GNNPROF_TEST_PYTHON", "/usr/bin/python3")
 
 
+def have_module(name):
+    """Whether the traced Python imports `name`."""
+    return subprocess.run([PYTHON, "-c", f"import {name}"], capture_output=True).returncode == 0
+
+
 def have_torch():
-    return subprocess.run([PYTHON, "-c", "import torch"], capture_output=True).returncode == 0
+    return have_module("torch")
 
 
 needs_torch = pytest.mark.skipif(not have_torch(), reason="/usr/bin/python3 has no torch")

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import CLI, HERE, PYDIR, PYTHON, SCRIPTS, needs_torch, script
+from conftest import CLI, HERE, PYDIR, PYTHON, SCRIPTS, have_module, needs_torch, script
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
@@ -271,12 +271,8 @@ def test_auto_traces_the_dataset_and_collate_fn_a_dataloader_calls(gnnprof_run, 
     assert worker_profiles(off) == []
 
 
-def have_tqdm():
-    return subprocess.run([PYTHON, "-c", "import tqdm"], capture_output=True).returncode == 0
-
-
 @needs_torch
-@pytest.mark.skipif(not have_tqdm(), reason="no tqdm (Debian python3-tqdm; scripts/deps.sh --scripts)")
+@pytest.mark.skipif(not have_module("tqdm"), reason="no tqdm (Debian python3-tqdm; scripts/deps.sh --scripts)")
 def test_auto_traces_the_pipeline_behind_a_real_tqdm(gnnprof_run, plain_run):
     """The seed's shape with the real tqdm: `with tqdm.tqdm(batches) as tq: for step, batch in
     enumerate(tq)`. Behind it, torch's DataLoader calling the user's collate_fn, or a
@@ -317,12 +313,8 @@ def test_a_frameworks_callbacks_carry_forward_backward_and_the_backward_of_their
     assert ("optimizer", "forward") not in edges and ("optimizer", "backward") not in edges, edges
 
 
-def have_skorch():
-    return subprocess.run([PYTHON, "-c", "import skorch"], capture_output=True).returncode == 0
-
-
 @needs_torch
-@pytest.mark.skipif(not have_skorch(), reason="no skorch (Debian python3-skorch; scripts/deps.sh --scripts)")
+@pytest.mark.skipif(not have_module("skorch"), reason="no skorch (Debian python3-skorch; scripts/deps.sh --scripts)")
 def test_a_real_framework_skorch_gets_its_fit_line_and_the_users_forward(gnnprof_run, plain_run):
     """skorch runs the loop: the user's script is net.fit(X, y) and a module. Auto traces the
     fit line (adopted when the loop is found) and the module's forward that skorch calls back,
