@@ -110,8 +110,9 @@ static int runs_for_loop(Frame* c) {
   return 0;
 }
 
-/* Whether frame c, or the first frame below it that is not torch's or the standard library's
- * (within kLoaderWalk), is a framework's: user code that c calls is called back by it. */
+/* Whether frame c, or the first frame below it that is not library code to look through
+ * (callback_walk; within kLoaderWalk), is of the package running the loop: user code that c
+ * calls is called back by it. */
 static int framework_calls(Frame* c) {
   for (int n = 0; c != NULL && n < kLoaderWalk; c = frame_caller(c), ++n) {
     const int w = callback_walk(c->f_code, extra_of(c->f_code));
@@ -127,7 +128,6 @@ static CodeInfo* join_pipeline(Frame* f, int role) {
   if (mine == NULL) return NULL;
   set_extra(f->f_code, mine);
   ++g_stats.selected;
-  if (role == ROLE_CALLBACK) ++g_stats.callbacks;
   if (mine->getitem) own_version(frame_function(f));
   return mine;
 }

@@ -90,6 +90,7 @@ CodeInfo* codeinfo_new(PyCodeObject* co, int roles) {
   CodeInfo* ci = (CodeInfo*)calloc(1, sizeof(CodeInfo));
   if (ci == NULL) return NULL;
   ci->roles = roles;
+  if (roles & ROLE_CALLBACK) ++g_stats.callbacks; /* counted where made: each callback once */
   ci->getitem = co->co_argcount == 2 && PyUnicode_Check(co->co_name) &&
                 PyUnicode_CompareWithASCIIString(co->co_name, "__getitem__") == 0;
   ci->first = co->co_firstlineno;
@@ -477,7 +478,7 @@ int select_loop(PyFrameObject** adopt) {
     Py_DECREF(co);
     if (first != NULL) {
       co = PyFrame_GetCode(first);
-      if (tracer_select((PyObject*)co, ROLE_CALLBACK) == 0) ++g_stats.callbacks;
+      (void)tracer_select((PyObject*)co, ROLE_CALLBACK);
       Py_DECREF(co);
       Py_DECREF(first);
     }

@@ -121,8 +121,9 @@ static int runs_for_loop(PyFrameObject* c) {
   return result;
 }
 
-/* Whether frame c, or the first frame below it that is not torch's or the standard library's
- * (within kLoaderWalk), is a framework's: user code that c calls is called back by it. */
+/* Whether frame c, or the first frame below it that is not library code to look through
+ * (callback_walk; within kLoaderWalk), is of the package running the loop: user code that c
+ * calls is called back by it. */
 static int framework_calls(PyFrameObject* c) {
   Py_XINCREF(c);
   int w = 0;
@@ -164,7 +165,6 @@ static CodeInfo* join_if_pulled(ThreadTrace* tt, PyCodeObject* co, void* mark) {
     PyErr_Clear();
     return NULL;
   }
-  if (role == ROLE_CALLBACK) ++g_stats.callbacks;
   return info_of(co);
 }
 
