@@ -168,15 +168,20 @@ void Aggregator::on_stage(std::uint32_t thread, const RawEvent& e) {
   std::int64_t begin = ts_of(e);
   std::int64_t dur = mono ? static_cast<std::int64_t>(e.t1 - e.t0) : clock_.ticks_to_ns(e.t1 - e.t0);
   std::int64_t self = mono ? dur : std::min(dur, clock_.ticks_to_ns(e.a));
+  // A stage inside one of its own site (recursion) is a hit, but its time is in the outer
+  // one's already: totals and iteration sums count the outermost.
+  const bool repeated = (e.flags & kFlagRepeated) != 0 && !mono;
+  const std::int64_t outer = repeated ? 0 : dur;
   StageAgg& s = stages_.try_emplace(e.site, mr_).first->second;
   ++s.hits;
-  s.total += dur;
+  s.total += outer;
+  s.hits_total += dur;
   s.self += self;
   s.max = std::max(s.max, dur);
   s.hist.add(dur);
   StageThread& st = s.threads[thread];
   ++st.hits;
-  st.total += dur;
+  st.total += outer;
   st.self += self;
   bool top = e.depth == 0;
   if (top) st.top_level += dur;
@@ -188,7 +193,7 @@ void Aggregator::on_stage(std::uint32_t thread, const RawEvent& e) {
   }
   if ((e.flags & kFlagExtLine) != 0 && e.line_ctx != 0) line_agg(e.line_ctx).stages[e.site] += clock_.ticks_to_ns(e.b);
   keep_timeline(thread, e.site, e.kind, begin, dur, static_cast<double>(e.depth));
-  Pending p{thread, e.site, begin, dur, top};
+  Pending p{thread, e.site, begin, outer, top};
   // Per category, only a stage whose enclosing stage is of another category counts: "load"
   // around "sample" (both data) is data time once.
   if (resolve_category_ && !mono) {
@@ -381,7 +386,7 @@ Profile Aggregator::build(const std::vector<SiteInfo>& sites, std::int64_t end_n
     st.hits = s.hits;
     st.total_ns = s.total;
     st.self_ns = s.self;
-    st.mean_ns = s.hits != 0 ? s.total / static_cast<std::int64_t>(s.hits) : 0;
+    st.mean_ns = s.hits != 0 ? s.hits_total / static_cast<std::int64_t>(s.hits) : 0;
     st.p50_ns = std::min(s.hist.quantile(0.5), s.max);
     st.p90_ns = std::min(s.hist.quantile(0.9), s.max);
     st.max_ns = s.max;

@@ -80,6 +80,7 @@ class Aggregator {
     explicit StageAgg(std::pmr::memory_resource* mr) : hist(mr), threads(mr) {}
     std::uint64_t hits = 0;
     std::int64_t total = 0, self = 0, max = 0;
+    std::int64_t hits_total = 0;  // every hit's duration, recursive ones too (for the mean)
     LogHistogram hist;
     std::pmr::map<std::uint32_t, StageThread> threads;
   };

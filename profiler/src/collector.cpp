@@ -96,6 +96,9 @@ inline bool push_range(std::uint32_t site, bool is_line) noexcept {
   if (is_line) {
     b->cur_line = d;
   } else {
+    bool repeated = false;
+    for (int i = r.prev_stage; i >= 0 && !repeated; i = b->stack[i].prev_stage) repeated = b->stack[i].site == site;
+    r.repeated = repeated;
     r.stage_depth = static_cast<std::uint16_t>(b->stage_depth++);
     b->cur_stage = d;
     if (r.stage_depth == 0) b->top_stage = d;
@@ -136,14 +139,14 @@ inline void pop_range() noexcept {
   e->ctx = r.prev_stage >= 0 ? b->stack[r.prev_stage].site : 0;
   e->line_ctx = r.prev_line >= 0 ? b->stack[r.prev_line].site : 0;
   e->kind = r.is_line ? EventKind::kLine : EventKind::kStage;
-  e->flags = 0;
+  e->flags = !r.is_line && r.repeated ? kFlagRepeated : 0;
   e->depth = r.stage_depth;
   if (__builtin_expect(split, 0)) {
     // The stage's time since the current line began belongs to that line (the earlier parts
     // went to earlier lines as kLineStage events at each line change).
     e->line_ctx = b->ext_line;
     e->b = now - (r.begin > b->ext_line_since ? r.begin : b->ext_line_since);
-    e->flags = kFlagExtLine;
+    e->flags |= kFlagExtLine;
   }
   b->commit();
 }

@@ -31,6 +31,7 @@ struct OpenRange {
   std::int16_t prev_line;     // index of the enclosing line entry, -1 if none
   std::uint16_t stage_depth;  // number of enclosing stages
   bool is_line;
+  bool repeated;  // a stage of the same site is open further out (recursion)
 };
 
 /// Unmaps a ring made by ThreadBuffer's constructor.

@@ -419,6 +419,45 @@ TEST(Api, IterationsCountANestedStageOfTheSameCategoryOnce) {
   }
 }
 
+namespace {
+void recurse(int depth) {
+  GNNPROF_STAGE("walk");  // one site: every level is the same stage
+  gnnprof::testing::spin_ns(100000);
+  if (depth > 1) recurse(depth - 1);
+}
+}  // namespace
+
+TEST(Api, AStageInsideOneOfItsOwnCountsOnceInTotalsAndIterations) {
+  Profile p = testing::profile_of(testing::quiet_config(), [] {
+    for (int i = 0; i < 3; ++i) {
+      GNNPROF_STEP();
+      GNNPROF_STAGE("outer");
+      recurse(3);  // walk > walk > walk
+    }
+    GNNPROF_STEP_END();
+  });
+  const StageStats* walk = testing::find_stage(p, "walk");
+  const StageStats* outer = testing::find_stage(p, "outer");
+  ASSERT_NE(walk, nullptr);
+  ASSERT_NE(outer, nullptr);
+  EXPECT_EQ(walk->hits, 9u);                   // every level is a hit
+  EXPECT_LE(walk->total_ns, outer->total_ns);  // the outermost levels only: not 3 + 2 + 1 spins
+  EXPECT_GE(walk->total_ns, 3 * 300000);
+  EXPECT_GE(walk->self_ns, 3 * 300000);
+  EXPECT_GE(walk->mean_ns, 200000);  // each hit's own duration: (300 + 200 + 100) / 3 us
+  std::int64_t by_thread = 0;
+  for (const auto& t : walk->by_thread) by_thread += t.total_ns;
+  EXPECT_EQ(by_thread, walk->total_ns);
+  ASSERT_EQ(p.iterations.size(), 3u);
+  std::int64_t iterations = 0;
+  for (const auto& it : p.iterations) {
+    EXPECT_LE(it.stages.at("walk"), it.stages.at("outer"));
+    EXPECT_LE(it.categories.at("user"), it.stages.at("outer"));
+    iterations += it.stages.at("walk");
+  }
+  EXPECT_EQ(iterations, walk->total_ns);
+}
+
 TEST(Api, ConfigFromEnvironment) {
   ::setenv("GNNPROF_ENABLED", "0", 1);
   ::setenv("GNNPROF_OUTPUT", "/tmp/x-%p.json", 1);
