@@ -150,24 +150,36 @@ void OpClassifier::leave_optimizer_for_closure(Level& l, const OpInfo& op) {
   l.optimizer_open = false;
 }
 
-void OpClassifier::note_step(std::uint64_t name_hash, bool observed) {
+bool OpClassifier::note_step(std::uint64_t name_hash, bool observed) {
   // A step whose iteration's ops are not observed: the work before it was not seen either, so
   // the window says nothing about the cycle.
-  steps_repeat_ = steps_repeat_ || !observed;
-  for (int i = 0; i < n_steps_since_work_; ++i) steps_repeat_ = steps_repeat_ || steps_since_work_[i] == name_hash;
+  window_blind_ = window_blind_ || !observed;
   if (n_steps_since_work_ < kMaxCycle) steps_since_work_[n_steps_since_work_++] = name_hash;
-  else steps_repeat_ = true;
+  else window_blind_ = true;
+  if (cycle_last_ == 0) return true;
+  if (name_hash != cycle_last_ || ++cycle_last_seen_ < cycle_last_count_) return false;
+  cycle_last_seen_ = 0;
+  return true;
+}
+
+int OpClassifier::occurrences_since_work(std::uint64_t name_hash) const noexcept {
+  int n = 0;
+  for (int i = 0; i < n_steps_since_work_; ++i) n += steps_since_work_[i] == name_hash ? 1 : 0;
+  return n;
 }
 
 void OpClassifier::note_work() {
   const int n = n_steps_since_work_;
-  if (n >= 2 && !steps_repeat_) {
-    cycle_last_ = steps_since_work_[n - 1];  // learned, or learned again (the optimizers changed)
-  } else if (n == 1 && !steps_repeat_ && steps_since_work_[0] != cycle_last_) {
+  if (n >= 2 && !window_blind_) {
+    // Learned, or learned again (the optimizers changed).
+    cycle_last_ = steps_since_work_[n - 1];
+    cycle_last_count_ = occurrences_since_work(cycle_last_);
+  } else if (n >= 1 && !window_blind_ && cycle_last_ != 0 && occurrences_since_work(cycle_last_) != cycle_last_count_) {
     cycle_last_ = 0;  // a pass with one step, not the cycle's last: every step ends one again
   }
   n_steps_since_work_ = 0;
-  steps_repeat_ = false;
+  window_blind_ = false;
+  cycle_last_seen_ = 0;
 }
 
 void OpClassifier::close_wait() {
@@ -230,8 +242,7 @@ void OpClassifier::on_start(const OpInfo& op) {
       // (ZeroRedundancyOptimizer, Lookahead) ends the iteration once, at its end.
       if (op.kind == OpKind::kOptimizerStep && opt_.marks_iterations && !profiler_steps_ && optimizer_depth_ == 0) {
         const std::uint64_t name = std::hash<std::string_view>{}(op.name) | 1;  // never 0
-        note_step(name, op.ops_observed);
-        f.steps_after = cycle_last_ == 0 || name == cycle_last_;
+        f.steps_after = note_step(name, op.ops_observed);
       }
       if (op.kind != OpKind::kUserScope) {
         f.optimizer_scope = true;

@@ -196,16 +196,22 @@ class OpClassifier {
   /// readback, a scope, an op) is the closure's: the optimizer's stage stops before it.
   void leave_optimizer_for_closure(Level& l, const OpInfo& op);
   bool closure_work_ = false;  // the op being started is such work (on_start only)
-  // Several optimizers stepped one after the other (SparseAdam for embeddings, then Adam): the
-  // steps since the loop's last work (an op or scope outside the optimizer's), by name hash.
-  // Once a cycle of distinct steps has been seen, only its last step ends an iteration.
+  // Several optimizers stepped one after the other (SparseAdam for embeddings, then Adam; or
+  // two Adams): the steps since the loop's last work (an op or scope outside the optimizer's),
+  // by name hash. Once a pass has shown a cycle of steps, only its last step ends an iteration:
+  // the step of that name whose occurrence since the work (or the last such end: unobserved
+  // iterations show no work) is the cycle's count of it.
   static constexpr int kMaxCycle = 8;
   int optimizer_depth_ = 0;  // step()/zero_grad() scopes open
   std::uint64_t steps_since_work_[kMaxCycle] = {};
   int n_steps_since_work_ = 0;
-  bool steps_repeat_ = false;   // a step seen twice since the last work: no cycle to learn
+  bool window_blind_ = false;     // an unobserved step or an overflow since the work: learn nothing
   std::uint64_t cycle_last_ = 0;  // the name hash of the cycle's last step; 0: every step ends one
-  void note_step(std::uint64_t name_hash, bool observed);
+  int cycle_last_count_ = 0;      // how often that name occurs in the cycle
+  int cycle_last_seen_ = 0;       // its occurrences since the work or the last end
+  /// Notes a step; true when it ends an iteration.
+  bool note_step(std::uint64_t name_hash, bool observed);
+  int occurrences_since_work(std::uint64_t name_hash) const noexcept;
   void note_work();
 };
 

@@ -358,6 +358,43 @@ TEST(OpClassifier, SeveralOptimizersSteppedInARowEndOneIteration) {
   const auto last_step = std::find(nested.log.rbegin(), nested.log.rend(), "STEP");
   EXPECT_GT(last_comm - nested.log.rbegin(), last_step - nested.log.rbegin());
 
+  // Two optimizers of one class (Adam for the encoder, Adam for the decoder): the second Adam
+  // of each pass ends it. A pass that steps one of them only forgets the cycle (that pass is
+  // not ended on its own: it joins the next).
+  Recorder twins;
+  gi::OpClassifier t(twins, no_ops());
+  auto pass_of = [&](int steps) {
+    leaf(t, op("aten::linear", true));
+    leaf(t, op("autograd::engine::evaluate_function: AddmmBackward0"));
+    for (int i = 0; i < steps; ++i) {
+      leaf(t, op("aten::zeros"));
+      t.on_start(op("Optimizer.step#Adam.step", false, gi::Scope::kUser));
+      leaf(t, op("aten::add_"));
+      t.on_end();
+    }
+  };
+  for (int pass = 0; pass < 4; ++pass) pass_of(2);
+  EXPECT_EQ(std::count(twins.log.begin(), twins.log.end(), "STEP"), 1 + 2 + 3);  // the first pass split, then one each
+  // Sampled iterations: no work is seen between the passes' steps, the count goes on by pairs.
+  twins.log.clear();
+  for (int i = 0; i < 2 * 6; ++i) {
+    gi::OpInfo s = op("Optimizer.step#Adam.step", false, gi::Scope::kUser);
+    s.ops_observed = false;
+    t.on_start(s);
+    t.on_end();
+  }
+  EXPECT_EQ(std::count(twins.log.begin(), twins.log.end(), "STEP"), 6);
+  pass_of(2);  // an observed pass after them
+  twins.log.clear();
+  pass_of(2);
+  EXPECT_EQ(std::count(twins.log.begin(), twins.log.end(), "STEP"), 1);
+  twins.log.clear();
+  pass_of(1);
+  EXPECT_EQ(std::count(twins.log.begin(), twins.log.end(), "STEP"), 0);
+  pass_of(1);
+  pass_of(1);
+  EXPECT_EQ(std::count(twins.log.begin(), twins.log.end(), "STEP"), 2);  // forgotten at the second pass's work
+
   // One optimizer: every step ends an iteration, as before.
   Recorder one;
   gi::OpClassifier d(one, no_ops());

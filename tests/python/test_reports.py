@@ -192,14 +192,14 @@ def test_a_closures_forward_and_backward_inside_the_step_are_stages_beside_the_o
 
 @needs_torch
 def test_two_optimizers_stepped_in_a_row_end_one_iteration(gnnprof_run, plain_run):
-    """SparseAdam for the embeddings, then Adam: one iteration per pass of the loop, not two
-    (one of them the second step alone), from the second pass on."""
+    """SparseAdam for the embeddings, then Adam (or two Adams): one iteration per pass of the
+    loop, not two (one of them the second step alone), from the second pass on."""
     path = script("two_optimizers.py")
     steps = 12
-    for env in ({"GNNPROF_TORCH_SAMPLE": "all"}, {}):
-        r = gnnprof_run(path, str(steps), env=env)
+    for env, args in (({"GNNPROF_TORCH_SAMPLE": "all"}, []), ({}, []), ({}, ["--same-class"])):
+        r = gnnprof_run(path, str(steps), *args, env=env)
         assert r.rc == 0, r.err
-        assert r.out == plain_run(path, str(steps)).out
+        assert r.out == plain_run(path, str(steps), *args).out
         its = [i for i in r.profile["iterations"] if i["complete"]]
         assert len(its) == steps + 1, (env, len(its))  # the first pass is still split at its first step
         if env:

@@ -1,18 +1,20 @@
 """Learned node embeddings (a sparse nn.Embedding, stepped by SparseAdam) and a dense model
 (Adam): two optimizer steps per pass of the loop, as in GNN examples with learnable node
-features. No gnnprof import, no record_function.
+features. No gnnprof import, no record_function. With --same-class both are Adam (the
+embeddings dense, an encoder/decoder split): two steps of one optimizer class per pass.
 
-usage: two_optimizers.py STEPS"""
+usage: two_optimizers.py STEPS [--same-class]"""
 import sys
 
 import torch
 
 
-def main(steps):
+def main(steps, same_class):
     torch.manual_seed(0)
-    emb = torch.nn.Embedding(10000, 64, sparse=True)
+    emb = torch.nn.Embedding(10000, 64, sparse=not same_class)
     model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 2))
-    opt_sparse = torch.optim.SparseAdam(list(emb.parameters()), lr=0.01)
+    emb_optimizer = torch.optim.Adam if same_class else torch.optim.SparseAdam
+    opt_sparse = emb_optimizer(list(emb.parameters()), lr=0.01)
     opt_dense = torch.optim.Adam(model.parameters(), lr=0.01)
     for _ in range(steps):
         nodes = torch.randint(0, 10000, (512,))
@@ -27,4 +29,4 @@ def main(steps):
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]))
+    main(int(sys.argv[1]), "--same-class" in sys.argv[2:])
