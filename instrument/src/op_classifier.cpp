@@ -68,7 +68,8 @@ OpClassifier::Phase OpClassifier::phase_for(const OpInfo& op, const Level& level
   // Inside the optimizer's step, a closure runs with grad enabled; the update runs under
   // no_grad and is the optimizer's own, whatever phase the closure left open.
   if (level.optimizer && !op.grad_enabled) return Phase::kOther;
-  Phase p = !op.any_input_requires_grad ? Phase::kOther : (op.grad_enabled ? Phase::kForward : Phase::kForwardNoGrad);
+  const bool forward = op.any_input_requires_grad || op.in_module;
+  Phase p = !forward ? Phase::kOther : (op.grad_enabled ? Phase::kForward : Phase::kForwardNoGrad);
   // Inside a forward (or backward) phase, helper ops on tensors that need no grad
   // (torch.zeros, bincount, x[idx] of the input features, ...) belong to that phase; only a
   // new phase, a scope, a materializing gather, a copy or the iteration's end ends it. A
@@ -266,7 +267,8 @@ void OpClassifier::on_start(const OpInfo& op) {
       // Message passing inside forward/backward gathers activations: compute, not a read of
       // stored features.
       const Phase here = level.pinned != Phase::kNone ? level.pinned : current_phase(level);
-      const bool in_compute = here == Phase::kForward || here == Phase::kForwardNoGrad || here == Phase::kBackward;
+      const bool in_compute =
+          here == Phase::kForward || here == Phase::kForwardNoGrad || here == Phase::kBackward || op.in_module;
       // Without phases (a linked program whose macros name its stages) the observer cannot
       // tell a feature read from message passing: gathers stay op stages.
       if (opt_.phases && !in_gather_ && !in_compute && op.gather_source_bytes >= opt_.gather_min_bytes) {

@@ -59,6 +59,9 @@ struct OpInfo {
   // Scopes: whether the ops inside it are observed (iteration sampling may leave them out).
   bool ops_observed = true;
   bool any_input_requires_grad = false;  // kPlain / kBackwardOp
+  // Inside a torch.nn.Module's call (the Python package's module hooks): the model's forward,
+  // its ops on tensors needing no grad (dropout of the input, the first layer's aggregation) too.
+  bool in_module = false;
   // kGather: the source's bytes (0 unless a host tensor of 2+ dims) and the gathered rows/bytes.
   std::uint64_t gather_source_bytes = 0;
   std::uint64_t gather_rows = 0;

@@ -39,6 +39,9 @@ GNNPROF_PLUGIN_EXPORT void gnnprof_torch_become_worker(void);
 GNNPROF_PLUGIN_EXPORT void gnnprof_torch_set_correlation(void (*push)(unsigned long long), void (*pop)(void));
 /* The preload's poll point for a host without gnnprof threads (NULL to remove). */
 GNNPROF_PLUGIN_EXPORT void gnnprof_torch_set_poll(void (*poll)(int at_mark));
+/* The calling thread enters (1) or leaves (0) a torch.nn.Module's call (the Python package's
+ * module hooks): ops inside one are its forward, those on tensors needing no grad too. */
+GNNPROF_PLUGIN_EXPORT void gnnprof_torch_module(int enter);
 
 /* ---- libgnnprof_cupti.so ---- */
 
@@ -60,6 +63,12 @@ GNNPROF_PLUGIN_EXPORT int gnnprof_preload_poll(int at_mark);
  * torch`). 1: nothing is left to watch for; 0: not yet (or another thread is looking); -1: no
  * active preload in this process. */
 GNNPROF_PLUGIN_EXPORT int gnnprof_preload_attach(void);
+/* Looks for libtorch now, waiting (at most ~2 s) for another thread's look, and says what the
+ * torch op observer does: 1 it observes; 2 torch is loaded but the observer is off (the
+ * collector list says why); 0 torch is not loaded; -1 no active preload in this process. */
+GNNPROF_PLUGIN_EXPORT int gnnprof_preload_torch_state(void);
+/* gnnprof_torch_module when the observer runs; else nothing. */
+GNNPROF_PLUGIN_EXPORT void gnnprof_preload_torch_module(int enter);
 /* A DataLoader worker's own session, written to its own file at stop and naming parent_pid (the
  * process's parent when <= 0) as the loop it works for: in a fork() child, threadless while it is
  * single-threaded; in a spawned process, its session so far dropped (gnnprof_start_worker). 0 on

@@ -9,11 +9,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "gnnprof/config.h"
 #include "gnnprof/gnnprof_c.h"
@@ -35,6 +38,8 @@ std::atomic<TorchBecomeWorker> g_torch_worker{nullptr};
 std::atomic<CuptiFlush> g_cupti_flush{nullptr};
 std::mutex g_attach_mu;
 bool g_torch_done = false, g_cuda_done = false;
+bool g_torch_observing = false;  // under g_attach_mu
+std::atomic<TorchModule> g_torch_module{nullptr};
 std::atomic<int> g_force_cupti{kCuptiNone};
 int g_pipe[2] = {-1, -1};
 std::atomic<bool> g_attach_running{false};
@@ -119,6 +124,8 @@ void try_torch(const std::string& loaded) {
     return;
   }
   g_torch_close.store(close);
+  g_torch_observing = true;
+  g_torch_module.store(reinterpret_cast<TorchModule>(dlsym(h, "gnnprof_torch_module")));
   g_torch_worker.store(reinterpret_cast<TorchBecomeWorker>(dlsym(h, "gnnprof_torch_become_worker")));
   if (auto set_poll = reinterpret_cast<TorchSetPoll>(dlsym(h, "gnnprof_torch_set_poll"))) set_poll(gnnprof::instrument::preload_poll);
   note("torch-ops", true, std::string("torch ") + GNNPROF_TORCH_VERSION + " at " + loaded_real, false);
@@ -254,3 +261,21 @@ extern "C" int gnnprof_preload_attach(void) {
   }
 }
 
+extern "C" int gnnprof_preload_torch_state(void) {
+  if (!g_active || getpid() != g_owner_pid) return -1;
+  try {
+    std::unique_lock<std::mutex> lock(g_attach_mu, std::defer_lock);
+    for (int i = 0; !lock.try_lock(); ++i) {  // the attach thread's look: a dlopen or two
+      if (i == 2000) return -1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    (void)scan_and_attach();
+    return !g_torch_done ? 0 : g_torch_observing ? 1 : 2;
+  } catch (...) {
+    return -1;
+  }
+}
+
+extern "C" void gnnprof_preload_torch_module(int enter) {
+  if (TorchModule m = g_torch_module.load(std::memory_order_acquire)) m(enter);
+}

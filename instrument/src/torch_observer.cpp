@@ -363,6 +363,7 @@ struct ThreadState {
   std::size_t watch_frame = 0;  // its frame's depth in handles
   bool watch_foldable = true;   // nothing in it so far forbids folding its kind
   std::int64_t forward_seq = 0;  // the autograd sequence number when the last op that opened a forward began
+  int module_depth = 0;          // torch.nn.Module calls open (gnnprof_torch_module)
   explicit ThreadState(ClassifierOptions opt) : classifier(sink, opt, heap.resource()) {}
 };
 
@@ -493,6 +494,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     op.name = cname;
     op.grad_enabled = c10::GradMode::is_enabled();
     op.ops_observed = g_ops_enabled.load(std::memory_order_relaxed);
+    // A step begins outside any module's call: a count left by a forward that raised (torch
+    // 1.13 calls no forward hook then) ends here.
+    if (kind == OpKind::kOptimizerStep) ts->module_depth = 0;
+    op.in_module = ts->module_depth > 0;
     const int depth = ts->classifier.op_depth();  // ops open around this one
     const bool top = depth == 0;
     switch (kind) {
@@ -731,6 +736,15 @@ void gnnprof_torch_set_correlation(void (*push)(unsigned long long), void (*pop)
 
 void gnnprof_torch_set_poll(void (*poll)(int)) {
   gi::g_poll.store(poll, std::memory_order_release);
+}
+
+void gnnprof_torch_module(int enter) {
+  try {
+    gi::ThreadState* ts = gi::state();
+    if (enter != 0) ++ts->module_depth;
+    else if (ts->module_depth > 0) --ts->module_depth;
+  } catch (...) {
+  }
 }
 
 }  // extern "C"

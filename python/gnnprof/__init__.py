@@ -612,6 +612,15 @@ def _at_exit():
     _note_lines(final=True)
 
 
+def _torch_imported():
+    """Once torch is imported: a library the package loaded itself cannot see Python load torch,
+    so it is told; then the module hooks, where the op observer runs."""
+    if _state["how"] == "loaded":
+        _native.attach()
+    from . import _config, _torch_hooks
+    _state["torch_modules"] = _torch_hooks.install(_native, _config)
+
+
 if _state["bound"]:
     from . import _attach, _config
     _configure_lines(_config.string("GNNPROF_LINES", "auto"))
@@ -626,5 +635,4 @@ if _state["bound"]:
         if _state["started_by"]:
             import multiprocessing.process
             _wrap_process_run()
-    if _state["how"] == "loaded":
-        _attach.watch_torch(_native.attach)
+    _attach.after_import("torch", _torch_imported)

@@ -54,7 +54,3 @@ def after_import(name, then):
             pass
     elif not any(getattr(f, "name", None) == name and type(f).__name__ == "_ImportWatcher" for f in sys.meta_path):
         sys.meta_path.insert(0, _ImportWatcher(name, then))
-
-
-def watch_torch(attach):
-    after_import("torch", attach)

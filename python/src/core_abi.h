@@ -39,6 +39,8 @@ typedef struct CoreAbi {
   int (*set_rank)(int rank, int local_rank, int world_size);            /* or NULL */
   void (*set_data_hook)(void (*hook)(void));                            /* or NULL */
   __typeof__(&gnnprof_preload_close_torch_thread) close_torch_thread;   /* or NULL */
+  __typeof__(&gnnprof_preload_torch_state) torch_state;                 /* or NULL */
+  __typeof__(&gnnprof_preload_torch_module) torch_module;               /* or NULL */
 } CoreAbi;
 
 /* Filled by bind(); every pointer non-NULL once `bound` is 1. */

@@ -68,6 +68,8 @@ static int resolve(void* h, CoreAbi* t, const char** missing) {
   *(void**)(&t->set_rank) = dlsym(h, "gnnprof_set_rank");
   *(void**)(&t->set_data_hook) = dlsym(h, "gnnprof_set_data_hook");
   *(void**)(&t->close_torch_thread) = dlsym(h, "gnnprof_preload_close_torch_thread");
+  *(void**)(&t->torch_state) = dlsym(h, "gnnprof_preload_torch_state");
+  *(void**)(&t->torch_module) = dlsym(h, "gnnprof_preload_torch_module");
   return 0;
 }
 
@@ -207,6 +209,32 @@ static PyObject* py_note_collector(PyObject* self, PyObject* args) {
   if (!PyArg_ParseTuple(args, "sps", &name, &enabled, &reason)) return NULL;
   REQUIRE_CORE();
   g_core.note_collector(name, enabled, reason);
+  Py_RETURN_NONE;
+}
+
+/* torch_state() -> 1 the op observer observes, 2 torch loaded and the observer off, 0 torch not
+ * loaded, -1 no preload to ask (gnnprof_preload_torch_state) */
+static PyObject* py_torch_state(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  if (!g_core_bound || g_core.torch_state == NULL) return PyLong_FromLong(-1);
+  int state;
+  Py_BEGIN_ALLOW_THREADS
+  state = g_core.torch_state();
+  Py_END_ALLOW_THREADS
+  return PyLong_FromLong(state);
+}
+
+/* module_enter(*hook_args) / module_exit(*hook_args): torch's global module forward hooks
+ * themselves (no Python frame per call): the thread is in a torch.nn.Module's call. */
+static PyObject* py_module_enter(PyObject* self, PyObject* args) {
+  (void)self, (void)args;
+  if (g_core_bound && g_core.torch_module != NULL) g_core.torch_module(1);
+  Py_RETURN_NONE;
+}
+
+static PyObject* py_module_exit(PyObject* self, PyObject* args) {
+  (void)self, (void)args;
+  if (g_core_bound && g_core.torch_module != NULL) g_core.torch_module(0);
   Py_RETURN_NONE;
 }
 
@@ -474,6 +502,9 @@ static PyMethodDef methods[] = {
     {"transfer", py_transfer, METH_VARARGS, NULL},
     {"materialize", py_materialize, METH_VARARGS, NULL},
     {"note_collector", py_note_collector, METH_VARARGS, NULL},
+    {"module_enter", py_module_enter, METH_VARARGS, "a module forward pre-hook: the thread enters a torch.nn.Module's call"},
+    {"module_exit", py_module_exit, METH_VARARGS, "a module forward hook: the thread leaves a torch.nn.Module's call"},
+    {"torch_state", py_torch_state, METH_NOARGS, "1 the op observer observes, 2 torch loaded and it is off, 0 torch not loaded, -1 unknown"},
     {"set_thread_name", py_set_thread_name, METH_VARARGS, NULL},
     {"line_site", py_line_site, METH_VARARGS, NULL},
     {"attach", py_attach, METH_NOARGS, "let the preload library look for torch and CUDA now"},

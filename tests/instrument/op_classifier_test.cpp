@@ -545,6 +545,41 @@ TEST(OpClassifier, LargeHostGathersAreMaterializationsButNotInsideForward) {
   EXPECT_EQ(r.log, want);
 }
 
+// Inside a model's call (the Python package's module hooks say so), ops on tensors needing no
+// grad are the forward's: the input's dropout, the first layer's gather of its input features
+// and its aggregation before any parameter is used. Under no_grad (validation) they are its
+// "forward (no grad)"; outside a module's call they stay the loop's own work.
+TEST(OpClassifier, OpsInsideAModulesCallAreItsForwardThoughNoInputNeedsGrad) {
+  Recorder r;
+  gi::ClassifierOptions o = no_ops();
+  o.gather_min_bytes = 1000;
+  gi::OpClassifier c(r, o);
+  auto in_model = [](gi::OpInfo i) {
+    i.in_module = true;
+    return i;
+  };
+  gi::OpInfo gather = op("aten::index_select");
+  gather.gather_source_bytes = 1 << 20;
+  gather.gather_rows = 10;
+  gather.gather_bytes = 2560;
+  leaf(c, op("aten::randperm"));          // the loop's own: sampling
+  leaf(c, gather);                         // x = feats[nodes]: the loop's own feature read
+  leaf(c, in_model(op("aten::dropout")));  // model(x): F.dropout(x) first
+  leaf(c, in_model(gather));               // x[src]: message passing, not a feature read
+  leaf(c, in_model(op("aten::index_add_")));
+  leaf(c, in_model(op("aten::linear", true)));
+  leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
+  c.on_start(op("Optimizer.step#Adam.step", false, gi::Scope::kUser));
+  c.on_end();
+  leaf(c, no_grad(in_model(op("aten::dropout"))));  // validation under no_grad
+  leaf(c, no_grad(in_model(op("aten::linear", true))));
+  c.close_all();
+  const std::vector<std::string> want = {
+      "+ops (no grad)[data]", "-", "+materialize[data]", "MAT 10 2560", "-", "STEP", "+forward[compute]", "-",
+      "+backward[compute]", "-", "+optimizer[compute]", "-", "STEP", "+forward (no grad)[compute]", "-"};
+  EXPECT_EQ(r.log, want);
+}
+
 TEST(OpClassifier, OpStagesNestInsideTheirPhase) {
   Recorder r;
   gi::OpClassifier c(r, gi::ClassifierOptions{});

@@ -208,6 +208,28 @@ def test_two_optimizers_stepped_in_a_row_end_one_iteration(gnnprof_run, plain_ru
 
 
 @needs_torch
+def test_ops_inside_a_models_call_are_its_forward_though_no_input_needs_grad(gnnprof_run, plain_run):
+    """A first layer that aggregates before using a parameter, with dropout on its input: its
+    ops need no grad, yet they are the model's forward (the package's module hooks tell the op
+    observer), not the loop's data work; under no_grad they are its forward (no grad).
+    GNNPROF_TORCH_MODULES=0 shows what the hooks change."""
+    path = script("first_layer_no_grad.py")
+    steps = 8
+    parents = {}
+    for modules in ("1", "0"):
+        r = gnnprof_run(path, str(steps), env={"GNNPROF_TORCH_MODULES": modules, "GNNPROF_TORCH_SAMPLE": "all"})
+        assert r.rc == 0, r.err
+        assert r.out == plain_run(path, str(steps)).out
+        parents[modules] = {(e["parent"], e["child"]) for e in r.profile["stage_edges"]}
+    for op in ("aten::dropout", "aten::index_add_", "aten::index"):
+        assert ("forward", op) in parents["1"], (op, parents["1"])
+        assert ("ops (no grad)", op) not in parents["1"], (op, parents["1"])
+        assert ("ops (no grad)", op) in parents["0"], (op, parents["0"])
+    assert ("forward (no grad)", "aten::index_add_") in parents["1"], parents["1"]
+    assert not any(p == "materialize" for p, _ in parents["1"]), parents["1"]
+
+
+@needs_torch
 def test_a_loop_waiting_for_its_dataloader_workers_is_loader_bound(gnnprof_run, plain_run):
     """With worker processes the loop's data time is a wait for them: they already load ahead,
     so the report says loader-bound (more workers, cheaper __getitem__) instead of promising a
