@@ -145,6 +145,11 @@ int run_check(const CheckArgs& a) {
     std::cerr << tool << ": --max-slowdown: expected a percentage like 5%, got \"" << a.max_slowdown << "\"\n";
     return kBad;
   }
+  double op_floor = 0;
+  if (!parse_pct(a.op_floor, op_floor)) {
+    std::cerr << tool << ": --op-floor: expected a percentage like 1%, got \"" << a.op_floor << "\"\n";
+    return kBad;
+  }
   std::map<std::string, double> limits;
   for (const auto& kv : a.stage_limits) {
     const auto eq = kv.find('=');
@@ -181,6 +186,8 @@ int run_check(const CheckArgs& a) {
   reports::CheckPolicy policy;
   policy.default_limit = default_limit;
   policy.limits = limits;
+  policy.op_floor = op_floor;
+  policy.alpha = opt.alpha;
   policy.skip = a.skip;
   const reports::CheckResult r = reports::apply_check(c, policy);
   std::cout << reports::check_text(r) << "\n" << reports::check_summary(r) << "\n";

@@ -15,25 +15,57 @@ const char* check_status_text(CheckStatus s) {
     case CheckStatus::kSlowerWithinLimit: return "ok (slower, within limit)";
     case CheckStatus::kRegression: return "REGRESSION";
     case CheckStatus::kUndecided: return "undecided";
+    case CheckStatus::kNegligible: return "ok (op: negligible)";
   }
   return "ok";
 }
 
+namespace {
+
+/// Holm's step-down over the op tests: the largest p-value that is still significant at a
+/// family-wise `alpha` (-1 when none is).
+double holm_threshold(const Comparison& c, double alpha) {
+  std::vector<double> p;
+  for (const auto& m : c.metrics)
+    if (m.op() && m.scope != Scope::kOtherThreads) p.push_back(m.p_value);
+  std::sort(p.begin(), p.end());
+  double last = -1;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    if (p[i] > alpha / static_cast<double>(p.size() - i)) break;
+    last = p[i];
+  }
+  return last;
+}
+
+double limit_of(const MetricComparison& m, const CheckPolicy& policy) {
+  auto lim = policy.limits.find(m.name);
+  if (lim == policy.limits.end() && m.op()) lim = policy.limits.find(m.phase);
+  return lim != policy.limits.end() ? lim->second : policy.default_limit;
+}
+
+}  // namespace
+
 CheckResult apply_check(const Comparison& c, const CheckPolicy& policy) {
   CheckResult r;
   r.policy = policy;
+  const double op_p = holm_threshold(c, policy.alpha);
+  std::int64_t iteration_ns = 0;
+  for (const auto& m : c.metrics)
+    if (m.scope == Scope::kLoop) iteration_ns = m.baseline_median_ns;
   for (const auto& m : c.metrics) {
     if (m.scope == Scope::kOtherThreads) continue;  // hidden time does not slow the loop
     CheckRow row;
     row.metric = m;
-    auto lim = policy.limits.find(m.name);
-    row.limit = lim != policy.limits.end() ? lim->second : policy.default_limit;
+    row.limit = limit_of(m, policy);
     if (m.baseline_n < policy.min_samples || m.candidate_n < policy.min_samples) {
       row.status = CheckStatus::kUndecided;
       ++r.undecided;
     } else if (m.verdict == Verdict::kSlower && (!m.ratio || *m.ratio - 1.0 > row.limit)) {
-      row.status = CheckStatus::kRegression;
-      ++r.regressions;
+      const bool negligible = m.op() && (m.p_value > op_p || static_cast<double>(m.delta_ns) <
+                                                                   policy.op_floor * static_cast<double>(iteration_ns));
+      row.status = negligible ? CheckStatus::kNegligible : CheckStatus::kRegression;
+      if (negligible) ++r.ops_negligible;
+      else ++r.regressions;
     } else if (m.verdict == Verdict::kSlower) {
       row.status = CheckStatus::kSlowerWithinLimit;
     } else if (m.verdict == Verdict::kFaster) {
@@ -69,7 +101,12 @@ std::string check_text(const CheckResult& r) {
                        check_status_text(row.status));
   }
   if (r.ops_checked > 0)
-    out += fmt::format("({} torch op metrics checked too; only regressed ones are listed, under their phase)\n", r.ops_checked);
+    out += fmt::format("({} torch op metrics checked too; only regressed ones are listed, under their phase{})\n", r.ops_checked,
+                       r.ops_negligible == 0
+                           ? std::string()
+                           : fmt::format("; {} over their limit left out as negligible: under {:.3g}% of the iteration, or "
+                                         "not significant across the {} op tests",
+                                         r.ops_negligible, 100 * r.policy.op_floor, r.ops_checked));
   return out;
 }
 

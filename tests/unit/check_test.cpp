@@ -90,6 +90,47 @@ TEST(Check, JUnitHasEveryMetricWithFailuresAndSkips) {
   EXPECT_NE(x.find("<skipped message=\"too few iterations to decide"), std::string::npos);
 }
 
+// Two runs of one command differ in a few of dozens of microsecond ops by chance: an op regresses
+// only when it is significant across all the op tests (Holm) and grew by at least the floor's
+// share of the iteration; under a phase's own limit, its ops take that limit.
+TEST(Check, OpsNeedAMaterialAndFamilyWiseSignificantSlowdown) {
+  Comparison c;
+  c.metrics = {metric("iteration", "no significant change", 1.0, 20, "loop", ""), metric("forward", "slower", 1.04)};
+  MetricComparison tiny = metric("aten::ones_like", "slower", 1.12, 20, "loop_thread", "op", "forward");
+  tiny.baseline_median_ns = 6350;  // +0.7 us in a 10 ms iteration
+  tiny.candidate_median_ns = 7080;
+  tiny.delta_ns = 730;
+  c.metrics.push_back(tiny);
+  MetricComparison chance = metric("aten::mm", "slower", 1.50, 20, "loop_thread", "op", "forward");
+  chance.p_value = 0.01;  // one of 20 op tests: not significant at 0.05 family-wise
+  c.metrics.push_back(chance);
+  for (int i = 0; i < 18; ++i) {
+    MetricComparison same = metric("aten::op" + std::to_string(i), "no significant change", 1.0, 20, "loop_thread", "op", "forward");
+    c.metrics.push_back(same);
+  }
+  CheckResult r = apply_check(c, {});
+  EXPECT_EQ(status_of(r, "aten::ones_like"), CheckStatus::kNegligible);
+  EXPECT_EQ(status_of(r, "aten::mm"), CheckStatus::kNegligible);
+  EXPECT_EQ(r.regressions, 0);
+  EXPECT_EQ(r.ops_negligible, 2u);
+  EXPECT_NE(check_text(r).find("2 over their limit left out as negligible: under 1% of the iteration, or not significant "
+                               "across the 20 op tests"),
+            std::string::npos)
+      << check_text(r);
+  EXPECT_EQ(check_summary(r), "PASS");
+
+  // Significant on its own (p = 1e-4 < 0.05 / 20) and 5 ms: a regression, unless its phase's
+  // own limit allows it.
+  c.metrics[3].p_value = 1e-4;
+  r = apply_check(c, {});
+  EXPECT_EQ(status_of(r, "aten::mm"), CheckStatus::kRegression);
+  CheckPolicy loose;
+  loose.limits = {{"forward", 0.60}};
+  r = apply_check(c, loose);
+  EXPECT_EQ(status_of(r, "aten::mm"), CheckStatus::kSlowerWithinLimit);
+  EXPECT_EQ(r.regressions, 0);
+}
+
 TEST(Check, PassWhenNothingRegresses) {
   Comparison c;
   c.metrics = {metric("iteration", "faster", 0.9, 20, "loop", "")};

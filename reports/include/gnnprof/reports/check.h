@@ -4,8 +4,11 @@
 // alpha and the ratio's CI excluding 1) *and* over its limit; with fewer than min_samples
 // iterations on a side it is undecided rather than guessed (Google Benchmark's compare.py asks
 // for 9 repetitions before trusting its U-test). Time on other threads is not checked: hidden
-// time does not slow the loop. Every op is checked; the text and Markdown list an op only when
-// it regressed, under its phase; the JUnit file lists every metric.
+// time does not slow the loop. Every op is checked, under its phase's limit, but an op is one of
+// dozens tested at once and of a few microseconds: it regresses only when its slowdown is also
+// significant across the whole family of op tests (Holm's step-down at the comparison's alpha)
+// and grew by at least op_floor of the baseline iteration. The text and Markdown list an op only
+// when it regressed, under its phase; the JUnit file lists every metric.
 //
 //   CheckPolicy policy{0.05, {{"forward", 0.10}}};
 //   const CheckResult r = apply_check(compare_profiles({base}, {cur}, {}), policy);
@@ -24,14 +27,16 @@ namespace gnnprof::reports {
 
 struct CheckPolicy {
   double default_limit = 0.05;           ///< allowed slowdown (0.05 = 5 %) of every metric
-  std::map<std::string, double> limits;  ///< per stage, over the default
+  std::map<std::string, double> limits;  ///< per stage, over the default (an op: its phase's)
+  double op_floor = 0.01;                ///< an op's median must grow by this share of the iteration
+  double alpha = 0.05;                   ///< the family-wise level of the op tests
   std::uint64_t min_samples = 9;         ///< iterations needed on each side to decide
   std::uint64_t skip = 2;                ///< warm-up iterations the comparison left out (for the message)
 };
 
-enum class CheckStatus { kOk, kFaster, kSlowerWithinLimit, kRegression, kUndecided };
+enum class CheckStatus { kOk, kFaster, kSlowerWithinLimit, kRegression, kUndecided, kNegligible };
 
-/// "ok", "ok (faster)", "ok (slower, within limit)", "REGRESSION", "undecided".
+/// "ok", "ok (faster)", "ok (slower, within limit)", "REGRESSION", "undecided", "ok (op: negligible)".
 const char* check_status_text(CheckStatus s);
 
 struct CheckRow {
@@ -45,6 +50,7 @@ struct CheckResult {
   std::vector<CheckRow> rows;  ///< the comparison's loop metrics, in its (phase-first) order
   int regressions = 0, undecided = 0;
   std::size_t ops_checked = 0;
+  std::size_t ops_negligible = 0;  ///< over their limit, but under the floor or not significant as a family
 };
 
 CheckResult apply_check(const Comparison& c, const CheckPolicy& policy);
