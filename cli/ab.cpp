@@ -163,6 +163,10 @@ int run_ab(const AbArgs& a) {
         auto p = read_profile_file(stem + ".json");
         if (!p) {
           error = "no usable profile: " + p.status().message();
+          // A program that does not link gnnprof writes none unless it is injected.
+          if (preload.empty() && !std::filesystem::exists(stem + ".json"))
+            error += " (the program wrote no profile: add --preload to inject gnnprof into an unmodified program, as "
+                     "gnnprof run does)";
         } else {
           rec.profile = stem + ".json";
           reports::describe_run(*p, a.skip, rec);

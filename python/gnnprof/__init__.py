@@ -607,8 +607,14 @@ def _at_exit():
     unmatched = [s.text for s in _state["specs"] if not s.matched]
     if unmatched and not _state["warned"]:
         _state["warned"] = True
-        print(f"gnnprof: warning: --lines {', '.join(unmatched)}: no function that ran matched; "
-              "nothing traced for it", file=sys.stderr)
+        if _state["loader_forks"] > 0 and not _state["worker"]:
+            # A DataLoader worker traces what ran in it into its own profile.
+            print(f"gnnprof: note: --lines {', '.join(unmatched)}: no function that ran in the main process matched; "
+                  f"its {_state['loader_forks']} DataLoader worker processes' profiles have what matched in them",
+                  file=sys.stderr)
+        else:
+            print(f"gnnprof: warning: --lines {', '.join(unmatched)}: no function that ran matched; "
+                  "nothing traced for it", file=sys.stderr)
     _note_lines(final=True)
 
 

@@ -5,6 +5,10 @@ the profile, the report files, the script's output and exit code. Options:
     -o, --output FILE     profile of the script's process (default gnnprof.json)
     --html FILE           also its HTML report
     --lines SPEC          line tracing: auto (default), none, FILE or FILE:FUNCTION; repeatable
+
+python3 -m gnnprof report|compare|check|merge|ab|env|version ARGS  runs that gnnprof command
+(e.g. `python3 -m gnnprof report gnnprof.json` prints the report), unless a file of that name
+exists, which is run as a script.
 """
 import os
 import sys
@@ -12,7 +16,16 @@ import sys
 from . import _paths
 
 
+COMMANDS = ("report", "compare", "check", "merge", "ab", "env", "version")
+
+
 def main(argv):
+    cli = _paths.CLI
+    if argv and argv[0] in COMMANDS and not os.path.exists(argv[0]):
+        if not os.access(cli, os.X_OK):
+            print(f"gnnprof: cannot find the gnnprof executable at {cli}", file=sys.stderr)
+            return 2
+        os.execv(cli, [cli, *argv])
     opts, i = [], 0
     while i < len(argv):
         a = argv[i]
@@ -49,7 +62,6 @@ def main(argv):
     if not target:
         print("gnnprof: no script given (python3 -m gnnprof [options] script.py ARGS)", file=sys.stderr)
         return 2
-    cli = _paths.CLI
     if not os.access(cli, os.X_OK):
         print(f"gnnprof: cannot find the gnnprof executable at {cli}", file=sys.stderr)
         return 2

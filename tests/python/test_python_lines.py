@@ -1,5 +1,6 @@
 """gnnprof's Python line tracer, end to end: selection (auto, --lines, @profile), statement
 shapes, attribution, reports, compare, the package's entry points and its failure modes."""
+import glob
 import json
 import os
 import re
@@ -391,6 +392,19 @@ def test_lines_that_match_nothing_warn_once_and_the_profile_is_written(gnnprof_r
     assert "output.py:nosuch" in warnings[0] and "missing.py" in warnings[0]
     assert r.profile is not None
     assert "matched nothing that ran: output.py:nosuch, missing.py" in r.collector("python-lines")["reason"]
+
+
+@needs_torch
+def test_lines_that_matched_only_in_dataloader_workers_are_no_warning(gnnprof_run, tmp_path):
+    """A spec for a Dataset's __getitem__ that runs only in the DataLoader's worker processes:
+    the main process says where its lines are (the workers' profiles), instead of warning that
+    nothing was traced; a worker's profile has them."""
+    r = gnnprof_run(script("slow_workers.py"), "6", "2", lines=["slow_workers.py:Slow.__getitem__"])
+    assert r.rc == 0, r.err
+    assert "gnnprof: warning: --lines" not in r.err, r.err
+    assert "no function that ran in the main process matched; its 2 DataLoader worker processes' profiles" in r.err, r.err
+    workers = [json.load(open(p)) for p in glob.glob(os.path.join(os.path.dirname(r.path), "*.*.json"))]
+    assert any(l["function"] == "Slow.__getitem__" for w in workers for l in w["lines"]), [w["lines"] for w in workers]
 
 
 def test_lines_none_turns_profile_decorators_off_too(gnnprof_run):
@@ -842,6 +856,18 @@ def test_python_dash_m_gnnprof_is_gnnprof_run(tmp_path):
     assert {l["function"] for l in p["lines"]} == {"work"}
     bad = subprocess.run([PYTHON, "-m", "gnnprof", "--bogus", "x.py"], capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+    # The CLI's other commands, as `python3 -m gnnprof report m.json` (a script of that name
+    # would run instead); the profile is not overwritten by running "report" as a script.
+    before = out.read_bytes()
+    rep = subprocess.run([PYTHON, "-m", "gnnprof", "report", str(out)], capture_output=True, text=True, env=env,
+                         cwd=str(tmp_path))
+    assert rep.returncode == 0, rep.stderr
+    assert rep.stdout.startswith("gnnprof ") and "== Line table ==" in rep.stdout, rep.stdout
+    assert out.read_bytes() == before
+    (tmp_path / "report").write_text("print('the user script named report')\n")
+    own = subprocess.run([PYTHON, "-m", "gnnprof", "-o", str(tmp_path / "r.json"), "report"], capture_output=True,
+                         text=True, env=env, cwd=str(tmp_path))
+    assert own.returncode == 0 and own.stdout == "the user script named report\n", own
 
 
 def test_package_joins_the_session_of_gnnprof_run(gnnprof_run, tmp_path):
