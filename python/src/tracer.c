@@ -55,12 +55,29 @@ static inline void update_tracing(PyThreadState* ts) {
 #endif
 
 /* A data loader's library code that subscripts something (`self.dataset[idx]`, LOADER_SUBSCR)
- * runs with tracing on while it runs for the loop, its first kLoaderTraces times, so that a
- * user __getitem__ that a site specialized before the hook was in inlines is seen
- * (own_version). Later, a new type at such a site makes it take the generic call, which the
- * hook sees; tracing those frames for good would cost every sample ~1 us. */
-enum { kLoaderTraces = 64 };
-static int g_loader_traces = kLoaderTraces; /* under the GIL */
+ * runs with tracing on while it runs for the loop, its first kLoaderTraces times per code
+ * object, so that a user __getitem__ that a site specialized before the hook was in inlines is
+ * seen (own_version). Later, a new type at such a site makes it take the generic call, which
+ * the hook sees; tracing those frames for good would cost every sample ~1 us. Per code object:
+ * a shuffling sampler's generator (also LOADER_SUBSCR) is resumed once per index, before the
+ * fetcher's frame, and would spend a shared count first. */
+enum { kLoaderTraces = 64, kLoaderSites = 32 };
+static struct {
+  PyCodeObject* code;
+  int left;
+} g_loader_sites[kLoaderSites]; /* under the GIL */
+
+static int loader_trace_due(PyCodeObject* co) {
+  for (int i = 0; i < kLoaderSites; ++i) {
+    if (g_loader_sites[i].code == co) return g_loader_sites[i].left > 0 ? g_loader_sites[i].left-- : 0;
+    if (g_loader_sites[i].code == NULL) {
+      g_loader_sites[i].code = co; /* a library's code object: lives as long as its module */
+      g_loader_sites[i].left = kLoaderTraces - 1;
+      return 1;
+    }
+  }
+  return 0;
+}
 
 /* CPython 3.11 inlines `obj[key]` into a heap type's Python __getitem__ (BINARY_SUBSCR_GETITEM)
  * without the PEP 523 hook, once the site is specialized: a selected __getitem__ called from an
@@ -165,7 +182,7 @@ static PyObject* eval_hook(PyThreadState* ts, Frame* f, int throwflag) {
     if (is_library(x) || x == LOADER) want = 0;
     else if (x == MAYBE || x == MAYBE_LOADED) want = pulled_by_loop(ts, f, x);
     else if (x == LOADER_SUBSCR)
-      want = g_loader_traces > 0 && PY_VERSION_HEX >= 0x030B0000 && runs_for_loop(current_frame(ts)) && g_loader_traces--;
+      want = PY_VERSION_HEX >= 0x030B0000 && runs_for_loop(current_frame(ts)) && loader_trace_due(co);
     else want = 1;
     if (want && !is_mark(x) && ((CodeInfo*)x)->getitem) own_version(frame_function(f));
   }
@@ -351,6 +368,6 @@ void tracer_on_data_op(void) {
 
 int tracer_enter_fork_child(void) {
   forget_parent();
-  g_loader_traces = kLoaderTraces;
+  memset(g_loader_sites, 0, sizeof g_loader_sites);
   return g_auto ? tracer_install() : 0;
 }

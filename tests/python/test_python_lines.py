@@ -246,6 +246,12 @@ def test_auto_traces_the_dataset_and_collate_fn_a_dataloader_calls(gnnprof_run, 
     assert at_line and sum(m["bytes"] for m in at_line) == 19 * 64 * 8 * 128 * 4, at_line
     stages = {s["name"]: s for s in r.profile["stages"]}
     assert stages["enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"]["category"] == "data"
+    # shuffle=True: the sampler's generator (it subscripts too) is resumed once per index
+    # before the fetcher runs; the fetcher's inlined __getitem__ is still seen.
+    s = gnnprof_run(path, "20", "--shuffle", env=env)
+    assert s.rc == 0, s.err
+    assert s.out == plain_run(path, "20", "--shuffle").out
+    assert s.lines("Seeds.__getitem__")[line_of(path, "node = (i * 7919) % N")]["hits"] == 19 * 64
     # With worker processes the pipeline runs there: the loop's process traces its loop and
     # waits for the workers as data time; each worker (a fork) writes a profile of its own with
     # the Dataset's and collate_fn's lines and the gathers.

@@ -3,7 +3,7 @@ map-style Dataset of seed nodes whose __getitem__ is called per sample (an inlin
 CPython 3.11 once the subscript is specialized) and a collate_fn that samples neighbours and
 gathers their features. No gnnprof import, no record_function.
 
-usage: loader_loop.py STEPS [WORKERS]"""
+usage: loader_loop.py STEPS [WORKERS] [--shuffle]"""
 import sys
 
 import torch
@@ -45,9 +45,10 @@ def setup():
 
 def main():
     steps = int(sys.argv[1])
-    workers = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    workers = int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2].isdigit() else 0
     graph, model, opt = setup()
-    loader = DataLoader(Seeds(BATCH * steps), batch_size=BATCH, collate_fn=make_collate(*graph), num_workers=workers)
+    loader = DataLoader(Seeds(BATCH * steps), batch_size=BATCH, collate_fn=make_collate(*graph), num_workers=workers,
+                        shuffle="--shuffle" in sys.argv[2:])
     n = 0
     for x, y in loader:
         opt.zero_grad()
