@@ -398,6 +398,27 @@ TEST(LineCompare, MatchesByTextPairsEditsAndListsOneSidedLines) {
   EXPECT_NE(reports::comparison_text(*doc).find("baseline only"), std::string::npos);
 }
 
+// A statement written twice in one function (the training loop's gather and the validation
+// loop's) is two lines: editing the first does not lose the second or pair it wrongly.
+TEST(LineCompare, AStatementWrittenTwiceIsTwoLines) {
+  const std::string gather = "x = feats.index_select(0, nodes)";
+  auto ns = [](const std::string& c, int i) { return (c.find("tolist") != std::string::npos ? 3000000 : 1000000) + i % 5 * 1000; };
+  Profile base = lines_profile({{10, gather}, {11, "loss = step(x)"}, {20, gather}}, 30, ns);
+  Profile cand = lines_profile({{10, "x = feats[nodes.tolist()]"}, {11, "loss = step(x)"}, {20, gather}}, 30, ns);
+  const auto lines = reports::compare_lines({base}, {cand}, {});
+  ASSERT_EQ(lines.size(), 3u);
+  std::map<std::uint32_t, const reports::LineComparison*> by;
+  for (const auto& l : lines) by[l.baseline_line] = &l;
+  ASSERT_EQ(by.count(10u), 1u);
+  EXPECT_STREQ(to_string(by[10]->match), "edited");
+  EXPECT_EQ(by[10]->candidate_line, 10u);
+  EXPECT_STREQ(to_string(by[10]->metric.verdict), "slower");
+  ASSERT_EQ(by.count(20u), 1u);
+  EXPECT_STREQ(to_string(by[20]->match), "same");
+  EXPECT_EQ(by[20]->candidate_line, 20u);
+  EXPECT_EQ(by[20]->metric.baseline_median_ns, by[20]->metric.candidate_median_ns);  // its own time, not the sum of both
+}
+
 // Notebook cells' file names change with each edit and run (IPython's <ipython-input-N-HASH>,
 // a Jupyter kernel's /tmp/ipykernel_PID/HASH.py): a function redefined in another cell is
 // still matched with its earlier self, by function and statement text.
