@@ -439,8 +439,20 @@ std::vector<LineComparison> compare_lines(const std::vector<Profile>& baseline, 
                  : lc.candidate_code.empty()   ? Match::kSame
                                                : Match::kEdited;
       static const std::vector<std::int64_t> kNone;
-      lc.metric = compare_metric(fmt::format("{}:{}", base_name(any->file), any->line), Scope::kLine,
-                                 u != nullptr ? u->samples : kNone, v != nullptr ? v->samples : kNone, options, rng);
+      const std::vector<std::int64_t>& sa = u != nullptr ? u->samples : kNone;
+      const std::vector<std::int64_t>& sb = v != nullptr ? v->samples : kNone;
+      // A line run in fewer than half the iterations on both sides (validation once an epoch):
+      // its median over all of them is 0 on both; compare the iterations it ran in.
+      auto ran_in = [](const std::vector<std::int64_t>& s) {
+        std::vector<std::int64_t> r;
+        for (std::int64_t ns : s)
+          if (ns > 0) r.push_back(ns);
+        return r;
+      };
+      std::vector<std::int64_t> ra = ran_in(sa), rb = ran_in(sb);
+      lc.sparse = 2 * ra.size() < sa.size() && 2 * rb.size() < sb.size();
+      lc.metric = compare_metric(fmt::format("{}:{}", base_name(any->file), any->line), Scope::kLine, lc.sparse ? ra : sa,
+                                 lc.sparse ? rb : sb, options, rng);
       if (u == nullptr || v == nullptr) lc.metric.verdict = u == nullptr ? Verdict::kCandidateOnly : Verdict::kBaselineOnly;
       out.push_back(std::move(lc));
     }

@@ -71,7 +71,8 @@ Status render_comparison_html(const Comparison& c, const Profile* baseline, cons
        "torch ops that ran in it.</p>";
   if (!c.lines.empty()) {
     o += "<h2>Lines</h2><p class=muted>Line tables side by side, matched by file, function and statement text (an edited "
-         "statement is paired with its twin); per-iteration medians.</p>";
+         "statement is paired with its twin); per-iteration medians; a line marked * ran in fewer than half the iterations "
+         "(validation once an epoch): medians over the iterations it ran in.</p>";
     std::string fn;
     for (const auto& l : c.lines) {
       const std::string here = base_name(l.file) + ": " + l.function;
@@ -85,7 +86,9 @@ Status render_comparison_html(const Comparison& c, const Profile* baseline, cons
       const MetricComparison& m = l.metric;
       const bool both = l.baseline_line != 0 && l.candidate_line != 0;
       const char* cls = m.verdict == Verdict::kFaster ? "faster" : m.verdict == Verdict::kSlower ? "slower" : "";
-      std::string code = esc(l.code);
+      std::string code = (l.sparse ? "<span title='ran in fewer than half the iterations: medians over those it ran in'>* </span>"
+                                   : "") +
+                         esc(l.code);
       if (l.match == Match::kEdited) code += "<br><span class=muted>&rarr; " + esc(l.candidate_code) + "</span>";
       o += fmt::format("<tr><td>{}</td><td>{}</td><td data-v={}>{}</td><td data-v={}>{}</td><td data-v={}>{}</td><td>{}</td>"
                        "<td>{}</td><td>{}</td><td class='l {}'>{}</td><td class=code>{}</td></tr>",

@@ -70,6 +70,7 @@ struct Record<reports::LineComparison> {
                  field("match", &L::match),
                  field("baseline_hits", &L::baseline_hits),
                  field("candidate_hits", &L::candidate_hits),
+                 field("sparse", &L::sparse, Presence::kWhenSet),
                  field("metric", &L::metric)};
 };
 }  // namespace gnnprof::detail

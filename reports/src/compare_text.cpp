@@ -37,6 +37,7 @@ std::string slower_summary(const Comparison& c) {
 std::string comparison_lines_text(const Comparison& c) {
   if (c.lines.empty()) return "";
   std::string out = "\nLines (per-iteration medians; matched by file, function and statement text):\n";
+  bool any_sparse = false;
   std::string fn;
   for (const auto& l : c.lines) {
     const std::string here = base_name(l.file) + ": " + l.function;
@@ -53,6 +54,10 @@ std::string comparison_lines_text(const Comparison& c) {
     const std::string p = both ? p_text(m.p_value) : "-";
     const std::string delta = both ? fmt::format("{}{}", m.delta_ns > 0 ? "+" : "", human_ns(m.delta_ns)) : "-";
     std::string code = l.code.size() > 60 ? l.code.substr(0, 57) + "..." : l.code;
+    if (l.sparse) {
+      code = "* " + code;
+      any_sparse = true;
+    }
     if (l.match == Match::kEdited) {
       std::string cand = l.candidate_code.size() > 60 ? l.candidate_code.substr(0, 57) + "..." : l.candidate_code;
       code = fmt::format("{}  ->  {}", code, cand);
@@ -62,6 +67,9 @@ std::string comparison_lines_text(const Comparison& c) {
                        l.candidate_line ? human_ns(m.candidate_median_ns) : "-", delta, ratio, ci, p,
                        l.match == Match::kEdited ? std::string("edited, ") + to_string(m.verdict) : to_string(m.verdict), code);
   }
+  if (any_sparse)
+    out += "\n* ran in fewer than half the iterations (e.g. validation once an epoch): medians over the iterations it ran "
+           "in\n";
   return out;
 }
 

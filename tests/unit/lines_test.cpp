@@ -419,6 +419,33 @@ TEST(LineCompare, AStatementWrittenTwiceIsTwoLines) {
   EXPECT_EQ(by[20]->metric.baseline_median_ns, by[20]->metric.candidate_median_ns);  // its own time, not the sum of both
 }
 
+// A line run once an epoch (validation) has a per-iteration median of 0 on both sides: it is
+// compared over the iterations it ran in, and marked so.
+TEST(LineCompare, ALineRunInFewIterationsIsComparedWhereItRan) {
+  auto side = [](std::int64_t val_ns) {
+    return lines_profile({{10, "loss = step(x)"}, {20, "evaluate(model)"}}, 60, [=](const std::string& c, int i) {
+      if (c[0] == 'l') return static_cast<std::int64_t>(1000000 + i % 5 * 1000);
+      return i % 6 == 5 ? val_ns + i * 1000 : std::int64_t{0};  // in 10 of 60 iterations
+    });
+  };
+  const auto lines = reports::compare_lines({side(20000000)}, {side(40000000)}, {});
+  ASSERT_EQ(lines.size(), 2u);
+  const auto& val = lines[0].code == "evaluate(model)" ? lines[0] : lines[1];
+  const auto& step = lines[0].code == "evaluate(model)" ? lines[1] : lines[0];
+  EXPECT_TRUE(val.sparse);
+  EXPECT_FALSE(step.sparse);
+  EXPECT_EQ(val.metric.baseline_n, 10u);
+  EXPECT_GT(val.metric.baseline_median_ns, 20000000);
+  EXPECT_STREQ(to_string(val.metric.verdict), "slower");
+  reports::Comparison c = reports::compare_profiles({side(20000000)}, {side(40000000)}, {});
+  const std::string text = reports::comparison_text(c);
+  EXPECT_NE(text.find("* evaluate(model)"), std::string::npos) << text;
+  EXPECT_NE(text.find("* ran in fewer than half the iterations"), std::string::npos) << text;
+  auto doc = reports::comparison_from_json(reports::comparison_to_json(c), "mem");
+  ASSERT_TRUE(doc) << doc.status().message();
+  EXPECT_EQ(doc->lines[0].sparse, c.lines[0].sparse);
+}
+
 // Notebook cells' file names change with each edit and run (IPython's <ipython-input-N-HASH>,
 // a Jupyter kernel's /tmp/ipykernel_PID/HASH.py): a function redefined in another cell is
 // still matched with its earlier self, by function and statement text.

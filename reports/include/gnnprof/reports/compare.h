@@ -93,6 +93,9 @@ struct LineComparison {
   std::uint32_t baseline_line = 0, candidate_line = 0;  ///< 0: absent on that side
   Match match = Match::kSame;
   std::uint64_t baseline_hits = 0, candidate_hits = 0;  ///< over the runs' analyzed iterations
+  /// Ran in fewer than half the analyzed iterations on both sides (a validation pass once an
+  /// epoch): the metric is over the iterations it ran in, not every one (whose median is 0).
+  bool sparse = false;
   /// Per-iteration time of the line (name: "file:line", scope "line"); for a line of one
   /// side only, the other side's samples are empty and the verdict is the match.
   MetricComparison metric;
