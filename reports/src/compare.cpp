@@ -363,6 +363,26 @@ std::vector<LineComparison> compare_lines(const std::vector<Profile>& baseline, 
   std::map<std::pair<std::string, std::string>, std::vector<const SideLine*>> fa, fb;
   for (const auto& [k, l] : a) fa[{std::get<0>(k), std::get<1>(k)}].push_back(&l);
   for (const auto& [k, l] : b) fb[{std::get<0>(k), std::get<1>(k)}].push_back(&l);
+  // A renamed script (train.py -> train_v2.py): a function of a file that only the candidate
+  // has meets the baseline's function of that name in a file that only the baseline has, when
+  // that pairing is the only one.
+  {
+    std::set<std::string> files_a, files_b;
+    for (const auto& [f, v] : fa) files_a.insert(f.first);
+    for (const auto& [f, v] : fb) files_b.insert(f.first);
+    std::map<std::string, std::vector<std::pair<std::string, std::string>>> renamed_a, renamed_b;  // function -> keys
+    for (const auto& [f, v] : fa)
+      if (files_b.count(f.first) == 0) renamed_a[f.second].push_back(f);
+    for (const auto& [f, v] : fb)
+      if (files_a.count(f.first) == 0) renamed_b[f.second].push_back(f);
+    for (const auto& [name, ka] : renamed_a) {
+      auto kb = renamed_b.find(name);
+      if (ka.size() != 1 || kb == renamed_b.end() || kb->second.size() != 1) continue;
+      auto moved = fb.extract(kb->second.front());
+      moved.key() = ka.front();
+      fb.insert(std::move(moved));
+    }
+  }
   std::set<std::pair<std::string, std::string>> functions;
   for (const auto& [f, v] : fa) functions.insert(f);
   for (const auto& [f, v] : fb) functions.insert(f);

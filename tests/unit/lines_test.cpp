@@ -446,6 +446,25 @@ TEST(LineCompare, ALineRunInFewIterationsIsComparedWhereItRan) {
   EXPECT_EQ(doc->lines[0].sparse, c.lines[0].sparse);
 }
 
+// A script saved under a new name for the experiment (train.py -> train_slow.py): its
+// function still meets its twin, since no other file of either side has it.
+TEST(LineCompare, ARenamedScriptsFunctionMeetsItsTwin) {
+  auto side = [](const std::string& file, std::int64_t gather_ns) {
+    Profile p = lines_profile({{10, "x = gather(batch)"}, {11, "loss = step(x)"}}, 30, [=](const std::string& c, int i) {
+      return (c[0] == 'x' ? gather_ns : 1000000) + i % 4 * 1000;
+    });
+    for (auto& l : p.lines) l.file = file;
+    return p;
+  };
+  const auto lines = reports::compare_lines({side("/w/train.py", 1000000)}, {side("/w/train_slow.py", 3000000)}, {});
+  ASSERT_EQ(lines.size(), 2u);
+  for (const auto& l : lines) EXPECT_STREQ(to_string(l.match), "same") << l.code;
+  // Both files on both sides: told apart, as before.
+  Profile both = side("/w/train.py", 1000000);
+  for (const auto& l : side("/w/train_slow.py", 1000000).lines) both.lines.push_back(l);
+  EXPECT_EQ(reports::compare_lines({both}, {side("/w/train_slow.py", 1000000)}, {}).size(), 4u);
+}
+
 // Notebook cells' file names change with each edit and run (IPython's <ipython-input-N-HASH>,
 // a Jupyter kernel's /tmp/ipykernel_PID/HASH.py): a function redefined in another cell is
 // still matched with its earlier self, by function and statement text.
@@ -463,9 +482,21 @@ TEST(LineCompare, NotebookCellsAreOneFile) {
     for (const auto& l : lines) EXPECT_STREQ(to_string(l.match), "same") << a << " " << l.code;
     EXPECT_STREQ(to_string(lines[0].code == "x = gather(batch)" ? lines[0].metric.verdict : lines[1].metric.verdict), "faster");
   }
-  // Files of a program are still told apart by name.
-  const auto apart = reports::compare_lines({cell("/a/train.py", 1000000)}, {cell("/a/other.py", 1000000)}, {});
-  EXPECT_EQ(apart.size(), 4u);
+  // Files of a program are still told apart by name: each line meets its own file's twin.
+  auto two_files = [&](std::int64_t train_ns) {
+    Profile p = cell("/a/train.py", train_ns);
+    for (const auto& l : cell("/a/other.py", 1000000).lines) p.lines.push_back(l);
+    for (auto& it : p.iterations)
+      for (std::uint32_t k = 2; k < 4; ++k) it.lines[k] = it.lines[k - 2] == 0 ? 0 : 1000000;
+    return p;
+  };
+  const auto apart = reports::compare_lines({two_files(5000000)}, {two_files(1000000)}, {});
+  ASSERT_EQ(apart.size(), 4u);
+  for (const auto& l : apart) {
+    EXPECT_STREQ(to_string(l.match), "same") << l.file;
+    if (l.code == "x = gather(batch)")
+      EXPECT_STREQ(to_string(l.metric.verdict), l.file == "/a/train.py" ? "faster" : "no significant change") << l.file;
+  }
 }
 
 TEST(LineCompare, StatementSimilarity) {
