@@ -127,7 +127,8 @@ std::string check_markdown(const CheckResult& r, const std::string& baseline, co
     if (!listed(row)) continue;
     const auto& m = row.metric;
     const std::string name =
-        m.op() ? "&nbsp;&nbsp;" + short_op_name(m.name) + (m.phase.empty() ? "" : " (in " + m.phase + ")") : m.name;
+        m.op() ? "&nbsp;&nbsp;" + short_op_name(m.name) + (m.phase.empty() ? "" : " (in " + (m.phases.empty() ? m.phase : m.phases) + ")")
+               : m.name;
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {:.1f}% | {} |\n", name, human_ns(m.baseline_median_ns),
                       human_ns(m.candidate_median_ns), ratio_text(m.ratio), ci_text(m.ci_low, m.ci_high, CiStyle::kDash),
                       p_text(m.p_value), 100 * row.limit,

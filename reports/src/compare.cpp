@@ -215,6 +215,7 @@ Comparison compare_profiles(const std::vector<Profile>& baseline, const std::vec
     if (auto f = places.find(m.name); f != places.end()) {
       m.category = f->second.category;
       m.phase = f->second.phase;
+      m.phases = f->second.phases;
     }
   for (Scope scope : {Scope::kLoopThread, Scope::kOtherThreads}) {
     std::vector<MetricComparison> rows;

@@ -54,7 +54,8 @@ struct Record<reports::MetricComparison> {
                  field("p_value", &M::p_value),
                  field("verdict", &M::verdict),
                  field("category", &M::category, Presence::kWhenSet),
-                 field("phase", &M::phase, Presence::kWhenSet)};
+                 field("phase", &M::phase, Presence::kWhenSet),
+                 field("phases", &M::phases, Presence::kWhenSet)};
 };
 /// A line matched across the sides, with its metric.
 template <>

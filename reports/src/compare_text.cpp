@@ -28,7 +28,8 @@ std::string slower_summary(const Comparison& c) {
     out += fmt::format("; the stage that got slower most: {} ({} -> {}, +{} per iteration)", worst->name,
                        human_ns(worst->baseline_median_ns), human_ns(worst->candidate_median_ns), human_ns(worst->delta_ns));
   if (worst_op != nullptr)
-    out += fmt::format("; inside it, most: {} (+{})", short_op_name(worst_op->name), human_ns(worst_op->delta_ns));
+    out += fmt::format("; inside it, most: {} (+{}{})", short_op_name(worst_op->name), human_ns(worst_op->delta_ns),
+                       worst_op->phases.empty() ? "" : ", summed over " + worst_op->phases);
   if (worst == nullptr)
     out += "; no single loop-thread stage is significantly slower";
   return out + ".";
@@ -119,7 +120,10 @@ std::string comparison_text(const Comparison& c, bool ops) {
                      [](const MetricComparison* x, const MetricComparison* y) { return x->delta_ns > y->delta_ns; });
     for (std::size_t i = 0; i < slower_ops.size() && i < 3; ++i)
       out += fmt::format("{} {}{} +{}", i == 0 ? " Slower most:" : ",", short_op_name(slower_ops[i]->name),
-                         slower_ops[i]->phase.empty() ? "" : " in " + slower_ops[i]->phase, human_ns(slower_ops[i]->delta_ns));
+                         slower_ops[i]->phase.empty() ? ""
+                         : slower_ops[i]->phases.empty() ? " in " + slower_ops[i]->phase
+                                                          : " (in " + slower_ops[i]->phases + ")",
+                         human_ns(slower_ops[i]->delta_ns));
     out += "\n";
   }
   if (!c.lines.empty()) out += comparison_lines_text(c);

@@ -1,5 +1,7 @@
 #include "gnnprof/reports/hierarchy.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -157,13 +159,21 @@ std::map<std::string, StagePlace> stage_places(const std::vector<const Profile*>
   }
   for (auto& [name, place] : out) {
     if (!place.op()) continue;
-    std::int64_t best = -1;
+    std::vector<std::pair<std::int64_t, std::string>> shares;  // ns, phase
+    std::int64_t total = 0;
     for (const auto& [parent, ns] : in[name]) {
       auto f = out.find(parent);
-      if (f == out.end() || f->second.op() || ns <= best) continue;
-      best = ns;
-      place.phase = parent;
+      if (f == out.end() || f->second.op()) continue;
+      shares.emplace_back(ns, parent);
+      total += ns;
     }
+    std::stable_sort(shares.begin(), shares.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    if (!shares.empty()) place.phase = shares.front().second;
+    if (shares.size() < 2 || total <= 0 || 10 * shares[1].first < total) continue;
+    for (const auto& [ns, parent] : shares)
+      if (10 * ns >= total)
+        place.phases += fmt::format("{}{} {:.0f}%", place.phases.empty() ? "" : ", ", parent,
+                                    100.0 * static_cast<double>(ns) / static_cast<double>(total));
   }
   return out;
 }

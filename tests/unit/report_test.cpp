@@ -9,6 +9,7 @@
 #include "gnnprof/profile_io.h"
 #include <map>
 
+#include "gnnprof/reports/hierarchy.h"
 #include "gnnprof/reports/html_reporter.h"
 #include "gnnprof/reports/json_reporter.h"
 #include "gnnprof/reports/markdown_reporter.h"
@@ -145,6 +146,26 @@ TEST(Hierarchy, NestedPhasesSampledOpsAndHiddenStages) {
   EXPECT_NE(s.find("aten::x'\\u003cy"), std::string::npos);
   EXPECT_NE(s.find("aten::x&#39;&lt;y"), std::string::npos);
   EXPECT_EQ(md.str().find("<y"), std::string::npos);
+}
+
+// An op that runs in several phases (aten::add in forward and in the optimizer) has one metric,
+// the sum: its place names the phase holding most of it, and how its time splits when another
+// phase holds 10 % or more.
+TEST(Hierarchy, AnOpInSeveralPhasesSaysHowItsTimeSplits) {
+  Profile p;
+  for (const char* s : {"forward", "optimizer", "aten::add", "aten::mm"}) {
+    StageStats st;
+    st.name = s;
+    st.category = std::string(s).rfind("aten::", 0) == 0 ? "op" : "compute";
+    p.stages.push_back(st);
+  }
+  p.stage_edges = {StageEdge{"forward", "aten::add", 10, 620, 620}, StageEdge{"optimizer", "aten::add", 10, 380, 380},
+                   StageEdge{"forward", "aten::mm", 10, 950, 950}, StageEdge{"optimizer", "aten::mm", 1, 50, 50}};
+  const auto places = stage_places({&p});
+  EXPECT_EQ(places.at("aten::add").phase, "forward");
+  EXPECT_EQ(places.at("aten::add").phases, "forward 62%, optimizer 38%");
+  EXPECT_EQ(places.at("aten::mm").phase, "forward");
+  EXPECT_EQ(places.at("aten::mm").phases, "");  // 5 %: one phase's op
 }
 
 TEST(Report, TheHtmlPageEmbedsItsAssets) {

@@ -80,6 +80,9 @@ struct MetricComparison {
   /// The stage's category ("" for the iteration) and, for a torch op, the phase it ran in
   /// most: views list ops under their phase (hierarchy.h).
   std::string category, phase;
+  /// A torch op that ran in several phases (another one holding 10 % or more of its time): its
+  /// metric is their sum, and this says how it splits ("forward 62%, ops (no grad) 38%").
+  std::string phases;
   bool op() const { return category == "op"; }
 };
 

@@ -80,6 +80,9 @@ std::vector<const PhaseNode*> phase_rows(const Hierarchy& h);
 /// over all the profiles; "" when no profile says).
 struct StagePlace {
   std::string category, phase;
+  /// An op whose time is split across phases (another one holds 10 % or more): "forward 62%,
+  /// ops (no grad) 38%", largest first; else empty.
+  std::string phases;
   bool op() const { return is_op_category(category); }
 };
 std::map<std::string, StagePlace> stage_places(const std::vector<const Profile*>& profiles);
