@@ -205,7 +205,15 @@ int run_run(const RunArgs& args) {
     std::cerr << "gnnprof run: no profile was written (is the program statically linked, or GNNPROF_ENABLED=0?)\n";
   } else {
     std::string main_path;
-    if (main != nullptr) {
+    // A launch that failed and recorded nothing (a mistyped script name) does not replace an
+    // earlier profile at that path.
+    const bool failed = !child.waited || child.signal != 0 || child.code != 0;
+    const bool empty = main != nullptr && main->profile.stages.empty() && main->profile.lines.empty() &&
+                       main->profile.iterations.empty();
+    if (main != nullptr && failed && empty && fs::exists(out, ec)) {
+      std::cerr << "gnnprof run: the program failed and recorded nothing: " << out << " (an earlier profile) is kept; this run's is "
+                << main->path << "\n";
+    } else if (main != nullptr) {
       if (::rename(main->path.c_str(), out.c_str()) == 0) main_path = out;
       else std::cerr << "gnnprof run: cannot rename " << main->path << " to " << out << ": " << std::strerror(errno) << "\n";
     }

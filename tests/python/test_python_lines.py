@@ -876,6 +876,29 @@ def test_python_dash_m_gnnprof_is_gnnprof_run(tmp_path):
     assert own.returncode == 0 and own.stdout == "the user script named report\n", own
 
 
+def test_a_failed_launch_that_recorded_nothing_keeps_an_earlier_profile(tmp_path):
+    """A mistyped script name: python exits 2 having recorded nothing; the profile already at
+    the output path stays, and this run's empty one is left under its pid name."""
+    out = tmp_path / "gnnprof.json"
+    ok = subprocess.run([CLI, "run", "-o", str(out), "--", PYTHON, script("output.py")], capture_output=True, text=True,
+                        cwd=str(tmp_path))
+    assert ok.returncode == 5, ok.stderr
+    before = out.read_bytes()
+    bad = subprocess.run([CLI, "run", "-o", str(out), "--", PYTHON, str(tmp_path / "nosuch.py")], capture_output=True,
+                         text=True, cwd=str(tmp_path))
+    assert bad.returncode == 2
+    assert out.read_bytes() == before
+    assert f"the program failed and recorded nothing: {out} (an earlier profile) is kept" in bad.stderr, bad.stderr
+    crash = subprocess.run([CLI, "run", "-o", str(out), "--", PYTHON, "-c", "import sys; sys.exit(3)"],
+                           capture_output=True, text=True, cwd=str(tmp_path))
+    assert crash.returncode == 3
+    assert out.read_bytes() == before  # recorded nothing either
+    # A failed run that recorded something (its traced lines) replaces it, as any run does.
+    fails_late = subprocess.run([CLI, "run", "-o", str(out), "--lines", "output.py:work", "--", PYTHON, script("output.py")],
+                                capture_output=True, text=True, cwd=str(tmp_path))
+    assert fails_late.returncode == 5 and out.read_bytes() != before
+
+
 def test_package_joins_the_session_of_gnnprof_run(gnnprof_run, tmp_path):
     r = gnnprof_run(script("api.py"))
     assert r.rc == 0, r.err
