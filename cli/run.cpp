@@ -218,7 +218,16 @@ int run_run(const RunArgs& args) {
       else std::cerr << "gnnprof run: cannot rename " << main->path << " to " << out << ": " << std::strerror(errno) << "\n";
     }
     std::cerr << "gnnprof run: " << found.size() << (found.size() == 1 ? " profile" : " profiles") << ":\n";
-    for (const auto& f : found) {
+    // The launched process's first, then by rank and pid.
+    std::vector<const Found*> listed;
+    for (const auto& f : found) listed.push_back(&f);
+    std::stable_sort(listed.begin(), listed.end(), [&](const Found* x, const Found* y) {
+      if ((x == main) != (y == main)) return x == main;
+      return std::make_pair(x->profile.run.rank.value_or(-1), x->profile.run.pid) <
+             std::make_pair(y->profile.run.rank.value_or(-1), y->profile.run.pid);
+    });
+    for (const Found* fp : listed) {
+      const Found& f = *fp;
       const Profile& p = f.profile;
       std::cerr << "  " << (&f == main && !main_path.empty() ? main_path : f.path) << "  pid " << p.run.pid;
       if (p.run.rank) std::cerr << ", rank " << *p.run.rank;

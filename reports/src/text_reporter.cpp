@@ -269,11 +269,18 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
   if (!p.materializations.empty()) {
     out << "\n== Materializations ==\n";
     if (!sampled.empty()) out << sampled << "\n";
-    out << fmt::format("{:<16} {:<14} {:<28} {:>8} {:>12} {:>12}\n", "Name", "Stage", "Where", "Hits", "Rows", "Bytes");
+    // The torch observer's gathers have no name of their own (the C++ macro's have): a column
+    // only when some row has one.
+    const bool named = std::any_of(p.materializations.begin(), p.materializations.end(),
+                                   [](const MaterializationStats& m) { return !m.name.empty(); });
+    const std::string name_col = named ? fmt::format("{:<16} ", "Name") : "";
+    out << name_col << fmt::format("{:<14} {:<28} {:>8} {:>12} {:>12}\n", "Stage", "Where", "Hits", "Rows", "Bytes");
     for (const auto& m : p.materializations) {
-      std::string where = m.file.empty() ? "-" : fmt::format("{}:{}", base_name(m.file), m.line);
-      out << fmt::format("{:<16} {:<14} {:<28} {:>8} {:>12} {:>12}\n", m.name.empty() ? "-" : m.name,
-                         m.stage.empty() ? "-" : m.stage, where, m.hits, m.rows, human_bytes(m.bytes));
+      // No line: before line tracing began (the first batch), or no line was traced there.
+      std::string where = m.file.empty() ? "(no traced line)" : fmt::format("{}:{}", base_name(m.file), m.line);
+      if (named) out << fmt::format("{:<16} ", m.name.empty() ? "-" : m.name);
+      out << fmt::format("{:<14} {:<28} {:>8} {:>12} {:>12}\n", m.stage.empty() ? "-" : m.stage, where, m.hits, m.rows,
+                         human_bytes(m.bytes));
     }
   }
   if (!p.counters.empty()) {
