@@ -183,6 +183,22 @@ void OpClassifier::note_work() {
   cycle_last_seen_ = 0;
 }
 
+void OpClassifier::on_module_enter(bool grad_enabled) {
+  Level& level = levels_.back();
+  if (!opt_.phases || !opt_.phases_span_gaps || op_depth_ != 0 || level.optimizer || level.pinned != Phase::kNone) return;
+  close_wait();
+  OpInfo op;
+  op.in_module = true;
+  op.grad_enabled = grad_enabled;
+  const Phase p = phase_for(op, level);
+  if (p == Phase::kForward && opt_.marks_iterations && !iteration_open_ && !profiler_steps_) {
+    close_phase(level);
+    sink_.step();
+    iteration_open_ = true;
+  }
+  open_phase(level, p);
+}
+
 void OpClassifier::close_wait() {
   if (wait_open_) sink_.end();
   wait_open_ = false;

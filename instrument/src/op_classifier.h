@@ -132,6 +132,12 @@ class OpClassifier {
   void on_start(const OpInfo& op);
   void on_end(bool comm_in_flight = false, bool built_graph = true);
 
+  /// The thread enters its outermost torch.nn.Module call (the package's module hooks): the
+  /// forward (or forward (no grad)) begins there, not at its first op, so the Python between
+  /// the call and that op is not the phase before it. Outside the optimizer, an op and a
+  /// pinned scope; only where phases span the gaps between ops (the loop thread).
+  void on_module_enter(bool grad_enabled);
+
   /// Closes whatever is open (thread or session end).
   void close_all();
 

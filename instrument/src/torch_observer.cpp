@@ -740,9 +740,16 @@ void gnnprof_torch_set_poll(void (*poll)(int)) {
 
 void gnnprof_torch_module(int enter) {
   try {
+    if (gnnprof_is_running() == 0) return;
     gi::ThreadState* ts = gi::state();
-    if (enter != 0) ++ts->module_depth;
-    else if (ts->module_depth > 0) --ts->module_depth;
+    if (enter == 0) {
+      if (ts->module_depth > 0) --ts->module_depth;
+      return;
+    }
+    // The outermost call opens the forward, in iterations whose ops are observed (else nothing
+    // would close it before the step: the ops that would are not seen).
+    if (ts->module_depth++ == 0 && gi::g_ops_enabled.load(std::memory_order_relaxed))
+      ts->classifier.on_module_enter(c10::GradMode::is_enabled());
   } catch (...) {
   }
 }

@@ -215,6 +215,7 @@ std::string lines_html(const Profile& p, const ReportOptions& opt) {
   if (t.copied) extra_head += "<th>copied</th>";
   if (t.gathered) extra_head += "<th>gathered</th>";
   if (t.gpu) extra_head += "<th>GPU</th>";
+  if (t.data) extra_head += "<th>data</th>";
   if (t.wait) extra_head += "<th>wait</th>";
   if (t.backward) extra_head += "<th>backward</th>";
   for (const LineBlock& b : t.blocks) {
@@ -228,7 +229,7 @@ std::string lines_html(const Profile& p, const ReportOptions& opt) {
       if (!b.source_found && l != nullptr) text = l->code;
       if (l == nullptr) {
         std::string empty;
-        for (int k = 0; k < t.copied + t.gathered + t.gpu + t.wait + t.backward; ++k) empty += "<td></td>";
+        for (int k = 0; k < t.extra_count(); ++k) empty += "<td></td>";
         o += fmt::format("<tr class=idle><td>{}</td><td></td><td></td><td></td><td></td><td></td>{}<td class=code>{}</td></tr>",
                          r.line, empty, esc(text));
         continue;
@@ -253,6 +254,7 @@ std::string lines_html(const Profile& p, const ReportOptions& opt) {
       if (t.copied) extra += text_cell(copied_cell(r.extras));
       if (t.gathered) extra += text_cell(r.extras.gathered > 0 ? human_bytes(r.extras.gathered) : std::string());
       if (t.gpu) extra += cell(r.extras.gpu_ns);
+      if (t.data) extra += cell(r.extras.data_ns);
       if (t.wait) extra += cell(r.extras.wait_ns);
       if (t.backward) extra += cell(r.extras.backward_ns);
       o += fmt::format("<tr><td>{}</td><td>{}</td><td data-v={} title='{}'>{}</td><td>{}</td><td>{:.1f}</td>"

@@ -107,6 +107,7 @@ LineExtras line_extras(const Profile& p, const LineStats& l) {
     for (const auto& s : p.stages)
       if (s.name == name) {
         if (s.category == "sync") e.wait_ns += ns;
+        if (s.category == "data") e.data_ns += ns;
         break;
       }
   }
@@ -127,14 +128,16 @@ LineExtras line_extras(const Profile& p, const LineStats& l) {
     scale_ns(e.backward_ns);
     // A wait is part of the line's own time: scaled by time, so that one long wait in an
     // observed hit does not become more wait than the line took.
+    // So is the line's data time.
     const std::int64_t observed_ns = l.total_ns - l.unobserved_ns;
-    if (l.unobserved_ns > 0 && observed_ns > 0)
-      e.wait_ns = std::llround(static_cast<double>(e.wait_ns) * static_cast<double>(l.total_ns) /
-                               static_cast<double>(observed_ns));
-    else
-      scale_ns(e.wait_ns);  // a profile without unobserved_ns
-    e.wait_ns = std::min(e.wait_ns, l.total_ns);
-    e.estimated = e.copied() > 0 || e.gathered > 0 || e.gpu_ns > 0 || e.wait_ns > 0 || e.backward_ns > 0;
+    for (std::int64_t* v : {&e.wait_ns, &e.data_ns}) {
+      if (l.unobserved_ns > 0 && observed_ns > 0)
+        *v = std::llround(static_cast<double>(*v) * static_cast<double>(l.total_ns) / static_cast<double>(observed_ns));
+      else
+        scale_ns(*v);  // a profile without unobserved_ns
+      *v = std::min(*v, l.total_ns);
+    }
+    e.estimated = e.copied() > 0 || e.gathered > 0 || e.gpu_ns > 0 || e.data_ns > 0 || e.wait_ns > 0 || e.backward_ns > 0;
   }
   e.unknown = l.hits > 0 && l.unobserved_hits >= l.hits;
   return e;
@@ -178,6 +181,7 @@ LineTable build_line_table(const Profile& p, const std::vector<std::string>& sou
         t.copied |= r.extras.copied() > 0;
         t.gathered |= r.extras.gathered > 0;
         t.gpu |= r.extras.gpu_ns > 0;
+        t.data |= r.extras.data_ns > 0;
         t.wait |= r.extras.wait_ns > 0;
         t.backward |= r.extras.backward_ns > 0;
         t.estimated |= r.extras.estimated;
@@ -210,6 +214,8 @@ std::string extra_columns_legend(const LineTable& t) {
   add(t.copied, "Copied = bytes copied between host and device (pinned or pageable host memory)");
   add(t.gathered, "Gathered = feature bytes materialized");
   add(t.gpu, "GPU = kernel time the line launched, its backward's included");
+  add(t.data, "Data = time in data stages (sampling, materialization, copies, loader waits, ops needing no grad) "
+              "while the line was current (a traced function it calls shows its own): exposed data time");
   add(t.wait, "Wait = host syncs and communication waits");
   add(t.backward, "Backward = autograd backward of the graph the line built");
   add(t.estimated, "~ = estimated: torch ops were observed in some iterations only (iteration sampling), so the "

@@ -29,6 +29,7 @@ void TextReporter::render_line_table(const Profile& p, std::ostream& out) const 
   if (t.copied) extra_head += fmt::format(" {:>18}", "Copied");
   if (t.gathered) extra_head += fmt::format(" {:>10}", "Gathered");
   if (t.gpu) extra_head += fmt::format(" {:>10}", "GPU");
+  if (t.data) extra_head += fmt::format(" {:>10}", "Data");
   if (t.wait) extra_head += fmt::format(" {:>10}", "Wait");
   if (t.backward) extra_head += fmt::format(" {:>10}", "Backward");
   if (t.any_extra()) out << "Beyond line_profiler: " << extra_columns_legend(t) << " (times in the timer unit)\n";
@@ -65,6 +66,7 @@ void TextReporter::render_line_table(const Profile& p, std::ostream& out) const 
       if (t.gathered)
         extra += fmt::format(" {:>10}", r.extras.gathered > 0 ? mark + human_bytes(r.extras.gathered) : none);
       if (t.gpu) extra += time_cell(r.extras.gpu_ns);
+      if (t.data) extra += time_cell(r.extras.data_ns);
       if (t.wait) extra += time_cell(r.extras.wait_ns);
       if (t.backward) extra += time_cell(r.extras.backward_ns);
       out << fmt::format("{:>6} {:>9} {:>12.1f} {:>8.1f} {:>8.1f}{}  {}", r.line, l->hits, us(l->total_ns), per, pct,

@@ -580,6 +580,27 @@ TEST(OpClassifier, OpsInsideAModulesCallAreItsForwardThoughNoInputNeedsGrad) {
   EXPECT_EQ(r.log, want);
 }
 
+// The model's call opens its forward at once: the Python between `model(x)` and its first op
+// is the forward's, not the loader phase's before it. Not inside the optimizer's step.
+TEST(OpClassifier, AModelsCallOpensItsForward) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  leaf(c, op("aten::randperm"));  // the loop's own
+  c.on_module_enter(true);        // model(x)
+  gi::OpInfo lin = op("aten::linear", true);
+  lin.in_module = true;
+  leaf(c, lin);
+  leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
+  c.on_start(op("Optimizer.step#Adam.step", false, gi::Scope::kUser));
+  c.on_module_enter(true);  // a module inside the step (a closure): the ops decide there
+  c.on_end();
+  c.on_module_enter(false);  // validation under no_grad
+  c.close_all();
+  const std::vector<std::string> want = {"+ops (no grad)[data]", "-", "STEP", "+forward[compute]", "-", "+backward[compute]", "-",
+                                         "+optimizer[compute]", "-", "STEP", "+forward (no grad)[compute]", "-"};
+  EXPECT_EQ(r.log, want);
+}
+
 TEST(OpClassifier, OpStagesNestInsideTheirPhase) {
   Recorder r;
   gi::OpClassifier c(r, gi::ClassifierOptions{});

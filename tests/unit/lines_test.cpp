@@ -239,23 +239,29 @@ TEST(LineTable, ExtrasOfPartlyObservedLinesAreScaledAndMarked) {
     l.total_ns = 1000000;
     l.backward_ns = 300000;
     l.gpu_ns = 50000;
-    l.stages = {{"sync", 20000}};
+    l.stages = {{"sync", 20000}, {"materialize", 40000}, {"forward", 100000}};
     return l;
   };
-  p.stages = {StageStats{}};
+  p.stages = {StageStats{}, StageStats{}, StageStats{}};
   p.stages[0].name = "sync";
   p.stages[0].category = "sync";
+  p.stages[1].name = "materialize";
+  p.stages[1].category = "data";
+  p.stages[2].name = "forward";
+  p.stages[2].category = "compute";
   p.lines = {line(1, 10, 0), line(2, 10, 6), line(3, 10, 10)};
   p.transfers = {TransferStats{"", "/nowhere/t.py", 2, Direction::kH2D, HostMemory::kPinned, CopyMode::kAsync, 4, 1000, 0}};
   p.materializations = {MaterializationStats{"", "", "/nowhere/t.py", 2, 4, 40, 800}};
   const reports::LineExtras all = reports::line_extras(p, p.lines[0]);
   EXPECT_FALSE(all.estimated);
+  EXPECT_EQ(all.data_ns, 40000);  // its data stages' time; not the forward's, not the sync's
   EXPECT_EQ(all.backward_ns, 300000);
   const reports::LineExtras part = reports::line_extras(p, p.lines[1]);  // 4 of 10 hits observed
   EXPECT_TRUE(part.estimated);
   EXPECT_EQ(part.backward_ns, 750000);
   EXPECT_EQ(part.gpu_ns, 125000);
   EXPECT_EQ(part.wait_ns, 50000);
+  EXPECT_EQ(part.data_ns, 100000);
   EXPECT_EQ(part.copied_pinned, 2500u);
   EXPECT_EQ(part.gathered, 2000u);
   // A wait is part of the line's time: scaled by the time of the observed hits where the

@@ -26,6 +26,7 @@ struct LineExtras {
   std::uint64_t copied_pinned = 0, copied_pageable = 0, copied_other = 0;  ///< bytes
   std::uint64_t gathered = 0;                                             ///< bytes
   std::int64_t gpu_ns = 0;
+  std::int64_t data_ns = 0;      ///< stages of category data while the line ran: its exposed data time
   std::int64_t wait_ns = 0;      ///< stages of category sync, and comm wait, while the line ran
   std::int64_t backward_ns = 0;  ///< autograd backward of the graph the line built
   /// Iteration sampling left some of the line's hits unobserved: the figures above are those
@@ -58,10 +59,11 @@ struct LineTable {
   std::vector<LineBlock> blocks;
   /// Which extra columns have data anywhere in the profile (the others are left out, so that
   /// a table with nothing extra is exactly line_profiler's).
-  bool copied = false, gathered = false, gpu = false, wait = false, backward = false;
+  bool copied = false, gathered = false, gpu = false, data = false, wait = false, backward = false;
   bool estimated = false;  ///< some row's extras are estimates (LineExtras::estimated)
   bool unknown = false;    ///< some row's extras are unknown (LineExtras::unknown)
-  bool any_extra() const { return copied || gathered || gpu || wait || backward; }
+  bool any_extra() const { return copied || gathered || gpu || data || wait || backward; }
+  int extra_count() const { return copied + gathered + gpu + data + wait + backward; }
 };
 
 /// The extras of one LineStats of `p`; when iteration sampling left some of its hits
