@@ -41,6 +41,7 @@ constexpr Option kOptions[] = {
   // Python and the CLI
   {"GNNPROF_LINES", T::kString, "auto", "Python lines to trace: auto, none, or FILE[:FUNCTION] entries split by ';'", "python, cli"},
   {"GNNPROF_TORCH_MODULES", T::kBool, "1", "0: no torch module hooks (ops on tensors needing no grad in a model's call, such as its input's dropout, are then not its forward)", "python"},
+  {"GNNPROF_TORCH_PYTHON", T::kBool, "1", "0: no Python-side phases where the op observer is off (another torch than gnnprof's)", "python"},
   {"GNNPROF_LOADER_WORKERS", T::kString, "16", "data loader worker processes (forks) that write a profile of their own: the run's first N (on: 16); later ones and 0/off: record nothing", "python"},
   {"GNNPROF_PREFETCH", T::kCount, "the code's", "prefetch depth K in 0..64 (0: inline, as the baseline)", "prefetch, python", "", 64},
   {"GNNPROF_PRELOAD", T::kString, "next to gnnprof", "the libgnnprof_preload.so that gnnprof run injects", "cli"},

@@ -1,20 +1,32 @@
-"""torch.nn.Module calls, told to gnnprof's op observer.
+"""What gnnprof learns from torch's Python side.
 
-The observer sees torch's ops, not the model's calls: an op on tensors that need no grad (the
-input's dropout, the first layer's gather and aggregation before any parameter is used) looked
-like the loop's own work ("ops (no grad)", data). With the thread's module calls known, every op
-inside one is the forward's ("forward (no grad)" under no_grad). torch's global forward hooks
-are the package's C functions themselves: no Python frame per module call.
+With the op observer running: torch.nn.Module calls, told to it. The observer sees torch's
+ops, not the model's calls: an op on tensors that need no grad (the input's dropout, the first
+layer's gather and aggregation before any parameter is used) looked like the loop's own work
+("ops (no grad)", data). With the thread's module calls known, every op inside one is the
+forward's ("forward (no grad)" under no_grad). torch's global forward hooks are the package's C
+functions themselves: no Python frame per module call.
+
+Without it (the process loaded a torch other than the one gnnprof was built against, e.g. a
+pip wheel of torch 2.x): the phases from Python instead, so that the user still gets
+iterations, the training loop's line table (auto selection hangs on the optimizer's step) and
+forward / backward / optimizer / DataLoader stages, without ops, copies, gathers or backward
+charged to forward lines.
 """
+import functools
+import threading
 
 
 def install(native, config):
-    """After `import torch`, when the op observer runs in this process: the module hooks.
-    Returns what was done, for the tests."""
+    """After `import torch`: module hooks for the op observer, or the Python-side phases where
+    there is none. Returns what was done (for the profile's notes and the tests)."""
+    state = native.torch_state()
+    if state == 2:
+        return install_fallback(native, config)
+    if state != 1:
+        return "no observer"
     if not config.flag("GNNPROF_TORCH_MODULES", True):
         return "off"
-    if native.torch_state() != 1:
-        return "no observer"
     import torch.nn.modules.module as module
     pre = getattr(module, "register_module_forward_pre_hook", None)
     post = getattr(module, "register_module_forward_hook", None)
@@ -26,3 +38,142 @@ def install(native, config):
     except TypeError:
         post(native.module_exit)  # a forward that raises leaves the count to the next step
     return "installed"
+
+
+class _Phases(threading.local):
+    def __init__(self):
+        self.modules = 0       # Module calls open on this thread
+        self.forward = None    # the forward stage it opened, while open
+        self.steps = 0         # optimizer steps open (a wrapper's around its inner one's)
+        self.backward = 0
+
+
+def install_fallback(native, config):
+    """The phases from torch's Python API: the outermost Module call is "forward" ("forward (no
+    grad)" under no_grad), torch.autograd.backward "backward", an optimizer's step "optimizer"
+    (its end ends an iteration; its start is auto line selection's trigger), a DataLoader's
+    __next__ its `enumerate(DataLoader)#...` stage. Every wrapper leaves the host's behaviour
+    as it was: arguments, results and exceptions pass through."""
+    if not config.flag("GNNPROF_TORCH_PYTHON", True):
+        return "fallback off"
+    import torch
+    import torch.nn.modules.module as module
+    import torch.optim.optimizer as optimizer
+    import torch.utils.data.dataloader as dataloader
+
+    tls = _Phases()
+    stages = {"forward": native.Stage("forward"), "forward (no grad)": native.Stage("forward (no grad)"),
+              "backward": native.Stage("backward"), "optimizer": native.Stage("optimizer")}
+    marks = {"open": False}  # an iteration begun (at the first forward, then at each step's end)
+
+    def close_stale_forward():
+        # A forward that raised on a torch without always_call hooks left its stage open.
+        if tls.forward is not None:
+            tls.forward.__exit__(None, None, None)
+            tls.forward = None
+        tls.modules = 0
+
+    def module_pre(mod, args):
+        tls.modules += 1
+        if tls.modules == 1 and tls.steps == 0 and tls.backward == 0:
+            grad = torch.is_grad_enabled()
+            if grad and not marks["open"] and threading.current_thread() is threading.main_thread():
+                native.step()
+                marks["open"] = True
+            tls.forward = stages["forward" if grad else "forward (no grad)"]
+            tls.forward.__enter__()
+
+    def module_post(mod, args, out):
+        if tls.modules > 0:
+            tls.modules -= 1
+        if tls.modules == 0 and tls.forward is not None:
+            tls.forward.__exit__(None, None, None)
+            tls.forward = None
+
+    module.register_module_forward_pre_hook(module_pre)
+    try:
+        module.register_module_forward_hook(module_post, always_call=True)
+    except TypeError:
+        module.register_module_forward_hook(module_post)
+
+    backward = torch.autograd.backward
+
+    @functools.wraps(backward)
+    def gnnprof_backward(*args, **kwargs):
+        if tls.backward or tls.steps:
+            return backward(*args, **kwargs)
+        close_stale_forward()
+        tls.backward += 1
+        stages["backward"].__enter__()
+        try:
+            return backward(*args, **kwargs)
+        finally:
+            stages["backward"].__exit__(None, None, None)
+            tls.backward -= 1
+
+    torch.autograd.backward = gnnprof_backward
+
+    def wrap_step(step):
+        if getattr(step, "_gnnprof_step", False):
+            return step
+
+        @functools.wraps(step)
+        def gnnprof_step(*args, **kwargs):
+            if tls.steps:  # a wrapper's inner optimizer (ZeroRedundancyOptimizer, Lookahead)
+                return step(*args, **kwargs)
+            close_stale_forward()
+            tls.steps += 1
+            main = threading.current_thread() is threading.main_thread()
+            if main:
+                native.optimizer_step()  # auto line selection: the frame calling step() is the loop
+            stages["optimizer"].__enter__()
+            try:
+                return step(*args, **kwargs)
+            finally:
+                stages["optimizer"].__exit__(None, None, None)
+                tls.steps -= 1
+                if main:
+                    native.step()
+                    marks["open"] = True
+
+        gnnprof_step._gnnprof_step = True
+        return gnnprof_step
+
+    # Each optimizer class's step is wrapped once, where torch wraps it for its profiler
+    # (1.13: _hook_for_profile; 2.x: _patch_step_function), so subclasses' own steps are too.
+    for name in ("_patch_step_function", "_hook_for_profile"):
+        patch = getattr(optimizer.Optimizer, name, None)
+        if patch is None:
+            continue
+
+        def patched(self, _patch=patch):
+            _patch(self)
+            cls = type(self)
+            cls.step = wrap_step(cls.step)
+
+        functools.update_wrapper(patched, patch)
+        setattr(optimizer.Optimizer, name, patched)
+        break
+
+    base = dataloader._BaseDataLoaderIter
+    next_ = base.__next__
+    loader_stages = {}
+
+    @functools.wraps(next_)
+    def gnnprof_next(self):
+        cls = type(self).__name__
+        st = loader_stages.get(cls)
+        if st is None:
+            st = loader_stages[cls] = native.Stage(f"enumerate(DataLoader)#{cls}.__next__")
+        st.__enter__()
+        try:
+            return next_(self)
+        finally:
+            st.__exit__(None, None, None)
+
+    base.__next__ = gnnprof_next
+    native.note_collector("torch-python", True,
+                          "the op observer is off (torch-ops says why): forward, backward, optimizer and DataLoader "
+                          "stages and iteration marks come from torch's Python hooks; no ops, copies, gathers or "
+                          "backward charged to forward lines")
+    return "fallback"

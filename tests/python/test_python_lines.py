@@ -226,6 +226,67 @@ def test_auto_traces_the_user_function_a_producer_thread_gathers_in(gnnprof_run,
 
 
 @needs_torch
+def test_without_the_op_observer_the_phases_come_from_torchs_python_side(gnnprof_run, plain_run, tmp_path):
+    """A torch other than gnnprof's (a pip wheel of torch 2.x; here the test hook that makes
+    gnnprof believe it was built against another): no op observer, but the iterations, the
+    training loop's line table and forward / backward / optimizer / DataLoader stages still
+    come, from torch's Python hooks. A forward that raises (caught by the loop) changes nothing
+    for the program and leaves no stage open."""
+    other = {"GNNPROF_TORCH_BUILT_PATH": "/opt/other/libtorch_cpu.so"}
+    path = script("loader_loop.py")
+    r = gnnprof_run(path, "20", env=other)
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "20").out
+    assert not r.collector("torch-ops")["enabled"]
+    assert r.collector("torch-python")["enabled"], r.profile["collectors"]
+    assert {l["function"] for l in r.profile["lines"]} == {"main", "Seeds.__getitem__", "make_collate.<locals>.collate"}
+    stages = {s["name"]: s for s in r.profile["stages"]}
+    for name in ("forward", "backward", "optimizer", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"):
+        assert stages[name]["hits"] >= 20, (name, stages.get(name))
+    assert stages["enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"]["category"] == "data"
+    assert sum(1 for i in r.profile["iterations"] if i["complete"]) == 20
+    assert r.lines("main")[line_of(path, "for x, y in loader:")]["stages"]  # its data time, in the Data column
+    off = gnnprof_run(path, "3", env=dict(other, GNNPROF_TORCH_PYTHON="0"))
+    assert off.rc == 0 and off.collector("torch-python") is None and off.profile["stages"] == []
+
+    raising = tmp_path / "raising.py"
+    raising.write_text(
+        "import torch\n"
+        "class M(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.lin = torch.nn.Linear(4, 2)\n"
+        "    def forward(self, x, fail):\n"
+        "        if fail:\n"
+        "            raise ValueError('bad batch')\n"
+        "        return self.lin(x)\n"
+        "def main():\n"
+        "    m = M()\n"
+        "    opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+        "    skipped = 0\n"
+        "    for i in range(12):\n"
+        "        try:\n"
+        "            loss = m(torch.randn(8, 4), i % 4 == 3).sum()\n"
+        "        except ValueError:\n"
+        "            skipped += 1\n"
+        "            continue\n"
+        "        opt.zero_grad()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "    print('skipped', skipped)\n"
+        "main()\n")
+    e = gnnprof_run(str(raising), env=other)
+    assert e.rc == 0, e.err
+    assert e.out == "skipped 3\n"
+    stages = {s["name"]: s for s in e.profile["stages"]}
+    assert stages["optimizer"]["hits"] == 9 and stages["backward"]["hits"] == 9, stages
+    # On torch 1.13 no hook runs when a forward raises: its stage goes on into the next batch's
+    # forward and ends at that one's backward (torch >= 2.1 calls the hook: 12 forwards).
+    assert stages["forward"]["hits"] in (9, 12), stages
+    assert not [x for x in e.profile.get("stage_edges", []) if x["parent"] == "forward"], e.profile.get("stage_edges")
+
+
+@needs_torch
 def test_auto_traces_the_dataset_and_collate_fn_a_dataloader_calls(gnnprof_run, plain_run):
     """torch's DataLoader calls the user's Dataset.__getitem__ per sample (inlined by CPython
     3.11's specialized subscript) and collate_fn per batch: auto traces both while the loader
