@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <numeric>
+#include <regex>
 #include <set>
 
 #include "gnnprof/reports/analysis.h"
@@ -228,6 +229,15 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
       for (const WorkerLine& l : w.top_lines)
         out << fmt::format("  {:<28} {:>9} hits {:>10} {:>6.1f}%  {}\n", fmt::format("{}:{}", base_name(l.file), l.line), l.hits,
                            human_ns(l.total_ns), 100 * l.share, l.code);
+      // Workers trace what their loader calls (a Dataset, a collate_fn), not deeper: a heavy
+      // line that calls a function of the user's own (a bare name or a method of self) says
+      // how to see inside it.
+      const WorkerLine& top = w.top_lines.front();
+      static const std::regex call(R"((^|[^A-Za-z0-9_.])(self\.)?([A-Za-z_][A-Za-z0-9_]*)\s*\()");
+      std::smatch m;
+      if (top.share >= 0.5 && std::regex_search(top.code, m, call))
+        out << fmt::format("To see inside {}(): gnnprof run --lines auto --lines {}:{} -- ...\n", m[3].str(),
+                           base_name(top.file), m[3].str());
     }
     out << "Each worker's own report: gnnprof report <its profile> (pid in the file name under gnnprof run).\n";
   }

@@ -83,6 +83,17 @@ TEST(LoaderWorkers, PaceBusyShareConcurrencyAndHeaviestLines) {
   ASSERT_TRUE(TextReporter({}).render(r, with));
   EXPECT_NE(with.str().find("== DataLoader workers =="), std::string::npos);
   EXPECT_NE(with.str().find("data.py:24"), std::string::npos) << with.str();
+  // A heavy line that calls the user's own function says how to see inside it; a torch call
+  // does not.
+  r.workers.top_lines.front().share = 0.9;
+  r.workers.top_lines.front().code = "return self.sample(seeds)";
+  std::ostringstream hint, none;
+  ASSERT_TRUE(TextReporter({}).render(r, hint));
+  EXPECT_NE(hint.str().find("To see inside sample(): gnnprof run --lines auto --lines data.py:sample -- ..."), std::string::npos)
+      << hint.str();
+  r.workers.top_lines.front().code = "x = torch.tanh(x * 1.01)";
+  ASSERT_TRUE(TextReporter({}).render(r, none));
+  EXPECT_EQ(none.str().find("To see inside"), std::string::npos) << none.str();
   // The loop counted more forks than there are profiles: the cap is named.
   loop.counters.push_back(CounterStats{"DataLoader workers", 40, 2, 2, 2, 2});
   EXPECT_NE(loader_workers_text(summarize_loader_workers(loop, ws)).find("the run started 40 workers; the others wrote no profile"),
