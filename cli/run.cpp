@@ -210,7 +210,8 @@ int run_run(const RunArgs& args) {
     const bool failed = !child.waited || child.signal != 0 || child.code != 0;
     const bool empty = main != nullptr && main->profile.stages.empty() && main->profile.lines.empty() &&
                        main->profile.iterations.empty();
-    if (main != nullptr && failed && empty && fs::exists(out, ec)) {
+    const bool keep = main != nullptr && failed && empty && fs::exists(out, ec);
+    if (keep) {
       std::cerr << "gnnprof run: the program failed and recorded nothing: " << out << " (an earlier profile) is kept; this run's is "
                 << main->path << "\n";
     } else if (main != nullptr) {
@@ -244,7 +245,9 @@ int run_run(const RunArgs& args) {
       std::cerr << "gnnprof run: " << rank_files.size() << " ranks; one report of them all: gnnprof merge" << cmd
                 << (args.html_out.empty() ? "" : " --html " + args.html_out) << "\n";
     }
-    if (!args.html_out.empty() && main != nullptr) {
+    if (!args.html_out.empty() && main != nullptr && keep) {
+      std::cerr << "gnnprof run: " << args.html_out << " not written (this run recorded nothing)\n";
+    } else if (!args.html_out.empty() && main != nullptr) {
       auto reporter = reports::make_reporter("html", {});
       reports::Report report = reports::make_report(main->profile, {});
       std::vector<Profile> workers;

@@ -68,7 +68,7 @@ OpClassifier::Phase OpClassifier::phase_for(const OpInfo& op, const Level& level
   // Inside the optimizer's step, a closure runs with grad enabled; the update runs under
   // no_grad and is the optimizer's own, whatever phase the closure left open.
   if (level.optimizer && !op.grad_enabled) return Phase::kOther;
-  const bool forward = op.any_input_requires_grad || op.in_module;
+  const bool forward = op.any_input_requires_grad || (op.in_module && !level.data_scope);
   Phase p = !forward ? Phase::kOther : (op.grad_enabled ? Phase::kForward : Phase::kForwardNoGrad);
   // Inside a forward (or backward) phase, helper ops on tensors that need no grad
   // (torch.zeros, bincount, x[idx] of the input features, ...) belong to that phase; only a
@@ -184,8 +184,11 @@ void OpClassifier::note_work() {
 }
 
 void OpClassifier::on_module_enter(bool grad_enabled) {
+  module_level_ = -1;
   Level& level = levels_.back();
-  if (!opt_.phases || !opt_.phases_span_gaps || op_depth_ != 0 || level.optimizer || level.pinned != Phase::kNone) return;
+  if (!opt_.phases || !opt_.phases_span_gaps || op_depth_ != 0 || level.optimizer || level.pinned != Phase::kNone ||
+      level.data_scope)
+    return;
   close_wait();
   OpInfo op;
   op.in_module = true;
@@ -196,7 +199,17 @@ void OpClassifier::on_module_enter(bool grad_enabled) {
     sink_.step();
     iteration_open_ = true;
   }
+  const bool opens = p == Phase::kForward && current_phase(level) != p;
   open_phase(level, p);
+  if (opens) module_level_ = static_cast<int>(levels_.size()) - 1;
+}
+
+void OpClassifier::on_module_exit(bool built_graph) {
+  const int at = module_level_;
+  module_level_ = -1;
+  if (at < 0 || built_graph || at != static_cast<int>(levels_.size()) - 1 || op_depth_ != 0) return;
+  Level& l = levels_.back();
+  if (l.phase_open && l.phase == Phase::kForward) close_phase(l);
 }
 
 void OpClassifier::close_wait() {
@@ -237,6 +250,7 @@ void OpClassifier::on_start(const OpInfo& op) {
       }
       if (op.kind == OpKind::kUserScope) {
         sink_.begin(op.name, "user");
+        inner.data_scope = op.name.rfind("enumerate(DataLoader)", 0) == 0;
         if (op.name == "forward") inner.pinned = Phase::kForward;
         else if (op.name == "backward") inner.pinned = Phase::kBackward;
         f.ends = 1;

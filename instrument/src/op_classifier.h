@@ -137,6 +137,10 @@ class OpClassifier {
   /// the call and that op is not the phase before it. Outside the optimizer, an op and a
   /// pinned scope; only where phases span the gaps between ops (the loop thread).
   void on_module_enter(bool grad_enabled);
+  /// The outermost Module call ends; `built_graph`: whether it recorded anything for autograd.
+  /// A forward it opened without doing so (a metric after the step, a transform) closes here,
+  /// as one an op opened does at that op's end.
+  void on_module_exit(bool built_graph);
 
   /// Closes whatever is open (thread or session end).
   void close_all();
@@ -158,6 +162,7 @@ class OpClassifier {
     bool optimizer = false;
     bool optimizer_open = false;
     bool closure_known = false;  // a step of an optimizer seen running a closure before
+    bool data_scope = false;     // torch's DataLoader scope: a Module called there (a transform) is data
     std::uint64_t step_name = 0;  // the step's name hash (0: zero_grad)
   };
   struct Frame {
@@ -205,6 +210,7 @@ class OpClassifier {
   /// readback, a scope, an op) is the closure's: the optimizer's stage stops before it.
   void leave_optimizer_for_closure(Level& l, const OpInfo& op);
   bool closure_work_ = false;  // the op being started is such work (on_start only)
+  int module_level_ = -1;  // index of the level whose forward the outermost Module call opened
   // Several optimizers stepped one after the other (SparseAdam for embeddings, then Adam; or
   // two Adams): the steps since the loop's last work (an op or scope outside the optimizer's),
   // by name hash. Once a pass has shown a cycle of steps, only its last step ends an iteration:

@@ -63,9 +63,10 @@ GNNPROF_PLUGIN_EXPORT int gnnprof_preload_poll(int at_mark);
  * torch`). 1: nothing is left to watch for; 0: not yet (or another thread is looking); -1: no
  * active preload in this process. */
 GNNPROF_PLUGIN_EXPORT int gnnprof_preload_attach(void);
-/* Looks for libtorch now, waiting (at most ~2 s) for another thread's look, and says what the
+/* Looks for libtorch now, waiting (at most ~10 s) for another thread's look, and says what the
  * torch op observer does: 1 it observes; 2 torch is loaded but the observer is off (the
- * collector list says why); 0 torch is not loaded; -1 no active preload in this process. */
+ * collector list says why); 0 torch is not loaded; -1 no active preload in this process; -2
+ * the other thread's look took longer. */
 GNNPROF_PLUGIN_EXPORT int gnnprof_preload_torch_state(void);
 /* gnnprof_torch_module when the observer runs; else nothing. */
 GNNPROF_PLUGIN_EXPORT void gnnprof_preload_torch_module(int enter);

@@ -265,8 +265,8 @@ extern "C" int gnnprof_preload_torch_state(void) {
   if (!g_active || getpid() != g_owner_pid) return -1;
   try {
     std::unique_lock<std::mutex> lock(g_attach_mu, std::defer_lock);
-    for (int i = 0; !lock.try_lock(); ++i) {  // the attach thread's look: a dlopen or two
-      if (i == 2000) return -1;
+    for (int i = 0; !lock.try_lock(); ++i) {  // the attach thread's look: a dlopen or two, CUPTI's start
+      if (i == 10000) return -2;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     (void)scan_and_attach();

@@ -364,6 +364,7 @@ struct ThreadState {
   bool watch_foldable = true;   // nothing in it so far forbids folding its kind
   std::int64_t forward_seq = 0;  // the autograd sequence number when the last op that opened a forward began
   int module_depth = 0;          // torch.nn.Module calls open (gnnprof_torch_module)
+  std::int64_t module_seq = 0;   // the autograd sequence number when the outermost one began
   explicit ThreadState(ClassifierOptions opt) : classifier(sink, opt, heap.resource()) {}
 };
 
@@ -742,14 +743,18 @@ void gnnprof_torch_module(int enter) {
   try {
     if (gnnprof_is_running() == 0) return;
     gi::ThreadState* ts = gi::state();
+    const bool observed = gi::g_ops_enabled.load(std::memory_order_relaxed);
     if (enter == 0) {
-      if (ts->module_depth > 0) --ts->module_depth;
+      if (ts->module_depth > 0 && --ts->module_depth == 0 && observed)
+        ts->classifier.on_module_exit(at::sequence_number::peek() != ts->module_seq);
       return;
     }
     // The outermost call opens the forward, in iterations whose ops are observed (else nothing
     // would close it before the step: the ops that would are not seen).
-    if (ts->module_depth++ == 0 && gi::g_ops_enabled.load(std::memory_order_relaxed))
+    if (ts->module_depth++ == 0 && observed) {
+      ts->module_seq = at::sequence_number::peek();
       ts->classifier.on_module_enter(c10::GradMode::is_enabled());
+    }
   } catch (...) {
   }
 }

@@ -607,11 +607,12 @@ def _at_exit():
     unmatched = [s.text for s in _state["specs"] if not s.matched]
     if unmatched and not _state["warned"]:
         _state["warned"] = True
-        if _state["loader_forks"] > 0 and not _state["worker"]:
+        profiled = min(_state["loader_forks"], _state["loader_limit"])
+        if profiled > 0 and not _state["worker"]:
             # A DataLoader worker traces what ran in it into its own profile.
-            print(f"gnnprof: note: --lines {', '.join(unmatched)}: no function that ran in the main process matched; "
-                  f"its {_state['loader_forks']} DataLoader worker processes' profiles have what matched in them",
-                  file=sys.stderr)
+            print(f"gnnprof: warning: --lines {', '.join(unmatched)}: no function that ran in the main process "
+                  f"matched; its {profiled} profiled DataLoader workers trace in their own profiles (if it matched "
+                  "nothing there either, nothing was traced)", file=sys.stderr)
         else:
             print(f"gnnprof: warning: --lines {', '.join(unmatched)}: no function that ran matched; "
                   "nothing traced for it", file=sys.stderr)
@@ -621,6 +622,8 @@ def _at_exit():
 def _torch_imported():
     """Once torch is imported: a library the package loaded itself cannot see Python load torch,
     so it is told; then the module hooks, where the op observer runs."""
+    if "torch" not in sys.modules:  # its import failed: nothing to hook (and no second import)
+        return
     if _state["how"] == "loaded":
         _native.attach()
     from . import _config, _torch_hooks

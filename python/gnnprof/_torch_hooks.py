@@ -14,13 +14,27 @@ forward / backward / optimizer / DataLoader stages, without ops, copies, gathers
 charged to forward lines.
 """
 import functools
+import sys
 import threading
 
 
 def install(native, config):
     """After `import torch`: module hooks for the op observer, or the Python-side phases where
-    there is none. Returns what was done (for the profile's notes and the tests)."""
+    there is none; once per process (a reloaded package finds them in place). Returns what was
+    done (for the profile's notes and the tests)."""
+    done = getattr(native, "torch_hooks", None)
+    if done is not None:
+        return done
+    native.torch_hooks = done = _install(native, config)
+    return done
+
+
+def _install(native, config):
     state = native.torch_state()
+    if state == -2:
+        native.note_collector("torch-python", False, "the preload's look for torch took over 10 s: no module hooks "
+                              "and no Python-side phases")
+        return "busy"
     if state == 2:
         return install_fallback(native, config)
     if state != 1:
@@ -32,12 +46,40 @@ def install(native, config):
     post = getattr(module, "register_module_forward_hook", None)
     if pre is None or post is None:
         return "no global hooks"
-    pre(native.module_enter)
+    enter, leave = native.module_enter, native.module_exit
+    compiling = _compiling_test()
+    if compiling is not None:
+        # torch.compile traces hooks with the module: one that does nothing while it traces adds
+        # no graph break (the compiled graph's ops are not forward's then: not seen here).
+        def enter(mod, args, _enter=native.module_enter):
+            if not compiling():
+                _enter()
+
+        def leave(mod, args, out, _leave=native.module_exit):
+            if not compiling():
+                _leave()
+    pre(enter)
     try:
-        post(native.module_exit, always_call=True)  # torch >= 2.1: also when forward raises
+        post(leave, always_call=True)  # torch >= 2.1: also when forward raises
     except TypeError:
-        post(native.module_exit)  # a forward that raises leaves the count to the next step
+        post(leave)  # a forward that raises leaves the count to the next step
     return "installed"
+
+
+def _compiling_test():
+    """torch.compile's "am I tracing?" (torch >= 2.0), or None (torch 1.x: no compile, and the
+    hooks are the C functions themselves)."""
+    import torch
+    test = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+    if test is not None:
+        return test
+    if not hasattr(torch, "compile"):
+        return None
+
+    def dynamo_compiling():  # torch 2.0-2.2: only once dynamo is imported can it be tracing
+        dynamo = sys.modules.get("torch._dynamo")
+        return dynamo is not None and dynamo.is_compiling()
+    return dynamo_compiling
 
 
 class _Phases(threading.local):
@@ -62,6 +104,7 @@ def install_fallback(native, config):
     import torch.utils.data.dataloader as dataloader
 
     tls = _Phases()
+    compiling = _compiling_test() or (lambda: False)
     stages = {"forward": native.Stage("forward"), "forward (no grad)": native.Stage("forward (no grad)"),
               "backward": native.Stage("backward"), "optimizer": native.Stage("optimizer")}
     marks = {"open": False}  # an iteration begun (at the first forward, then at each step's end)
@@ -74,6 +117,8 @@ def install_fallback(native, config):
         tls.modules = 0
 
     def module_pre(mod, args):
+        if compiling():
+            return
         tls.modules += 1
         if tls.modules == 1 and tls.steps == 0 and tls.backward == 0:
             grad = torch.is_grad_enabled()
@@ -84,6 +129,8 @@ def install_fallback(native, config):
             tls.forward.__enter__()
 
     def module_post(mod, args, out):
+        if compiling():
+            return
         if tls.modules > 0:
             tls.modules -= 1
         if tls.modules == 0 and tls.forward is not None:

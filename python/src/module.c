@@ -213,7 +213,7 @@ static PyObject* py_note_collector(PyObject* self, PyObject* args) {
 }
 
 /* torch_state() -> 1 the op observer observes, 2 torch loaded and the observer off, 0 torch not
- * loaded, -1 no preload to ask (gnnprof_preload_torch_state) */
+ * loaded, -1 no preload to ask, -2 the preload was busy too long (gnnprof_preload_torch_state) */
 static PyObject* py_torch_state(PyObject* self, PyObject* unused) {
   (void)self, (void)unused;
   if (!g_core_bound || g_core.torch_state == NULL) return PyLong_FromLong(-1);

@@ -292,8 +292,9 @@ struct SideLine {
   std::vector<std::int64_t> samples;
 };
 
-// File key, function, code, and which of the function's statements with that text it is (in
-// source order): a statement written twice in one function is two lines.
+// File key, function, code and line: a statement written twice in one function is two lines.
+// Within a side the source is one (its runs and ranks), so the line pools each statement's
+// samples exactly; across sides lines are paired by text (compare_lines).
 using LineKey = std::tuple<std::string, std::string, std::string, std::uint32_t>;
 
 /// Which file a line is in, for matching: its base name, except that every notebook cell is one
@@ -317,14 +318,9 @@ std::map<LineKey, SideLine> side_lines(const std::vector<Profile>& profiles, std
   for (const Profile& p : profiles) {
     std::vector<const LineKey*> key_of(p.lines.size());
     std::set<LineKey> here;
-    std::vector<std::size_t> order(p.lines.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t u, std::size_t v) { return p.lines[u].line < p.lines[v].line; });
-    std::map<std::tuple<std::string, std::string, std::string>, std::uint32_t> seen_text;  // real file, function, code
-    for (std::size_t i : order) {
+    for (std::size_t i = 0; i < p.lines.size(); ++i) {
       const LineStats& l = p.lines[i];
-      const std::uint32_t twin = seen_text[{l.file, l.function, l.code}]++;
-      auto [it, fresh] = out.try_emplace(LineKey{file_key(l.file), l.function, l.code, twin});
+      auto [it, fresh] = out.try_emplace(LineKey{file_key(l.file), l.function, l.code, l.line});
       if (fresh) {
         it->second.file = l.file;
         it->second.function = l.function;

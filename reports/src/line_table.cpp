@@ -90,8 +90,17 @@ void python_extent(const std::vector<std::string>& src, const std::string& funct
 
 }  // namespace
 
+namespace {
+/// The op observer's own data stages: recorded only in iterations whose ops it observed (a
+/// DataLoader's scope, a user's stage are recorded in every one).
+bool observer_data_stage(const std::string& name) {
+  return name == "materialize" || name == "h2d" || name == "d2d" || name == "pin_memory" || name == "ops (no grad)";
+}
+}  // namespace
+
 LineExtras line_extras(const Profile& p, const LineStats& l) {
   LineExtras e;
+  std::int64_t data_every = 0;  // data stages recorded in every iteration: never scaled
   for (const auto& t : p.transfers) {
     if (t.line != l.line || t.file != l.file) continue;
     (t.memory == HostMemory::kPinned ? e.copied_pinned : t.memory == HostMemory::kPageable ? e.copied_pageable : e.copied_other) +=
@@ -107,7 +116,7 @@ LineExtras line_extras(const Profile& p, const LineStats& l) {
     for (const auto& s : p.stages)
       if (s.name == name) {
         if (s.category == "sync") e.wait_ns += ns;
-        if (s.category == "data") e.data_ns += ns;
+        if (s.category == "data") (observer_data_stage(name) ? e.data_ns : data_every) += ns;
         break;
       }
   }
@@ -139,6 +148,7 @@ LineExtras line_extras(const Profile& p, const LineStats& l) {
     }
     e.estimated = e.copied() > 0 || e.gathered > 0 || e.gpu_ns > 0 || e.data_ns > 0 || e.wait_ns > 0 || e.backward_ns > 0;
   }
+  e.data_ns = std::min(e.data_ns + data_every, l.total_ns);
   e.unknown = l.hits > 0 && l.unobserved_hits >= l.hits;
   return e;
 }

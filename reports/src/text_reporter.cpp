@@ -235,9 +235,13 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
       const WorkerLine& top = w.top_lines.front();
       static const std::regex call(R"((^|[^A-Za-z0-9_.])(self\.)?([A-Za-z_][A-Za-z0-9_]*)\s*\()");
       std::smatch m;
-      if (top.share >= 0.5 && std::regex_search(top.code, m, call))
-        out << fmt::format("To see inside {}(): gnnprof run --lines auto --lines {}:{} -- ...\n", m[3].str(),
-                           base_name(top.file), m[3].str());
+      static const std::set<std::string> builtins = {"range", "len", "sorted", "list", "dict", "set", "tuple", "int",
+                                                     "float", "str", "print", "zip", "enumerate", "map", "filter",
+                                                     "sum", "min", "max", "any", "all", "isinstance", "super", "iter",
+                                                     "next", "open", "abs", "round", "getattr", "reversed", "type"};
+      if (top.share >= 0.5 && std::regex_search(top.code, m, call) && builtins.count(m[3].str()) == 0)
+        out << fmt::format("To see inside {}() (if {} defines it; else name its file): gnnprof run --lines auto --lines {}:{} -- ...\n",
+                           m[3].str(), base_name(top.file), base_name(top.file), m[3].str());
     }
     out << "Each worker's own report: gnnprof report <its profile> (pid in the file name under gnnprof run).\n";
   }

@@ -601,6 +601,40 @@ TEST(OpClassifier, AModelsCallOpensItsForward) {
   EXPECT_EQ(r.log, want);
 }
 
+// A Module call that builds no graph (a metric after the step; a transform) ends its forward
+// when it returns; one that builds graph (the model) leaves it open for the loss. A Module
+// called inside the DataLoader's scope (a torchvision transform) is the loader's data.
+TEST(OpClassifier, AModuleCallThatBuildsNoGraphEndsItsForwardAndTransformsAreData) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  auto in_model = [](gi::OpInfo i) {
+    i.in_module = true;
+    return i;
+  };
+  c.on_module_enter(true);  // the model: builds graph
+  leaf(c, in_model(op("aten::linear", true)));
+  c.on_module_exit(true);
+  leaf(c, op("aten::cross_entropy_loss", true));  // the loss, forward still
+  leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
+  c.on_start(op("Optimizer.step#Adam.step", false, gi::Scope::kUser));
+  c.on_end();
+  c.on_module_enter(true);  // metric(pred.detach(), y): no graph
+  leaf(c, in_model(op("aten::eq")));
+  c.on_module_exit(false);
+  leaf(c, op("aten::randperm"));  // the next batch's sampling: the loop's own again
+  c.on_start(op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", false, gi::Scope::kUser));
+  c.on_module_enter(true);  // a transform inside the loader
+  leaf(c, in_model(op("aten::div")));
+  c.on_module_exit(false);
+  c.on_end();
+  c.close_all();
+  const std::vector<std::string> want = {
+      "STEP", "+forward[compute]", "-", "+backward[compute]", "-", "+optimizer[compute]", "-", "STEP",
+      "+forward[compute]", "-", "+ops (no grad)[data]", "-",
+      "+enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__[user]", "-"};
+  EXPECT_EQ(r.log, want);
+}
+
 TEST(OpClassifier, OpStagesNestInsideTheirPhase) {
   Recorder r;
   gi::OpClassifier c(r, gi::ClassifierOptions{});

@@ -287,6 +287,22 @@ def test_without_the_op_observer_the_phases_come_from_torchs_python_side(gnnprof
 
 
 @needs_torch
+def test_the_module_hooks_are_installed_once_even_when_the_package_is_reloaded(gnnprof_run, tmp_path):
+    """%reload_ext gnnprof re-runs the package's module code: torch's global module hooks stay
+    one pair (two would double their cost, and in the fallback double every stage)."""
+    reloading = tmp_path / "reloading.py"
+    reloading.write_text(
+        "import importlib, torch, gnnprof\n"
+        "import torch.nn.modules.module as m\n"
+        "before = (len(m._global_forward_pre_hooks), len(m._global_forward_hooks))\n"
+        "importlib.reload(gnnprof)\n"
+        "print(before, (len(m._global_forward_pre_hooks), len(m._global_forward_hooks)), gnnprof._state.get('torch_modules'))\n")
+    r = gnnprof_run(str(reloading))
+    assert r.rc == 0, r.err
+    assert r.out == "(1, 1) (1, 1) installed\n", r.out
+
+
+@needs_torch
 def test_auto_traces_the_dataset_and_collate_fn_a_dataloader_calls(gnnprof_run, plain_run):
     """torch's DataLoader calls the user's Dataset.__getitem__ per sample (inlined by CPython
     3.11's specialized subscript) and collate_fn per batch: auto traces both while the loader
@@ -462,14 +478,14 @@ def test_lines_that_match_nothing_warn_once_and_the_profile_is_written(gnnprof_r
 
 
 @needs_torch
-def test_lines_that_matched_only_in_dataloader_workers_are_no_warning(gnnprof_run, tmp_path):
+def test_lines_that_matched_only_in_dataloader_workers_point_at_their_profiles(gnnprof_run, tmp_path):
     """A spec for a Dataset's __getitem__ that runs only in the DataLoader's worker processes:
-    the main process says where its lines are (the workers' profiles), instead of warning that
-    nothing was traced; a worker's profile has them."""
+    the main process's warning says where its lines would be (the workers' profiles), instead
+    of that nothing was traced; a worker's profile has them."""
     r = gnnprof_run(script("slow_workers.py"), "6", "2", lines=["slow_workers.py:Slow.__getitem__"])
     assert r.rc == 0, r.err
-    assert "gnnprof: warning: --lines" not in r.err, r.err
-    assert "no function that ran in the main process matched; its 2 DataLoader worker processes' profiles" in r.err, r.err
+    assert "no function that ran matched; nothing traced for it" not in r.err, r.err
+    assert "no function that ran in the main process matched; its 2 profiled DataLoader workers trace in their own" in r.err, r.err
     workers = [json.load(open(p)) for p in glob.glob(os.path.join(os.path.dirname(r.path), "*.*.json"))]
     assert any(l["function"] == "Slow.__getitem__" for w in workers for l in w["lines"]), [w["lines"] for w in workers]
 

@@ -239,10 +239,12 @@ TEST(LineTable, ExtrasOfPartlyObservedLinesAreScaledAndMarked) {
     l.total_ns = 1000000;
     l.backward_ns = 300000;
     l.gpu_ns = 50000;
-    l.stages = {{"sync", 20000}, {"materialize", 40000}, {"forward", 100000}};
+    l.stages = {{"sync", 20000}, {"materialize", 40000}, {"forward", 100000}, {"enumerate(DataLoader)#It.__next__", 5000}};
     return l;
   };
-  p.stages = {StageStats{}, StageStats{}, StageStats{}};
+  p.stages = {StageStats{}, StageStats{}, StageStats{}, StageStats{}};
+  p.stages[3].name = "enumerate(DataLoader)#It.__next__";  // a scope: recorded in every iteration
+  p.stages[3].category = "data";
   p.stages[0].name = "sync";
   p.stages[0].category = "sync";
   p.stages[1].name = "materialize";
@@ -254,14 +256,14 @@ TEST(LineTable, ExtrasOfPartlyObservedLinesAreScaledAndMarked) {
   p.materializations = {MaterializationStats{"", "", "/nowhere/t.py", 2, 4, 40, 800}};
   const reports::LineExtras all = reports::line_extras(p, p.lines[0]);
   EXPECT_FALSE(all.estimated);
-  EXPECT_EQ(all.data_ns, 40000);  // its data stages' time; not the forward's, not the sync's
+  EXPECT_EQ(all.data_ns, 45000);  // its data stages' time; not the forward's, not the sync's
   EXPECT_EQ(all.backward_ns, 300000);
   const reports::LineExtras part = reports::line_extras(p, p.lines[1]);  // 4 of 10 hits observed
   EXPECT_TRUE(part.estimated);
   EXPECT_EQ(part.backward_ns, 750000);
   EXPECT_EQ(part.gpu_ns, 125000);
   EXPECT_EQ(part.wait_ns, 50000);
-  EXPECT_EQ(part.data_ns, 100000);
+  EXPECT_EQ(part.data_ns, 105000);  // the observer's materialize scaled (x 2.5), the loader's scope not
   EXPECT_EQ(part.copied_pinned, 2500u);
   EXPECT_EQ(part.gathered, 2000u);
   // A wait is part of the line's time: scaled by the time of the observed hits where the

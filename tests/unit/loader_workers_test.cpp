@@ -89,7 +89,7 @@ TEST(LoaderWorkers, PaceBusyShareConcurrencyAndHeaviestLines) {
   r.workers.top_lines.front().code = "return self.sample(seeds)";
   std::ostringstream hint, none;
   ASSERT_TRUE(TextReporter({}).render(r, hint));
-  EXPECT_NE(hint.str().find("To see inside sample(): gnnprof run --lines auto --lines data.py:sample -- ..."), std::string::npos)
+  EXPECT_NE(hint.str().find("To see inside sample() (if data.py defines it; else name its file): gnnprof run --lines auto --lines data.py:sample -- ..."), std::string::npos)
       << hint.str();
   r.workers.top_lines.front().code = "x = torch.tanh(x * 1.01)";
   ASSERT_TRUE(TextReporter({}).render(r, none));
