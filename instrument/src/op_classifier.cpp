@@ -70,12 +70,15 @@ OpClassifier::Phase OpClassifier::phase_for(const OpInfo& op, const Level& level
   if (level.optimizer && !op.grad_enabled) return Phase::kOther;
   const bool forward = op.any_input_requires_grad || (op.in_module && !level.data_scope);
   Phase p = !forward ? Phase::kOther : (op.grad_enabled ? Phase::kForward : Phase::kForwardNoGrad);
-  // Inside a forward (or backward) phase, helper ops on tensors that need no grad
-  // (torch.zeros, bincount, x[idx] of the input features, ...) belong to that phase; only a
-  // new phase, a scope, a materializing gather, a copy or the iteration's end ends it. A
-  // readback's sync does not carry on: what follows it is not waiting.
+  // Inside a forward phase, helper ops on tensors that need no grad (torch.zeros, bincount,
+  // x[idx] of the input features, ...) belong to that phase; only a new phase, a scope, a
+  // materializing gather, a copy or the iteration's end ends it. A readback's sync does not
+  // carry on: what follows it is not waiting. Nor does a backward on the loop's level: its
+  // work ran inside `loss.backward()` (its engine frames are ops), so a top-level op after it
+  // is the loop's (gradient accumulation's next micro-batch, the scheduler).
   const Phase cur = current_phase(level);
-  if (p == Phase::kOther && cur != Phase::kNone && cur != Phase::kOther && cur != Phase::kSync) p = cur;
+  const bool after_backward = cur == Phase::kBackward && level.loop && !level.backward_call;
+  if (p == Phase::kOther && cur != Phase::kNone && cur != Phase::kOther && cur != Phase::kSync && !after_backward) p = cur;
   return p;
 }
 
@@ -199,7 +202,7 @@ void OpClassifier::on_module_enter(bool grad_enabled) {
     sink_.step();
     iteration_open_ = true;
   }
-  const bool opens = p == Phase::kForward && current_phase(level) != p;
+  const bool opens = (p == Phase::kForward || p == Phase::kForwardNoGrad) && current_phase(level) != p;
   open_phase(level, p);
   if (opens) module_level_ = static_cast<int>(levels_.size()) - 1;
 }
@@ -207,9 +210,23 @@ void OpClassifier::on_module_enter(bool grad_enabled) {
 void OpClassifier::on_module_exit(bool built_graph) {
   const int at = module_level_;
   module_level_ = -1;
-  if (at < 0 || built_graph || at != static_cast<int>(levels_.size()) - 1 || op_depth_ != 0) return;
+  if (at < 0 || at != static_cast<int>(levels_.size()) - 1 || op_depth_ != 0) return;
   Level& l = levels_.back();
-  if (l.phase_open && l.phase == Phase::kForward) close_phase(l);
+  // A training forward that built graph goes on into the loss; an evaluation's (no grad) and
+  // a call that built nothing end with the call.
+  if (l.phase_open && ((l.phase == Phase::kForward && !built_graph) || l.phase == Phase::kForwardNoGrad)) close_phase(l);
+}
+
+void OpClassifier::on_backward_call(bool begins) {
+  Level& level = levels_.back();
+  if (!opt_.phases || !opt_.phases_span_gaps || op_depth_ != 0 || !level.loop) return;
+  level.backward_call = begins;
+  if (begins) {
+    close_wait();
+    open_phase(level, Phase::kBackward);
+  } else if (level.phase_open && level.phase == Phase::kBackward) {
+    close_phase(level);
+  }
 }
 
 void OpClassifier::close_wait() {

@@ -115,7 +115,9 @@ class OpClassifier {
   /// never sit between the host's tensors in its malloc heap).
   OpClassifier(OpSink& sink, ClassifierOptions opt, std::pmr::memory_resource* memory = std::pmr::get_default_resource())
       : sink_(sink), opt_(opt), levels_(memory), frames_(memory) {
-    levels_.push_back({});
+    Level loop;
+    loop.loop = true;
+    levels_.push_back(loop);
   }
 
   /// Every on_start is matched by one on_end, in LIFO order, on this thread.
@@ -138,9 +140,13 @@ class OpClassifier {
   /// pinned scope; only where phases span the gaps between ops (the loop thread).
   void on_module_enter(bool grad_enabled);
   /// The outermost Module call ends; `built_graph`: whether it recorded anything for autograd.
-  /// A forward it opened without doing so (a metric after the step, a transform) closes here,
-  /// as one an op opened does at that op's end.
+  /// A forward it opened without doing so (a metric after the step), or a forward (no grad)
+  /// (an evaluation), closes here, as one an op opened does at that op's end.
   void on_module_exit(bool built_graph);
+  /// The loop's torch.autograd.backward call begins (true) or returns (false), as the package's
+  /// wrapper says: its backward phase spans the call (the grad seed's ones_like included) and
+  /// ends with it, so the Python after it (a scheduler's step) is not backward.
+  void on_backward_call(bool begins);
 
   /// Closes whatever is open (thread or session end).
   void close_all();
@@ -163,6 +169,8 @@ class OpClassifier {
     bool optimizer_open = false;
     bool closure_known = false;  // a step of an optimizer seen running a closure before
     bool data_scope = false;     // torch's DataLoader scope: a Module called there (a transform) is data
+    bool loop = false;           // the thread's own level (no scope around it)
+    bool backward_call = false;  // inside torch.autograd.backward (the package's wrapper says so)
     std::uint64_t step_name = 0;  // the step's name hash (0: zero_grad)
   };
   struct Frame {

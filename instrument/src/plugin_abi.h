@@ -42,6 +42,9 @@ GNNPROF_PLUGIN_EXPORT void gnnprof_torch_set_poll(void (*poll)(int at_mark));
 /* The calling thread enters (1) or leaves (0) a torch.nn.Module's call (the Python package's
  * module hooks): ops inside one are its forward, those on tensors needing no grad too. */
 GNNPROF_PLUGIN_EXPORT void gnnprof_torch_module(int enter);
+/* The calling thread enters (1) or leaves (0) torch.autograd.backward (the Python package's
+ * wrapper): the loop's backward phase spans the call, and ends with it. */
+GNNPROF_PLUGIN_EXPORT void gnnprof_torch_backward(int enter);
 
 /* ---- libgnnprof_cupti.so ---- */
 
@@ -70,6 +73,8 @@ GNNPROF_PLUGIN_EXPORT int gnnprof_preload_attach(void);
 GNNPROF_PLUGIN_EXPORT int gnnprof_preload_torch_state(void);
 /* gnnprof_torch_module when the observer runs; else nothing. */
 GNNPROF_PLUGIN_EXPORT void gnnprof_preload_torch_module(int enter);
+/* gnnprof_torch_backward when the observer runs; else nothing. */
+GNNPROF_PLUGIN_EXPORT void gnnprof_preload_torch_backward(int enter);
 /* A DataLoader worker's own session, written to its own file at stop and naming parent_pid (the
  * process's parent when <= 0) as the loop it works for: in a fork() child, threadless while it is
  * single-threaded; in a spawned process, its session so far dropped (gnnprof_start_worker). 0 on

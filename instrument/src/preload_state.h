@@ -32,6 +32,7 @@ void on_extension_loaded();
 using TorchObserve = decltype(&gnnprof_torch_observe);
 using TorchCloseThread = decltype(&gnnprof_torch_close_thread);
 using TorchModule = decltype(&gnnprof_torch_module);
+using TorchBackward = decltype(&gnnprof_torch_backward);
 using TorchBecomeWorker = decltype(&gnnprof_torch_become_worker);
 using TorchSetCorrelation = decltype(&gnnprof_torch_set_correlation);
 using TorchSetPoll = decltype(&gnnprof_torch_set_poll);

@@ -365,6 +365,7 @@ struct ThreadState {
   std::int64_t forward_seq = 0;  // the autograd sequence number when the last op that opened a forward began
   int module_depth = 0;          // torch.nn.Module calls open (gnnprof_torch_module)
   std::int64_t module_seq = 0;   // the autograd sequence number when the outermost one began
+  int backward_depth = 0;        // torch.autograd.backward calls open (gnnprof_torch_backward)
   explicit ThreadState(ClassifierOptions opt) : classifier(sink, opt, heap.resource()) {}
 };
 
@@ -737,6 +738,20 @@ void gnnprof_torch_set_correlation(void (*push)(unsigned long long), void (*pop)
 
 void gnnprof_torch_set_poll(void (*poll)(int)) {
   gi::g_poll.store(poll, std::memory_order_release);
+}
+
+void gnnprof_torch_backward(int enter) {
+  try {
+    if (gnnprof_is_running() == 0) return;
+    gi::ThreadState* ts = gi::state();
+    const bool observed = gi::g_ops_enabled.load(std::memory_order_relaxed);
+    if (enter != 0) {
+      if (ts->backward_depth++ == 0 && observed) ts->classifier.on_backward_call(true);
+    } else if (ts->backward_depth > 0 && --ts->backward_depth == 0 && observed) {
+      ts->classifier.on_backward_call(false);
+    }
+  } catch (...) {
+  }
 }
 
 void gnnprof_torch_module(int enter) {

@@ -63,7 +63,27 @@ def _install(native, config):
         post(leave, always_call=True)  # torch >= 2.1: also when forward raises
     except TypeError:
         post(leave)  # a forward that raises leaves the count to the next step
+    _wrap_backward(native)
     return "installed"
+
+
+def _wrap_backward(native):
+    """torch.autograd.backward (Tensor.backward calls it), told to the observer: the loop's
+    backward phase spans the call and ends when it returns, so the Python after it (a
+    scheduler's step, the next micro-batch's preparation) is not backward."""
+    import torch
+    backward = torch.autograd.backward
+    call = native.backward_call
+
+    @functools.wraps(backward)
+    def gnnprof_backward(*args, **kwargs):
+        call(True)
+        try:
+            return backward(*args, **kwargs)
+        finally:
+            call(False)
+
+    torch.autograd.backward = gnnprof_backward
 
 
 def _compiling_test():

@@ -70,6 +70,7 @@ static int resolve(void* h, CoreAbi* t, const char** missing) {
   *(void**)(&t->close_torch_thread) = dlsym(h, "gnnprof_preload_close_torch_thread");
   *(void**)(&t->torch_state) = dlsym(h, "gnnprof_preload_torch_state");
   *(void**)(&t->torch_module) = dlsym(h, "gnnprof_preload_torch_module");
+  *(void**)(&t->torch_backward) = dlsym(h, "gnnprof_preload_torch_backward");
   return 0;
 }
 
@@ -235,6 +236,13 @@ static PyObject* py_module_enter(PyObject* self, PyObject* args) {
 static PyObject* py_module_exit(PyObject* self, PyObject* args) {
   (void)self, (void)args;
   if (g_core_bound && g_core.torch_module != NULL) g_core.torch_module(0);
+  Py_RETURN_NONE;
+}
+
+/* backward_call(entering): the loop thread enters (True) or leaves (False) torch.autograd.backward */
+static PyObject* py_backward_call(PyObject* self, PyObject* arg) {
+  (void)self;
+  if (g_core_bound && g_core.torch_backward != NULL) g_core.torch_backward(PyObject_IsTrue(arg) == 1);
   Py_RETURN_NONE;
 }
 
@@ -504,6 +512,7 @@ static PyMethodDef methods[] = {
     {"note_collector", py_note_collector, METH_VARARGS, NULL},
     {"module_enter", py_module_enter, METH_VARARGS, "a module forward pre-hook: the thread enters a torch.nn.Module's call"},
     {"module_exit", py_module_exit, METH_VARARGS, "a module forward hook: the thread leaves a torch.nn.Module's call"},
+    {"backward_call", py_backward_call, METH_O, "backward_call(entering): the thread enters or leaves torch.autograd.backward"},
     {"torch_state", py_torch_state, METH_NOARGS, "1 the op observer observes, 2 torch loaded and it is off, 0 torch not loaded, -1 unknown"},
     {"set_thread_name", py_set_thread_name, METH_VARARGS, NULL},
     {"line_site", py_line_site, METH_VARARGS, NULL},

@@ -635,6 +635,59 @@ TEST(OpClassifier, AModuleCallThatBuildsNoGraphEndsItsForwardAndTransformsAreDat
   EXPECT_EQ(r.log, want);
 }
 
+// Gradient accumulation: backward ran inside loss.backward(); the next micro-batch's data
+// work after it is the loop's own, not backward. An evaluation's model call (no grad) ends its
+// forward (no grad) when it returns: the next batch's preparation is data again.
+TEST(OpClassifier, WorkAfterBackwardAndAfterAnEvaluationCallIsTheLoops) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  auto in_model = [](gi::OpInfo i) {
+    i.in_module = true;
+    return i;
+  };
+  for (int micro = 0; micro < 2; ++micro) {
+    leaf(c, op("aten::index"));  // xs = x[idx]: this micro-batch's data
+    c.on_module_enter(true);
+    leaf(c, in_model(op("aten::linear", true)));
+    c.on_module_exit(true);
+    leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
+  }
+  c.on_start(op("Optimizer.step#Adam.step", false, gi::Scope::kUser));
+  c.on_end();
+  c.on_module_enter(false);  // evaluate(): model(x) under no_grad
+  leaf(c, no_grad(in_model(op("aten::linear", true))));
+  c.on_module_exit(false);
+  leaf(c, no_grad(op("aten::index")));  // the next evaluation batch's preparation
+  c.close_all();
+  const std::vector<std::string> want = {
+      "+ops (no grad)[data]", "-", "STEP", "+forward[compute]", "-", "+backward[compute]", "-",
+      "+ops (no grad)[data]", "-", "+forward[compute]", "-", "+backward[compute]", "-",
+      "+optimizer[compute]", "-", "STEP", "+forward (no grad)[compute]", "-", "+ops (no grad)[data]", "-"};
+  EXPECT_EQ(r.log, want);
+}
+
+// The loop's loss.backward() call (the package's wrapper says when it begins and returns):
+// backward spans the call, its grad seed (ones_like, needing no grad) included, and ends when
+// it returns; inside an optimizer's step (a closure) the ops decide as before.
+TEST(OpClassifier, TheBackwardCallIsTheBackwardPhase) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  leaf(c, op("aten::linear", true));
+  c.on_backward_call(true);
+  leaf(c, op("aten::ones_like"));
+  leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
+  c.on_backward_call(false);
+  c.on_start(op("Optimizer.step#LBFGS.step", false, gi::Scope::kUser));
+  c.on_backward_call(true);  // a closure's backward: not the loop's level
+  leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
+  c.on_backward_call(false);
+  c.on_end();
+  c.close_all();
+  const std::vector<std::string> want = {"STEP", "+forward[compute]", "-", "+backward[compute]", "-",
+                                         "+optimizer[compute]", "-", "+backward[compute]", "-", "STEP"};
+  EXPECT_EQ(r.log, want);
+}
+
 TEST(OpClassifier, OpStagesNestInsideTheirPhase) {
   Recorder r;
   gi::OpClassifier c(r, gi::ClassifierOptions{});
