@@ -252,7 +252,9 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
                       100 * *busy, cpus_text(cpus)));
     else if (!busy && cpus > 0 && threads >= cpus && a.exposed_data_ns > 0)
       add(fmt::format("a producer shares the {} with compute on {} thread{}", cpus_text(cpus), threads, threads == 1 ? "" : "s"));
-    if (gil && *gil > 0.2)
+    // Only where there is data time to speak of (a loop without a loader has a few
+    // microseconds of helper ops, mostly Python).
+    if (gil && *gil > 0.2 && a.exposed_data_share >= 0.05)
       add(fmt::format("in Python, {:.0f}% of the data time is the loader's own Python, which holds the GIL", 100 * *gil));
     if (a.worker_wait_ns > 0 && 20 * a.worker_wait_ns >= a.iteration_median_ns)
       add(fmt::format("{} of the data time per iteration is the loop waiting for its DataLoader's worker processes, "
@@ -466,7 +468,11 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
           {{"gpu_utilization", *a.gpu_busy}, {"gpu_ns", static_cast<double>(*a.gpu_ns)},
            {"iteration_ns", static_cast<double>(a.iteration_median_ns)}});
   } else if (!a.loader_worker && a.worker_wait_ns == 0 && a.cpu_utilization && *a.cpu_utilization < 0.5 &&
-             a.iterations_used > 0 && a.iteration_median_ns < 20000000)
+             a.iterations_used > 0 && a.iteration_median_ns < 20000000 &&
+             // A process that never had more threads than it kept busy (torch on one thread of
+             // two CPUs) is not idle for want of work per iteration.
+             !(p.environment.max_threads > 0 && p.environment.max_threads < p.environment.cpus &&
+               *a.cpu_utilization * static_cast<double>(p.environment.cpus) >= 0.5 * static_cast<double>(p.environment.max_threads)))
     add("low-utilization", Severity::kInfo,
         fmt::format("iterations are short ({}) and the {} are {:.0f}% busy: batches too small to keep the device "
                     "busy. A larger batch (scaling the learning rate) amortizes the per-iteration overhead.",

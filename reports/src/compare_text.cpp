@@ -82,13 +82,21 @@ std::string comparison_text(const Comparison& c, bool ops) {
     return ok;
   };
   const MetricComparison& it = c.metrics.front();
-  out += fmt::format("baseline:  {} ({} of {} runs usable, {} iterations)\n", c.baseline.command.empty() ? "-" : c.baseline.command,
-                     runs_ok(c.baseline), c.baseline.runs.size(), it.baseline_n);
-  out += fmt::format("candidate: {} ({} of {} runs usable, {} iterations)\n",
-                     c.candidate.command.empty() ? "-" : c.candidate.command, runs_ok(c.candidate), c.candidate.runs.size(),
-                     it.candidate_n);
-  out += fmt::format("per-iteration medians; first {} iterations of each run skipped; 95% CI: bootstrap of the ratio; p: Mann-Whitney U\n\n",
+  auto side = [&](const Side& s, std::uint64_t n) {
+    // Two profiles compared directly have no run records: one run each.
+    return s.runs.empty() ? fmt::format("one profile, {} iterations", n)
+                          : fmt::format("{} of {} runs usable, {} iterations", runs_ok(s), s.runs.size(), n);
+  };
+  out += fmt::format("baseline:  {} ({})\n", c.baseline.command.empty() ? "-" : c.baseline.command, side(c.baseline, it.baseline_n));
+  out += fmt::format("candidate: {} ({})\n", c.candidate.command.empty() ? "-" : c.candidate.command,
+                     side(c.candidate, it.candidate_n));
+  out += fmt::format("per-iteration medians; first {} iterations of each run skipped; 95% CI: bootstrap of the ratio; p: Mann-Whitney U\n",
                      c.options.skip);
+  if (c.baseline.runs.size() <= 1 && c.candidate.runs.size() <= 1)
+    out += "one run per side: the intervals cover the iterations within each run, not the drift between runs (another "
+           "tenant, the CPU's clock), which can make a few-percent difference look significant; `gnnprof ab --repeat N` "
+           "interleaves runs\n";
+  out += "\n";
   std::size_t w = 18;  // no name cut
   for (const auto& m : c.metrics)
     if (ops || !m.op()) w = std::max(w, (m.op() ? short_op_name(m.name).size() + 2 : m.name.size()) + 1);

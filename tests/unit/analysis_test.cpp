@@ -281,6 +281,14 @@ TEST(Diagnostics, LowUtilization) {
   EXPECT_FALSE(has(run(p), "low-utilization"));
   for (int i = 0; i < 10; ++i) p.host_samples[static_cast<std::size_t>(i)].cpu_ns = i * 40 * kMs;  // 20 %
   EXPECT_TRUE(has(run(p), "low-utilization"));
+  // A process of one thread on two CPUs, that thread busy (50 % of the CPUs): not idle for
+  // want of work per iteration.
+  for (int i = 0; i < 10; ++i) p.host_samples[static_cast<std::size_t>(i)].cpu_ns = i * 96 * kMs;  // 48 %
+  p.environment.cpus = 2;
+  p.environment.max_threads = 1;
+  EXPECT_FALSE(has(run(p), "low-utilization"));
+  p.environment.max_threads = 4;
+  EXPECT_TRUE(has(run(p), "low-utilization"));
   for (auto& it : p.iterations) it.wall_ns = 100 * kMs;  // long iterations: not "small batches"
   EXPECT_FALSE(has(run(p), "low-utilization"));
   // With DataLoader worker processes the host samples see this process alone, not its workers.
