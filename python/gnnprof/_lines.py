@@ -99,7 +99,16 @@ class Decider:
 
     def __call__(self, code):
         hit = False
+        # A whole file's spec means its functions and, for the script itself, its top-level
+        # code; not an imported module's top level or a class body (definitions run once,
+        # whose blocks would only list the methods' source with no hits).
+        definitions = code.co_name != "<module>" and not code.co_flags & 0x2  # no CO_NEWLOCALS: a class body
+        if code.co_name == "<module>":
+            main = getattr(sys.modules.get("__main__"), "__file__", None)
+            definitions = main is None or self._realpath(main) != self._realpath(code.co_filename)
         for s in self.specs:
+            if definitions and s.func is None:
+                continue
             if s.matches(code.co_filename, code.co_name, lambda: qualname(code), self._realpath):
                 s.matched = True
                 hit = True

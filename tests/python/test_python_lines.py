@@ -490,6 +490,32 @@ def test_lines_that_matched_only_in_dataloader_workers_point_at_their_profiles(g
     assert any(l["function"] == "Slow.__getitem__" for w in workers for l in w["lines"]), [w["lines"] for w in workers]
 
 
+def test_a_whole_file_spec_traces_functions_and_the_scripts_top_level_only(gnnprof_run, tmp_path):
+    """--lines FILE: an imported module's functions and methods, not its top level or class
+    bodies (definitions that ran once at import, whose blocks would list every method's source
+    with no hits); the script's own top level, where its loop may be, is traced."""
+    (tmp_path / "layers.py").write_text(
+        "SCALE = 2\n"
+        "class Layer:\n"
+        "    def __init__(self):\n"
+        "        self.w = SCALE\n"
+        "    def apply(self, x):\n"
+        "        return x * self.w\n"
+        "def helper(x):\n"
+        "    return x + 1\n")
+    (tmp_path / "main.py").write_text(
+        "import layers\n"
+        "total = 0\n"
+        "for i in range(5):\n"
+        "    total += layers.helper(layers.Layer().apply(i))\n"
+        "print(total)\n")
+    r = gnnprof_run(str(tmp_path / "main.py"), lines=[str(tmp_path / "layers.py"), str(tmp_path / "main.py")])
+    assert r.rc == 0 and r.out == "25\n", r.err
+    functions = {(os.path.basename(l["file"]), l["function"]) for l in r.profile["lines"]}
+    assert functions == {("layers.py", "Layer.__init__"), ("layers.py", "Layer.apply"), ("layers.py", "helper"),
+                         ("main.py", "<module>")}, functions
+
+
 def test_lines_none_turns_profile_decorators_off_too(gnnprof_run):
     r = gnnprof_run(script("shapes.py"), lines=["none"])
     assert r.rc == 3
