@@ -217,6 +217,17 @@ void OpClassifier::on_module_exit(bool built_graph) {
   if (l.phase_open && ((l.phase == Phase::kForward && !built_graph) || l.phase == Phase::kForwardNoGrad)) close_phase(l);
 }
 
+void OpClassifier::on_named_scope(std::string_view name, bool begins) {
+  if (!begins) {
+    on_end();
+    return;
+  }
+  OpInfo op;
+  op.kind = OpKind::kUserScope;
+  op.name = name;
+  on_start(op);
+}
+
 void OpClassifier::on_backward_call(bool begins) {
   Level& level = levels_.back();
   if (!opt_.phases || !opt_.phases_span_gaps || op_depth_ != 0 || !level.loop) return;

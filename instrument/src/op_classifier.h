@@ -147,6 +147,9 @@ class OpClassifier {
   /// wrapper says: its backward phase spans the call (the grad seed's ones_like included) and
   /// ends with it, so the Python after it (a scheduler's step) is not backward.
   void on_backward_call(bool begins);
+  /// A scope the package marks from Python (gradient clipping): as a record_function of that
+  /// name, begun (true) and ended (false) in pairs.
+  void on_named_scope(std::string_view name, bool begins);
 
   /// Closes whatever is open (thread or session end).
   void close_all();

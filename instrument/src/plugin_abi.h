@@ -45,6 +45,10 @@ GNNPROF_PLUGIN_EXPORT void gnnprof_torch_module(int enter);
 /* The calling thread enters (1) or leaves (0) torch.autograd.backward (the Python package's
  * wrapper): the loop's backward phase spans the call, and ends with it. */
 GNNPROF_PLUGIN_EXPORT void gnnprof_torch_backward(int enter);
+/* The calling thread enters (1) or leaves (0) a gradient clipping call (torch.nn.utils'
+ * clip_grad_norm_ / clip_grad_value_, the package's wrappers): a scope of its own, as a
+ * record_function would be, so that its no-grad ops are not the loop's data work. */
+GNNPROF_PLUGIN_EXPORT void gnnprof_torch_grad_clip(int enter);
 
 /* ---- libgnnprof_cupti.so ---- */
 
@@ -75,6 +79,8 @@ GNNPROF_PLUGIN_EXPORT int gnnprof_preload_torch_state(void);
 GNNPROF_PLUGIN_EXPORT void gnnprof_preload_torch_module(int enter);
 /* gnnprof_torch_backward when the observer runs; else nothing. */
 GNNPROF_PLUGIN_EXPORT void gnnprof_preload_torch_backward(int enter);
+/* gnnprof_torch_grad_clip when the observer runs; else nothing. */
+GNNPROF_PLUGIN_EXPORT void gnnprof_preload_torch_grad_clip(int enter);
 /* A DataLoader worker's own session, written to its own file at stop and naming parent_pid (the
  * process's parent when <= 0) as the loop it works for: in a fork() child, threadless while it is
  * single-threaded; in a spawned process, its session so far dropped (gnnprof_start_worker). 0 on

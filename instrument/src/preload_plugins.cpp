@@ -41,6 +41,7 @@ bool g_torch_done = false, g_cuda_done = false;
 bool g_torch_observing = false;  // under g_attach_mu
 std::atomic<TorchModule> g_torch_module{nullptr};
 std::atomic<TorchBackward> g_torch_backward{nullptr};
+std::atomic<TorchGradClip> g_torch_grad_clip{nullptr};
 std::atomic<int> g_force_cupti{kCuptiNone};
 int g_pipe[2] = {-1, -1};
 std::atomic<bool> g_attach_running{false};
@@ -128,6 +129,7 @@ void try_torch(const std::string& loaded) {
   g_torch_observing = true;
   g_torch_module.store(reinterpret_cast<TorchModule>(dlsym(h, "gnnprof_torch_module")));
   g_torch_backward.store(reinterpret_cast<TorchBackward>(dlsym(h, "gnnprof_torch_backward")));
+  g_torch_grad_clip.store(reinterpret_cast<TorchGradClip>(dlsym(h, "gnnprof_torch_grad_clip")));
   g_torch_worker.store(reinterpret_cast<TorchBecomeWorker>(dlsym(h, "gnnprof_torch_become_worker")));
   if (auto set_poll = reinterpret_cast<TorchSetPoll>(dlsym(h, "gnnprof_torch_set_poll"))) set_poll(gnnprof::instrument::preload_poll);
   note("torch-ops", true, std::string("torch ") + GNNPROF_TORCH_VERSION + " at " + loaded_real, false);
@@ -284,4 +286,8 @@ extern "C" void gnnprof_preload_torch_module(int enter) {
 
 extern "C" void gnnprof_preload_torch_backward(int enter) {
   if (TorchBackward b = g_torch_backward.load(std::memory_order_acquire)) b(enter);
+}
+
+extern "C" void gnnprof_preload_torch_grad_clip(int enter) {
+  if (TorchGradClip c = g_torch_grad_clip.load(std::memory_order_acquire)) c(enter);
 }

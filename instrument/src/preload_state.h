@@ -33,6 +33,7 @@ using TorchObserve = decltype(&gnnprof_torch_observe);
 using TorchCloseThread = decltype(&gnnprof_torch_close_thread);
 using TorchModule = decltype(&gnnprof_torch_module);
 using TorchBackward = decltype(&gnnprof_torch_backward);
+using TorchGradClip = decltype(&gnnprof_torch_grad_clip);
 using TorchBecomeWorker = decltype(&gnnprof_torch_become_worker);
 using TorchSetCorrelation = decltype(&gnnprof_torch_set_correlation);
 using TorchSetPoll = decltype(&gnnprof_torch_set_poll);

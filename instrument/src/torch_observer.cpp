@@ -754,6 +754,15 @@ void gnnprof_torch_backward(int enter) {
   }
 }
 
+void gnnprof_torch_grad_clip(int enter) {
+  try {
+    if (gnnprof_is_running() == 0) return;
+    gi::ThreadState* ts = gi::state();
+    ts->classifier.on_named_scope("clip_grad", enter != 0);
+  } catch (...) {
+  }
+}
+
 void gnnprof_torch_module(int enter) {
   try {
     if (gnnprof_is_running() == 0) return;

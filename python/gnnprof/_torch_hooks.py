@@ -64,7 +64,33 @@ def _install(native, config):
     except TypeError:
         post(leave)  # a forward that raises leaves the count to the next step
     _wrap_backward(native)
+    _wrap_grad_clip(native)
     return "installed"
+
+
+def _wrap_grad_clip(native):
+    """torch.nn.utils' clip_grad_norm_ / clip_grad_value_, told to the observer: a scope of
+    their own ("clip_grad"). Their ops need no grad and run after the backward: left alone they
+    were the loop's data work."""
+    import torch.nn.utils as utils
+    import torch.nn.utils.clip_grad as clip_grad
+    call = native.grad_clip
+    for name in ("clip_grad_norm_", "clip_grad_value_"):
+        fn = getattr(clip_grad, name, None)
+        if fn is None:
+            continue
+
+        def wrapper(*args, _fn=fn, **kwargs):
+            call(True)
+            try:
+                return _fn(*args, **kwargs)
+            finally:
+                call(False)
+
+        functools.update_wrapper(wrapper, fn)
+        setattr(clip_grad, name, wrapper)
+        if getattr(utils, name, None) is fn:
+            setattr(utils, name, wrapper)
 
 
 def _wrap_backward(native):

@@ -42,6 +42,7 @@ typedef struct CoreAbi {
   __typeof__(&gnnprof_preload_torch_state) torch_state;                 /* or NULL */
   __typeof__(&gnnprof_preload_torch_module) torch_module;               /* or NULL */
   __typeof__(&gnnprof_preload_torch_backward) torch_backward;           /* or NULL */
+  __typeof__(&gnnprof_preload_torch_grad_clip) torch_grad_clip;         /* or NULL */
 } CoreAbi;
 
 /* Filled by bind(); every pointer non-NULL once `bound` is 1. */

@@ -71,6 +71,7 @@ static int resolve(void* h, CoreAbi* t, const char** missing) {
   *(void**)(&t->torch_state) = dlsym(h, "gnnprof_preload_torch_state");
   *(void**)(&t->torch_module) = dlsym(h, "gnnprof_preload_torch_module");
   *(void**)(&t->torch_backward) = dlsym(h, "gnnprof_preload_torch_backward");
+  *(void**)(&t->torch_grad_clip) = dlsym(h, "gnnprof_preload_torch_grad_clip");
   return 0;
 }
 
@@ -243,6 +244,13 @@ static PyObject* py_module_exit(PyObject* self, PyObject* args) {
 static PyObject* py_backward_call(PyObject* self, PyObject* arg) {
   (void)self;
   if (g_core_bound && g_core.torch_backward != NULL) g_core.torch_backward(PyObject_IsTrue(arg) == 1);
+  Py_RETURN_NONE;
+}
+
+/* grad_clip(entering): the thread enters (True) or leaves (False) a gradient clipping call */
+static PyObject* py_grad_clip(PyObject* self, PyObject* arg) {
+  (void)self;
+  if (g_core_bound && g_core.torch_grad_clip != NULL) g_core.torch_grad_clip(PyObject_IsTrue(arg) == 1);
   Py_RETURN_NONE;
 }
 
@@ -513,6 +521,7 @@ static PyMethodDef methods[] = {
     {"module_enter", py_module_enter, METH_VARARGS, "a module forward pre-hook: the thread enters a torch.nn.Module's call"},
     {"module_exit", py_module_exit, METH_VARARGS, "a module forward hook: the thread leaves a torch.nn.Module's call"},
     {"backward_call", py_backward_call, METH_O, "backward_call(entering): the thread enters or leaves torch.autograd.backward"},
+    {"grad_clip", py_grad_clip, METH_O, "grad_clip(entering): the thread enters or leaves a gradient clipping call"},
     {"torch_state", py_torch_state, METH_NOARGS, "1 the op observer observes, 2 torch loaded and it is off, 0 torch not loaded, -1 unknown"},
     {"set_thread_name", py_set_thread_name, METH_VARARGS, NULL},
     {"line_site", py_line_site, METH_VARARGS, NULL},

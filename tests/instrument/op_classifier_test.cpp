@@ -677,13 +677,16 @@ TEST(OpClassifier, TheBackwardCallIsTheBackwardPhase) {
   leaf(c, op("aten::ones_like"));
   leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
   c.on_backward_call(false);
+  c.on_named_scope("clip_grad", true);  // clip_grad_norm_: its no-grad ops are its own
+  leaf(c, no_grad(op("aten::norm")));
+  c.on_named_scope("clip_grad", false);
   c.on_start(op("Optimizer.step#LBFGS.step", false, gi::Scope::kUser));
   c.on_backward_call(true);  // a closure's backward: not the loop's level
   leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
   c.on_backward_call(false);
   c.on_end();
   c.close_all();
-  const std::vector<std::string> want = {"STEP", "+forward[compute]", "-", "+backward[compute]", "-",
+  const std::vector<std::string> want = {"STEP", "+forward[compute]", "-", "+backward[compute]", "-", "+clip_grad[user]", "-",
                                          "+optimizer[compute]", "-", "+backward[compute]", "-", "STEP"};
   EXPECT_EQ(r.log, want);
 }

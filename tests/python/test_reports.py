@@ -226,6 +226,9 @@ def test_ops_inside_a_models_call_are_its_forward_though_no_input_needs_grad(gnn
         assert ("ops (no grad)", op) not in parents["1"], (op, parents["1"])
         assert ("ops (no grad)", op) in parents["0"], (op, parents["0"])
     assert ("forward (no grad)", "aten::index_add_") in parents["1"], parents["1"]
+    # clip_grad_norm_ after the backward: a scope of its own, not the loop's data work.
+    assert any(p == "clip_grad" for p, _ in parents["1"]), parents["1"]
+    assert not any(p == "ops (no grad)" and c in ("aten::norm", "aten::linalg_vector_norm") for p, c in parents["1"])
     assert not any(p == "materialize" for p, _ in parents["1"]), parents["1"]
 
 

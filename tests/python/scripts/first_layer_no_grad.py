@@ -32,6 +32,7 @@ def main(steps):
         loss = torch.nn.functional.cross_entropy(model(x, src, dst), y)
         opt.zero_grad()
         loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
     model.eval()
     with torch.no_grad():
