@@ -627,7 +627,12 @@ def _torch_imported():
     if _state["how"] == "loaded":
         _native.attach()
     from . import _config, _torch_hooks
-    _state["torch_modules"] = _torch_hooks.install(_native, _config)
+    try:
+        _state["torch_modules"] = _torch_hooks.install(_native, _config)
+    except Exception as e:  # never into the host's import; said once, in the collector list
+        _state["torch_modules"] = "failed"
+        _native.note_collector("torch-python", False, f"torch's module hooks were not installed: {type(e).__name__}: {e}")
+        print(f"gnnprof: torch-python: module hooks not installed ({type(e).__name__}: {e})", file=sys.stderr)
 
 
 if _state["bound"]:

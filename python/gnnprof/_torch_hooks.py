@@ -68,50 +68,6 @@ def _install(native, config):
     return "installed"
 
 
-def _wrap_grad_clip(native):
-    """torch.nn.utils' clip_grad_norm_ / clip_grad_value_, told to the observer: a scope of
-    their own ("clip_grad"). Their ops need no grad and run after the backward: left alone they
-    were the loop's data work."""
-    import torch.nn.utils as utils
-    import torch.nn.utils.clip_grad as clip_grad
-    call = native.grad_clip
-    for name in ("clip_grad_norm_", "clip_grad_value_"):
-        fn = getattr(clip_grad, name, None)
-        if fn is None:
-            continue
-
-        def wrapper(*args, _fn=fn, **kwargs):
-            call(True)
-            try:
-                return _fn(*args, **kwargs)
-            finally:
-                call(False)
-
-        functools.update_wrapper(wrapper, fn)
-        setattr(clip_grad, name, wrapper)
-        if getattr(utils, name, None) is fn:
-            setattr(utils, name, wrapper)
-
-
-def _wrap_backward(native):
-    """torch.autograd.backward (Tensor.backward calls it), told to the observer: the loop's
-    backward phase spans the call and ends when it returns, so the Python after it (a
-    scheduler's step, the next micro-batch's preparation) is not backward."""
-    import torch
-    backward = torch.autograd.backward
-    call = native.backward_call
-
-    @functools.wraps(backward)
-    def gnnprof_backward(*args, **kwargs):
-        call(True)
-        try:
-            return backward(*args, **kwargs)
-        finally:
-            call(False)
-
-    torch.autograd.backward = gnnprof_backward
-
-
 def _compiling_test():
     """torch.compile's "am I tracing?" (torch >= 2.0), or None (torch 1.x: no compile, and the
     hooks are the C functions themselves)."""
@@ -126,6 +82,42 @@ def _compiling_test():
         dynamo = sys.modules.get("torch._dynamo")
         return dynamo is not None and dynamo.is_compiling()
     return dynamo_compiling
+
+
+def _bracket(fn, signal):
+    """fn, with signal(True) before each call and signal(False) after it, however it ends."""
+    @functools.wraps(fn)
+    def bracketed(*args, **kwargs):
+        signal(True)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            signal(False)
+    return bracketed
+
+
+def _wrap_backward(native):
+    """torch.autograd.backward (Tensor.backward calls it), told to the observer: the loop's
+    backward phase spans the call and ends when it returns, so the Python after it (a
+    scheduler's step, the next micro-batch's preparation) is not backward."""
+    import torch
+    torch.autograd.backward = _bracket(torch.autograd.backward, native.backward_call)
+
+
+def _wrap_grad_clip(native):
+    """torch.nn.utils' clip_grad_norm_ / clip_grad_value_, told to the observer: a scope of
+    their own ("clip_grad"). Their ops need no grad and run after the backward: left alone they
+    were the loop's data work."""
+    import torch.nn.utils as utils
+    import torch.nn.utils.clip_grad as clip_grad
+    for name in ("clip_grad_norm_", "clip_grad_value_"):
+        fn = getattr(clip_grad, name, None)
+        if fn is None:
+            continue
+        wrapper = _bracket(fn, native.grad_clip)
+        setattr(clip_grad, name, wrapper)
+        if getattr(utils, name, None) is fn:
+            setattr(utils, name, wrapper)
 
 
 class _Phases(threading.local):

@@ -56,6 +56,12 @@ gi::OpInfo no_grad(gi::OpInfo o) {
   return o;
 }
 
+// The same op run inside a torch.nn.Module's call (the package's module hooks said so).
+gi::OpInfo in_model(gi::OpInfo o) {
+  o.in_module = true;
+  return o;
+}
+
 gi::ClassifierOptions no_ops() {
   gi::ClassifierOptions o;
   o.op_stages = false;
@@ -554,10 +560,6 @@ TEST(OpClassifier, OpsInsideAModulesCallAreItsForwardThoughNoInputNeedsGrad) {
   gi::ClassifierOptions o = no_ops();
   o.gather_min_bytes = 1000;
   gi::OpClassifier c(r, o);
-  auto in_model = [](gi::OpInfo i) {
-    i.in_module = true;
-    return i;
-  };
   gi::OpInfo gather = op("aten::index_select");
   gather.gather_source_bytes = 1 << 20;
   gather.gather_rows = 10;
@@ -587,9 +589,7 @@ TEST(OpClassifier, AModelsCallOpensItsForward) {
   gi::OpClassifier c(r, no_ops());
   leaf(c, op("aten::randperm"));  // the loop's own
   c.on_module_enter(true);        // model(x)
-  gi::OpInfo lin = op("aten::linear", true);
-  lin.in_module = true;
-  leaf(c, lin);
+  leaf(c, in_model(op("aten::linear", true)));
   leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
   c.on_start(op("Optimizer.step#Adam.step", false, gi::Scope::kUser));
   c.on_module_enter(true);  // a module inside the step (a closure): the ops decide there
@@ -607,10 +607,6 @@ TEST(OpClassifier, AModelsCallOpensItsForward) {
 TEST(OpClassifier, AModuleCallThatBuildsNoGraphEndsItsForwardAndTransformsAreData) {
   Recorder r;
   gi::OpClassifier c(r, no_ops());
-  auto in_model = [](gi::OpInfo i) {
-    i.in_module = true;
-    return i;
-  };
   c.on_module_enter(true);  // the model: builds graph
   leaf(c, in_model(op("aten::linear", true)));
   c.on_module_exit(true);
@@ -641,10 +637,6 @@ TEST(OpClassifier, AModuleCallThatBuildsNoGraphEndsItsForwardAndTransformsAreDat
 TEST(OpClassifier, WorkAfterBackwardAndAfterAnEvaluationCallIsTheLoops) {
   Recorder r;
   gi::OpClassifier c(r, no_ops());
-  auto in_model = [](gi::OpInfo i) {
-    i.in_module = true;
-    return i;
-  };
   for (int micro = 0; micro < 2; ++micro) {
     leaf(c, op("aten::index"));  // xs = x[idx]: this micro-batch's data
     c.on_module_enter(true);
