@@ -186,6 +186,13 @@ void OpClassifier::note_work() {
   cycle_last_seen_ = 0;
 }
 
+void OpClassifier::begin_first_iteration(Level& level, Phase p) {
+  if (p != Phase::kForward || !opt_.marks_iterations || iteration_open_ || profiler_steps_) return;
+  close_phase(level);
+  sink_.step();
+  iteration_open_ = true;
+}
+
 void OpClassifier::on_module_enter(bool grad_enabled) {
   module_level_ = -1;
   Level& level = levels_.back();
@@ -197,11 +204,7 @@ void OpClassifier::on_module_enter(bool grad_enabled) {
   op.in_module = true;
   op.grad_enabled = grad_enabled;
   const Phase p = phase_for(op, level);
-  if (p == Phase::kForward && opt_.marks_iterations && !iteration_open_ && !profiler_steps_) {
-    close_phase(level);
-    sink_.step();
-    iteration_open_ = true;
-  }
+  begin_first_iteration(level, p);
   const bool opens = (p == Phase::kForward || p == Phase::kForwardNoGrad) && current_phase(level) != p;
   open_phase(level, p);
   if (opens) module_level_ = static_cast<int>(levels_.size()) - 1;
@@ -394,13 +397,7 @@ void OpClassifier::on_start(const OpInfo& op) {
       f.is_op = true;
       if (op_depth_ == 0) {
         const Phase p = phase_for(op, level);
-        // The loop's first forward op begins the first iteration (later ones begin at the
-        // previous optimizer step's end).
-        if (p == Phase::kForward && opt_.marks_iterations && !iteration_open_ && !profiler_steps_) {
-          close_phase(level);
-          sink_.step();
-          iteration_open_ = true;
-        }
+        begin_first_iteration(level, p);
         open_op_phase(level, p, f);
       }
       break;

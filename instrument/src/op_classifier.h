@@ -195,6 +195,9 @@ class OpClassifier {
   static Phase current_phase(const Level& l) noexcept { return l.phase_open ? l.phase : l.suspended; }
   void open_phase(Level& l, Phase p);
   /// open_phase for a top-level op's phase, noting in `f` whether it opened a forward.
+  /// The loop's first forward (an op's or a Module call's) begins the first iteration (later
+  /// ones begin at the previous optimizer step's end).
+  void begin_first_iteration(Level& level, Phase p);
   void open_op_phase(Level& l, Phase p, Frame& f);
   static const char* phase_name(Phase p) noexcept;
   void close_wait();
