@@ -125,7 +125,10 @@ void OpClassifier::open_phase(Level& l, Phase p) {
     close_phase(l);
     return;
   }
-  if (p == Phase::kForward || p == Phase::kBackward) note_work();
+  if (p == Phase::kForward || p == Phase::kBackward) {
+    note_work();
+    work_since_mark_ = true;
+  }
   if (l.phase_open && l.phase == p) return;
   close_phase(l);
   const char* cat = p == Phase::kBackward || p == Phase::kForward || p == Phase::kForwardNoGrad ? "compute"
@@ -189,8 +192,27 @@ void OpClassifier::note_work() {
 void OpClassifier::begin_first_iteration(Level& level, Phase p) {
   if (p != Phase::kForward || !opt_.marks_iterations || iteration_open_ || profiler_steps_) return;
   close_phase(level);
+  mark(true);
+}
+
+void OpClassifier::mark(bool automatic) {
   sink_.step();
   iteration_open_ = true;
+  auto_marked_ = automatic;
+  work_since_mark_ = false;
+}
+
+bool OpClassifier::on_user_step() {
+  if (!opt_.marks_iterations || op_depth_ != 0) return false;
+  const bool first = !profiler_steps_;
+  profiler_steps_ = true;
+  if (first && auto_marked_ && !work_since_mark_) {
+    auto_marked_ = false;
+    return true;
+  }
+  close_phase(levels_.back());
+  mark(false);
+  return true;
 }
 
 void OpClassifier::on_module_enter(bool grad_enabled) {
@@ -220,7 +242,7 @@ void OpClassifier::on_module_exit(bool built_graph) {
   if (l.phase_open && ((l.phase == Phase::kForward && !built_graph) || l.phase == Phase::kForwardNoGrad)) close_phase(l);
 }
 
-void OpClassifier::on_named_scope(std::string_view name, bool begins) {
+void OpClassifier::on_named_scope(std::string_view name, bool begins, const char* category) {
   if (!begins) {
     on_end();
     return;
@@ -228,6 +250,7 @@ void OpClassifier::on_named_scope(std::string_view name, bool begins) {
   OpInfo op;
   op.kind = OpKind::kUserScope;
   op.name = name;
+  op.category = category;
   on_start(op);
 }
 
@@ -266,8 +289,7 @@ void OpClassifier::on_start(const OpInfo& op) {
       profiler_steps_ = true;
       if (opt_.marks_iterations) {
         close_phase(level);
-        sink_.step();
-        iteration_open_ = true;
+        mark(false);
       }
       break;
     case OpKind::kOptimizerStep:
@@ -280,7 +302,7 @@ void OpClassifier::on_start(const OpInfo& op) {
         inner.pinned = Phase::kOther;  // a scope inside an op: its ops are that op's
       }
       if (op.kind == OpKind::kUserScope) {
-        sink_.begin(op.name, "user");
+        sink_.begin(op.name, op.category);
         inner.data_scope = op.name.rfind("enumerate(DataLoader)", 0) == 0;
         if (op.name == "forward") inner.pinned = Phase::kForward;
         else if (op.name == "backward") inner.pinned = Phase::kBackward;
@@ -437,10 +459,7 @@ void OpClassifier::on_end(bool comm_in_flight, bool built_graph) {
   if (f.clears_gather) in_gather_ = false;
   if (f.clears_copy) in_copy_ = false;
   if (f.clears_comm) in_comm_ = false;
-  if (f.steps_after) {
-    sink_.step();
-    iteration_open_ = true;
-  }
+  if (f.steps_after) mark(true);
   if (rewait && opt_.phases_span_gaps && !wait_open_) {
     sink_.begin("comm wait", "comm");
     wait_open_ = true;

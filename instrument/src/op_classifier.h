@@ -62,6 +62,8 @@ struct OpInfo {
   // Inside a torch.nn.Module's call (the Python package's module hooks): the model's forward,
   // its ops on tensors needing no grad (dropout of the input, the first layer's aggregation) too.
   bool in_module = false;
+  // kUserScope: the stage's category ("user": the one its name implies).
+  const char* category = "user";
   // kGather: the source's bytes (0 unless a host tensor of 2+ dims) and the gathered rows/bytes.
   std::uint64_t gather_source_bytes = 0;
   std::uint64_t gather_rows = 0;
@@ -147,9 +149,15 @@ class OpClassifier {
   /// wrapper says: its backward phase spans the call (the grad seed's ones_like included) and
   /// ends with it, so the Python after it (a scheduler's step) is not backward.
   void on_backward_call(bool begins);
-  /// A scope the package marks from Python (gradient clipping): as a record_function of that
-  /// name, begun (true) and ended (false) in pairs.
-  void on_named_scope(std::string_view name, bool begins);
+  /// A scope the package marks from Python (gradient clipping, a gnnprof.stage): as a
+  /// record_function of that name, begun (true) and ended (false) in pairs.
+  void on_named_scope(std::string_view name, bool begins, const char* category = "user");
+  /// The program's own iteration mark (gnnprof.step()): from then on its marks are the
+  /// iterations, as torch.profiler's step scopes are, and an optimizer step ends none. The
+  /// first is not a second mark where an optimizer step's ended the iteration just before
+  /// (no forward or backward since). False where this thread marks no iterations (not the
+  /// loop's thread, or inside an op): the caller marks it then.
+  bool on_user_step();
 
   /// Closes whatever is open (thread or session end).
   void close_all();
@@ -198,6 +206,8 @@ class OpClassifier {
   /// The loop's first forward (an op's or a Module call's) begins the first iteration (later
   /// ones begin at the previous optimizer step's end).
   void begin_first_iteration(Level& level, Phase p);
+  /// An iteration mark: an optimizer step's or the first forward's (`automatic`), or the program's.
+  void mark(bool automatic);
   void open_op_phase(Level& l, Phase p, Frame& f);
   static const char* phase_name(Phase p) noexcept;
   void close_wait();
@@ -211,7 +221,9 @@ class OpClassifier {
   bool in_copy_ = false;
   bool in_comm_ = false;
   bool iteration_open_ = false;
-  bool profiler_steps_ = false;
+  bool profiler_steps_ = false;   // the program marks its iterations (ProfilerStep#N, gnnprof.step())
+  bool auto_marked_ = false;      // the last mark was an optimizer step's (or the first forward's)
+  bool work_since_mark_ = false;  // a forward or backward phase opened since the last mark
   bool wait_open_ = false;
   bool launched_comm_ = false;  // a collective started since the last top-level op began
   // Steps (name hashes) that ran a closure's forward or backward: such a step whose ops are not

@@ -49,6 +49,14 @@ GNNPROF_PLUGIN_EXPORT void gnnprof_torch_backward(int enter);
  * clip_grad_norm_ / clip_grad_value_, the package's wrappers): a scope of its own, as a
  * record_function would be, so that its no-grad ops are not the loop's data work. */
 GNNPROF_PLUGIN_EXPORT void gnnprof_torch_grad_clip(int enter);
+/* The calling thread enters (1) or leaves (0) a stage of the program's own (gnnprof.stage):
+ * as a record_function scope, so that the phases and gathers inside it nest in it. 1 when the
+ * observer took it (its end then too); 0: the caller records it (gnnprof_stage_begin/_end).
+ * category NULL: the one its name implies. */
+GNNPROF_PLUGIN_EXPORT int gnnprof_torch_user_scope(const char* name, const char* category, int enter);
+/* The program's own iteration mark (gnnprof.step()) on the calling thread: the observer's
+ * optimizer-step marks stop. 1 when the observer marked it; 0: the caller marks it. */
+GNNPROF_PLUGIN_EXPORT int gnnprof_torch_user_step(void);
 
 /* ---- libgnnprof_cupti.so ---- */
 
@@ -81,6 +89,10 @@ GNNPROF_PLUGIN_EXPORT void gnnprof_preload_torch_module(int enter);
 GNNPROF_PLUGIN_EXPORT void gnnprof_preload_torch_backward(int enter);
 /* gnnprof_torch_grad_clip when the observer runs; else nothing. */
 GNNPROF_PLUGIN_EXPORT void gnnprof_preload_torch_grad_clip(int enter);
+/* gnnprof_torch_user_scope when the observer runs; else 0. */
+GNNPROF_PLUGIN_EXPORT int gnnprof_preload_torch_user_scope(const char* name, const char* category, int enter);
+/* gnnprof_torch_user_step when the observer runs; else 0. */
+GNNPROF_PLUGIN_EXPORT int gnnprof_preload_torch_user_step(void);
 /* A DataLoader worker's own session, written to its own file at stop and naming parent_pid (the
  * process's parent when <= 0) as the loop it works for: in a fork() child, threadless while it is
  * single-threaded; in a spawned process, its session so far dropped (gnnprof_start_worker). 0 on

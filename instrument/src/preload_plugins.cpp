@@ -42,6 +42,8 @@ bool g_torch_observing = false;  // under g_attach_mu
 std::atomic<TorchModule> g_torch_module{nullptr};
 std::atomic<TorchBackward> g_torch_backward{nullptr};
 std::atomic<TorchGradClip> g_torch_grad_clip{nullptr};
+std::atomic<TorchUserScope> g_torch_user_scope{nullptr};
+std::atomic<TorchUserStep> g_torch_user_step{nullptr};
 std::atomic<int> g_force_cupti{kCuptiNone};
 int g_pipe[2] = {-1, -1};
 std::atomic<bool> g_attach_running{false};
@@ -130,6 +132,8 @@ void try_torch(const std::string& loaded) {
   g_torch_module.store(reinterpret_cast<TorchModule>(dlsym(h, "gnnprof_torch_module")));
   g_torch_backward.store(reinterpret_cast<TorchBackward>(dlsym(h, "gnnprof_torch_backward")));
   g_torch_grad_clip.store(reinterpret_cast<TorchGradClip>(dlsym(h, "gnnprof_torch_grad_clip")));
+  g_torch_user_scope.store(reinterpret_cast<TorchUserScope>(dlsym(h, "gnnprof_torch_user_scope")));
+  g_torch_user_step.store(reinterpret_cast<TorchUserStep>(dlsym(h, "gnnprof_torch_user_step")));
   g_torch_worker.store(reinterpret_cast<TorchBecomeWorker>(dlsym(h, "gnnprof_torch_become_worker")));
   if (auto set_poll = reinterpret_cast<TorchSetPoll>(dlsym(h, "gnnprof_torch_set_poll"))) set_poll(gnnprof::instrument::preload_poll);
   note("torch-ops", true, std::string("torch ") + GNNPROF_TORCH_VERSION + " at " + loaded_real, false);
@@ -290,4 +294,14 @@ extern "C" void gnnprof_preload_torch_backward(int enter) {
 
 extern "C" void gnnprof_preload_torch_grad_clip(int enter) {
   if (TorchGradClip c = g_torch_grad_clip.load(std::memory_order_acquire)) c(enter);
+}
+
+extern "C" int gnnprof_preload_torch_user_scope(const char* name, const char* category, int enter) {
+  TorchUserScope s = g_torch_user_scope.load(std::memory_order_acquire);
+  return s != nullptr ? s(name, category, enter) : 0;
+}
+
+extern "C" int gnnprof_preload_torch_user_step(void) {
+  TorchUserStep s = g_torch_user_step.load(std::memory_order_acquire);
+  return s != nullptr ? s() : 0;
 }

@@ -366,6 +366,7 @@ struct ThreadState {
   int module_depth = 0;          // torch.nn.Module calls open (gnnprof_torch_module)
   std::int64_t module_seq = 0;   // the autograd sequence number when the outermost one began
   int backward_depth = 0;        // torch.autograd.backward calls open (gnnprof_torch_backward)
+  std::pmr::vector<std::uint8_t> user_scopes{heap.resource()};  // gnnprof.stage calls open: 1 if classified
   explicit ThreadState(ClassifierOptions opt) : classifier(sink, opt, heap.resource()) {}
 };
 
@@ -760,6 +761,34 @@ void gnnprof_torch_grad_clip(int enter) {
     gi::ThreadState* ts = gi::state();
     ts->classifier.on_named_scope("clip_grad", enter != 0);
   } catch (...) {
+  }
+}
+
+int gnnprof_torch_user_scope(const char* name, const char* category, int enter) {
+  try {
+    gi::ThreadState* ts = gi::state();
+    if (enter == 0) {
+      if (ts->user_scopes.empty()) return 0;  // begun before the observer was installed
+      const bool classified = ts->user_scopes.back() != 0;
+      ts->user_scopes.pop_back();
+      if (classified) ts->classifier.on_named_scope(name, false);
+      return classified ? 1 : 0;
+    }
+    const bool classify = gnnprof_is_running() != 0 && name != nullptr;
+    ts->user_scopes.push_back(classify ? 1 : 0);
+    if (classify) ts->classifier.on_named_scope(name, true, category != nullptr ? category : "user");
+    return classify ? 1 : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+int gnnprof_torch_user_step(void) {
+  try {
+    if (gnnprof_is_running() == 0) return 0;
+    return gi::state()->classifier.on_user_step() ? 1 : 0;
+  } catch (...) {
+    return 0;
   }
 }
 

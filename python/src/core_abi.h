@@ -43,6 +43,8 @@ typedef struct CoreAbi {
   __typeof__(&gnnprof_preload_torch_module) torch_module;               /* or NULL */
   __typeof__(&gnnprof_preload_torch_backward) torch_backward;           /* or NULL */
   __typeof__(&gnnprof_preload_torch_grad_clip) torch_grad_clip;         /* or NULL */
+  __typeof__(&gnnprof_preload_torch_user_scope) torch_user_scope;       /* or NULL */
+  __typeof__(&gnnprof_preload_torch_user_step) torch_user_step;         /* or NULL */
 } CoreAbi;
 
 /* Filled by bind(); every pointer non-NULL once `bound` is 1. */

@@ -72,6 +72,8 @@ static int resolve(void* h, CoreAbi* t, const char** missing) {
   *(void**)(&t->torch_module) = dlsym(h, "gnnprof_preload_torch_module");
   *(void**)(&t->torch_backward) = dlsym(h, "gnnprof_preload_torch_backward");
   *(void**)(&t->torch_grad_clip) = dlsym(h, "gnnprof_preload_torch_grad_clip");
+  *(void**)(&t->torch_user_scope) = dlsym(h, "gnnprof_preload_torch_user_scope");
+  *(void**)(&t->torch_user_step) = dlsym(h, "gnnprof_preload_torch_user_step");
   return 0;
 }
 
@@ -173,8 +175,11 @@ static PyObject* py_counter_site(PyObject* self, PyObject* args) {
 static PyObject* py_step(PyObject* self, PyObject* unused) {
   (void)self, (void)unused;
   REQUIRE_CORE();
-  g_core.step();
-  (void)g_core.poll(1);
+  /* With the torch observer its mark (it samples iterations there); the optimizer's end none. */
+  if (g_core.torch_user_step == NULL || g_core.torch_user_step() == 0) {
+    g_core.step();
+    (void)g_core.poll(1);
+  }
   Py_RETURN_NONE;
 }
 
@@ -415,6 +420,8 @@ static PyObject* py_close_torch_thread(PyObject* self, PyObject* unused) {
 typedef struct {
   PyObject_HEAD uint32_t site;
   PyObject* name;
+  const char* name_utf8; /* owned by name */
+  char* category;        /* NULL: implied by the name */
 } StageObject;
 
 static int stage_init(StageObject* self, PyObject* args, PyObject* kwds) {
@@ -424,25 +431,41 @@ static int stage_init(StageObject* self, PyObject* args, PyObject* kwds) {
   if (!PyArg_ParseTupleAndKeywords(args, kwds, "U|z", kwlist, &name, &category)) return -1;
   const char* n = PyUnicode_AsUTF8(name);
   if (n == NULL) return -1;
+  char* cat = NULL;
+  if (category != NULL && (cat = strdup(category)) == NULL) {
+    PyErr_NoMemory();
+    return -1;
+  }
   Py_XSETREF(self->name, Py_NewRef(name));
+  self->name_utf8 = n;
+  free(self->category);
+  self->category = cat;
   self->site = g_core_bound ? g_core.stage_site(n, category) : 0;
   return 0;
 }
 
 static void stage_dealloc(StageObject* self) {
+  free(self->category);
   Py_XDECREF(self->name);
   Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
+/* With the torch observer the stage is its scope, as a record_function's: the phases and
+ * gathers inside it nest in it (recorded straight to the core, a phase that ends inside it
+ * would end it instead). */
 static PyObject* stage_enter(StageObject* self, PyObject* unused) {
   (void)unused;
-  if (g_core_bound) g_core.stage_begin(self->site);
+  if (g_core_bound && self->name_utf8 != NULL &&
+      (g_core.torch_user_scope == NULL || g_core.torch_user_scope(self->name_utf8, self->category, 1) == 0))
+    g_core.stage_begin(self->site);
   return Py_NewRef((PyObject*)self);
 }
 
 static PyObject* stage_exit(StageObject* self, PyObject* args) {
   (void)args;
-  if (g_core_bound) g_core.stage_end();
+  if (g_core_bound && self->name_utf8 != NULL &&
+      (g_core.torch_user_scope == NULL || g_core.torch_user_scope(self->name_utf8, self->category, 0) == 0))
+    g_core.stage_end();
   Py_RETURN_FALSE;
 }
 

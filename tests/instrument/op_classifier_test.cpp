@@ -719,6 +719,63 @@ TEST(OpClassifier, ProfilerStepsReplaceOptimizerMarks) {
   EXPECT_EQ(std::count(r.log.begin(), r.log.end(), "STEP"), 2);
 }
 
+// gnnprof.step() after opt.step(): the program's marks replace the optimizer's from the first
+// one on, which is no second mark right after the optimizer's (no iteration of a few µs).
+TEST(OpClassifier, TheProgramsOwnStepsReplaceOptimizerMarks) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  for (int i = 0; i < 3; ++i) {
+    leaf(c, op("aten::linear", true));
+    c.on_start(op("Optimizer.step#SGD.step", false, gi::Scope::kUser));
+    c.on_end();
+    leaf(c, op("aten::item"));  // loss.item(): a readback is no forward or backward
+    EXPECT_TRUE(c.on_user_step());
+  }
+  // The first forward's mark, the first step's; then the program's second and third.
+  EXPECT_EQ(std::count(r.log.begin(), r.log.end(), "STEP"), 4);
+  EXPECT_EQ(r.log.back(), "STEP");
+  EXPECT_EQ(r.depth, 0);
+
+  // At the loop's top: every mark is the program's.
+  Recorder top;
+  gi::OpClassifier t(top, no_ops());
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(t.on_user_step());
+    leaf(t, op("aten::linear", true));
+    t.on_start(op("Optimizer.step#SGD.step", false, gi::Scope::kUser));
+    t.on_end();
+  }
+  EXPECT_EQ(std::count(top.log.begin(), top.log.end(), "STEP"), 3);
+
+  // A thread that marks no iterations leaves the mark to the caller.
+  gi::ClassifierOptions o = no_ops();
+  o.marks_iterations = false;
+  Recorder other;
+  gi::OpClassifier w(other, o);
+  EXPECT_FALSE(w.on_user_step());
+  EXPECT_TRUE(other.log.empty());
+}
+
+// gnnprof.stage("gather", "data") as a scope: the gather's materialize nests in it (begun
+// straight in the core, the phase's end would have ended the stage instead).
+TEST(OpClassifier, AProgramsStageNestsItsGathersAndKeepsItsCategory) {
+  Recorder r;
+  gi::ClassifierOptions o = no_ops();
+  o.gather_min_bytes = 1000;
+  gi::OpClassifier c(r, o);
+  leaf(c, op("aten::randint"));  // the loop's own no-grad work: a phase open when the stage begins
+  gi::OpInfo g = op("aten::index");
+  g.gather_source_bytes = 1 << 20;
+  g.gather_rows = 10;
+  g.gather_bytes = 2560;
+  c.on_named_scope("load", true, "data");
+  leaf(c, g);
+  c.on_named_scope("load", false);
+  const std::vector<std::string> want = {"+ops (no grad)[data]", "-", "+load[data]", "+materialize[data]", "MAT 10 2560",
+                                         "-", "-"};
+  EXPECT_EQ(r.log, want);
+}
+
 TEST(OpClassifier, CollectivesAreCommAndUnbalancedEndsAreHarmless) {
   Recorder r;
   gi::OpClassifier c(r, no_ops());

@@ -423,3 +423,27 @@ def test_a_worker_forked_in_an_unobserved_iteration_observes_its_own_ops(gnnprof
         assert p["iterations"] and p["iterations"][0].get("ops_observed", True), p["iterations"][:1]
         ops = {s["name"]: s["hits"] for s in p["stages"]}.get("ops (no grad)", 0)
         assert ops > 0, [s["name"] for s in p["stages"]]
+
+
+@needs_torch
+def test_the_programs_own_stage_and_step_beside_the_observer(gnnprof_run, standalone_run):
+    """gnnprof.stage("load", "data") around a feature gather keeps the gather's materialize
+    inside it (recorded straight to the core, the observer's phase ending there ended the
+    stage); gnnprof.step() beside opt.step() gives one iteration per pass, not two. Under
+    `gnnprof run` and with the package imported on its own."""
+    path = script("stage_step_loop.py")
+    steps = 10
+    for args, run in (([], gnnprof_run), (["--step-at-top"], gnnprof_run), ([], standalone_run)):
+        r = run(path, str(steps), *args, env={"GNNPROF_TORCH_SAMPLE": "all"})
+        assert r.rc == 0, r.err
+        assert r.out.startswith("loss "), r.out
+        its = [i for i in r.profile["iterations"] if i["complete"]]
+        assert steps - 1 <= len(its) <= steps, (args, len(its))
+        edges = {(e["parent"], e["child"]) for e in r.profile["stage_edges"]}
+        assert ("load", "materialize") in edges, edges
+        stages = {s["name"]: s for s in r.profile["stages"]}
+        assert stages["load"]["category"] == "data"
+        assert stages["load"]["hits"] == steps
+        assert stages["load"]["total_ns"] >= stages["materialize"]["total_ns"], (stages["load"], stages["materialize"])
+        for i in its[1:]:
+            assert i["stages"].get("load", 0) > 0 and i["stages"].get("forward", 0) > 0, i
