@@ -56,11 +56,14 @@ int parse_cli(int argc, const char* const* argv, Cli& out) {
   CLI::App* chkc = app.add_subcommand("check", "CI regression gate: exit 0 pass, 1 regression, 2 usage or input error");
   chkc->add_option("--baseline", out.check.baseline, "stored baseline profile")->required();
   chkc->add_option("current", out.check.current, "profile of this build")->required();
-  chkc->add_option("--max-slowdown", out.check.max_slowdown, "allowed slowdown of the iteration, every stage and every torch op (default 5%)");
+  chkc->add_option("--max-slowdown", out.check.max_slowdown, "allowed slowdown of the iteration, every stage and every torch op, in percent (default 5%; 0.5 is 0.5%)");
   chkc->add_option("--stage", out.check.stage_limits, "NAME=PCT: a stage's own limit, also its ops' (repeatable)");
   chkc->add_option("--op-floor", out.check.op_floor,
                    "a torch op regresses only when its median grew by at least this share of the iteration, and significantly "
                    "across all op tests (default 1%)");
+  chkc->add_option("--stage-floor", out.check.stage_floor,
+                   "a stage (or the time outside every stage) regresses only when its median grew by at least this share "
+                   "of the iteration, and significantly across all stage tests (default 1%)");
   chkc->add_option("--junit", out.check.junit_out, "write JUnit XML for CI test-report viewers");
   chkc->add_option("--markdown", out.check.markdown_out, "write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)");
   chkc->add_option("--skip", out.check.skip, "warm-up iterations left out (default 2)");

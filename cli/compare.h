@@ -19,6 +19,7 @@ struct CheckArgs {
   std::string baseline, current;
   std::string max_slowdown = "5%";
   std::string op_floor = "1%";  ///< an op regresses only when it grew by this share of the iteration
+  std::string stage_floor = "1%";  ///< a stage too (and the time outside every stage)
   std::vector<std::string> stage_limits;  ///< NAME=PCT
   std::string junit_out, markdown_out;
   std::uint64_t skip = 2;

@@ -15,19 +15,26 @@ const char* check_status_text(CheckStatus s) {
     case CheckStatus::kSlowerWithinLimit: return "ok (slower, within limit)";
     case CheckStatus::kRegression: return "REGRESSION";
     case CheckStatus::kUndecided: return "undecided";
-    case CheckStatus::kNegligible: return "ok (op: negligible)";
+    case CheckStatus::kNegligible: return "ok (negligible)";
+    case CheckStatus::kBaselineOnly: return "ok (baseline only)";
+    case CheckStatus::kCandidateOnly: return "ok (candidate only)";
   }
   return "ok";
 }
 
 namespace {
 
-/// Holm's step-down over the op tests: the largest p-value that is still significant at a
-/// family-wise `alpha` (-1 when none is).
-double holm_threshold(const Comparison& c, double alpha) {
+/// A stage's metric (the time outside every stage included), not the iteration's or an op's.
+bool stage_metric(const MetricComparison& m) { return m.scope == Scope::kLoopThread && !m.op(); }
+
+/// Holm's step-down over the op tests (`ops`) or the stage tests: the largest p-value that is
+/// still significant at a family-wise `alpha` (-1 when none is).
+double holm_threshold(const Comparison& c, double alpha, bool ops) {
   std::vector<double> p;
   for (const auto& m : c.metrics)
-    if (m.op() && m.scope != Scope::kOtherThreads) p.push_back(m.p_value);
+    if (m.verdict != Verdict::kBaselineOnly && m.verdict != Verdict::kCandidateOnly &&
+        (ops ? m.op() && m.scope != Scope::kOtherThreads : stage_metric(m)))
+      p.push_back(m.p_value);
   std::sort(p.begin(), p.end());
   double last = -1;
   for (std::size_t i = 0; i < p.size(); ++i) {
@@ -48,7 +55,8 @@ double limit_of(const MetricComparison& m, const CheckPolicy& policy) {
 CheckResult apply_check(const Comparison& c, const CheckPolicy& policy) {
   CheckResult r;
   r.policy = policy;
-  const double op_p = holm_threshold(c, policy.alpha);
+  const double op_p = holm_threshold(c, policy.alpha, true);
+  const double stage_p = holm_threshold(c, policy.alpha, false);
   std::int64_t iteration_ns = 0;
   for (const auto& m : c.metrics)
     if (m.scope == Scope::kLoop) iteration_ns = m.baseline_median_ns;
@@ -57,14 +65,23 @@ CheckResult apply_check(const Comparison& c, const CheckPolicy& policy) {
     CheckRow row;
     row.metric = m;
     row.limit = limit_of(m, policy);
+    // Like an op, a stage is one of many tests, and a share of a percent of the iteration is
+    // within two runs' drift: it regresses when significant across them all and grown by its floor.
+    const bool family = m.scope != Scope::kLoop;
+    const double floor = m.op() ? policy.op_floor : policy.stage_floor;
     if (m.baseline_n < policy.min_samples || m.candidate_n < policy.min_samples) {
       row.status = CheckStatus::kUndecided;
       ++r.undecided;
+      if (m.scope == Scope::kLoop) r.iteration_undecided = true;
+    } else if (m.verdict == Verdict::kBaselineOnly || m.verdict == Verdict::kCandidateOnly) {
+      // An op replaced by another, a stage added: the iteration and the phases judge the change.
+      row.status = m.verdict == Verdict::kBaselineOnly ? CheckStatus::kBaselineOnly : CheckStatus::kCandidateOnly;
+      r.ops_one_side += m.op() ? 1 : 0;
     } else if (m.verdict == Verdict::kSlower && (!m.ratio || *m.ratio - 1.0 > row.limit)) {
-      const bool negligible = m.op() && (m.p_value > op_p || static_cast<double>(m.delta_ns) <
-                                                                   policy.op_floor * static_cast<double>(iteration_ns));
+      const bool negligible = family && (m.p_value > (m.op() ? op_p : stage_p) ||
+                                         static_cast<double>(m.delta_ns) < floor * static_cast<double>(iteration_ns));
       row.status = negligible ? CheckStatus::kNegligible : CheckStatus::kRegression;
-      if (negligible) ++r.ops_negligible;
+      if (negligible) ++(m.op() ? r.ops_negligible : r.stages_negligible);
       else ++r.regressions;
     } else if (m.verdict == Verdict::kSlower) {
       row.status = CheckStatus::kSlowerWithinLimit;
@@ -95,22 +112,35 @@ std::string check_text(const CheckResult& r) {
   for (const auto& row : r.rows) {
     if (!listed(row)) continue;
     const auto& m = row.metric;
-    out += fmt::format("{:<{}} {:>10} {:>10} {:>8} {:>17} {:>9} {:>6.1f}%  {}\n", label(m), w, human_ns(m.baseline_median_ns),
+    out += fmt::format("{:<{}} {:>10} {:>10} {:>8} {:>17} {:>9} {:>6.3g}%  {}\n", label(m), w, human_ns(m.baseline_median_ns),
                        human_ns(m.candidate_median_ns), ratio_text(m.ratio),
                        ci_text(m.ci_low, m.ci_high, CiStyle::kBracket), p_text(m.p_value), 100 * row.limit,
                        check_status_text(row.status));
   }
+  if (r.stages_negligible > 0)
+    out += fmt::format("(negligible: over its limit, but grown by under {:.3g}% of the iteration or not significant across "
+                       "the stage tests)\n",
+                       100 * r.policy.stage_floor);
   if (r.ops_checked > 0)
-    out += fmt::format("({} torch op metrics checked too; only regressed ones are listed, under their phase{})\n", r.ops_checked,
+    out += fmt::format("({} torch op metrics checked too; only regressed ones are listed, under their phase{}{})\n",
+                       r.ops_checked - r.ops_one_side,
                        r.ops_negligible == 0
                            ? std::string()
                            : fmt::format("; {} over their limit left out as negligible: under {:.3g}% of the iteration, or "
                                          "not significant across the {} op tests",
-                                         r.ops_negligible, 100 * r.policy.op_floor, r.ops_checked));
+                                         r.ops_negligible, 100 * r.policy.op_floor, r.ops_checked - r.ops_one_side),
+                       r.ops_one_side == 0 ? std::string()
+                                           : fmt::format("; {} of one side only, not checked (the iteration and the phases "
+                                                         "judge an op replaced by another)",
+                                                         r.ops_one_side));
   return out;
 }
 
 std::string check_summary(const CheckResult& r) {
+  if (r.iteration_undecided)
+    return fmt::format("UNDECIDED: fewer than {} complete iterations on a side (after skipping {}): nothing is checked; "
+                       "profile more iterations or lower --skip",
+                       r.policy.min_samples, r.policy.skip);
   std::string s = r.regressions > 0 ? fmt::format("FAIL: {} regression(s)", r.regressions) : std::string("PASS");
   if (r.undecided > 0)
     s += fmt::format("; {} metric(s) undecided: fewer than {} iterations on a side (after skipping {}): run longer", r.undecided,
@@ -121,7 +151,8 @@ std::string check_summary(const CheckResult& r) {
 std::string check_markdown(const CheckResult& r, const std::string& baseline, const std::string& current) {
   std::string md = fmt::format("### gnnprof check: {}\n\n", r.regressions > 0 ? "regression" : "pass");
   md += "Baseline `" + baseline + "`, current `" + current +
-        "`; regression = significant (p < 0.05, CI excludes 1) and slower than the limit.\n\n"
+        "`; regression = significant (p < 0.05, CI excludes 1) and slower than the limit; a stage or op also "
+        "significant across its family of tests (Holm) and grown by its floor of the iteration.\n\n"
         "| metric | baseline | current | ratio | 95% CI | p | limit | status |\n|---|---:|---:|---:|---:|---:|---:|---|\n";
   for (const auto& row : r.rows) {
     if (!listed(row)) continue;
@@ -129,7 +160,7 @@ std::string check_markdown(const CheckResult& r, const std::string& baseline, co
     const std::string name =
         m.op() ? "&nbsp;&nbsp;" + short_op_name(m.name) + (m.phase.empty() ? "" : " (in " + (m.phases.empty() ? m.phase : m.phases) + ")")
                : m.name;
-    md += fmt::format("| {} | {} | {} | {} | {} | {} | {:.1f}% | {} |\n", name, human_ns(m.baseline_median_ns),
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {:.3g}% | {} |\n", name, human_ns(m.baseline_median_ns),
                       human_ns(m.candidate_median_ns), ratio_text(m.ratio), ci_text(m.ci_low, m.ci_high, CiStyle::kDash),
                       p_text(m.p_value), 100 * row.limit,
                       row.status == CheckStatus::kRegression ? "**REGRESSION**" : check_status_text(row.status));
@@ -145,7 +176,7 @@ std::string check_junit(const CheckResult& r) {
     const auto& m = row.metric;
     const double secs = static_cast<double>(m.candidate_median_ns) / 1e9;
     x += fmt::format("  <testcase classname=\"gnnprof.{}\" name=\"{}\" time=\"{:.6f}\">", to_string(m.scope), escape_markup(m.name), secs);
-    const std::string detail = fmt::format("median {} -> {}, ratio {}, p {:.3g}, limit {:.1f}%", human_ns(m.baseline_median_ns),
+    const std::string detail = fmt::format("median {} -> {}, ratio {}, p {:.3g}, limit {:.3g}%", human_ns(m.baseline_median_ns),
                                            human_ns(m.candidate_median_ns), ratio_text(m.ratio), m.p_value, 100 * row.limit);
     if (row.status == CheckStatus::kRegression)
       x += "<failure message=\"" + escape_markup("regression: " + detail) + "\"/>";

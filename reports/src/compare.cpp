@@ -102,7 +102,9 @@ namespace {
 
 struct Samples {
   std::vector<std::int64_t> loop;
+  std::vector<std::int64_t> unattributed;  // the loop thread's time outside every stage
   std::map<std::string, std::vector<std::int64_t>> loop_thread, other;
+  std::set<std::string> present;  // stages that ran in some iteration of this side
 };
 
 Samples collect(const std::vector<Profile>& profiles, std::uint64_t skip, const std::set<std::string>& loop_names,
@@ -112,6 +114,8 @@ Samples collect(const std::vector<Profile>& profiles, std::uint64_t skip, const 
     std::uint64_t seen = 0;
     std::vector<const IterationStats*> used;
     for (const IterationStats& it : p.iterations) {
+      for (const auto& [n, v] : it.stages) s.present.insert(n);
+      for (const auto& [n, v] : it.other_threads) s.present.insert(n);
       if (!it.complete || seen++ < skip) continue;
       s.loop.push_back(it.wall_ns);
       used.push_back(&it);
@@ -119,6 +123,7 @@ Samples collect(const std::vector<Profile>& profiles, std::uint64_t skip, const 
     // Iteration sampling: stage samples only where the torch observer saw the ops (an
     // unobserved iteration has no forward/backward stages, not zero-time ones).
     for (const IterationStats* it : ops_observed(used)) {
+      s.unattributed.push_back(it->unattributed_ns);
       // A stage that did not run in an iteration took 0 ns there: that is the point of a
       // stage that prefetching moved off the loop thread.
       for (const auto& n : loop_names) {
@@ -203,6 +208,10 @@ Comparison compare_profiles(const std::vector<Profile>& baseline, const std::vec
   std::vector<MetricComparison> stages;
   for (const auto& n : loop_names) stages.push_back(compare_metric(n, Scope::kLoopThread, a.loop_thread[n], b.loop_thread[n], options, rng));
   for (const auto& n : other_names) stages.push_back(compare_metric(n, Scope::kOtherThreads, a.other[n], b.other[n], options, rng));
+  // A stage of one side only (an op replaced by another, a stage added): not slower or faster.
+  for (auto& m : stages)
+    if (a.present.count(m.name) == 0) m.verdict = Verdict::kCandidateOnly;
+    else if (b.present.count(m.name) == 0) m.verdict = Verdict::kBaselineOnly;
   std::stable_sort(stages.begin(), stages.end(), [](const MetricComparison& x, const MetricComparison& y) {
     if (x.scope != y.scope) return x.scope < y.scope;  // loop_thread before other_threads
     return std::max(x.baseline_median_ns, x.candidate_median_ns) > std::max(y.baseline_median_ns, y.candidate_median_ns);
@@ -223,6 +232,9 @@ Comparison compare_profiles(const std::vector<Profile>& baseline, const std::vec
       if (m.scope == scope) rows.push_back(m);
     rows = phase_first(std::move(rows), places, [](const MetricComparison& m) { return m.name; });
     c.metrics.insert(c.metrics.end(), rows.begin(), rows.end());
+    // After the loop thread's stages, its time outside every stage (a sleep, Python no stage covers).
+    if (scope == Scope::kLoopThread)
+      c.metrics.push_back(compare_metric(kUnattributed, Scope::kLoopThread, a.unattributed, b.unattributed, options, rng));
   }
   const MetricComparison& it = c.metrics.front();
   if (it.ratio && *it.ratio > 0) {

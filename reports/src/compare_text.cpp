@@ -16,7 +16,9 @@ std::string slower_summary(const Comparison& c) {
   const MetricComparison& it = c.metrics.front();
   const MetricComparison* worst = nullptr;
   for (const auto& m : c.metrics)
-    if (m.scope == Scope::kLoopThread && !m.op() && m.verdict == Verdict::kSlower && (worst == nullptr || m.delta_ns > worst->delta_ns)) worst = &m;
+    if (m.scope == Scope::kLoopThread && !m.op() && (m.verdict == Verdict::kSlower || m.verdict == Verdict::kCandidateOnly) &&
+        m.delta_ns > 0 && (worst == nullptr || m.delta_ns > worst->delta_ns))
+      worst = &m;
   const MetricComparison* worst_op = nullptr;  // inside that phase
   for (const auto& m : c.metrics)
     if (worst != nullptr && m.scope == Scope::kLoopThread && m.op() && m.phase == worst->name && m.verdict == Verdict::kSlower &&
@@ -24,9 +26,14 @@ std::string slower_summary(const Comparison& c) {
       worst_op = &m;
   std::string out = fmt::format("The candidate is SLOWER: iteration {} -> {} (+{}, x{:.2f})", human_ns(it.baseline_median_ns),
                                 human_ns(it.candidate_median_ns), human_ns(it.delta_ns), it.ratio ? *it.ratio : 0.0);
-  if (worst != nullptr)
-    out += fmt::format("; the stage that got slower most: {} ({} -> {}, +{} per iteration)", worst->name,
+  if (worst != nullptr && worst->name == kUnattributed)
+    out += fmt::format("; what got slower most is time outside every stage ({} -> {}, +{} per iteration): the line "
+                       "tables name its lines (`gnnprof run` traces the loop's)",
                        human_ns(worst->baseline_median_ns), human_ns(worst->candidate_median_ns), human_ns(worst->delta_ns));
+  else if (worst != nullptr)
+    out += fmt::format("; the stage that got slower most: {} ({} -> {}, +{} per iteration{})", worst->name,
+                       human_ns(worst->baseline_median_ns), human_ns(worst->candidate_median_ns), human_ns(worst->delta_ns),
+                       worst->verdict == Verdict::kCandidateOnly ? ", a stage the baseline does not have" : "");
   if (worst_op != nullptr)
     out += fmt::format("; inside it, most: {} (+{}{})", short_op_name(worst_op->name), human_ns(worst_op->delta_ns),
                        worst_op->phases.empty() ? "" : ", summed over " + worst_op->phases);
@@ -102,13 +109,15 @@ std::string comparison_text(const Comparison& c, bool ops) {
     if (ops || !m.op()) w = std::max(w, (m.op() ? short_op_name(m.name).size() + 2 : m.name.size()) + 1);
   out += fmt::format("{:<{}} {:<13} {:>10} {:>10} {:>10} {:>7} {:>17} {:>9}  {}\n", "metric", w, "scope", "baseline", "candidate",
                      "delta", "ratio", "95% CI", "p", "verdict");
-  std::size_t op_rows = 0, ops_slower = 0, ops_faster = 0;
+  std::size_t op_rows = 0, ops_slower = 0, ops_faster = 0, ops_gone = 0, ops_new = 0;
   std::vector<const MetricComparison*> slower_ops;
   for (const auto& m : c.metrics) {
     if (m.op()) {
       ++op_rows;
       ops_slower += m.verdict == Verdict::kSlower ? 1 : 0;
       ops_faster += m.verdict == Verdict::kFaster ? 1 : 0;
+      ops_gone += m.verdict == Verdict::kBaselineOnly ? 1 : 0;
+      ops_new += m.verdict == Verdict::kCandidateOnly ? 1 : 0;
       if (m.verdict == Verdict::kSlower) slower_ops.push_back(&m);
       if (!ops) continue;
     }
@@ -122,8 +131,10 @@ std::string comparison_text(const Comparison& c, bool ops) {
                        w, scope, human_ns(m.baseline_median_ns), human_ns(m.candidate_median_ns), delta, ratio, ci, p, to_string(m.verdict));
   }
   if (op_rows > 0 && !ops) {
-    out += fmt::format("{} torch op metrics ({} slower, {} faster); `--ops` lists them under their phase.", op_rows, ops_slower,
-                       ops_faster);
+    out += fmt::format("{} torch op metrics ({} slower, {} faster{}); `--ops` lists them under their phase.", op_rows, ops_slower,
+                       ops_faster,
+                       ops_gone + ops_new == 0 ? std::string()
+                                               : fmt::format(", {} only in the baseline, {} only in the candidate", ops_gone, ops_new));
     std::stable_sort(slower_ops.begin(), slower_ops.end(),
                      [](const MetricComparison* x, const MetricComparison* y) { return x->delta_ns > y->delta_ns; });
     for (std::size_t i = 0; i < slower_ops.size() && i < 3; ++i)

@@ -26,7 +26,7 @@ check "within a generous limit: pass" '[ $rc -eq 0 ] && grep -q "within limit" "
 check "a stage's own limit applies" '[ $rc -eq 1 ]'
 
 "$cli" check --baseline "$tmp/short.json" "$tmp/short.json" >"$tmp/out" 2>&1; rc=$?
-check "too few samples: undecided, said so" '[ $rc -eq 0 ] && grep -q "undecided: fewer than 9 iterations" "$tmp/out"'
+check "too few samples: no verdict (exit 2), said so" '[ $rc -eq 2 ] && grep -q "^UNDECIDED: fewer than 9 complete iterations" "$tmp/out"'
 
 "$cli" compare "$tmp/fast.json" "$tmp/slow.json" --html "$tmp/c.html" --json "$tmp/c.json" >"$tmp/out" 2>&1; rc=$?
 check "compare exit 0" '[ $rc -eq 0 ] && grep -q "^Headline: " "$tmp/out"'
@@ -49,13 +49,18 @@ sed 's/"gnnprof.profile\/1"/"gnnprof.profile\/7"/' "$tmp/fast.json" >"$tmp/v7.js
 "$py" -c "import json,sys; p=json.load(open(sys.argv[1]))
 for it in p['iterations']: it['stages']['extra']=1
 json.dump(p, open(sys.argv[2],'w'))" "$tmp/fast.json" "$tmp/extra.json"
+"$py" -c "import json,sys; p=json.load(open(sys.argv[1]))
+for it in p['iterations']: it['stages']={'x'+k: v for k, v in it['stages'].items()}
+json.dump(p, open(sys.argv[2],'w'))" "$tmp/fast.json" "$tmp/foreign_stages.json"
+"$cli" check --baseline "$tmp/fast.json" "$tmp/extra.json" >"$tmp/out" 2>&1; rc=$?
+check "a stage of one side only is listed, not refused" '[ $rc -eq 0 ] && grep -q "^extra .*ok (candidate only)" "$tmp/out"'
 one_line_exit2 "check missing" "$tmp/none.json: cannot open" check --baseline "$tmp/none.json" "$tmp/fast.json"
 one_line_exit2 "check empty" "$tmp/empty.json: empty file" check --baseline "$tmp/empty.json" "$tmp/fast.json"
 one_line_exit2 "check truncated" "$tmp/trunc.json: truncated JSON" check --baseline "$tmp/fast.json" "$tmp/trunc.json"
 one_line_exit2 "check foreign" "$tmp/other.json: not a gnnprof profile" check --baseline "$tmp/other.json" "$tmp/fast.json"
 one_line_exit2 "check schema version" "unsupported profile schema \"gnnprof.profile/7\"" check --baseline "$tmp/v7.json" "$tmp/fast.json"
 one_line_exit2 "check no iterations" "$tmp/noiter.json: no complete iterations" check --baseline "$tmp/noiter.json" "$tmp/fast.json"
-one_line_exit2 "check different stages" "have different stages (only in baseline: -; only in current: extra)" check --baseline "$tmp/fast.json" "$tmp/extra.json"
+one_line_exit2 "check no common stage" "share no stage: not two runs of one program" check --baseline "$tmp/fast.json" "$tmp/foreign_stages.json"
 one_line_exit2 "check bad limit" "--max-slowdown: expected a percentage" check --baseline "$tmp/fast.json" "$tmp/fast.json" --max-slowdown lots
 one_line_exit2 "check bad stage" "--stage nope: no such stage" check --baseline "$tmp/fast.json" "$tmp/fast.json" --stage nope=5%
 one_line_exit2 "compare missing" "$tmp/none.json: cannot open" compare "$tmp/fast.json" "$tmp/none.json"

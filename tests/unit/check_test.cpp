@@ -131,6 +131,56 @@ TEST(Check, OpsNeedAMaterialAndFamilyWiseSignificantSlowdown) {
   EXPECT_EQ(r.regressions, 0);
 }
 
+// Two runs of one script: a small stage (1.3 -> 1.5 ms in a 42 ms iteration) is +15 % and
+// significant within each run, yet under 1 % of the iteration: negligible, as such an op is.
+// A stage of one side only (an op replaced by another) is listed, not judged; the time outside
+// every stage is checked like a stage.
+TEST(Check, StagesNeedAMaterialSlowdownAndOneSidedOnesAreListed) {
+  Comparison c;
+  c.metrics = {metric("iteration", "no significant change", 1.0, 20, "loop", ""), metric("forward", "no significant change", 1.0)};
+  c.metrics[0].baseline_median_ns = 42000000;
+  MetricComparison small = metric("materialize", "slower", 1.15, 20, "loop_thread", "data");
+  small.baseline_median_ns = 1300000;
+  small.candidate_median_ns = 1495000;
+  small.delta_ns = 195000;
+  c.metrics.push_back(small);
+  c.metrics.push_back(metric("aten::index", "baseline only", 0.0, 20, "loop_thread", "op", "materialize"));
+  c.metrics.push_back(metric("aten::index_select", "candidate only", 1.0, 20, "loop_thread", "op", "materialize"));
+  c.metrics.push_back(metric("h2d", "candidate only", 1.0, 20, "loop_thread", "data"));
+  MetricComparison outside = metric(kUnattributed, "slower", 1.4, 20, "loop_thread", "");
+  outside.baseline_median_ns = 10000000;  // +4 ms: a sleep no stage covers
+  outside.candidate_median_ns = 14000000;
+  outside.delta_ns = 4000000;
+  c.metrics.push_back(outside);
+  CheckResult r = apply_check(c, {});
+  EXPECT_EQ(status_of(r, "materialize"), CheckStatus::kNegligible);
+  EXPECT_EQ(status_of(r, "aten::index"), CheckStatus::kBaselineOnly);
+  EXPECT_EQ(status_of(r, "aten::index_select"), CheckStatus::kCandidateOnly);
+  EXPECT_EQ(status_of(r, "h2d"), CheckStatus::kCandidateOnly);
+  EXPECT_EQ(status_of(r, kUnattributed), CheckStatus::kRegression);
+  EXPECT_EQ(r.regressions, 1);
+  EXPECT_EQ(r.stages_negligible, 1u);
+  EXPECT_EQ(r.ops_one_side, 2u);
+  const std::string t = check_text(r);
+  EXPECT_NE(t.find("h2d"), std::string::npos) << t;
+  EXPECT_NE(t.find("ok (candidate only)"), std::string::npos) << t;
+  EXPECT_NE(t.find("2 of one side only, not checked"), std::string::npos) << t;
+  EXPECT_NE(t.find("grown by under 1% of the iteration"), std::string::npos) << t;
+
+  CheckPolicy strict;
+  strict.stage_floor = 0.001;
+  EXPECT_EQ(status_of(apply_check(c, strict), "materialize"), CheckStatus::kRegression);
+}
+
+// Nothing left to compare (--skip past the run): no PASS.
+TEST(Check, TooFewIterationsIsNoVerdict) {
+  Comparison c;
+  c.metrics = {metric("iteration", "no significant change", 1.0, 0, "loop", ""), metric("forward", "no significant change", 1.0, 0)};
+  const CheckResult r = apply_check(c, {});
+  EXPECT_TRUE(r.iteration_undecided);
+  EXPECT_EQ(check_summary(r).rfind("UNDECIDED: fewer than 9 complete iterations on a side", 0), 0u) << check_summary(r);
+}
+
 TEST(Check, PassWhenNothingRegresses) {
   Comparison c;
   c.metrics = {metric("iteration", "faster", 0.9, 20, "loop", "")};

@@ -106,6 +106,42 @@ TEST(Compare, ASlowerCandidateSaysSoAndNamesTheStage) {
   EXPECT_EQ(slower_summary(compare_profiles(cand, base, CompareOptions{})), "");
 }
 
+// An op replaced by another (x = feats[idx] -> feats.index_select(0, idx)): each side's own,
+// not "0 ns -> 1.3 ms, slower"; and the time outside every stage is a metric of its own.
+TEST(Compare, StagesOfOneSideOnlyAreNamedSoAndUnattributedTimeIsCompared) {
+  std::mt19937 rng(3);
+  std::vector<Profile> base{run(rng, 30, 5, true)}, cand{run(rng, 34, 5, true)};
+  for (auto& it : base[0].iterations) {
+    it.stages["aten::index"] = 2000000;
+    it.unattributed_ns = 1000000;
+  }
+  for (auto& it : cand[0].iterations) {
+    it.stages["aten::index_select"] = 1300000;
+    it.unattributed_ns = 5000000;  // a sleep no stage covers
+  }
+  Comparison c = compare_profiles(base, cand, CompareOptions{});
+  auto find = [&](const std::string& name) -> const MetricComparison& {
+    for (const auto& m : c.metrics)
+      if (m.name == name) return m;
+    ADD_FAILURE() << name;
+    return c.metrics[0];
+  };
+  EXPECT_EQ(find("aten::index").verdict, Verdict::kBaselineOnly);
+  EXPECT_EQ(find("aten::index_select").verdict, Verdict::kCandidateOnly);
+  const MetricComparison& outside = find(kUnattributed);
+  EXPECT_EQ(outside.scope, Scope::kLoopThread);
+  EXPECT_EQ(outside.verdict, Verdict::kSlower);
+  EXPECT_EQ(outside.delta_ns, 4000000);
+  const std::string slow = slower_summary(c);
+  EXPECT_NE(slow.find("what got slower most is time outside every stage"), std::string::npos) << slow;
+  // JSON keeps the one-sided verdicts.
+  auto back = comparison_from_json(comparison_to_json(c), "c.json");
+  ASSERT_TRUE(back) << back.status().message();
+  bool seen = false;
+  for (const auto& m : back->metrics) seen = seen || (m.name == "aten::index_select" && m.verdict == Verdict::kCandidateOnly);
+  EXPECT_TRUE(seen);
+}
+
 TEST(Compare, IdenticalSidesShowNoChange) {
   std::mt19937 rng(2);
   std::vector<Profile> a{run(rng, 30, 5, true)};

@@ -29,14 +29,16 @@ struct CheckPolicy {
   double default_limit = 0.05;           ///< allowed slowdown (0.05 = 5 %) of every metric
   std::map<std::string, double> limits;  ///< per stage, over the default (an op: its phase's)
   double op_floor = 0.01;                ///< an op's median must grow by this share of the iteration
-  double alpha = 0.05;                   ///< the family-wise level of the op tests
+  double stage_floor = 0.01;             ///< a stage's too (and the time outside every stage)
+  double alpha = 0.05;                   ///< the family-wise level of the op tests, and of the stage tests
   std::uint64_t min_samples = 9;         ///< iterations needed on each side to decide
   std::uint64_t skip = 2;                ///< warm-up iterations the comparison left out (for the message)
 };
 
-enum class CheckStatus { kOk, kFaster, kSlowerWithinLimit, kRegression, kUndecided, kNegligible };
+enum class CheckStatus { kOk, kFaster, kSlowerWithinLimit, kRegression, kUndecided, kNegligible, kBaselineOnly, kCandidateOnly };
 
-/// "ok", "ok (faster)", "ok (slower, within limit)", "REGRESSION", "undecided", "ok (op: negligible)".
+/// "ok", "ok (faster)", "ok (slower, within limit)", "REGRESSION", "undecided", "ok (negligible)",
+/// "ok (baseline only)", "ok (candidate only)".
 const char* check_status_text(CheckStatus s);
 
 struct CheckRow {
@@ -51,6 +53,9 @@ struct CheckResult {
   int regressions = 0, undecided = 0;
   std::size_t ops_checked = 0;
   std::size_t ops_negligible = 0;  ///< over their limit, but under the floor or not significant as a family
+  std::size_t stages_negligible = 0;  ///< the same, for stages
+  std::size_t ops_one_side = 0;       ///< ops of one side only (not checked: an op replaced by another)
+  bool iteration_undecided = false;   ///< too few iterations to decide even the iteration: no verdict
 };
 
 CheckResult apply_check(const Comparison& c, const CheckPolicy& policy);

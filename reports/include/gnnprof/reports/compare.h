@@ -54,8 +54,8 @@ struct Side {
 /// line's time per iteration). Ordered as the comparison lists them.
 enum class Scope { kLoop, kLoopThread, kOtherThreads, kLine };
 /// JSON: "faster" | "slower" | "no significant change"; for scope other_threads "more" |
-/// "less" (hidden time is not on the critical path); for a line of one side only "baseline
-/// only" | "candidate only".
+/// "less" (hidden time is not on the critical path); for a line or a stage of one side only
+/// "baseline only" | "candidate only".
 enum class Verdict { kNoChange, kFaster, kSlower, kLess, kMore, kBaselineOnly, kCandidateOnly };
 /// How a line of the line tables found its twin. JSON: "same" | "edited" (a changed statement
 /// between two matched neighbours) | "baseline only" | "candidate only".
@@ -67,8 +67,11 @@ const char* to_string(Verdict v) noexcept;
 bool from_string(std::string_view text, Scope& out) noexcept;
 bool from_string(std::string_view text, Verdict& out) noexcept;
 
+/// The metric of the loop thread's time outside every stage (per iteration).
+inline constexpr const char* kUnattributed = "(unattributed)";
+
 struct MetricComparison {
-  std::string name;  ///< "iteration" or a stage name
+  std::string name;  ///< "iteration", a stage name or kUnattributed
   Scope scope = Scope::kLoop;
   std::uint64_t baseline_n = 0, candidate_n = 0;
   std::int64_t baseline_median_ns = 0, candidate_median_ns = 0;
