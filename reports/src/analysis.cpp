@@ -353,6 +353,31 @@ std::string whatif_formula(const Analysis& a) {
 
 // ---- diagnostics ----
 
+namespace {
+
+/// The traced line that data stages ran under most (the line table's Data column): "; most of
+/// it while train.py:103 `x = feats[idx]` ran (62% of the traced lines' data time)", or "".
+std::string data_line_sentence(const Profile& p, const std::map<std::string, std::string>& category) {
+  const LineStats* top = nullptr;
+  std::int64_t top_ns = 0, all_ns = 0;
+  for (const LineStats& l : p.lines) {
+    std::int64_t ns = 0;
+    for (const auto& [stage, t] : l.stages)
+      if (auto c = category.find(stage); c != category.end() && c->second == "data") ns += t;
+    all_ns += ns;
+    if (ns > top_ns) {
+      top = &l;
+      top_ns = ns;
+    }
+  }
+  if (top == nullptr || 2 * top_ns < all_ns) return "";
+  std::string code = top->code.size() > 60 ? top->code.substr(0, 57) + "..." : top->code;
+  return fmt::format("; most of it while {}:{} `{}` ran ({:.0f}% of the traced lines' data time)", base_name(top->file),
+                     top->line, code, 100.0 * static_cast<double>(top_ns) / static_cast<double>(all_ns));
+}
+
+}  // namespace
+
 const std::vector<std::string>& diagnostic_ids() {
   static const std::vector<std::string> ids{"pageable-h2d",     "exposed-data-time",  "materialize-in-compute",
                                             "host-sync",        "host-memory-growth", "low-utilization",
@@ -394,17 +419,29 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
       a.iteration_median_ns > 0
           ? static_cast<double>(a.exposed_data_ns - a.worker_wait_ns) / static_cast<double>(a.iteration_median_ns)
           : 0;
-  if (!a.loader_worker && a.iterations_used > 0 && own_data_share > 0.20 && a.hidden_data_ns == 0)
+  if (!a.loader_worker && a.iterations_used > 0 && own_data_share > 0.20 && a.hidden_data_ns == 0) {
+    // The same expectation as the Analysis' (the ideal overlap and what this machine allows).
+    const bool limited = a.whatif_expected_ns > a.whatif_predicted_ns * 102 / 100;
+    std::string expect = fmt::format("Prefetching could bring the iteration to about {} ({:.2f}x), if compute keeps its speed",
+                                     human_ns(a.whatif_predicted_ns), a.whatif_speedup);
+    if (!a.whatif_pays)
+      expect = fmt::format("Prefetching will not pay here: expected {} ({:.2f}x){}", human_ns(a.whatif_expected_ns),
+                           a.whatif_expected_speedup, a.whatif_note.empty() ? "" : ": " + a.whatif_note);
+    else if (limited)
+      expect += fmt::format("; within this machine's limits about {} ({:.2f}x){}", human_ns(a.whatif_expected_ns),
+                            a.whatif_expected_speedup, a.whatif_note.empty() ? "" : ": " + a.whatif_note);
     add("exposed-data-time", Severity::kWarning,
-        fmt::format("data stages take {:.0f}% of each iteration ({} of {}) on the loop thread and nothing overlaps them. "
-                    "Prefetching could bring the iteration to about {} ({:.2f}x), if compute keeps its speed.",
+        fmt::format("data stages take {:.0f}% of each iteration ({} of {}) on the loop thread and nothing overlaps them{}. "
+                    "{}.",
                     100 * a.exposed_data_share, human_ns(a.exposed_data_ns), human_ns(a.iteration_median_ns),
-                    human_ns(a.whatif_predicted_ns), a.whatif_speedup),
+                    data_line_sentence(p, category), expect),
         {{"exposed_data_ns", static_cast<double>(a.exposed_data_ns)},
          {"compute_ns", static_cast<double>(a.compute_ns)},
          {"iteration_ns", static_cast<double>(a.iteration_median_ns)},
          {"exposed_share", a.exposed_data_share},
-         {"whatif_predicted_ns", static_cast<double>(a.whatif_predicted_ns)}});
+         {"whatif_predicted_ns", static_cast<double>(a.whatif_predicted_ns)},
+         {"whatif_expected_ns", static_cast<double>(a.whatif_expected_ns)}});
+  }
 
   // materialize-in-compute: a gather recorded inside a compute stage (lazy features).
   for (const auto& m : p.materializations) {

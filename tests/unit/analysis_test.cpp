@@ -217,6 +217,25 @@ TEST(Diagnostics, ExposedDataTime) {
   EXPECT_EQ(d.severity, Severity::kWarning);
   EXPECT_DOUBLE_EQ(d.evidence.at("exposed_share"), 0.3);
   EXPECT_DOUBLE_EQ(d.evidence.at("whatif_predicted_ns"), 70.0 * kMs);
+  EXPECT_EQ(d.message.find("most of it while"), std::string::npos) << d.message;  // no traced lines
+
+  // With a line table: the line that most data time ran under is named.
+  Profile p = loop_profile(false);
+  LineStats gather;
+  gather.file = "/home/u/train.py";
+  gather.line = 103;
+  gather.code = "x = feats[input_nodes]";
+  gather.stages = {{"materialize", 280 * kMs}, {"forward", 5 * kMs}};
+  LineStats model = gather;
+  model.line = 105;
+  model.code = "out = model(blocks, x)";
+  model.stages = {{"sample", 20 * kMs}, {"forward", 800 * kMs}};
+  p.lines = {gather, model};
+  ds = run(p);
+  const auto& named = *std::find_if(ds.begin(), ds.end(), [](const Diagnostic& x) { return x.id == "exposed-data-time"; });
+  EXPECT_NE(named.message.find("most of it while train.py:103 `x = feats[input_nodes]` ran (93% of the traced lines' data time)"),
+            std::string::npos)
+      << named.message;
 }
 
 TEST(Diagnostics, ADataLoaderWorkersProfileIsNotALoop) {
