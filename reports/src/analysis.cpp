@@ -314,6 +314,26 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   return a;
 }
 
+std::uint64_t line_events_per_iteration(const Profile& p) {
+  std::uint64_t hits = 0, complete = 0;
+  for (const auto& l : p.lines) hits += l.hits;
+  for (const auto& it : p.iterations) complete += it.complete ? 1 : 0;
+  return complete > 0 ? hits / complete : 0;
+}
+
+std::string tracing_cost_note(const Profile& p) {
+  const std::uint64_t events = line_events_per_iteration(p);
+  std::vector<std::int64_t> walls;
+  for (const auto& it : p.iterations)
+    if (it.complete) walls.push_back(it.wall_ns);
+  const std::int64_t median = median_of(walls);
+  const std::int64_t cost = static_cast<std::int64_t>(events) * kLineEventCostNs;
+  if (median <= 0 || cost * 20 < median) return "";
+  return fmt::format("Tracing: {} line events per iteration, {} or more of it ({:.0f}% of the median iteration, {}): the "
+                     "traced functions' times include it. Trace a hot function only to see inside it.",
+                     events, human_ns(cost), 100.0 * static_cast<double>(cost) / static_cast<double>(median), human_ns(median));
+}
+
 std::string whatif_expectation(const Analysis& a) {
   if (a.iterations_used == 0) return "";
   const std::string at = fmt::format("{} ({:.2f}x)", human_ns(a.whatif_expected_ns), a.whatif_expected_speedup);

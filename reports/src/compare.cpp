@@ -187,6 +187,7 @@ void describe_run(const Profile& profile, std::uint64_t skip, RunRecord& run) {
     if (it.complete && seen++ >= skip) walls.push_back(it.wall_ns);
   run.iterations = walls.size();
   run.median_iteration_ns = median_of(walls);
+  run.line_events = line_events_per_iteration(profile);
 }
 
 Comparison compare_profiles(const std::vector<Profile>& baseline, const std::vector<Profile>& candidate,

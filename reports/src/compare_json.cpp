@@ -28,7 +28,7 @@ struct Record<reports::RunRecord> {
       std::tuple{field("profile", &R::profile),     field("command", &R::command),
                  field("exit_code", &R::exit_code), field("error", &R::error),
                  field("iterations", &R::iterations), field("median_iteration_ns", &R::median_iteration_ns),
-                 field("wall_ns", &R::wall_ns)};
+                 field("wall_ns", &R::wall_ns), field("line_events", &R::line_events, Presence::kWhenSet)};
 };
 template <>
 struct Record<reports::Side> {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gnnprof/reports/analysis.h"
 #include "gnnprof/reports/compare.h"
 #include "gnnprof/reports/format.h"
 
@@ -103,6 +104,21 @@ std::string comparison_text(const Comparison& c, bool ops) {
     out += "one run per side: the intervals cover the iterations within each run, not the drift between runs (another "
            "tenant, the CPU's clock), which can make a few-percent difference look significant; `gnnprof ab --repeat N` "
            "interleaves runs\n";
+  // A side that traced a hot Python loop line by line is slower by its tracing.
+  for (const Side* s : {&c.baseline, &c.candidate}) {
+    const RunRecord* worst = nullptr;
+    for (const auto& r : s->runs)
+      if (r.error.empty() && (worst == nullptr || r.line_events > worst->line_events)) worst = &r;
+    if (worst == nullptr || worst->median_iteration_ns <= 0) continue;
+    const std::int64_t cost = static_cast<std::int64_t>(worst->line_events) * kLineEventCostNs;
+    if (cost * 20 < worst->median_iteration_ns) continue;  // under 5 %
+    out += fmt::format("the {} traced {} Python line events per iteration: {} or more of tracing ({:.0f}% of its {} "
+                       "iteration) inflate its traced functions; compare runs traced alike, or leave the hot function "
+                       "untraced\n",
+                       s == &c.baseline ? "baseline" : "candidate", worst->line_events, human_ns(cost),
+                       100.0 * static_cast<double>(cost) / static_cast<double>(worst->median_iteration_ns),
+                       human_ns(worst->median_iteration_ns));
+  }
   out += "\n";
   std::size_t w = 18;  // no name cut
   for (const auto& m : c.metrics)

@@ -211,6 +211,7 @@ std::string lines_html(const Profile& p, const ReportOptions& opt) {
   std::string o;
   if (t.any_extra())
     o += "<p class=muted>Beyond line_profiler: " + esc(extra_columns_legend(t)) + ". Hover a time for its split by stage.</p>";
+  if (const std::string cost = tracing_cost_note(p); !cost.empty()) o += "<p>" + esc(cost) + "</p>";
   std::string extra_head;
   if (t.copied) extra_head += "<th>copied</th>";
   if (t.gathered) extra_head += "<th>gathered</th>";

@@ -142,6 +142,28 @@ TEST(Compare, StagesOfOneSideOnlyAreNamedSoAndUnattributedTimeIsCompared) {
   EXPECT_TRUE(seen);
 }
 
+// A baseline that traced its hot sampler line by line is slower by that: the text says so.
+TEST(Compare, ASideSlowedByLineTracingIsNamed) {
+  std::mt19937 rng(4);
+  std::vector<Profile> base{run(rng, 30, 5, true)}, cand{run(rng, 20, 5, true)};
+  LineStats hot;
+  hot.file = "train.py";
+  hot.line = 40;
+  hot.hits = 100000 * base[0].iterations.size();  // 5.5 ms of a 30 ms iteration
+  base[0].lines = {hot};
+  Comparison c = compare_profiles(base, cand, CompareOptions{});
+  for (auto* side : {&c.baseline, &c.candidate}) {
+    RunRecord r;
+    describe_run(side == &c.baseline ? base[0] : cand[0], 2, r);
+    side->runs.push_back(r);
+  }
+  EXPECT_EQ(c.baseline.runs[0].line_events, 100000u);
+  const std::string t = comparison_text(c);
+  EXPECT_NE(t.find("the baseline traced 100000 Python line events per iteration: 5.50 ms or more of tracing"), std::string::npos)
+      << t;
+  EXPECT_EQ(t.find("the candidate traced"), std::string::npos);
+}
+
 TEST(Compare, IdenticalSidesShowNoChange) {
   std::mt19937 rng(2);
   std::vector<Profile> a{run(rng, 30, 5, true)};

@@ -130,6 +130,17 @@ std::string no_transfers_hint(const Profile& p);
 std::string no_kernels_hint(const Profile& p);
 std::string no_materializations_hint(const Profile& p);
 
+/// What one traced Python line event costs the traced program (bench/python_lines.py, 51-57 ns
+/// on the 2-core VM; docs/performance.md): line events × this is a lower bound of a run's
+/// tracing cost (a call from a traced line costs more).
+inline constexpr std::int64_t kLineEventCostNs = 55;
+
+/// Traced Python line events per complete iteration (the line table's hits over the run).
+std::uint64_t line_events_per_iteration(const Profile& p);
+/// "" or, when tracing costs 5 % of the median iteration or more (a hot Python loop traced
+/// line by line), a sentence saying how much and what it inflates.
+std::string tracing_cost_note(const Profile& p);
+
 /// Iteration sampling (the zero-code observer watched ops in some iterations only): the
 /// iterations of `its` whose ops were observed, when there are such and some were not;
 /// otherwise `its` itself. Per-stage figures are taken over these.

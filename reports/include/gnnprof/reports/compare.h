@@ -40,7 +40,9 @@ struct RunRecord {
   std::uint64_t iterations = 0;          ///< complete iterations used (after skip)
   std::int64_t median_iteration_ns = 0;
   std::int64_t wall_ns = 0;              ///< the process's wall time, as measured by the runner
+  std::uint64_t line_events = 0;         ///< traced Python line events per complete iteration (0: none)
 };
+
 
 struct Side {
   std::string label;  ///< "baseline" / "candidate"
