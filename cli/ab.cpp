@@ -16,6 +16,7 @@
 
 #include "gnnprof/profile_io.h"
 #include "gnnprof/reports/compare.h"
+#include "gnnprof/reports/format.h"
 #include "child_process.h"
 
 namespace gnnprof::cli {
@@ -174,12 +175,12 @@ int run_ab(const AbArgs& a) {
         }
       }
       rec.error = error;
-      std::cerr << " " << (static_cast<double>(rec.wall_ns) / 1e9) << " s";
+      std::cerr << " " << reports::human_ns(rec.wall_ns);
       if (!error.empty()) {
         any_failed = true;
         std::cerr << ", FAILED: " << error << " (log: " << stem << ".log)\n" << tail_lines(stem + ".log", 10);
       } else {
-        std::cerr << ", median iteration " << (static_cast<double>(rec.median_iteration_ns) / 1e6) << " ms\n";
+        std::cerr << ", median iteration " << reports::human_ns(rec.median_iteration_ns) << "\n";
       }
       sides[side].runs.push_back(std::move(rec));
     }
@@ -196,6 +197,15 @@ int run_ab(const AbArgs& a) {
   c.baseline = sides[0];
   c.candidate = sides[1];
   std::cout << reports::comparison_text(c, a.ops);
+  // The default pair differs only in GNNPROF_PREFETCH: a program without gnnprof's prefetcher
+  // (its loader_wait stage) ran the same code on both sides.
+  bool prefetched = false;
+  for (const Profile& p : profiles[1])
+    for (const auto& s : p.stages) prefetched = prefetched || s.name == "loader_wait";
+  if (!shell_form && !prefetched)
+    std::cerr << "gnnprof ab: the candidate never waited on gnnprof's prefetcher (no loader_wait stage): this program does "
+                 "not use it (gnnprof.prefetch(loader), gnnprof::Prefetcher), so GNNPROF_PREFETCH=2 changed nothing; compare "
+                 "two versions with --baseline 'CMD' --candidate 'CMD'\n";
   const std::string out = a.out_dir + "/comparison.json";
   if (Status st = write_file_atomic(out, reports::comparison_to_json(c)); !st) {
     std::cerr << "gnnprof ab: " << st.message() << "\n";

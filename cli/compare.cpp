@@ -112,6 +112,11 @@ int run_compare(const CompareArgs& a) {
     reports::CompareOptions opt;
     opt.skip = a.skip;
     c = reports::compare_profiles({base}, {cand}, opt);
+    if (c.metrics.front().baseline_n == 0 || c.metrics.front().candidate_n == 0) {
+      std::cerr << tool << ": " << a.inputs[c.metrics.front().baseline_n == 0 ? 0 : 1] << ": no complete iterations left after skipping "
+                << a.skip << " (--skip)\n";
+      return kBad;
+    }
     c.baseline.label = "baseline";
     c.candidate.label = "candidate";
     c.baseline.command = a.inputs[0];

@@ -164,9 +164,13 @@ std::string comparison_text(const Comparison& c, bool ops) {
   if (!c.lines.empty()) out += comparison_lines_text(c);
   out += "\n";
   if (c.speedup) {
-    out += fmt::format("Headline: iteration {} -> {}: {:.3f}x speedup", human_ns(it.baseline_median_ns),
-                       human_ns(it.candidate_median_ns), *c.speedup);
-    if (c.speedup_ci_low) out += fmt::format(" (95% CI {:.3f}x to {:.3f}x)", *c.speedup_ci_low, *c.speedup_ci_high);
+    out += fmt::format("Headline: iteration {} -> {}: ", human_ns(it.baseline_median_ns), human_ns(it.candidate_median_ns));
+    const std::string ci =
+        c.speedup_ci_low ? fmt::format("95% CI {:.3f}x to {:.3f}x", *c.speedup_ci_low, *c.speedup_ci_high) : std::string();
+    if (*c.speedup >= 1)
+      out += fmt::format("{:.3f}x speedup{}", *c.speedup, ci.empty() ? "" : " (" + ci + ")");
+    else  // a slowdown said as one: 1.161x slower, not "0.861x speedup"
+      out += fmt::format("{:.3f}x slower (speedup {:.3f}x{})", 1.0 / *c.speedup, *c.speedup, ci.empty() ? "" : ", " + ci);
     out += fmt::format("; verdict: {}\n", to_string(c.verdict));
     if (const std::string slow = slower_summary(c); !slow.empty()) out += slow + "\n";
   } else {

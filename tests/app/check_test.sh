@@ -65,5 +65,6 @@ one_line_exit2 "check bad limit" "--max-slowdown: expected a percentage" check -
 one_line_exit2 "check bad stage" "--stage nope: no such stage" check --baseline "$tmp/fast.json" "$tmp/fast.json" --stage nope=5%
 one_line_exit2 "compare missing" "$tmp/none.json: cannot open" compare "$tmp/fast.json" "$tmp/none.json"
 one_line_exit2 "compare no iterations" "no complete iterations" compare "$tmp/noiter.json" "$tmp/fast.json"
+one_line_exit2 "compare skips everything" "no complete iterations left after skipping 1000" compare --skip 1000 "$tmp/fast.json" "$tmp/fast2.json"
 one_line_exit2 "compare foreign comparison" "not a gnnprof comparison" compare "$tmp/fast.json"
 exit $fail
