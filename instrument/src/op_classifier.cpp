@@ -59,6 +59,7 @@ const char* OpClassifier::phase_name(Phase p) noexcept {
     case Phase::kBackward: return "backward";
     case Phase::kOther: return "ops (no grad)";
     case Phase::kSync: return "sync";
+    case Phase::kUpdate: return "parameter update";
     case Phase::kNone: break;
   }
   return "";
@@ -68,6 +69,11 @@ OpClassifier::Phase OpClassifier::phase_for(const OpInfo& op, const Level& level
   // Inside the optimizer's step, a closure runs with grad enabled; the update runs under
   // no_grad and is the optimizer's own, whatever phase the closure left open.
   if (level.optimizer && !op.grad_enabled) return Phase::kOther;
+  // An in-place op on a tensor needing grad under no_grad, outside any module's call, updates
+  // the model (nn.init in its constructor, p -= lr * p.grad, an EMA of the weights): not an
+  // evaluation's forward, which would hold the next batch's sampling and its feature gather.
+  if (!op.grad_enabled && op.any_input_requires_grad && !op.in_module && op.name.size() > 1 && op.name.back() == '_')
+    return Phase::kUpdate;
   const bool forward = op.any_input_requires_grad || (op.in_module && !level.data_scope);
   Phase p = !forward ? Phase::kOther : (op.grad_enabled ? Phase::kForward : Phase::kForwardNoGrad);
   // Inside a forward phase, helper ops on tensors that need no grad (torch.zeros, bincount,
@@ -131,7 +137,8 @@ void OpClassifier::open_phase(Level& l, Phase p) {
   }
   if (l.phase_open && l.phase == p) return;
   close_phase(l);
-  const char* cat = p == Phase::kBackward || p == Phase::kForward || p == Phase::kForwardNoGrad ? "compute"
+  const char* cat = p == Phase::kBackward || p == Phase::kForward || p == Phase::kForwardNoGrad || p == Phase::kUpdate
+                        ? "compute"
                     : p == Phase::kSync                                                        ? "sync"
                                                                                                : "data";
   sink_.begin(phase_name(p), cat);

@@ -168,7 +168,9 @@ class OpClassifier {
   bool innermost_opened_forward() const noexcept { return !frames_.empty() && frames_.back().opened_forward; }
 
  private:
-  enum class Phase : std::uint8_t { kNone, kForward, kForwardNoGrad, kBackward, kOther, kSync };
+  // kUpdate: an in-place update of tensors needing grad under no_grad outside the optimizer's
+  // scope (parameter initialisation, a hand-written SGD step, an EMA of the weights).
+  enum class Phase : std::uint8_t { kNone, kForward, kForwardNoGrad, kBackward, kOther, kSync, kUpdate };
   struct Level {
     Phase phase = Phase::kNone;
     bool phase_open = false;

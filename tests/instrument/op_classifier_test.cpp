@@ -776,6 +776,37 @@ TEST(OpClassifier, AProgramsStageNestsItsGathersAndKeepsItsCategory) {
   EXPECT_EQ(r.log, want);
 }
 
+// nn.init in a model's constructor (uniform_ on its weights under no_grad), then the first
+// batch: its feature gather is a materialization, not message passing inside a "forward (no
+// grad)" that the initialisation opened. A hand-written SGD step is the model's update too.
+TEST(OpClassifier, InPlaceUpdatesOfParametersUnderNoGradAreParameterUpdates) {
+  Recorder r;
+  gi::ClassifierOptions o = no_ops();
+  o.gather_min_bytes = 1000;
+  gi::OpClassifier c(r, o);
+  leaf(c, no_grad(op("aten::uniform_", true)));
+  leaf(c, no_grad(op("aten::uniform_", true)));
+  leaf(c, op("aten::randint"));  // the first batch's sampling
+  gi::OpInfo g = op("aten::index");
+  g.gather_source_bytes = 1 << 20;
+  g.gather_rows = 10;
+  g.gather_bytes = 2560;
+  leaf(c, g);
+  leaf(c, op("aten::linear", true));
+  leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
+  leaf(c, no_grad(op("aten::mul")));         // lr * p.grad
+  leaf(c, no_grad(op("aten::sub_", true)));  // p -= ...
+  const std::vector<std::string> want = {"+parameter update[compute]", "-", "+materialize[data]", "MAT 10 2560", "-", "STEP",
+                                         "+forward[compute]", "-", "+backward[compute]", "-", "+ops (no grad)[data]", "-",
+                                         "+parameter update[compute]"};
+  EXPECT_EQ(r.log, want);
+  // Inside a module's call (a weight normalisation in its forward) it stays the forward's.
+  Recorder m;
+  gi::OpClassifier mc(m, no_ops());
+  leaf(mc, in_model(no_grad(op("aten::mul_", true))));
+  EXPECT_EQ(m.log.front(), "+forward (no grad)[compute]");
+}
+
 TEST(OpClassifier, CollectivesAreCommAndUnbalancedEndsAreHarmless) {
   Recorder r;
   gi::OpClassifier c(r, no_ops());
