@@ -76,6 +76,9 @@ OpClassifier::Phase OpClassifier::phase_for(const OpInfo& op, const Level& level
     return Phase::kUpdate;
   const bool forward = op.any_input_requires_grad || (op.in_module && !level.data_scope);
   Phase p = !forward ? Phase::kOther : (op.grad_enabled ? Phase::kForward : Phase::kForwardNoGrad);
+  // Inside torch.autograd.backward (the package's wrapper says so) every op is the backward's:
+  // its grad seed (ones_like of the loss) is no forward between two backward stages.
+  if (level.backward_call) return Phase::kBackward;
   // Inside a forward phase, helper ops on tensors that need no grad (torch.zeros, bincount,
   // x[idx] of the input features, ...) belong to that phase; only a new phase, a scope, a
   // materializing gather, a copy or the iteration's end ends it. A readback's sync does not

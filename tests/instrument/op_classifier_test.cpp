@@ -666,7 +666,7 @@ TEST(OpClassifier, TheBackwardCallIsTheBackwardPhase) {
   gi::OpClassifier c(r, no_ops());
   leaf(c, op("aten::linear", true));
   c.on_backward_call(true);
-  leaf(c, op("aten::ones_like"));
+  leaf(c, op("aten::ones_like", true));  // the grad seed: ones_like(loss), which needs grad
   leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
   c.on_backward_call(false);
   c.on_named_scope("clip_grad", true);  // clip_grad_norm_: its no-grad ops are its own
