@@ -69,6 +69,23 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
     if (it.complete) complete.push_back(&it);
   const std::vector<const IterationStats*> observed = ops_observed(complete);
   const bool sampled = observed.size() < complete.size();
+  h.complete_iterations = complete.size();
+  h.observed_iterations = observed.size();
+  // The stages that unobserved iterations have (scopes, the optimizer): recorded in every one.
+  std::set<std::string> in_unobserved;
+  if (sampled) {
+    const std::set<const IterationStats*> seen(observed.begin(), observed.end());
+    for (const auto* it : complete)
+      if (seen.count(it) == 0)
+        for (const auto& [n, v] : it->stages) in_unobserved.insert(n);
+  }
+  // An op's time in the observed iterations (its per-iteration sums: over all its phases).
+  auto op_in_observed = [&](const std::string& op) {
+    std::int64_t sum = 0;
+    for (const auto* it : observed)
+      if (auto f = it->stages.find(op); f != it->stages.end()) sum += f->second;
+    return sum;
+  };
   auto ops_denominator = [&](const PhaseNode& ph) -> std::int64_t {
     if (!sampled) return ph.total_ns;
     std::int64_t sum = 0;
@@ -94,6 +111,7 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
       if (2 * e.total_ns >= ph.total_ns) ph.parent = e.parent;
     }
     const std::int64_t denominator = ops_denominator(ph);
+    ph.sampled = sampled && !ph.hidden && ph.in_iterations && in_unobserved.count(ph.name) == 0;
     std::vector<OpNode> ops;
     for (const auto& e : p.stage_edges) {
       if (e.parent != ph.name) continue;
@@ -105,7 +123,15 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
       op.hits = e.hits;
       op.self_ns = e.self_ns;
       op.total_ns = e.total_ns;
-      op.share = denominator > 0 ? static_cast<double>(e.self_ns) / static_cast<double>(denominator) : 0;
+      // Under sampling the denominator is the phase's time in the observed iterations: so is
+      // the numerator (the op's share of this phase of its time there), not its run total,
+      // which counts set-up before the first iteration too (shares over 100 %).
+      double numerator = static_cast<double>(e.self_ns);
+      if (sampled && s->second->total_ns > 0)
+        numerator = std::min(numerator, static_cast<double>(op_in_observed(e.child)) * static_cast<double>(e.self_ns) /
+                                             static_cast<double>(s->second->total_ns));
+      // (Capped: the per-iteration sums are per op, not per (phase, op).)
+      op.share = denominator > 0 ? std::min(1.0, numerator / static_cast<double>(denominator)) : 0;
       placed_ops.insert(op.name);
       ops.push_back(std::move(op));
     }
@@ -119,9 +145,9 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
       ++ph.other.hits;
       ph.other.self_ns += ops[i].self_ns;
       ph.other.total_ns += ops[i].total_ns;
+      ph.other.share += ops[i].share;
     }
     ph.other.name = ph.other.label = "other ops";
-    ph.other.share = denominator > 0 ? static_cast<double>(ph.other.self_ns) / static_cast<double>(denominator) : 0;
     for (const auto& l : p.lines) {
       auto f = l.stages.find(ph.name);
       if (f == l.stages.end() || f->second <= 0) continue;

@@ -379,7 +379,8 @@ std::string stage_table(const Profile& p, const Hierarchy& h) {
     o += fmt::format("<tbody><tr class=phase><td class=l data-v=\"{}\">{}{}</td><td class=l>{}</td><td>{}</td><td data-v={}>{}</td>"
                      "<td data-v={}>{}</td><td data-v={}>{}</td><td data-v={}>{}</td><td data-v={}>{}</td><td data-v={}>{}</td>"
                      "<td>{:.1f}</td></tr>",
-                     esc(ph->name), esc(ph->name), tog, esc(ph->category), s.hits, s.total_ns, human_ns(s.total_ns), s.self_ns,
+                     esc(ph->name), esc(ph->name) + (ph->sampled ? " *" : ""), tog, esc(ph->category), s.hits, s.total_ns,
+                     human_ns(s.total_ns), s.self_ns,
                      human_ns(s.self_ns), s.mean_ns, human_ns(s.mean_ns), s.p50_ns, human_ns(s.p50_ns), s.p90_ns, human_ns(s.p90_ns),
                      s.max_ns, human_ns(s.max_ns), s.pct_wall);
     auto op_row = [&](const OpNode& op, const std::string& label, bool other) {
@@ -398,6 +399,13 @@ std::string stage_table(const Profile& p, const Hierarchy& h) {
                    "<td></td><td></td><td></td><td>{:.1f}</td></tr></tbody></table>",
                    p.unattributed_ns, human_ns(p.unattributed_ns),
                    p.wall_ns > 0 ? 100.0 * static_cast<double>(p.unattributed_ns) / static_cast<double>(p.wall_ns) : 0.0);
+  for (const PhaseNode* ph : phase_rows(h))
+    if (ph->sampled) {
+      o += fmt::format("<p class=muted>* recorded in the {} of {} iterations whose torch ops were observed (iteration "
+                       "sampling): its total and % wall cover those, the other stages every iteration.</p>",
+                       h.observed_iterations, h.complete_iterations);
+      break;
+    }
   if (h.op_stages > 0)
     o += fmt::format("<p class=muted>{} torch op stages ran inside these phases: a phase's button lists its top {} by self time and "
                      "the rest as one row.{}</p>",

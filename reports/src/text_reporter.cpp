@@ -84,7 +84,7 @@ void TextReporter::render_stage_table(const Report& r, std::ostream& out) const 
   const Hierarchy& h = r.hierarchy;
   const std::vector<const PhaseNode*> rows = phase_rows(h);
   std::size_t w = 20;  // wide enough for every name shown: none is cut
-  for (const auto* ph : rows) w = std::max(w, ph->name.size() + 1);
+  for (const auto* ph : rows) w = std::max(w, ph->name.size() + (ph->sampled ? 3 : 1));
   if (options_.ops)
     for (const auto* ph : rows)
       for (const auto& op : ph->ops) w = std::max(w, op.label.size() + 5);
@@ -98,9 +98,12 @@ void TextReporter::render_stage_table(const Report& r, std::ostream& out) const 
                        100 * op.share, phase)
         << "\n";
   };
+  bool any_sampled = false;
   for (const auto* ph : rows) {
     const StageStats& s = ph->stats;
-    out << fmt::format("{:<{}} {:<9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.1f}", ph->name, w, ph->category, s.hits,
+    any_sampled = any_sampled || ph->sampled;
+    out << fmt::format("{:<{}} {:<9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.1f}", ph->sampled ? ph->name + " *" : ph->name,
+                       w, ph->category, s.hits,
                        human_ns(s.total_ns), human_ns(s.self_ns), human_ns(s.mean_ns), human_ns(s.p50_ns), human_ns(s.p90_ns),
                        human_ns(s.max_ns), s.pct_wall)
         << "\n";
@@ -114,6 +117,10 @@ void TextReporter::render_stage_table(const Report& r, std::ostream& out) const 
       << "\n";
   out << fmt::format("Wall {}; % wall adds up per thread; unattributed = main thread (#{}) time outside every stage.\n",
                      human_ns(p.wall_ns), p.main_thread);
+  if (any_sampled)
+    out << fmt::format("* recorded in the {} of {} iterations whose torch ops were observed (iteration sampling): its total "
+                       "and % wall cover those, the other stages every iteration; compare them per iteration (Iterations).\n",
+                       h.observed_iterations, h.complete_iterations);
   if (h.op_stages > 0 && !options_.ops)
     out << fmt::format("{} torch op stages run inside these; `gnnprof report --ops` lists each stage's top {} by self time.\n",
                        h.op_stages, h.top_ops);

@@ -148,6 +148,49 @@ TEST(Hierarchy, NestedPhasesSampledOpsAndHiddenStages) {
   EXPECT_EQ(md.str().find("<y"), std::string::npos);
 }
 
+// Under iteration sampling a phase that the op observer opens exists only in observed
+// iterations: it is marked, its total covers those; an op's share of it is of its time there,
+// not its run total (set-up before the first iteration made "1157% of ops (no grad)").
+TEST(Hierarchy, SampledPhasesAreMarkedAndTheirOpsSharesAreOfTheObservedIterations) {
+  Profile p;
+  p.wall_ns = 10000;
+  auto stage = [](std::string n, std::string c, std::int64_t total) {
+    StageStats s;
+    s.name = std::move(n);
+    s.category = std::move(c);
+    s.hits = 2;
+    s.total_ns = s.self_ns = total;
+    return s;
+  };
+  p.stages = {stage("DataLoader", "data", 400), stage("ops (no grad)", "data", 1000), stage("aten::randint", "op", 900)};
+  p.stage_edges = {StageEdge{"ops (no grad)", "aten::randint", 1000, 900, 900}};  // 880 of it before the loop
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    IterationStats it;
+    it.index = i;
+    it.wall_ns = 1000;
+    it.ops_observed = i % 2 == 0;
+    it.stages = {{"DataLoader", 100}};
+    if (it.ops_observed) it.stages.insert({{"ops (no grad)", 20}, {"aten::randint", 10}});
+    p.iterations.push_back(it);
+  }
+  ReportOptions o;
+  o.skip = 0;
+  o.ops = true;
+  const Report r = make_report(p, o);
+  std::map<std::string, const PhaseNode*> by;
+  for (const auto& ph : r.hierarchy.phases) by[ph.name] = &ph;
+  ASSERT_TRUE(by.count("ops (no grad)") && by.count("DataLoader"));
+  EXPECT_TRUE(by["ops (no grad)"]->sampled);
+  EXPECT_FALSE(by["DataLoader"]->sampled);
+  ASSERT_EQ(by["ops (no grad)"]->ops.size(), 1u);
+  EXPECT_DOUBLE_EQ(by["ops (no grad)"]->ops[0].share, 0.5);  // 20 of the phase's 40 in the observed two
+  std::ostringstream text;
+  ASSERT_TRUE(TextReporter(o).render(r, text));
+  EXPECT_NE(text.str().find("ops (no grad) *"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("* recorded in the 2 of 4 iterations whose torch ops were observed"), std::string::npos);
+  EXPECT_NE(text.str().find("50.0% of ops (no grad)"), std::string::npos) << text.str();
+}
+
 // An op that runs in several phases (aten::add in forward and in the optimizer) has one metric,
 // the sum: its place names the phase holding most of it, and how its time splits when another
 // phase holds 10 % or more.

@@ -53,6 +53,9 @@ struct PhaseNode {
   OpNode other;                            ///< the rest together ("other ops"); hits = how many ops
   std::size_t op_count = 0;
   std::vector<LineNode> lines;             ///< traced lines by their time in this phase (top 5)
+  /// Iteration sampling: recorded only in the iterations whose torch ops were observed (a
+  /// phase the op observer opens), so its run total covers those iterations, not every one.
+  bool sampled = false;
 };
 
 struct Hierarchy {
@@ -64,6 +67,8 @@ struct Hierarchy {
   std::size_t op_stages = 0;  ///< op stages listed under a phase (every op stage without stage_edges)
   std::size_t top_ops = 10;
   bool edges = false;             ///< the profile says which phase each op ran in
+  /// Complete iterations, and those whose torch ops were observed (fewer under iteration sampling).
+  std::size_t complete_iterations = 0, observed_iterations = 0;
 };
 
 /// Whether a stage category is a torch op's (a drill-down row, not a phase).
