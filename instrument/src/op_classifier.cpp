@@ -205,6 +205,13 @@ void OpClassifier::begin_first_iteration(Level& level, Phase p) {
   mark(true);
 }
 
+void OpClassifier::on_loader_next() {
+  if (!opt_.marks_iterations || profiler_steps_ || optimizer_seen_ || ++loader_nexts_ < 2) return;
+  close_phase(levels_.back());
+  mark(true);
+  loader_marked_ = true;
+}
+
 void OpClassifier::mark(bool automatic) {
   sink_.step();
   iteration_open_ = true;
@@ -305,6 +312,7 @@ void OpClassifier::on_start(const OpInfo& op) {
     case OpKind::kOptimizerStep:
     case OpKind::kOptimizerZero:
     case OpKind::kUserScope: {
+      if (op.kind == OpKind::kOptimizerStep) optimizer_seen_ = true;
       Level inner;
       if (op_depth_ == 0) {
         close_phase(level);
@@ -312,8 +320,9 @@ void OpClassifier::on_start(const OpInfo& op) {
         inner.pinned = Phase::kOther;  // a scope inside an op: its ops are that op's
       }
       if (op.kind == OpKind::kUserScope) {
-        sink_.begin(op.name, op.category);
         inner.data_scope = op.name.rfind("enumerate(DataLoader)", 0) == 0;
+        if (inner.data_scope && op_depth_ == 0 && level.loop) on_loader_next();
+        sink_.begin(op.name, op.category);
         if (op.name == "forward") inner.pinned = Phase::kForward;
         else if (op.name == "backward") inner.pinned = Phase::kBackward;
         f.ends = 1;

@@ -158,6 +158,14 @@ class OpClassifier {
   /// (no forward or backward since). False where this thread marks no iterations (not the
   /// loop's thread, or inside an op): the caller marks it then.
   bool on_user_step();
+  /// Whether the last on_start marked an iteration at a DataLoader's __next__ (a loop with no
+  /// optimizer: an inference or evaluation loop); reading it clears it. The observer then
+  /// lets the Python tracer select the loop, as at an optimizer step.
+  bool take_loader_mark() noexcept {
+    const bool m = loader_marked_;
+    loader_marked_ = false;
+    return m;
+  }
 
   /// Closes whatever is open (thread or session end).
   void close_all();
@@ -226,6 +234,12 @@ class OpClassifier {
   bool profiler_steps_ = false;   // the program marks its iterations (ProfilerStep#N, gnnprof.step())
   bool auto_marked_ = false;      // the last mark was an optimizer step's (or the first forward's)
   bool work_since_mark_ = false;  // a forward or backward phase opened since the last mark
+  // A loop without an optimizer (inference, evaluation): from the second DataLoader __next__
+  // on the loop's level with no optimizer step ever, each __next__ begins an iteration.
+  bool optimizer_seen_ = false;
+  int loader_nexts_ = 0;
+  bool loader_marked_ = false;
+  void on_loader_next();
   bool wait_open_ = false;
   bool launched_comm_ = false;  // a collective started since the last top-level op began
   // Steps (name hashes) that ran a closure's forward or backward: such a step whose ops are not

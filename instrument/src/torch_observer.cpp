@@ -521,6 +521,9 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     if (kind == OpKind::kOptimizerStep) gnnprof_optimizer_step();  // the Python tracer's auto selection
     if (ts->watch_slot >= 0 && ts->watch_foldable) ts->watch_foldable = foldable_op(fn, op);
     ts->classifier.on_start(op);
+    // A loop with no optimizer marked its iteration at the DataLoader's __next__: the Python
+    // tracer's auto selection takes that loop, as it takes a training loop at its step.
+    if (kind == OpKind::kUserScope && ts->classifier.take_loader_mark()) gnnprof_optimizer_step();
     // Only an op that opened a forward phase is asked, at its end, whether it recorded anything
     // for autograd: the sequence number is read for it alone, before it runs.
     if (ts->classifier.innermost_opened_forward()) ts->forward_seq = at::sequence_number::peek();

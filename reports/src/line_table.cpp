@@ -240,7 +240,8 @@ std::string no_lines_hint(const Profile& p) {
     if (!c.enabled) return "No line table: Python lines were not traced (" + c.reason + ").";
     return "No line table: Python line tracing was on (" + c.reason +
            ") but no selected function ran. The default (auto) traces the function that calls the optimizer's "
-           "step; choose others with `gnnprof run --lines FILE[:FUNCTION]` or @gnnprof.profile.";
+           "step or, with no optimizer, the loop over a torch DataLoader; choose others with `gnnprof run --lines "
+           "FILE[:FUNCTION]` or @gnnprof.profile.";
   }
   return "No line table: no lines were traced. For Python, `gnnprof run` traces the training loop (the function "
          "that calls the optimizer's step); choose functions with --lines FILE[:FUNCTION] or @gnnprof.profile. "

@@ -144,7 +144,7 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
     if (it.complete) done.push_back(&it);
   out << "\n== Iterations ==\n";
   if (done.empty()) {
-    out << "No complete iterations (mark boundaries with GNNPROF_STEP()).\n";
+    out << "No complete iterations: mark their boundaries with gnnprof.step() (Python) or GNNPROF_STEP() (C++).\n";
   } else {
     std::vector<std::int64_t> walls;
     std::set<std::string> names;

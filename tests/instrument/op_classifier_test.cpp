@@ -807,6 +807,40 @@ TEST(OpClassifier, InPlaceUpdatesOfParametersUnderNoGradAreParameterUpdates) {
   EXPECT_EQ(m.log.front(), "+forward (no grad)[compute]");
 }
 
+// An inference loop over a DataLoader has no optimizer step: from its second __next__ on,
+// each begins an iteration (and asks the tracer to select the loop). A training loop's
+// __next__ never does: its optimizer's steps mark it.
+TEST(OpClassifier, ALoopWithoutAnOptimizerIsMarkedAtItsDataLoadersNext) {
+  const char* next = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  std::vector<bool> asked;
+  for (int i = 0; i < 3; ++i) {
+    c.on_start(op(next, false, gi::Scope::kUser));
+    asked.push_back(c.take_loader_mark());
+    c.on_end();
+    leaf(c, no_grad(op("aten::linear", true)));
+  }
+  EXPECT_EQ(asked, (std::vector<bool>{false, true, true}));
+  EXPECT_FALSE(c.take_loader_mark());  // read once
+  const std::vector<std::string> want = {"+" + std::string(next) + "[user]", "-", "+forward (no grad)[compute]", "-", "STEP",
+                                         "+" + std::string(next) + "[user]", "-", "+forward (no grad)[compute]", "-", "STEP",
+                                         "+" + std::string(next) + "[user]", "-", "+forward (no grad)[compute]"};
+  EXPECT_EQ(r.log, want);
+
+  Recorder t;
+  gi::OpClassifier tc(t, no_ops());
+  for (int i = 0; i < 3; ++i) {
+    tc.on_start(op(next, false, gi::Scope::kUser));
+    EXPECT_FALSE(tc.take_loader_mark());
+    tc.on_end();
+    leaf(tc, op("aten::linear", true));
+    tc.on_start(op("Optimizer.step#SGD.step", false, gi::Scope::kUser));
+    tc.on_end();
+  }
+  EXPECT_EQ(std::count(t.log.begin(), t.log.end(), "STEP"), 4);  // the first forward's, then each step's
+}
+
 TEST(OpClassifier, CollectivesAreCommAndUnbalancedEndsAreHarmless) {
   Recorder r;
   gi::OpClassifier c(r, no_ops());

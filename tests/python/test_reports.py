@@ -447,3 +447,22 @@ def test_the_programs_own_stage_and_step_beside_the_observer(gnnprof_run, standa
         assert stages["load"]["total_ns"] >= stages["materialize"]["total_ns"], (stages["load"], stages["materialize"])
         for i in its[1:]:
             assert i["stages"].get("load", 0) > 0 and i["stages"].get("forward", 0) > 0, i
+
+
+@needs_torch
+def test_an_inference_loop_without_an_optimizer_has_iterations_and_a_line_table(gnnprof_run, plain_run):
+    """No optimizer step to mark iterations or select the loop: from its DataLoader's second
+    __next__ on, each batch is an iteration and the loop is traced."""
+    path = script("inference_loop.py")
+    batches = 12
+    r = gnnprof_run(path, str(batches), env={"GNNPROF_TORCH_SAMPLE": "all"})
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, str(batches)).out
+    its = [i for i in r.profile["iterations"] if i["complete"]]
+    assert len(its) == batches - 1, len(its)  # batches 2..12: the __next__ that stops ends the last
+    for i in its:
+        assert i["stages"].get("forward (no grad)", 0) > 0 and i["stages"].get("materialize", 0) > 0, i
+    lines = r.lines("evaluate")
+    gather = [l for l in lines.values() if l["code"] == "x = feats[ids]"]
+    assert gather and gather[0]["hits"] >= batches - 2, lines
+    assert "parameter update" not in {k for i in its for k in i["stages"]}
