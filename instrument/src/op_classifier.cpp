@@ -167,7 +167,31 @@ void OpClassifier::leave_optimizer_for_closure(Level& l, const OpInfo& op) {
   l.optimizer_open = false;
 }
 
+void OpClassifier::learn_pass(std::uint64_t name_hash) {
+  if (first_step_ == 0) first_step_ = name_hash;
+  if (name_hash == first_step_ && n_pass_ > 0) {
+    bool others = false;
+    for (int i = 0; i < n_pass_; ++i) others = others || pass_[i] != first_step_;
+    if (others && !pass_overflow_) {
+      cycle_last_ = pass_[n_pass_ - 1];
+      cycle_last_count_ = 0;
+      for (int i = 0; i < n_pass_; ++i) cycle_last_count_ += pass_[i] == cycle_last_ ? 1 : 0;
+      cycle_interleaved_ = true;
+      cycle_last_seen_ = 0;
+    } else if (cycle_interleaved_) {
+      cycle_last_ = 0;  // a pass of the first step alone: every step ends one again
+      cycle_interleaved_ = false;
+      cycle_last_seen_ = 0;
+    }
+    n_pass_ = 0;
+    pass_overflow_ = false;
+  }
+  if (n_pass_ < kMaxCycle) pass_[n_pass_++] = name_hash;
+  else pass_overflow_ = true;
+}
+
 bool OpClassifier::note_step(std::uint64_t name_hash, bool observed) {
+  learn_pass(name_hash);
   // A step whose iteration's ops are not observed: the work before it was not seen either, so
   // the window says nothing about the cycle.
   window_blind_ = window_blind_ || !observed;
@@ -187,6 +211,11 @@ int OpClassifier::occurrences_since_work(std::uint64_t name_hash) const noexcept
 
 void OpClassifier::note_work() {
   const int n = n_steps_since_work_;
+  if (cycle_interleaved_) {  // learned from passes (learn_pass), which the work between steps is part of
+    n_steps_since_work_ = 0;
+    window_blind_ = false;
+    return;
+  }
   if (n >= 2 && !window_blind_) {
     // Learned, or learned again (the optimizers changed).
     cycle_last_ = steps_since_work_[n - 1];

@@ -268,6 +268,16 @@ class OpClassifier {
   int cycle_last_seen_ = 0;       // its occurrences since the work or the last end
   /// Notes a step; true when it ends an iteration.
   bool note_step(std::uint64_t name_hash, bool observed);
+  // Optimizers of different classes stepped at different points of one pass, with work
+  // between (a GAN's discriminator and generator, an encoder's Adam and a decoder's SGD): a
+  // pass runs from one step of the first step's name to the next; when it holds other names,
+  // its last step ends the iteration (learned from each pass; a pass of one name unlearns it).
+  std::uint64_t first_step_ = 0;
+  std::uint64_t pass_[kMaxCycle] = {};
+  int n_pass_ = 0;
+  bool pass_overflow_ = false;
+  bool cycle_interleaved_ = false;  // cycle_last_ was learned from a pass, not from adjacent steps
+  void learn_pass(std::uint64_t name_hash);
   int occurrences_since_work(std::uint64_t name_hash) const noexcept;
   void note_work();
 };

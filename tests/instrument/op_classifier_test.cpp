@@ -328,8 +328,9 @@ TEST(OpClassifier, SeveralOptimizersSteppedInARowEndOneIteration) {
   c.on_end();
   EXPECT_EQ(std::count(r.log.begin(), r.log.end(), "STEP"), 2);  // forgotten at the second pass's work
 
-  // GAN-style: D's step, G's forward, G's step. Iteration sampling leaves iterations whose
-  // forward is not observed: a window of [D, G] seen there teaches no cycle.
+  // GAN-style: D's step, G's forward, G's step, work between them. A pass runs from a D step
+  // to the next: once one has shown [D, G], only G ends an iteration (the first pass still ends
+  // at both). Steps are scopes, seen in unobserved iterations too: sampling changes nothing.
   Recorder gan;
   gi::OpClassifier g(gan, no_ops());
   for (int pass = 0; pass < 4; ++pass) {
@@ -344,7 +345,21 @@ TEST(OpClassifier, SeveralOptimizersSteppedInARowEndOneIteration) {
     g.on_start(op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", false, gi::Scope::kUser));
     g.on_end();
   }
-  EXPECT_EQ(std::count(gan.log.begin(), gan.log.end(), "STEP"), 1 + 8);  // every step
+  EXPECT_EQ(std::count(gan.log.begin(), gan.log.end(), "STEP"), 1 + 2 + 3);  // the first forward's, D1 and G1, then G
+
+  // Steps of one name with work between (a discriminator stepped twice per generator step
+  // would be two names; one optimizer is one name): every step ends an iteration. And a pass
+  // of the first name alone unlearns the cycle.
+  Recorder solo;
+  gi::OpClassifier unlearn(solo, no_ops());
+  for (const char* step : {"Optimizer.step#D.step", "Optimizer.step#G.step", "Optimizer.step#D.step",
+                           "Optimizer.step#D.step", "Optimizer.step#D.step"}) {
+    leaf(unlearn, op("aten::linear", true));
+    unlearn.on_start(op(step, false, gi::Scope::kUser));
+    unlearn.on_end();
+  }
+  // First forward, D, G (the first pass), then D (pass [D, G] learned: no end), D (pass [D]: unlearned, ends), D.
+  EXPECT_EQ(std::count(solo.log.begin(), solo.log.end(), "STEP"), 1 + 2 + 0 + 1 + 1);
 
   // A wrapper's step around its inner optimizer's (ZeroRedundancyOptimizer): one mark, at the
   // outer step's end.
