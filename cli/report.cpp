@@ -24,8 +24,10 @@ int run_report(const ReportArgs& a) {
   // Analysed once; every output renders this report (a written profile carries its diagnostics).
   gnnprof::reports::Report report = gnnprof::reports::make_report(*p, opt);
   std::size_t more = 0;
-  report.workers = gnnprof::reports::summarize_loader_workers(*p, gnnprof::reports::read_loader_worker_profiles(a.profile, *p, 64, &more));
-  report.workers.not_read = more;
+  gnnprof::reports::LoaderWorkers workers =
+      gnnprof::reports::summarize_loader_workers(*p, gnnprof::reports::read_loader_worker_profiles(a.profile, *p, 64, &more));
+  workers.not_read = more;
+  gnnprof::reports::set_loader_workers(report, std::move(workers));
   gnnprof::reports::TextReporter text(opt);
   if (a.lines_only) {
     text.render_line_table(*p, std::cout);

@@ -253,7 +253,7 @@ int run_run(const RunArgs& args) {
       std::vector<Profile> workers;
       for (const auto& f : found)
         if (f.profile.run.parent_pid == main->profile.run.pid && f.profile.run.parent_pid != 0) workers.push_back(f.profile);
-      report.workers = reports::summarize_loader_workers(main->profile, workers);
+      reports::set_loader_workers(report, reports::summarize_loader_workers(main->profile, workers));
       Status st = reporter ? reports::render_to_file(**reporter, report, args.html_out) : reporter.status();
       if (!st) std::cerr << "gnnprof run: " << st.message() << "\n";
       else std::cerr << "gnnprof run: HTML report " << args.html_out << "\n";

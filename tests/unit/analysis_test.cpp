@@ -3,6 +3,7 @@
 
 #include "gnnprof/profile_io.h"
 #include "gnnprof/reports/format.h"
+#include "gnnprof/reports/report.h"
 #include "gnnprof/reports/text_reporter.h"
 
 #include <fmt/format.h>
@@ -207,6 +208,36 @@ TEST(Diagnostics, LoaderBound) {
   }
   EXPECT_TRUE(has(run(both), "exposed-data-time"));
   EXPECT_TRUE(has(run(both), "loader-bound"));
+}
+
+// Workers that deliver a batch every 20 ms against a 130 ms iteration, idle most of the time:
+// the loop's 45 ms at __next__ is not their shortfall, and "Raise num_workers" would not help.
+TEST(Diagnostics, LoaderBoundWithWorkersThatKeepUpSaysSo) {
+  Profile p = worker_loop_profile(45);
+  p.counters.push_back(CounterStats{"DataLoader workers", 2, 2, 2, 2, 2});
+  Report r = make_report(p, {});
+  LoaderWorkers w;
+  w.pids = {11, 12};
+  w.concurrent = 2;
+  w.batches = 40;
+  w.batch_median_ns = 40 * kMs;  // together a batch every 20 ms
+  w.batch_ns = 40 * 40 * kMs;
+  w.wall_ns = 5 * w.batch_ns;  // busy 20 %
+  set_loader_workers(r, w);
+  EXPECT_EQ(r.workers.pids.size(), 2u);
+  const auto& d = *std::find_if(r.diagnostics.begin(), r.diagnostics.end(), [](const Diagnostic& x) { return x.id == "loader-bound"; });
+  EXPECT_NE(d.message.find("though its worker processes keep up: together a batch every 20.0 ms against an iteration of "
+                           "130 ms, busy 20%"),
+            std::string::npos)
+      << d.message;
+  EXPECT_NE(d.message.find("More workers will not help"), std::string::npos);
+  // Busy workers that fall behind: the advice stands.
+  Report slow = make_report(p, {});
+  w.batch_median_ns = 400 * kMs;
+  w.wall_ns = w.batch_ns;
+  set_loader_workers(slow, w);
+  const auto& e = *std::find_if(slow.diagnostics.begin(), slow.diagnostics.end(), [](const Diagnostic& x) { return x.id == "loader-bound"; });
+  EXPECT_NE(e.message.find("Raise num_workers"), std::string::npos) << e.message;
 }
 
 TEST(Diagnostics, ExposedDataTime) {

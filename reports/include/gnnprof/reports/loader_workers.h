@@ -6,7 +6,7 @@
 // their heaviest lines, so that a loader-bound loop's report shows where the batches' time goes.
 //
 //   std::vector<Profile> ws = read_loader_worker_profiles("run.json", parent);
-//   report.workers = summarize_loader_workers(ws);
+//   set_loader_workers(report, summarize_loader_workers(parent, ws));
 #pragma once
 
 #include <cstdint>

@@ -45,4 +45,9 @@ struct Report {
 /// Analyses `profile` once (options.skip), runs the diagnostics rules and builds the hierarchy.
 Report make_report(const Profile& profile, const ReportOptions& options);
 
+/// Sets the report's DataLoader workers; where they keep up (together a batch in under half
+/// an iteration, idle most of the time) yet the loop waits at __next__, loader-bound says the
+/// wait is the loop receiving batches or the workers short of CPU, not too few workers.
+void set_loader_workers(Report& r, LoaderWorkers workers);
+
 }  // namespace gnnprof::reports
