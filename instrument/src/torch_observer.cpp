@@ -305,6 +305,7 @@ struct SeqSlot {
   std::atomic<std::uint32_t> line{0};
 };
 constexpr std::size_t kSeqSlots = 1u << 16;
+constexpr std::int64_t kSeqGapMax = 16;  // numbers between two mapped ops that the next one's line takes
 SeqSlot* g_seq = nullptr;  // allocated when lines are first traced, leaked (see the file comment)
 std::once_flag g_seq_once;
 
@@ -367,6 +368,7 @@ struct ThreadState {
   std::int64_t module_seq = 0;   // the autograd sequence number when the outermost one began
   int backward_depth = 0;        // torch.autograd.backward calls open (gnnprof_torch_backward)
   std::pmr::vector<std::uint8_t> user_scopes{heap.resource()};  // gnnprof.stage calls open: 1 if classified
+  std::int64_t seq_end = -1;  // the sequence number after the last forward op mapped to a line
   explicit ThreadState(ClassifierOptions opt) : classifier(sink, opt, heap.resource()) {}
 };
 
@@ -573,6 +575,11 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
         undo |= kPushedCorr;
       }
       if (line != 0 && op.grad_enabled && fn.seqNr() >= 0 && kind != OpKind::kBackwardOp && lines_traced()) {
+        // Nodes created between top-level ops (a torch.jit graph's DifferentiableGraphBackward,
+        // made by its executor) belong to the line whose op comes next; a few, not the numbers
+        // of iterations whose ops were not observed.
+        if (ts->seq_end >= 0 && fn.seqNr() > ts->seq_end && fn.seqNr() - ts->seq_end <= kSeqGapMax)
+          map_seq(ts->seq_end, fn.seqNr(), at::RecordFunction::currentThreadId(), line);
         ts->marks.push_back(LineMark{fn.seqNr(), line, 0});
         undo |= kForwardLine;
       }
@@ -616,7 +623,8 @@ void pop_frame(ThreadState* ts, bool last) {
       const LineMark m = ts->marks.back();
       ts->marks.pop_back();
       if (undo & kForwardLine) {
-        map_seq(m.seq, at::sequence_number::peek(), at::RecordFunction::currentThreadId(), m.line);
+        ts->seq_end = at::sequence_number::peek();
+        map_seq(m.seq, ts->seq_end, at::RecordFunction::currentThreadId(), m.line);
       } else {
         static const gnnprof_site_t backward = gnnprof_stage_site("backward", "compute");
         gnnprof_line_charge(m.line, backward, m.t0, mono_ns());

@@ -1084,3 +1084,24 @@ def test_stop_takes_the_frame_hook_out_and_start_puts_it_back(standalone_run):
     assert got["stopped, called"] == got["stopped"]  # no line traced while stopped
     assert got["restarted"][0] == 1
     assert got["restarted, called"][1] > got["restarted"][1]
+
+
+@needs_torch
+def test_the_backward_of_a_custom_function_and_a_scripted_function_is_charged_to_their_lines(gnnprof_run, plain_run):
+    """A torch.autograd.Function of the user's (DGL's GSpMM is one) and a torch.jit.script
+    function: their backward nodes are made by apply and by the graph executor, between ops;
+    each line still carries the backward of what it built."""
+    path = script("custom_function.py")
+    r = gnnprof_run(path, "10", env={"GNNPROF_TORCH_SAMPLE": "all"})
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "10").out
+    lines = r.lines("<module>")
+    apply = lines[line_of(path, "h = Aggregate.apply(h, adj)")]
+    scripted = lines[line_of(path, "out = readout(h, w)")]
+    assert apply.get("backward_ns", 0) > 0, apply
+    # The scripted readout's backward (its DifferentiableGraphBackward) costs about what its
+    # forward does; without the node only its ops' few microseconds were charged.
+    assert scripted.get("backward_ns", 0) > 0.5 * scripted["total_ns"], scripted
+    charged = sum(l.get("backward_ns", 0) for l in lines.values())
+    backward = next(s for s in r.profile["stages"] if s["name"] == "backward")
+    assert charged >= 0.8 * backward["self_ns"] or charged >= 0.7 * backward["total_ns"], (charged, backward)
