@@ -65,6 +65,7 @@ def _install(native, config):
         post(leave)  # a forward that raises leaves the count to the next step
     _wrap_backward(native)
     _wrap_grad_clip(native)
+    _wrap_checkpoint(native)
     return "installed"
 
 
@@ -118,6 +119,35 @@ def _wrap_grad_clip(native):
         setattr(clip_grad, name, wrapper)
         if getattr(utils, name, None) is fn:
             setattr(utils, name, wrapper)
+
+
+def _wrap_checkpoint(native):
+    """torch.utils.checkpoint.checkpoint (checkpoint_sequential calls it): the checkpointed
+    function's second call, the recomputation during backward, is a stage of its own,
+    "checkpoint recompute", inside backward. Else nothing says that backward's time includes
+    the forward run again (the recomputed ops are nested in a backward node's)."""
+    try:
+        import torch.utils.checkpoint as cp
+    except Exception:
+        return
+    fn = getattr(cp, "checkpoint", None)
+    if fn is None or getattr(fn, "_gnnprof_wrapped", False):
+        return
+    recompute = native.Stage("checkpoint recompute")  # category user: a part of backward, not more compute
+
+    @functools.wraps(fn)
+    def checkpoint(function, *args, **kwargs):
+        calls = [0]
+
+        def run(*a, **k):
+            calls[0] += 1
+            if calls[0] == 1:
+                return function(*a, **k)
+            with recompute:
+                return function(*a, **k)
+        return fn(run, *args, **kwargs)
+    checkpoint._gnnprof_wrapped = True
+    cp.checkpoint = checkpoint
 
 
 class _Phases(threading.local):

@@ -466,3 +466,23 @@ def test_an_inference_loop_without_an_optimizer_has_iterations_and_a_line_table(
     gather = [l for l in lines.values() if l["code"] == "x = feats[ids]"]
     assert gather and gather[0]["hits"] >= batches - 2, lines
     assert "parameter update" not in {k for i in its for k in i["stages"]}
+
+
+@needs_torch
+@pytest.mark.parametrize("mode", ["reentrant", "non-reentrant"])
+def test_checkpoint_recomputation_is_a_stage_inside_backward(gnnprof_run, plain_run, mode):
+    """torch.utils.checkpoint runs each checkpointed layer again during backward: a stage
+    "checkpoint recompute" (category user: a part of backward, not more compute), one per
+    layer per step, and the iteration's compute stays within its wall."""
+    path = script("checkpoint_loop.py")
+    steps = 6
+    r = gnnprof_run(path, str(steps), mode, env={"GNNPROF_TORCH_SAMPLE": "all"})
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, str(steps), mode).out
+    stages = {s["name"]: s for s in r.profile["stages"]}
+    recompute = stages["checkpoint recompute"]
+    assert recompute["category"] == "user" and recompute["hits"] == 3 * steps, recompute
+    assert 0 < recompute["total_ns"] < stages["backward"]["total_ns"], (recompute, stages["backward"])
+    for it in r.profile["iterations"]:
+        if it["complete"]:
+            assert it["categories"].get("compute", 0) <= it["wall_ns"], it
