@@ -221,7 +221,8 @@ std::string lines_html(const Profile& p, const ReportOptions& opt) {
   if (t.backward) extra_head += "<th>backward</th>";
   for (const LineBlock& b : t.blocks) {
     o += fmt::format("<h3 class=fn>{} <span class=muted>{} &middot; {}</span></h3>", esc(b.function), esc(b.file), human_ns(b.total_ns));
-    if (!b.source_found) o += "<p class=muted>Source not found; the recorded statements only.</p>";
+    if (b.source_changed) o += "<p class=muted>Source changed since the profile was taken; the recorded statements only.</p>";
+    else if (!b.source_found) o += "<p class=muted>Source not found; the recorded statements only.</p>";
     o += "<div class=scroll><table class=src><thead><tr><th>line</th><th>hits</th><th>time</th><th>per hit</th><th>%</th><th class=l></th>" +
          extra_head + "<th class=l>source</th></tr></thead><tbody>";
     for (const LineRow& r : b.rows) {

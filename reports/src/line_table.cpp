@@ -177,7 +177,16 @@ LineTable build_line_table(const Profile& p, const std::vector<std::string>& sou
     std::vector<std::string> src;
     const bool loaded = load_source(b.file, p.run.cwd, source_roots, src) && last <= src.size();
     if (loaded && b.python) python_extent(src, b.function, first, last);
-    b.source_found = loaded && static_cast<int>(last - first) < max_function_lines;
+    // A script edited since the profile was taken would show its new lines against the old
+    // figures: a traced line whose text is not its recorded statement's says so.
+    if (loaded && b.python)
+      for (const auto* l : lines) {
+        const std::string& line = src[l->line - 1];
+        const std::size_t at = line.find_first_not_of(" \t");
+        const std::string head = at == std::string::npos ? "" : line.substr(at, 24);
+        if (!l->code.empty() && l->code.compare(0, head.size(), head) != 0) b.source_changed = true;
+      }
+    b.source_found = loaded && !b.source_changed && static_cast<int>(last - first) < max_function_lines;
     b.first = first;
     std::map<std::uint32_t, const LineStats*> by_line;
     for (const auto* l : lines) by_line[l->line] = l;

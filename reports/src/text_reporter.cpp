@@ -43,7 +43,9 @@ void TextReporter::render_line_table(const Profile& p, std::ostream& out) const 
     out << "File: " << b.file << "\n";
     out << "Function: " << b.function << " at line " << b.first << "\n\n";
     out << header << "\n" << std::string(header.size(), '=') << "\n";
-    if (!b.source_found)
+    if (b.source_changed)
+      out << "(source changed since the profile was taken: " << b.file << "; showing the recorded statements)\n";
+    else if (!b.source_found)
       out << "(source missing: " << b.file << "; showing the recorded statements)\n";
     for (const LineRow& r : b.rows) {
       std::string text = r.text;

@@ -1105,3 +1105,20 @@ def test_the_backward_of_a_custom_function_and_a_scripted_function_is_charged_to
     charged = sum(l.get("backward_ns", 0) for l in lines.values())
     backward = next(s for s in r.profile["stages"] if s["name"] == "backward")
     assert charged >= 0.8 * backward["self_ns"] or charged >= 0.7 * backward["total_ns"], (charged, backward)
+
+
+@needs_torch
+def test_a_script_edited_since_its_profile_shows_the_recorded_statements(gnnprof_run, tmp_path):
+    """The line table reads the script's source at report time: edited since, its lines would
+    sit against the old figures. The report says so and shows the recorded statements."""
+    path = tmp_path / "edited.py"
+    with open(script("plain_loop.py")) as f:
+        path.write_text(f.read())
+    r = gnnprof_run(str(path), "6")
+    assert r.rc == 0, r.err
+    text = subprocess.run([CLI, "report", r.path, "--lines"], capture_output=True, text=True).stdout
+    assert "source changed" not in text, text
+    path.write_text("# a comment that moves every line down\n" + path.read_text())
+    text = subprocess.run([CLI, "report", r.path, "--lines"], capture_output=True, text=True).stdout
+    assert f"(source changed since the profile was taken: {path}; showing the recorded statements)" in text, text
+    assert "loss = F.cross_entropy(out, y)" in text

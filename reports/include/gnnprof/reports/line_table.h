@@ -52,6 +52,7 @@ struct LineBlock {
   std::int64_t total_ns = 0;
   bool python = false;       ///< traced Python (a .py file): rows span the whole function
   bool source_found = false; ///< rows are the source's lines; else only the statements
+  bool source_changed = false;  ///< the file's lines are not the recorded statements (edited since)
   std::vector<LineRow> rows;
 };
 
