@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
@@ -32,6 +33,7 @@
 #include "gnnprof/reports/loader_workers.h"
 #include "gnnprof/reports/report.h"
 #include "gnnprof/reports/reporter_factory.h"
+#include "gnnprof/reports/text_reporter.h"
 #include "child_process.h"
 
 namespace gnnprof::cli {
@@ -245,16 +247,24 @@ int run_run(const RunArgs& args) {
       std::cerr << "gnnprof run: " << rank_files.size() << " ranks; one report of them all: gnnprof merge" << cmd
                 << (args.html_out.empty() ? "" : " --html " + args.html_out) << "\n";
     }
-    if (!args.html_out.empty() && main != nullptr && keep) {
-      std::cerr << "gnnprof run: " << args.html_out << " not written (this run recorded nothing)\n";
-    } else if (!args.html_out.empty() && main != nullptr) {
-      auto reporter = reports::make_reporter("html", {});
-      reports::Report report = reports::make_report(main->profile, {});
+    std::optional<reports::Report> report;
+    if (main != nullptr && !keep) {
+      report = reports::make_report(main->profile, {});
       std::vector<Profile> workers;
       for (const auto& f : found)
         if (f.profile.run.parent_pid == main->profile.run.pid && f.profile.run.parent_pid != 0) workers.push_back(f.profile);
-      reports::set_loader_workers(report, reports::summarize_loader_workers(main->profile, workers));
-      Status st = reporter ? reports::render_to_file(**reporter, report, args.html_out) : reporter.status();
+      reports::set_loader_workers(*report, reports::summarize_loader_workers(main->profile, workers));
+      // What a line_profiler or Scalene user expects at the end of the run: the gist, on stderr.
+      if (const std::string gist = reports::run_summary(*report); !gist.empty() && !config::get_bool("GNNPROF_QUIET"))
+        std::cerr << "gnnprof run: " << (main_path.empty() ? main->path : main_path) << " in brief (`gnnprof report "
+                  << (main_path.empty() ? main->path : main_path) << "` for all of it):\n"
+                  << gist;
+    }
+    if (!args.html_out.empty() && main != nullptr && keep) {
+      std::cerr << "gnnprof run: " << args.html_out << " not written (this run recorded nothing)\n";
+    } else if (!args.html_out.empty() && report) {
+      auto reporter = reports::make_reporter("html", {});
+      Status st = reporter ? reports::render_to_file(**reporter, *report, args.html_out) : reporter.status();
       if (!st) std::cerr << "gnnprof run: " << st.message() << "\n";
       else std::cerr << "gnnprof run: HTML report " << args.html_out << "\n";
     }

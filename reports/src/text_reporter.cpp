@@ -332,4 +332,38 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
   return out ? Status::ok() : Status::error("write error");
 }
 
+std::string run_summary(const Report& r) {
+  const Profile& p = *r.profile;
+  const Analysis& a = r.analysis;
+  std::string out;
+  if (a.iterations_used > 0 && !a.loader_worker) {
+    out += fmt::format("  {} iterations, median {}; data exposed {:.1f}% of it; what-if prefetch {:.2f}x", a.iterations_used,
+                       human_ns(a.iteration_median_ns), 100 * a.exposed_data_share, a.whatif_speedup);
+    if (a.whatif_expected_speedup + 0.005 < a.whatif_speedup)
+      out += fmt::format(", {:.2f}x within this machine's limits", a.whatif_expected_speedup);
+    out += "\n";
+  }
+  std::vector<const LineStats*> lines;
+  std::int64_t all = 0;
+  for (const auto& l : p.lines) {
+    lines.push_back(&l);
+    all += l.total_ns;
+  }
+  std::stable_sort(lines.begin(), lines.end(), [](const LineStats* x, const LineStats* y) { return x->total_ns > y->total_ns; });
+  std::string heavy;
+  for (std::size_t i = 0; i < lines.size() && i < 3 && all > 0; ++i) {
+    const std::string code = lines[i]->code.size() > 40 ? lines[i]->code.substr(0, 37) + "..." : lines[i]->code;
+    heavy += fmt::format("{}{}:{} `{}` {:.0f}%", i ? ", " : "", base_name(lines[i]->file), lines[i]->line, code,
+                         100.0 * static_cast<double>(lines[i]->total_ns) / static_cast<double>(all));
+  }
+  if (!heavy.empty()) out += "  heaviest lines (of the traced lines' time): " + heavy + "\n";
+  if (out.empty()) return "";
+  for (const Diagnostic& d : r.diagnostics) {
+    const std::size_t end = d.message.find(". ");
+    out += fmt::format("  [{}] {}: {}\n", to_string(d.severity), d.id,
+                       end == std::string::npos ? d.message : d.message.substr(0, end + 1));
+  }
+  return out;
+}
+
 }  // namespace gnnprof::reports

@@ -1122,3 +1122,18 @@ def test_a_script_edited_since_its_profile_shows_the_recorded_statements(gnnprof
     text = subprocess.run([CLI, "report", r.path, "--lines"], capture_output=True, text=True).stdout
     assert f"(source changed since the profile was taken: {path}; showing the recorded statements)" in text, text
     assert "loss = F.cross_entropy(out, y)" in text
+
+
+@needs_torch
+def test_gnnprof_run_ends_with_the_gist_on_stderr(gnnprof_run, plain_run):
+    """As kernprof -lv and Scalene print their report when the program ends, `gnnprof run` says
+    the gist on stderr (the program's stdout untouched): iterations, exposed data, the what-if,
+    the heaviest lines; GNNPROF_QUIET=1 leaves it out."""
+    path = script("plain_loop.py")
+    r = gnnprof_run(path, "8")
+    assert r.rc == 0 and r.out == plain_run(path, "8").out, r.err
+    assert "in brief (`gnnprof report" in r.err, r.err
+    assert re.search(r"\d+ iterations, median .*; data exposed .*% of it; what-if prefetch \d\.\d\dx", r.err), r.err
+    assert "heaviest lines (of the traced lines' time): plain_loop.py:" in r.err, r.err
+    quiet = gnnprof_run(path, "8", env={"GNNPROF_QUIET": "1"})
+    assert quiet.rc == 0 and "in brief" not in quiet.err, quiet.err

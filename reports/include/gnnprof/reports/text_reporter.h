@@ -27,4 +27,9 @@ class TextReporter final : public Reporter {
   }
 };
 
+/// What `gnnprof run` prints when the program ends (stderr): a few lines with the iteration,
+/// the data time exposed and what prefetching would buy, the heaviest traced lines and the
+/// diagnostics' first sentences; "" when the profile has neither iterations nor lines.
+std::string run_summary(const Report& report);
+
 }  // namespace gnnprof::reports
