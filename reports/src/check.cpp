@@ -117,6 +117,10 @@ std::string check_text(const CheckResult& r) {
                        ci_text(m.ci_low, m.ci_high, CiStyle::kBracket), p_text(m.p_value), 100 * row.limit,
                        check_status_text(row.status));
   }
+  for (const auto& row : r.rows)
+    if (row.metric.name == kUnattributed && row.status == CheckStatus::kRegression)
+      out += "((unattributed) is the loop's time outside every stage: `gnnprof compare BASELINE CURRENT` lists the traced "
+             "lines side by side, the new or slower one among them)\n";
   if (r.stages_negligible > 0)
     out += fmt::format("(negligible: over its limit, but grown by under {:.3g}% of the iteration or not significant across "
                        "the stage tests)\n",
