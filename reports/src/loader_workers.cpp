@@ -90,6 +90,7 @@ LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<
       x.code = l.code;
       x.hits += l.hits;
       x.total_ns += l.total_ns;
+      w.functions.insert(l.function);
     }
   }
   // Most workers alive at once: the lifetimes [start, start + wall) overlapping at one start.

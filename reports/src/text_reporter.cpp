@@ -242,16 +242,26 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
       // Workers trace what their loader calls (a Dataset, a collate_fn), not deeper: a heavy
       // line that calls a function of the user's own (a bare name or a method of self) says
       // how to see inside it.
-      const WorkerLine& top = w.top_lines.front();
       static const std::regex call(R"((^|[^A-Za-z0-9_.])(self\.)?([A-Za-z_][A-Za-z0-9_]*)\s*\()");
       std::smatch m;
       static const std::set<std::string> builtins = {"range", "len", "sorted", "list", "dict", "set", "tuple", "int",
                                                      "float", "str", "print", "zip", "enumerate", "map", "filter",
                                                      "sum", "min", "max", "any", "all", "isinstance", "super", "iter",
                                                      "next", "open", "abs", "round", "getattr", "reversed", "type"};
-      if (top.share >= 0.5 && std::regex_search(top.code, m, call) && builtins.count(m[3].str()) == 0)
+      // Not a function the workers traced already (a generator the Dataset's __iter__ pulls from).
+      auto traced = [&](const std::string& f) {
+        return std::any_of(w.functions.begin(), w.functions.end(), [&](const std::string& q) {
+          return q == f || (q.size() > f.size() && q.compare(q.size() - f.size() - 1, std::string::npos, "." + f) == 0);
+        });
+      };
+      // The heaviest line that calls a function not traced yet (its callee may be the next line down).
+      for (const WorkerLine& top : w.top_lines) {
+        if (top.share < 0.5) break;
+        if (!std::regex_search(top.code, m, call) || builtins.count(m[3].str()) != 0 || traced(m[3].str())) continue;
         out << fmt::format("To see inside {}() (if {} defines it; else name its file): gnnprof run --lines auto --lines {}:{} -- ...\n",
                            m[3].str(), base_name(top.file), base_name(top.file), m[3].str());
+        break;
+      }
     }
     out << "Each worker's own report: gnnprof report <its profile> (pid in the file name under gnnprof run).\n";
   }

@@ -91,6 +91,17 @@ TEST(LoaderWorkers, PaceBusyShareConcurrencyAndHeaviestLines) {
   ASSERT_TRUE(TextReporter({}).render(r, hint));
   EXPECT_NE(hint.str().find("To see inside sample() (if data.py defines it; else name its file): gnnprof run --lines auto --lines data.py:sample -- ..."), std::string::npos)
       << hint.str();
+  // Already traced in the workers (a generator their __iter__ pulls from): the next heavy line's
+  // callee is named instead.
+  r.workers.functions.insert("Loader.sample");
+  WorkerLine inner = r.workers.top_lines.front();
+  inner.share = 0.8;
+  inner.code = "blocks = make_blocks(seeds)";
+  r.workers.top_lines.push_back(inner);
+  std::ostringstream next;
+  ASSERT_TRUE(TextReporter({}).render(r, next));
+  EXPECT_NE(next.str().find("To see inside make_blocks()"), std::string::npos) << next.str();
+  r.workers.top_lines.pop_back();
   r.workers.top_lines.front().code = "x = torch.tanh(x * 1.01)";
   ASSERT_TRUE(TextReporter({}).render(r, none));
   EXPECT_EQ(none.str().find("To see inside"), std::string::npos) << none.str();

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,7 @@ struct LoaderWorkers {
   std::int64_t batch_ns = 0;  ///< all batches' time
   std::int64_t wall_ns = 0;   ///< the workers' lifetimes, summed
   std::vector<WorkerLine> top_lines;  ///< heaviest first
+  std::set<std::string> functions;    ///< every function the workers traced (qualified names)
   std::size_t not_read = 0;           ///< more worker profiles found than were read (the limit)
   /// Workers the loop started, when the loop's profile counted them (its "DataLoader workers"
   /// counter, sampled as each starts); more than `pids` when GNNPROF_LOADER_WORKERS capped them.
