@@ -97,11 +97,11 @@ TEST(LoaderWorkers, PaceBusyShareConcurrencyAndHeaviestLines) {
   WorkerLine inner = r.workers.top_lines.front();
   inner.share = 0.8;
   inner.code = "blocks = make_blocks(seeds)";
-  r.workers.top_lines.push_back(inner);
+  r.workers.top_lines.insert(r.workers.top_lines.begin() + 1, inner);  // heaviest first
   std::ostringstream next;
   ASSERT_TRUE(TextReporter({}).render(r, next));
   EXPECT_NE(next.str().find("To see inside make_blocks()"), std::string::npos) << next.str();
-  r.workers.top_lines.pop_back();
+  r.workers.top_lines.erase(r.workers.top_lines.begin() + 1);
   r.workers.top_lines.front().code = "x = torch.tanh(x * 1.01)";
   ASSERT_TRUE(TextReporter({}).render(r, none));
   EXPECT_EQ(none.str().find("To see inside"), std::string::npos) << none.str();
