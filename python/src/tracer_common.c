@@ -171,10 +171,13 @@ static int user_file(PyObject* filename) {
   return 1;
 }
 
-/* A generator or an iterator's __next__/__iter__: what a loop pulls batches from. */
+/* A generator or an iterator's __next__/__iter__: what a loop pulls batches from. Not a
+ * generator expression: one line of the loop's own function (`" ".join(str(t) for t in
+ * times)` after the loop), whose block would repeat that function's source. */
 static int iterator_shaped(PyCodeObject* co) {
-  if ((co->co_flags & (CO_GENERATOR | CO_ITERABLE_COROUTINE)) != 0) return 1;
   if (!PyUnicode_Check(co->co_name)) return 0;
+  if (PyUnicode_CompareWithASCIIString(co->co_name, "<genexpr>") == 0) return 0;
+  if ((co->co_flags & (CO_GENERATOR | CO_ITERABLE_COROUTINE)) != 0) return 1;
   return PyUnicode_CompareWithASCIIString(co->co_name, "__next__") == 0 ||
          PyUnicode_CompareWithASCIIString(co->co_name, "__iter__") == 0;
 }

@@ -1137,3 +1137,14 @@ def test_gnnprof_run_ends_with_the_gist_on_stderr(gnnprof_run, plain_run):
     assert "heaviest lines (of the traced lines' time): plain_loop.py:" in r.err, r.err
     quiet = gnnprof_run(path, "8", env={"GNNPROF_QUIET": "1"})
     assert quiet.rc == 0 and "in brief" not in quiet.err, quiet.err
+
+
+@needs_torch
+def test_a_generator_expression_after_the_loop_is_not_a_pipeline(gnnprof_run, plain_run):
+    """Auto selection traces the generators the loop pulls batches from; a generator expression
+    the loop's function consumes after the loop is one of its own lines, not a block of its own."""
+    path = script("genexpr_after_loop.py")
+    r = gnnprof_run(path)
+    assert r.rc == 0 and r.out == plain_run(path).out, r.err
+    functions = {l["function"] for l in r.profile["lines"]}
+    assert functions == {"main", "batches"}, functions
