@@ -237,12 +237,13 @@ void OpClassifier::begin_first_iteration(Level& level, Phase p) {
 void OpClassifier::on_loader_next() {
   if (!opt_.marks_iterations || profiler_steps_ || optimizer_seen_ || ++loader_nexts_ < 2) return;
   close_phase(levels_.back());
-  mark(true);
+  mark(true, true);
   loader_marked_ = true;
 }
 
-void OpClassifier::mark(bool automatic) {
-  sink_.step();
+void OpClassifier::mark(bool automatic, bool by_loader) {
+  if (by_loader) sink_.loader_step();
+  else sink_.step();
   iteration_open_ = true;
   auto_marked_ = automatic;
   work_since_mark_ = false;

@@ -84,6 +84,8 @@ class OpSink {
   virtual void begin(std::string_view stage, const char* category) = 0;
   virtual void end() = 0;
   virtual void step() = 0;  // iteration boundary
+  /// An iteration boundary at a DataLoader's __next__ (a loop with no optimizer so far).
+  virtual void loader_step() { step(); }
   virtual void materialize(std::uint64_t rows, std::uint64_t bytes) = 0;
   /// direction/memory/mode as in gnnprof_c.h (GNNPROF_H2D, GNNPROF_PINNED, GNNPROF_ASYNC...).
   virtual void transfer(std::uint64_t bytes, int direction, int memory, int mode) = 0;
@@ -217,7 +219,7 @@ class OpClassifier {
   /// ones begin at the previous optimizer step's end).
   void begin_first_iteration(Level& level, Phase p);
   /// An iteration mark: an optimizer step's or the first forward's (`automatic`), or the program's.
-  void mark(bool automatic);
+  void mark(bool automatic, bool by_loader = false);
   void open_op_phase(Level& l, Phase p, Frame& f);
   static const char* phase_name(Phase p) noexcept;
   void close_wait();

@@ -165,10 +165,10 @@ void reset_sampling_after_fork() {
 
 // An iteration boundary on the loop thread: decide whether the next iteration's ops are
 // observed, switch the ops callback accordingly, and mark the boundary with that fact.
-void mark_iteration() {
+void mark_iteration(unsigned flags = 0) {
   if (g_fork_reset && g_sampler != nullptr && g_ops_handle != 0) reset_sampling_after_fork();
   if (g_sampler == nullptr || g_ops_handle == 0) {
-    gnnprof_step();
+    gnnprof_step_flags(flags);
     if (Poll poll = g_poll.load(std::memory_order_acquire)) poll(1);
     return;
   }
@@ -182,7 +182,7 @@ void mark_iteration() {
     else at::disableCallback(g_ops_handle);
     g_ops_enabled.store(observe, std::memory_order_relaxed);
   }
-  gnnprof_step_flags(observe ? 0u : GNNPROF_STEP_OPS_UNOBSERVED);
+  gnnprof_step_flags((observe ? 0u : GNNPROF_STEP_OPS_UNOBSERVED) | flags);
   if (g_sampler->period() != g_noted_period) note_sampling();
   if (Poll poll = g_poll.load(std::memory_order_acquire)) poll(1);
 }
@@ -202,6 +202,7 @@ class CApiSink final : public OpSink {
     if (!contexts_.empty()) contexts_.pop_back();
   }
   void step() override { mark_iteration(); }
+  void loader_step() override { mark_iteration(GNNPROF_STEP_BY_LOADER); }
   void materialize(std::uint64_t rows, std::uint64_t bytes) override { gnnprof_materialize(rows, bytes); }
   void transfer(std::uint64_t bytes, int direction, int memory, int mode) override {
     gnnprof_transfer(bytes, direction, memory, mode, 0);
@@ -525,7 +526,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     ts->classifier.on_start(op);
     // A loop with no optimizer marked its iteration at the DataLoader's __next__: the Python
     // tracer's auto selection takes that loop, as it takes a training loop at its step.
-    if (kind == OpKind::kUserScope && ts->classifier.take_loader_mark()) gnnprof_optimizer_step();
+    if (kind == OpKind::kUserScope && ts->classifier.take_loader_mark()) gnnprof_loader_step();
     // Only an op that opened a forward phase is asked, at its end, whether it recorded anything
     // for autograd: the sequence number is read for it alone, before it runs.
     if (ts->classifier.innermost_opened_forward()) ts->forward_seq = at::sequence_number::peek();

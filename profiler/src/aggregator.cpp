@@ -324,6 +324,7 @@ void Aggregator::on_mark(std::uint32_t thread, std::int64_t ts, bool begin_next,
       Iter it(mr_);
       it.begin = ts;
       it.ops_observed = (flags & gnnprof::detail::kStepOpsUnobserved) == 0;
+      it.by_loader = (flags & gnnprof::detail::kStepByLoader) != 0;
       iters_.push_back(std::move(it));
     } else {
       ++iterations_dropped_;
@@ -445,13 +446,16 @@ Profile Aggregator::build(const std::vector<SiteInfo>& sites, std::int64_t end_n
     p.lines.push_back(std::move(ls));
   }
 
+  // Batches of a DataLoader loop marked before the training loop's own marks (an evaluation
+  // first): not the loop the run is about.
+  const bool other_marks = std::any_of(iters.begin(), iters.end(), [](const Iter& it) { return !it.by_loader; });
   for (std::size_t i = 0; i < iters.size(); ++i) {
     const Iter& it = iters[i];
     IterationStats is;
     is.index = i;
     is.begin_ns = it.begin;
     is.wall_ns = it.end - it.begin;
-    is.complete = !(last_open && i + 1 == iters.size());
+    is.complete = !(last_open && i + 1 == iters.size()) && !(it.by_loader && other_marks);
     is.ops_observed = it.ops_observed;
     for (const auto& [id, ns] : it.loop) is.stages[site_or_empty(sites, id).name] += ns;
     for (const auto& [id, ns] : it.other) is.other_threads[site_or_empty(sites, id).name] += ns;

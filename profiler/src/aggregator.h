@@ -119,6 +119,7 @@ class Aggregator {
     std::pmr::map<std::uint32_t, std::int64_t> loop_cat, other_cat;  // category id -> ns
     std::int64_t loop_top_level = 0;
     bool ops_observed = true;
+    bool by_loader = false;  // marked at a DataLoader's __next__ (kStepByLoader)
   };
   struct Pending {
     std::uint32_t thread, site;

@@ -49,6 +49,7 @@ void lane_interval(gnnprof_lane_t lane, gnnprof::detail::EventKind kind, gnnprof
 }
 
 std::atomic<void (*)(void)> g_optimizer_step_hook{nullptr};
+std::atomic<void (*)(void)> g_loader_step_hook{nullptr};
 std::atomic<void (*)(void)> g_data_hook{nullptr};
 
 /// A gather or copy on a thread with no traced line: the Python tracer may look for the user
@@ -202,6 +203,12 @@ void gnnprof_set_data_hook(void (*hook)(void)) { g_data_hook.store(hook, std::me
 
 void gnnprof_optimizer_step(void) {
   if (auto hook = g_optimizer_step_hook.load(std::memory_order_acquire)) hook();
+}
+
+void gnnprof_set_loader_step_hook(void (*hook)(void)) { g_loader_step_hook.store(hook, std::memory_order_release); }
+
+void gnnprof_loader_step(void) {
+  if (auto hook = g_loader_step_hook.load(std::memory_order_acquire)) hook();
 }
 
 gnnprof_lane_t gnnprof_lane(const char* name) { return gnnprof::detail::lane(name); }

@@ -29,6 +29,7 @@ typedef struct CoreAbi {
   uint64_t (*set_line)(uint32_t site);
   void (*line_event)(uint32_t site, uint64_t begin, uint64_t end, int hit);
   void (*set_optimizer_step_hook)(void (*hook)(void));
+  void (*set_loader_step_hook)(void (*hook)(void)); /* or NULL (an older core) */
   unsigned long long (*config_count_or)(const char* name, unsigned long long code_default);
   int (*config_string)(const char* name, char* buf, unsigned long size);
   int (*config_bool)(const char* name);

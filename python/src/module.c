@@ -74,6 +74,7 @@ static int resolve(void* h, CoreAbi* t, const char** missing) {
   *(void**)(&t->torch_grad_clip) = dlsym(h, "gnnprof_preload_torch_grad_clip");
   *(void**)(&t->torch_user_scope) = dlsym(h, "gnnprof_preload_torch_user_scope");
   *(void**)(&t->torch_user_step) = dlsym(h, "gnnprof_preload_torch_user_step");
+  *(void**)(&t->set_loader_step_hook) = dlsym(h, "gnnprof_set_loader_step_hook");
   return 0;
 }
 
@@ -110,6 +111,7 @@ static PyObject* py_bind(PyObject* self, PyObject* args) {
   g_core_bound = 1;
   g_how = how;
   g_core.set_optimizer_step_hook(tracer_on_optimizer_step);
+  if (g_core.set_loader_step_hook != NULL) g_core.set_loader_step_hook(tracer_on_loader_step);
   if (g_core.set_data_hook != NULL) g_core.set_data_hook(tracer_on_data_op);
   return Py_BuildValue("(Os)", Py_True, how);
 }

@@ -348,8 +348,8 @@ static int trace_running_frame(void) {
   return ts->c_tracefunc == trace_fn;
 }
 
-void tracer_on_optimizer_step(void) {
-  if (!auto_selects_now()) return;
+static void select_at(int (*gate)(void)) {
+  if (!gate()) return;
   PyGILState_STATE gil = PyGILState_Ensure();
   PyFrameObject* adopt = NULL;
   /* the loop is running; a framework's caller is adopted only where the thread is ours */
@@ -357,6 +357,10 @@ void tracer_on_optimizer_step(void) {
   Py_XDECREF(adopt);
   PyGILState_Release(gil);
 }
+
+void tracer_on_optimizer_step(void) { select_at(auto_selects_at_step); }
+
+void tracer_on_loader_step(void) { select_at(auto_selects_at_loader); }
 
 void tracer_on_data_op(void) {
   if (!data_may_select()) return; /* the common case: no GIL taken */

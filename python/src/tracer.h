@@ -40,6 +40,9 @@ int tracer_set_loaders(PyObject* fragments);
 int tracer_set_frameworks(PyObject* fragments, PyObject* neutral);
 /* The core's optimizer-step hook (any thread, GIL held or not). */
 void tracer_on_optimizer_step(void);
+/* The core's loader-step hook: a DataLoader's __next__ began an iteration of a loop with no
+ * optimizer so far; selects that loop as an optimizer step would (until one comes). */
+void tracer_on_loader_step(void);
 /* The core's data hook (a gather or host-to-device copy on a thread with no current line):
  * once the loop is found, a thread without traced frames gets its innermost user function
  * traced from then on (a producer thread's), once per thread and session. */

@@ -324,6 +324,22 @@ int auto_selects_now(void) {
   return 1;
 }
 
+int auto_selects_at_loader(void) {
+  if (!auto_selects_now()) return 0;
+  ThreadTrace* tt = thread_trace();
+  if (tt != NULL) tt->loader_loop = 1;
+  return 1;
+}
+
+int auto_selects_at_step(void) {
+  ThreadTrace* tt = thread_trace();
+  if (tt != NULL && tt->loader_loop) {
+    tt->loader_loop = 0;
+    tt->auto_epoch = 0; /* looks again: the training loop */
+  }
+  return auto_selects_now();
+}
+
 /* Looks a thread gets for its producer code per session: a data op with no user frame on the
  * stack (gnnprof's own staging copies) does not use up the look for a later one that has. */
 enum { kProducerTries = 16 };

@@ -107,6 +107,11 @@ int callback_walk(PyCodeObject* co, void* x);
 /* At the optimizer step: whether auto selection looks for the loop now (on, Python running, not
  * yet on this thread; marks the thread done). */
 int auto_selects_now(void);
+/* auto_selects_now at a DataLoader's __next__ in a loop with no optimizer so far (inference):
+ * the thread's first optimizer step may look again (that loop was an evaluation before it). */
+int auto_selects_at_loader(void);
+/* auto_selects_now at an optimizer step. */
+int auto_selects_at_step(void);
 /* At the optimizer step (GIL held): selects the first user frame that calls it (ROLE_LOOP),
  * and when that one is not inside a loop of its own (a train_step helper), the first user
  * frame above it that is. When a framework runs the loop (framework_caller), the user frame
@@ -160,6 +165,7 @@ typedef struct ThreadTrace {
   unsigned data_epoch; /* the g_auto_epoch whose producer code this thread looks for */
   unsigned data_tries; /* its looks so far in that session */
   unsigned loop_epoch; /* the g_auto_epoch whose loop was found on this thread */
+  int loader_loop; /* that look was at a DataLoader's __next__: an optimizer step looks again */
   int deciding; /* inside the explicit decider or the preparer: no decisions */
   unsigned epoch; /* tracer_monitor.c: the g_epoch its stack belongs to */
 } ThreadTrace;

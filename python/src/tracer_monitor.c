@@ -425,8 +425,8 @@ int tracer_select(PyObject* code, int roles) {
 
 void tracer_selected_function(PyObject* function) { (void)function; } /* events see inlined calls */
 
-void tracer_on_optimizer_step(void) {
-  if (!auto_selects_now()) return;
+static void select_at(int (*gate)(void)) {
+  if (!gate()) return;
   PyGILState_STATE gil = PyGILState_Ensure();
   PyFrameObject* adopt = NULL;
   /* its frame's events begin at once: adopted at its next line, a framework's caller now */
@@ -435,6 +435,10 @@ void tracer_on_optimizer_step(void) {
   PyErr_Clear();
   PyGILState_Release(gil);
 }
+
+void tracer_on_optimizer_step(void) { select_at(auto_selects_at_step); }
+
+void tracer_on_loader_step(void) { select_at(auto_selects_at_loader); }
 
 void tracer_on_data_op(void) {
   if (!data_may_select()) return; /* the common case: no GIL taken */

@@ -34,6 +34,7 @@ int tracer_set_frameworks(PyObject* fragments, PyObject* neutral) {
   return 0;
 }
 void tracer_on_optimizer_step(void) {}
+void tracer_on_loader_step(void) {}
 void tracer_on_data_op(void) {}
 int tracer_install(void) { return 0; }
 void tracer_uninstall(void) {}

@@ -179,12 +179,23 @@ LineTable build_line_table(const Profile& p, const std::vector<std::string>& sou
     if (loaded && b.python) python_extent(src, b.function, first, last);
     // A script edited since the profile was taken would show its new lines against the old
     // figures: a traced line whose text is not its recorded statement's says so.
+    // (The recorded statement has its whitespace runs collapsed: so is the line compared.)
+    auto collapsed = [](const std::string& text, std::size_t n) {
+      std::string out;
+      for (char c : text) {
+        const bool space = c == ' ' || c == '\t' || c == '\r' || c == '\n';
+        if (space && (out.empty() || out.back() == ' ')) continue;
+        out += space ? ' ' : c;
+        if (out.size() == n) break;
+      }
+      while (!out.empty() && out.back() == ' ') out.pop_back();
+      return out;
+    };
     if (loaded && b.python)
       for (const auto* l : lines) {
-        const std::string& line = src[l->line - 1];
-        const std::size_t at = line.find_first_not_of(" \t");
-        const std::string head = at == std::string::npos ? "" : line.substr(at, 24);
-        if (!l->code.empty() && l->code.compare(0, head.size(), head) != 0) b.source_changed = true;
+        if (l->line == 0 || l->line > src.size() || l->code.empty()) continue;
+        const std::string head = collapsed(src[l->line - 1], 24), code = collapsed(l->code, 24);
+        if (code.compare(0, head.size(), head) != 0) b.source_changed = true;
       }
     b.source_found = loaded && !b.source_changed && static_cast<int>(last - first) < max_function_lines;
     b.first = first;

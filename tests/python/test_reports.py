@@ -486,3 +486,22 @@ def test_checkpoint_recomputation_is_a_stage_inside_backward(gnnprof_run, plain_
     for it in r.profile["iterations"]:
         if it["complete"]:
             assert it["categories"].get("compute", 0) <= it["wall_ns"], it
+
+
+@needs_torch
+def test_an_evaluation_before_training_leaves_the_training_loop_its_lines_and_iterations(gnnprof_run, plain_run):
+    """The evaluation's DataLoader loop runs first, with no optimizer yet: its batches are marked
+    and its loop selected, until the training loop's first step takes both over (the
+    evaluation's iterations are then left out: complete false)."""
+    path = script("eval_then_train.py")
+    steps = 10
+    r = gnnprof_run(path, str(steps), env={"GNNPROF_TORCH_SAMPLE": "all"})
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, str(steps)).out
+    complete = [i for i in r.profile["iterations"] if i["complete"]]
+    assert steps - 1 <= len(complete) <= steps + 1, len(complete)
+    assert all(i["stages"].get("backward", 0) > 0 for i in complete[1:]), complete
+    functions = {l["function"] for l in r.profile["lines"]}
+    assert "train" in functions, functions
+    lines = r.lines("train")
+    assert any(l["code"].startswith("loss = ") and l["hits"] >= steps - 1 for l in lines.values()), lines

@@ -47,6 +47,7 @@ void line_end() noexcept;
 /// `flags` (kStep only): kStepOpsUnobserved and future per-iteration facts.
 void step(bool begin_next, std::uint8_t flags = 0) noexcept;
 inline constexpr std::uint8_t kStepOpsUnobserved = 1;
+inline constexpr std::uint8_t kStepByLoader = 2;
 void counter(std::uint32_t site, double value) noexcept;
 void materialize(std::uint32_t site, std::uint64_t rows, std::uint64_t bytes) noexcept;
 }  // namespace detail

@@ -55,6 +55,10 @@ GNNPROF_C_API void gnnprof_step_end(void);
 /* gnnprof_step() for an iteration with facts to note: GNNPROF_STEP_OPS_UNOBSERVED = the torch
  * op observer does not observe ops in the iteration that begins (iteration sampling). */
 #define GNNPROF_STEP_OPS_UNOBSERVED 1u
+/* ... GNNPROF_STEP_BY_LOADER = a DataLoader's __next__ marked it (a loop with no optimizer so
+ * far): left out of the analysis (complete: false) when the run also has iterations marked
+ * otherwise (an evaluation over a DataLoader before the training loop). */
+#define GNNPROF_STEP_BY_LOADER 2u
 GNNPROF_C_API void gnnprof_step_flags(unsigned flags);
 
 GNNPROF_C_API void gnnprof_transfer(uint64_t bytes, int direction, int host_memory, int mode,
@@ -165,6 +169,11 @@ GNNPROF_C_API void gnnprof_line_charge(gnnprof_site_t line, gnnprof_site_t stage
  * set with gnnprof_set_optimizer_step_hook() (NULL: none). */
 GNNPROF_C_API void gnnprof_set_optimizer_step_hook(void (*hook)(void));
 GNNPROF_C_API void gnnprof_optimizer_step(void);
+/* The same rendezvous for a loop with no optimizer so far (an inference loop): the observer
+ * calls gnnprof_loader_step() where a DataLoader's __next__ begins an iteration, which calls the
+ * hook set with gnnprof_set_loader_step_hook() (NULL: none). */
+GNNPROF_C_API void gnnprof_set_loader_step_hook(void (*hook)(void));
+GNNPROF_C_API void gnnprof_loader_step(void);
 /* Called by gnnprof_materialize() and by gnnprof_transfer() of a host-to-device copy on a
  * thread with no current line (the Python tracer looks for the user code of a producer thread
  * there); NULL: none. */
