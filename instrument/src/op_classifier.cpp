@@ -87,7 +87,9 @@ OpClassifier::Phase OpClassifier::phase_for(const OpInfo& op, const Level& level
   // is the loop's (gradient accumulation's next micro-batch, the scheduler).
   const Phase cur = current_phase(level);
   const bool after_backward = cur == Phase::kBackward && level.loop && !level.backward_call;
-  if (p == Phase::kOther && cur != Phase::kNone && cur != Phase::kOther && cur != Phase::kSync && !after_backward) p = cur;
+  if (p == Phase::kOther && cur != Phase::kNone && cur != Phase::kOther && cur != Phase::kSync && cur != Phase::kUpdate &&
+      !after_backward)
+    p = cur;
   return p;
 }
 
@@ -130,7 +132,7 @@ void OpClassifier::open_phase(Level& l, Phase p) {
   }
   // Inside a user scope ("sample", "train_step"), ops needing no grad are simply the scope's;
   // only forward/backward get a stage of their own there.
-  if (p == Phase::kOther && &l != &levels_.front()) {
+  if (p == Phase::kOther && !l.loop) {
     close_phase(l);
     return;
   }
@@ -167,27 +169,40 @@ void OpClassifier::leave_optimizer_for_closure(Level& l, const OpInfo& op) {
   l.optimizer_open = false;
 }
 
+void OpClassifier::unlearn_pass() {
+  if (!cycle_interleaved_) return;
+  cycle_last_ = 0;
+  cycle_interleaved_ = false;
+  cycle_last_seen_ = 0;
+}
+
 void OpClassifier::learn_pass(std::uint64_t name_hash) {
   if (first_step_ == 0) first_step_ = name_hash;
   if (name_hash == first_step_ && n_pass_ > 0) {
-    bool others = false;
-    for (int i = 0; i < n_pass_; ++i) others = others || pass_[i] != first_step_;
-    if (others && !pass_overflow_) {
+    bool others = false, same = n_pass_ == n_prev_pass_;
+    for (int i = 0; i < n_pass_; ++i) {
+      others = others || pass_[i] != first_step_;
+      same = same && pass_[i] == prev_pass_[i];
+    }
+    std::copy(pass_, pass_ + n_pass_, prev_pass_);
+    n_prev_pass_ = n_pass_;
+    if (others && same) {
       cycle_last_ = pass_[n_pass_ - 1];
       cycle_last_count_ = 0;
       for (int i = 0; i < n_pass_; ++i) cycle_last_count_ += pass_[i] == cycle_last_ ? 1 : 0;
       cycle_interleaved_ = true;
       cycle_last_seen_ = 0;
-    } else if (cycle_interleaved_) {
-      cycle_last_ = 0;  // a pass of the first step alone: every step ends one again
-      cycle_interleaved_ = false;
-      cycle_last_seen_ = 0;
+    } else {
+      unlearn_pass();  // a pass of the first step alone, or unlike the last: every step ends one again
     }
     n_pass_ = 0;
-    pass_overflow_ = false;
   }
-  if (n_pass_ < kMaxCycle) pass_[n_pass_++] = name_hash;
-  else pass_overflow_ = true;
+  if (n_pass_ == kMaxCycle) {  // the first step's name no longer comes (its optimizer stopped): start over
+    unlearn_pass();
+    first_step_ = name_hash;
+    n_pass_ = n_prev_pass_ = 0;
+  }
+  pass_[n_pass_++] = name_hash;
 }
 
 bool OpClassifier::note_step(std::uint64_t name_hash, bool observed) {
@@ -251,6 +266,7 @@ void OpClassifier::mark(bool automatic, bool by_loader) {
 
 bool OpClassifier::on_user_step() {
   if (!opt_.marks_iterations || op_depth_ != 0) return false;
+  close_wait();
   const bool first = !profiler_steps_;
   profiler_steps_ = true;
   if (first && auto_marked_ && !work_since_mark_) {
@@ -289,7 +305,8 @@ void OpClassifier::on_module_exit(bool built_graph) {
   if (l.phase_open && ((l.phase == Phase::kForward && !built_graph) || l.phase == Phase::kForwardNoGrad)) close_phase(l);
 }
 
-void OpClassifier::on_named_scope(std::string_view name, bool begins, const char* category) {
+void OpClassifier::on_named_scope(std::string_view name, bool begins, const char* category, bool in_module,
+                                  bool program_stage) {
   if (!begins) {
     on_end();
     return;
@@ -298,6 +315,8 @@ void OpClassifier::on_named_scope(std::string_view name, bool begins, const char
   op.kind = OpKind::kUserScope;
   op.name = name;
   op.category = category;
+  op.in_module = in_module;
+  op.program_stage = program_stage;
   on_start(op);
 }
 
@@ -344,8 +363,13 @@ void OpClassifier::on_start(const OpInfo& op) {
     case OpKind::kUserScope: {
       if (op.kind == OpKind::kOptimizerStep) optimizer_seen_ = true;
       Level inner;
+      // The program's stage inside a model's call (an attention block's): the forward goes on
+      // around it, its ops are that forward's.
+      const Phase cur = current_phase(level);
+      const bool in_forward = op.program_stage && op.in_module && op_depth_ == 0 &&
+                              (cur == Phase::kForward || cur == Phase::kForwardNoGrad) && level.phase_open;
       if (op_depth_ == 0) {
-        close_phase(level);
+        if (!in_forward) close_phase(level);
       } else {
         inner.pinned = Phase::kOther;  // a scope inside an op: its ops are that op's
       }
@@ -355,6 +379,10 @@ void OpClassifier::on_start(const OpInfo& op) {
         sink_.begin(op.name, op.category);
         if (op.name == "forward") inner.pinned = Phase::kForward;
         else if (op.name == "backward") inner.pinned = Phase::kBackward;
+        if (in_forward) inner.pinned = cur;
+        // The program's stage around the loop (or part of it): the loop's rules go on inside.
+        inner.loop = op.program_stage && level.loop && op_depth_ == 0;
+        inner.backward_call = inner.loop && level.backward_call;
         f.ends = 1;
       } else if (level.optimizer && level.optimizer_open) {
         inner.pinned = Phase::kOther;  // zero_grad() in a closure, before its forward: the same stage

@@ -62,8 +62,11 @@ struct OpInfo {
   // Inside a torch.nn.Module's call (the Python package's module hooks): the model's forward,
   // its ops on tensors needing no grad (dropout of the input, the first layer's aggregation) too.
   bool in_module = false;
-  // kUserScope: the stage's category ("user": the one its name implies).
+  // kUserScope: the stage's category ("user": the one its name implies), and whether it is the
+  // program's own stage (gnnprof.stage): transparent to the loop's rules, which go on inside
+  // it as outside (a stage around the whole loop), and part of a forward it starts in.
   const char* category = "user";
+  bool program_stage = false;
   // kGather: the source's bytes (0 unless a host tensor of 2+ dims) and the gathered rows/bytes.
   std::uint64_t gather_source_bytes = 0;
   std::uint64_t gather_rows = 0;
@@ -153,7 +156,8 @@ class OpClassifier {
   void on_backward_call(bool begins);
   /// A scope the package marks from Python (gradient clipping, a gnnprof.stage): as a
   /// record_function of that name, begun (true) and ended (false) in pairs.
-  void on_named_scope(std::string_view name, bool begins, const char* category = "user");
+  void on_named_scope(std::string_view name, bool begins, const char* category = "user", bool in_module = false,
+                      bool program_stage = false);
   /// The program's own iteration mark (gnnprof.step()): from then on its marks are the
   /// iterations, as torch.profiler's step scopes are, and an optimizer step ends none. The
   /// first is not a second mark where an optimizer step's ended the iteration just before
@@ -192,7 +196,7 @@ class OpClassifier {
     bool optimizer_open = false;
     bool closure_known = false;  // a step of an optimizer seen running a closure before
     bool data_scope = false;     // torch's DataLoader scope: a Module called there (a transform) is data
-    bool loop = false;           // the thread's own level (no scope around it)
+    bool loop = false;           // the thread's own level, or a program's stage on it (gnnprof.stage): the loop's rules apply
     bool backward_call = false;  // inside torch.autograd.backward (the package's wrapper says so)
     std::uint64_t step_name = 0;  // the step's name hash (0: zero_grad)
   };
@@ -273,13 +277,17 @@ class OpClassifier {
   // Optimizers of different classes stepped at different points of one pass, with work
   // between (a GAN's discriminator and generator, an encoder's Adam and a decoder's SGD): a
   // pass runs from one step of the first step's name to the next; when it holds other names,
-  // its last step ends the iteration (learned from each pass; a pass of one name unlearns it).
+  // its last step ends the iteration (learned from two like passes in a row, so that a second
+  // optimizer stepped every K passes teaches nothing; a pass of the first name alone unlearns
+  // it, and a pass that outgrows kMaxCycle starts over from the step at hand).
   std::uint64_t first_step_ = 0;
   std::uint64_t pass_[kMaxCycle] = {};
   int n_pass_ = 0;
-  bool pass_overflow_ = false;
+  std::uint64_t prev_pass_[kMaxCycle] = {};
+  int n_prev_pass_ = 0;
   bool cycle_interleaved_ = false;  // cycle_last_ was learned from a pass, not from adjacent steps
   void learn_pass(std::uint64_t name_hash);
+  void unlearn_pass();
   int occurrences_since_work(std::uint64_t name_hash) const noexcept;
   void note_work();
 };

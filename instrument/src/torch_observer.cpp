@@ -368,7 +368,10 @@ struct ThreadState {
   int module_depth = 0;          // torch.nn.Module calls open (gnnprof_torch_module)
   std::int64_t module_seq = 0;   // the autograd sequence number when the outermost one began
   int backward_depth = 0;        // torch.autograd.backward calls open (gnnprof_torch_backward)
-  std::pmr::vector<std::uint8_t> user_scopes{heap.resource()};  // gnnprof.stage calls open: 1 if classified
+  // Scopes the package marks from Python open (gnnprof.stage, gradient clipping): each one's
+  // handle in `handles` (kPythonScope | n), or 0 where the classifier did not take it.
+  std::pmr::vector<std::uint64_t> python_scopes{heap.resource()};
+  std::uint64_t python_scope_count = 0;
   std::int64_t seq_end = -1;  // the sequence number after the last forward op mapped to a line
   explicit ThreadState(ClassifierOptions opt) : classifier(sink, opt, heap.resource()) {}
 };
@@ -662,6 +665,40 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   }
 }
 
+// A scope the package marks from Python: a classifier frame with a handle of its own, so that
+// frames and handles stay aligned when a RecordFunction begun before it ends inside it
+// (ProfilerStep#N at prof.step() in a gnnprof.stage): it is closed down to then, as any frame.
+constexpr std::uint64_t kPythonScope = std::uint64_t{1} << 63;
+
+bool begin_python_scope(std::string_view name, const char* category, bool program_stage) {
+  ThreadState* ts = state();
+  const bool take = gnnprof_is_running() != 0;
+  std::uint64_t handle = 0;
+  if (take) {
+    handle = kPythonScope | ++ts->python_scope_count;
+    ts->classifier.on_named_scope(name, true, category, ts->module_depth > 0, program_stage);
+    ts->handles.push_back(handle);
+    ts->undo.push_back(0);
+  }
+  ts->python_scopes.push_back(handle);
+  return take;
+}
+
+/// Whether the scope's begin was the classifier's (its end then too, if still open).
+bool end_python_scope() {
+  ThreadState* ts = state();
+  if (ts->python_scopes.empty()) return false;  // begun before the observer was installed
+  const std::uint64_t handle = ts->python_scopes.back();
+  ts->python_scopes.pop_back();
+  if (handle == 0) return false;
+  for (std::size_t i = ts->handles.size(); i-- > 0;)
+    if (ts->handles[i] == handle) {
+      while (ts->handles.size() > i) pop_frame(ts, ts->handles.size() == i + 1);
+      break;
+    }
+  return true;
+}
+
 std::once_flag g_once;
 int g_install_result = -1;
 
@@ -769,27 +806,16 @@ void gnnprof_torch_backward(int enter) {
 
 void gnnprof_torch_grad_clip(int enter) {
   try {
-    if (gnnprof_is_running() == 0) return;
-    gi::ThreadState* ts = gi::state();
-    ts->classifier.on_named_scope("clip_grad", enter != 0);
+    if (enter != 0) (void)gi::begin_python_scope("clip_grad", "user", false);
+    else (void)gi::end_python_scope();
   } catch (...) {
   }
 }
 
 int gnnprof_torch_user_scope(const char* name, const char* category, int enter) {
   try {
-    gi::ThreadState* ts = gi::state();
-    if (enter == 0) {
-      if (ts->user_scopes.empty()) return 0;  // begun before the observer was installed
-      const bool classified = ts->user_scopes.back() != 0;
-      ts->user_scopes.pop_back();
-      if (classified) ts->classifier.on_named_scope(name, false);
-      return classified ? 1 : 0;
-    }
-    const bool classify = gnnprof_is_running() != 0 && name != nullptr;
-    ts->user_scopes.push_back(classify ? 1 : 0);
-    if (classify) ts->classifier.on_named_scope(name, true, category != nullptr ? category : "user");
-    return classify ? 1 : 0;
+    if (enter == 0) return gi::end_python_scope() ? 1 : 0;
+    return name != nullptr && gi::begin_python_scope(name, category != nullptr ? category : "user", true) ? 1 : 0;
   } catch (...) {
     return 0;
   }

@@ -248,7 +248,7 @@ Comparison compare_profiles(const std::vector<Profile>& baseline, const std::vec
   c.verdict = it.verdict;
   c.lines = compare_lines(baseline, candidate, options);
   // A line's change too small to matter (t0 = time.perf_counter() +50 ns) is no change, however
-  // significant: under 1 us and under 0.1 % of the iteration.
+  // significant: under 1 us or under 0.1 % of the iteration, whichever is larger.
   const std::int64_t line_floor = std::max<std::int64_t>(1000, it.baseline_median_ns / 1000);
   for (auto& l : c.lines)
     if ((l.metric.verdict == Verdict::kSlower || l.metric.verdict == Verdict::kFaster) && std::abs(l.metric.delta_ns) < line_floor)

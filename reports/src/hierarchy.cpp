@@ -82,8 +82,10 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
   // An op's time in the observed iterations (its per-iteration sums: over all its phases).
   auto op_in_observed = [&](const std::string& op) {
     std::int64_t sum = 0;
-    for (const auto* it : observed)
+    for (const auto* it : observed) {
       if (auto f = it->stages.find(op); f != it->stages.end()) sum += f->second;
+      if (auto f = it->other_threads.find(op); f != it->other_threads.end()) sum += f->second;  // autograd's device thread
+    }
     return sum;
   };
   auto ops_denominator = [&](const PhaseNode& ph) -> std::int64_t {

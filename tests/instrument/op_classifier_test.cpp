@@ -329,8 +329,8 @@ TEST(OpClassifier, SeveralOptimizersSteppedInARowEndOneIteration) {
   EXPECT_EQ(std::count(r.log.begin(), r.log.end(), "STEP"), 2);  // forgotten at the second pass's work
 
   // GAN-style: D's step, G's forward, G's step, work between them. A pass runs from a D step
-  // to the next: once one has shown [D, G], only G ends an iteration (the first pass still ends
-  // at both). Steps are scopes, seen in unobserved iterations too: sampling changes nothing.
+  // to the next: once two in a row have shown [D, G], only G ends an iteration (the first two
+  // passes still end at both). Steps are scopes, seen in unobserved iterations too.
   Recorder gan;
   gi::OpClassifier g(gan, no_ops());
   for (int pass = 0; pass < 4; ++pass) {
@@ -345,21 +345,37 @@ TEST(OpClassifier, SeveralOptimizersSteppedInARowEndOneIteration) {
     g.on_start(op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", false, gi::Scope::kUser));
     g.on_end();
   }
-  EXPECT_EQ(std::count(gan.log.begin(), gan.log.end(), "STEP"), 1 + 2 + 3);  // the first forward's, D1 and G1, then G
+  EXPECT_EQ(std::count(gan.log.begin(), gan.log.end(), "STEP"), 1 + 2 + 2 + 1 + 1);  // the first forward's, D and G twice, then G
 
   // Steps of one name with work between (a discriminator stepped twice per generator step
   // would be two names; one optimizer is one name): every step ends an iteration. And a pass
   // of the first name alone unlearns the cycle.
   Recorder solo;
   gi::OpClassifier unlearn(solo, no_ops());
-  for (const char* step : {"Optimizer.step#D.step", "Optimizer.step#G.step", "Optimizer.step#D.step",
-                           "Optimizer.step#D.step", "Optimizer.step#D.step"}) {
+  for (const char* step : {"Optimizer.step#D.step", "Optimizer.step#G.step", "Optimizer.step#D.step", "Optimizer.step#G.step",
+                           "Optimizer.step#D.step", "Optimizer.step#D.step", "Optimizer.step#D.step"}) {
     leaf(unlearn, op("aten::linear", true));
     unlearn.on_start(op(step, false, gi::Scope::kUser));
     unlearn.on_end();
   }
-  // First forward, D, G (the first pass), then D (pass [D, G] learned: no end), D (pass [D]: unlearned, ends), D.
-  EXPECT_EQ(std::count(solo.log.begin(), solo.log.end(), "STEP"), 1 + 2 + 0 + 1 + 1);
+  // First forward, D G D G (two passes), then D (two like passes: learned, no end), D (pass [D]:
+  // unlearned, ends), D.
+  EXPECT_EQ(std::count(solo.log.begin(), solo.log.end(), "STEP"), 1 + 4 + 0 + 1 + 1);
+
+  // A second optimizer stepped every third pass (lazy regularisation) teaches nothing: every
+  // step ends an iteration, as with one optimizer.
+  Recorder lazy;
+  gi::OpClassifier lz(lazy, no_ops());
+  int steps = 0;
+  for (int pass = 0; pass < 9; ++pass)
+    for (const char* step : {"Optimizer.step#A.step", pass % 3 == 2 ? "Optimizer.step#R.step" : nullptr}) {
+      if (step == nullptr) continue;
+      leaf(lz, op("aten::linear", true));
+      lz.on_start(op(step, false, gi::Scope::kUser));
+      lz.on_end();
+      ++steps;
+    }
+  EXPECT_EQ(std::count(lazy.log.begin(), lazy.log.end(), "STEP"), 1 + steps);
 
   // A wrapper's step around its inner optimizer's (ZeroRedundancyOptimizer): one mark, at the
   // outer step's end.
@@ -811,7 +827,9 @@ TEST(OpClassifier, InPlaceUpdatesOfParametersUnderNoGradAreParameterUpdates) {
   leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
   leaf(c, no_grad(op("aten::mul")));         // lr * p.grad
   leaf(c, no_grad(op("aten::sub_", true)));  // p -= ...
-  const std::vector<std::string> want = {"+parameter update[compute]", "-", "+materialize[data]", "MAT 10 2560", "-", "STEP",
+  // The sampling after the initialisation is the loop's own work, not the update's.
+  const std::vector<std::string> want = {"+parameter update[compute]", "-", "+ops (no grad)[data]", "-", "+materialize[data]",
+                                         "MAT 10 2560", "-", "STEP",
                                          "+forward[compute]", "-", "+backward[compute]", "-", "+ops (no grad)[data]", "-",
                                          "+parameter update[compute]"};
   EXPECT_EQ(r.log, want);
@@ -854,6 +872,41 @@ TEST(OpClassifier, ALoopWithoutAnOptimizerIsMarkedAtItsDataLoadersNext) {
     tc.on_end();
   }
   EXPECT_EQ(std::count(t.log.begin(), t.log.end(), "STEP"), 4);  // the first forward's, then each step's
+}
+
+// The program's own stages (gnnprof.stage): one around the whole loop leaves the loop's rules in
+// force inside it (the backward call's grad seed, no-grad work as the loop's own); one inside a
+// model's call is part of its forward, which goes on around it (no second forward stage).
+TEST(OpClassifier, TheProgramsStagesKeepTheLoopsRulesAndNestInTheForward) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  c.on_named_scope("train", true, "user", false, true);
+  for (int i = 0; i < 2; ++i) {
+    leaf(c, op("aten::randint"));  // the batch's sampling: ops (no grad), as at the loop's level
+    c.on_module_enter(true);
+    leaf(c, in_model(op("aten::linear", true)));
+    c.on_named_scope("attention", true, "user", true, true);
+    leaf(c, in_model(op("aten::softmax", true)));
+    c.on_named_scope("attention", false);
+    leaf(c, in_model(op("aten::linear", true)));
+    c.on_module_exit(true);
+    c.on_backward_call(true);
+    leaf(c, op("aten::ones_like", true));  // the grad seed: backward's
+    leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
+    c.on_backward_call(false);
+    c.on_start(op("Optimizer.step#SGD.step", false, gi::Scope::kUser));
+    c.on_end();
+  }
+  c.on_named_scope("train", false);
+  EXPECT_EQ(std::count(r.log.begin(), r.log.end(), "+forward[compute]"), 2);
+  EXPECT_EQ(std::count(r.log.begin(), r.log.end(), "+backward[compute]"), 2);
+  EXPECT_EQ(std::count(r.log.begin(), r.log.end(), "+ops (no grad)[data]"), 2);
+  // attention opens right inside forward and closes before it.
+  const auto fwd = std::find(r.log.begin(), r.log.end(), "+forward[compute]");
+  ASSERT_NE(fwd, r.log.end());
+  EXPECT_EQ(*(fwd + 1), "+attention[user]");
+  EXPECT_EQ(*(fwd + 2), "-");
+  EXPECT_EQ(r.depth, 0);
 }
 
 TEST(OpClassifier, CollectivesAreCommAndUnbalancedEndsAreHarmless) {

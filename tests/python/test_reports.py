@@ -505,3 +505,22 @@ def test_an_evaluation_before_training_leaves_the_training_loop_its_lines_and_it
     assert "train" in functions, functions
     lines = r.lines("train")
     assert any(l["code"].startswith("loss = ") and l["hits"] >= steps - 1 for l in lines.values()), lines
+
+
+@needs_torch
+def test_the_programs_stages_around_the_loop_inside_the_forward_and_out_of_order(gnnprof_run):
+    """A stage around the whole loop keeps the loop's rules (one forward and one backward per
+    step, the grad seed inside backward); one inside the model's forward nests in it; one that a
+    record_function begun before it ends inside leaves the observer's frames in order."""
+    path = script("stage_around_loop.py")
+    steps = 8
+    r = gnnprof_run(path, str(steps), env={"GNNPROF_TORCH_SAMPLE": "all"})
+    assert r.rc == 0, r.err
+    assert r.out.splitlines()[-1] == "done", r.out
+    stages = {s["name"]: s for s in r.profile["stages"]}
+    assert stages["forward"]["hits"] == steps and stages["backward"]["hits"] == steps, (stages["forward"], stages["backward"])
+    assert stages["attention"]["hits"] == steps and stages["train"]["hits"] == 1
+    edges = {(e["parent"], e["child"]) for e in r.profile["stage_edges"]}
+    assert ("forward", "attention") in edges and ("train", "forward") in edges, edges
+    assert "inner" in stages and "outer" in stages, stages.keys()
+    assert len([i for i in r.profile["iterations"] if i["complete"]]) == steps
