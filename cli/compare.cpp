@@ -175,7 +175,9 @@ int run_check(const CheckArgs& a) {
   // two profiles with none in common are not two runs of one program.
   std::set<std::string> names = stage_names(base), common;
   for (const auto& n : stage_names(cur)) (names.count(n) != 0 ? common : names).insert(n);
-  if (common.empty() && !names.empty()) {
+  const bool no_common = common.empty() && !names.empty();
+  names.insert(reports::kUnattributed);  // a metric too: --stage "(unattributed)=10%"
+  if (no_common) {
     std::cerr << tool << ": " << a.baseline << " and " << a.current << " share no stage: not two runs of one program\n";
     return kBad;
   }

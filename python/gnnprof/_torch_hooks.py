@@ -134,9 +134,12 @@ def _wrap_checkpoint(native):
     if fn is None or getattr(fn, "_gnnprof_wrapped", False):
         return
     recompute = native.Stage("checkpoint recompute")  # category user: a part of backward, not more compute
+    compiling = _compiling_test()
 
     @functools.wraps(fn)
     def checkpoint(function, *args, **kwargs):
+        if compiling is not None and compiling():
+            return fn(function, *args, **kwargs)  # torch.compile handles checkpoint itself
         calls = [0]
 
         def run(*a, **k):

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "gnnprof/reports/format.h"
+#include "gnnprof/reports/line_table.h"
 #include "gnnprof/reports/loader_workers.h"
 #include "gnnprof/order_stats.h"
 
@@ -316,7 +317,7 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
 
 std::uint64_t line_events_per_iteration(const Profile& p) {
   std::uint64_t hits = 0, complete = 0;
-  for (const auto& l : p.lines) hits += l.hits;
+  for (const auto& l : p.lines) hits += is_python_file(l.file) ? l.hits : 0;  // not C++'s GNNPROF_LINE
   for (const auto& it : p.iterations) complete += it.complete ? 1 : 0;
   return complete > 0 ? hits / complete : 0;
 }

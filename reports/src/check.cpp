@@ -153,7 +153,7 @@ std::string check_summary(const CheckResult& r) {
 }
 
 std::string check_markdown(const CheckResult& r, const std::string& baseline, const std::string& current) {
-  std::string md = fmt::format("### gnnprof check: {}\n\n", r.regressions > 0 ? "regression" : "pass");
+  std::string md = fmt::format("### gnnprof check: {}\n\n", r.iteration_undecided ? "undecided" : r.regressions > 0 ? "regression" : "pass");
   md += "Baseline `" + baseline + "`, current `" + current +
         "`; regression = significant (p < 0.05, CI excludes 1) and slower than the limit; a stage or op also "
         "significant across its family of tests (Holm) and grown by its floor of the iteration.\n\n"

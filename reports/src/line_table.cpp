@@ -34,11 +34,6 @@ bool load_source(const std::string& file, const std::string& cwd, const std::vec
   return false;
 }
 
-// Python's line sites: its files, and its pseudo-files (<ipython-input-3-...>, <string>); a C++
-// site's file is a path (__FILE__).
-bool is_python(const std::string& file) {
-  return (file.size() > 3 && file.compare(file.size() - 3, 3, ".py") == 0) || (!file.empty() && file[0] == '<');
-}
 
 std::size_t indent_of(const std::string& s) {
   std::size_t i = 0;
@@ -161,6 +156,10 @@ std::string copied_cell(const LineExtras& e) {
   return *what != '\0' ? human_bytes(total) + " " + what : human_bytes(total);
 }
 
+bool is_python_file(const std::string& file) {
+  return (file.size() > 3 && file.compare(file.size() - 3, 3, ".py") == 0) || (!file.empty() && file[0] == '<');
+}
+
 LineTable build_line_table(const Profile& p, const std::vector<std::string>& source_roots, int max_function_lines) {
   LineTable t;
   std::map<std::pair<std::string, std::string>, std::vector<const LineStats*>> groups;
@@ -170,7 +169,7 @@ LineTable build_line_table(const Profile& p, const std::vector<std::string>& sou
     LineBlock b;
     b.file = key.first;
     b.function = key.second;
-    b.python = is_python(b.file);
+    b.python = is_python_file(b.file);
     std::sort(lines.begin(), lines.end(), [](const LineStats* x, const LineStats* y) { return x->line < y->line; });
     for (const auto* l : lines) b.total_ns += l->total_ns;
     std::uint32_t first = lines.front()->line, last = lines.back()->line;

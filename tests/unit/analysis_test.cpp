@@ -285,6 +285,10 @@ TEST(Analysis, TracingCostIsSaidWhenItIsAShareOfTheIteration) {
       << note;
   p.lines[0].hits = 1000 * p.iterations.size();
   EXPECT_EQ(tracing_cost_note(p), "");
+  // A C++ program's GNNPROF_LINE sites cost no Python tracing.
+  p.lines[0].file = "/src/train.cpp";
+  p.lines[0].hits = 200000 * p.iterations.size();
+  EXPECT_EQ(tracing_cost_note(p), "");
 }
 
 TEST(Diagnostics, ADataLoaderWorkersProfileIsNotALoop) {

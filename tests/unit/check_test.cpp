@@ -180,6 +180,7 @@ TEST(Check, TooFewIterationsIsNoVerdict) {
   const CheckResult r = apply_check(c, {});
   EXPECT_TRUE(r.iteration_undecided);
   EXPECT_EQ(check_summary(r).rfind("UNDECIDED: fewer than 9 complete iterations on a side", 0), 0u) << check_summary(r);
+  EXPECT_EQ(check_markdown(r, "a", "b").rfind("### gnnprof check: undecided\n", 0), 0u);
 }
 
 TEST(Check, PassWhenNothingRegresses) {

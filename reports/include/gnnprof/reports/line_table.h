@@ -71,6 +71,10 @@ struct LineTable {
 /// unobserved, scaled from the observed ones (LineExtras::estimated).
 LineExtras line_extras(const Profile& p, const LineStats& l);
 
+/// Whether a line site's file is Python's: a .py file or a pseudo-file (<ipython-input-3-...>,
+/// <string>); a C++ site's file is a path (__FILE__).
+bool is_python_file(const std::string& file);
+
 /// Builds the table; source files are looked up as recorded, under the run's cwd, then under
 /// each of `source_roots`. A function longer than max_function_lines shows its statements only.
 LineTable build_line_table(const Profile& p, const std::vector<std::string>& source_roots, int max_function_lines = 400);
