@@ -69,6 +69,9 @@ OpClassifier::Phase OpClassifier::phase_for(const OpInfo& op, const Level& level
   // Inside the optimizer's step, a closure runs with grad enabled; the update runs under
   // no_grad and is the optimizer's own, whatever phase the closure left open.
   if (level.optimizer && !op.grad_enabled) return Phase::kOther;
+  // Inside torch.autograd.backward (the package's wrapper says so) every op is the backward's:
+  // its grad seed (ones_like of the loss) is no forward between two backward stages.
+  if (level.backward_call) return Phase::kBackward;
   // An in-place op on a tensor needing grad under no_grad, outside any module's call, updates
   // the model (nn.init in its constructor, p -= lr * p.grad, an EMA of the weights): not an
   // evaluation's forward, which would hold the next batch's sampling and its feature gather.
@@ -76,9 +79,6 @@ OpClassifier::Phase OpClassifier::phase_for(const OpInfo& op, const Level& level
     return Phase::kUpdate;
   const bool forward = op.any_input_requires_grad || (op.in_module && !level.data_scope);
   Phase p = !forward ? Phase::kOther : (op.grad_enabled ? Phase::kForward : Phase::kForwardNoGrad);
-  // Inside torch.autograd.backward (the package's wrapper says so) every op is the backward's:
-  // its grad seed (ones_like of the loss) is no forward between two backward stages.
-  if (level.backward_call) return Phase::kBackward;
   // Inside a forward phase, helper ops on tensors that need no grad (torch.zeros, bincount,
   // x[idx] of the input features, ...) belong to that phase; only a new phase, a scope, a
   // materializing gather, a copy or the iteration's end ends it. A readback's sync does not
