@@ -502,8 +502,9 @@ TEST(LineCompare, NotebookCellsAreOneFile) {
   ASSERT_EQ(apart.size(), 4u);
   for (const auto& l : apart) {
     EXPECT_STREQ(to_string(l.match), "same") << l.file;
-    if (l.code == "x = gather(batch)")
+    if (l.code == "x = gather(batch)") {
       EXPECT_STREQ(to_string(l.metric.verdict), l.file == "/a/train.py" ? "faster" : "no significant change") << l.file;
+    }
   }
 }
 
