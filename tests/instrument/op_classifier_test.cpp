@@ -62,6 +62,15 @@ gi::OpInfo in_model(gi::OpInfo o) {
   return o;
 }
 
+// A gather of 10 rows (2560 bytes) from a 1 MiB host tensor: a feature read outside compute.
+gi::OpInfo feature_gather(const char* name = "aten::index") {
+  gi::OpInfo g = op(name);
+  g.gather_source_bytes = 1 << 20;
+  g.gather_rows = 10;
+  g.gather_bytes = 2560;
+  return g;
+}
+
 gi::ClassifierOptions no_ops() {
   gi::ClassifierOptions o;
   o.op_stages = false;
@@ -563,10 +572,7 @@ TEST(OpClassifier, LargeHostGathersAreMaterializationsButNotInsideForward) {
   gi::ClassifierOptions o = no_ops();
   o.gather_min_bytes = 1000;
   gi::OpClassifier c(r, o);
-  gi::OpInfo g = op("aten::index");
-  g.gather_source_bytes = 1 << 20;
-  g.gather_rows = 10;
-  g.gather_bytes = 2560;
+  gi::OpInfo g = feature_gather();
   c.on_start(op("gather", false, gi::Scope::kUser));
   c.on_start(g);
   leaf(c, op("aten::index_select"));  // nested in the gather: counted once
@@ -591,10 +597,7 @@ TEST(OpClassifier, OpsInsideAModulesCallAreItsForwardThoughNoInputNeedsGrad) {
   gi::ClassifierOptions o = no_ops();
   o.gather_min_bytes = 1000;
   gi::OpClassifier c(r, o);
-  gi::OpInfo gather = op("aten::index_select");
-  gather.gather_source_bytes = 1 << 20;
-  gather.gather_rows = 10;
-  gather.gather_bytes = 2560;
+  gi::OpInfo gather = feature_gather("aten::index_select");
   leaf(c, op("aten::randperm"));          // the loop's own: sampling
   leaf(c, gather);                         // x = feats[nodes]: the loop's own feature read
   leaf(c, in_model(op("aten::dropout")));  // model(x): F.dropout(x) first
@@ -795,10 +798,7 @@ TEST(OpClassifier, AProgramsStageNestsItsGathersAndKeepsItsCategory) {
   o.gather_min_bytes = 1000;
   gi::OpClassifier c(r, o);
   leaf(c, op("aten::randint"));  // the loop's own no-grad work: a phase open when the stage begins
-  gi::OpInfo g = op("aten::index");
-  g.gather_source_bytes = 1 << 20;
-  g.gather_rows = 10;
-  g.gather_bytes = 2560;
+  gi::OpInfo g = feature_gather();
   c.on_named_scope("load", true, "data");
   leaf(c, g);
   c.on_named_scope("load", false);
@@ -818,10 +818,7 @@ TEST(OpClassifier, InPlaceUpdatesOfParametersUnderNoGradAreParameterUpdates) {
   leaf(c, no_grad(op("aten::uniform_", true)));
   leaf(c, no_grad(op("aten::uniform_", true)));
   leaf(c, op("aten::randint"));  // the first batch's sampling
-  gi::OpInfo g = op("aten::index");
-  g.gather_source_bytes = 1 << 20;
-  g.gather_rows = 10;
-  g.gather_bytes = 2560;
+  gi::OpInfo g = feature_gather();
   leaf(c, g);
   leaf(c, op("aten::linear", true));
   leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
