@@ -205,6 +205,12 @@ void OpClassifier::learn_pass(std::uint64_t name_hash) {
   pass_[n_pass_++] = name_hash;
 }
 
+std::uint64_t OpClassifier::step_key(const OpInfo& op) noexcept {
+  std::uint64_t h = std::hash<std::string_view>{}(op.name);
+  if (op.call_line != 0) h ^= (op.call_line + 0x9e3779b97f4a7c15ULL) * 0xff51afd7ed558ccdULL;
+  return h | 1;  // never 0
+}
+
 bool OpClassifier::note_step(std::uint64_t name_hash, bool observed) {
   learn_pass(name_hash);
   // A step whose iteration's ops are not observed: the work before it was not seen either, so
@@ -402,8 +408,7 @@ void OpClassifier::on_start(const OpInfo& op) {
       // Only the outermost step counts: a wrapper's step around its inner optimizer's
       // (ZeroRedundancyOptimizer, Lookahead) ends the iteration once, at its end.
       if (op.kind == OpKind::kOptimizerStep && opt_.marks_iterations && !profiler_steps_ && optimizer_depth_ == 0) {
-        const std::uint64_t name = std::hash<std::string_view>{}(op.name) | 1;  // never 0
-        f.steps_after = note_step(name, op.ops_observed);
+        f.steps_after = note_step(step_key(op), op.ops_observed);
       }
       if (op.kind != OpKind::kUserScope) {
         f.optimizer_scope = true;

@@ -78,6 +78,10 @@ struct OpInfo {
   bool copy_non_blocking = false;
   // kComm: bytes of the tensors it communicates, when known.
   std::uint64_t comm_bytes = 0;
+  // kOptimizerStep: the program's line it was called from (a traced Python line, a
+  // GNNPROF_LINE site), 0 when unknown. Two optimizers of one class (a GAN's two Adams) are
+  // told apart by it.
+  std::uint32_t call_line = 0;
 };
 
 /// Where decisions go: the C ABI in the injected library, a recorder in tests.
@@ -261,7 +265,7 @@ class OpClassifier {
   int module_level_ = -1;  // index of the level whose forward the outermost Module call opened
   // Several optimizers stepped one after the other (SparseAdam for embeddings, then Adam; or
   // two Adams): the steps since the loop's last work (an op or scope outside the optimizer's),
-  // by name hash. Once a pass has shown a cycle of steps, only its last step ends an iteration:
+  // by step_key. Once a pass has shown a cycle of steps, only its last step ends an iteration:
   // the step of that name whose occurrence since the work (or the last such end: unobserved
   // iterations show no work) is the cycle's count of it.
   static constexpr int kMaxCycle = 8;
@@ -272,14 +276,16 @@ class OpClassifier {
   std::uint64_t cycle_last_ = 0;  // the name hash of the cycle's last step; 0: every step ends one
   int cycle_last_count_ = 0;      // how often that name occurs in the cycle
   int cycle_last_seen_ = 0;       // its occurrences since the work or the last end
+  /// A step's key in the cycles below: its name and, when known, the line that called it.
+  static std::uint64_t step_key(const OpInfo& op) noexcept;
   /// Notes a step; true when it ends an iteration.
   bool note_step(std::uint64_t name_hash, bool observed);
-  // Optimizers of different classes stepped at different points of one pass, with work
-  // between (a GAN's discriminator and generator, an encoder's Adam and a decoder's SGD): a
-  // pass runs from one step of the first step's name to the next; when it holds other names,
-  // its last step ends the iteration (learned from two like passes in a row, so that a second
-  // optimizer stepped every K passes teaches nothing; a pass of the first name alone unlearns
-  // it, and a pass that outgrows kMaxCycle starts over from the step at hand).
+  // Optimizers stepped at different points of one pass, with work between (a GAN's
+  // discriminator and generator, an encoder's Adam and a decoder's SGD; two of one class differ
+  // by their calling line): a pass runs from one step of the first step's key to the next; when
+  // it holds other keys, its last step ends the iteration (learned from two like passes in a
+  // row, so that a second optimizer stepped every K passes teaches nothing; a pass of the first
+  // key alone unlearns it, and a pass that outgrows kMaxCycle starts over from the step at hand).
   std::uint64_t first_step_ = 0;
   std::uint64_t pass_[kMaxCycle] = {};
   int n_pass_ = 0;

@@ -524,7 +524,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     if (top && kind != OpKind::kUserScope && kind != OpKind::kOptimizerStep && kind != OpKind::kOptimizerZero &&
         kind != OpKind::kProfilerStep)
       op.any_input_requires_grad = any_requires_grad(fn.inputs());
-    if (kind == OpKind::kOptimizerStep) gnnprof_optimizer_step();  // the Python tracer's auto selection
+    if (kind == OpKind::kOptimizerStep) {
+      gnnprof_optimizer_step();  // the Python tracer's auto selection, which sets the line
+      op.call_line = gnnprof_current_line();
+    }
     if (ts->watch_slot >= 0 && ts->watch_foldable) ts->watch_foldable = foldable_op(fn, op);
     ts->classifier.on_start(op);
     // A loop with no optimizer marked its iteration at the DataLoader's __next__: the Python

@@ -524,6 +524,10 @@ int select_loop(PyFrameObject** adopt) {
       if (!found) {
         found = tracer_select((PyObject*)co, ROLE_LOOP) == 0;
         looping = found && in_loop(fr, co);
+        /* The loop steps the optimizer itself: adopted at once, so that the step's own line
+         * is current from its first call (the classifier tells two optimizers' steps apart by
+         * it). A helper's frame is left to its next line: the loop above must come first. */
+        if (looping) *adopt = (PyFrameObject*)Py_NewRef(fr);
       } else {
         ++above;
         if (in_loop(fr, co)) {

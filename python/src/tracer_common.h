@@ -115,8 +115,9 @@ int auto_selects_at_step(void);
 /* At the optimizer step (GIL held): selects the first user frame that calls it (ROLE_LOOP),
  * and when that one is not inside a loop of its own (a train_step helper), the first user
  * frame above it that is. When a framework runs the loop (framework_caller), the user frame
- * that called the framework instead, returned in *adopt (a new reference) for adopt_loop once
- * the tracer holds the thread. 1 when a frame was selected. */
+ * that called the framework instead. The frame to adopt at once (the framework's caller, or
+ * a loop that calls the step itself) is returned in *adopt (a new reference) for adopt_loop
+ * once the tracer holds the thread. 1 when a frame was selected. */
 int select_loop(PyFrameObject** adopt);
 /* On a gather or host-to-device copy on a thread with no current line, before taking the GIL:
  * whether to look for that thread's user code (auto on, not a worker process; the loop found

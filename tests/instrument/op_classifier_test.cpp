@@ -356,6 +356,22 @@ TEST(OpClassifier, SeveralOptimizersSteppedInARowEndOneIteration) {
   }
   EXPECT_EQ(std::count(gan.log.begin(), gan.log.end(), "STEP"), 1 + 2 + 2 + 1 + 1);  // the first forward's, D and G twice, then G
 
+  // Two optimizers of one class (a GAN's two Adams): one name, told apart by the line that
+  // called each step. Without lines every step ends an iteration.
+  for (const bool lines : {true, false}) {
+    Recorder two;
+    gi::OpClassifier t(two, no_ops());
+    for (int pass = 0; pass < 4; ++pass)
+      for (const std::uint32_t line : {40u, 52u}) {
+        leaf(t, op("aten::linear", true));
+        gi::OpInfo s = op("Optimizer.step#Adam.step", false, gi::Scope::kUser);
+        s.call_line = lines ? line : 0;
+        t.on_start(s);
+        t.on_end();
+      }
+    EXPECT_EQ(std::count(two.log.begin(), two.log.end(), "STEP"), lines ? 1 + 2 + 2 + 1 + 1 : 1 + 8) << lines;
+  }
+
   // Steps of one name with work between (a discriminator stepped twice per generator step
   // would be two names; one optimizer is one name): every step ends an iteration. And a pass
   // of the first name alone unlearns the cycle.

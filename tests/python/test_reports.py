@@ -208,6 +208,28 @@ def test_two_optimizers_stepped_in_a_row_end_one_iteration(gnnprof_run, plain_ru
 
 
 @needs_torch
+def test_a_gans_two_adams_end_one_iteration_per_pass(gnnprof_run, plain_run):
+    """A discriminator's and a generator's Adam, stepped with work between: one optimizer
+    class, told apart by the line calling each step, so a pass of the loop is one iteration
+    (from the third on, once two passes have shown the cycle; the first two end at each step). With --lines none there is no
+    calling line: every step ends one, as before."""
+    path = script("gan_two_adams.py")
+    steps = 12
+    for cli_args, want in (((), steps + 2), (("--lines", "none"), 2 * steps)):
+        r = gnnprof_run(path, str(steps), cli_args=cli_args, env={"GNNPROF_TORCH_SAMPLE": "all"})
+        assert r.rc == 0, r.err
+        assert r.out == plain_run(path, str(steps)).out
+        its = [i for i in r.profile["iterations"] if i["complete"]]
+        assert len(its) == want, (cli_args, len(its))
+        if not cli_args:  # each learned iteration holds both backward passes and both steps
+            for i in its[4:]:
+                assert all(i["stages"].get(s, 0) > 0 for s in ("forward", "backward", "optimizer")), i
+            code = {ln["code"]: ln for ln in r.profile["lines"] if ln["function"] == "main"}
+            for step in ("opt_d.step()", "opt_g.step()"):
+                assert code[step]["hits"] == steps, code[step]
+
+
+@needs_torch
 def test_ops_inside_a_models_call_are_its_forward_though_no_input_needs_grad(gnnprof_run, plain_run):
     """A first layer that aggregates before using a parameter, with dropout on its input: its
     ops need no grad, yet they are the model's forward (the package's module hooks tell the op
