@@ -71,6 +71,11 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
   const bool sampled = observed.size() < complete.size();
   h.complete_iterations = complete.size();
   h.observed_iterations = observed.size();
+  h.analysed_iterations = a.iterations_used;
+  if (!complete.empty()) {
+    h.before_loop_ns = std::max<std::int64_t>(0, complete.front()->begin_ns);
+    h.after_loop_ns = std::max<std::int64_t>(0, p.wall_ns - complete.back()->begin_ns - complete.back()->wall_ns);
+  }
   // The stages that unobserved iterations have (scopes, the optimizer): recorded in every one.
   std::set<std::string> in_unobserved;
   if (sampled) {
@@ -165,6 +170,16 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
   h.unattributed_mean_ns = a.unattributed_mean_ns;
   h.iteration_mean_ns = a.iteration_mean_ns;
   return h;
+}
+
+double iteration_pct(const PhaseNode& ph, const Hierarchy& h) {
+  if (ph.hidden || !ph.in_iterations || h.iteration_mean_ns <= 0) return -1;
+  return 100.0 * static_cast<double>(ph.mean_ns) / static_cast<double>(h.iteration_mean_ns);
+}
+
+double unattributed_iteration_pct(const Hierarchy& h) {
+  if (h.iteration_mean_ns <= 0) return -1;
+  return 100.0 * static_cast<double>(h.unattributed_mean_ns) / static_cast<double>(h.iteration_mean_ns);
 }
 
 std::vector<const PhaseNode*> phase_rows(const Hierarchy& h) {

@@ -369,7 +369,9 @@ std::string hierarchy_view(const Hierarchy& h, const std::map<std::string, std::
 std::string stage_table(const Profile& p, const Hierarchy& h) {
   std::string o =
       "<table class=sortable id=stage-table><thead><tr><th class=l>stage</th><th class=l>category</th><th>hits</th><th>total</th>"
-      "<th>self</th><th>per hit</th><th>p50</th><th>p90</th><th>max</th><th>% wall</th></tr></thead>";
+      "<th>self</th><th>per hit</th><th>p50</th><th>p90</th><th>max</th><th>% wall</th>"
+      "<th title='time per iteration over the iteration (means of the analysed iterations, loop thread)'>% iter</th></tr></thead>";
+  auto pct_cell = [](double pct) { return pct < 0 ? std::string("<td data-v=-1>-</td>") : fmt::format("<td>{:.1f}</td>", pct); };
   for (const PhaseNode* ph : phase_rows(h)) {
     const StageStats& s = ph->stats;
     std::string tog;
@@ -379,14 +381,14 @@ std::string stage_table(const Profile& p, const Hierarchy& h) {
     }
     o += fmt::format("<tbody><tr class=phase><td class=l data-v=\"{}\">{}{}</td><td class=l>{}</td><td>{}</td><td data-v={}>{}</td>"
                      "<td data-v={}>{}</td><td data-v={}>{}</td><td data-v={}>{}</td><td data-v={}>{}</td><td data-v={}>{}</td>"
-                     "<td>{:.1f}</td></tr>",
+                     "<td>{:.1f}</td>{}</tr>",
                      esc(ph->name), esc(ph->name) + (ph->sampled ? " *" : ""), tog, esc(ph->category), s.hits, s.total_ns,
                      human_ns(s.total_ns), s.self_ns,
                      human_ns(s.self_ns), s.mean_ns, human_ns(s.mean_ns), s.p50_ns, human_ns(s.p50_ns), s.p90_ns, human_ns(s.p90_ns),
-                     s.max_ns, human_ns(s.max_ns), s.pct_wall);
+                     s.max_ns, human_ns(s.max_ns), s.pct_wall, pct_cell(iteration_pct(*ph, h)));
     auto op_row = [&](const OpNode& op, const std::string& label, bool other) {
       o += fmt::format("<tr class='op{}' hidden><td class=l title=\"{}\">{}</td><td class=l>op</td><td>{}</td><td data-v={}>{}</td>"
-                       "<td data-v={}>{}</td><td>{}</td><td class=l colspan=3>{:.1f}% of {}</td><td></td></tr>",
+                       "<td data-v={}>{}</td><td>{}</td><td class=l colspan=3>{:.1f}% of {}</td><td></td><td></td></tr>",
                        other ? " other" : "", esc(op.name), esc(label), other ? "" : std::to_string(op.hits), op.total_ns,
                        human_ns(op.total_ns), op.self_ns, human_ns(op.self_ns),
                        other || op.hits == 0 ? "" : human_ns(op.total_ns / static_cast<std::int64_t>(op.hits)), 100 * op.share,
@@ -397,9 +399,14 @@ std::string stage_table(const Profile& p, const Hierarchy& h) {
     o += "</tbody>";
   }
   o += fmt::format("<tbody><tr><td class=l><i>(unattributed)</i></td><td class=l>-</td><td></td><td data-v={}>{}</td><td></td><td></td>"
-                   "<td></td><td></td><td></td><td>{:.1f}</td></tr></tbody></table>",
+                   "<td></td><td></td><td></td><td>{:.1f}</td>{}</tr></tbody></table>",
                    p.unattributed_ns, human_ns(p.unattributed_ns),
-                   p.wall_ns > 0 ? 100.0 * static_cast<double>(p.unattributed_ns) / static_cast<double>(p.wall_ns) : 0.0);
+                   p.wall_ns > 0 ? 100.0 * static_cast<double>(p.unattributed_ns) / static_cast<double>(p.wall_ns) : 0.0,
+                   pct_cell(unattributed_iteration_pct(h)));
+  if (h.analysed_iterations > 0)
+    o += fmt::format("<p class=muted>% iter: time per iteration over the iteration (means of the {} analysed iterations, loop "
+                     "thread). Total and % wall cover the whole run: {} before the first iteration, {} after the last.</p>",
+                     h.analysed_iterations, human_ns(h.before_loop_ns), human_ns(h.after_loop_ns));
   for (const PhaseNode* ph : phase_rows(h))
     if (ph->sampled) {
       o += fmt::format("<p class=muted>* recorded in the {} of {} iterations whose torch ops were observed (iteration "

@@ -90,8 +90,9 @@ void TextReporter::render_stage_table(const Report& r, std::ostream& out) const 
   if (options_.ops)
     for (const auto* ph : rows)
       for (const auto& op : ph->ops) w = std::max(w, op.label.size() + 5);
-  const std::string header = fmt::format("{:<{}} {:<9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7}", "Stage", w,
-                                         "Category", "Hits", "Total", "Self", "Per hit", "p50", "p90", "Max", "% wall");
+  const std::string header = fmt::format("{:<{}} {:<9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7}", "Stage",
+                                         w, "Category", "Hits", "Total", "Self", "Per hit", "p50", "p90", "Max", "% wall", "% iter");
+  auto pct_cell = [](double pct) { return pct < 0 ? std::string("-") : fmt::format("{:.1f}", pct); };
   out << header << "\n" << std::string(header.size(), '-') << "\n";
   auto op_row = [&](const OpNode& op, const std::string& label, bool other, const std::string& phase) {
     out << fmt::format("{:<{}} {:<9} {:>9} {:>10} {:>10} {:>10}  {:.1f}% of {}", "    " + label, w, "op",
@@ -104,21 +105,25 @@ void TextReporter::render_stage_table(const Report& r, std::ostream& out) const 
   for (const auto* ph : rows) {
     const StageStats& s = ph->stats;
     any_sampled = any_sampled || ph->sampled;
-    out << fmt::format("{:<{}} {:<9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.1f}", ph->sampled ? ph->name + " *" : ph->name,
-                       w, ph->category, s.hits,
-                       human_ns(s.total_ns), human_ns(s.self_ns), human_ns(s.mean_ns), human_ns(s.p50_ns), human_ns(s.p90_ns),
-                       human_ns(s.max_ns), s.pct_wall)
+    out << fmt::format("{:<{}} {:<9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.1f} {:>7}",
+                       ph->sampled ? ph->name + " *" : ph->name, w, ph->category, s.hits, human_ns(s.total_ns),
+                       human_ns(s.self_ns), human_ns(s.mean_ns), human_ns(s.p50_ns), human_ns(s.p90_ns), human_ns(s.max_ns),
+                       s.pct_wall, pct_cell(iteration_pct(*ph, h)))
         << "\n";
     if (!options_.ops) continue;
     for (const auto& op : ph->ops) op_row(op, op.label, false, ph->name);
     if (ph->other.hits > 0) op_row(ph->other, fmt::format("other ops ({})", ph->other.hits), true, ph->name);
   }
   double un_pct = p.wall_ns > 0 ? 100.0 * static_cast<double>(p.unattributed_ns) / static_cast<double>(p.wall_ns) : 0;
-  out << fmt::format("{:<{}} {:<9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.1f}", "(unattributed)", w, "-", "-",
-                     human_ns(p.unattributed_ns), "-", "-", "-", "-", "-", un_pct)
+  out << fmt::format("{:<{}} {:<9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.1f} {:>7}", "(unattributed)", w, "-", "-",
+                     human_ns(p.unattributed_ns), "-", "-", "-", "-", "-", un_pct, pct_cell(unattributed_iteration_pct(h)))
       << "\n";
   out << fmt::format("Wall {}; % wall adds up per thread; unattributed = main thread (#{}) time outside every stage.\n",
                      human_ns(p.wall_ns), p.main_thread);
+  if (h.analysed_iterations > 0)
+    out << fmt::format("% iter: time per iteration over the iteration (means of the {} analysed iterations, loop thread). "
+                       "Total and % wall cover the whole run: {} before the first iteration, {} after the last.\n",
+                       h.analysed_iterations, human_ns(h.before_loop_ns), human_ns(h.after_loop_ns));
   if (any_sampled)
     out << fmt::format("* recorded in the {} of {} iterations whose torch ops were observed (iteration sampling): its total "
                        "and % wall cover those, the other stages every iteration; compare them per iteration (Iterations).\n",

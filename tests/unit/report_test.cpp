@@ -148,6 +148,37 @@ TEST(Hierarchy, NestedPhasesSampledOpsAndHiddenStages) {
   EXPECT_EQ(md.str().find("<y"), std::string::npos);
 }
 
+// Set-up before the loop dominates the run's totals; "% iter" is each phase's share of the
+// loop's iterations, and the table says how much of the run lies outside them.
+TEST(Hierarchy, IterationSharesLeaveSetupOut) {
+  Profile p = nested_profile();
+  p.wall_ns = 10000;
+  for (auto& it : p.iterations) it.begin_ns = 9000 + 100 * static_cast<std::int64_t>(it.index) - 400;
+  StageStats setup;
+  setup.name = "ops (no grad)";
+  setup.category = "data";
+  setup.hits = 1;
+  setup.total_ns = setup.self_ns = 8000;
+  p.stages.push_back(setup);
+  for (auto& it : p.iterations) it.unattributed_ns = 10;
+  ReportOptions o;
+  o.skip = 0;
+  const Report r = make_report(p, o);
+  const Hierarchy& h = r.hierarchy;
+  EXPECT_EQ(h.before_loop_ns, 8600);
+  EXPECT_EQ(h.after_loop_ns, 1000);
+  std::map<std::string, double> pct;
+  for (const auto* ph : phase_rows(h)) pct[ph->name] = iteration_pct(*ph, h);
+  EXPECT_DOUBLE_EQ(pct["epoch"], 100.0);
+  EXPECT_DOUBLE_EQ(pct["forward"], 80.0);
+  EXPECT_LT(pct["ops (no grad)"], 0);  // set-up only: no share of an iteration
+  EXPECT_LT(pct["load"], 0);           // another thread's
+  EXPECT_DOUBLE_EQ(unattributed_iteration_pct(h), 10.0);
+  std::ostringstream text;
+  ASSERT_TRUE(TextReporter(o).render(r, text));
+  EXPECT_NE(text.str().find("8.60 us before the first iteration, 1.00 us after the last"), std::string::npos) << text.str();
+}
+
 // Under iteration sampling a phase that the op observer opens exists only in observed
 // iterations: it is marked, its total covers those; an op's share of it is of its time there,
 // not its run total (set-up before the first iteration made "1157% of ops (no grad)").

@@ -69,7 +69,16 @@ struct Hierarchy {
   bool edges = false;             ///< the profile says which phase each op ran in
   /// Complete iterations, and those whose torch ops were observed (fewer under iteration sampling).
   std::size_t complete_iterations = 0, observed_iterations = 0;
+  std::size_t analysed_iterations = 0;  ///< those the per-iteration figures come from (warm-up skipped)
+  /// The run's time before its first complete iteration (setup) and after its last (0 without).
+  std::int64_t before_loop_ns = 0, after_loop_ns = 0;
 };
+
+/// A phase's mean time per analysed iteration over the mean iteration, in percent (loop
+/// thread; the stage tables' "% iter"); negative when it has none (another thread's, setup's).
+double iteration_pct(const PhaseNode& ph, const Hierarchy& h);
+/// The same for the loop thread's time outside every stage.
+double unattributed_iteration_pct(const Hierarchy& h);
 
 /// Whether a stage category is a torch op's (a drill-down row, not a phase).
 bool is_op_category(const std::string& category);
