@@ -149,6 +149,21 @@ void OpClassifier::open_phase(Level& l, Phase p) {
   sink_.begin(phase_name(p), cat);
   l.phase = p;
   l.phase_open = true;
+  if (ends_at_line(l)) sink_.watch_line();
+}
+
+bool OpClassifier::ends_at_line(const Level& l) const noexcept {
+  return l.loop && l.phase_open && (l.phase == Phase::kOther || l.phase == Phase::kUpdate) && opt_.phases_span_gaps;
+}
+
+void OpClassifier::on_line() {
+  Level& l = levels_.back();
+  if (!ends_at_line(l)) return;
+  if (op_depth_ != 0) {  // Python run inside an op (a custom Function's forward): the next line
+    sink_.watch_line();
+    return;
+  }
+  close_phase(l);
 }
 
 void OpClassifier::open_op_phase(Level& l, Phase p, Frame& f) {
@@ -499,7 +514,7 @@ void OpClassifier::on_start(const OpInfo& op) {
       break;
     case OpKind::kPlain:
       f.is_op = true;
-      if (op_depth_ == 0) {
+      if (op_depth_ == 0 && !op.bookkeeping) {
         const Phase p = phase_for(op, level);
         begin_first_iteration(level, p);
         open_op_phase(level, p, f);
@@ -507,7 +522,7 @@ void OpClassifier::on_start(const OpInfo& op) {
       break;
   }
   if (f.is_op) {
-    if (op_depth_ == 0 && opt_.op_stages && op.kind != OpKind::kIgnore) {
+    if (op_depth_ == 0 && opt_.op_stages && op.kind != OpKind::kIgnore && !op.bookkeeping) {
       sink_.begin(op.name, "op");
       ++f.ends;
     }

@@ -82,6 +82,9 @@ struct OpInfo {
   // GNNPROF_LINE site), 0 when unknown. Two optimizers of one class (a GAN's two Adams) are
   // told apart by it.
   std::uint32_t call_line = 0;
+  // kPlain: torch's own bookkeeping (record_function's torch.zeros(1) handle, made before its
+  // scope begins): a frame for its nested ops, no phase, no op stage.
+  bool bookkeeping = false;
 };
 
 /// Where decisions go: the C ABI in the injected library, a recorder in tests.
@@ -98,6 +101,8 @@ class OpSink {
   virtual void transfer(std::uint64_t bytes, int direction, int memory, int mode) = 0;
   /// Bytes a collective communicates (its tensors' sizes).
   virtual void comm_bytes(std::uint64_t bytes) = 0;
+  /// Call on_line() at this thread's next traced line of the loop (gnnprof_watch_next_line).
+  virtual void watch_line() {}
 };
 
 struct ClassifierOptions {
@@ -158,6 +163,9 @@ class OpClassifier {
   /// wrapper says: its backward phase spans the call (the grad seed's ones_like included) and
   /// ends with it, so the Python after it (a scheduler's step) is not backward.
   void on_backward_call(bool begins);
+  /// The loop's next traced line began (watch_line): a data phase that ops opened ("ops (no
+  /// grad)", "parameter update") ends there, so the plain Python after them is not its time.
+  void on_line();
   /// A scope the package marks from Python (gradient clipping, a gnnprof.stage): as a
   /// record_function of that name, begun (true) and ended (false) in pairs.
   void on_named_scope(std::string_view name, bool begins, const char* category = "user", bool in_module = false,
@@ -222,6 +230,7 @@ class OpClassifier {
   void suspend_phase(Level& l);
   static Phase current_phase(const Level& l) noexcept { return l.phase_open ? l.phase : l.suspended; }
   void open_phase(Level& l, Phase p);
+  bool ends_at_line(const Level& l) const noexcept;  // a data phase that on_line ends
   /// open_phase for a top-level op's phase, noting in `f` whether it opened a forward.
   /// The loop's first forward (an op's or a Module call's) begins the first iteration (later
   /// ones begin at the previous optimizer step's end).

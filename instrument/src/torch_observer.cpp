@@ -187,8 +187,12 @@ void mark_iteration(unsigned flags = 0) {
   if (Poll poll = g_poll.load(std::memory_order_acquire)) poll(1);
 }
 
+void line_watch_fired();
+
 class CApiSink final : public OpSink {
  public:
+  // Armed whether or not lines are traced yet: the loop's first step selects them.
+  void watch_line() override { gnnprof_watch_next_line(&line_watch_fired); }
   void begin(std::string_view stage, const char* category) override {
     const std::uint32_t site = site_of(stage, category);
     gnnprof_stage_begin(site);
@@ -392,6 +396,13 @@ ThreadState* state() {
   return t_state;
 }
 
+void line_watch_fired() {
+  try {
+    if (ThreadState* ts = t_state) ts->classifier.on_line();
+  } catch (...) {  // never into the host: the phase then ends where it did before
+  }
+}
+
 Scope scope_of(at::RecordScope s) {
   switch (s) {
     case at::RecordScope::FUNCTION: return Scope::kFunction;
@@ -405,6 +416,23 @@ Device device_of(const at::Tensor& t) {
   if (t.is_cpu()) return Device::kCpu;
   if (t.is_cuda()) return Device::kCuda;
   return Device::kOther;
+}
+
+/// torch.autograd.profiler.record_function's handle, torch.zeros(1), made before its scope
+/// begins (every optimizer step, DataLoader batch and user scope in torch 1.13).
+bool record_function_handle(const char* name, c10::ArrayRef<const c10::IValue> inputs) {
+  if (std::strcmp(name, "aten::zeros") != 0 || inputs.empty()) return false;
+  const c10::IValue& size = inputs[0];
+  if (size.isIntList()) {
+    const auto v = size.toIntList();
+    if (v.size() != 1 || v.get(0) != 1) return false;
+  } else if (size.isList()) {
+    const auto v = size.toListRef();
+    if (v.size() != 1 || !v[0].isInt() || v[0].toInt() != 1) return false;
+  } else {
+    return false;
+  }
+  return inputs.size() < 2 || inputs[1].isNone();  // no dtype (the device, pin_memory: Python's defaults)
 }
 
 bool any_requires_grad(c10::ArrayRef<const c10::IValue> inputs) {
@@ -524,6 +552,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     if (top && kind != OpKind::kUserScope && kind != OpKind::kOptimizerStep && kind != OpKind::kOptimizerZero &&
         kind != OpKind::kProfilerStep)
       op.any_input_requires_grad = any_requires_grad(fn.inputs());
+    if (top && kind == OpKind::kPlain) op.bookkeeping = record_function_handle(cname, fn.inputs());
     if (kind == OpKind::kOptimizerStep) {
       gnnprof_optimizer_step();  // the Python tracer's auto selection, which sets the line
       op.call_line = gnnprof_current_line();

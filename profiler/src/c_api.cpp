@@ -24,6 +24,7 @@ int start_worker(long parent_pid, bool drainer_thread) noexcept;
 int discard() noexcept;
 int set_rank(int rank, int local_rank, int world_size) noexcept;
 std::uint64_t set_line(std::uint32_t site) noexcept;
+void watch_next_line(void (*fn)()) noexcept;
 void line_event(std::uint32_t site, std::uint64_t t0, std::uint64_t t1, bool hit) noexcept;
 void line_charge(std::uint32_t line, std::uint32_t stage, std::int64_t begin_mono_ns, std::int64_t end_mono_ns) noexcept;
 std::uint32_t current_line() noexcept;
@@ -184,6 +185,7 @@ gnnprof_site_t gnnprof_line_site(const char* file, unsigned line, const char* fu
 uint64_t gnnprof_now(void) { return gnnprof::detail::raw_now(); }
 
 uint64_t gnnprof_set_line(gnnprof_site_t site) { return gnnprof::detail::set_line(site); }
+void gnnprof_watch_next_line(void (*fn)(void)) { gnnprof::detail::watch_next_line(fn); }
 
 void gnnprof_line_event(gnnprof_site_t site, uint64_t begin, uint64_t end, int hit) {
   gnnprof::detail::line_event(site, begin, end, hit != 0);

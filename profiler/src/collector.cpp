@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "gnnprof/internal/private_heap.h"
 #include "gnnprof/gnnprof.h"
+#include "gnnprof/gnnprof_c.h"
 
 namespace gnnprof::detail {
 
@@ -324,6 +325,8 @@ void transfer(std::uint64_t bytes, int dir, int mem, int mode, std::uint64_t dur
 std::atomic<bool> g_ext_lines{false};
 
 std::uint64_t set_line(std::uint32_t site) noexcept {
+  const bool data_line = (site & GNNPROF_DATA_LINE) != 0;
+  site &= ~GNNPROF_DATA_LINE;
   const std::uint64_t now = raw_now();
   ThreadBuffer* b = buffer_for_begin();
   if (b == nullptr || b->is_sink()) return now;
@@ -348,7 +351,17 @@ std::uint64_t set_line(std::uint32_t site) noexcept {
   }
   b->ext_line = site;
   b->ext_line_since = now;
+  if (!data_line && b->line_watch != nullptr) {
+    void (*fn)() = b->line_watch;
+    b->line_watch = nullptr;
+    fn();
+  }
   return now;
+}
+
+void watch_next_line(void (*fn)()) noexcept {
+  ThreadBuffer* b = buffer_for_begin();
+  if (b != nullptr && !b->is_sink()) b->line_watch = fn;
 }
 
 void line_event(std::uint32_t site, std::uint64_t t0, std::uint64_t t1, bool hit) noexcept {

@@ -86,6 +86,7 @@ class ThreadBuffer {
   // it, and the outermost stage's time is split between such lines (kLineStage).
   std::uint32_t ext_line = 0;
   std::uint64_t ext_line_since = 0;
+  void (*line_watch)() = nullptr;  // gnnprof_watch_next_line: fired once by set_line
 
  private:
   std::size_t capacity_;

@@ -8,6 +8,10 @@
 
 #include "plugin_abi.h" /* instrument/src: the preload's entry points */
 
+#ifndef GNNPROF_DATA_LINE
+#define GNNPROF_DATA_LINE 0x80000000u /* as in gnnprof_c.h: set_line of a data pipeline's line */
+#endif
+
 typedef struct CoreAbi {
   int (*start)(void);
   int (*stop)(void);

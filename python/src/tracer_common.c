@@ -731,7 +731,10 @@ void on_line_of(ThreadTrace* tt, Entry* e, PyCodeObject* co, int line, int lasti
     e->lasti = lasti;
     return;
   }
-  const uint64_t now = g_core.set_line(site);
+  /* A data pipeline's line (a batch generator's) keeps a data phase open across its Python. */
+  const uint64_t now = g_core.set_line((ci->roles & (ROLE_LOOP | ROLE_EXPLICIT | ROLE_CALLBACK)) == 0 && site != 0
+                                           ? site | GNNPROF_DATA_LINE
+                                           : site);
   end_statement(e, now);
   e->site = site;
   e->stmt = stmt;

@@ -34,7 +34,16 @@ class Recorder final : public gi::OpSink {
                   std::to_string(mode));
   }
   void comm_bytes(std::uint64_t bytes) override { log.push_back("COMM " + std::to_string(bytes)); }
+  bool watching = false;  // watch_line() armed, as gnnprof_watch_next_line would be
+  void watch_line() override { watching = true; }
 };
+
+// The loop's next traced line begins: what gnnprof_set_line does with an armed watch.
+void next_line(Recorder& r, gi::OpClassifier& c) {
+  if (!r.watching) return;
+  r.watching = false;
+  c.on_line();
+}
 
 gi::OpInfo op(const char* name, bool requires_grad = false, gi::Scope scope = gi::Scope::kFunction) {
   gi::OpInfo o;
@@ -493,6 +502,35 @@ TEST(OpClassifier, ReadbacksAreSyncAndTheNextBatchIsData) {
       "+optimizer[compute]", "-", "STEP", "+sync[sync]", "-",  // closed with the readback
   };
   EXPECT_EQ(r.log, want);
+}
+
+// The loop's data ops ("ops (no grad)") end at its next traced line: plain Python after them
+// (logging, bookkeeping) is not data. Inside an op (a custom Function's Python) the watch
+// waits for the next line; a forward is not ended by lines.
+TEST(OpClassifier, ADataPhaseOpenedByOpsEndsAtTheLoopsNextLine) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  leaf(c, op("aten::randn"));
+  leaf(c, op("aten::randint"));  // the same line
+  EXPECT_TRUE(r.watching);
+  EXPECT_EQ(r.depth, 1);
+  next_line(r, c);  // busy(0.002)
+  EXPECT_EQ(r.depth, 0);
+  leaf(c, op("aten::randn"));  // the next batch's
+  c.on_start(op("aten::mul"));
+  next_line(r, c);  // a line inside the op: not the loop's boundary, armed again
+  EXPECT_TRUE(r.watching);
+  EXPECT_EQ(r.depth, 1);
+  c.on_end();
+  next_line(r, c);
+  EXPECT_EQ(r.depth, 0);
+  const std::vector<std::string> want = {"+ops (no grad)[data]", "-", "+ops (no grad)[data]", "-"};
+  EXPECT_EQ(r.log, want);
+
+  Recorder f;
+  gi::OpClassifier g(f, no_ops());
+  leaf(g, op("aten::linear", true));
+  EXPECT_FALSE(f.watching);  // forward goes on into the loss, across lines
 }
 
 // A readback inside the forward (PyG's num_nodes = int(edge_index.max()) + 1): a sync of its

@@ -880,6 +880,28 @@ def test_lazy_srcdata_line_shows_its_exact_gathered_bytes(gnnprof_run, tmp_path)
     assert "MiB" in row or "KiB" in row  # the Gathered column
 
 
+@needs_torch
+def test_the_loops_plain_python_after_data_ops_is_not_data(gnnprof_run):
+    """The loop's data ops end at its next line: a 2 ms busy wait after making the labels is
+    not data, nor is the optimizer's step (record_function's torch.zeros(1) handle before its
+    scope); the batch generator's plain-Python sampling, between its torch ops, is."""
+    path = script("bookkeeping_loop.py")
+    r = gnnprof_run(path, "12", env={"GNNPROF_TORCH_SAMPLE": "all"})
+    assert r.rc == 0, r.err
+    data = {s["name"] for s in r.profile["stages"] if s["category"] == "data"}
+
+    def data_ns(function, code):
+        ln = [x for x in r.profile["lines"] if x["function"] == function and x["code"].startswith(code)][0]
+        return sum(v for k, v in ln.get("stages", {}).items() if k in data), ln["total_ns"]
+
+    busy, busy_total = data_ns("main", "busy(0.002)")
+    assert busy_total > 11 * 2e6 and busy < 0.02 * busy_total, (busy, busy_total)
+    assert data_ns("main", "opt.step()")[0] == 0
+    labels, _ = data_ns("main", "y = torch.randint")
+    assert labels > 0
+    sampling, sampling_total = data_ns("batches", "picked = ")
+    assert sampling > 0.9 * sampling_total, (sampling, sampling_total)
+
 
 @needs_torch
 def test_sampled_iterations_scale_the_lazy_lines_bytes_and_mark_them(gnnprof_run, tmp_path):

@@ -155,6 +155,13 @@ GNNPROF_C_API void gnnprof_lane_kernel(gnnprof_lane_t lane, gnnprof_site_t kerne
 GNNPROF_C_API gnnprof_site_t gnnprof_line_site(const char* file, unsigned line, const char* function, const char* code);
 GNNPROF_C_API uint64_t gnnprof_now(void);
 GNNPROF_C_API uint64_t gnnprof_set_line(gnnprof_site_t site);
+/* Or-ed into gnnprof_set_line's site: a line of the loop's data pipeline (a batch generator),
+ * where a line watch (below) does not fire. */
+#define GNNPROF_DATA_LINE 0x80000000u
+/* Calls fn once, on this thread, at its next gnnprof_set_line() of a line that is not a data
+ * pipeline's (then forgets it; NULL disarms). The torch observer ends a data phase that
+ * torch ops opened there, so that the loop's plain Python after them is not data. */
+GNNPROF_C_API void gnnprof_watch_next_line(void (*fn)(void));
 GNNPROF_C_API void gnnprof_line_event(gnnprof_site_t site, uint64_t begin, uint64_t end, int hit);
 /* The calling thread's current line (GNNPROF_LINE or gnnprof_set_line), 0 if none. */
 GNNPROF_C_API gnnprof_site_t gnnprof_current_line(void);
