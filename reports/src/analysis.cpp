@@ -110,6 +110,12 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   // Iteration sampling (zero-code observer): iterations whose ops were not observed hold the
   // user scopes alone. The stage figures come from the observed ones; the others give the
   // iteration time without the observer's per-op cost.
+  {
+    std::vector<std::int64_t> all_walls;
+    for (const auto* it : its) all_walls.push_back(it->wall_ns);
+    a.run_iteration_median_ns = median(all_walls);
+    a.run_iteration_p90_ns = quantile_of(all_walls, 0.9);
+  }
   if (std::vector<const IterationStats*> observed = ops_observed(its); observed.size() < its.size()) {
     std::vector<std::int64_t> unobserved_walls;
     for (const auto* it : its)
@@ -233,6 +239,13 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   a.whatif_expected_ns = std::max(median(expected), a.whatif_predicted_ns);
   a.whatif_expected_speedup =
       a.whatif_expected_ns > 0 ? static_cast<double>(a.iteration_median_ns) / static_cast<double>(a.whatif_expected_ns) : 1.0;
+  // Under iteration sampling the ratios come from the observed iterations; the times they
+  // predict are of the loop as it runs (every iteration, most without the observer's per-op cost).
+  if (a.iterations_unobserved > 0 && a.run_iteration_median_ns > 0) {
+    if (a.whatif_speedup > 0) a.whatif_predicted_ns = static_cast<std::int64_t>(static_cast<double>(a.run_iteration_median_ns) / a.whatif_speedup);
+    if (a.whatif_expected_speedup > 0)
+      a.whatif_expected_ns = static_cast<std::int64_t>(static_cast<double>(a.run_iteration_median_ns) / a.whatif_expected_speedup);
+  }
   a.whatif_cpus = cpus;
   a.whatif_compute_threads = threads;
   a.whatif_busy = busy;

@@ -457,7 +457,7 @@ std::string html::profile_body(const Report& r, bool compact) {
                      "With data fully overlapped ({}): <b>{}</b> per iteration, <b>{:.2f}x</b> of "
                      "today's {}. Hidden data time already: {}.</p>",
                      human_ns(a.exposed_data_ns), 100 * a.exposed_data_share, human_ns(a.compute_ns), human_ns(a.rest_ns),
-                     esc(whatif_formula(a)), human_ns(a.whatif_predicted_ns), a.whatif_speedup, human_ns(a.iteration_median_ns), human_ns(a.hidden_data_ns));
+                     esc(whatif_formula(a)), human_ns(a.whatif_predicted_ns), a.whatif_speedup, human_ns(a.run_iteration_median_ns), human_ns(a.hidden_data_ns));
     o += fmt::format("<p id=whatif-expected class='{}'>{}</p>", a.whatif_pays ? "" : "slower", esc(whatif_expectation(a)));
   }
   o += "<h2>Stages</h2><div class=scroll>" + stage_table(p, h) + "</div>";
@@ -548,7 +548,7 @@ Status HtmlReporter::render(const Report& r, std::ostream& out) const {
                    esc(p.run.start_time), esc(p.tool.version));
   o += "<div class=kpis>";
   o += fmt::format("<div class=kpi id=total-time><b>{}</b><span>total time (wall)</span></div>", human_ns(p.wall_ns));
-  o += kpi(human_ns(a.iteration_median_ns),
+  o += kpi(human_ns(a.run_iteration_median_ns),
            fmt::format("median {} ({} analyzed)", a.loader_worker ? "batch fetched" : "iteration", a.iterations_used));
   o += fmt::format("<div class=kpi id=top-stage><b>{}</b><span>top stage: {:.1f}% of an iteration</span></div>", esc(top), 100 * top_share);
   if (!a.loader_worker) {

@@ -34,7 +34,7 @@ Status MarkdownReporter::render(const Report& r, std::ostream& out) const {
   } else {
     out << fmt::format("Wall {}, {} iterations analyzed ({} warm-up skipped), median iteration **{}**; data exposed {:.1f}%, "
                        "what-if prefetch {} ({:.2f}x).\n\n",
-                       human_ns(p.wall_ns), a.iterations_used, a.skipped, human_ns(a.iteration_median_ns), 100 * a.exposed_data_share,
+                       human_ns(p.wall_ns), a.iterations_used, a.skipped, human_ns(a.run_iteration_median_ns), 100 * a.exposed_data_share,
                        human_ns(a.whatif_predicted_ns), a.whatif_speedup);
     if (const std::string e = whatif_expectation(a); !e.empty()) out << e << "\n\n";
   }

@@ -192,16 +192,16 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
     out << "No complete iterations to analyze.\n";
   } else {
     out << fmt::format("{} iterations analyzed ({} warm-up skipped{}); median {}, p90 {}\n", a.iterations_used, a.skipped,
-                       a.skip_detected ? ", detected" : "", human_ns(a.iteration_median_ns), human_ns(a.iteration_p90_ns));
+                       a.skip_detected ? ", detected" : "", human_ns(a.run_iteration_median_ns), human_ns(a.run_iteration_p90_ns));
     if (a.iterations_unobserved > 0) {
       const double added = a.unobserved_iteration_median_ns > 0
                                ? 100.0 * (static_cast<double>(a.iteration_median_ns) /
                                               static_cast<double>(a.unobserved_iteration_median_ns) -
                                           1)
                                : 0.0;
-      out << fmt::format("Iteration sampling: torch ops observed in {} of them; these figures are from those. The other {} "
-                         "(ops not observed) took {} (median): {}\n",
-                         a.iterations_used - a.iterations_unobserved, a.iterations_unobserved,
+      out << fmt::format("Iteration sampling: torch ops observed in {} of them (median {}); the stage figures below are "
+                         "from those. The other {} (ops not observed) took {} (median): {}\n",
+                         a.iterations_used - a.iterations_unobserved, human_ns(a.iteration_median_ns), a.iterations_unobserved,
                          human_ns(a.unobserved_iteration_median_ns),
                          added > -0.05 ? fmt::format("the observer adds {:+.1f}% to an observed iteration", std::max(added, 0.0))
                                     : fmt::format("observed iterations ran {:.1f}% faster, so the observer's cost is within "
@@ -216,7 +216,7 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
       out << fmt::format("Compute: {}; the rest (sync, other stages, unattributed): {}\n", human_ns(a.compute_ns),
                          human_ns(a.rest_ns));
       out << fmt::format("What-if prefetch: {} = {} per iteration, {:.2f}x of today's {}\n", whatif_formula(a),
-                         human_ns(a.whatif_predicted_ns), a.whatif_speedup, human_ns(a.iteration_median_ns));
+                         human_ns(a.whatif_predicted_ns), a.whatif_speedup, human_ns(a.run_iteration_median_ns));
       out << whatif_expectation(a) << "\n";
     }
   }
@@ -353,7 +353,7 @@ std::string run_summary(const Report& r) {
   std::string out;
   if (a.iterations_used > 0 && !a.loader_worker) {
     out += fmt::format("  {} iterations, median {}; data exposed {:.1f}% of it; what-if prefetch {:.2f}x", a.iterations_used,
-                       human_ns(a.iteration_median_ns), 100 * a.exposed_data_share, a.whatif_speedup);
+                       human_ns(a.run_iteration_median_ns), 100 * a.exposed_data_share, a.whatif_speedup);
     if (a.whatif_expected_speedup + 0.005 < a.whatif_speedup)
       out += fmt::format(", {:.2f}x within this machine's limits", a.whatif_expected_speedup);
     out += "\n";
