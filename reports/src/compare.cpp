@@ -455,6 +455,25 @@ std::vector<LineComparison> compare_lines(const std::vector<Profile>& baseline, 
       }
     }
     flush_gap();
+    // A statement moved past others (zero_grad() below backward()): one side's only on each
+    // side with the same text, once each, is one line, at the candidate's place.
+    {
+      std::map<std::string, std::pair<int, int>> once;  // code -> counts of unpaired (baseline, candidate)
+      for (const auto& [u, v] : pairs) {
+        if (v == nullptr) ++once[u->code].first;
+        if (u == nullptr) ++once[v->code].second;
+      }
+      std::map<std::string, const SideLine*> moved;
+      for (const auto& [u, v] : pairs)
+        if (v == nullptr && once[u->code] == std::make_pair(1, 1)) moved[u->code] = u;
+      std::vector<std::pair<const SideLine*, const SideLine*>> kept;
+      for (const auto& [u, v] : pairs) {
+        if (v == nullptr && moved.count(u->code)) continue;
+        if (u == nullptr && moved.count(v->code)) kept.emplace_back(moved[v->code], v);
+        else kept.emplace_back(u, v);
+      }
+      pairs = std::move(kept);
+    }
     auto ran = [](const SideLine* l) {
       return l != nullptr && std::any_of(l->samples.begin(), l->samples.end(), [](std::int64_t ns) { return ns > 0; });
     };

@@ -427,6 +427,22 @@ TEST(LineCompare, AStatementWrittenTwiceIsTwoLines) {
   EXPECT_EQ(by[20]->metric.baseline_median_ns, by[20]->metric.candidate_median_ns);  // its own time, not the sum of both
 }
 
+// A statement moved past others (zero_grad() below backward()) is one line, not a baseline-only
+// and a candidate-only one.
+TEST(LineCompare, AMovedStatementIsOneLine) {
+  auto ns = [](const std::string&, int i) { return 1000000 + i % 5 * 1000; };
+  Profile base = lines_profile({{10, "opt.zero_grad()"}, {11, "loss = step(x)"}, {12, "loss.backward()"}}, 30, ns);
+  Profile cand = lines_profile({{10, "loss = step(x)"}, {11, "loss.backward()"}, {12, "opt.zero_grad()"}}, 30, ns);
+  const auto lines = reports::compare_lines({base}, {cand}, {});
+  ASSERT_EQ(lines.size(), 3u);
+  for (const auto& l : lines) EXPECT_STREQ(to_string(l.match), "same") << l.code;
+  const auto moved = std::find_if(lines.begin(), lines.end(), [](const auto& l) { return l.code == "opt.zero_grad()"; });
+  ASSERT_NE(moved, lines.end());
+  EXPECT_EQ(moved->baseline_line, 10u);
+  EXPECT_EQ(moved->candidate_line, 12u);
+  EXPECT_EQ(moved - lines.begin(), 2);  // at the candidate's place
+}
+
 // A line run once an epoch (validation) has a per-iteration median of 0 on both sides: it is
 // compared over the iterations it ran in, and marked so.
 TEST(LineCompare, ALineRunInFewIterationsIsComparedWhereItRan) {
