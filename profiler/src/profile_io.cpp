@@ -464,8 +464,11 @@ Result<Profile> profile_from_json(const std::string& text, const std::string& or
     // e.g. out_of_range 406, a number too large for a double (found by the fuzzer).
     return Status::error(origin + ": invalid JSON: " + e.what());
   }
-  if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string())
+  if (!j.is_object() || !j.contains("schema"))
     return Status::error(origin + ": not a gnnprof profile (no \"schema\" key)");
+  if (!j["schema"].is_string())
+    return Status::error(origin + ": not a gnnprof profile (\"schema\" is " + std::string(j["schema"].type_name()) +
+                         ", not a string)");
   const std::string schema = j["schema"].get<std::string>();
   if (schema != kProfileSchema) {
     if (schema.rfind("gnnprof.profile/", 0) == 0)

@@ -47,6 +47,14 @@ class Spec:
         self.path = os.path.realpath(file) if self.by_path else None
         self.matched = False
 
+    def file_known(self):
+        """Whether the spec's file exists (a path) or a module or the script of that name was
+        loaded (a base name): tells a typo in the file from a function that never ran."""
+        if self.by_path:
+            return os.path.exists(self.path)
+        names = [getattr(m, "__file__", None) for m in list(sys.modules.values())] + [sys.argv[0] if sys.argv else None]
+        return any(isinstance(f, str) and os.path.basename(f) == self.file for f in names)
+
     def matches(self, filename, name, qualname, realpath):
         """qualname: a string, or a function of no arguments giving it (computed on demand)."""
         if self.by_path:

@@ -473,6 +473,8 @@ def test_lines_that_match_nothing_warn_once_and_the_profile_is_written(gnnprof_r
     warnings = [l for l in r.err.splitlines() if l.startswith("gnnprof: warning: --lines")]
     assert len(warnings) == 1, r.err
     assert "output.py:nosuch" in warnings[0] and "missing.py" in warnings[0]
+    # A typo in the file is told from a function that never ran.
+    assert "missing.py (no such file: missing.py)" in warnings[0] and "output.py:nosuch (" not in warnings[0], warnings
     assert r.profile is not None
     assert "matched nothing that ran: output.py:nosuch, missing.py" in r.collector("python-lines")["reason"]
 

@@ -161,6 +161,11 @@ TEST(ProfileIo, ForeignFilesAreRejected) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.status().message(), path + ": not a gnnprof profile (no \"schema\" key)");
 
+  write_text(path, R"({"schema": 1})");
+  r = read_profile_file(path);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(), path + ": not a gnnprof profile (\"schema\" is number, not a string)");
+
   write_text(path, R"({"schema": "gnnprof.compare/1"})");
   r = read_profile_file(path);
   ASSERT_FALSE(r);
