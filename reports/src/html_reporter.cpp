@@ -100,8 +100,9 @@ std::string iteration_chart(const Profile& p, const std::map<std::string, std::s
   struct Col {
     std::map<std::string, double> v;
     double un = 0, wall = 0;
-    std::size_t first = 0, last = 0;
+    std::size_t first = 0, last = 0, unobserved = 0, n = 0;
   };
+  bool any_unobserved = false;
   std::vector<Col> data;
   for (std::size_t i = 0; i < its.size(); i += per) {
     Col c;
@@ -111,7 +112,10 @@ std::string iteration_chart(const Profile& p, const std::map<std::string, std::s
         if (colors.count(n)) c.v[n] += static_cast<double>(v);  // inclusive, as recorded
       c.un += static_cast<double>(its[j]->unattributed_ns);
       c.wall += static_cast<double>(its[j]->wall_ns);
+      if (!its[j]->ops_observed) ++c.unobserved;
     }
+    c.n = end - i;
+    any_unobserved = any_unobserved || c.unobserved > 0;
     const double k = static_cast<double>(end - i);
     for (auto& [n, v] : c.v) v /= k;
     c.un /= k;
@@ -145,6 +149,10 @@ std::string iteration_chart(const Profile& p, const std::map<std::string, std::s
     const double x = left + cw * static_cast<double>(i);
     std::string tip = c.first == c.last ? fmt::format("iteration {}", c.first) : fmt::format("iterations {}-{} (mean)", c.first, c.last);
     tip += fmt::format(": wall {}", human_ns(static_cast<std::int64_t>(c.wall)));
+    // Iteration sampling: an unobserved iteration holds its scopes only; the rest is not
+    // "unattributed" but unknown.
+    if (c.unobserved == c.n) tip += " (torch ops not observed: iteration sampling)";
+    else if (c.unobserved > 0) tip += fmt::format(" ({} of {} without observed torch ops)", c.unobserved, c.n);
     const double top = 10;
     auto bar = [&](double v, const std::string& color, const std::string& name) {
       if (v <= 0 || y <= top) return;
@@ -157,7 +165,8 @@ std::string iteration_chart(const Profile& p, const std::map<std::string, std::s
       auto f = c.v.find(n);
       if (f != c.v.end()) bar(f->second, colors.count(n) ? colors.at(n) : "#999", n);
     }
-    bar(c.un, "#cfd5de", "unattributed");
+    if (c.unobserved == c.n) bar(c.un, "#eef0f4", "not observed");
+    else bar(c.un, "#cfd5de", "unattributed");
     if (heights[i] > mx)
       svg += fmt::format("<rect x='{:.2f}' y='{}' width='{:.2f}' height='3' fill='#1d2330'><title>{} (clipped)</title></rect>", x, top,
                          std::max(0.5, cw - (cw > 3 ? 1 : 0)), esc(tip));
@@ -167,7 +176,9 @@ std::string iteration_chart(const Profile& p, const std::map<std::string, std::s
   svg += "</svg><div class=legend>";
   for (const auto& n : order)
     svg += fmt::format("<span><i style='background:{}'></i>{}</span>", colors.count(n) ? colors.at(n) : "#999", esc(n));
-  svg += "<span><i style='background:#cfd5de'></i>unattributed</span></div>";
+  svg += "<span><i style='background:#cfd5de'></i>unattributed</span>";
+  if (any_unobserved) svg += "<span><i style='background:#eef0f4'></i>not observed (iteration sampling: torch ops not watched)</span>";
+  svg += "</div>";
   if (per > 1) svg += fmt::format("<p class=muted>{} iterations, {} per column (means).</p>", its.size(), per);
   return svg;
 }

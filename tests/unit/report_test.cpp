@@ -40,7 +40,7 @@ TEST(Report, MakeReportComputesOnce) {
 TEST(Report, EveryReporterRendersTheReportItIsGiven) {
   const Profile p = gat();
   Report r = make_report(p, {});
-  r.analysis.iteration_median_ns = 123456789;  // planted: "123 ms"
+  r.analysis.run_iteration_median_ns = 123456789;  // planted: "123 ms"
   r.diagnostics = {Diagnostic{"planted-rule", Severity::kInfo, "a planted diagnostic", {{"bytes", 4096.0}}}};
   r.hierarchy.phases.front().name = "planted phase";
   for (const char* format : {"text", "html", "markdown"}) {
@@ -146,6 +146,10 @@ TEST(Hierarchy, NestedPhasesSampledOpsAndHiddenStages) {
   EXPECT_NE(s.find("aten::x'\\u003cy"), std::string::npos);
   EXPECT_NE(s.find("aten::x&#39;&lt;y"), std::string::npos);
   EXPECT_EQ(md.str().find("<y"), std::string::npos);
+  // The timeline's unobserved iterations: their time outside scopes is unknown, not unattributed.
+  EXPECT_NE(s.find("iteration 1: wall 100 ns (torch ops not observed: iteration sampling);"), std::string::npos);
+  EXPECT_NE(s.find("iteration 0: wall 100 ns;"), std::string::npos);
+  EXPECT_NE(s.find("not observed (iteration sampling"), std::string::npos);  // the legend
 }
 
 // Set-up before the loop dominates the run's totals; "% iter" is each phase's share of the
