@@ -265,7 +265,9 @@ static void on_return(ThreadTrace* tt, Frame* f) {
     if (tt->depth > kMaxDepth) --tt->depth; /* a frame too deep to trace */
     return;
   }
+  Entry* paused = unpause(tt, e); /* recursion: the outer call's statement goes on */
   const uint64_t now = g_core.set_line(site_below(tt));
+  if (paused != NULL) paused->t0 = now;
   if (generator_frame(f)) {
     if (yielded(f)) suspend(tt, f, f->f_code, e);
     else forget_suspended(tt, f); /* finished: its frame may be reused */

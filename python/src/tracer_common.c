@@ -647,7 +647,29 @@ Entry* push(ThreadTrace* tt, const void* f, CodeInfo* ci, int adopted) {
   e->lasti = -1;
   e->start = -1;
   e->adopted = (uint8_t)adopted;
+  e->paused_below = -1;
+  for (int i = tt->depth - 2; i >= 0; --i) {
+    Entry* o = &tt->stack[i];
+    if (o->ci != ci) continue;
+    if (o->site != 0) { /* recursion: the outer call's statement stops while this frame runs */
+      o->paused_site = o->site;
+      end_statement(o, g_core.now());
+      e->paused_below = i;
+    }
+    break;
+  }
   return e;
+}
+
+Entry* unpause(ThreadTrace* tt, Entry* e) {
+  if (e->paused_below < 0 || e->paused_below >= tt->depth - 1) return NULL;
+  Entry* o = &tt->stack[e->paused_below];
+  e->paused_below = -1;
+  if (o->paused_site == 0) return NULL;
+  o->site = o->paused_site;
+  o->paused_site = 0;
+  o->hit = 0;
+  return o;
 }
 
 void end_statement(Entry* e, uint64_t now) {
@@ -666,7 +688,13 @@ Entry* entry_of(ThreadTrace* tt, const void* f) {
     if (tt->stack[i].f != f) continue;
     if (i != tt->depth - 1) {
       const uint64_t now = g_core.now();
-      while (tt->depth - 1 > i) end_statement(&tt->stack[--tt->depth], now);
+      while (tt->depth - 1 > i) {
+        Entry* gone = &tt->stack[tt->depth - 1];
+        Entry* o = unpause(tt, gone);
+        end_statement(gone, now);
+        --tt->depth;
+        if (o != NULL) o->t0 = now;
+      }
     }
     return &tt->stack[i];
   }

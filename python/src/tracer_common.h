@@ -146,6 +146,11 @@ typedef struct Entry {
   uint64_t t0;    /* when the current statement began (gnnprof_now) */
   uint8_t hit;    /* the current segment began the statement (0: a generator resumed) */
   uint8_t adopted; /* already running when tracing began */
+  /* Recursion: a frame of the same code deeper in the stack pauses this one's statement (its
+   * site kept here), so that the function's time is counted once; the deeper frame's lines
+   * hold it. paused_below: the index of the entry this one paused, -1 if none. */
+  uint32_t paused_site;
+  int paused_below;
 } Entry;
 
 typedef struct Suspended {
@@ -186,6 +191,9 @@ static inline Entry* top_entry(ThreadTrace* tt) {
 }
 /* Ends the entry's current statement at `now` (no new line set). */
 void end_statement(Entry* e, uint64_t now);
+/* As e leaves: the statement of the entry it paused goes on (site restored, no hit); that
+ * entry is returned for its t0 to be set once the line is current again, or NULL. */
+Entry* unpause(ThreadTrace* tt, Entry* e);
 /* The site of the entry below the top (the caller's line), or 0. */
 uint32_t site_below(ThreadTrace* tt);
 /* The topmost entry of frame key f; entries above it (frames that left unseen) end now. */

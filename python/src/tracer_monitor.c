@@ -245,7 +245,9 @@ static PyObject* leave(PyObject* const* args, Py_ssize_t nargs, int yielded) {
     if (tt->depth > kMaxDepth) --tt->depth; /* a frame too deep to trace */
     return answer(none());
   }
+  Entry* paused = unpause(tt, e); /* recursion: the outer call's statement goes on */
   const uint64_t now = g_core.set_line(site_below(tt));
+  if (paused != NULL) paused->t0 = now;
   if (generator && yielded) suspend(tt, f, co, e);
   end_statement(e, now);
   --tt->depth;

@@ -768,8 +768,24 @@ def test_recursion(shapes):
     lines = shape_lines(p, "recurse")
     assert lines[line_of(path, "if d == 0:")]["hits"] == 6
     assert lines[line_of(path, "return 1 + recurse(d - 1)")]["hits"] == 5
-    # The outer call's line includes its callees' time (line_profiler's semantics).
     assert lines[line_of(path, "return 1 + recurse(d - 1)")]["total_ns"] > 0
+
+
+def test_recursion_counts_the_functions_time_once(gnnprof_run):
+    """Each call's line holds its own time; the recursive call's line does not hold the deeper
+    calls' time again (their lines do), so the function's total is its time once, within the
+    script's clock, and the busy line holds almost all of it (kernprof's view)."""
+    depth = 30
+    r = gnnprof_run(script("recursion_busy.py"), str(depth), lines=["recursion_busy.py:walk"])
+    assert r.rc == 0, r.err
+    walk_ns = int(r.out.split()[1])
+    lines = {x["code"]: x for x in r.profile["lines"] if x["function"] == "walk"}
+    total = sum(x["total_ns"] for x in lines.values())
+    assert lines["busy(0.0002)"]["hits"] == depth + 1
+    assert lines["return walk(d - 1) + 1"]["hits"] == depth
+    # (counted at every depth it was about 15x walk_ns; the first call's statement map is in none)
+    assert (depth + 1) * 200000 <= total <= walk_ns, (total, walk_ns)
+    assert lines["busy(0.0002)"]["total_ns"] > 0.9 * total
 
 
 def test_a_comprehension_spanning_lines_is_one_hit(gnnprof_run):
