@@ -93,6 +93,34 @@ bool observer_data_stage(const std::string& name) {
 }
 }  // namespace
 
+namespace {
+/// Iteration sampling: the loop's backward time over every iteration / over the observed ones
+/// (where its phase is recorded in every one), or 0 when unknown. Observed iterations include
+/// the warm-up's slow ones, so the hits' ratio would overstate the rest.
+double backward_scale(const Profile& p) {
+  std::int64_t all = 0, observed = 0;
+  bool unobserved_have_it = false;
+  for (const auto& it : p.iterations) {
+    auto f = it.stages.find("backward");
+    if (f == it.stages.end()) continue;
+    all += f->second;
+    if (it.ops_observed) observed += f->second;
+    else unobserved_have_it = true;
+  }
+  if (unobserved_have_it && observed > 0) return static_cast<double>(all) / static_cast<double>(observed);
+  // Else by the time of the lines that run backward (loss.backward()), every hit of which is timed.
+  all = observed = 0;
+  for (const auto& l : p.lines) {
+    auto f = l.stages.find("backward");
+    const std::int64_t seen = l.total_ns - l.unobserved_ns;
+    if (f == l.stages.end() || l.unobserved_ns <= 0 || seen <= 0 || 2 * f->second < seen) continue;
+    all += l.total_ns;
+    observed += seen;
+  }
+  return observed > 0 ? static_cast<double>(all) / static_cast<double>(observed) : 0.0;
+}
+}  // namespace
+
 LineExtras line_extras(const Profile& p, const LineStats& l) {
   LineExtras e;
   std::int64_t data_every = 0;  // data stages recorded in every iteration: never scaled
@@ -129,7 +157,8 @@ LineExtras line_extras(const Profile& p, const LineStats& l) {
     scale_bytes(e.copied_other);
     scale_bytes(e.gathered);
     scale_ns(e.gpu_ns);
-    scale_ns(e.backward_ns);
+    const double kb = backward_scale(p);
+    e.backward_ns = std::llround(static_cast<double>(e.backward_ns) * (kb > 0 ? std::min(k, kb) : k));
     // A wait is part of the line's own time: scaled by time, so that one long wait in an
     // observed hit does not become more wait than the line took.
     // So is the line's data time.

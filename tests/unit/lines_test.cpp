@@ -275,6 +275,26 @@ TEST(LineTable, ExtrasOfPartlyObservedLinesAreScaledAndMarked) {
   timed.unobserved_ns = 0;
   timed.total_ns = 30000;
   EXPECT_EQ(reports::line_extras(p, timed).wait_ns, 30000) << "scaled by hits, capped at the line's time";
+  // Backward by the time of the line that runs it, where one has it: the observed hits include
+  // the warm-up's slow backward passes (6/10 of its time in 4 of 10 hits: x1.67, not x2.5 by
+  // hits), and never more than the hits' ratio (1/5 of it in 4 of 10: x2.5, not x5).
+  {
+    Profile q = p;
+    LineStats bw = q.lines[0];
+    bw.line = 9;
+    bw.code = "loss.backward()";
+    bw.hits = 10;
+    bw.unobserved_hits = 6;
+    bw.total_ns = 1000000;
+    bw.unobserved_ns = 800000;
+    bw.backward_ns = 0;
+    bw.stages = {{"backward", 190000}};  // most of its observed time
+    q.lines.push_back(bw);
+    EXPECT_EQ(reports::line_extras(q, q.lines[1]).backward_ns, 750000);  // capped at the hits' ratio
+    q.lines.back().unobserved_ns = 400000;
+    q.lines.back().stages = {{"backward", 500000}};
+    EXPECT_EQ(reports::line_extras(q, q.lines[1]).backward_ns, 300000 * 10 / 6);
+  }
   // No observed hit: nothing to scale from; the figures stay as recorded, and are unknown.
   const reports::LineExtras none = reports::line_extras(p, p.lines[2]);
   EXPECT_FALSE(none.estimated);
