@@ -432,6 +432,8 @@ Profile Aggregator::build(const std::vector<SiteInfo>& sites, std::int64_t end_n
     ls.total_ns = l.total;
     ls.max_ns = l.max;
     for (const auto& [stage, ns] : l.stages) ls.stages[site_or_empty(sites, stage).name] += ns;
+    if (auto own = ls.stages.find(kOwnWorkStage); own != ls.stages.end())  // gnnprof's, not the line's
+      ls.total_ns = std::max<std::int64_t>(0, ls.total_ns - own->second);
     ls.backward_ns = l.charged;
     ls.gpu_ns = l.gpu;
     lines.emplace_back(std::move(ls), id);

@@ -398,6 +398,41 @@ int flush_now() noexcept {
   }
 }
 
+bool stage_begin(std::uint32_t site) noexcept;
+void stage_end() noexcept;
+
+namespace {
+/// gnnprof's own work on the host's thread (threadless mode's drains and periodic flushes, a
+/// drain of a filling ring): a stage of its own, "gnnprof (own work)", so that the iteration,
+/// the stage table and the line it ran under (the optimizer step's, at an iteration mark) say
+/// which time was gnnprof's.
+class OwnWork {
+ public:
+  OwnWork() noexcept {
+    static const std::uint32_t site = [] {
+      try {
+        SiteInfo info;
+        info.kind = SiteKind::kStage;
+        info.name = kOwnWorkStage;
+        info.category = "profiler";
+        return site_registry().intern(info);
+      } catch (...) {
+        return std::uint32_t{0};
+      }
+    }();
+    on_ = site != 0 && stage_begin(site);
+  }
+  ~OwnWork() {
+    if (on_) stage_end();
+  }
+  OwnWork(const OwnWork&) = delete;
+  OwnWork& operator=(const OwnWork&) = delete;
+
+ private:
+  bool on_ = false;
+};
+}  // namespace
+
 int poll(bool allow_flush) noexcept {
   if (g_state.load(std::memory_order_relaxed) != kRunning) return 0;
   Global& s = g();
@@ -424,6 +459,7 @@ int poll(bool allow_flush) noexcept {
     pthread_sigmask(SIG_BLOCK, &all, &old);
     int drained = 0;
     try {
+      OwnWork own;
       std::unique_lock<std::mutex> d(s.drain_mu, std::defer_lock);
       // Past three quarters, wait for the drainer's pass (bounded work; 100 ms at most).
       const bool got = used * 4 > b->capacity() * 3 ? lock_within(d, 100) : d.try_lock();
@@ -458,6 +494,7 @@ int poll(bool allow_flush) noexcept {
     // Each pass has fixed costs (clock pair, host sample): on the host's thread, at most every
     // 100 ms unless a ring fills.
     const std::int64_t drain_ns = std::max<std::int64_t>(s.cfg.drain_interval_ms, 100) * 1000000;
+    OwnWork own;
     if (flush) {
       // try_lock throughout: the host's thread never waits on gnnprof.
       std::unique_lock<std::mutex> m(s.mu, std::try_to_lock);

@@ -348,6 +348,25 @@ std::string tracing_cost_note(const Profile& p) {
                      events, human_ns(cost), 100.0 * static_cast<double>(cost) / static_cast<double>(median), human_ns(median));
 }
 
+std::string own_work_note(const Profile& p) {
+  std::int64_t total = 0;
+  std::string where;
+  std::int64_t most = 0;
+  for (const auto& l : p.lines) {
+    auto f = l.stages.find(kOwnWorkStage);
+    if (f == l.stages.end() || f->second <= 0) continue;
+    total += f->second;
+    if (f->second > most) {
+      most = f->second;
+      where = fmt::format("{}:{}", base_name(l.file), l.line);
+    }
+  }
+  if (total <= 0) return "";
+  return fmt::format("gnnprof's own work on the loop thread (its drains and periodic flushes at iteration marks): {}, "
+                     "left out of the time of the lines it ran under (most under {}); the stage \"{}\" has it.",
+                     human_ns(total), where, kOwnWorkStage);
+}
+
 std::string whatif_expectation(const Analysis& a) {
   if (a.iterations_used == 0) return "";
   const std::string at = fmt::format("{} ({:.2f}x)", human_ns(a.whatif_expected_ns), a.whatif_expected_speedup);

@@ -223,6 +223,7 @@ std::string lines_html(const Profile& p, const ReportOptions& opt) {
   if (t.any_extra())
     o += "<p class=muted>Beyond line_profiler: " + esc(extra_columns_legend(t)) + ". Hover a time for its split by stage.</p>";
   if (const std::string cost = tracing_cost_note(p); !cost.empty()) o += "<p>" + esc(cost) + "</p>";
+  if (const std::string own = own_work_note(p); !own.empty()) o += "<p class=muted>" + esc(own) + "</p>";
   std::string extra_head;
   if (t.copied) extra_head += "<th>copied</th>";
   if (t.gathered) extra_head += "<th>gathered</th>";

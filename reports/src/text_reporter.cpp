@@ -35,6 +35,7 @@ void TextReporter::render_line_table(const Profile& p, std::ostream& out) const 
   if (t.backward) extra_head += fmt::format(" {:>10}", "Backward");
   if (t.any_extra()) out << "Beyond line_profiler: " << extra_columns_legend(t) << " (times in the timer unit)\n";
   if (const std::string cost = tracing_cost_note(p); !cost.empty()) out << cost << "\n";
+  if (const std::string own = own_work_note(p); !own.empty()) out << own << "\n";
   const std::string header = fmt::format("{:>6} {:>9} {:>12} {:>8} {:>8}{}  {}", "Line #", "Hits", "Time", "Per Hit",
                                          "% Time", extra_head, "Line Contents");
   auto us = [](std::int64_t ns) { return static_cast<double>(ns) / 1e3; };

@@ -899,6 +899,22 @@ def test_lazy_srcdata_line_shows_its_exact_gathered_bytes(gnnprof_run, tmp_path)
 
 
 @needs_torch
+def test_gnnprofs_own_work_on_the_loop_thread_is_its_stage_not_the_step_lines(gnnprof_run):
+    """Threadless mode drains at iteration marks, on the loop thread, under the optimizer
+    step's line: that time is the stage "gnnprof (own work)", left out of the line's time, and
+    the report says so."""
+    r = gnnprof_run(script("sleepy_steps.py"), "400")
+    assert r.rc == 0, r.err
+    own = [s for s in r.profile["stages"] if s["name"] == "gnnprof (own work)"]
+    assert own and own[0]["category"] == "profiler" and own[0]["hits"] >= 2, r.profile["stages"]
+    step = [ln for ln in r.profile["lines"] if ln["code"] == "opt.step()"][0]
+    under = step["stages"].get("gnnprof (own work)", 0)
+    assert under > 0, step
+    text = subprocess.run([CLI, "report", r.path], capture_output=True, text=True).stdout
+    assert "left out of the time of the lines it ran under (most under sleepy_steps.py:" in text, text
+
+
+@needs_torch
 def test_the_loops_plain_python_after_data_ops_is_not_data(gnnprof_run):
     """The loop's data ops end at its next line: a 2 ms busy wait after making the labels is
     not data, nor is the optimizer's step (record_function's torch.zeros(1) handle before its

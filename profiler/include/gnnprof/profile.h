@@ -94,6 +94,10 @@ struct StageEdge {
 };
 
 /// Iteration `index` spans [begin_ns, begin_ns + wall_ns) between two GNNPROF_STEP marks.
+/// The stage of gnnprof's own work on the host's thread (threadless mode's drains and
+/// periodic flushes): left out of the time of the line it ran under.
+inline constexpr const char* kOwnWorkStage = "gnnprof (own work)";
+
 struct IterationStats {
   std::uint64_t index = 0;
   std::int64_t begin_ns = 0;

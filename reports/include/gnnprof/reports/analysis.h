@@ -144,6 +144,9 @@ std::uint64_t line_events_per_iteration(const Profile& p);
 /// "" or, when tracing costs 5 % of the median iteration or more (a hot Python loop traced
 /// line by line), a sentence saying how much and what it inflates.
 std::string tracing_cost_note(const Profile& p);
+/// "" or, when gnnprof's own work ran on the loop thread under traced lines, how much, and
+/// that the lines' times leave it out.
+std::string own_work_note(const Profile& p);
 
 /// Iteration sampling (the zero-code observer watched ops in some iterations only): the
 /// iterations of `its` whose ops were observed, when there are such and some were not;
