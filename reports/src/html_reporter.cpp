@@ -562,7 +562,7 @@ Status HtmlReporter::render(const Report& r, std::ostream& out) const {
   o += fmt::format("<div class=kpi id=total-time><b>{}</b><span>total time (wall)</span></div>", human_ns(p.wall_ns));
   o += kpi(human_ns(a.run_iteration_median_ns),
            fmt::format("median {} ({} analyzed)", a.loader_worker ? "batch fetched" : "iteration", a.iterations_used));
-  o += fmt::format("<div class=kpi id=top-stage><b>{}</b><span>top stage: {:.1f}% of an iteration</span></div>", esc(top), 100 * top_share);
+  o += fmt::format("<div class=kpi id=top-stage><b>{}</b><span>top stage: {:.1f}% of an iteration (median)</span></div>", esc(top), 100 * top_share);
   if (!a.loader_worker) {
     o += kpi(fmt::format("{:.1f}%", 100 * a.exposed_data_share), "data time exposed");
     o += kpi(fmt::format("{:.2f}x", a.whatif_speedup), "what-if prefetch");
