@@ -225,6 +225,7 @@ ThreadBuffer* BufferRegistry::attach_current_thread() noexcept {
     b->top_stage = -1;
     b->ext_line = 0;
     b->ext_line_since = 0;
+    b->line_watch = nullptr;
     b->dropped_base = b->noted_dropped = b->dropped();
     b->index = next_index_++;
     b->tid = static_cast<std::int64_t>(::syscall(SYS_gettid));
@@ -268,6 +269,7 @@ void forget_open_ranges() noexcept {
   b->stage_depth = 0;
   b->ext_line = 0;
   b->ext_line_since = 0;
+  b->line_watch = nullptr;
 }
 
 int current_thread_index() noexcept {
@@ -351,7 +353,7 @@ std::uint64_t set_line(std::uint32_t site) noexcept {
   }
   b->ext_line = site;
   b->ext_line_since = now;
-  if (!data_line && b->line_watch != nullptr) {
+  if (!data_line && b->line_watch != nullptr && recording()) {
     void (*fn)() = b->line_watch;
     b->line_watch = nullptr;
     fn();

@@ -459,11 +459,11 @@ int poll(bool allow_flush) noexcept {
     pthread_sigmask(SIG_BLOCK, &all, &old);
     int drained = 0;
     try {
-      OwnWork own;
       std::unique_lock<std::mutex> d(s.drain_mu, std::defer_lock);
       // Past three quarters, wait for the drainer's pass (bounded work; 100 ms at most).
       const bool got = used * 4 > b->capacity() * 3 ? lock_within(d, 100) : d.try_lock();
       if (got && g_state.load() == kRunning) {  // else stopped meanwhile: stop() drained
+        OwnWork own;
         drain_pass_locked(s);
         drained = 1;
       }
@@ -494,11 +494,11 @@ int poll(bool allow_flush) noexcept {
     // Each pass has fixed costs (clock pair, host sample): on the host's thread, at most every
     // 100 ms unless a ring fills.
     const std::int64_t drain_ns = std::max<std::int64_t>(s.cfg.drain_interval_ms, 100) * 1000000;
-    OwnWork own;
     if (flush) {
       // try_lock throughout: the host's thread never waits on gnnprof.
       std::unique_lock<std::mutex> m(s.mu, std::try_to_lock);
       if (!m.owns_lock() || g_state.load() != kRunning) return 0;
+      OwnWork own;
       (void)flush_locked(s, /*periodic=*/true);
       const std::int64_t end = steady_ns();
       // The flush runs on the host's critical path here: its wall time is what the loop lost.
@@ -509,7 +509,10 @@ int poll(bool allow_flush) noexcept {
     }
     std::unique_lock<std::mutex> d(s.drain_mu, std::try_to_lock);
     if (!d.owns_lock()) return 0;
-    drain_pass_locked(s);
+    {
+      OwnWork own;
+      drain_pass_locked(s);
+    }
     s.poll_next_drain_ns.store(steady_ns() + drain_ns);
     return 1;
   } catch (...) {

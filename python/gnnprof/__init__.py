@@ -303,7 +303,7 @@ def _note_lines(final=False):
         reason += f" ({st['callbacks']} called back by the framework running the loop)"
     if final:
         reason += f", {st['line_events']} line events"
-        unmatched = [s.text if s.file_known() else f"{s.text} (no such file: {s.file})"
+        unmatched = [s.text if s.file_known() else f"{s.text} (no file of that name was loaded: {s.file})"
                  for s in _state["specs"] if not s.matched]
         if unmatched:
             reason += "; matched nothing that ran: " + ", ".join(unmatched)
@@ -605,7 +605,7 @@ def _at_exit():
             if not s.matched:
                 s.matched = s.matches(filename, name, qualname,
                                       lambda f: real.setdefault(f, os.path.realpath(f)))
-    unmatched = [s.text if s.file_known() else f"{s.text} (no such file: {s.file})"
+    unmatched = [s.text if s.file_known() else f"{s.text} (no file of that name was loaded: {s.file})"
                  for s in _state["specs"] if not s.matched]
     if unmatched and not _state["warned"]:
         _state["warned"] = True

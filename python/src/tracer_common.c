@@ -677,9 +677,16 @@ void end_statement(Entry* e, uint64_t now) {
   e->site = 0;
 }
 
+/* The site to make current for e's statement: a data pipeline's (a batch generator's, a
+ * helper it calls) carries GNNPROF_DATA_LINE, so that a data phase open goes on across it. */
+static uint32_t current_site(const Entry* e, uint32_t site) {
+  const int roles = e->ci != NULL ? e->ci->roles : 0;
+  return site != 0 && (roles & ROLE_PIPELINE) != 0 && (roles & ROLE_LOOP) == 0 ? site | GNNPROF_DATA_LINE : site;
+}
+
 uint32_t site_below(ThreadTrace* tt) {
   const int d = tt->depth < kMaxDepth ? tt->depth : kMaxDepth;
-  return d >= 2 ? tt->stack[d - 2].site : 0;
+  return d >= 2 ? current_site(&tt->stack[d - 2], tt->stack[d - 2].site) : 0;
 }
 
 Entry* entry_of(ThreadTrace* tt, const void* f) {
@@ -735,7 +742,7 @@ void resume(ThreadTrace* tt, const void* f, const void* code, Entry* e) {
   e->lasti = s->lasti;
   e->start = s->start;
   e->hit = 0;
-  e->t0 = g_core.set_line(e->site);
+  e->t0 = g_core.set_line(current_site(e, e->site));
   s->f = NULL;
 }
 
@@ -759,10 +766,7 @@ void on_line_of(ThreadTrace* tt, Entry* e, PyCodeObject* co, int line, int lasti
     e->lasti = lasti;
     return;
   }
-  /* A data pipeline's line (a batch generator's) keeps a data phase open across its Python. */
-  const uint64_t now = g_core.set_line((ci->roles & (ROLE_LOOP | ROLE_EXPLICIT | ROLE_CALLBACK)) == 0 && site != 0
-                                           ? site | GNNPROF_DATA_LINE
-                                           : site);
+  const uint64_t now = g_core.set_line(current_site(e, site));
   end_statement(e, now);
   e->site = site;
   e->stmt = stmt;

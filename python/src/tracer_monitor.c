@@ -431,7 +431,7 @@ static void select_at(int (*gate)(void)) {
   if (!gate()) return;
   PyGILState_STATE gil = PyGILState_Ensure();
   PyFrameObject* adopt = NULL;
-  /* its frame's events begin at once: adopted at its next line, a framework's caller now */
+  /* its frame's events begin at once; adopted now: the loop that steps the optimizer itself, a framework's caller */
   if (select_loop(&adopt) && adopt != NULL) adopt_loop(adopt);
   Py_XDECREF(adopt);
   PyErr_Clear();

@@ -239,13 +239,6 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   a.whatif_expected_ns = std::max(median(expected), a.whatif_predicted_ns);
   a.whatif_expected_speedup =
       a.whatif_expected_ns > 0 ? static_cast<double>(a.iteration_median_ns) / static_cast<double>(a.whatif_expected_ns) : 1.0;
-  // Under iteration sampling the ratios come from the observed iterations; the times they
-  // predict are of the loop as it runs (every iteration, most without the observer's per-op cost).
-  if (a.iterations_unobserved > 0 && a.run_iteration_median_ns > 0) {
-    if (a.whatif_speedup > 0) a.whatif_predicted_ns = static_cast<std::int64_t>(static_cast<double>(a.run_iteration_median_ns) / a.whatif_speedup);
-    if (a.whatif_expected_speedup > 0)
-      a.whatif_expected_ns = static_cast<std::int64_t>(static_cast<double>(a.run_iteration_median_ns) / a.whatif_expected_speedup);
-  }
   a.whatif_cpus = cpus;
   a.whatif_compute_threads = threads;
   a.whatif_busy = busy;
@@ -362,8 +355,9 @@ std::string own_work_note(const Profile& p) {
     }
   }
   if (total <= 0) return "";
-  return fmt::format("gnnprof's own work on the loop thread (its drains and periodic flushes at iteration marks): {}, "
-                     "left out of the time of the lines it ran under (most under {}); the stage \"{}\" has it.",
+  return fmt::format("gnnprof's own work on the loop thread at iteration marks (its drains and periodic flushes): {}, "
+                     "left out of the time of the line it ran under (most under {}; a drain inside a phase stays in that "
+                     "phase and line); the stage \"{}\" has all of it.",
                      human_ns(total), where, kOwnWorkStage);
 }
 

@@ -71,7 +71,7 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
   const bool sampled = observed.size() < complete.size();
   h.complete_iterations = complete.size();
   h.observed_iterations = observed.size();
-  h.analysed_iterations = a.iterations_used;
+  h.analysed_iterations = a.iterations_used - a.iterations_unobserved;  // the stage means' iterations
   if (!complete.empty()) {
     h.before_loop_ns = std::max<std::int64_t>(0, complete.front()->begin_ns);
     h.after_loop_ns = std::max<std::int64_t>(0, p.wall_ns - complete.back()->begin_ns - complete.back()->wall_ns);

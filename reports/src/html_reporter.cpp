@@ -469,7 +469,7 @@ std::string html::profile_body(const Report& r, bool compact) {
                      "With data fully overlapped ({}): <b>{}</b> per iteration, <b>{:.2f}x</b> of "
                      "today's {}. Hidden data time already: {}.</p>",
                      human_ns(a.exposed_data_ns), 100 * a.exposed_data_share, human_ns(a.compute_ns), human_ns(a.rest_ns),
-                     esc(whatif_formula(a)), human_ns(a.whatif_predicted_ns), a.whatif_speedup, human_ns(a.run_iteration_median_ns), human_ns(a.hidden_data_ns));
+                     esc(whatif_formula(a)), human_ns(a.whatif_predicted_ns), a.whatif_speedup, human_ns(a.iteration_median_ns), human_ns(a.hidden_data_ns));
     o += fmt::format("<p id=whatif-expected class='{}'>{}</p>", a.whatif_pays ? "" : "slower", esc(whatif_expectation(a)));
   }
   o += "<h2>Stages</h2><div class=scroll>" + stage_table(p, h) + "</div>";

@@ -217,7 +217,7 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
       out << fmt::format("Compute: {}; the rest (sync, other stages, unattributed): {}\n", human_ns(a.compute_ns),
                          human_ns(a.rest_ns));
       out << fmt::format("What-if prefetch: {} = {} per iteration, {:.2f}x of today's {}\n", whatif_formula(a),
-                         human_ns(a.whatif_predicted_ns), a.whatif_speedup, human_ns(a.run_iteration_median_ns));
+                         human_ns(a.whatif_predicted_ns), a.whatif_speedup, human_ns(a.iteration_median_ns));
       out << whatif_expectation(a) << "\n";
     }
   }
@@ -353,7 +353,7 @@ std::string run_summary(const Report& r) {
   const Analysis& a = r.analysis;
   std::string out;
   if (a.iterations_used > 0 && !a.loader_worker) {
-    out += fmt::format("  {} iterations, median {}; data exposed {:.1f}% of it; what-if prefetch {:.2f}x", a.iterations_used,
+    out += fmt::format("  {} iterations, median {}; data exposed {:.1f}% of an iteration; what-if prefetch {:.2f}x", a.iterations_used,
                        human_ns(a.run_iteration_median_ns), 100 * a.exposed_data_share, a.whatif_speedup);
     if (a.whatif_expected_speedup + 0.005 < a.whatif_speedup)
       out += fmt::format(", {:.2f}x within this machine's limits", a.whatif_expected_speedup);

@@ -490,10 +490,8 @@ TEST(Analysis, StageFiguresComeFromTheIterationsWhoseOpsWereObserved) {
   EXPECT_EQ(a.iterations_unobserved, 9u);
   EXPECT_EQ(a.unobserved_iteration_median_ns, 100 * kMs);
   EXPECT_EQ(a.iteration_median_ns, 130 * kMs);  // the observed iterations'
-  // The loop as it runs, the headline: every iteration (most without the observer's cost);
-  // the what-if's times are scaled to it, its ratio kept.
+  // The loop as it runs, the headline: every iteration (most without the observer's cost).
   EXPECT_EQ(a.run_iteration_median_ns, 100 * kMs);
-  EXPECT_NEAR(static_cast<double>(a.whatif_predicted_ns), 100.0 * kMs / a.whatif_speedup, 1.0);
   ASSERT_FALSE(a.loop_stages.empty());
   EXPECT_EQ(a.loop_stages[0].name, "forward");
   EXPECT_EQ(a.loop_stages[0].median_ns, 70 * kMs);  // not 0, the median over all 12

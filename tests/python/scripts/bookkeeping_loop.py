@@ -16,12 +16,18 @@ def busy(seconds):
         pass
 
 
+def neighbours(rng, n):
+    return [rng.randrange(n) for _ in range(10000)]
+
+
 def batches(steps, feats):
     rng = random.Random(0)
     for _ in range(steps):
         ids = torch.randperm(feats.shape[0])[:256]
         picked = [rng.randrange(feats.shape[0]) for _ in range(20000)]  # plain-Python sampling
-        yield feats[ids], len(picked)
+        hops = neighbours(rng, feats.shape[0])  # a helper of the pipeline's
+        more = [rng.random() for _ in range(20000)]  # and plain Python after it returned
+        yield feats[ids], len(picked) + len(hops) + len(more)
 
 
 def main(steps):

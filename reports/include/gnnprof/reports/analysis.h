@@ -70,8 +70,8 @@ struct Analysis {
   bool skip_detected = false;
   std::int64_t iteration_median_ns = 0, iteration_p90_ns = 0, iteration_mean_ns = 0;
   /// Of every used iteration, observed or not: the loop as it runs, the headline figure (under
-  /// iteration sampling the figures above are the observed iterations', observer cost included;
-  /// else the same). The what-if's times are scaled to it.
+  /// iteration sampling the figures above, the shares and the what-if are the observed
+  /// iterations', observer cost included; else the same).
   std::int64_t run_iteration_median_ns = 0, run_iteration_p90_ns = 0;
   std::vector<IterationStage> loop_stages;   ///< by median, largest first
   std::vector<IterationStage> other_stages;
