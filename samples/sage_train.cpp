@@ -147,11 +147,16 @@ int main(int argc, char** argv) {
   // Serving them from the heap lets freed batches be reused.
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  // A producer thread allocates from an arena of its own, whose heaps hold at most 64 MB: a
+  // ~60 MB batch there was a fresh mmap every time (materialize 6 -> ~90 ms in one prefetched
+  // iteration of three, measured). One arena serves every thread from the reused heap.
+  mallopt(M_ARENA_MAX, 1);
 
-  // Threads: torch's intra-op pool gets every core, for the baseline and with prefetching.
-  // Compute scales 1.4x from 1 to 2 threads here, so giving the producer a core of its own
-  // would slow compute more than it hides data time; instead the producer runs at background
-  // priority and fills the gaps of compute's serial sections (see --prefetch-priority).
+  // Threads: torch's intra-op pool gets every core for the baseline. With prefetching on the
+  // CPU, whether the producer should fill compute's gaps at background priority or get a core
+  // of its own depends on the machine (how compute scales with threads, what the producer's
+  // memory traffic costs it): the CoreSplit below measures both on the first prefetched
+  // iterations and keeps the faster (GNNPROF_PREFETCH_THREADS; --threads fixes the count).
   const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   torch::set_num_threads(threads);
   torch::manual_seed(o.seed);
@@ -163,6 +168,9 @@ int main(int argc, char** argv) {
   producer.set_staging_slots(static_cast<std::size_t>(prefetch) + 1);  // CUDA: K in flight + the one being handed over
   const bool background = o.prefetch_priority == "background" || (o.prefetch_priority == "auto" && !device.is_cuda());
   const auto priority = background ? gnnprof::prefetch::WorkerPriority::kBackground : gnnprof::prefetch::WorkerPriority::kNormal;
+  std::optional<gnnprof::prefetch::CoreSplit> split;
+  if (prefetch > 0 && !device.is_cuda() && o.threads <= 0)
+    split.emplace(threads, o.prefetch_workers, [](int n) { torch::set_num_threads(n); });
   gnnprof::gnn::Sage model(ds->feat_dim, o.hidden, ds->num_classes, static_cast<std::int64_t>(fanouts.size()), 0.2);
   model->to(device);
   torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(o.lr));
@@ -189,6 +197,7 @@ int main(int argc, char** argv) {
     gnnprof::prefetch::Prefetcher<gnnprof::gnn::MiniBatch> loader(
         [&](std::int64_t i) { return producer.produce(epoch, i, producer.batch_seeds(order, i)); }, count, prefetch,
         o.prefetch_workers, priority);
+    if (split) loader.set_core_split(&*split);
     for (std::int64_t i = 0; i < count; ++i) {
       GNNPROF_STEP();
       GNNPROF_LINE(std::optional<gnnprof::gnn::MiniBatch> next = loader.next());

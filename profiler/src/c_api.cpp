@@ -6,6 +6,7 @@
 #include "clock.h"
 #include "collector.h"
 #include "raw_event.h"
+#include "gnnprof/block_trial.h"
 #include "gnnprof/gnnprof.h"
 #include "gnnprof/gnnprof_c.h"
 #include "site_registry.h"
@@ -244,3 +245,35 @@ void gnnprof_lane_transfer(gnnprof_lane_t lane, gnnprof_site_t ctx, uint64_t byt
 }
 
 }  // extern "C"
+
+struct gnnprof_trial {
+  gnnprof::BlockTrial trial;
+};
+
+gnnprof_trial* gnnprof_trial_new(int arms, int warmup, int block, int rounds, double min_gain) {
+  try {
+    return new gnnprof_trial{gnnprof::BlockTrial({arms, warmup, block, rounds, min_gain})};
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+int gnnprof_trial_iteration(gnnprof_trial* t, uint64_t now_ns) {
+  try {
+    return t == nullptr ? -1 : t->trial.on_iteration(now_ns);
+  } catch (...) {
+    return -1;
+  }
+}
+
+void gnnprof_trial_restart(gnnprof_trial* t) {
+  if (t != nullptr) t->trial.restart();
+}
+
+int gnnprof_trial_chosen(const gnnprof_trial* t) { return t != nullptr && t->trial.decided() ? t->trial.current() : -1; }
+
+uint64_t gnnprof_trial_median_ns(const gnnprof_trial* t, int arm) {
+  return t == nullptr || arm < 0 || arm >= t->trial.arms() ? 0 : t->trial.median_ns(arm);
+}
+
+void gnnprof_trial_free(gnnprof_trial* t) { delete t; }

@@ -124,6 +124,18 @@ GNNPROF_C_API int gnnprof_config_string(const char* name, char* buf, unsigned lo
  * USING", once per variable and value, unless GNNPROF_QUIET. */
 GNNPROF_C_API void gnnprof_config_warn(const char* name, const char* value, const char* expected, const char* using_instead);
 
+/* A block trial (gnnprof/block_trial.h): tries `arms` settings on a loop's own iterations and
+ * keeps the fastest. gnnprof_trial_iteration is called at each iteration's start with a
+ * monotonic time in ns and returns the arm to switch to, or -1. gnnprof_trial_chosen: the
+ * chosen arm once decided, else -1. Not thread-safe: one loop thread per trial. */
+typedef struct gnnprof_trial gnnprof_trial;
+GNNPROF_C_API gnnprof_trial* gnnprof_trial_new(int arms, int warmup, int block, int rounds, double min_gain);
+GNNPROF_C_API int gnnprof_trial_iteration(gnnprof_trial* trial, uint64_t now_ns);
+GNNPROF_C_API void gnnprof_trial_restart(gnnprof_trial* trial);
+GNNPROF_C_API int gnnprof_trial_chosen(const gnnprof_trial* trial);
+GNNPROF_C_API uint64_t gnnprof_trial_median_ns(const gnnprof_trial* trial, int arm);
+GNNPROF_C_API void gnnprof_trial_free(gnnprof_trial* trial);
+
 /* Lanes: timelines that belong to no host thread (a GPU stream, cross-thread NVTX ranges),
  * filled with events that carry their own CLOCK_MONOTONIC timestamps. A lane shows in the
  * profile as a thread with that name. Lane calls are serialized internally (not a hot path).

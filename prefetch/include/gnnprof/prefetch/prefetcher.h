@@ -26,7 +26,9 @@
 #pragma once
 
 #include <gnnprof/gnnprof.h>
+#include <gnnprof/prefetch/core_split.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -104,6 +106,12 @@ class Prefetcher {
         throw;
       }
     }
+    if (split_ != nullptr) {
+      if (!split_started_) split_->restart();  // the time since the last epoch's loop is no iteration
+      split_started_ = true;
+      split_->on_iteration(static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count()));
+    }
     GNNPROF_STAGE("loader_wait");
     std::unique_lock<std::mutex> lock(mu_);
     Slot& s = slots_[static_cast<std::size_t>(next_consume_ % depth_)];
@@ -117,6 +125,7 @@ class Prefetcher {
     s.value.reset();
     s.error = nullptr;
     lock.unlock();
+    if (split_ != nullptr && next_consume_ >= count_) split_->idle();  // no producer runs from here on
     can_produce_.notify_all();
     if (error) {
       failed_ = true;
@@ -124,6 +133,11 @@ class Prefetcher {
     }
     return out;
   }
+
+  /// Compute's threads while this prefetcher's producers run (core_split.h); next() drives it
+  /// at each batch. Not used at K = 0: the baseline keeps compute as it is. Set before the
+  /// first next(); the CoreSplit outlives the epochs it serves.
+  void set_core_split(CoreSplit* split) noexcept { split_ = split; }
 
   int depth() const noexcept { return depth_; }
   std::int64_t count() const noexcept { return count_; }
@@ -179,6 +193,8 @@ class Prefetcher {
   const WorkerPriority priority_;
   // Consumer-only state (next() is called from one thread).
   bool failed_ = false;
+  CoreSplit* split_ = nullptr;
+  bool split_started_ = false;
   // Shared state, guarded by mu_. Slot i % K belongs to batch i: with at most K in flight no
   // two live batches share a slot.
   mutable std::mutex mu_;
