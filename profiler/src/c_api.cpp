@@ -276,4 +276,8 @@ uint64_t gnnprof_trial_median_ns(const gnnprof_trial* t, int arm) {
   return t == nullptr || arm < 0 || arm >= t->trial.arms() ? 0 : t->trial.median_ns(arm);
 }
 
+int gnnprof_trial_measured(const gnnprof_trial* t, int arm) {
+  return t == nullptr || arm < 0 || arm >= t->trial.arms() ? 0 : static_cast<int>(t->trial.measured(arm));
+}
+
 void gnnprof_trial_free(gnnprof_trial* t) { delete t; }

@@ -17,6 +17,11 @@ its own, and profiles itself the way the C++ Prefetcher does.
 * A loader's exception is raised in the loop at the batch where it happened. No time limit:
   a slow loader is waited for. `len()`, `break`, deleting the iterator mid-epoch and a new
   epoch work, and leave no thread behind (the producer is joined).
+* Compute's threads (on the CPU): whether torch's intra-op threads keep every core while the
+  producer fills their gaps, or leave one to the producer, is measured on the first prefetched
+  batches and the faster kept (GNNPROF_PREFETCH_THREADS=auto|all|split; the C++ CoreSplit). The
+  epoch's end gives compute its threads back; the collector "prefetch-threads" says what was
+  chosen and why.
 * Self-profiling: `loader_wait` (data) around the loop's wait = data time exposed on the critical
   path; the producer runs on a thread named `prefetch-0` with stages `load` (pulling the
   loader), `prepare` and `h2d` = hidden data time; the counter `prefetch_queue_depth` = ready
@@ -26,6 +31,7 @@ import copy
 import dataclasses
 import sys
 import threading
+import time
 import weakref
 
 MAX_DEPTH = 64  # as the C++ kMaxDepth
@@ -195,6 +201,100 @@ def _nbytes(t):
         return 0
 
 
+class _CoreSplit:
+    """Compute's threads while the producer thread prefetches on the CPU, as the C++
+    gnnprof/prefetch/core_split.h: torch's intra-op threads as they are, the producer filling
+    their gaps ("all"), or one fewer, the producer on a core of its own ("split"). Which is
+    faster depends on the machine. GNNPROF_PREFETCH_THREADS: auto (the core's block trial on the
+    first prefetched batches measures both and keeps the faster), all or split. The choice goes
+    to the collector list as "prefetch-threads", every switch to the counter "compute_threads"."""
+
+    def __init__(self, api, torch, on_gpu):
+        self.api, self.torch = api, torch
+        self.all = torch.get_num_threads()
+        self.split = self.all - 1
+        from . import _config
+        self.mode = _config.string("GNNPROF_PREFETCH_THREADS", "auto")
+        self.why = None
+        if on_gpu:
+            self.split, self.why = self.all, "compute runs on a GPU: the producer takes no CPU from it"
+        elif self.split < 1:
+            self.split, self.why = self.all, "no core to spare for a producer"
+        self.threads = self.all
+        self.arm = 0
+        self.trial = None
+        if self.mode == "auto" and self.split != self.all:
+            native = api._native if api._state["bound"] else None
+            self.trial = native.trial_new(2, 2, 4, 2, 0.02) if native is not None else None
+            if self.trial is None:
+                self.mode, self.why = "all", "gnnprof's library has no block trial here"
+        self.started = False
+        self.reported = False
+
+    def _name(self, n):
+        s = f"{n} compute thread{'' if n == 1 else 's'}"
+        return s + (", the producer on a core of its own" if n == self.split else
+                    ", the producer thread in their gaps")
+
+    def describe(self):
+        if self.why is not None:
+            return f"{self.all} compute thread{'' if self.all == 1 else 's'}: {self.why}"
+        if self.mode != "auto":
+            return f"{self._name(self.split if self.arm else self.all)} (GNNPROF_PREFETCH_THREADS={self.mode})"
+        chosen, arms = self.api._native.trial_state(self.trial, 2)
+        if chosen < 0:
+            return f"trying {self._name(self.all)}, and {self._name(self.split)}"
+        (mc, nc), (mo, no) = arms[chosen], arms[1 - chosen]
+        other = self.all if chosen == 1 else self.split
+        return (f"{self._name(self.split if chosen else self.all)}: median iteration {mc / 1e6:.1f} ms against "
+                f"{mo / 1e6:.1f} ms with {other} compute thread{'' if other == 1 else 's'} "
+                f"({nc} and {no} prefetched iterations measured)")
+
+    def _set(self, n):
+        if n == self.threads:
+            return
+        self.threads = n
+        try:
+            self.torch.set_num_threads(n)
+        except Exception:  # never into the host program
+            pass
+        self.api.counter("compute_threads", n)
+
+    def _report(self):
+        if not self.reported and self.api._state["bound"]:
+            self.reported = True
+            self.api._native.note_collector("prefetch-threads", True, self.describe())
+
+    def on_iteration(self, first_of_epoch):
+        if not self.started:
+            self.started = True
+            self.api.counter("compute_threads", self.threads)
+        if self.trial is not None:
+            native = self.api._native
+            if first_of_epoch:
+                native.trial_restart(self.trial)  # the time since the last epoch is no iteration
+            arm = native.trial_iteration(self.trial, time.monotonic_ns())
+            if arm >= 0:
+                self.arm = arm
+            if native.trial_state(self.trial, 2)[0] >= 0:
+                self._report()
+        else:
+            self.arm = 1 if self.mode == "split" else 0
+            self._report()
+        self._set(self.split if self.arm else self.all)
+
+    def idle(self):
+        """No producer runs (the epoch is over): compute gets its threads back."""
+        self._set(self.all)
+
+
+def _end_epoch(state, pf):
+    """Stops the epoch's producer; compute gets its threads back (pf's _CoreSplit)."""
+    state.close()
+    if pf._split is not None:
+        pf._split.idle()
+
+
 class _Epoch:
     """One pass over the loader: the iterator `for batch in prefetcher` uses."""
 
@@ -208,13 +308,14 @@ class _Epoch:
         self._it = it
         self.state = _State(pf.depth, pf._ring)
         # Dropping this iterator (break, del, the end of a loop) ends the epoch.
-        self._finalizer = weakref.finalize(self, _State.close, self.state)
+        self._finalizer = weakref.finalize(self, _end_epoch, self.state, pf)
         if pf.depth > 0:
             t = threading.Thread(target=_produce, args=(self.state, it, weakref.ref(pf), _api), name="prefetch-0",
                                  daemon=True)
             self.state.thread = t
             t.start()
         self._wait = _api.stage("loader_wait", "data")
+        self._first = True
 
     def __iter__(self):
         return self
@@ -233,6 +334,10 @@ class _Epoch:
         if pf.depth == 0:
             return self._inline()
         st = self.state
+        split = pf._core_split()
+        if split is not None:
+            split.on_iteration(self._first)
+            self._first = False
         with self._wait:
             with st.cv:
                 st.cv.wait_for(lambda: st.ready)
@@ -278,9 +383,7 @@ class _Epoch:
         return item
 
     def _finish(self):
-        self._done = True
-        self._release_held()
-        self._finalizer()
+        self.close()
 
     def close(self):
         """Stops the producer (after the batch it is making) and joins it."""
@@ -304,6 +407,22 @@ class Prefetcher:
             from . import _staging
             self._ring = _staging.StagingRing(self._dev, self.depth + 1)
         self._epoch = None
+        self._split = None
+        self._split_checked = False
+
+    def _core_split(self):
+        """The _CoreSplit of a CPU prefetcher, made at its first prefetched batch (when the
+        loop's torch and its threads are set up); None where there is nothing to choose."""
+        if not self._split_checked:
+            self._split_checked = True
+            torch = sys.modules.get("torch")
+            if torch is not None and self._dev is None:
+                try:
+                    on_gpu = bool(torch.cuda.is_initialized())
+                    self._split = _CoreSplit(sys.modules[__package__], torch, on_gpu)
+                except Exception:
+                    self._split = None
+        return self._split
 
     def __len__(self):
         return len(self.loader)

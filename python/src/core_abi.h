@@ -50,6 +50,14 @@ typedef struct CoreAbi {
   __typeof__(&gnnprof_preload_torch_grad_clip) torch_grad_clip;         /* or NULL */
   __typeof__(&gnnprof_preload_torch_user_scope) torch_user_scope;       /* or NULL */
   __typeof__(&gnnprof_preload_torch_user_step) torch_user_step;         /* or NULL */
+  /* The block trial (gnnprof/block_trial.h): all NULL for an older core. */
+  void* (*trial_new)(int arms, int warmup, int block, int rounds, double min_gain);
+  int (*trial_iteration)(void* trial, uint64_t now_ns);
+  void (*trial_restart)(void* trial);
+  int (*trial_chosen)(const void* trial);
+  uint64_t (*trial_median_ns)(const void* trial, int arm);
+  int (*trial_measured)(const void* trial, int arm);
+  void (*trial_free)(void* trial);
 } CoreAbi;
 
 /* Filled by bind(); every pointer non-NULL once `bound` is 1. */

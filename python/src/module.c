@@ -75,6 +75,16 @@ static int resolve(void* h, CoreAbi* t, const char** missing) {
   *(void**)(&t->torch_user_scope) = dlsym(h, "gnnprof_preload_torch_user_scope");
   *(void**)(&t->torch_user_step) = dlsym(h, "gnnprof_preload_torch_user_step");
   *(void**)(&t->set_loader_step_hook) = dlsym(h, "gnnprof_set_loader_step_hook");
+  *(void**)(&t->trial_new) = dlsym(h, "gnnprof_trial_new");
+  *(void**)(&t->trial_iteration) = dlsym(h, "gnnprof_trial_iteration");
+  *(void**)(&t->trial_restart) = dlsym(h, "gnnprof_trial_restart");
+  *(void**)(&t->trial_chosen) = dlsym(h, "gnnprof_trial_chosen");
+  *(void**)(&t->trial_median_ns) = dlsym(h, "gnnprof_trial_median_ns");
+  *(void**)(&t->trial_measured) = dlsym(h, "gnnprof_trial_measured");
+  *(void**)(&t->trial_free) = dlsym(h, "gnnprof_trial_free");
+  if (!t->trial_new || !t->trial_iteration || !t->trial_restart || !t->trial_chosen || !t->trial_median_ns ||
+      !t->trial_measured || !t->trial_free)
+    t->trial_new = NULL; /* all or none */
   return 0;
 }
 
@@ -219,6 +229,74 @@ static PyObject* py_note_collector(PyObject* self, PyObject* args) {
   REQUIRE_CORE();
   g_core.note_collector(name, enabled, reason);
   Py_RETURN_NONE;
+}
+
+/* ---- the block trial (gnnprof/block_trial.h), for gnnprof.prefetch's compute threads ---- */
+
+static const char* const kTrialCapsule = "gnnprof.trial";
+
+static void trial_capsule_free(PyObject* cap) {
+  void* t = PyCapsule_GetPointer(cap, kTrialCapsule);
+  if (t != NULL && g_core_bound && g_core.trial_free != NULL) g_core.trial_free(t);
+}
+
+static void* trial_of(PyObject* cap) { return PyCapsule_GetPointer(cap, kTrialCapsule); }
+
+/* trial_new(arms, warmup, block, rounds, min_gain) -> a trial, or None (an older core) */
+static PyObject* py_trial_new(PyObject* self, PyObject* args) {
+  (void)self;
+  int arms, warmup, block, rounds;
+  double min_gain;
+  if (!PyArg_ParseTuple(args, "iiiid", &arms, &warmup, &block, &rounds, &min_gain)) return NULL;
+  if (!g_core_bound || g_core.trial_new == NULL) Py_RETURN_NONE;
+  void* t = g_core.trial_new(arms, warmup, block, rounds, min_gain);
+  if (t == NULL) Py_RETURN_NONE;
+  PyObject* cap = PyCapsule_New(t, kTrialCapsule, trial_capsule_free);
+  if (cap == NULL) g_core.trial_free(t);
+  return cap;
+}
+
+/* trial_iteration(trial, now_ns) -> the arm to switch to, or -1 */
+static PyObject* py_trial_iteration(PyObject* self, PyObject* args) {
+  (void)self;
+  PyObject* cap;
+  unsigned long long now;
+  if (!PyArg_ParseTuple(args, "OK", &cap, &now)) return NULL;
+  void* t = trial_of(cap);
+  if (t == NULL) return NULL;
+  return PyLong_FromLong(g_core.trial_iteration(t, now));
+}
+
+static PyObject* py_trial_restart(PyObject* self, PyObject* cap) {
+  (void)self;
+  void* t = trial_of(cap);
+  if (t == NULL) return NULL;
+  g_core.trial_restart(t);
+  Py_RETURN_NONE;
+}
+
+/* trial_state(trial) -> (chosen arm or -1, [(median_ns, measured) per arm]) */
+static PyObject* py_trial_state(PyObject* self, PyObject* args) {
+  (void)self;
+  PyObject* cap;
+  int arms;
+  if (!PyArg_ParseTuple(args, "Oi", &cap, &arms)) return NULL;
+  void* t = trial_of(cap);
+  if (t == NULL) return NULL;
+  PyObject* list = PyList_New(0);
+  if (list == NULL) return NULL;
+  for (int a = 0; a < arms; ++a) {
+    PyObject* item = Py_BuildValue("(Ki)", (unsigned long long)g_core.trial_median_ns(t, a), g_core.trial_measured(t, a));
+    if (item == NULL || PyList_Append(list, item) != 0) {
+      Py_XDECREF(item);
+      Py_DECREF(list);
+      return NULL;
+    }
+    Py_DECREF(item);
+  }
+  PyObject* out = Py_BuildValue("(iO)", g_core.trial_chosen(t), list);
+  Py_DECREF(list);
+  return out;
 }
 
 /* torch_state() -> 1 the op observer observes, 2 torch loaded and the observer off, 0 torch not
@@ -567,6 +645,10 @@ static PyMethodDef methods[] = {
     {"close_thread", py_close_thread, METH_NOARGS, "end the calling thread's open lines"},
     {"optimizer_step", py_optimizer_step, METH_NOARGS, "the optimizer-step trigger of auto selection (tests)"},
     {"close_torch_thread", py_close_torch_thread, METH_NOARGS, "end the torch observer's state of this thread"},
+    {"trial_new", py_trial_new, METH_VARARGS, "trial_new(arms, warmup, block, rounds, min_gain): a block trial, or None"},
+    {"trial_iteration", py_trial_iteration, METH_VARARGS, "trial_iteration(trial, now_ns): the arm to switch to, or -1"},
+    {"trial_restart", py_trial_restart, METH_O, "trial_restart(trial): the last interval was no iteration"},
+    {"trial_state", py_trial_state, METH_VARARGS, "trial_state(trial, arms): (chosen or -1, [(median_ns, measured)])"},
     {"config_count", py_config_count, METH_VARARGS, "config_count(name, code_default): a GNNPROF_* count"},
     {"config_string", py_config_string, METH_VARARGS, "config_string(name): a GNNPROF_* value, else its default"},
     {"config_bool", py_config_bool, METH_VARARGS, "config_bool(name): a GNNPROF_* flag, else its default"},

@@ -275,3 +275,102 @@ def test_a_torch_dataloader_through_the_prefetcher(workers):
     assert len(got) == len(plain) == 8
     for (a, b), (c, d) in zip(plain, got):
         assert torch.equal(a, c) and torch.equal(b, d)
+
+
+# ---- compute's threads while the producer runs (the core split) ----
+
+class FakeTorch:
+    """torch's thread setter on a fake machine: an iteration takes `ms[threads]`."""
+
+    def __init__(self, threads=2):
+        self.threads, self.calls = threads, []
+        self.cuda = type("cuda", (), {"is_initialized": staticmethod(lambda: False)})
+
+    def get_num_threads(self):
+        return self.threads
+
+    def set_num_threads(self, n):
+        self.calls.append(n)
+        self.threads = n
+
+
+def run_split(monkeypatch, ms, mode=None, iterations=40, threads=2, on_gpu=False):
+    if mode is None:
+        monkeypatch.delenv("GNNPROF_PREFETCH_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("GNNPROF_PREFETCH_THREADS", mode)
+    torch = FakeTorch(threads)
+    clock = [0]
+    monkeypatch.setattr(_prefetch.time, "monotonic_ns", lambda: clock[0])
+    split = _prefetch._CoreSplit(gnnprof, torch, on_gpu)
+    for i in range(iterations):
+        split.on_iteration(i == 0)
+        clock[0] += int(ms[torch.threads] * 1e6)
+    split.idle()
+    return split, torch
+
+
+needs_trial = pytest.mark.skipif(not gnnprof._state["bound"], reason="gnnprof's library is not loaded in this Python")
+
+
+@needs_trial
+def test_core_split_auto_keeps_the_split_where_the_machine_runs_it_faster(monkeypatch):
+    split, torch = run_split(monkeypatch, {2: 39.0, 1: 28.6})
+    assert torch.calls == [1, 2, 1, 2]  # trial blocks split, all, split; then the choice; idle at the end
+    assert split.describe().startswith("1 compute thread, the producer on a core of its own: median iteration 28.6 ms "
+                                       "against 39.0 ms with 2 compute threads (6 and 6"), split.describe()
+
+
+@needs_trial
+def test_core_split_auto_keeps_every_core_where_compute_scales(monkeypatch):
+    split, torch = run_split(monkeypatch, {2: 30.0, 1: 36.0})
+    assert torch.calls == [1, 2, 1, 2]
+    assert split.threads == 2
+    assert "2 compute threads, the producer thread in their gaps: median iteration 30.0 ms against 36.0 ms" \
+        in split.describe()
+
+
+def test_core_split_fixed_modes_one_core_and_a_gpu(monkeypatch):
+    _, torch = run_split(monkeypatch, {2: 30.0, 1: 20.0}, mode="all")
+    assert torch.calls == []
+    split, torch = run_split(monkeypatch, {2: 30.0, 1: 40.0}, mode="split")
+    assert torch.calls == [1, 2]
+    assert "(GNNPROF_PREFETCH_THREADS=split)" in split.describe()
+    split, torch = run_split(monkeypatch, {1: 30.0}, threads=1)
+    assert torch.calls == [] and "no core to spare" in split.describe()
+    split, torch = run_split(monkeypatch, {2: 30.0, 1: 20.0}, on_gpu=True)
+    assert torch.calls == [] and "GPU" in split.describe()
+
+
+@needs_torch
+@pytest.mark.parametrize("mode", ["split", "all", "auto"])
+def test_core_split_under_gnnprof_run(gnnprof_run, mode):
+    r = gnnprof_run(script("prefetch_threads.py"), "2", env={"GNNPROF_PREFETCH_THREADS": mode})
+    assert r.rc == 0, r.err
+    during = {"split": "[1]", "all": "[2]", "auto": "[1, 2]"}[mode]
+    assert f"epoch 0: during {during} after 2" in r.out, r.out
+    assert "after break 2" in r.out, r.out
+    notes = [c["reason"] for c in r.profile["collectors"] if c["name"] == "prefetch-threads"]
+    assert len(notes) == 1, r.profile["collectors"]
+    want = {"split": "1 compute thread, the producer on a core of its own (GNNPROF_PREFETCH_THREADS=split)",
+            "all": "2 compute threads, the producer thread in their gaps (GNNPROF_PREFETCH_THREADS=all)",
+            "auto": "prefetched iterations measured)"}[mode]
+    assert want in notes[0], notes
+    counter = [c for c in r.profile["counters"] if c["name"] == "compute_threads"]
+    assert counter and counter[0]["max"] == 2
+
+
+@needs_torch
+def test_the_baseline_keeps_its_threads(gnnprof_run):
+    r = gnnprof_run(script("prefetch_threads.py"), "0", env={"GNNPROF_PREFETCH_THREADS": "split"})
+    assert r.rc == 0, r.err
+    assert "epoch 0: during [2] after 2" in r.out, r.out
+    assert not [c for c in r.profile["collectors"] if c["name"] == "prefetch-threads"]
+
+
+@needs_trial
+def test_core_split_without_the_trial_in_an_older_library(monkeypatch):
+    monkeypatch.setattr(gnnprof._native, "trial_new", lambda *a: None)
+    split, torch = run_split(monkeypatch, {2: 30.0, 1: 20.0})
+    assert torch.calls == []
+    assert "no block trial" in split.describe()

@@ -134,6 +134,7 @@ GNNPROF_C_API int gnnprof_trial_iteration(gnnprof_trial* trial, uint64_t now_ns)
 GNNPROF_C_API void gnnprof_trial_restart(gnnprof_trial* trial);
 GNNPROF_C_API int gnnprof_trial_chosen(const gnnprof_trial* trial);
 GNNPROF_C_API uint64_t gnnprof_trial_median_ns(const gnnprof_trial* trial, int arm);
+GNNPROF_C_API int gnnprof_trial_measured(const gnnprof_trial* trial, int arm); /* iterations measured */
 GNNPROF_C_API void gnnprof_trial_free(gnnprof_trial* trial);
 
 /* Lanes: timelines that belong to no host thread (a GPU stream, cross-thread NVTX ranges),
