@@ -59,7 +59,7 @@ CheckResult apply_check(const Comparison& c, const CheckPolicy& policy) {
   const double stage_p = holm_threshold(c, policy.alpha, false);
   std::int64_t iteration_ns = 0;
   for (const auto& m : c.metrics)
-    if (m.scope == Scope::kLoop) iteration_ns = m.baseline_median_ns;
+    if (m.scope == Scope::kLoop && m.statistic.empty()) iteration_ns = m.baseline_median_ns;
   for (const auto& m : c.metrics) {
     if (m.scope == Scope::kOtherThreads) continue;  // hidden time does not slow the loop
     CheckRow row;

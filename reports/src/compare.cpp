@@ -178,6 +178,63 @@ MetricComparison compare_metric(const std::string& name, Scope scope, const std:
   return m;
 }
 
+double mean_value(const std::vector<std::int64_t>& v) {
+  if (v.empty()) return 0;
+  long double sum = 0;
+  for (auto x : v) sum += static_cast<long double>(x);
+  return static_cast<double>(sum / static_cast<long double>(v.size()));
+}
+
+// Welch's t-test, two-sided, normal approximation (the sides have tens to hundreds of iterations).
+double welch_p(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) {
+  if (a.size() < 2 || b.size() < 2) return 1.0;
+  const double ma = mean_value(a), mb = mean_value(b);
+  double va = 0, vb = 0;
+  for (auto x : a) va += (static_cast<double>(x) - ma) * (static_cast<double>(x) - ma);
+  for (auto x : b) vb += (static_cast<double>(x) - mb) * (static_cast<double>(x) - mb);
+  const double se = std::sqrt(va / static_cast<double>(a.size() - 1) / static_cast<double>(a.size()) +
+                              vb / static_cast<double>(b.size() - 1) / static_cast<double>(b.size()));
+  if (se <= 0) return ma == mb ? 1.0 : 0.0;
+  return std::min(1.0, std::erfc(std::fabs(mb - ma) / se / std::sqrt(2.0)));
+}
+
+// The loop's mean iteration: what an epoch takes per iteration, tails included.
+MetricComparison compare_mean(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b, const CompareOptions& opt,
+                              std::mt19937_64& rng) {
+  MetricComparison m;
+  m.name = kMeanIteration;
+  m.scope = Scope::kLoop;
+  m.statistic = "mean";
+  m.baseline_n = a.size();
+  m.candidate_n = b.size();
+  m.baseline_median_ns = std::llround(mean_value(a));
+  m.candidate_median_ns = std::llround(mean_value(b));
+  m.delta_ns = m.candidate_median_ns - m.baseline_median_ns;
+  if (m.baseline_median_ns > 0) m.ratio = mean_value(b) / mean_value(a);
+  m.p_value = welch_p(a, b);
+  if (!a.empty() && !b.empty() && opt.bootstrap > 0) {
+    std::vector<double> ratios;
+    ratios.reserve(opt.bootstrap);
+    std::vector<std::int64_t> ra(a.size()), rb(b.size());
+    std::uniform_int_distribution<std::size_t> da(0, a.size() - 1), db(0, b.size() - 1);
+    for (std::uint32_t r = 0; r < opt.bootstrap; ++r) {
+      for (auto& x : ra) x = a[da(rng)];
+      for (auto& x : rb) x = b[db(rng)];
+      const double ma = mean_value(ra);
+      if (ma > 0) ratios.push_back(mean_value(rb) / ma);
+    }
+    if (ratios.size() >= opt.bootstrap / 2) {
+      std::sort(ratios.begin(), ratios.end());
+      auto at = [&](double q) { return ratios[static_cast<std::size_t>(q * static_cast<double>(ratios.size() - 1))]; };
+      m.ci_low = at(0.025);
+      m.ci_high = at(0.975);
+    }
+  }
+  const bool differs = m.p_value < opt.alpha && m.delta_ns != 0 && (!m.ci_low || *m.ci_high < 1.0 || *m.ci_low > 1.0);
+  m.verdict = !differs ? Verdict::kNoChange : (m.delta_ns < 0 ? Verdict::kFaster : Verdict::kSlower);
+  return m;
+}
+
 }  // namespace
 
 void describe_run(const Profile& profile, std::uint64_t skip, RunRecord& run) {
@@ -206,6 +263,8 @@ Comparison compare_profiles(const std::vector<Profile>& baseline, const std::vec
   Samples b = collect(candidate, options.skip, loop_names, other_names);
   std::mt19937_64 rng(options.seed);
   c.metrics.push_back(compare_metric("iteration", Scope::kLoop, a.loop, b.loop, options, rng));
+  std::mt19937_64 mean_rng(options.seed ^ 0x6d65616eULL);  // its own draws: the other rows' CIs stay as they were
+  c.metrics.push_back(compare_mean(a.loop, b.loop, options, mean_rng));
   std::vector<MetricComparison> stages;
   for (const auto& n : loop_names) stages.push_back(compare_metric(n, Scope::kLoopThread, a.loop_thread[n], b.loop_thread[n], options, rng));
   for (const auto& n : other_names) stages.push_back(compare_metric(n, Scope::kOtherThreads, a.other[n], b.other[n], options, rng));

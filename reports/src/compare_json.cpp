@@ -55,7 +55,8 @@ struct Record<reports::MetricComparison> {
                  field("verdict", &M::verdict),
                  field("category", &M::category, Presence::kWhenSet),
                  field("phase", &M::phase, Presence::kWhenSet),
-                 field("phases", &M::phases, Presence::kWhenSet)};
+                 field("phases", &M::phases, Presence::kWhenSet),
+                 field("statistic", &M::statistic, Presence::kWhenSet)};
 };
 /// A line matched across the sides, with its metric.
 template <>

@@ -12,6 +12,18 @@
 
 namespace gnnprof::reports {
 
+std::string mean_summary(const Comparison& c) {
+  if (c.metrics.size() < 2 || c.metrics[1].statistic != "mean") return "";
+  const MetricComparison& med = c.metrics.front();
+  const MetricComparison& mean = c.metrics[1];
+  if (mean.verdict == med.verdict) return "";
+  const char* side = mean.delta_ns > med.delta_ns ? "the candidate" : "the baseline";
+  return fmt::format("The mean iteration (an epoch's time per iteration, slow iterations included) says {}: {} -> {} (x{:.3f}), "
+                     "where the median says {}: {} has slow iterations that the median leaves out",
+                     to_string(mean.verdict), human_ns(mean.baseline_median_ns), human_ns(mean.candidate_median_ns),
+                     mean.ratio ? *mean.ratio : 0.0, to_string(med.verdict), side);
+}
+
 std::string slower_summary(const Comparison& c) {
   if (c.metrics.empty() || c.metrics.front().verdict != Verdict::kSlower) return "";
   const MetricComparison& it = c.metrics.front();
@@ -98,7 +110,8 @@ std::string comparison_text(const Comparison& c, bool ops) {
   out += fmt::format("baseline:  {} ({})\n", c.baseline.command.empty() ? "-" : c.baseline.command, side(c.baseline, it.baseline_n));
   out += fmt::format("candidate: {} ({})\n", c.candidate.command.empty() ? "-" : c.candidate.command,
                      side(c.candidate, it.candidate_n));
-  out += fmt::format("per-iteration medians; first {} iterations of each run skipped; 95% CI: bootstrap of the ratio; p: Mann-Whitney U\n",
+  out += fmt::format("per-iteration medians; first {} iterations of each run skipped; 95% CI: bootstrap of the ratio; p: Mann-Whitney U "
+                     "(iteration (mean): means, Welch's t)\n",
                      c.options.skip);
   if (c.baseline.runs.size() <= 1 && c.candidate.runs.size() <= 1)
     out += "one run per side: the intervals cover the iterations within each run, not the drift between runs (another "
@@ -173,6 +186,7 @@ std::string comparison_text(const Comparison& c, bool ops) {
       out += fmt::format("{:.3f}x slower (speedup {:.3f}x{})", 1.0 / *c.speedup, *c.speedup, ci.empty() ? "" : ", " + ci);
     out += fmt::format("; verdict: {}\n", to_string(c.verdict));
     if (const std::string slow = slower_summary(c); !slow.empty()) out += slow + "\n";
+    if (const std::string mean = mean_summary(c); !mean.empty()) out += mean + "\n";
   } else {
     out += "Headline: no iterations to compare\n";
   }

@@ -67,6 +67,17 @@ TEST(Check, RegressionIsSignificantAndOverTheLimit) {
   EXPECT_EQ(r.ops_checked, 2u);
 }
 
+TEST(Check, TheMeanIterationIsCheckedLikeTheIteration) {
+  Comparison c;
+  MetricComparison mean = metric(kMeanIteration, "slower", 1.40, 20, "loop", "");
+  mean.statistic = "mean";
+  c.metrics = {metric("iteration", "faster", 0.93, 20, "loop", ""), mean, metric("forward", "no significant change", 1.0)};
+  const CheckResult r = apply_check(c, CheckPolicy{});
+  EXPECT_EQ(status_of(r, "iteration"), CheckStatus::kFaster);
+  EXPECT_EQ(status_of(r, kMeanIteration), CheckStatus::kRegression);  // an epoch takes 40 % longer
+  EXPECT_EQ(r.regressions, 1);
+}
+
 TEST(Check, TextListsPhasesAndOnlyRegressedOps) {
   const CheckResult r = apply_check(comparison(), {});  // default 5 %: sample's +8 % regresses too
   const std::string t = check_text(r);

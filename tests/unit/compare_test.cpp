@@ -106,6 +106,45 @@ TEST(Compare, ASlowerCandidateSaysSoAndNamesTheStage) {
   EXPECT_EQ(slower_summary(compare_profiles(cand, base, CompareOptions{})), "");
 }
 
+// Slow iterations the median leaves out (a producer's fresh mmap every third batch): the median
+// says faster, the mean row (second) says slower, and the headline says they disagree.
+TEST(Compare, TheMeanIterationCatchesSlowIterationsTheMedianLeavesOut) {
+  auto walls = [](std::vector<double> ms) {
+    Profile p;
+    for (std::size_t i = 0; i < 60; ++i) {
+      IterationStats it;
+      it.index = i;
+      it.wall_ns = static_cast<std::int64_t>(ms[i % ms.size()] * (1 + 0.01 * static_cast<double>(i % 5)) * 1e6);
+      p.iterations.push_back(it);
+    }
+    return p;
+  };
+  std::vector<Profile> base{walls({30}), walls({30})};
+  std::vector<Profile> cand{walls({28, 28, 90}), walls({28, 28, 90})};
+  Comparison c = compare_profiles(base, cand, CompareOptions{});
+  ASSERT_GE(c.metrics.size(), 2u);
+  EXPECT_EQ(c.metrics[0].verdict, Verdict::kFaster);
+  const MetricComparison& mean = c.metrics[1];
+  EXPECT_EQ(mean.name, kMeanIteration);
+  EXPECT_EQ(mean.statistic, "mean");
+  EXPECT_EQ(mean.verdict, Verdict::kSlower);
+  ASSERT_TRUE(mean.ratio && mean.ci_low && mean.ci_high);
+  EXPECT_NEAR(*mean.ratio, (28 + 28 + 90) / 3.0 / 30.0, 0.03);
+  EXPECT_GT(*mean.ci_low, 1.0);
+  EXPECT_LT(mean.p_value, 1e-3);
+  const std::string s = mean_summary(c);
+  EXPECT_NE(s.find("The mean iteration (an epoch's time per iteration, slow iterations included) says slower"), std::string::npos) << s;
+  EXPECT_NE(s.find("where the median says faster: the candidate has slow iterations"), std::string::npos) << s;
+  EXPECT_NE(comparison_text(c).find(s), std::string::npos);
+  // JSON keeps the row and its statistic.
+  auto back = comparison_from_json(comparison_to_json(c), "c.json");
+  ASSERT_TRUE(back) << back.status().message();
+  EXPECT_EQ(back->metrics[1].statistic, "mean");
+  EXPECT_EQ(mean_summary(*back), s);
+  // Agreeing verdicts: nothing to say.
+  EXPECT_EQ(mean_summary(compare_profiles(base, std::vector<Profile>{walls({20}), walls({20})}, CompareOptions{})), "");
+}
+
 // An op replaced by another (x = feats[idx] -> feats.index_select(0, idx)): each side's own,
 // not "0 ns -> 1.3 ms, slower"; and the time outside every stage is a metric of its own.
 TEST(Compare, StagesOfOneSideOnlyAreNamedSoAndUnattributedTimeIsCompared) {

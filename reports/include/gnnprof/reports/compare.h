@@ -88,8 +88,15 @@ struct MetricComparison {
   /// A torch op that ran in several phases (another one holding 10 % or more of its time): its
   /// metric is their sum, and this says how it splits ("forward 62%, ops (no grad) 38%").
   std::string phases;
+  /// "" for medians; "mean" for the "iteration (mean)" row: its *_median_ns hold means (the
+  /// loop's time per iteration, slow iterations included), its CI is the bootstrap of the ratio
+  /// of means and its p Welch's t-test.
+  std::string statistic;
   bool op() const { return category == "op"; }
 };
+
+/// The name of the loop's mean-iteration row (second, after "iteration").
+inline constexpr const char* kMeanIteration = "iteration (mean)";
 
 /// One line of the line tables, matched across the sides by file (its base name), function
 /// and statement text, so that lines moved by an edit elsewhere still match; a changed
@@ -114,7 +121,7 @@ struct Comparison {
   std::string tool_version;
   CompareOptions options;
   Side baseline, candidate;
-  /// "iteration" first, then loop-thread stages phase-first (each phase by its larger median,
+  /// "iteration" first, "iteration (mean)" second, then loop-thread stages phase-first (each phase by its larger median,
   /// followed by its ops), then other threads' the same way.
   std::vector<MetricComparison> metrics;
   /// From the "iteration" metric: baseline / candidate medians (> 1: candidate faster), with
@@ -141,6 +148,9 @@ std::string comparison_text(const Comparison& c, bool ops = false);
 /// When the candidate's iteration is significantly slower: one sentence that says so plainly
 /// and names the loop-thread stage that got slower the most ("" otherwise).
 std::string slower_summary(const Comparison& c);
+/// When the mean iteration's verdict differs from the median's (slow iterations that the
+/// median leaves out, or that the candidate lost): one sentence, else "".
+std::string mean_summary(const Comparison& c);
 
 /// The line part of comparison_text() (empty without line comparisons).
 std::string comparison_lines_text(const Comparison& c);
