@@ -278,11 +278,34 @@ void OpClassifier::on_loader_next() {
 }
 
 void OpClassifier::mark(bool automatic, bool by_loader) {
+  ++marks_;
   if (by_loader) sink_.loader_step();
   else sink_.step();
   iteration_open_ = true;
   auto_marked_ = automatic;
   work_since_mark_ = false;
+}
+
+int OpClassifier::on_loop(bool enter) {
+  if (!enter) {
+    left_at_ = marks_ + 1;
+    return -1;
+  }
+  if (left_at_ == 0 || !opt_.marks_iterations || profiler_steps_) return -1;
+  const bool between = left_at_ == marks_ + 1;  // no mark since the loop was left
+  left_at_ = 0;
+  if (!between) return 0;
+  if (!iteration_open_ || op_depth_ != 0) return -1;
+  close_wait();
+  close_phase(levels_.back());
+  // A DataLoader-marked loop begins its iteration at the __next__ that comes next.
+  ++marks_;
+  const bool by_loader = !optimizer_seen_ && loader_nexts_ >= 2;  // the next __next__ marks
+  sink_.drop_iteration(!by_loader);
+  iteration_open_ = !by_loader;
+  auto_marked_ = true;
+  work_since_mark_ = false;
+  return 1;
 }
 
 bool OpClassifier::on_user_step() {

@@ -103,6 +103,9 @@ class OpSink {
   virtual void comm_bytes(std::uint64_t bytes) = 0;
   /// Call on_line() at this thread's next traced line of the loop (gnnprof_watch_next_line).
   virtual void watch_line() {}
+  /// The open iteration was none (a loop's last step to its next pass): drop it, and begin
+  /// one now when `begin` (else the next mark does).
+  virtual void drop_iteration(bool begin) { if (begin) step(); }
 };
 
 struct ClassifierOptions {
@@ -176,6 +179,12 @@ class OpClassifier {
   /// (no forward or backward since). False where this thread marks no iterations (not the
   /// loop's thread, or inside an op): the caller marks it then.
   bool on_user_step();
+  /// The traced training loop's frame left the loop statement (enter = false: an evaluation
+  /// after the epoch, the end) or came back to it (true: the next epoch's first pass). When no
+  /// iteration mark came between the two, the time between the last mark and the return was
+  /// no iteration: it is dropped, and an iteration begins at the return.
+  /// Returns, at a return: 1 dropped, 0 a mark came between, -1 neither (left, user marks).
+  int on_loop(bool enter);
   /// Whether the last on_start marked an iteration at a DataLoader's __next__ (a loop with no
   /// optimizer: an inference or evaluation loop); reading it clears it. The observer then
   /// lets the Python tracer select the loop, as at an optimizer step.
@@ -258,6 +267,8 @@ class OpClassifier {
   bool optimizer_seen_ = false;
   int loader_nexts_ = 0;
   bool loader_marked_ = false;
+  std::uint64_t marks_ = 0;       // iteration marks so far
+  std::uint64_t left_at_ = 0;     // marks_ when the loop statement was left, + 1 (0: not left)
   void on_loader_next();
   bool wait_open_ = false;
   bool launched_comm_ = false;  // a collective started since the last top-level op began

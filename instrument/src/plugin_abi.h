@@ -49,6 +49,10 @@ GNNPROF_PLUGIN_EXPORT void gnnprof_torch_backward(int enter);
  * clip_grad_norm_ / clip_grad_value_, the package's wrappers): a scope of its own, as a
  * record_function would be, so that its no-grad ops are not the loop's data work. */
 GNNPROF_PLUGIN_EXPORT void gnnprof_torch_grad_clip(int enter);
+/* The traced training loop's frame leaves (0) or re-enters (1) its loop statement (the Python
+ * tracer): OpClassifier::on_loop. At a re-entry: 1 when the time since leaving was dropped, 0
+ * when an iteration mark came between (that loop is not the training loop), -1 otherwise. */
+GNNPROF_PLUGIN_EXPORT int gnnprof_torch_loop(int enter);
 /* The calling thread enters (1) or leaves (0) a stage of the program's own (gnnprof.stage):
  * as a record_function scope, so that the phases and gathers inside it nest in it. 1 when the
  * observer took it (its end then too); 0: the caller records it (gnnprof_stage_begin/_end).
@@ -89,6 +93,8 @@ GNNPROF_PLUGIN_EXPORT void gnnprof_preload_torch_module(int enter);
 GNNPROF_PLUGIN_EXPORT void gnnprof_preload_torch_backward(int enter);
 /* gnnprof_torch_grad_clip when the observer runs; else nothing. */
 GNNPROF_PLUGIN_EXPORT void gnnprof_preload_torch_grad_clip(int enter);
+/* gnnprof_torch_loop when the observer runs; else -1. */
+GNNPROF_PLUGIN_EXPORT int gnnprof_preload_torch_loop(int enter);
 /* gnnprof_torch_user_scope when the observer runs; else 0. */
 GNNPROF_PLUGIN_EXPORT int gnnprof_preload_torch_user_scope(const char* name, const char* category, int enter);
 /* gnnprof_torch_user_step when the observer runs; else 0. */

@@ -42,6 +42,7 @@ bool g_torch_observing = false;  // under g_attach_mu
 std::atomic<TorchModule> g_torch_module{nullptr};
 std::atomic<TorchBackward> g_torch_backward{nullptr};
 std::atomic<TorchGradClip> g_torch_grad_clip{nullptr};
+std::atomic<TorchLoop> g_torch_loop{nullptr};
 std::atomic<TorchUserScope> g_torch_user_scope{nullptr};
 std::atomic<TorchUserStep> g_torch_user_step{nullptr};
 std::atomic<int> g_force_cupti{kCuptiNone};
@@ -132,6 +133,7 @@ void try_torch(const std::string& loaded) {
   g_torch_module.store(reinterpret_cast<TorchModule>(dlsym(h, "gnnprof_torch_module")));
   g_torch_backward.store(reinterpret_cast<TorchBackward>(dlsym(h, "gnnprof_torch_backward")));
   g_torch_grad_clip.store(reinterpret_cast<TorchGradClip>(dlsym(h, "gnnprof_torch_grad_clip")));
+  g_torch_loop.store(reinterpret_cast<TorchLoop>(dlsym(h, "gnnprof_torch_loop")));
   g_torch_user_scope.store(reinterpret_cast<TorchUserScope>(dlsym(h, "gnnprof_torch_user_scope")));
   g_torch_user_step.store(reinterpret_cast<TorchUserStep>(dlsym(h, "gnnprof_torch_user_step")));
   g_torch_worker.store(reinterpret_cast<TorchBecomeWorker>(dlsym(h, "gnnprof_torch_become_worker")));
@@ -290,6 +292,11 @@ extern "C" void gnnprof_preload_torch_module(int enter) {
 
 extern "C" void gnnprof_preload_torch_backward(int enter) {
   if (TorchBackward b = g_torch_backward.load(std::memory_order_acquire)) b(enter);
+}
+
+extern "C" int gnnprof_preload_torch_loop(int enter) {
+  if (TorchLoop l = g_torch_loop.load(std::memory_order_acquire)) return l(enter);
+  return -1;
 }
 
 extern "C" void gnnprof_preload_torch_grad_clip(int enter) {

@@ -34,6 +34,7 @@ using TorchCloseThread = decltype(&gnnprof_torch_close_thread);
 using TorchModule = decltype(&gnnprof_torch_module);
 using TorchBackward = decltype(&gnnprof_torch_backward);
 using TorchGradClip = decltype(&gnnprof_torch_grad_clip);
+using TorchLoop = decltype(&gnnprof_torch_loop);
 using TorchUserScope = decltype(&gnnprof_torch_user_scope);
 using TorchUserStep = decltype(&gnnprof_torch_user_step);
 using TorchBecomeWorker = decltype(&gnnprof_torch_become_worker);

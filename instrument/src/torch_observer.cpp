@@ -165,7 +165,8 @@ void reset_sampling_after_fork() {
 
 // An iteration boundary on the loop thread: decide whether the next iteration's ops are
 // observed, switch the ops callback accordingly, and mark the boundary with that fact.
-void mark_iteration(unsigned flags = 0) {
+void mark_iteration(unsigned flags = 0, bool after_gap = false) {
+  if (after_gap) g_last_mark = 0;  // the dropped time is no iteration for the sampler either
   if (g_fork_reset && g_sampler != nullptr && g_ops_handle != 0) reset_sampling_after_fork();
   if (g_sampler == nullptr || g_ops_handle == 0) {
     gnnprof_step_flags(flags);
@@ -207,6 +208,14 @@ class CApiSink final : public OpSink {
   }
   void step() override { mark_iteration(); }
   void loader_step() override { mark_iteration(GNNPROF_STEP_BY_LOADER); }
+  void drop_iteration(bool begin) override {
+    if (begin) {
+      mark_iteration(GNNPROF_STEP_DROP_OPEN, true);
+    } else {
+      gnnprof_step_end_flags(GNNPROF_STEP_DROP_OPEN);
+      g_last_mark = 0;
+    }
+  }
   void materialize(std::uint64_t rows, std::uint64_t bytes) override { gnnprof_materialize(rows, bytes); }
   void transfer(std::uint64_t bytes, int direction, int memory, int mode) override {
     gnnprof_transfer(bytes, direction, memory, mode, 0);
@@ -850,6 +859,15 @@ int gnnprof_torch_user_scope(const char* name, const char* category, int enter) 
     return name != nullptr && gi::begin_python_scope(name, category != nullptr ? category : "user", true) ? 1 : 0;
   } catch (...) {
     return 0;
+  }
+}
+
+int gnnprof_torch_loop(int enter) {
+  try {
+    if (gnnprof_is_running() == 0) return -1;
+    return gi::state()->classifier.on_loop(enter != 0);
+  } catch (...) {
+    return -1;
   }
 }
 

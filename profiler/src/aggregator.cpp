@@ -156,7 +156,7 @@ void Aggregator::consume(std::uint32_t thread, const RawEvent& e) {
     case EventKind::kStep:
     case EventKind::kStepEnd: {
       std::int64_t ts = clock_.to_ns(e.t0);
-      on_mark(thread, ts, e.kind == EventKind::kStep, e.kind == EventKind::kStep ? e.a : 0);
+      on_mark(thread, ts, e.kind == EventKind::kStep, e.a);
       keep_timeline(thread, 0, e.kind, ts, 0, 0);
       break;
     }
@@ -317,7 +317,10 @@ void Aggregator::on_mark(std::uint32_t thread, std::int64_t ts, bool begin_next,
   // (another thread's) would break the sorted iteration list and is ignored.
   if (have_boundary_ && ts < last_boundary_) return;
   if (loop_thread_ < 0) loop_thread_ = static_cast<int>(thread);
-  if (!iters_.empty() && iters_.back().end < 0) iters_.back().end = ts;
+  if (!iters_.empty() && iters_.back().end < 0) {
+    iters_.back().end = ts;
+    iters_.back().dropped = (flags & gnnprof::detail::kStepDropOpen) != 0;
+  }
   if (begin_next) {
     ops_unobserved_ = (flags & gnnprof::detail::kStepOpsUnobserved) != 0;
     if (iters_.size() < opt_.max_iterations) {
@@ -453,8 +456,9 @@ Profile Aggregator::build(const std::vector<SiteInfo>& sites, std::int64_t end_n
   const bool other_marks = std::any_of(iters.begin(), iters.end(), [](const Iter& it) { return !it.by_loader; });
   for (std::size_t i = 0; i < iters.size(); ++i) {
     const Iter& it = iters[i];
+    if (it.dropped) continue;  // between a loop's passes: no iteration
     IterationStats is;
-    is.index = i;
+    is.index = p.iterations.size();
     is.begin_ns = it.begin;
     is.wall_ns = it.end - it.begin;
     is.complete = !(last_open && i + 1 == iters.size()) && !(it.by_loader && other_marks);

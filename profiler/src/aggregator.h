@@ -120,6 +120,7 @@ class Aggregator {
     std::int64_t loop_top_level = 0;
     bool ops_observed = true;
     bool by_loader = false;  // marked at a DataLoader's __next__ (kStepByLoader)
+    bool dropped = false;    // ended by a kStepDropOpen mark: no iteration, left out of the profile
   };
   struct Pending {
     std::uint32_t thread, site;

@@ -112,6 +112,7 @@ void gnnprof_stage_end(void) { gnnprof::detail::stage_end(); }
 void gnnprof_step(void) { gnnprof::detail::step(true); }
 void gnnprof_step_end(void) { gnnprof::detail::step(false); }
 void gnnprof_step_flags(unsigned flags) { gnnprof::detail::step(true, static_cast<std::uint8_t>(flags & 0xffu)); }
+void gnnprof_step_end_flags(unsigned flags) { gnnprof::detail::step(false, static_cast<std::uint8_t>(flags & 0xffu)); }
 
 void gnnprof_transfer(uint64_t bytes, int direction, int host_memory, int mode, uint64_t duration_ns) {
   gnnprof::detail::transfer(bytes, direction, host_memory, mode, duration_ns);

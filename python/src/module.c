@@ -74,6 +74,7 @@ static int resolve(void* h, CoreAbi* t, const char** missing) {
   *(void**)(&t->torch_grad_clip) = dlsym(h, "gnnprof_preload_torch_grad_clip");
   *(void**)(&t->torch_user_scope) = dlsym(h, "gnnprof_preload_torch_user_scope");
   *(void**)(&t->torch_user_step) = dlsym(h, "gnnprof_preload_torch_user_step");
+  *(void**)(&t->torch_loop) = dlsym(h, "gnnprof_preload_torch_loop");
   *(void**)(&t->set_loader_step_hook) = dlsym(h, "gnnprof_set_loader_step_hook");
   *(void**)(&t->trial_new) = dlsym(h, "gnnprof_trial_new");
   *(void**)(&t->trial_iteration) = dlsym(h, "gnnprof_trial_iteration");

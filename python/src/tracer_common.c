@@ -288,7 +288,10 @@ void* decide(int* deciding, PyCodeObject* co) {
   return x;
 }
 
-static int in_loop(PyFrameObject* fr, PyCodeObject* co) {
+/* Whether the frame runs inside a loop; with lo/hi, the first and last lines of the loops
+ * around it (each one's instructions from its backward jump's target to the jump), innermost
+ * first, at most `max` of them, their count in *levels. */
+static int loop_of(PyFrameObject* fr, PyCodeObject* co, int* lo, int* hi, int max, int* levels) {
   const int lasti = frame_lasti_bytes(fr);
   PyObject* code = lasti >= 0 ? code_bytes(co) : NULL;
   if (code == NULL || !PyBytes_Check(code)) {
@@ -298,18 +301,53 @@ static int in_loop(PyFrameObject* fr, PyCodeObject* co) {
   }
   const unsigned char* b = (const unsigned char*)PyBytes_AS_STRING(code);
   const Py_ssize_t n = PyBytes_GET_SIZE(code) / 2;
+  enum { kMaxLoops = 16 };
+  Py_ssize_t from[kMaxLoops], to[kMaxLoops];
   int found = 0;
   Py_ssize_t arg = 0;
-  for (Py_ssize_t i = 0; i < n && !found; ++i) {
+  for (Py_ssize_t i = 0; i < n && (found == 0 || (lo != NULL && found < kMaxLoops)); ++i) {
     const int op = b[2 * i];
     arg = (arg << 8) | b[2 * i + 1];
     if (op == EXTENDED_ARG) continue;
     const Py_ssize_t target = backward_target(op, i, arg);
-    found = target >= 0 && 2 * target <= lasti && lasti <= 2 * i;
+    if (target >= 0 && 2 * target <= lasti && lasti <= 2 * i) {
+      /* insertion by size: nested loops' ranges nest */
+      int k = found++;
+      while (k > 0 && to[k - 1] - from[k - 1] > i - target) {
+        from[k] = from[k - 1];
+        to[k] = to[k - 1];
+        --k;
+      }
+      from[k] = target;
+      to[k] = i;
+    }
     arg = 0;
   }
+  if (found > 0 && lo != NULL && hi != NULL && levels != NULL) {
+    *levels = found < max ? found : max;
+    for (int l = 0; l < *levels; ++l) {
+      lo[l] = hi[l] = 0;
+      for (Py_ssize_t i = from[l]; i <= to[l]; ++i) {
+        const int line = PyCode_Addr2Line(co, (int)(2 * i));
+        if (line <= 0) continue;
+        if (lo[l] == 0 || line < lo[l]) lo[l] = line;
+        if (line > hi[l]) hi[l] = line;
+      }
+    }
+  }
   Py_DECREF(code);
-  return found;
+  return found > 0;
+}
+
+static int in_loop(PyFrameObject* fr, PyCodeObject* co) { return loop_of(fr, co, NULL, NULL, 0, NULL); }
+
+/* The loop statements' lines of a frame selected as the loop, for its epoch boundaries. */
+static void note_loop_lines(PyFrameObject* fr, PyCodeObject* co) {
+  CodeInfo* ci = info_of(co);
+  if (ci != NULL && ci->loop_levels == 0 && loop_of(fr, co, ci->loop_lo, ci->loop_hi, 4, &ci->loop_levels)) {
+    ci->loop_level = 0;
+    ci->loop_out = 0;
+  }
 }
 
 /* User frames above the optimizer step's caller looked at for the loop that calls it. */
@@ -524,6 +562,7 @@ int select_loop(PyFrameObject** adopt) {
       if (!found) {
         found = tracer_select((PyObject*)co, ROLE_LOOP) == 0;
         looping = found && in_loop(fr, co);
+        if (looping) note_loop_lines(fr, co);
         /* The loop steps the optimizer itself: adopted at once, so that the step's own line
          * is current from its first call (the classifier tells two optimizers' steps apart by
          * it). A helper's frame is left to its next line: the loop above must come first. */
@@ -532,6 +571,7 @@ int select_loop(PyFrameObject** adopt) {
         ++above;
         if (in_loop(fr, co)) {
           (void)tracer_select((PyObject*)co, ROLE_LOOP);
+          note_loop_lines(fr, co);
           looping = 1;
         }
       }
@@ -765,6 +805,18 @@ void on_line_of(ThreadTrace* tt, Entry* e, PyCodeObject* co, int line, int lasti
   if (stmt == e->stmt && lasti >= 0 && lasti > e->start) {
     e->lasti = lasti;
     return;
+  }
+  if (ci->loop_level < ci->loop_levels && g_core.torch_loop != NULL) {
+    /* The training loop's frame leaving its loop statement, or coming back: an epoch's end
+     * (evaluation, the next epoch's start) is no iteration (OpClassifier::on_loop). A step
+     * between leaving and coming back: that loop was inside the training loop's pass (a
+     * discriminator stepped in a loop of its own); the next one out is taken from then on. */
+    const int l = ci->loop_level;
+    const int out = stmt < ci->loop_lo[l] || stmt > ci->loop_hi[l];
+    if (out != ci->loop_out) {
+      ci->loop_out = out;
+      if (g_core.torch_loop(!out) == 0 && !out) ++ci->loop_level;
+    }
   }
   const uint64_t now = g_core.set_line(current_site(e, site));
   end_statement(e, now);

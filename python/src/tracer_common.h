@@ -39,6 +39,11 @@ typedef struct CodeInfo {
   PyObject* filename;
   PyObject* name;
   PyObject* qualname;
+  /* ROLE_LOOP found at a step: the lines of the loop statements around it, innermost first
+   * (loop_levels of them); loop_level: the one taken for the training loop (the next one out
+   * when a step came between leaving it and coming back: a discriminator's inner loop);
+   * loop_out: whether the frame is out of it now (after an epoch, before the next). */
+  int loop_lo[4], loop_hi[4], loop_levels, loop_level, loop_out;
   struct CodeInfo* next_selected; /* every CodeInfo ever made, for tracer_selected() */
 } CodeInfo;
 

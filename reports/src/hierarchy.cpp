@@ -75,6 +75,8 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
   if (!complete.empty()) {
     h.before_loop_ns = std::max<std::int64_t>(0, complete.front()->begin_ns);
     h.after_loop_ns = std::max<std::int64_t>(0, p.wall_ns - complete.back()->begin_ns - complete.back()->wall_ns);
+    for (std::size_t i = 1; i < complete.size(); ++i)
+      h.between_ns += std::max<std::int64_t>(0, complete[i]->begin_ns - complete[i - 1]->begin_ns - complete[i - 1]->wall_ns);
   }
   // The stages that unobserved iterations have (scopes, the optimizer): recorded in every one.
   std::set<std::string> in_unobserved;
@@ -219,6 +221,12 @@ std::map<std::string, StagePlace> stage_places(const std::vector<const Profile*>
                                     100.0 * static_cast<double>(ns) / static_cast<double>(total));
   }
   return out;
+}
+
+std::string between_text(const Hierarchy& h) {
+  if (h.between_ns <= 0) return "";
+  return fmt::format(", {} between iterations (no iteration: between the loop's passes, such as an evaluation after each epoch)",
+                     human_ns(h.between_ns));
 }
 
 }  // namespace gnnprof::reports

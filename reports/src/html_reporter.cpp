@@ -417,8 +417,8 @@ std::string stage_table(const Profile& p, const Hierarchy& h) {
                    pct_cell(unattributed_iteration_pct(h)));
   if (h.analysed_iterations > 0)
     o += fmt::format("<p class=muted>% iter: time per iteration over the iteration (means of the {} analysed iterations, loop "
-                     "thread). Total and % wall cover the whole run: {} before the first iteration, {} after the last.</p>",
-                     h.analysed_iterations, human_ns(h.before_loop_ns), human_ns(h.after_loop_ns));
+                     "thread). Total and % wall cover the whole run: {} before the first iteration, {} after the last{}.</p>",
+                     h.analysed_iterations, human_ns(h.before_loop_ns), human_ns(h.after_loop_ns), esc(between_text(h)));
   for (const PhaseNode* ph : phase_rows(h))
     if (ph->sampled) {
       o += fmt::format("<p class=muted>* recorded in the {} of {} iterations whose torch ops were observed (iteration "

@@ -123,8 +123,8 @@ void TextReporter::render_stage_table(const Report& r, std::ostream& out) const 
                      human_ns(p.wall_ns), p.main_thread);
   if (h.analysed_iterations > 0)
     out << fmt::format("% iter: time per iteration over the iteration (means of the {} analysed iterations, loop thread). "
-                       "Total and % wall cover the whole run: {} before the first iteration, {} after the last.\n",
-                       h.analysed_iterations, human_ns(h.before_loop_ns), human_ns(h.after_loop_ns));
+                       "Total and % wall cover the whole run: {} before the first iteration, {} after the last{}.\n",
+                       h.analysed_iterations, human_ns(h.before_loop_ns), human_ns(h.after_loop_ns), between_text(h));
   if (any_sampled)
     out << fmt::format("* recorded in the {} of {} iterations whose torch ops were observed (iteration sampling): its total "
                        "and % wall cover those, the other stages every iteration; compare them per iteration (Iterations).\n",

@@ -36,6 +36,7 @@ class Recorder final : public gi::OpSink {
   void comm_bytes(std::uint64_t bytes) override { log.push_back("COMM " + std::to_string(bytes)); }
   bool watching = false;  // watch_line() armed, as gnnprof_watch_next_line would be
   void watch_line() override { watching = true; }
+  void drop_iteration(bool begin) override { log.push_back(begin ? "DROP+STEP" : "DROP"); }
 };
 
 // The loop's next traced line begins: what gnnprof_set_line does with an armed watch.
@@ -246,6 +247,38 @@ TEST(OpClassifier, IterationsFollowOptimizerSteps) {
   for (const auto& e : r.log) steps += e == "STEP";
   EXPECT_EQ(steps, 4);  // one to begin the first iteration, one per step()
   EXPECT_EQ(r.log.front(), "+ops (no grad)[data]");
+}
+
+// An epoch's end: the loop statement left after its last step (an evaluation) and entered
+// again with no mark between: that time was no iteration. With a step between (a second
+// optimizer stepped after an inner loop that the tracer took for the loop), nothing is dropped.
+TEST(OpClassifier, TheTimeBetweenALoopsPassesIsNoIteration) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  auto train_step = [&] {
+    leaf(c, op("aten::linear", true));
+    c.on_start(op("Optimizer.step#SGD.step", false, gi::Scope::kUser));
+    c.on_end();
+  };
+  train_step();
+  train_step();
+  c.on_loop(false);
+  leaf(c, no_grad(op("aten::linear")));  // the evaluation
+  r.log.clear();
+  EXPECT_EQ(c.on_loop(true), 1);
+  EXPECT_EQ(r.log, (std::vector<std::string>{"-", "DROP+STEP"}));  // its phase ends; the pass begins one
+  train_step();
+  r.log.clear();
+  c.on_loop(false);
+  train_step();  // training outside "the loop": a step marks
+  EXPECT_EQ(c.on_loop(true), 0);  // the tracer takes the loop around it from then on
+  for (const auto& e : r.log) EXPECT_NE(e.rfind("DROP", 0), 0u) << e;
+  // A program that marks its own iterations keeps them.
+  c.on_user_step();
+  r.log.clear();
+  c.on_loop(false);
+  EXPECT_EQ(c.on_loop(true), -1);
+  EXPECT_TRUE(r.log.empty());
 }
 
 TEST(OpClassifier, TheUpdatesReadbacksAreTheOptimizersAndAKnownClosuresWorkIsNot) {

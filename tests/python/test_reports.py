@@ -546,3 +546,38 @@ def test_the_programs_stages_around_the_loop_inside_the_forward_and_out_of_order
     assert ("forward", "attention") in edges and ("train", "forward") in edges, edges
     assert "inner" in stages and "outer" in stages, stages.keys()
     assert len([i for i in r.profile["iterations"] if i["complete"]]) == steps
+
+
+@needs_torch
+@pytest.mark.parametrize("mode", ["plain", "inner"])
+def test_an_evaluation_between_epochs_is_no_iteration(gnnprof_run, mode):
+    """The loop statement left after an epoch's last step and entered again with no step between:
+    that time (evaluate(), 30 ms busy) is in no iteration. With the discriminator stepped in a
+    loop of its own inside the batch loop, the training time stays in the iterations."""
+    r = gnnprof_run(script("epoch_eval.py"), mode, "3", "12")
+    assert r.rc == 0, r.err
+    train_s = float(r.out.split()[1])
+    done = [i for i in r.profile["iterations"] if i["complete"]]
+    walls = [i["wall_ns"] / 1e9 for i in done]
+    assert max(walls) < 0.02, sorted(walls)[-5:]  # no iteration holds an evaluation
+    evaluate = [k for k, l in enumerate(r.profile["lines"]) if l["function"] == "main" and "evaluate(" in l["code"]]
+    assert evaluate, [l["code"] for l in r.profile["lines"]]
+    assert all(str(evaluate[0]) not in i["lines"] for i in done)
+    # Every training batch is in an iteration: the 36 passes' time, bar the first pass's start
+    # (before the first forward) and the last pass's end.
+    assert len(done) >= 3 * 12 - 2, len(done)
+    assert sum(walls) > 0.85 * train_s, (sum(walls), train_s)
+    report = subprocess.run([CLI, "report", r.path], capture_output=True, text=True).stdout
+    between = re.search(r"([\d.]+ ms) between iterations \(no iteration: between the loop's passes", report)
+    assert between, report[report.find("% iter:"):][:400]
+
+
+@needs_torch
+def test_an_inference_loops_passes_end_at_their_last_batch(gnnprof_run):
+    """A DataLoader-marked loop (no optimizer) run three times with a 50 ms pause after each: the
+    __next__ that ends a pass and the pause are in no iteration."""
+    r = gnnprof_run(script("inference_epochs.py"))
+    assert r.rc == 0, r.err
+    done = [i for i in r.profile["iterations"] if i["complete"]]
+    assert len(done) >= 3 * 8 - 2, len(done)
+    assert max(i["wall_ns"] for i in done) < 20e6, sorted(i["wall_ns"] for i in done)[-3:]

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "aggregator.h"  // internal: deterministic synthetic events
+#include "gnnprof/gnnprof_c.h"
 #include "histogram.h"
 #include "gnnprof/internal/private_heap.h"
 #include "site_registry.h"
@@ -199,6 +200,33 @@ TEST(Aggregation, OpenIterationAtStopIsMarkedIncomplete) {
   ASSERT_EQ(p.iterations.size(), 3u);
   EXPECT_TRUE(p.iterations[1].complete);
   EXPECT_FALSE(p.iterations[2].complete);
+}
+
+TEST(Aggregation, AnIterationEndedWithDropOpenIsLeftOut) {
+  Profile p = profile_of(quiet_config(), [] {
+    for (int i = 0; i < 3; ++i) {
+      gnnprof_step_flags(i == 2 ? GNNPROF_STEP_DROP_OPEN : 0u);  // the third mark ends an epoch's gap
+      if (i == 1) {
+        GNNPROF_STAGE("eval");
+        spin_ns(10000);
+      } else {
+        GNNPROF_STAGE("forward");
+        spin_ns(10000);
+      }
+    }
+    gnnprof_step_flags(0);
+    gnnprof_step_end_flags(GNNPROF_STEP_DROP_OPEN);
+  });
+  ASSERT_EQ(p.iterations.size(), 2u);  // of 4 begun: the second (eval) and the fourth dropped
+  EXPECT_EQ(p.iterations[0].index, 0u);
+  EXPECT_EQ(p.iterations[1].index, 1u);
+  for (const auto& it : p.iterations) {
+    EXPECT_TRUE(it.complete);
+    EXPECT_EQ(it.stages.count("eval"), 0u);
+  }
+  const StageStats* eval = find_stage(p, "eval");
+  ASSERT_NE(eval, nullptr);  // still in the stage table
+  EXPECT_EQ(eval->hits, 1u);
 }
 
 TEST(Aggregation, LinesDoNotReduceStageSelfTime) {

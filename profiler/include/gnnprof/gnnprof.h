@@ -48,6 +48,7 @@ void line_end() noexcept;
 void step(bool begin_next, std::uint8_t flags = 0) noexcept;
 inline constexpr std::uint8_t kStepOpsUnobserved = 1;
 inline constexpr std::uint8_t kStepByLoader = 2;
+inline constexpr std::uint8_t kStepDropOpen = 4;  // the iteration this mark ends is not one (kStep and kStepEnd)
 void counter(std::uint32_t site, double value) noexcept;
 void materialize(std::uint32_t site, std::uint64_t rows, std::uint64_t bytes) noexcept;
 }  // namespace detail

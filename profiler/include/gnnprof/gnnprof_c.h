@@ -59,7 +59,12 @@ GNNPROF_C_API void gnnprof_step_end(void);
  * far): left out of the analysis (complete: false) when the run also has iterations marked
  * otherwise (an evaluation over a DataLoader before the training loop). */
 #define GNNPROF_STEP_BY_LOADER 2u
+/* ... GNNPROF_STEP_DROP_OPEN = the open iteration that this mark ends was no iteration (the time
+ * from a training loop's last step to its next pass: an evaluation, the next epoch's start):
+ * its time stays out of the iterations. Also for gnnprof_step_end_flags. */
+#define GNNPROF_STEP_DROP_OPEN 4u
 GNNPROF_C_API void gnnprof_step_flags(unsigned flags);
+GNNPROF_C_API void gnnprof_step_end_flags(unsigned flags);
 
 GNNPROF_C_API void gnnprof_transfer(uint64_t bytes, int direction, int host_memory, int mode,
                                     uint64_t duration_ns);

@@ -72,6 +72,9 @@ struct Hierarchy {
   std::size_t analysed_iterations = 0;  ///< those the per-iteration figures come from (warm-up skipped)
   /// The run's time before its first complete iteration (setup) and after its last (0 without).
   std::int64_t before_loop_ns = 0, after_loop_ns = 0;
+  /// Between them, the time in no iteration: between a loop's passes (an evaluation after each
+  /// epoch), and iterations left out (incomplete, a DataLoader's before the training loop's).
+  std::int64_t between_ns = 0;
 };
 
 /// A phase's mean time per analysed iteration over the mean iteration, in percent (loop
@@ -84,6 +87,10 @@ double unattributed_iteration_pct(const Hierarchy& h);
 bool is_op_category(const std::string& category);
 
 Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_ops = 10);
+
+/// ", N between iterations (...)" when the complete iterations leave time between them (a
+/// loop's passes, an evaluation after each epoch), else "".
+std::string between_text(const Hierarchy& h);
 
 /// The stage table's rows: each phase once (its loop-thread node when it has one), by total
 /// time over the run, then name.
