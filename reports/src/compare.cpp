@@ -139,6 +139,28 @@ Samples collect(const std::vector<Profile>& profiles, std::uint64_t skip, const 
   return s;
 }
 
+// The percentile bootstrap (95 %) of stat(candidate) / stat(baseline) into m.ci_low/ci_high.
+template <class Stat>
+void bootstrap_ratio_ci(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b, const CompareOptions& opt,
+                        std::mt19937_64& rng, Stat stat, MetricComparison& m) {
+  if (a.empty() || b.empty() || opt.bootstrap == 0) return;
+  std::vector<double> ratios;
+  ratios.reserve(opt.bootstrap);
+  std::vector<std::int64_t> ra(a.size()), rb(b.size());
+  std::uniform_int_distribution<std::size_t> da(0, a.size() - 1), db(0, b.size() - 1);
+  for (std::uint32_t r = 0; r < opt.bootstrap; ++r) {
+    for (auto& x : ra) x = a[da(rng)];
+    for (auto& x : rb) x = b[db(rng)];
+    const double ma = stat(ra);
+    if (ma > 0) ratios.push_back(stat(rb) / ma);
+  }
+  if (ratios.size() < opt.bootstrap / 2) return;
+  std::sort(ratios.begin(), ratios.end());
+  auto at = [&](double q) { return ratios[static_cast<std::size_t>(q * static_cast<double>(ratios.size() - 1))]; };
+  m.ci_low = at(0.025);
+  m.ci_high = at(0.975);
+}
+
 MetricComparison compare_metric(const std::string& name, Scope scope, const std::vector<std::int64_t>& a,
                                 const std::vector<std::int64_t>& b, const CompareOptions& opt, std::mt19937_64& rng) {
   MetricComparison m;
@@ -151,24 +173,7 @@ MetricComparison compare_metric(const std::string& name, Scope scope, const std:
   m.delta_ns = m.candidate_median_ns - m.baseline_median_ns;
   if (m.baseline_median_ns > 0) m.ratio = static_cast<double>(m.candidate_median_ns) / static_cast<double>(m.baseline_median_ns);
   m.p_value = mann_whitney_p(a, b);
-  if (!a.empty() && !b.empty() && opt.bootstrap > 0) {
-    std::vector<double> ratios;
-    ratios.reserve(opt.bootstrap);
-    std::vector<std::int64_t> ra(a.size()), rb(b.size());
-    std::uniform_int_distribution<std::size_t> da(0, a.size() - 1), db(0, b.size() - 1);
-    for (std::uint32_t r = 0; r < opt.bootstrap; ++r) {
-      for (auto& x : ra) x = a[da(rng)];
-      for (auto& x : rb) x = b[db(rng)];
-      const std::int64_t ma = median_of(ra);
-      if (ma > 0) ratios.push_back(static_cast<double>(median_of(rb)) / static_cast<double>(ma));
-    }
-    if (ratios.size() >= opt.bootstrap / 2) {
-      std::sort(ratios.begin(), ratios.end());
-      auto at = [&](double q) { return ratios[static_cast<std::size_t>(q * static_cast<double>(ratios.size() - 1))]; };
-      m.ci_low = at(0.025);
-      m.ci_high = at(0.975);
-    }
-  }
+  bootstrap_ratio_ci(a, b, opt, rng, [](const std::vector<std::int64_t>& v) { return static_cast<double>(median_of(v)); }, m);
   const bool differs = m.p_value < opt.alpha && m.delta_ns != 0 &&
                        (!m.ci_low || *m.ci_high < 1.0 || *m.ci_low > 1.0);
   // Time on other threads is off the critical path: more of it is not "slower".
@@ -212,24 +217,7 @@ MetricComparison compare_mean(const std::vector<std::int64_t>& a, const std::vec
   m.delta_ns = m.candidate_median_ns - m.baseline_median_ns;
   if (m.baseline_median_ns > 0) m.ratio = mean_value(b) / mean_value(a);
   m.p_value = welch_p(a, b);
-  if (!a.empty() && !b.empty() && opt.bootstrap > 0) {
-    std::vector<double> ratios;
-    ratios.reserve(opt.bootstrap);
-    std::vector<std::int64_t> ra(a.size()), rb(b.size());
-    std::uniform_int_distribution<std::size_t> da(0, a.size() - 1), db(0, b.size() - 1);
-    for (std::uint32_t r = 0; r < opt.bootstrap; ++r) {
-      for (auto& x : ra) x = a[da(rng)];
-      for (auto& x : rb) x = b[db(rng)];
-      const double ma = mean_value(ra);
-      if (ma > 0) ratios.push_back(mean_value(rb) / ma);
-    }
-    if (ratios.size() >= opt.bootstrap / 2) {
-      std::sort(ratios.begin(), ratios.end());
-      auto at = [&](double q) { return ratios[static_cast<std::size_t>(q * static_cast<double>(ratios.size() - 1))]; };
-      m.ci_low = at(0.025);
-      m.ci_high = at(0.975);
-    }
-  }
+  bootstrap_ratio_ci(a, b, opt, rng, [](const std::vector<std::int64_t>& v) { return mean_value(v); }, m);
   const bool differs = m.p_value < opt.alpha && m.delta_ns != 0 && (!m.ci_low || *m.ci_high < 1.0 || *m.ci_low > 1.0);
   m.verdict = !differs ? Verdict::kNoChange : (m.delta_ns < 0 ? Verdict::kFaster : Verdict::kSlower);
   return m;
