@@ -172,6 +172,13 @@ TEST(CoreSplit, ThePrefetcherDrivesItAndGivesEveryCoreBackAtTheEpochsEnd) {
     }
   }
   EXPECT_EQ(calls, (std::vector<int>{1, 2, 1, 2}));
+  {
+    Prefetcher<int> pf([](std::int64_t i) { return static_cast<int>(i); }, 5, 2);
+    pf.set_core_split(&s);
+    ASSERT_TRUE(pf.next().has_value());
+    EXPECT_EQ(s.threads(), 1);
+  }  // left after one batch
+  EXPECT_EQ(s.threads(), 2);
 }
 
 }  // namespace

@@ -88,6 +88,7 @@ class Prefetcher {
     }
     can_produce_.notify_all();
     for (auto& t : workers_) t.join();
+    if (split_ != nullptr && split_started_) split_->idle();  // left early (break, an exception): compute's threads back
   }
 
   Prefetcher(const Prefetcher&) = delete;
