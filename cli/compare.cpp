@@ -177,6 +177,8 @@ int run_check(const CheckArgs& a) {
   for (const auto& n : stage_names(cur)) (names.count(n) != 0 ? common : names).insert(n);
   const bool no_common = common.empty() && !names.empty();
   names.insert(reports::kUnattributed);  // a metric too: --stage "(unattributed)=10%"
+  names.insert("iteration");             // and the loop's rows: --stage "iteration (mean)=10%"
+  names.insert(reports::kMeanIteration);
   if (no_common) {
     std::cerr << tool << ": " << a.baseline << " and " << a.current << " share no stage: not two runs of one program\n";
     return kBad;

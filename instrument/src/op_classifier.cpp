@@ -289,17 +289,22 @@ void OpClassifier::mark(bool automatic, bool by_loader) {
 int OpClassifier::on_loop(bool enter) {
   if (!enter) {
     left_at_ = marks_ + 1;
+    pass_marks_ = marks_ - entered_at_;
     return -1;
   }
+  entered_at_ = marks_;
   if (left_at_ == 0 || !opt_.marks_iterations || profiler_steps_) return -1;
   const bool between = left_at_ == marks_ + 1;  // no mark since the loop was left
   left_at_ = 0;
-  if (!between) return 0;
+  // A mark between leaving and coming back, or a pass of fewer than 3 marks (a loop over the
+  // optimizers, or over a batch's parts, around the step): a loop inside the training loop's pass.
+  if (!between || pass_marks_ < 3) return 0;
   if (!iteration_open_ || op_depth_ != 0) return -1;
   close_wait();
   close_phase(levels_.back());
   // A DataLoader-marked loop begins its iteration at the __next__ that comes next.
   ++marks_;
+  entered_at_ = marks_;
   const bool by_loader = !optimizer_seen_ && loader_nexts_ >= 2;  // the next __next__ marks
   sink_.drop_iteration(!by_loader);
   iteration_open_ = !by_loader;

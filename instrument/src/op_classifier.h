@@ -269,6 +269,8 @@ class OpClassifier {
   bool loader_marked_ = false;
   std::uint64_t marks_ = 0;       // iteration marks so far
   std::uint64_t left_at_ = 0;     // marks_ when the loop statement was left, + 1 (0: not left)
+  std::uint64_t entered_at_ = 0;  // marks_ when it was last entered
+  std::uint64_t pass_marks_ = 0;  // marks in the pass that was left
   void on_loader_next();
   bool wait_open_ = false;
   bool launched_comm_ = false;  // a collective started since the last top-level op began

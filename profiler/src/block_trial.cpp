@@ -32,8 +32,9 @@ int BlockTrial::on_iteration(std::uint64_t now_ns) {
     decide();
   } else {
     current_ = (k / opt_.block) % opt_.arms;
-    measure_last_ = k % opt_.block != 0;
+    measure_last_ = k % opt_.block != 0 && !skip_;
   }
+  skip_ = false;
   return current_ != before ? current_ : -1;
 }
 

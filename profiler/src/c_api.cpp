@@ -268,13 +268,17 @@ int gnnprof_trial_iteration(gnnprof_trial* t, uint64_t now_ns) {
 }
 
 void gnnprof_trial_restart(gnnprof_trial* t) {
-  if (t != nullptr) t->trial.restart();
+  if (t != nullptr) t->trial.restart();  // noexcept: a flag
 }
 
 int gnnprof_trial_chosen(const gnnprof_trial* t) { return t != nullptr && t->trial.decided() ? t->trial.current() : -1; }
 
 uint64_t gnnprof_trial_median_ns(const gnnprof_trial* t, int arm) {
-  return t == nullptr || arm < 0 || arm >= t->trial.arms() ? 0 : t->trial.median_ns(arm);
+  try {
+    return t == nullptr || arm < 0 || arm >= t->trial.arms() ? 0 : t->trial.median_ns(arm);
+  } catch (...) {
+    return 0;
+  }
 }
 
 int gnnprof_trial_measured(const gnnprof_trial* t, int arm) {

@@ -334,10 +334,6 @@ class _Epoch:
         if pf.depth == 0:
             return self._inline()
         st = self.state
-        split = pf._core_split()
-        if split is not None:
-            split.on_iteration(self._first)
-            self._first = False
         with self._wait:
             with st.cv:
                 st.cv.wait_for(lambda: st.ready)
@@ -351,6 +347,10 @@ class _Epoch:
         if isinstance(item, _Error):
             self._finish()
             raise item.exc
+        split = pf._core_split()
+        if split is not None:  # at each batch taken (the C++ one: each next()); not at the end
+            split.on_iteration(self._first)
+            self._first = False
         return self._hand_over(item)
 
     def _inline(self):

@@ -16,7 +16,9 @@ std::string mean_summary(const Comparison& c) {
   if (c.metrics.size() < 2 || c.metrics[1].statistic != "mean") return "";
   const MetricComparison& med = c.metrics.front();
   const MetricComparison& mean = c.metrics[1];
-  if (mean.verdict == med.verdict) return "";
+  // The mean's "no significant change" against a significant median is the mean's lesser power,
+  // not slow iterations.
+  if (mean.verdict == med.verdict || (mean.verdict != Verdict::kFaster && mean.verdict != Verdict::kSlower)) return "";
   const char* side = mean.delta_ns > med.delta_ns ? "the candidate" : "the baseline";
   return fmt::format("The mean iteration (an epoch's time per iteration, slow iterations included) says {}: {} -> {} (x{:.3f}), "
                      "where the median says {}: {} has slow iterations that the median leaves out",

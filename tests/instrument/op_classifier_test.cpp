@@ -273,6 +273,16 @@ TEST(OpClassifier, TheTimeBetweenALoopsPassesIsNoIteration) {
   train_step();  // training outside "the loop": a step marks
   EXPECT_EQ(c.on_loop(true), 0);  // the tracer takes the loop around it from then on
   for (const auto& e : r.log) EXPECT_NE(e.rfind("DROP", 0), 0u) << e;
+  // A pass of fewer than 3 marks left and entered again with none between (a loop over the
+  // optimizers around the step: the batch's data and forward run outside it): nothing dropped.
+  r.log.clear();
+  c.on_loop(false);
+  leaf(c, op("aten::linear", true));
+  EXPECT_EQ(c.on_loop(true), 0);
+  train_step();
+  c.on_loop(false);
+  EXPECT_EQ(c.on_loop(true), 0);
+  for (const auto& e : r.log) EXPECT_NE(e.rfind("DROP", 0), 0u) << e;
   // A program that marks its own iterations keeps them.
   c.on_user_step();
   r.log.clear();

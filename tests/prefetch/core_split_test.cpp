@@ -51,14 +51,15 @@ TEST(BlockTrial, TheDefaultStaysUnlessAnotherArmIsClearlyFaster) {
   }
 }
 
-TEST(BlockTrial, RestartLeavesTheGapUnmeasured) {
-  BlockTrial t({2, 0, 3, 1, 0.0});
+TEST(BlockTrial, RestartLeavesTheGapAndTheColdFirstBatchUnmeasured) {
+  BlockTrial t({2, 0, 4, 1, 0.0});
   std::uint64_t now = 0;
   t.on_iteration(now);  // arm 0, first of block: not measured
   t.on_iteration(now += 10 * kMs);
   t.on_iteration(now += 10 * kMs);  // 10 ms measured
   t.restart();                      // an epoch's end: 1 s that is no iteration
   t.on_iteration(now += 1000 * kMs);
+  t.on_iteration(now += 50 * kMs);  // the new epoch's first batch, a cold pipeline: not measured
   EXPECT_EQ(t.measured(0), 1u);
   EXPECT_EQ(t.median_ns(0), 10 * kMs);
 }

@@ -349,6 +349,9 @@ def test_core_split_under_gnnprof_run(gnnprof_run, mode):
     assert r.rc == 0, r.err
     during = {"split": "[1]", "all": "[2]", "auto": "[1, 2]"}[mode]
     assert f"epoch 0: during {during} after 2" in r.out, r.out
+    assert "epoch 1: during [{}] after 2".format({"split": 1, "all": 2, "auto": r.out.split("epoch 1: during [")[1][0]}[mode]) in r.out
+    if mode == "split":
+        assert "in the broken pass 1" in r.out, r.out
     assert "after break 2" in r.out, r.out
     notes = [c["reason"] for c in r.profile["collectors"] if c["name"] == "prefetch-threads"]
     assert len(notes) == 1, r.profile["collectors"]

@@ -32,7 +32,11 @@ class BlockTrial {
   int on_iteration(std::uint64_t now_ns);
   /// The interval since the last on_iteration() was not an iteration (an epoch's end, an
   /// evaluation): it is not measured.
-  void restart() { have_last_ = false; }
+  /// The interval after it is not measured either (a cold pipeline's first batch).
+  void restart() {
+    have_last_ = false;
+    skip_ = true;
+  }
 
   bool decided() const { return decided_; }
   /// The arm running now; once decided(), the chosen one.
@@ -55,6 +59,7 @@ class BlockTrial {
   int iteration_ = 0;          // on_iteration() calls so far
   int current_ = 0;
   bool decided_ = false;
+  bool skip_ = false;  // restart(): the next interval is not measured
 };
 
 }  // namespace gnnprof

@@ -2,7 +2,9 @@
 no gnnprof import. `inner`: the discriminator is stepped twice per batch in a loop of its own
 inside the batch loop (the optimizer's innermost loop is then not the batch loop).
 
-usage: epoch_eval.py plain|inner EPOCHS BATCHES
+`optloop`: both optimizers stepped in a loop over them at each batch's end.
+
+usage: epoch_eval.py plain|inner|optloop EPOCHS BATCHES
 prints: train_s (the training loops' own time, evaluation excluded), eval_s"""
 import sys
 import time
@@ -42,9 +44,16 @@ def main(mode, epochs, batches):
                     opt_d.step()
             loss = torch.nn.functional.cross_entropy(model(x), y)
             opt.zero_grad()
-            loss.backward()
-            opt.step()
             busy(0.002)
+            if mode == "optloop":
+                loss = loss + disc(model(x)).mean()
+                opt_d.zero_grad()
+                loss.backward()
+                for o in (opt, opt_d):
+                    o.step()
+            else:
+                loss.backward()
+                opt.step()
         t1 = time.perf_counter()
         evaluate(model, x_val)
         train_s += t1 - t0

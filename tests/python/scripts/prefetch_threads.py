@@ -17,7 +17,11 @@ def main(depth):
     torch.set_num_threads(2)
     model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 2))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    loader = gnnprof.prefetch(batches(24), depth=depth)
+    class Batches:  # re-iterable: a new pass each epoch, as a DataLoader
+        def __iter__(self):
+            return batches(24)
+
+    loader = gnnprof.prefetch(Batches(), depth=depth)
     for epoch in range(2):
         seen = []
         for x, y in loader:
@@ -29,8 +33,11 @@ def main(depth):
         print(f"epoch {epoch}: during {sorted(set(seen))} after {torch.get_num_threads()}")
     # Leaving an epoch early also gives the threads back.
     for i, _ in enumerate(loader):
+        seen = torch.get_num_threads()
         if i == 3:
             break
+    del _
+    print(f"in the broken pass {seen}")
     print(f"after break {torch.get_num_threads()}")
 
 
