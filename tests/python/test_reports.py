@@ -560,7 +560,7 @@ def test_an_evaluation_between_epochs_is_no_iteration(gnnprof_run, mode):
     train_s = float(r.out.split()[1])
     done = [i for i in r.profile["iterations"] if i["complete"]]
     walls = [i["wall_ns"] / 1e9 for i in done]
-    assert max(walls) < 0.02, sorted(walls)[-5:]  # no iteration holds an evaluation
+    assert max(walls) < 0.03, sorted(walls)[-5:]  # no iteration holds an evaluation (30 ms busy)
     evaluate = [k for k, l in enumerate(r.profile["lines"]) if l["function"] == "main" and "evaluate(" in l["code"]]
     assert evaluate, [l["code"] for l in r.profile["lines"]]
     assert all(str(evaluate[0]) not in i["lines"] for i in done)
