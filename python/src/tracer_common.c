@@ -344,6 +344,8 @@ static int in_loop(PyFrameObject* fr, PyCodeObject* co) { return loop_of(fr, co,
 /* The loop statements' lines of a frame selected as the loop, for its epoch boundaries. */
 static void note_loop_lines(PyFrameObject* fr, PyCodeObject* co) {
   CodeInfo* ci = info_of(co);
+  /* Not a generator's (its resumes are no new passes) */
+  if (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) return;
   if (ci != NULL && ci->loop_levels == 0 && loop_of(fr, co, ci->loop_lo, ci->loop_hi, 4, &ci->loop_levels)) {
     ci->loop_level = 0;
     ci->loop_out = 0;
@@ -688,6 +690,12 @@ Entry* push(ThreadTrace* tt, const void* f, CodeInfo* ci, int adopted) {
   e->start = -1;
   e->adopted = (uint8_t)adopted;
   e->paused_below = -1;
+  if (!adopted && ci->loop_level < ci->loop_levels && !ci->loop_out && g_core.torch_loop != NULL) {
+    /* A new call of the training loop's function (`train(epoch)` per epoch): it begins outside
+     * its loop statement, whose first line then enters it again. */
+    ci->loop_out = 1;
+    (void)g_core.torch_loop(0);
+  }
   for (int i = tt->depth - 2; i >= 0; --i) {
     Entry* o = &tt->stack[i];
     if (o->ci != ci) continue;

@@ -582,3 +582,12 @@ def test_an_inference_loops_passes_end_at_their_last_batch(gnnprof_run):
     done = [i for i in r.profile["iterations"] if i["complete"]]
     assert len(done) >= 3 * 8 - 2, len(done)
     assert max(i["wall_ns"] for i in done) < 20e6, sorted(i["wall_ns"] for i in done)[-3:]
+
+
+@needs_torch
+def test_a_loop_function_called_per_epoch_leaves_the_callers_evaluation_out(gnnprof_run):
+    r = gnnprof_run(script("epoch_function.py"), "3", "12")
+    assert r.rc == 0, r.err
+    done = [i for i in r.profile["iterations"] if i["complete"]]
+    assert len(done) >= 3 * 12 - 2, len(done)
+    assert max(i["wall_ns"] for i in done) < 30e6, sorted(i["wall_ns"] for i in done)[-3:]
