@@ -292,7 +292,10 @@ def _end_epoch(state, pf):
     """Stops the epoch's producer; compute gets its threads back (pf's _CoreSplit)."""
     state.close()
     if pf._split is not None:
-        pf._split.idle()
+        try:
+            pf._split.idle()
+        except Exception:
+            pass
 
 
 class _Epoch:
@@ -349,7 +352,14 @@ class _Epoch:
             raise item.exc
         split = pf._core_split()
         if split is not None:  # at each batch taken (the C++ one: each next()); not at the end
-            split.on_iteration(self._first)
+            try:
+                split.on_iteration(self._first)
+            except Exception:  # never into the loop: compute keeps all its threads from here on
+                pf._split = None
+                try:
+                    split.idle()
+                except Exception:
+                    pass
             self._first = False
         return self._hand_over(item)
 
