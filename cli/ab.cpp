@@ -18,6 +18,7 @@
 #include "gnnprof/reports/compare.h"
 #include "gnnprof/reports/format.h"
 #include "child_process.h"
+#include "launch_profiles.h"
 
 namespace gnnprof::cli {
 
@@ -50,8 +51,7 @@ struct RunSpec {
 
 /// Runs one command with env overrides, stdout+stderr to `log`; returns the exit code
 /// (128+signal when killed, 127 when it could not start).
-int spawn_and_wait(const RunSpec& spec, const std::string& log, std::string& error) {
-  pid_t pid = 0;
+int spawn_and_wait(const RunSpec& spec, const std::string& log, std::string& error, pid_t& pid) {
   if (const int rc = spawn(spec.argv, spec.env, log, pid); rc != 0) {
     error = "cannot start " + spec.argv[0] + ": " + std::strerror(rc);
     return 127;
@@ -64,6 +64,18 @@ int spawn_and_wait(const RunSpec& spec, const std::string& log, std::string& err
   if (e.signal != 0)
     error = "killed by signal " + std::to_string(e.signal) + " (" + strsignal(e.signal) + ")";
   return e.code;
+}
+
+/// The program a command line starts is a Python interpreter (`python3`, `/usr/bin/python3.11`,
+/// after any `K=V` settings and `env`).
+bool starts_python(const std::string& command) {
+  std::istringstream in(command);
+  for (std::string word; in >> word;) {
+    if (word == "env" || (word.find('=') != std::string::npos && word.find('/') == std::string::npos)) continue;
+    const std::string base = word.substr(word.rfind('/') + 1);
+    return base.rfind("python", 0) == 0;
+  }
+  return false;
 }
 
 }  // namespace
@@ -125,8 +137,15 @@ int run_ab(const AbArgs& a) {
   for (const auto& [k, v] : benv) sides[0].env.push_back(k + "=" + v);
   for (const auto& [k, v] : cenv) sides[1].env.push_back(k + "=" + v);
 
+  // An unmodified Python program writes no profile unless injected: inject it, as gnnprof run does.
+  bool want_preload = a.preload;
+  if (!want_preload &&
+      (shell_form ? starts_python(a.baseline_cmd) && starts_python(a.candidate_cmd) : starts_python(joined))) {
+    want_preload = true;
+    std::cerr << "gnnprof ab: a Python command: gnnprof is injected into every run (as --preload does)\n";
+  }
   std::string preload;
-  if (a.preload) {
+  if (want_preload) {
     preload = find_preload();
     if (preload.empty()) {
       std::cerr << "gnnprof ab: --preload: cannot find libgnnprof_preload.so (set GNNPROF_PRELOAD)\n";
@@ -139,39 +158,58 @@ int run_ab(const AbArgs& a) {
   for (int r = 0; r < a.repeat; ++r) {
     for (int side = 0; side < 2; ++side) {
       const int n = 2 * r + side + 1;
-      const std::string stem = a.out_dir + "/" + sides[side].label + "-" + std::to_string(r + 1);
+      const std::string name = sides[side].label + "-" + std::to_string(r + 1);
+      const std::string stem = a.out_dir + "/" + name;
       RunSpec spec;
       spec.argv = shell_form ? std::vector<std::string>{"/bin/sh", "-c", side == 0 ? a.baseline_cmd : a.candidate_cmd} : a.command;
       spec.env = current_environment();
       for (const auto& [k, v] : side == 0 ? benv : cenv) spec.env[k] = v;
-      spec.env["GNNPROF_OUTPUT"] = stem + ".json";
+      // Every process writes its own file (a wrapping shell, a DataLoader worker); the launch's
+      // own, as gnnprof run picks it, becomes <stem>.json.
+      spec.env["GNNPROF_OUTPUT"] = launch_output_pattern(a.out_dir, name);
+      spec.env["GNNPROF_RUN_PID"] = std::to_string(::getpid());  // helpers that record nothing leave no file
       spec.env["GNNPROF_QUIET"] = "1";
       if (!preload.empty()) {
         prepend_preload(spec.env, preload);
         (void)inject_python(spec.env);  // Python runs: line tables to compare
       }
-      std::filesystem::remove(stem + ".json", ec);  // a stale profile must not pass for this run's
+      // Stale profiles must not pass for this run's.
+      std::filesystem::remove(stem + ".json", ec);
+      for (const auto& old : collect_launch_profiles(a.out_dir, name, std::filesystem::file_time_type::min(), 0).found)
+        std::filesystem::remove(old.path, ec);
       std::cerr << "gnnprof ab: [" << n << "/" << total << "] " << sides[side].label << " run " << (r + 1) << "/" << a.repeat
                 << " ..." << std::flush;
       reports::RunRecord rec;
       rec.command = sides[side].command;
+      const auto since = std::filesystem::file_time_type::clock::now() - std::chrono::seconds(2);
       const auto t0 = std::chrono::steady_clock::now();
       std::string error;
-      rec.exit_code = spawn_and_wait(spec, stem + ".log", error);
+      pid_t pid = 0;
+      rec.exit_code = spawn_and_wait(spec, stem + ".log", error, pid);
       rec.wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
       if (rec.exit_code != 0 && error.empty()) error = "exit code " + std::to_string(rec.exit_code);
       if (error.empty()) {
-        auto p = read_profile_file(stem + ".json");
-        if (!p) {
-          error = "no usable profile: " + p.status().message();
+        LaunchProfiles launch = collect_launch_profiles(a.out_dir, name, since, pid);
+        for (int i = 0; i < static_cast<int>(launch.found.size()); ++i)  // `sh -c`: the shell's, empty
+          if (i != launch.main && launch.found[i].profile.recorded_events == 0) std::filesystem::remove(launch.found[i].path, ec);
+        if (launch.main < 0 || ::rename(launch.found[launch.main].path.c_str(), (stem + ".json").c_str()) != 0) {
+          error = "no usable profile";
+          if (!launch.unreadable.empty()) error += ": " + launch.unreadable.front();
           // A program that does not link gnnprof writes none unless it is injected.
-          if (preload.empty() && !std::filesystem::exists(stem + ".json"))
+          if (preload.empty() && launch.found.empty() && launch.unreadable.empty())
             error += " (the program wrote no profile: add --preload to inject gnnprof into an unmodified program, as "
                      "gnnprof run does)";
         } else {
+          Profile& p = launch.found[launch.main].profile;
           rec.profile = stem + ".json";
-          reports::describe_run(*p, a.skip, rec);
-          profiles[side].push_back(std::move(*p));
+          reports::describe_run(p, a.skip, rec);
+          if (rec.iterations == 0) {
+            error = "its profile " + rec.profile + " has no complete iteration past the " + std::to_string(a.skip) +
+                    " skipped (pid " + std::to_string(p.run.pid) + ": " + std::to_string(p.recorded_events) +
+                    " events): nothing to compare";
+          } else {
+            profiles[side].push_back(std::move(p));
+          }
         }
       }
       rec.error = error;
@@ -179,6 +217,10 @@ int run_ab(const AbArgs& a) {
       if (!error.empty()) {
         any_failed = true;
         std::cerr << ", FAILED: " << error << " (log: " << stem << ".log)\n" << tail_lines(stem + ".log", 10);
+        if (preload.empty() && error.find("add --preload") != std::string::npos) {  // every other run would say the same
+          std::cerr << "gnnprof ab: stopping: without --preload no run of this program writes a profile\n";
+          return 1;
+        }
       } else {
         std::cerr << ", median iteration " << reports::human_ns(rec.median_iteration_ns) << "\n";
       }

@@ -24,7 +24,6 @@
 #include <iostream>
 #include <map>
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -35,6 +34,7 @@
 #include "gnnprof/reports/reporter_factory.h"
 #include "gnnprof/reports/text_reporter.h"
 #include "child_process.h"
+#include "launch_profiles.h"
 
 namespace gnnprof::cli {
 namespace fs = std::filesystem;
@@ -54,11 +54,6 @@ std::string exe_dir() {
   std::string p(buf, static_cast<std::size_t>(n));
   return p.substr(0, p.rfind('/'));
 }
-
-struct Found {
-  std::string path;
-  Profile profile;
-};
 
 }  // namespace
 
@@ -123,7 +118,7 @@ int run_run(const RunArgs& args) {
   // Environment: the host's, plus the injection.
   Environment env = current_environment();
   prepend_preload(env, preload);
-  env["GNNPROF_OUTPUT"] = (dir / (stem + ".%R%p.json")).string();
+  env["GNNPROF_OUTPUT"] = launch_output_pattern(dir, stem);
   env["GNNPROF_RUN_PID"] = std::to_string(::getpid());
   // One id for every process of this launch: `gnnprof merge` refuses ranks of different runs.
   if (!env.count("GNNPROF_RUN_ID")) {
@@ -171,37 +166,12 @@ int run_run(const RunArgs& args) {
   sigaction(SIGTERM, &old_term, nullptr);
 
   // Collect this run's profiles.
-  const std::regex name_re(std::regex_replace(stem, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
-                           R"(\.(rank[0-9]+\.)?[0-9]+\.json)");
-  std::vector<Found> found;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (!entry.is_regular_file(ec) || !std::regex_match(name, name_re)) continue;
-    if (entry.last_write_time(ec) < started) continue;
-    Result<Profile> p = read_profile_file(entry.path().string());
-    if (!p) {
-      std::cerr << "gnnprof run: skipping " << entry.path().string() << ": " << p.status().message() << "\n";
-      continue;
-    }
-    found.push_back({entry.path().string(), std::move(*p)});
-  }
-  // The launched process's profile when it recorded anything, else the busiest one, a loop's
-  // rather than a DataLoader worker's (which names its loop: run.parent_pid).
-  const Found* main = nullptr;
-  for (const auto& f : found)
-    if (f.profile.run.pid == pid && f.profile.recorded_events > 0) main = &f;
-  auto busier = [](const Found* m, const Found& f) {
-    const bool worker = f.profile.run.parent_pid != 0, m_worker = m != nullptr && m->profile.run.parent_pid != 0;
-    if (m == nullptr || worker != m_worker) return m == nullptr || !worker;
-    return f.profile.recorded_events > m->profile.recorded_events;
-  };
-  if (main == nullptr)
-    for (const auto& f : found)
-      if (busier(main, f)) main = &f;
+  LaunchProfiles launch = collect_launch_profiles(dir, stem, started, pid);
+  for (const auto& u : launch.unreadable) std::cerr << "gnnprof run: skipping " << u << "\n";
+  const auto& found = launch.found;
+  const FoundProfile* main = launch.main >= 0 ? &found[launch.main] : nullptr;
   // A distributed run: the rank profiles keep their rank-named files, for gnnprof merge.
-  std::vector<std::string> rank_files;
-  for (const auto& f : found)
-    if (f.profile.run.rank) rank_files.push_back(f.path);
+  std::vector<std::string> rank_files = launch.rank_files;
   if (rank_files.size() > 1) main = nullptr;
   if (found.empty()) {
     std::cerr << "gnnprof run: no profile was written (is the program statically linked, or GNNPROF_ENABLED=0?)\n";
@@ -222,15 +192,15 @@ int run_run(const RunArgs& args) {
     }
     std::cerr << "gnnprof run: " << found.size() << (found.size() == 1 ? " profile" : " profiles") << ":\n";
     // The launched process's first, then by rank and pid.
-    std::vector<const Found*> listed;
+    std::vector<const FoundProfile*> listed;
     for (const auto& f : found) listed.push_back(&f);
-    std::stable_sort(listed.begin(), listed.end(), [&](const Found* x, const Found* y) {
+    std::stable_sort(listed.begin(), listed.end(), [&](const FoundProfile* x, const FoundProfile* y) {
       if ((x == main) != (y == main)) return x == main;
       return std::make_pair(x->profile.run.rank.value_or(-1), x->profile.run.pid) <
              std::make_pair(y->profile.run.rank.value_or(-1), y->profile.run.pid);
     });
-    for (const Found* fp : listed) {
-      const Found& f = *fp;
+    for (const FoundProfile* fp : listed) {
+      const FoundProfile& f = *fp;
       const Profile& p = f.profile;
       std::cerr << "  " << (&f == main && !main_path.empty() ? main_path : f.path) << "  pid " << p.run.pid;
       if (p.run.rank) std::cerr << ", rank " << *p.run.rank;

@@ -35,7 +35,19 @@ AB_ORDER="$tmp/order" "$cli" ab --repeat 2 --skip 0 -o "$tmp/ab3" --baseline-env
 check "env override exit 0" '[ $rc -eq 0 ]'
 check "env override order" '[ "$(tr "\n" " " <"$tmp/order")" = "1 2 1 2 " ]'
 
-# 4. Bad usage: one line, exit 2.
+# 4. A wrapper: every process writes its own profile; the launch's busiest stands for the run
+#    (it was overwritten by the last process to exit), and a run without iterations fails.
+"$cli" ab --repeat 1 --skip 1 -o "$tmp/ab5" --baseline "$app" --candidate "$app; AB_ITERS=2 $app" >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "wrapper: exit 0" '[ $rc -eq 0 ]'
+check "wrapper: the busiest process's profile" 'json_check "$tmp/ab5/candidate-1.json" "len(c[\"iterations\"]) == 10"'
+check "wrapper: the other process's profile kept beside it" '[ "$(ls "$tmp/ab5" | grep -c "^candidate-1\.[0-9]*\.json$")" -eq 1 ]'
+AB_ITERS=0 "$cli" ab --repeat 2 --skip 1 -o "$tmp/ab6" -- "$app" >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "no iterations: FAILED, exit 1" '[ $rc -eq 1 ] && grep -q "FAILED: its profile .*has no complete iteration" "$tmp/err"'
+
+"$cli" ab --repeat 3 -o "$tmp/ab7" --baseline true --candidate true >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "no profile without --preload: stops after the first run" '[ $rc -eq 1 ] && [ "$(grep -c "^gnnprof ab: \[" "$tmp/err")" -eq 1 ] && grep -q "stopping: without --preload" "$tmp/err"'
+
+# 5. Bad usage: one line, exit 2.
 "$cli" ab -o "$tmp/ab4" >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "no command: exit 2, one line" '[ $rc -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ]'
 "$cli" ab -o "$tmp/ab4" --baseline-env NOEQUALS -- "$app" >"$tmp/out" 2>"$tmp/err"; rc=$?

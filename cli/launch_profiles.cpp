@@ -1,0 +1,48 @@
+// launch_profiles.cpp — finding the profiles of one launch and the one that stands for it.
+#include "launch_profiles.h"
+
+#include <regex>
+
+#include "gnnprof/profile_io.h"
+
+namespace gnnprof::cli {
+namespace fs = std::filesystem;
+
+std::string launch_output_pattern(const fs::path& dir, const std::string& stem) {
+  return (dir / (stem + ".%R%p.json")).string();
+}
+
+LaunchProfiles collect_launch_profiles(const fs::path& dir, const std::string& stem, fs::file_time_type since,
+                                       pid_t pid) {
+  LaunchProfiles out;
+  const std::regex name_re(std::regex_replace(stem, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
+                           R"(\.(rank[0-9]+\.)?[0-9]+\.json)");
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_regular_file(ec) || !std::regex_match(name, name_re)) continue;
+    if (entry.last_write_time(ec) < since) continue;
+    Result<Profile> p = read_profile_file(entry.path().string());
+    if (!p) {
+      out.unreadable.push_back(entry.path().string() + ": " + p.status().message());
+      continue;
+    }
+    out.found.push_back({entry.path().string(), std::move(*p)});
+  }
+  const auto& found = out.found;
+  for (std::size_t i = 0; i < found.size(); ++i)
+    if (found[i].profile.run.pid == pid && found[i].profile.recorded_events > 0) out.main = static_cast<int>(i);
+  auto busier = [&](int m, const FoundProfile& f) {
+    const bool worker = f.profile.run.parent_pid != 0, m_worker = m >= 0 && found[m].profile.run.parent_pid != 0;
+    if (m < 0 || worker != m_worker) return m < 0 || !worker;
+    return f.profile.recorded_events > found[m].profile.recorded_events;
+  };
+  if (out.main < 0)
+    for (std::size_t i = 0; i < found.size(); ++i)
+      if (busier(out.main, found[i])) out.main = static_cast<int>(i);
+  for (const auto& f : found)
+    if (f.profile.run.rank) out.rank_files.push_back(f.path);
+  return out;
+}
+
+}  // namespace gnnprof::cli
