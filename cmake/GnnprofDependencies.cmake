@@ -4,6 +4,7 @@
 find_package(Threads REQUIRED)
 find_package(fmt REQUIRED)            # libfmt-dev
 find_package(nlohmann_json 3 REQUIRED) # nlohmann-json3-dev
+find_package(Boost 1.74 REQUIRED)    # libboost-dev: Boost.Math's Student's t (header-only, not exported)
 find_package(CLI11 QUIET)             # libcli11-dev
 if(NOT CLI11_FOUND)
   message(FATAL_ERROR "CLI11 not found: apt-get install libcli11-dev")

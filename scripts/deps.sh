@@ -12,6 +12,7 @@ set -euo pipefail
 PKGS=(
   cmake ninja-build g++ make pkg-config
   libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev libbenchmark-dev
+  libboost-dev   # Boost.Math: Student's t for the comparisons' Welch test (headers only)
   libtorch-dev python3-torch
   libopenblas0-openmp   # libtorch's BLAS through libblas.so.3; the reference BLAS is ~8x slower
   python3-dev python3-pytest   # the Python package's native module and its tests

@@ -3,6 +3,7 @@
 // Its JSON is compare_json.cpp, its text compare_text.cpp, its HTML compare_html.cpp.
 #include "gnnprof/reports/compare.h"
 
+#include <boost/math/distributions/students_t.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -190,18 +191,25 @@ double mean_value(const std::vector<std::int64_t>& v) {
   return static_cast<double>(sum / static_cast<long double>(v.size()));
 }
 
-// Welch's t-test, two-sided, normal approximation: 1 (no verdict) under 30 samples a side, where
-// the approximation would be anti-conservative.
+// Welch's t-test, two-sided, Student's t with the Welch-Satterthwaite degrees of freedom
+// (right for few iterations too, where a normal approximation would be anti-conservative).
 double welch_p(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) {
-  if (a.size() < 30 || b.size() < 30) return 1.0;
+  if (a.size() < 2 || b.size() < 2) return 1.0;
   const double ma = mean_value(a), mb = mean_value(b);
+  const double na = static_cast<double>(a.size()), nb = static_cast<double>(b.size());
   double va = 0, vb = 0;
   for (auto x : a) va += (static_cast<double>(x) - ma) * (static_cast<double>(x) - ma);
   for (auto x : b) vb += (static_cast<double>(x) - mb) * (static_cast<double>(x) - mb);
-  const double se = std::sqrt(va / static_cast<double>(a.size() - 1) / static_cast<double>(a.size()) +
-                              vb / static_cast<double>(b.size() - 1) / static_cast<double>(b.size()));
+  const double sa = va / (na - 1) / na, sb = vb / (nb - 1) / nb;  // squared standard errors
+  const double se = std::sqrt(sa + sb);
   if (se <= 0) return ma == mb ? 1.0 : 0.0;
-  return std::min(1.0, std::erfc(std::fabs(mb - ma) / se / std::sqrt(2.0)));
+  const double df = (sa + sb) * (sa + sb) / (sa * sa / (na - 1) + sb * sb / (nb - 1));
+  try {
+    const boost::math::students_t t(df);
+    return std::min(1.0, 2.0 * boost::math::cdf(boost::math::complement(t, std::fabs(mb - ma) / se)));
+  } catch (...) {  // a degenerate df: no verdict
+    return 1.0;
+  }
 }
 
 // The loop's mean iteration: what an epoch takes per iteration, tails included.
@@ -236,8 +244,58 @@ void describe_run(const Profile& profile, std::uint64_t skip, RunRecord& run) {
   run.line_events = line_events_per_iteration(profile);
 }
 
-Comparison compare_profiles(const std::vector<Profile>& baseline, const std::vector<Profile>& candidate,
+namespace {
+
+constexpr const char* kLoaderPrefix = "enumerate(DataLoader)#";
+
+// A DataLoader's batches come from "enumerate(DataLoader)#<its iterator class>.__next__": a
+// side with workers has _MultiProcessingDataLoaderIter's, one without _SingleProcessDataLoaderIter's.
+// When the sides' sets differ, each side's become kLoaderNext: one stage, compared.
+std::set<std::string> loader_next_names(const std::vector<Profile>& side) {
+  std::set<std::string> out;
+  for (const Profile& p : side)
+    for (const auto& s : p.stages)
+      if (s.name.rfind(kLoaderPrefix, 0) == 0 && s.name.size() > 9 && s.name.compare(s.name.size() - 9, 9, ".__next__") == 0)
+        out.insert(s.name);
+  return out;
+}
+
+void rename_stage(Profile& p, const std::string& from, const std::string& to) {
+  for (auto& s : p.stages)
+    if (s.name == from) s.name = to;
+  for (auto& e : p.stage_edges) {
+    if (e.parent == from) e.parent = to;
+    if (e.child == from) e.child = to;
+  }
+  auto rekey = [&](std::map<std::string, std::int64_t>& m) {
+    if (auto f = m.find(from); f != m.end()) {
+      m[to] += f->second;
+      m.erase(from);
+    }
+  };
+  for (auto& it : p.iterations) {
+    rekey(it.stages);
+    rekey(it.other_threads);
+  }
+  for (auto& l : p.lines) rekey(l.stages);
+}
+
+}  // namespace
+
+Comparison compare_profiles(const std::vector<Profile>& baseline_in, const std::vector<Profile>& candidate_in,
                             const CompareOptions& options) {
+  const std::set<std::string> la = loader_next_names(baseline_in), lb = loader_next_names(candidate_in);
+  std::vector<Profile> renamed[2];
+  if (!la.empty() && !lb.empty() && la != lb) {
+    renamed[0] = baseline_in;
+    renamed[1] = candidate_in;
+    for (Profile& p : renamed[0])
+      for (const auto& n : la) rename_stage(p, n, kLoaderNext);
+    for (Profile& p : renamed[1])
+      for (const auto& n : lb) rename_stage(p, n, kLoaderNext);
+  }
+  const std::vector<Profile>& baseline = renamed[0].empty() ? baseline_in : renamed[0];
+  const std::vector<Profile>& candidate = renamed[1].empty() ? candidate_in : renamed[1];
   Comparison c;
   c.tool_version = kVersion;
   c.options = options;

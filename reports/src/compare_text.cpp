@@ -31,7 +31,10 @@ std::string slower_summary(const Comparison& c) {
   const MetricComparison& it = c.metrics.front();
   const MetricComparison* worst = nullptr;
   for (const auto& m : c.metrics)
-    if (m.scope == Scope::kLoopThread && !m.op() && (m.verdict == Verdict::kSlower || m.verdict == Verdict::kCandidateOnly) &&
+    // A stage whose rise is significant by its test though its interval touches 1 (few
+    // iterations, a heavy tail) still explains more than a smaller significant one.
+    if (m.scope == Scope::kLoopThread && !m.op() &&
+        (m.verdict == Verdict::kSlower || m.verdict == Verdict::kCandidateOnly || m.p_value < c.options.alpha) &&
         m.delta_ns > 0 && (worst == nullptr || m.delta_ns > worst->delta_ns))
       worst = &m;
   const MetricComparison* worst_op = nullptr;  // inside that phase

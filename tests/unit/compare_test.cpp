@@ -145,6 +145,71 @@ TEST(Compare, TheMeanIterationCatchesSlowIterationsTheMedianLeavesOut) {
   EXPECT_EQ(mean_summary(compare_profiles(base, std::vector<Profile>{walls({20}), walls({20})}, CompareOptions{})), "");
 }
 
+// Few iterations: Welch's t-test with Student's t (Welch-Satterthwaite df), as
+// scipy.stats.ttest_ind(a, b, equal_var=False) gives it, not "no verdict".
+TEST(Compare, TheMeanRowsPValueIsWelchsWithStudentsTForFewIterations) {
+  auto walls = [](std::vector<int> ms) {
+    Profile p;
+    for (std::size_t i = 0; i < ms.size(); ++i) {
+      IterationStats it;
+      it.index = i;
+      it.wall_ns = ms[i] * 1000000LL;
+      p.iterations.push_back(it);
+    }
+    return p;
+  };
+  CompareOptions opt;
+  opt.skip = 0;
+  Comparison c = compare_profiles({walls({10, 12, 11, 13, 10, 12, 11, 14})}, {walls({13, 15, 12, 16, 14, 13, 17, 15})}, opt);
+  ASSERT_GE(c.metrics.size(), 2u);
+  EXPECT_NEAR(c.metrics[1].p_value, 0.003395055654176987, 1e-9);
+  EXPECT_EQ(c.metrics[1].verdict, Verdict::kSlower);
+  // Equal means: p = 1.
+  c = compare_profiles({walls({10, 12, 11})}, {walls({12, 10, 11})}, opt);
+  EXPECT_DOUBLE_EQ(c.metrics[1].p_value, 1.0);
+}
+
+// num_workers 0 -> 2: the DataLoader's stage is _SingleProcessDataLoaderIter's on one side and
+// _MultiProcessingDataLoaderIter's on the other. One stage, compared (not "faster" beside a
+// "candidate only" that the slower headline then blamed); the headline names forward.
+TEST(Compare, TheDataLoadersStageIsOneWhateverItsIteratorClass) {
+  std::mt19937 rng(5);
+  const std::string single = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+  const std::string multi = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
+  std::vector<Profile> base{run(rng, 30, 5, true)}, cand{run(rng, 34, 5, true)};
+  for (auto* side : {&base, &cand})
+    for (auto& p : *side) {
+      const std::string& name = side == &base ? single : multi;
+      p.stages.push_back(StageStats{});
+      p.stages.back().name = name;
+      for (auto& it : p.iterations) {
+        it.stages[name] = side == &base ? 8000000 : 4000000;
+        if (side == &cand) it.stages["forward"] += 8000000;
+      }
+    }
+  base[0].stages.push_back(StageStats{});
+  base[0].stages.back().name = single;  // and an evaluation loader without workers on both sides
+  cand[0].stages.push_back(StageStats{});
+  cand[0].stages.back().name = single;
+  Comparison c = compare_profiles(base, cand, CompareOptions{});
+  const MetricComparison* loader = nullptr;
+  for (const auto& m : c.metrics) {
+    EXPECT_NE(m.name, single);
+    EXPECT_NE(m.name, multi);
+    if (m.name == kLoaderNext) loader = &m;
+  }
+  ASSERT_NE(loader, nullptr);
+  EXPECT_EQ(loader->verdict, Verdict::kFaster);
+  EXPECT_EQ(loader->delta_ns, -4000000);
+  const std::string slow = slower_summary(c);
+  EXPECT_NE(slow.find("the stage that got slower most: forward"), std::string::npos) << slow;
+  // The same class on both sides keeps its name.
+  c = compare_profiles(base, base, CompareOptions{});
+  bool kept = false;
+  for (const auto& m : c.metrics) kept = kept || m.name == single;
+  EXPECT_TRUE(kept);
+}
+
 // An op replaced by another (x = feats[idx] -> feats.index_select(0, idx)): each side's own,
 // not "0 ns -> 1.3 ms, slower"; and the time outside every stage is a metric of its own.
 TEST(Compare, StagesOfOneSideOnlyAreNamedSoAndUnattributedTimeIsCompared) {

@@ -97,6 +97,8 @@ struct MetricComparison {
 
 /// The name of the loop's mean-iteration row (second, after "iteration").
 inline constexpr const char* kMeanIteration = "iteration (mean)";
+/// The DataLoader's batch stage when the sides' iterator classes differ (workers on one side only).
+inline constexpr const char* kLoaderNext = "enumerate(DataLoader)#__next__";
 
 /// One line of the line tables, matched across the sides by file (its base name), function
 /// and statement text, so that lines moved by an edit elsewhere still match; a changed
