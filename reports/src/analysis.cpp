@@ -423,13 +423,100 @@ std::string data_line_sentence(const Profile& p, const std::map<std::string, std
                      top->line, code, 100.0 * static_cast<double>(top_ns) / static_cast<double>(all_ns));
 }
 
+/// slow-iterations: iterations over 3x the median that hold at least a tenth of the analysed
+/// loop's time, which the median (and every figure built on it) leaves out. Names them, the
+/// stage and the traced line whose time grew most in them. nullopt: the rule does not fire.
+std::optional<Diagnostic> slow_iterations(const Profile& p, const Analysis& a) {
+  constexpr const char* kOutside = "(unattributed)";
+  const std::int64_t med = a.run_iteration_median_ns;
+  if (a.loader_worker || a.iterations_used < 8 || med <= 0) return std::nullopt;
+  std::vector<const IterationStats*> used, slow;
+  std::uint64_t seen = 0;
+  for (const IterationStats& it : p.iterations)
+    if (it.complete && seen++ >= a.skipped) used.push_back(&it);
+  std::int64_t total = 0, excess = 0;
+  for (const IterationStats* it : used) {
+    total += it->wall_ns;
+    if (it->wall_ns > 3 * med) {
+      slow.push_back(it);
+      excess += it->wall_ns - med;
+    }
+  }
+  if (slow.empty() || total <= 0 || 10 * excess < total) return std::nullopt;
+  // Which stage and which line grew: their mean in the slow iterations over their median in all.
+  auto grown = [&](auto get) {
+    std::map<std::string, std::vector<std::int64_t>> all;
+    std::map<std::string, std::int64_t> in_slow;
+    std::size_t observed_slow = 0;
+    for (const IterationStats* it : used) {
+      if (!it->ops_observed) continue;
+      const bool is_slow = it->wall_ns > 3 * med;
+      observed_slow += is_slow;
+      for (const auto& [k, v] : get(*it)) {
+        all[k].push_back(v);
+        if (is_slow) in_slow[k] += v;
+      }
+    }
+    std::pair<std::string, std::int64_t> best{"", 0};
+    if (observed_slow == 0) return best;
+    std::size_t observed = 0;
+    for (const IterationStats* it : used) observed += it->ops_observed;
+    for (auto& [k, v] : all) {
+      v.resize(observed, 0);  // an iteration without it: 0
+      const std::int64_t more = in_slow[k] / static_cast<std::int64_t>(observed_slow) - median(v);
+      if (more > best.second) best = {k, more};
+    }
+    return best;
+  };
+  const auto stage = grown([](const IterationStats& it) {
+    std::map<std::string, std::int64_t> m;
+    for (const auto& [name, ns] : it.stages)
+      if (name != kOwnWorkStage) m[name] = ns;
+    m[kOutside] = it.unattributed_ns;
+    return m;
+  });
+  const auto line = grown([&](const IterationStats& it) {
+    std::map<std::string, std::int64_t> m;
+    for (const auto& [index, ns] : it.lines)
+      if (index < p.lines.size()) m[std::to_string(index)] += ns;
+    return m;
+  });
+  std::string which;
+  for (std::size_t i = 0; i < slow.size() && i < 4; ++i)
+    which += fmt::format("{}{} ({})", i == 0 ? "" : (i + 1 == slow.size() ? " and " : ", "), slow[i]->index,
+                         human_ns(slow[i]->wall_ns));
+  if (slow.size() > 4) which += ", ...";
+  const double share = static_cast<double>(excess) / static_cast<double>(total);
+  std::string msg = fmt::format(
+      "{} of {} iterations took over 3x the median (iteration{} {} against a median of {}): {} beyond the median, {:.0f}% "
+      "of the analysed loop's time, which the median, the stage medians and the what-if leave out",
+      slow.size(), used.size(), slow.size() == 1 ? "" : "s", which, human_ns(med), human_ns(excess), 100 * share);
+  if (!stage.first.empty() && 2 * stage.second >= (excess / static_cast<std::int64_t>(slow.size())) / 5)
+    msg += fmt::format(". In them, {} took {} more than in a median iteration", stage.first == kOutside ? "time outside every stage" : stage.first,
+                       human_ns(stage.second));
+  if (!line.first.empty()) {
+    const LineStats& l = p.lines[std::stoul(line.first)];
+    std::string code = l.code.size() > 60 ? l.code.substr(0, 57) + "..." : l.code;
+    msg += fmt::format("{} the line {}:{} `{}` {} more", stage.first.empty() ? ". In them," : ", and", base_name(l.file), l.line,
+                       code, human_ns(line.second));
+  }
+  msg += " (gnnprof compare's \"iteration (mean)\" row weighs them).";
+  return Diagnostic{"slow-iterations", Severity::kWarning, msg,
+                    {{"slow_iterations", static_cast<double>(slow.size())},
+                     {"iterations", static_cast<double>(used.size())},
+                     {"excess_ns", static_cast<double>(excess)},
+                     {"excess_share", share},
+                     {"iteration_ns", static_cast<double>(med)},
+                     {"stage_growth_ns", static_cast<double>(stage.second)}}};
+}
+
 }  // namespace
 
 const std::vector<std::string>& diagnostic_ids() {
   static const std::vector<std::string> ids{"pageable-h2d",     "exposed-data-time",  "materialize-in-compute",
                                             "host-sync",        "host-memory-growth", "low-utilization",
                                             "dropped-events",   "reference-blas",     "thread-oversubscription",
-                                            "loader-bound"};
+                                            "loader-bound",     "slow-iterations",    "loader-restarts"};
   return ids;
 }
 
@@ -625,6 +712,8 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
          {"wait_share", wait_share},
          {"compute_ns", static_cast<double>(a.compute_ns)},
          {"cpus", static_cast<double>(p.environment.cpus)}});
+
+  if (auto d = slow_iterations(p, a)) out.push_back(std::move(*d));
   return out;
 }
 

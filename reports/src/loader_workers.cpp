@@ -100,6 +100,20 @@ LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<
       alive += b.run.start_unix_ns <= a.run.start_unix_ns && a.run.start_unix_ns < b.run.start_unix_ns + b.wall_ns;
     w.concurrent = std::max(w.concurrent, alive);
   }
+  std::vector<const Profile*> by_start;
+  for (const Profile& x : workers) by_start.push_back(&x);
+  std::sort(by_start.begin(), by_start.end(),
+            [](const Profile* x, const Profile* y) { return x->run.start_unix_ns < y->run.start_unix_ns; });
+  std::int64_t first_end = 0;  // of the current set
+  for (const Profile* x : by_start) {
+    const std::int64_t start = x->run.start_unix_ns, end = start + x->wall_ns;
+    if (w.generations.empty() || start >= first_end) {
+      w.generations.push_back({start - parent.run.start_unix_ns, 0});
+      first_end = end;
+    }
+    ++w.generations.back().workers;
+    first_end = std::min(first_end, end);
+  }
   std::sort(w.pids.begin(), w.pids.end());
   w.pace_unobserved = !unobserved.empty();
   w.batch_median_ns = median_of(w.pace_unobserved ? unobserved : all);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "gnnprof/reports/format.h"
 
 namespace gnnprof::reports {
@@ -16,8 +18,68 @@ Report make_report(const Profile& profile, const ReportOptions& options) {
   return r;
 }
 
+namespace {
+
+// loader-restarts: the workers start anew each epoch; the iterations they started in.
+void restart_diagnostic(Report& r) {
+  const LoaderWorkers& w = r.workers;
+  const Analysis& a = r.analysis;
+  const Profile& p = *r.profile;
+  const std::int64_t med = a.run_iteration_median_ns;
+  if (w.generations.size() < 2 || med <= 0 || a.loader_worker) return;
+  std::int64_t loop_ns = 0;  // the analysed iterations' time, as slow-iterations counts it
+  std::uint64_t seen = 0;
+  for (const IterationStats& it : p.iterations)
+    if (it.complete && seen++ >= a.skipped) loop_ns += it.wall_ns;
+  // The iteration each set started in (or the first after it, when it started between two).
+  std::vector<const IterationStats*> at;
+  for (const auto& g : w.generations) {
+    const IterationStats* found = nullptr;
+    for (const IterationStats& it : p.iterations)
+      if (it.complete && it.begin_ns + it.wall_ns > g.start_ns) {
+        found = &it;
+        break;
+      }
+    at.push_back(found);
+  }
+  std::int64_t excess = 0;
+  std::string which;
+  std::size_t restarts = 0;
+  for (std::size_t g = 1; g < at.size(); ++g) {
+    if (at[g] == nullptr) continue;
+    ++restarts;
+    excess += std::max<std::int64_t>(0, at[g]->wall_ns - med);
+    if (restarts <= 4) which += fmt::format("{}{} ({})", restarts == 1 ? "" : ", ", at[g]->index, human_ns(at[g]->wall_ns));
+  }
+  if (restarts == 0 || loop_ns <= 0 || 20 * excess < loop_ns) return;
+  const int per = w.generations.front().workers;
+  // GNNPROF_LOADER_WORKERS caps the profiled workers: the loop's counter counts every start.
+  const std::uint64_t starts = std::max<std::uint64_t>(w.generations.size(), per > 0 ? w.started / static_cast<std::uint64_t>(per) : 0);
+  std::string first;
+  if (at[0] != nullptr && at[0]->wall_ns > 2 * med)
+    first = fmt::format(" (the first start, in iteration {}, took {})", at[0]->index, human_ns(at[0]->wall_ns));
+  r.diagnostics.push_back(Diagnostic{
+      "loader-restarts", Severity::kWarning,
+      fmt::format("the DataLoader starts its {} worker process{} anew at each pass over it ({} starts; persistent_workers "
+                  "is off): the iteration{} the restarted workers began in, {}, took {} beyond the median iteration ({}), "
+                  "{:.0f}% of the analysed loop's time{}. DataLoader(..., persistent_workers=True) starts them once and "
+                  "keeps them between epochs.",
+                  per, per == 1 ? "" : "es", starts, restarts == 1 ? "" : "s", which + (restarts > 4 ? ", ..." : ""),
+                  human_ns(excess), human_ns(med), 100.0 * static_cast<double>(excess) / static_cast<double>(loop_ns), first),
+      {{"starts", static_cast<double>(starts)},
+       {"workers", static_cast<double>(per)},
+       {"restart_excess_ns", static_cast<double>(excess)},
+       {"restart_share", static_cast<double>(excess) / static_cast<double>(loop_ns)},
+       {"iteration_ns", static_cast<double>(med)}}});
+  for (Diagnostic& d : r.diagnostics)
+    if (d.id == "slow-iterations") d.message += " The DataLoader's worker restarts account for them: see loader-restarts.";
+}
+
+}  // namespace
+
 void set_loader_workers(Report& r, LoaderWorkers workers) {
   r.workers = std::move(workers);
+  restart_diagnostic(r);
   const LoaderWorkers& w = r.workers;
   const Analysis& a = r.analysis;
   const std::int64_t supply = w.supply_interval_ns() > 0 ? w.supply_interval_ns() : w.batch_median_ns;

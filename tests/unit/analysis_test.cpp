@@ -455,8 +455,87 @@ TEST(Diagnostics, ThreadOversubscription) {
   EXPECT_TRUE(has(run(q), "thread-oversubscription"));
 }
 
+// Two of 20 analysed iterations take 10x the median, their DataLoader stage and their `for`
+// line grown: 18 % of the loop's time that the median leaves out. One such iteration in 20 at
+// 2x is not.
+TEST(Diagnostics, SlowIterations) {
+  Profile p = loop_profile(false);
+  p.stages.push_back(stage("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", "data"));
+  LineStats l;
+  l.file = "/w/train.py";
+  l.line = 129;
+  l.code = "for x, y in train_loader:";
+  p.lines.push_back(l);
+  for (auto& it : p.iterations) {
+    it.lines[0] = 2 * kMs;
+    it.stages["enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"] = 2 * kMs;
+  }
+  for (int i : {8, 16}) {
+    p.iterations[i].wall_ns = 1000 * kMs;
+    p.iterations[i].stages["enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"] = 850 * kMs;
+    p.iterations[i].lines[0] = 880 * kMs;
+  }
+  auto ds = run(p);
+  ASSERT_TRUE(has(ds, "slow-iterations"));
+  const auto& d = *std::find_if(ds.begin(), ds.end(), [](const Diagnostic& x) { return x.id == "slow-iterations"; });
+  EXPECT_EQ(d.severity, Severity::kWarning);
+  EXPECT_DOUBLE_EQ(d.evidence.at("slow_iterations"), 2.0);
+  EXPECT_DOUBLE_EQ(d.evidence.at("excess_ns"), 1800.0 * kMs);
+  EXPECT_NE(d.message.find("2 of 18 iterations took over 3x the median (iterations 8 (1.00 s) and 16 (1.00 s) against a "
+                           "median of 100 ms)"),
+            std::string::npos)
+      << d.message;
+  EXPECT_NE(d.message.find("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__ took 848 ms more"), std::string::npos)
+      << d.message;
+  EXPECT_NE(d.message.find("the line train.py:129 `for x, y in train_loader:` 878 ms more"), std::string::npos) << d.message;
+  Profile mild = loop_profile(false);
+  mild.iterations[8].wall_ns = 200 * kMs;
+  EXPECT_FALSE(has(run(mild), "slow-iterations"));
+}
+
+// Workers started anew each epoch (three sets of two): the iterations the second and third
+// sets began in are the restarts' cost; set_loader_workers adds loader-restarts.
+TEST(Diagnostics, LoaderRestarts) {
+  Profile p = loop_profile(false);
+  p.run.pid = 10;
+  p.run.start_unix_ns = 1000 * kMs;
+  for (auto& it : p.iterations) it.begin_ns = static_cast<std::int64_t>(it.index) * 100 * kMs;
+  auto at = [&](int i) { return p.run.start_unix_ns + p.iterations[i].begin_ns + 10 * kMs; };
+  for (int i : {8, 16}) p.iterations[i].wall_ns = 500 * kMs;
+  std::vector<Profile> ws;
+  for (int i : {0, 8, 16})
+    for (int w = 0; w < 2; ++w) {
+      Profile x;
+      x.run.pid = 20 + i + w;
+      x.run.parent_pid = 10;
+      x.run.start_unix_ns = at(i) + w * kMs;
+      x.wall_ns = 700 * kMs;
+      ws.push_back(x);
+    }
+  Report r = make_report(p, {});
+  set_loader_workers(r, summarize_loader_workers(p, ws));
+  ASSERT_EQ(r.workers.generations.size(), 3u);
+  EXPECT_EQ(r.workers.generations[1].workers, 2);
+  ASSERT_TRUE(has(r.diagnostics, "loader-restarts"));
+  const auto& d = *std::find_if(r.diagnostics.begin(), r.diagnostics.end(), [](const Diagnostic& x) { return x.id == "loader-restarts"; });
+  EXPECT_DOUBLE_EQ(d.evidence.at("starts"), 3.0);
+  EXPECT_DOUBLE_EQ(d.evidence.at("restart_excess_ns"), 800.0 * kMs);
+  EXPECT_NE(d.message.find("starts its 2 worker processes anew at each pass over it (3 starts; persistent_workers is off): "
+                           "the iterations the restarted workers began in, 8 (500 ms), 16 (500 ms), took 800 ms beyond"),
+            std::string::npos)
+      << d.message;
+  EXPECT_NE(d.message.find("persistent_workers=True"), std::string::npos);
+  // Persistent workers: one set, alive throughout.
+  for (std::size_t i = 2; i < ws.size(); ++i) ws[i].run.start_unix_ns = ws[i % 2].run.start_unix_ns;
+  for (auto& w : ws) w.wall_ns = 3000 * kMs;
+  Report q = make_report(p, {});
+  set_loader_workers(q, summarize_loader_workers(p, ws));
+  EXPECT_EQ(q.workers.generations.size(), 1u);
+  EXPECT_FALSE(has(q.diagnostics, "loader-restarts"));
+}
+
 TEST(Diagnostics, EveryRuleHasAStableId) {
-  EXPECT_EQ(diagnostic_ids().size(), 10u);
+  EXPECT_EQ(diagnostic_ids().size(), 12u);
   Profile clean = loop_profile(true);
   EXPECT_TRUE(run(clean).empty());
 }

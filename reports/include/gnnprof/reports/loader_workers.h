@@ -46,6 +46,15 @@ struct LoaderWorkers {
   /// Workers the loop started, when the loop's profile counted them (its "DataLoader workers"
   /// counter, sampled as each starts); more than `pids` when GNNPROF_LOADER_WORKERS capped them.
   std::uint64_t started = 0;
+  /// Sets of workers alive together, in start order: more than one when the loader starts
+  /// them anew (each epoch, without persistent_workers). A set's start is its first worker's,
+  /// in ns since the loop's process started; a set begins with a worker that starts after one
+  /// of the previous set ended.
+  struct Generation {
+    std::int64_t start_ns = 0;
+    int workers = 0;
+  };
+  std::vector<Generation> generations;
 
   bool empty() const { return pids.empty(); }
   /// With `concurrent` workers at this pace: a batch every this long (0 when unknown).
