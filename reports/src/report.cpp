@@ -55,17 +55,14 @@ void restart_diagnostic(Report& r) {
   const int per = w.generations.front().workers;
   // GNNPROF_LOADER_WORKERS caps the profiled workers: the loop's counter counts every start.
   const std::uint64_t starts = std::max<std::uint64_t>(w.generations.size(), per > 0 ? w.started / static_cast<std::uint64_t>(per) : 0);
-  std::string first;
-  if (at[0] != nullptr && at[0]->wall_ns > 2 * med)
-    first = fmt::format(" (the first start, in iteration {}, took {})", at[0]->index, human_ns(at[0]->wall_ns));
   r.diagnostics.push_back(Diagnostic{
       "loader-restarts", Severity::kWarning,
       fmt::format("the DataLoader starts its {} worker process{} anew at each pass over it ({} starts; persistent_workers "
                   "is off): the iteration{} the restarted workers began in, {}, took {} beyond the median iteration ({}), "
-                  "{:.0f}% of the analysed loop's time{}. DataLoader(..., persistent_workers=True) starts them once and "
+                  "{:.0f}% of the analysed loop's time. DataLoader(..., persistent_workers=True) starts them once and "
                   "keeps them between epochs.",
                   per, per == 1 ? "" : "es", starts, restarts == 1 ? "" : "s", which + (restarts > 4 ? ", ..." : ""),
-                  human_ns(excess), human_ns(med), 100.0 * static_cast<double>(excess) / static_cast<double>(loop_ns), first),
+                  human_ns(excess), human_ns(med), 100.0 * static_cast<double>(excess) / static_cast<double>(loop_ns)),
       {{"starts", static_cast<double>(starts)},
        {"workers", static_cast<double>(per)},
        {"restart_excess_ns", static_cast<double>(excess)},

@@ -591,3 +591,24 @@ def test_a_loop_function_called_per_epoch_leaves_the_callers_evaluation_out(gnnp
     done = [i for i in r.profile["iterations"] if i["complete"]]
     assert len(done) >= 3 * 12 - 2, len(done)
     assert max(i["wall_ns"] for i in done) < 30e6, sorted(i["wall_ns"] for i in done)[-3:]
+
+
+@needs_torch
+def test_dataloader_workers_started_anew_each_epoch_are_named_with_their_cost(gnnprof_run, plain_run):
+    """Workers whose start takes 250 ms, three epochs: without persistent_workers each epoch's
+    first batch waits for new workers. The median iteration leaves that out; slow-iterations and
+    loader-restarts say it, with the fix. Persistent workers start once: no loader-restarts."""
+    path = script("worker_restarts.py")
+    r = gnnprof_run(path, "0")
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "0").out
+    diags = section(report(r.path), "Diagnostics")
+    assert "[warning] loader-restarts: the DataLoader starts its 2 worker processes anew at each pass over it " \
+           "(3 starts; persistent_workers is off)" in diags, diags
+    assert "persistent_workers=True" in diags, diags
+    assert "[warning] slow-iterations: " in diags and "see loader-restarts" in diags, diags
+
+    p = gnnprof_run(path, "1")
+    assert p.rc == 0, p.err
+    diags = section(report(p.path), "Diagnostics")
+    assert "loader-restarts" not in diags, diags

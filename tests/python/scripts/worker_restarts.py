@@ -1,0 +1,38 @@
+"""DataLoader workers whose start is slow (a worker_init_fn that opens a dataset: here a sleep),
+over three epochs: without persistent_workers each epoch starts them anew, and each epoch's
+first batch waits for that. Plain PyTorch, no gnnprof import.
+
+usage: worker_restarts.py PERSISTENT(0|1) [EPOCHS] [BATCHES]"""
+import sys
+import time
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def slow_start(_worker_id):
+    time.sleep(0.25)
+
+
+def main():
+    persistent = sys.argv[1] == "1"
+    epochs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    batches = int(sys.argv[3]) if len(sys.argv) > 3 else 12
+    torch.manual_seed(0)
+    data = TensorDataset(torch.randn(32 * batches, 64), torch.randint(0, 4, (32 * batches,)))
+    loader = DataLoader(data, batch_size=32, num_workers=2, worker_init_fn=slow_start, persistent_workers=persistent)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    n = 0
+    for _ in range(epochs):
+        for x, y in loader:
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            n += 1
+    print("batches", n)
+
+
+if __name__ == "__main__":
+    main()
