@@ -205,7 +205,9 @@ int run_run(const RunArgs& args) {
       std::cerr << "  " << (&f == main && !main_path.empty() ? main_path : f.path) << "  pid " << p.run.pid;
       if (p.run.rank) std::cerr << ", rank " << *p.run.rank;
       if (p.run.world_size) std::cerr << " of " << *p.run.world_size;
-      std::cerr << ", " << p.recorded_events << " events, " << p.iterations.size() << " iterations";
+      std::size_t complete = 0;
+      for (const auto& it : p.iterations) complete += it.complete ? 1 : 0;
+      std::cerr << ", " << p.recorded_events << " events, " << complete << " iterations";
       for (const auto& c : p.collectors)
         if (c.enabled && c.name != "host") std::cerr << ", " << c.name;
       std::cerr << "\n";

@@ -426,6 +426,8 @@ def _note_worker(how, parent, index, limit):
                            f"profile from {'the fork' if how.startswith('forked') else 'its worker loop'} on"
                            f"{'; an iteration per batch fetched' if marked else ''} (worker {index + 1} of the run; "
                            f"GNNPROF_LOADER_WORKERS={limit} profiles the first {limit}, 0: none)")
+    # A fork inherits the loop's notes; the optimizer's is the loop's, not the worker's.
+    _native.note_collector("torch-optimizer-ops", False, "a data loader's worker runs no optimizer")
     _note_lines()
 
 

@@ -68,13 +68,17 @@ std::vector<const IterationStats*> ops_observed(const std::vector<const Iteratio
 }
 
 std::string sampled_ops_note(const Profile& p, bool gpu_records) {
-  std::size_t observed = 0;
-  for (const auto& it : p.iterations) observed += it.ops_observed ? 1 : 0;
-  if (observed == p.iterations.size()) return "";
+  std::size_t observed = 0, complete = 0;  // complete iterations, as the stage table counts them
+  for (const auto& it : p.iterations)
+    if (it.complete) {
+      ++complete;
+      observed += it.ops_observed ? 1 : 0;
+    }
+  if (observed == complete) return "";
   std::string note = fmt::format(
       "Iteration sampling: the torch observer's figures here (copies, gathers, kernels' ops) are from the "
       "{} of {} iterations whose ops it observed, not scaled; the line table scales them per line (~).",
-      observed, p.iterations.size());
+      observed, complete);
   const bool cupti = std::any_of(p.collectors.begin(), p.collectors.end(),
                                  [](const CollectorInfo& c) { return c.name == "cupti" && c.enabled; });
   if (cupti && gpu_records)

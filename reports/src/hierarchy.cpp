@@ -70,6 +70,7 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
   const std::vector<const IterationStats*> observed = ops_observed(complete);
   const bool sampled = observed.size() < complete.size();
   h.complete_iterations = complete.size();
+  h.loader_worker = a.loader_worker;
   h.observed_iterations = observed.size();
   h.analysed_iterations = a.iterations_used - a.iterations_unobserved;  // the stage means' iterations
   if (!complete.empty()) {
@@ -225,6 +226,8 @@ std::map<std::string, StagePlace> stage_places(const std::vector<const Profile*>
 
 std::string between_text(const Hierarchy& h) {
   if (h.between_ns <= 0) return "";
+  if (h.loader_worker)
+    return fmt::format(", {} between batches (the worker waiting for the loop to ask for the next)", human_ns(h.between_ns));
   return fmt::format(", {} between iterations (no iteration: between the loop's passes, such as an evaluation after each epoch)",
                      human_ns(h.between_ns));
 }

@@ -163,7 +163,7 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
       for (const auto& [n, v] : it->stages)
         if (!is_op_category(category[n])) names.insert(n);  // phases only: ops are the --ops drill-down
     }
-    out << fmt::format("{} complete iterations: median {}, p90 {}, min {}, max {}\n", done.size(), human_ns(median_of(walls)),
+    out << fmt::format("{} complete iterations: median {}, p90 {}, min {}, max {}\n", done.size(), human_ns(upper_median(walls)),
                        human_ns(quantile_of(walls, 0.9)), human_ns(*std::min_element(walls.begin(), walls.end())),
                        human_ns(*std::max_element(walls.begin(), walls.end())));
     // Iteration sampling: the per-stage rows come from the iterations whose ops were observed.
@@ -180,11 +180,11 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
         auto f = it->stages.find(n);
         v.push_back(f == it->stages.end() ? 0 : f->second);
       }
-      out << fmt::format("{:<{}} {:>12} {:>12}\n", n, w, human_ns(median_of(v)), human_ns(quantile_of(v, 0.9)));
+      out << fmt::format("{:<{}} {:>12} {:>12}\n", n, w, human_ns(upper_median(v)), human_ns(quantile_of(v, 0.9)));
     }
     std::vector<std::int64_t> un;
     for (const auto* it : done) un.push_back(it->unattributed_ns);
-    out << fmt::format("{:<{}} {:>12} {:>12}\n", "(unattributed)", w, human_ns(median_of(un)), human_ns(quantile_of(un, 0.9)));
+    out << fmt::format("{:<{}} {:>12} {:>12}\n", "(unattributed)", w, human_ns(upper_median(un)), human_ns(quantile_of(un, 0.9)));
   }
 
   const Analysis& a = r.analysis;

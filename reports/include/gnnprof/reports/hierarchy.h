@@ -75,6 +75,7 @@ struct Hierarchy {
   /// Between them, the time in no iteration: between a loop's passes (an evaluation after each
   /// epoch), and iterations left out (incomplete, a DataLoader's before the training loop's).
   std::int64_t between_ns = 0;
+  bool loader_worker = false;  ///< a DataLoader worker's profile: between its batches it waits for requests
 };
 
 /// A phase's mean time per analysed iteration over the mean iteration, in percent (loop
