@@ -103,7 +103,9 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
       const auto& m = ph.hidden ? it->other_threads : it->stages;
       if (auto f = m.find(ph.name); f != m.end()) sum += f->second;
     }
-    return sum > 0 ? sum : ph.total_ns;
+    // A phase that lives mostly outside the iterations (set-up's "ops (no grad)"): its ops'
+    // shares are of its run time, as their Total is.
+    return sum > 0 && 2 * sum >= ph.total_ns ? sum : ph.total_ns;
   };
   std::set<std::string> placed_ops;
   for (auto& ph : h.phases) {
@@ -137,7 +139,7 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
       // the numerator (the op's share of this phase of its time there), not its run total,
       // which counts set-up before the first iteration too (shares over 100 %).
       double numerator = static_cast<double>(e.self_ns);
-      if (sampled && s->second->total_ns > 0)
+      if (sampled && denominator != ph.total_ns && s->second->total_ns > 0)
         numerator = std::min(numerator, static_cast<double>(op_in_observed(e.child)) * static_cast<double>(e.self_ns) /
                                              static_cast<double>(s->second->total_ns));
       // (Capped: the per-iteration sums are per op, not per (phase, op).)
@@ -145,7 +147,11 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
       placed_ops.insert(op.name);
       ops.push_back(std::move(op));
     }
-    std::stable_sort(ops.begin(), ops.end(), [](const OpNode& x, const OpNode& y) { return x.self_ns > y.self_ns; });
+    // By their share of the phase (what the rows' % says: under sampling, of its time in the
+    // observed iterations, set-up left out), then by run time.
+    std::stable_sort(ops.begin(), ops.end(), [](const OpNode& x, const OpNode& y) {
+      return x.share != y.share ? x.share > y.share : x.self_ns > y.self_ns;
+    });
     ph.op_count = ops.size();
     for (std::size_t i = 0; i < ops.size(); ++i) {
       if (i < top_ops) {

@@ -130,8 +130,12 @@ void TextReporter::render_stage_table(const Report& r, std::ostream& out) const 
                        "and % wall cover those, the other stages every iteration; compare them per iteration (Iterations).\n",
                        h.observed_iterations, h.complete_iterations);
   if (h.op_stages > 0 && !options_.ops)
-    out << fmt::format("{} torch op stages run inside these; `gnnprof report --ops` lists each stage's top {} by self time.\n",
+    out << fmt::format("{} torch op stages run inside these; `gnnprof report --ops` lists each stage's top {} by their share of it.\n",
                        h.op_stages, h.top_ops);
+  if (h.op_stages > 0 && options_.ops && h.edges)
+    out << "Op rows: Total and Self over the run within their stage (set-up included); \"% of\" is the op's self time "
+           "over its stage's (in the iterations whose ops were observed, for a stage that runs mostly in them), and "
+           "orders them.\n";
   if (h.op_stages > 0 && options_.ops && !h.edges)
     out << "(this profile does not say which stage each op ran in: it was written before gnnprof recorded it)\n";
 }

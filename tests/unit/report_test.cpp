@@ -185,32 +185,39 @@ TEST(Hierarchy, IterationSharesLeaveSetupOut) {
 
 // Under iteration sampling a phase that the op observer opens exists only in observed
 // iterations: it is marked, its total covers those; an op's share of it is of its time there,
-// not its run total (set-up before the first iteration made "1157% of ops (no grad)").
+// not its run total (set-up before the first iteration made "1157% of ops (no grad)"). A phase
+// that runs mostly before the loop (set-up's ops): its ops' shares are of its run time, as their
+// Total is, and order them (argsort at "0.0%" above a 1 us op read as a contradiction).
 TEST(Hierarchy, SampledPhasesAreMarkedAndTheirOpsSharesAreOfTheObservedIterations) {
-  Profile p;
-  p.wall_ns = 10000;
-  auto stage = [](std::string n, std::string c, std::int64_t total) {
-    StageStats s;
-    s.name = std::move(n);
-    s.category = std::move(c);
-    s.hits = 2;
-    s.total_ns = s.self_ns = total;
-    return s;
+  auto profile = [](std::int64_t phase_total, std::int64_t op_total) {
+    Profile p;
+    p.wall_ns = 10000;
+    auto stage = [](std::string n, std::string c, std::int64_t total) {
+      StageStats s;
+      s.name = std::move(n);
+      s.category = std::move(c);
+      s.hits = 2;
+      s.total_ns = s.self_ns = total;
+      return s;
+    };
+    p.stages = {stage("DataLoader", "data", 400), stage("ops (no grad)", "data", phase_total),
+                stage("aten::randint", "op", op_total)};
+    p.stage_edges = {StageEdge{"ops (no grad)", "aten::randint", 1000, op_total, op_total}};
+    for (std::uint64_t i = 0; i < 4; ++i) {
+      IterationStats it;
+      it.index = i;
+      it.wall_ns = 1000;
+      it.ops_observed = i % 2 == 0;
+      it.stages = {{"DataLoader", 100}};
+      if (it.ops_observed) it.stages.insert({{"ops (no grad)", 20}, {"aten::randint", 10}});
+      p.iterations.push_back(it);
+    }
+    return p;
   };
-  p.stages = {stage("DataLoader", "data", 400), stage("ops (no grad)", "data", 1000), stage("aten::randint", "op", 900)};
-  p.stage_edges = {StageEdge{"ops (no grad)", "aten::randint", 1000, 900, 900}};  // 880 of it before the loop
-  for (std::uint64_t i = 0; i < 4; ++i) {
-    IterationStats it;
-    it.index = i;
-    it.wall_ns = 1000;
-    it.ops_observed = i % 2 == 0;
-    it.stages = {{"DataLoader", 100}};
-    if (it.ops_observed) it.stages.insert({{"ops (no grad)", 20}, {"aten::randint", 10}});
-    p.iterations.push_back(it);
-  }
   ReportOptions o;
   o.skip = 0;
   o.ops = true;
+  const Profile p = profile(60, 30);  // 40 of the phase's 60 in the observed iterations
   const Report r = make_report(p, o);
   std::map<std::string, const PhaseNode*> by;
   for (const auto& ph : r.hierarchy.phases) by[ph.name] = &ph;
@@ -224,6 +231,14 @@ TEST(Hierarchy, SampledPhasesAreMarkedAndTheirOpsSharesAreOfTheObservedIteration
   EXPECT_NE(text.str().find("ops (no grad) *"), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("* recorded in the 2 of 4 iterations whose torch ops were observed"), std::string::npos);
   EXPECT_NE(text.str().find("50.0% of ops (no grad)"), std::string::npos) << text.str();
+
+  const Profile setup = profile(1000, 900);  // 960 of the phase's 1000 before the loop
+  const Report s = make_report(setup, o);
+  for (const auto& ph : s.hierarchy.phases)
+    if (ph.name == "ops (no grad)") {
+      ASSERT_EQ(ph.ops.size(), 1u);
+      EXPECT_DOUBLE_EQ(ph.ops[0].share, 0.9);
+    }
 }
 
 // An op that runs in several phases (aten::add in forward and in the optimizer) has one metric,
