@@ -59,7 +59,7 @@ void restart_diagnostic(Report& r) {
       "loader-restarts", Severity::kWarning,
       fmt::format("the DataLoader starts its {} worker process{} anew at each pass over it ({} starts; persistent_workers "
                   "is off): the iteration{} the restarted workers began in, {}, took {} beyond the median iteration ({}), "
-                  "{:.0f}% of the analysed loop's time. DataLoader(..., persistent_workers=True) starts them once and "
+                  "{:.0f}% of the analysed loop's time; DataLoader(..., persistent_workers=True) starts them once and "
                   "keeps them between epochs.",
                   per, per == 1 ? "" : "es", starts, restarts == 1 ? "" : "s", which + (restarts > 4 ? ", ..." : ""),
                   human_ns(excess), human_ns(med), 100.0 * static_cast<double>(excess) / static_cast<double>(loop_ns)),

@@ -146,6 +146,8 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
   out << fmt::format("gnnprof {} profile of `{}` (pid {}, host {}, started {})\n", p.tool.version, cmd, p.run.pid,
                      p.run.host, p.run.start_time);
   if (p.run.rank) out << fmt::format("rank {} of {}\n", *p.run.rank, p.run.world_size ? *p.run.world_size : 0);
+  // The answer first: the gist `gnnprof run` prints (the sections below have all of it).
+  if (const std::string gist = run_summary(r); !gist.empty()) out << "\n== Summary ==\n" << gist;
   out << "\n== Line table ==\n";
   render_line_table(p, out);
   out << "\n== Stages ==\n";
@@ -357,8 +359,20 @@ std::string run_summary(const Report& r) {
   const Analysis& a = r.analysis;
   std::string out;
   if (a.iterations_used > 0 && !a.loader_worker) {
-    out += fmt::format("  {} iterations, median {}; data exposed {:.1f}% of an iteration; what-if prefetch {:.2f}x", a.iterations_used,
-                       human_ns(a.run_iteration_median_ns), 100 * a.exposed_data_share, a.whatif_speedup);
+    // The mean beside the median when slow iterations pull it well above (an epoch's first batch).
+    std::int64_t sum = 0;
+    std::uint64_t n = 0, seen = 0;
+    for (const auto& it : p.iterations)
+      if (it.complete && seen++ >= a.skipped) {
+        sum += it.wall_ns;
+        ++n;
+      }
+    const std::int64_t mean = n > 0 ? sum / static_cast<std::int64_t>(n) : 0;
+    const std::string mean_text =
+        5 * mean > 6 * a.run_iteration_median_ns ? fmt::format(" (mean {}: slow iterations)", human_ns(mean)) : "";
+    out += fmt::format("  {} iterations, median {}{}; data exposed {:.1f}% of an iteration; what-if prefetch {:.2f}x",
+                       a.iterations_used, human_ns(a.run_iteration_median_ns), mean_text, 100 * a.exposed_data_share,
+                       a.whatif_speedup);
     if (a.whatif_expected_speedup + 0.005 < a.whatif_speedup)
       out += fmt::format(", {:.2f}x within this machine's limits", a.whatif_expected_speedup);
     out += "\n";
