@@ -520,7 +520,8 @@ const std::vector<std::string>& diagnostic_ids() {
   static const std::vector<std::string> ids{"pageable-h2d",     "exposed-data-time",  "materialize-in-compute",
                                             "host-sync",        "host-memory-growth", "low-utilization",
                                             "dropped-events",   "reference-blas",     "thread-oversubscription",
-                                            "loader-bound",     "slow-iterations",    "loader-restarts"};
+                                            "loader-bound",     "slow-iterations",    "loader-restarts",
+                                            "loader-contention"};
   return ids;
 }
 

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 
 #include "gnnprof/reports/format.h"
 
@@ -72,11 +74,41 @@ void restart_diagnostic(Report& r) {
     if (d.id == "slow-iterations") d.message += " The DataLoader's worker restarts account for them: see loader-restarts.";
 }
 
+// loader-contention: the loop's compute threads and its busy workers want more CPUs than there are.
+void contention_diagnostic(Report& r) {
+  const LoaderWorkers& w = r.workers;
+  const Profile& p = *r.profile;
+  const long long cpus = p.environment.cpus;
+  if (w.empty() || w.concurrent < 1 || cpus <= 0 || r.analysis.loader_worker) return;
+  long long compute = cpus;  // torch's default: one intra-op thread per CPU
+  if (!p.environment.omp_num_threads.empty()) compute = std::atoll(p.environment.omp_num_threads.c_str());
+  const double used = w.busy_share() * w.concurrent;  // CPUs the workers keep busy, on average
+  if (used < 0.25 || static_cast<double>(compute) + used <= static_cast<double>(cpus) + 0.25) return;
+  const long long left = std::max(1LL, cpus - static_cast<long long>(std::ceil(used - 0.25)));
+  r.diagnostics.push_back(Diagnostic{
+      "loader-contention", Severity::kWarning,
+      fmt::format("the loop's {} compute thread{} and its {} DataLoader worker process{} (busy {:.0f}% of their time: {:.1f} "
+                  "CPUs on average) share {}: while the workers run, compute's threads wait for cores (a parallel op runs "
+                  "at the pace of its slowest thread). {}; check it with gnnprof ab --baseline 'python3 train.py' "
+                  "--candidate 'OMP_NUM_THREADS={} python3 train.py'.",
+                  compute, compute == 1 ? "" : "s", w.concurrent, w.concurrent == 1 ? "" : "es", 100 * w.busy_share(), used,
+                  cpus_text(cpus),
+                  left < compute ? fmt::format("torch.set_num_threads({}) in the loop (or OMP_NUM_THREADS={}) leaves the "
+                                               "workers their cores, or use fewer workers", left, left)
+                                 : std::string("Fewer workers leave compute its cores"),
+                  left),
+      {{"compute_threads", static_cast<double>(compute)},
+       {"workers", static_cast<double>(w.concurrent)},
+       {"worker_cpus", used},
+       {"cpus", static_cast<double>(cpus)}}});
+}
+
 }  // namespace
 
 void set_loader_workers(Report& r, LoaderWorkers workers) {
   r.workers = std::move(workers);
   restart_diagnostic(r);
+  contention_diagnostic(r);
   const LoaderWorkers& w = r.workers;
   const Analysis& a = r.analysis;
   const std::int64_t supply = w.supply_interval_ns() > 0 ? w.supply_interval_ns() : w.batch_median_ns;

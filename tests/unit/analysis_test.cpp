@@ -534,8 +534,41 @@ TEST(Diagnostics, LoaderRestarts) {
   EXPECT_FALSE(has(q.diagnostics, "loader-restarts"));
 }
 
+// Two workers busy half their time (1 CPU) beside torch's 2 compute threads on 2 CPUs: compute
+// waits for cores. With OMP_NUM_THREADS=1 they fit.
+TEST(Diagnostics, LoaderContention) {
+  Profile p = loop_profile(false);
+  p.run.pid = 10;
+  std::vector<Profile> ws;
+  for (int w = 0; w < 2; ++w) {
+    Profile x;
+    x.run.pid = 20 + w;
+    x.run.parent_pid = 10;
+    x.run.start_unix_ns = w * kMs;
+    x.wall_ns = 2000 * kMs;
+    IterationStats it;
+    it.wall_ns = 1000 * kMs;  // busy half its life
+    x.iterations.push_back(it);
+    ws.push_back(x);
+  }
+  Report r = make_report(p, {});
+  set_loader_workers(r, summarize_loader_workers(p, ws));
+  ASSERT_TRUE(has(r.diagnostics, "loader-contention"));
+  const auto& d = *std::find_if(r.diagnostics.begin(), r.diagnostics.end(), [](const Diagnostic& x) { return x.id == "loader-contention"; });
+  EXPECT_DOUBLE_EQ(d.evidence.at("worker_cpus"), 1.0);
+  EXPECT_NE(d.message.find("the loop's 2 compute threads and its 2 DataLoader worker processes (busy 50% of their time: 1.0 "
+                           "CPUs on average) share 2 CPUs"),
+            std::string::npos)
+      << d.message;
+  EXPECT_NE(d.message.find("torch.set_num_threads(1)"), std::string::npos) << d.message;
+  p.environment.omp_num_threads = "1";
+  Report q = make_report(p, {});
+  set_loader_workers(q, summarize_loader_workers(p, ws));
+  EXPECT_FALSE(has(q.diagnostics, "loader-contention"));
+}
+
 TEST(Diagnostics, EveryRuleHasAStableId) {
-  EXPECT_EQ(diagnostic_ids().size(), 12u);
+  EXPECT_EQ(diagnostic_ids().size(), 13u);
   Profile clean = loop_profile(true);
   EXPECT_TRUE(run(clean).empty());
 }
