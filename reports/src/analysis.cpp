@@ -704,13 +704,19 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   if (!a.loader_worker && a.iterations_used > 0 && wait_share > 0.20)
     add("loader-bound", Severity::kWarning,
         fmt::format("the loop waits {:.0f}% of each iteration ({} of {}) for batches from its {}DataLoader worker "
-                    "processes, which already load ahead of it: they cannot keep up. Raise num_workers ({}this "
-                    "machine has {}) or make the per-sample work (__getitem__, collate_fn) cheaper; under `gnnprof "
+                    "processes, which already load ahead of it: they cannot keep up. {}; under `gnnprof "
                     "run` each worker writes its own profile (<output>.<pid>.json), which `gnnprof report` sums up "
                     "under DataLoader workers: their pace and heaviest lines.",
                     100 * wait_share, human_ns(a.worker_wait_ns), human_ns(a.iteration_median_ns),
-                    workers > 0 ? fmt::format("{} ", workers) : "", workers > 0 ? fmt::format("{} now; ", workers) : "",
-                    cpus_text(p.environment.cpus)),
+                    workers > 0 ? fmt::format("{} ", workers) : "",
+                    // As many workers as CPUs: more would share the same cores with them and the loop.
+                    workers > 0 && p.environment.cpus > 0 && workers >= p.environment.cpus
+                        ? fmt::format("Make the per-sample work (__getitem__, collate_fn) cheaper: more workers than "
+                                      "their {} would share this machine's {} with them and the loop",
+                                      workers, cpus_text(p.environment.cpus))
+                        : fmt::format("Raise num_workers ({}this machine has {}) or make the per-sample work "
+                                      "(__getitem__, collate_fn) cheaper",
+                                      workers > 0 ? fmt::format("{} now; ", workers) : "", cpus_text(p.environment.cpus))),
         {{"worker_wait_ns", static_cast<double>(a.worker_wait_ns)},
          {"workers", static_cast<double>(workers)},
          {"iteration_ns", static_cast<double>(a.iteration_median_ns)},

@@ -85,6 +85,12 @@ void contention_diagnostic(Report& r) {
   const double used = w.busy_share() * w.concurrent;  // CPUs the workers keep busy, on average
   if (used < 0.25 || static_cast<double>(compute) + used <= static_cast<double>(cpus) + 0.25) return;
   const long long left = std::max(1LL, cpus - static_cast<long long>(std::ceil(used - 0.25)));
+  const bool bound = std::any_of(r.diagnostics.begin(), r.diagnostics.end(), [](const Diagnostic& d) { return d.id == "loader-bound"; });
+  std::string advice = fmt::format("torch.set_num_threads({}) in the loop (or OMP_NUM_THREADS={}) leaves the workers their cores{}",
+                                   left, left, bound ? " (the loop waits for them: loader-bound; more workers would share the "
+                                                       "same CPUs)" : ", or use fewer workers");
+  if (left >= compute) advice = bound ? "The loop waits for them (loader-bound) on CPUs already full: cheaper per-sample work helps, more workers do not"
+                                      : "Fewer workers leave compute its cores";
   r.diagnostics.push_back(Diagnostic{
       "loader-contention", Severity::kWarning,
       fmt::format("the loop's {} compute thread{} and its {} DataLoader worker process{} (busy {:.0f}% of their time: {:.1f} "
@@ -92,11 +98,7 @@ void contention_diagnostic(Report& r) {
                   "at the pace of its slowest thread). {}; check it with gnnprof ab --baseline 'python3 train.py' "
                   "--candidate 'OMP_NUM_THREADS={} python3 train.py'.",
                   compute, compute == 1 ? "" : "s", w.concurrent, w.concurrent == 1 ? "" : "es", 100 * w.busy_share(), used,
-                  cpus_text(cpus),
-                  left < compute ? fmt::format("torch.set_num_threads({}) in the loop (or OMP_NUM_THREADS={}) leaves the "
-                                               "workers their cores, or use fewer workers", left, left)
-                                 : std::string("Fewer workers leave compute its cores"),
-                  left),
+                  cpus_text(cpus), advice, left),
       {{"compute_threads", static_cast<double>(compute)},
        {"workers", static_cast<double>(w.concurrent)},
        {"worker_cpus", used},

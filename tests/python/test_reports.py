@@ -267,7 +267,8 @@ def test_a_loop_waiting_for_its_dataloader_workers_is_loader_bound(gnnprof_run, 
     text = report(w.path)
     diags = section(text, "Diagnostics")
     assert "[warning] loader-bound: the loop waits" in diags, diags
-    assert "from its 2 DataLoader worker processes" in diags and "Raise num_workers (2 now;" in diags, diags
+    assert "from its 2 DataLoader worker processes" in diags, diags
+    assert ("Raise num_workers (2 now;" if os.cpu_count() > 2 else "more workers than their 2 would share") in diags, diags
     assert {c["name"]: c["max"] for c in w.profile["counters"]}.get("DataLoader workers") == 2, w.profile["counters"]
     assert "exposed-data-time" not in diags and "low-utilization" not in diags, diags
     if not os.environ.get("OMP_NUM_THREADS") and os.cpu_count() <= 2:  # torch's threads fill the CPUs

@@ -195,7 +195,14 @@ TEST(Diagnostics, LoaderBound) {
   auto cs = run(counted);
   const auto& e = *std::find_if(cs.begin(), cs.end(), [](const Diagnostic& x) { return x.id == "loader-bound"; });
   EXPECT_NE(e.message.find("from its 2 DataLoader worker processes"), std::string::npos) << e.message;
-  EXPECT_NE(e.message.find("Raise num_workers (2 now; this machine has 2 CPUs)"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("Make the per-sample work (__getitem__, collate_fn) cheaper: more workers than their 2 would "
+                           "share this machine's 2 CPUs"),
+            std::string::npos)
+      << e.message;
+  counted.environment.cpus = 8;
+  cs = run(counted);
+  const auto& f = *std::find_if(cs.begin(), cs.end(), [](const Diagnostic& x) { return x.id == "loader-bound"; });
+  EXPECT_NE(f.message.find("Raise num_workers (2 now; this machine has 8 CPUs)"), std::string::npos) << f.message;
   EXPECT_DOUBLE_EQ(e.evidence.at("workers"), 2.0);
   // A short wait (15 of 100 ms) is not; nor is a loop without workers.
   EXPECT_FALSE(has(run(worker_loop_profile(15)), "loader-bound"));
@@ -237,7 +244,7 @@ TEST(Diagnostics, LoaderBoundWithWorkersThatKeepUpSaysSo) {
   w.wall_ns = w.batch_ns;
   set_loader_workers(slow, w);
   const auto& e = *std::find_if(slow.diagnostics.begin(), slow.diagnostics.end(), [](const Diagnostic& x) { return x.id == "loader-bound"; });
-  EXPECT_NE(e.message.find("Raise num_workers"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("Make the per-sample work (__getitem__, collate_fn) cheaper"), std::string::npos) << e.message;
 }
 
 TEST(Diagnostics, ExposedDataTime) {
