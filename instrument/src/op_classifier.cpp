@@ -475,8 +475,10 @@ void OpClassifier::on_start(const OpInfo& op) {
       // Message passing inside forward/backward gathers activations: compute, not a read of
       // stored features.
       const Phase here = level.pinned != Phase::kNone ? level.pinned : current_phase(level);
-      const bool in_compute =
-          here == Phase::kForward || here == Phase::kForwardNoGrad || here == Phase::kBackward || op.in_module;
+      // Rows of a tensor that needs grad (a learnable embedding's nn.Parameter) are the model's:
+      // forward, not a read a prefetcher could move ahead of the step that updates them.
+      const bool in_compute = here == Phase::kForward || here == Phase::kForwardNoGrad || here == Phase::kBackward ||
+                              op.in_module || op.any_input_requires_grad;
       // Without phases (a linked program whose macros name its stages) the observer cannot
       // tell a feature read from message passing: gathers stay op stages.
       if (opt_.phases && !in_gather_ && !in_compute && op.gather_source_bytes >= opt_.gather_min_bytes) {

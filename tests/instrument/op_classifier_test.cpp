@@ -685,6 +685,21 @@ TEST(OpClassifier, LargeHostGathersAreMaterializationsButNotInsideForward) {
   EXPECT_EQ(r.log, want);
 }
 
+// h = X[idx] of a learnable nn.Parameter X (node embeddings): the model's forward, not a feature
+// read a prefetcher could move ahead of the step that updates X.
+TEST(OpClassifier, AGatherOfATensorNeedingGradIsForward) {
+  Recorder r;
+  gi::ClassifierOptions o = no_ops();
+  o.gather_min_bytes = 1000;
+  gi::OpClassifier c(r, o);
+  gi::OpInfo g = feature_gather();
+  g.any_input_requires_grad = true;
+  leaf(c, g);
+  c.close_all();
+  const std::vector<std::string> want = {"+forward[compute]", "-"};
+  EXPECT_EQ(r.log, want);
+}
+
 // Inside a model's call (the Python package's module hooks say so), ops on tensors needing no
 // grad are the forward's: the input's dropout, the first layer's gather of its input features
 // and its aggregation before any parameter is used. Under no_grad (validation) they are its
