@@ -202,6 +202,7 @@ int run_check(const CheckArgs& a) {
   policy.skip = a.skip;
   const reports::CheckResult r = reports::apply_check(c, policy);
   std::cout << reports::check_text(r) << "\n" << reports::check_summary(r) << "\n";
+  if (const std::string passes = reports::passes_summary(c); !passes.empty()) std::cout << passes << "\n";
   if (r.regressions > 0)
     std::cout << "(one profile per side: the tests cover the iterations within each run, not the drift between runs; a "
                  "run slowed as a whole by another tenant fails too: rerun it to tell)\n";

@@ -67,6 +67,30 @@ std::vector<const IterationStats*> ops_observed(const std::vector<const Iteratio
   return observed.empty() ? its : observed;
 }
 
+std::optional<double> backward_passes_per_iteration(const Profile& p) {
+  // The torch observer's (or torch's Python hooks') backward: one per loss.backward(). A linked
+  // program's own "backward" stages may be per layer.
+  if (std::none_of(p.collectors.begin(), p.collectors.end(), [](const CollectorInfo& c) {
+        return c.enabled && (c.name == "torch-ops" || c.name == "torch-python");
+      }))
+    return std::nullopt;
+  std::uint64_t hits = 0, observed = 0;
+  bool found = false;
+  for (const auto& s : p.stages)
+    if (s.name == "backward") {
+      hits += s.hits;
+      found = true;
+    }
+  for (const auto& it : p.iterations) observed += it.complete && it.ops_observed ? 1 : 0;
+  if (!found || observed == 0) return std::nullopt;
+  return static_cast<double>(hits) / static_cast<double>(observed);
+}
+
+std::string passes_text(const std::optional<double>& passes) {
+  if (!passes || *passes < 1.5) return "";
+  return fmt::format("; each holds {:.1f} backward passes (gradient accumulation: an iteration is one optimizer step)", *passes);
+}
+
 std::string sampled_ops_note(const Profile& p, bool gpu_records) {
   std::size_t observed = 0, complete = 0;  // complete iterations, as the stage table counts them
   for (const auto& it : p.iterations)
@@ -256,6 +280,7 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   a.whatif_busy = busy;
   a.whatif_gil_share = gil;
   a.whatif_pays = a.iterations_used > 0 && a.whatif_expected_speedup >= 1.05;
+  a.backward_passes = backward_passes_per_iteration(p);
   if (a.iterations_used > 0) {
     std::string why;
     auto add = [&](const std::string& w) { why += (why.empty() ? "" : "; ") + w; };

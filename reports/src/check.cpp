@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
+#include <vector>
 
 #include "gnnprof/reports/format.h"
 
@@ -121,6 +124,33 @@ std::string check_text(const CheckResult& r) {
     if (row.metric.name == kUnattributed && row.status == CheckStatus::kRegression)
       out += "((unattributed) is the loop's time outside every stage: `gnnprof compare BASELINE CURRENT` lists the traced "
              "lines side by side, the new or slower one among them)\n";
+  // New in the current run, inside a phase that regressed: the likely cause, though an op of one
+  // side only is not itself checked.
+  std::set<std::string> regressed;
+  for (const auto& row : r.rows)
+    if (row.status == CheckStatus::kRegression && stage_metric(row.metric)) regressed.insert(row.metric.name);
+  std::map<std::string, std::vector<const MetricComparison*>> fresh;
+  for (const auto& row : r.rows)
+    if (row.status == CheckStatus::kCandidateOnly && row.metric.op() && regressed.count(row.metric.phase))
+      fresh[row.metric.phase].push_back(&row.metric);
+  for (auto& [phase, ops] : fresh) {
+    std::sort(ops.begin(), ops.end(), [](const MetricComparison* x, const MetricComparison* y) { return x->delta_ns > y->delta_ns; });
+    std::string list;
+    for (std::size_t i = 0; i < ops.size() && i < 5; ++i)
+      list += fmt::format("{}{} (+{} per iteration)", i ? ", " : "", short_op_name(ops[i]->name), human_ns(ops[i]->delta_ns));
+    out += fmt::format("(new in the current run's {}: {}{})\n", phase, list, ops.size() > 5 ? ", ..." : "");
+  }
+  // The iteration regressed and no stage did: nothing the loop runs got slower.
+  bool iteration_regressed = false, stage_regressed = !regressed.empty();
+  for (const auto& row : r.rows)
+    if (row.status == CheckStatus::kRegression) {
+      if (row.metric.scope == Scope::kLoop) iteration_regressed = true;
+      else if (row.metric.name == kUnattributed || row.metric.op()) stage_regressed = true;
+    }
+  if (iteration_regressed && !stage_regressed)
+    out += "(the iteration regressed but no stage, op or time outside them did beyond its limit: the same work took longer "
+           "overall, as on a busier host (another tenant, a slower CPU clock); rerun, or compare runs interleaved with "
+           "gnnprof ab --repeat N)\n";
   if (r.stages_negligible > 0)
     out += fmt::format("(negligible: over its limit, but grown by under {:.3g}% of the iteration or not significant across "
                        "the stage tests)\n",
@@ -174,18 +204,27 @@ std::string check_markdown(const CheckResult& r, const std::string& baseline, co
 
 std::string check_junit(const CheckResult& r) {
   std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  std::size_t one_side = 0;
+  for (const auto& row : r.rows)
+    one_side += row.status == CheckStatus::kBaselineOnly || row.status == CheckStatus::kCandidateOnly ? 1 : 0;
   x += fmt::format("<testsuites><testsuite name=\"gnnprof.check\" tests=\"{}\" failures=\"{}\" skipped=\"{}\">\n", r.rows.size(),
-                   r.regressions, r.undecided);
+                   r.regressions, r.undecided + static_cast<int>(one_side));
   for (const auto& row : r.rows) {
     const auto& m = row.metric;
     const double secs = static_cast<double>(m.candidate_median_ns) / 1e9;
     x += fmt::format("  <testcase classname=\"gnnprof.{}\" name=\"{}\" time=\"{:.6f}\">", to_string(m.scope), escape_markup(m.name), secs);
-    const std::string detail = fmt::format("median {} -> {}, ratio {}, p {:.3g}, limit {:.3g}%", human_ns(m.baseline_median_ns),
-                                           human_ns(m.candidate_median_ns), ratio_text(m.ratio), m.p_value, 100 * row.limit);
+    const std::string detail =
+        fmt::format("{} {} -> {}, ratio {}, p {:.3g}, limit {:.3g}%", m.statistic.empty() ? "median" : m.statistic,
+                    human_ns(m.baseline_median_ns), human_ns(m.candidate_median_ns), ratio_text(m.ratio), m.p_value, 100 * row.limit);
     if (row.status == CheckStatus::kRegression)
       x += "<failure message=\"" + escape_markup("regression: " + detail) + "\"/>";
     else if (row.status == CheckStatus::kUndecided)
       x += "<skipped message=\"" + escape_markup("too few iterations to decide: " + detail) + "\"/>";
+    else if (row.status == CheckStatus::kBaselineOnly || row.status == CheckStatus::kCandidateOnly)
+      x += "<skipped message=\"" +
+           escape_markup(std::string(row.status == CheckStatus::kBaselineOnly ? "in the baseline only" : "in the current run only") +
+                         ", not checked (the iteration and its phase judge it): " + detail) +
+           "\"/>";
     x += "</testcase>\n";
   }
   return x + "</testsuite></testsuites>\n";

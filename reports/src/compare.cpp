@@ -352,6 +352,18 @@ Comparison compare_profiles(const std::vector<Profile>& baseline_in, const std::
     }
   }
   c.verdict = it.verdict;
+  auto passes = [](const std::vector<Profile>& side) -> std::optional<double> {
+    double sum = 0;
+    int n = 0;
+    for (const Profile& p : side)
+      if (auto v = backward_passes_per_iteration(p)) {
+        sum += *v;
+        ++n;
+      }
+    return n > 0 ? std::optional<double>(sum / n) : std::nullopt;
+  };
+  c.baseline_passes = passes(baseline);
+  c.candidate_passes = passes(candidate);
   c.lines = compare_lines(baseline, candidate, options);
   // A line's change too small to matter (t0 = time.perf_counter() +50 ns) is no change, however
   // significant: under 1 us or under 0.1 % of the iteration, whichever is larger.

@@ -35,6 +35,8 @@ Status render_comparison_html(const Comparison& c, const Profile* baseline, cons
     o += "</div><div class='diag error' id=slower>" + esc(slow) + "</div><div>";
   if (const std::string mean = mean_summary(c); !mean.empty())
     o += "</div><div class='diag warning' id=mean-disagrees>" + esc(mean) + "</div><div>";
+  if (const std::string passes = passes_summary(c); !passes.empty())
+    o += "</div><div class='diag warning' id=passes-differ>" + esc(passes) + "</div><div>";
   o += "</div><h2>Per stage</h2><div class=scroll><table class=sortable id=compare-table><thead><tr><th class=l>metric</th><th class=l>scope</th>"
        "<th>baseline</th><th>candidate</th><th>delta</th><th>ratio</th><th>95% CI</th><th>p</th><th class=l>verdict</th></tr></thead>";
   // Phase-first: a phase's ops follow it in its group, folded behind its button.

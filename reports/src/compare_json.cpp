@@ -135,6 +135,8 @@ std::string comparison_to_json(const Comparison& c) {
                    {"verdict", to_string(c.verdict)}};
   j["metrics"] = to_json_value(c.metrics);
   if (!c.lines.empty()) j["lines"] = to_json_value(c.lines);  // written only when the profiles have line tables
+  if (c.baseline_passes || c.candidate_passes)
+    j["backward_passes"] = {{"baseline", to_json_value(c.baseline_passes)}, {"candidate", to_json_value(c.candidate_passes)}};
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -163,6 +165,10 @@ Result<Comparison> comparison_from_json(const std::string& text, const std::stri
     read_value(h, "verdict", c.verdict);
     read_value(j, "metrics", c.metrics);
     if (j.contains("lines")) read_value(j, "lines", c.lines);  // absent when neither side had line tables
+    if (j.contains("backward_passes")) {
+      read_value(j.at("backward_passes"), "baseline", c.baseline_passes);
+      read_value(j.at("backward_passes"), "candidate", c.candidate_passes);
+    }
     return c;
   } catch (const std::exception& e) {
     return Status::error(origin + ": bad comparison: " + e.what());

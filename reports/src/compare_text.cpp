@@ -26,8 +26,24 @@ std::string mean_summary(const Comparison& c) {
                      mean.ratio ? *mean.ratio : 0.0, to_string(med.verdict), side);
 }
 
+std::string passes_summary(const Comparison& c) {
+  if (!c.baseline_passes || !c.candidate_passes || c.metrics.empty()) return "";
+  const double a = *c.baseline_passes, b = *c.candidate_passes;
+  if (a <= 0 || b <= 0 || (a < 1.5 * b && b < 1.5 * a)) return "";
+  // Per pass from the means: the median of 4-pass iterations is ~4 mean passes, slow ones
+  // included, where a 1-pass median leaves them out.
+  const MetricComparison& it = c.metrics.size() > 1 && c.metrics[1].statistic == "mean" ? c.metrics[1] : c.metrics.front();
+  const double pa = static_cast<double>(it.baseline_median_ns) / a, pb = static_cast<double>(it.candidate_median_ns) / b;
+  return fmt::format("The sides' iterations hold different work: {:.1f} backward passes each in the baseline, {:.1f} in the "
+                     "candidate (gradient accumulation: an iteration is one optimizer step). Per backward pass the {} "
+                     "iteration is {} -> {} (x{:.3f}); the per-iteration rows compare unlike iterations.",
+                     a, b, it.statistic == "mean" ? "mean" : "median", human_ns(static_cast<std::int64_t>(pa)),
+                     human_ns(static_cast<std::int64_t>(pb)), pa > 0 ? pb / pa : 0.0);
+}
+
 std::string slower_summary(const Comparison& c) {
   if (c.metrics.empty() || c.metrics.front().verdict != Verdict::kSlower) return "";
+  if (!passes_summary(c).empty()) return "";  // unlike iterations: passes_summary speaks
   const MetricComparison& it = c.metrics.front();
   const MetricComparison* worst = nullptr;
   for (const auto& m : c.metrics)
@@ -192,6 +208,7 @@ std::string comparison_text(const Comparison& c, bool ops) {
     out += fmt::format("; verdict: {}\n", to_string(c.verdict));
     if (const std::string slow = slower_summary(c); !slow.empty()) out += slow + "\n";
     if (const std::string mean = mean_summary(c); !mean.empty()) out += mean + "\n";
+    if (const std::string passes = passes_summary(c); !passes.empty()) out += passes + "\n";
   } else {
     out += "Headline: no iterations to compare\n";
   }

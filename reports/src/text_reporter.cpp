@@ -198,8 +198,9 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
   if (a.iterations_used == 0) {
     out << "No complete iterations to analyze.\n";
   } else {
-    out << fmt::format("{} iterations analyzed ({} warm-up skipped{}); median {}, p90 {}\n", a.iterations_used, a.skipped,
-                       a.skip_detected ? ", detected" : "", human_ns(a.run_iteration_median_ns), human_ns(a.run_iteration_p90_ns));
+    out << fmt::format("{} iterations analyzed ({} warm-up skipped{}){}; median {}, p90 {}\n", a.iterations_used, a.skipped,
+                       a.skip_detected ? ", detected" : "", passes_text(a.backward_passes), human_ns(a.run_iteration_median_ns),
+                       human_ns(a.run_iteration_p90_ns));
     if (a.iterations_unobserved > 0) {
       const double added = a.unobserved_iteration_median_ns > 0
                                ? 100.0 * (static_cast<double>(a.iteration_median_ns) /
@@ -370,9 +371,9 @@ std::string run_summary(const Report& r) {
     const std::int64_t mean = n > 0 ? sum / static_cast<std::int64_t>(n) : 0;
     const std::string mean_text =
         5 * mean > 6 * a.run_iteration_median_ns ? fmt::format(" (mean {}: slow iterations)", human_ns(mean)) : "";
-    out += fmt::format("  {} iterations, median {}{}; data exposed {:.1f}% of an iteration; what-if prefetch {:.2f}x",
-                       a.iterations_used, human_ns(a.run_iteration_median_ns), mean_text, 100 * a.exposed_data_share,
-                       a.whatif_speedup);
+    out += fmt::format("  {} iterations{}, median {}{}; data exposed {:.1f}% of an iteration; what-if prefetch {:.2f}x",
+                       a.iterations_used, passes_text(a.backward_passes), human_ns(a.run_iteration_median_ns), mean_text,
+                       100 * a.exposed_data_share, a.whatif_speedup);
     if (a.whatif_expected_speedup + 0.005 < a.whatif_speedup)
       out += fmt::format(", {:.2f}x within this machine's limits", a.whatif_expected_speedup);
     out += "\n";

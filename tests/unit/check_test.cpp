@@ -205,3 +205,35 @@ TEST(Check, PassWhenNothingRegresses) {
 
 }  // namespace
 }  // namespace gnnprof::reports
+
+namespace gnnprof::reports {
+namespace {
+
+// An op new in the current run inside a regressed phase is named beside it (the likely cause),
+// and is a skipped JUnit testcase; an iteration that regresses with no stage says so.
+TEST(Check, NewOpsInARegressedPhaseAreNamedAndAnIterationAloneSaysSo) {
+  Comparison c;
+  c.metrics = {metric("iteration", "slower", 1.40, 20, "loop", ""), metric("forward", "slower", 1.50),
+               metric("aten::matmul", "candidate only", 1.0, 20, "loop_thread", "op", "forward")};
+  c.metrics[2].baseline_median_ns = 0;
+  c.metrics[2].candidate_median_ns = c.metrics[2].delta_ns = 3720000;
+  CheckPolicy policy;
+  policy.default_limit = 0.05;
+  const CheckResult r = apply_check(c, policy);
+  const std::string text = check_text(r);
+  EXPECT_NE(text.find("(new in the current run's forward: aten::matmul (+3.72 ms per iteration))"), std::string::npos) << text;
+  EXPECT_EQ(text.find("no stage, op or time outside them"), std::string::npos) << text;
+  const std::string junit = check_junit(r);
+  EXPECT_NE(junit.find("skipped=\"1\""), std::string::npos) << junit;
+  EXPECT_NE(junit.find("in the current run only, not checked"), std::string::npos) << junit;
+
+  Comparison alone;
+  alone.metrics = {metric("iteration", "slower", 1.40, 20, "loop", ""), metric("forward", "no significant change", 1.01)};
+  const std::string t = check_text(apply_check(alone, policy));
+  EXPECT_NE(t.find("the iteration regressed but no stage, op or time outside them did beyond its limit"), std::string::npos) << t;
+  alone.metrics[0].statistic = "mean";
+  EXPECT_NE(check_junit(apply_check(alone, policy)).find("regression: mean 10.0 ms -&gt; 14.0 ms"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gnnprof::reports

@@ -300,3 +300,44 @@ TEST(Compare, JsonRoundTripAndForeignFiles) {
 
 }  // namespace
 }  // namespace gnnprof::reports
+
+namespace gnnprof::reports {
+namespace {
+
+// Gradient accumulation 1 vs 4: an iteration (one optimizer step) holds 4 backward passes on
+// the candidate's side. The comparison says so, per pass from the means, instead of "SLOWER".
+TEST(Compare, UnlikeIterationsUnderGradientAccumulationAreSaidPerPass) {
+  auto side = [](int passes, double ms) {
+    Profile p;
+    p.collectors.push_back(CollectorInfo{"torch-ops", true, "torch 1.13"});
+    StageStats b;
+    b.name = "backward";
+    b.category = "compute";
+    for (int i = 0; i < 40; ++i) {
+      IterationStats it;
+      it.index = static_cast<std::uint64_t>(i);
+      it.wall_ns = static_cast<std::int64_t>(ms * passes * (1 + 0.01 * (i % 5)) * 1e6);
+      p.iterations.push_back(it);
+      b.hits += static_cast<std::uint64_t>(passes);
+    }
+    p.stages.push_back(b);
+    return p;
+  };
+  Comparison c = compare_profiles({side(1, 10)}, {side(4, 10)}, CompareOptions{});
+  ASSERT_TRUE(c.baseline_passes && c.candidate_passes);
+  EXPECT_DOUBLE_EQ(*c.candidate_passes, 4.0);
+  EXPECT_EQ(c.verdict, Verdict::kSlower);
+  EXPECT_EQ(slower_summary(c), "");
+  const std::string s = passes_summary(c);
+  EXPECT_NE(s.find("1.0 backward passes each in the baseline, 4.0 in the candidate"), std::string::npos) << s;
+  EXPECT_NE(s.find("Per backward pass the mean iteration is"), std::string::npos) << s;
+  EXPECT_NE(s.find("(x1.000)"), std::string::npos) << s;
+  auto back = comparison_from_json(comparison_to_json(c), "c.json");
+  ASSERT_TRUE(back) << back.status().message();
+  EXPECT_EQ(passes_summary(*back), s);
+  // Alike: nothing to say.
+  EXPECT_EQ(passes_summary(compare_profiles({side(4, 10)}, {side(4, 11)}, CompareOptions{})), "");
+}
+
+}  // namespace
+}  // namespace gnnprof::reports

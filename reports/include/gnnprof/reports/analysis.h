@@ -106,7 +106,19 @@ struct Analysis {
   /// median, and its share of the iteration (capped at 1; overlapping streams add up).
   std::optional<std::int64_t> gpu_ns;
   std::optional<double> gpu_busy;
+  /// Backward passes per iteration (backward_passes_per_iteration()): over 1 under gradient
+  /// accumulation, where an iteration (an optimizer step) holds several micro-batches.
+  std::optional<double> backward_passes;
 };
+
+/// The "backward" stage's hits over the complete iterations whose ops were observed: how many
+/// forward/backward passes an iteration holds (4 when the optimizer steps every 4th micro-batch).
+/// nullopt without a backward stage or observed iterations.
+std::optional<double> backward_passes_per_iteration(const Profile& profile);
+
+/// "; each holds 4.0 backward passes (gradient accumulation: an iteration is one optimizer
+/// step)" when passes >= 1.5, else "".
+std::string passes_text(const std::optional<double>& passes);
 
 Analysis analyze(const Profile& profile, const AnalysisOptions& options);
 

@@ -133,6 +133,10 @@ struct Comparison {
   /// Line tables side by side (profiles with traced lines), grouped by function in the
   /// candidate's source order.
   std::vector<LineComparison> lines;
+  /// Backward passes per iteration on each side (backward_passes_per_iteration(), the mean over
+  /// its profiles): they differ under a changed gradient accumulation, where per-iteration
+  /// figures compare different amounts of work.
+  std::optional<double> baseline_passes, candidate_passes;
 };
 
 /// Compares two sets of profiles (each with at least one profile).
@@ -153,6 +157,10 @@ std::string slower_summary(const Comparison& c);
 /// When the mean iteration's verdict differs from the median's (slow iterations that the
 /// median leaves out, or that the candidate lost): one sentence, else "".
 std::string mean_summary(const Comparison& c);
+
+/// When the sides' iterations hold different numbers of backward passes (gradient accumulation
+/// 1 vs 4): one sentence with the iteration per pass on each side, else "".
+std::string passes_summary(const Comparison& c);
 
 /// The line part of comparison_text() (empty without line comparisons).
 std::string comparison_lines_text(const Comparison& c);
