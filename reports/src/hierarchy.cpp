@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -113,14 +114,29 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
     // loop-thread row.
     if (ph.hidden && std::any_of(h.phases.begin(), h.phases.end(), [&](const PhaseNode& o) { return !o.hidden && o.name == ph.name; }))
       continue;
-    // Nested phases (a record_function scope around forward): the phase holding most of its time.
+    // Nested phases (a record_function scope around forward): the phase holding most of its
+    // time, through the op it runs in (checkpoint recompute inside backward's
+    // CheckpointFunctionBackward).
+    auto phase_above = [&](std::string name) {
+      for (int hop = 0; hop < 8; ++hop) {
+        auto s = stage.find(name);
+        if (s == stage.end()) return std::string();
+        if (!is_op_category(s->second->category)) return name;
+        const StageEdge* up = nullptr;
+        for (const auto& e : p.stage_edges)
+          if (e.child == name && e.parent != name && (up == nullptr || e.total_ns > up->total_ns)) up = &e;
+        if (up == nullptr) return std::string();
+        name = up->parent;
+      }
+      return std::string();
+    };
     std::int64_t inside = 0;
     for (const auto& e : p.stage_edges) {
       if (e.child != ph.name || e.parent == ph.name || e.total_ns <= inside) continue;
-      auto s = stage.find(e.parent);
-      if (s == stage.end() || is_op_category(s->second->category)) continue;
+      const std::string above = phase_above(e.parent);
+      if (above.empty() || above == ph.name) continue;
       inside = e.total_ns;
-      if (2 * e.total_ns >= ph.total_ns) ph.parent = e.parent;
+      if (2 * e.total_ns >= ph.total_ns) ph.parent = above;
     }
     const std::int64_t denominator = ops_denominator(ph);
     ph.sampled = sampled && !ph.hidden && ph.in_iterations && in_unobserved.count(ph.name) == 0;
@@ -192,14 +208,42 @@ double unattributed_iteration_pct(const Hierarchy& h) {
 }
 
 std::vector<const PhaseNode*> phase_rows(const Hierarchy& h) {
-  std::vector<const PhaseNode*> rows;
+  std::vector<const PhaseNode*> all;
   for (const auto& ph : h.phases)
-    if (std::none_of(rows.begin(), rows.end(), [&](const PhaseNode* x) { return x->name == ph.name; })) rows.push_back(&ph);
-  std::stable_sort(rows.begin(), rows.end(), [](const PhaseNode* x, const PhaseNode* y) {
+    if (std::none_of(all.begin(), all.end(), [&](const PhaseNode* x) { return x->name == ph.name; })) all.push_back(&ph);
+  std::stable_sort(all.begin(), all.end(), [](const PhaseNode* x, const PhaseNode* y) {
     if (x->stats.total_ns != y->stats.total_ns) return x->stats.total_ns > y->stats.total_ns;
     return x->name < y->name;
   });
+  // A nested phase (checkpoint recompute inside backward) right after the phase it runs in.
+  auto listed = [&](const std::string& name) {
+    return std::any_of(all.begin(), all.end(), [&](const PhaseNode* x) { return x->name == name; });
+  };
+  std::vector<const PhaseNode*> rows;
+  std::set<const PhaseNode*> placed;
+  std::function<void(const PhaseNode*, int)> place = [&](const PhaseNode* ph, int depth) {
+    if (!placed.insert(ph).second) return;
+    rows.push_back(ph);
+    if (depth > 8) return;
+    for (const PhaseNode* c : all)
+      if (c->parent == ph->name && c != ph) place(c, depth + 1);
+  };
+  for (const PhaseNode* ph : all)
+    if (ph->parent.empty() || !listed(ph->parent)) place(ph, 0);
+  for (const PhaseNode* ph : all) place(ph, 0);  // a cycle of parents: flat
   return rows;
+}
+
+int phase_depth(const PhaseNode& ph, const Hierarchy& h) {
+  int depth = 0;
+  for (const PhaseNode* at = &ph; !at->parent.empty() && depth < 8; ++depth) {
+    const PhaseNode* up = nullptr;
+    for (const auto& x : h.phases)
+      if (x.name == at->parent && &x != at) up = &x;
+    if (up == nullptr) break;
+    at = up;
+  }
+  return depth;
 }
 
 std::map<std::string, StagePlace> stage_places(const std::vector<const Profile*>& profiles) {

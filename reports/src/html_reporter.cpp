@@ -391,10 +391,14 @@ std::string stage_table(const Profile& p, const Hierarchy& h) {
       const std::string label = fmt::format("{} op{}", ph->op_count, ph->op_count == 1 ? "" : "s");
       tog = fmt::format(" <button class=tog aria-expanded=false data-label='{}'>&#9656; {}</button>", label, label);
     }
-    o += fmt::format("<tbody><tr class=phase><td class=l data-v=\"{}\">{}{}</td><td class=l>{}</td><td>{}</td><td data-v={}>{}</td>"
+    // A nested phase (checkpoint recompute inside backward) indented under the one it runs in.
+    const int depth = phase_depth(*ph, h);
+    o += fmt::format("<tbody><tr class=phase><td class=l data-v=\"{}\"{}>{}{}</td><td class=l>{}</td><td>{}</td><td data-v={}>{}</td>"
                      "<td data-v={}>{}</td><td data-v={}>{}</td><td data-v={}>{}</td><td data-v={}>{}</td><td data-v={}>{}</td>"
                      "<td>{:.1f}</td>{}</tr>",
-                     esc(ph->name), esc(ph->name) + (ph->sampled ? " *" : ""), tog, esc(ph->category), s.hits, s.total_ns,
+                     esc(ph->name),
+                     depth > 0 ? fmt::format(" style='padding-left:{}em' title='runs inside {}'", 1.2 * depth, esc(ph->parent)) : "",
+                     esc(ph->name) + (ph->sampled ? " *" : ""), tog, esc(ph->category), s.hits, s.total_ns,
                      human_ns(s.total_ns), s.self_ns,
                      human_ns(s.self_ns), s.mean_ns, human_ns(s.mean_ns), s.p50_ns, human_ns(s.p50_ns), s.p90_ns, human_ns(s.p90_ns),
                      s.max_ns, human_ns(s.max_ns), s.pct_wall, pct_cell(iteration_pct(*ph, h)));

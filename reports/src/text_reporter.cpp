@@ -87,7 +87,13 @@ void TextReporter::render_stage_table(const Report& r, std::ostream& out) const 
   const Hierarchy& h = r.hierarchy;
   const std::vector<const PhaseNode*> rows = phase_rows(h);
   std::size_t w = 20;  // wide enough for every name shown: none is cut
-  for (const auto* ph : rows) w = std::max(w, ph->name.size() + (ph->sampled ? 3 : 1));
+  bool nested = false;
+  auto row_name = [&](const PhaseNode* ph) {
+    const int depth = phase_depth(*ph, h);
+    nested = nested || depth > 0;
+    return std::string(2 * static_cast<std::size_t>(depth), ' ') + ph->name + (ph->sampled ? " *" : "");
+  };
+  for (const auto* ph : rows) w = std::max(w, row_name(ph).size() + 1);
   if (options_.ops)
     for (const auto* ph : rows)
       for (const auto& op : ph->ops) w = std::max(w, op.label.size() + 5);
@@ -107,7 +113,7 @@ void TextReporter::render_stage_table(const Report& r, std::ostream& out) const 
     const StageStats& s = ph->stats;
     any_sampled = any_sampled || ph->sampled;
     out << fmt::format("{:<{}} {:<9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.1f} {:>7}",
-                       ph->sampled ? ph->name + " *" : ph->name, w, ph->category, s.hits, human_ns(s.total_ns),
+                       row_name(ph), w, ph->category, s.hits, human_ns(s.total_ns),
                        human_ns(s.self_ns), human_ns(s.mean_ns), human_ns(s.p50_ns), human_ns(s.p90_ns), human_ns(s.max_ns),
                        s.pct_wall, pct_cell(iteration_pct(*ph, h)))
         << "\n";
@@ -119,8 +125,9 @@ void TextReporter::render_stage_table(const Report& r, std::ostream& out) const 
   out << fmt::format("{:<{}} {:<9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.1f} {:>7}", "(unattributed)", w, "-", "-",
                      human_ns(p.unattributed_ns), "-", "-", "-", "-", "-", un_pct, pct_cell(unattributed_iteration_pct(h)))
       << "\n";
-  out << fmt::format("Wall {}; % wall adds up per thread; unattributed = main thread (#{}) time outside every stage.\n",
-                     human_ns(p.wall_ns), p.main_thread);
+  out << fmt::format("Wall {}; % wall adds up per thread{}; unattributed = main thread (#{}) time outside every stage.\n",
+                     human_ns(p.wall_ns), nested ? " (an indented stage runs inside the one above it: its time is in that one's too)" : "",
+                     p.main_thread);
   if (h.analysed_iterations > 0)
     out << fmt::format("% iter: time per iteration over the iteration (means of the {} analysed iterations, loop thread). "
                        "Total and % wall cover the whole run: {} before the first iteration, {} after the last{}.\n",

@@ -299,3 +299,49 @@ TEST(Report, UnknownFormatNamesTheKnownOnes) {
 
 }  // namespace
 }  // namespace gnnprof::reports
+
+namespace gnnprof::reports {
+namespace {
+
+// torch.utils.checkpoint's recompute runs inside backward, through the op that replays it: its
+// row follows backward's, indented, and the table says the indented time is in the row above.
+TEST(Hierarchy, APhaseNestedThroughAnOpIsIndentedUnderIt) {
+  Profile p;
+  p.wall_ns = 1000000;
+  auto stage = [](std::string n, std::string c, std::int64_t total, std::uint64_t hits) {
+    StageStats s;
+    s.name = std::move(n);
+    s.category = std::move(c);
+    s.hits = hits;
+    s.total_ns = s.self_ns = total;
+    return s;
+  };
+  const std::string op = "autograd::engine::evaluate_function: CheckpointFunctionBackward";
+  p.stages = {stage("backward", "compute", 400000, 4), stage(op, "op", 200000, 16),
+              stage("checkpoint recompute", "user", 150000, 16), stage("forward", "compute", 120000, 4)};
+  p.stage_edges = {StageEdge{"backward", op, 16, 200000, 50000}, StageEdge{op, "checkpoint recompute", 16, 150000, 150000}};
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    IterationStats it;
+    it.index = i;
+    it.wall_ns = 150000;
+    it.stages = {{"backward", 100000}, {"checkpoint recompute", 37500}, {"forward", 30000}};
+    p.iterations.push_back(it);
+  }
+  ReportOptions o;
+  o.skip = 0;
+  const Report r = make_report(p, o);
+  const auto rows = phase_rows(r.hierarchy);
+  ASSERT_GE(rows.size(), 3u);
+  EXPECT_EQ(rows[0]->name, "backward");
+  EXPECT_EQ(rows[1]->name, "checkpoint recompute");
+  EXPECT_EQ(rows[1]->parent, "backward");
+  EXPECT_EQ(phase_depth(*rows[1], r.hierarchy), 1);
+  EXPECT_EQ(rows[2]->name, "forward");
+  std::ostringstream text;
+  ASSERT_TRUE(TextReporter(o).render(r, text));
+  EXPECT_NE(text.str().find("\n  checkpoint recompute  "), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("an indented stage runs inside the one above it"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gnnprof::reports

@@ -94,8 +94,10 @@ Hierarchy build_hierarchy(const Profile& p, const Analysis& a, std::size_t top_o
 std::string between_text(const Hierarchy& h);
 
 /// The stage table's rows: each phase once (its loop-thread node when it has one), by total
-/// time over the run, then name.
+/// time over the run, then name; a nested phase right after the phase it runs in.
 std::vector<const PhaseNode*> phase_rows(const Hierarchy& h);
+/// How deep `ph` is nested (0: top level; its `parent` chain among h's phases).
+int phase_depth(const PhaseNode& ph, const Hierarchy& h);
 
 /// Where each stage of `profiles` sits in the hierarchy, for views that list a metric per
 /// stage name (compare, merge): its category, and for an op the phase it ran in most (by time
