@@ -398,8 +398,33 @@ def _stored_globals(code):
     return {i.argval for i in dis.get_instructions(code) if i.opname == "STORE_GLOBAL"}
 
 
+def with_exits(code):
+    """Byte offsets where a `with` block leaves normally, calling __exit__(None, None, None):
+    CPython reports the `with` line again there (3.10-3.13), which is no new execution of it
+    (line_profiler counts one hit per `with`). The call's shape: three Nones (3.10: one, twice
+    duplicated) and a call of two arguments (3.10: three) on the bound __exit__."""
+    import dis
+
+    try:
+        ins = [i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "PRECALL")]
+    except Exception:  # never into the host: no exits known, one hit per line event
+        return []
+    out = []
+    for k in range(len(ins) - 3):
+        a, b, c, d = ins[k:k + 4]
+        if a.opname != "LOAD_CONST" or a.argval is not None:
+            continue
+        none = [x.opname == "LOAD_CONST" and x.argval is None for x in (b, c)]
+        if all(none) and d.opname == "CALL" and d.arg == 2:
+            out.append(a.offset)
+        elif b.opname == "DUP_TOP" and c.opname == "DUP_TOP" and d.opname == "CALL_FUNCTION" and d.arg == 3:
+            out.append(a.offset)
+    return out
+
+
 def prepare(code):
-    """(first line, statement first line per line, line site per line) for a code object."""
+    """(first line, statement first line per line, line site per line, the byte offsets where a
+    `with` block leaves) for a code object."""
     from . import _native
 
     first = code.co_firstlineno
@@ -420,4 +445,4 @@ def prepare(code):
             site = by_stmt[s] = _native.line_site(code.co_filename, s, qualified, text)
         stmts.append(s)
         sites.append(site)
-    return first, stmts, sites
+    return first, stmts, sites, with_exits(code)

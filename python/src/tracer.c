@@ -35,7 +35,8 @@ typedef _PyInterpreterFrame Frame;
 static inline Frame* frame_caller(Frame* f) { return f->previous; }
 static inline Frame* current_frame(PyThreadState* ts) { return ts->cframe != NULL ? ts->cframe->current_frame : NULL; }
 static inline Frame* frame_of(PyFrameObject* fo) { return fo->f_frame; }
-static inline int frame_lasti(Frame* f) { return _PyInterpreterFrame_LASTI(f); }
+/* In bytes, as dis and PyFrame_GetLasti count (the with exits prepare() lists). */
+static inline int frame_lasti(Frame* f) { return _PyInterpreterFrame_LASTI(f) * (int)sizeof(_Py_CODEUNIT); }
 static inline int generator_frame(Frame* f) { return f->owner == FRAME_OWNED_BY_GENERATOR; }
 static inline int yielded(Frame* f) { return _Py_OPCODE(*f->prev_instr) == YIELD_VALUE; }
 static inline PyObject* frame_function(Frame* f) { return (PyObject*)f->f_func; }
@@ -45,7 +46,7 @@ typedef PyFrameObject Frame;
 static inline Frame* frame_caller(Frame* f) { return f->f_back; }
 static inline Frame* current_frame(PyThreadState* ts) { return ts->frame; }
 static inline Frame* frame_of(PyFrameObject* fo) { return fo; }
-static inline int frame_lasti(Frame* f) { return f->f_lasti; }
+static inline int frame_lasti(Frame* f) { return f->f_lasti * (int)sizeof(_Py_CODEUNIT); }
 static inline int generator_frame(Frame* f) { return f->f_gen != NULL; }
 static inline int yielded(Frame* f) { return f->f_state == FRAME_SUSPENDED; }
 static inline PyObject* frame_function(Frame* f) { return NULL; } /* nothing is inlined on 3.10 */

@@ -57,6 +57,7 @@ static void codeinfo_free(CodeInfo* ci) {
       break;
     }
   free(ci->stmt);
+  free(ci->exits);
   free(ci->site);
   Py_XDECREF(ci->filename);
   Py_XDECREF(ci->name);
@@ -618,7 +619,7 @@ void prepare(ThreadTrace* tt, CodeInfo* ci, PyCodeObject* co) {
   ci->state = -1;
   if (g_preparer == NULL) return;
   PyObject* r = call_helper(&tt->deciding, g_preparer, (PyObject*)co);
-  if (r == NULL || !PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 3) {
+  if (r == NULL || !PyTuple_Check(r) || PyTuple_GET_SIZE(r) < 3) {
     ++g_stats.prepare_failed;
     Py_XDECREF(r);
     return;
@@ -648,8 +649,30 @@ void prepare(ThreadTrace* tt, CodeInfo* ci, PyCodeObject* co) {
   ci->n = (int)n;
   ci->stmt = stmt;
   ci->site = site;
+  if (PyTuple_GET_SIZE(r) > 3 && PyList_Check(PyTuple_GET_ITEM(r, 3))) {
+    PyObject* exits = PyTuple_GET_ITEM(r, 3);
+    const Py_ssize_t m = PyList_GET_SIZE(exits);
+    int32_t* x = m > 0 ? (int32_t*)calloc((size_t)m, sizeof(int32_t)) : NULL;
+    if (x != NULL) {
+      for (Py_ssize_t i = 0; i < m; ++i) x[i] = (int32_t)PyLong_AsLong(PyList_GET_ITEM(exits, i));
+      PyErr_Clear();
+      ci->exits = x;
+      ci->n_exits = (int)m;
+    }
+  }
   ci->state = 1;
   Py_DECREF(r);
+}
+
+int with_exit(const CodeInfo* ci, int lasti) {
+  int lo = 0, hi = ci->n_exits - 1;
+  while (lo <= hi) {
+    const int mid = (lo + hi) / 2;
+    if (ci->exits[mid] == lasti) return 1;
+    if (ci->exits[mid] < lasti) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return 0;
 }
 
 static void lookup(CodeInfo* ci, int line, int32_t* stmt, uint32_t* site) {
@@ -831,7 +854,8 @@ void on_line_of(ThreadTrace* tt, Entry* e, PyCodeObject* co, int line, int lasti
   e->site = site;
   e->stmt = stmt;
   e->t0 = now;
-  e->hit = 1;
+  /* A `with` block leaving: its __exit__'s time is the with line's, but not another hit. */
+  e->hit = ci->n_exits > 0 && lasti >= 0 && with_exit(ci, lasti) ? 0 : 1;
   e->lasti = lasti;
   e->start = lasti;
   ++g_stats.line_events;

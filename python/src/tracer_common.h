@@ -36,6 +36,8 @@ typedef struct CodeInfo {
   int first, n; /* lines first .. first + n - 1 */
   int32_t* stmt;  /* per line: the first line of its statement */
   uint32_t* site; /* per line: the statement's line site */
+  int32_t* exits; /* sorted byte offsets where a `with` block leaves (its line again: no new hit) */
+  int n_exits;
   PyObject* filename;
   PyObject* name;
   PyObject* qualname;
@@ -212,6 +214,8 @@ void resume(ThreadTrace* tt, const void* f, const void* code, Entry* e);
 void forget_suspended(ThreadTrace* tt, const void* f);
 /* Whether `line` of ci belongs to a statement spanning several lines (map built). */
 int multi_line(const CodeInfo* ci, int line);
+/* Whether byte offset `lasti` is where a `with` block of ci leaves (prepare()'s exits). */
+int with_exit(const CodeInfo* ci, int lasti);
 /* A line event of entry e (frame code co) at `line`; lasti: its instruction offset, or -1
  * when not known (then a line of the current statement ends it unless the statement spans
  * several lines and lasti says control went on forward). */

@@ -285,7 +285,7 @@ static PyObject* on_line(PyObject* self, PyObject* const* args, Py_ssize_t nargs
   if (line <= 0) return answer(none());
   if (e->ci->state == 0) prepare(tt, e->ci, co);
   int lasti = -1;
-  if (multi_line(e->ci, line)) { /* continuation or repetition: the instruction tells */
+  if (multi_line(e->ci, line) || e->ci->n_exits > 0) { /* continuation, repetition, a with's exit: the instruction tells */
     PyFrameObject* f = PyEval_GetFrame();
     if (f != NULL) lasti = PyFrame_GetLasti(f);
   }

@@ -544,7 +544,7 @@ def shapes(tmp_path_factory):
 def test_kernprof_script_runs_unchanged(shapes, plain_run):
     proc, _ = shapes
     assert proc.returncode == 3
-    assert proc.stdout == "multiline 2500\ngen 91\ncaught 5\nrecurse 5\nworker 499500\n"
+    assert proc.stdout == "multiline 2500\nwithin 252\ngen 91\ncaught 5\nrecurse 5\nworker 499500\n"
 
 
 def shape_lines(profile, function):
@@ -559,6 +559,25 @@ def test_multiline_statement_counts_once_on_its_first_line(shapes):
     assert lines[first]["hits"] == 50
     assert first + 1 not in lines and first + 2 not in lines  # line_profiler counts these too (#223)
     assert lines[line_of(path, "for i in range(n):")]["hits"] == 51
+
+
+def test_a_with_block_counts_once_per_execution(shapes):
+    """CPython reports a `with` line again where its block leaves (calling __exit__): that time
+    is the with line's, but not a second hit (line_profiler counts one); a while loop's test,
+    repeated at its bottom, still counts each time."""
+    _, p = shapes
+    path = script("shapes.py")
+    lines = shape_lines(p, "within")
+    assert lines[line_of(path, "with contextlib.nullcontext():")]["hits"] == 20
+    assert lines[line_of(path, "total += i")]["hits"] == 20
+    total, tests = 0, 0
+    for i in range(20):
+        total += i
+        tests += 1
+        while total % 7:
+            total += 1
+            tests += 1
+    assert lines[line_of(path, "while total % 7:")]["hits"] == tests
 
 
 ODD_SOURCE = ("class C:\n"

@@ -1,6 +1,7 @@
 """Statement shapes for the line tracer: a multi-line statement, a generator, an exception
-through a traced line, recursion and a second thread. Decorated with @profile (kernprof -b
+through a traced line, recursion, a second thread and a `with` block in a loop. Decorated with @profile (kernprof -b
 style): under `gnnprof run` the builtin comes from gnnprof."""
+import contextlib
 import sys
 import threading
 
@@ -44,8 +45,20 @@ def worker(n, out):
     out.append(s)
 
 
+@profile
+def within(n):
+    total = 0
+    for i in range(n):
+        with contextlib.nullcontext():
+            total += i
+        while total % 7:
+            total += 1
+    return total
+
+
 def main():
     print("multiline", multiline(50))
+    print("within", within(20))
     print("gen", sum(gen(7)))
     caught = 0
     for k in range(10):
