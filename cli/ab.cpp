@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <regex>
 #include <sstream>
 
 #include "gnnprof/profile_io.h"
@@ -71,7 +72,8 @@ int spawn_and_wait(const RunSpec& spec, const std::string& log, std::string& err
 bool starts_python(const std::string& command) {
   std::istringstream in(command);
   for (std::string word; in >> word;) {
-    if (word == "env" || (word.find('=') != std::string::npos && word.find('/') == std::string::npos)) continue;
+    static const std::regex assignment("[A-Za-z_][A-Za-z0-9_]*=.*");
+    if (word == "env" || std::regex_match(word, assignment)) continue;
     const std::string base = word.substr(word.rfind('/') + 1);
     return base.rfind("python", 0) == 0;
   }
@@ -140,7 +142,7 @@ int run_ab(const AbArgs& a) {
   // An unmodified Python program writes no profile unless injected: inject it, as gnnprof run does.
   bool want_preload = a.preload;
   if (!want_preload &&
-      (shell_form ? starts_python(a.baseline_cmd) && starts_python(a.candidate_cmd) : starts_python(joined))) {
+      (shell_form ? starts_python(a.baseline_cmd) || starts_python(a.candidate_cmd) : starts_python(joined))) {
     want_preload = true;
     std::cerr << "gnnprof ab: a Python command: gnnprof is injected into every run (as --preload does)\n";
   }
@@ -175,8 +177,7 @@ int run_ab(const AbArgs& a) {
       }
       // Stale profiles must not pass for this run's.
       std::filesystem::remove(stem + ".json", ec);
-      for (const auto& old : collect_launch_profiles(a.out_dir, name, std::filesystem::file_time_type::min(), 0).found)
-        std::filesystem::remove(old.path, ec);
+      for (const auto& old : launch_profile_paths(a.out_dir, name)) std::filesystem::remove(old, ec);
       std::cerr << "gnnprof ab: [" << n << "/" << total << "] " << sides[side].label << " run " << (r + 1) << "/" << a.repeat
                 << " ..." << std::flush;
       reports::RunRecord rec;
@@ -217,7 +218,8 @@ int run_ab(const AbArgs& a) {
       if (!error.empty()) {
         any_failed = true;
         std::cerr << ", FAILED: " << error << " (log: " << stem << ".log)\n" << tail_lines(stem + ".log", 10);
-        if (preload.empty() && error.find("add --preload") != std::string::npos) {  // every other run would say the same
+        // The first run wrote none: every other run of the same program would say the same.
+        if (n == 1 && preload.empty() && error.find("add --preload") != std::string::npos) {
           std::cerr << "gnnprof ab: stopping: without --preload no run of this program writes a profile\n";
           return 1;
         }

@@ -12,11 +12,29 @@ std::string launch_output_pattern(const fs::path& dir, const std::string& stem) 
   return (dir / (stem + ".%R%p.json")).string();
 }
 
+namespace {
+
+std::regex name_pattern(const std::string& stem) {
+  return std::regex(std::regex_replace(stem, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
+                    R"(\.(rank[0-9]+\.)?[0-9]+\.json)");
+}
+
+}  // namespace
+
+std::vector<std::string> launch_profile_paths(const fs::path& dir, const std::string& stem) {
+  std::vector<std::string> out;
+  const std::regex name_re = name_pattern(stem);
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.is_regular_file(ec) && std::regex_match(entry.path().filename().string(), name_re))
+      out.push_back(entry.path().string());
+  return out;
+}
+
 LaunchProfiles collect_launch_profiles(const fs::path& dir, const std::string& stem, fs::file_time_type since,
                                        pid_t pid) {
   LaunchProfiles out;
-  const std::regex name_re(std::regex_replace(stem, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
-                           R"(\.(rank[0-9]+\.)?[0-9]+\.json)");
+  const std::regex name_re = name_pattern(stem);
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();

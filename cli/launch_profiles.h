@@ -30,6 +30,9 @@ struct LaunchProfiles {
 /// GNNPROF_OUTPUT for a launch writing under dir with this stem.
 std::string launch_output_pattern(const std::filesystem::path& dir, const std::string& stem);
 
+/// The files in `dir` named as a launch with this stem names its processes' profiles.
+std::vector<std::string> launch_profile_paths(const std::filesystem::path& dir, const std::string& stem);
+
 /// The profiles in `dir` named after `stem` and written since `since`; `pid` is the launched process.
 LaunchProfiles collect_launch_profiles(const std::filesystem::path& dir, const std::string& stem,
                                        std::filesystem::file_time_type since, pid_t pid);

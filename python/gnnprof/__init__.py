@@ -356,6 +356,9 @@ def _after_fork_in_parent():
         n = _loader_workers()
         if n is not None and _native.is_running():
             counter("DataLoader workers", n)
+            torch = sys.modules.get("torch")  # the loop's compute threads beside them (loader-contention)
+            if torch is not None:
+                counter("torch threads", torch.get_num_threads())
     except Exception:  # never into the host's fork
         pass
 

@@ -82,13 +82,16 @@ std::optional<double> backward_passes_per_iteration(const Profile& p) {
       found = true;
     }
   for (const auto& it : p.iterations) observed += it.complete && it.ops_observed ? 1 : 0;
-  if (!found || observed == 0) return std::nullopt;
+  // Warm-up and the open last iteration's passes are in the hits: too few iterations to tell.
+  if (!found || observed < 5) return std::nullopt;
   return static_cast<double>(hits) / static_cast<double>(observed);
 }
 
 std::string passes_text(const std::optional<double>& passes) {
   if (!passes || *passes < 1.5) return "";
-  return fmt::format("; each holds {:.1f} backward passes (gradient accumulation: an iteration is one optimizer step)", *passes);
+  return fmt::format("; each holds {:.1f} backward passes (an iteration is one optimizer step: gradient accumulation, or "
+                     "several losses)",
+                     *passes);
 }
 
 std::string sampled_ops_note(const Profile& p, bool gpu_records) {
@@ -528,14 +531,15 @@ std::optional<Diagnostic> slow_iterations(const Profile& p, const Analysis& a) {
       "{} of {} iterations took over 3x the median (iteration{} {} against a median of {}): {} beyond the median, {:.0f}% "
       "of the analysed loop's time, which the median, the stage medians and the what-if leave out",
       slow.size(), used.size(), slow.size() == 1 ? "" : "s", which, human_ns(med), human_ns(excess), 100 * share);
-  if (!stage.first.empty() && 2 * stage.second >= (excess / static_cast<std::int64_t>(slow.size())) / 5)
+  const bool named = !stage.first.empty() && 2 * stage.second >= (excess / static_cast<std::int64_t>(slow.size())) / 5;
+  if (named)
     msg += fmt::format(". In them, {} took {} more than in a median iteration", stage.first == kOutside ? "time outside every stage" : stage.first,
                        human_ns(stage.second));
   if (!line.first.empty()) {
-    const LineStats& l = p.lines[std::stoul(line.first)];
+    const LineStats& l = p.lines[static_cast<std::size_t>(std::strtoul(line.first.c_str(), nullptr, 10))];
     std::string code = l.code.size() > 60 ? l.code.substr(0, 57) + "..." : l.code;
-    msg += fmt::format("{} the line {}:{} `{}` {} more", stage.first.empty() ? ". In them," : ", and", base_name(l.file), l.line,
-                       code, human_ns(line.second));
+    msg += fmt::format("{} the line {}:{} `{}` {} more", named ? ", and" : ". In them,", base_name(l.file), l.line, code,
+                       human_ns(line.second));
   }
   msg += " (gnnprof compare's \"iteration (mean)\" row weighs them).";
   return Diagnostic{"slow-iterations", Severity::kWarning, msg,
@@ -544,7 +548,7 @@ std::optional<Diagnostic> slow_iterations(const Profile& p, const Analysis& a) {
                      {"excess_ns", static_cast<double>(excess)},
                      {"excess_share", share},
                      {"iteration_ns", static_cast<double>(med)},
-                     {"stage_growth_ns", static_cast<double>(stage.second)}}};
+                     {"stage_growth_ns", named ? static_cast<double>(stage.second) : 0.0}}};
 }
 
 }  // namespace

@@ -140,17 +140,21 @@ std::string check_text(const CheckResult& r) {
       list += fmt::format("{}{} (+{} per iteration)", i ? ", " : "", short_op_name(ops[i]->name), human_ns(ops[i]->delta_ns));
     out += fmt::format("(new in the current run's {}: {}{})\n", phase, list, ops.size() > 5 ? ", ..." : "");
   }
-  // The iteration regressed and no stage did: nothing the loop runs got slower.
-  bool iteration_regressed = false, stage_regressed = !regressed.empty();
-  for (const auto& row : r.rows)
-    if (row.status == CheckStatus::kRegression) {
-      if (row.metric.scope == Scope::kLoop) iteration_regressed = true;
-      else if (row.metric.name == kUnattributed || row.metric.op()) stage_regressed = true;
-    }
-  if (iteration_regressed && !stage_regressed)
-    out += "(the iteration regressed but no stage, op or time outside them did beyond its limit: the same work took longer "
-           "overall, as on a busier host (another tenant, a slower CPU clock); rerun, or compare runs interleaved with "
-           "gnnprof ab --repeat N)\n";
+  // The iteration regressed and nothing in it explains that: no stage, op or time outside them
+  // got slower (even within its limit) and nothing new came in.
+  bool iteration_regressed = false, explained = false;
+  for (const auto& row : r.rows) {
+    const auto& m = row.metric;
+    if (row.status == CheckStatus::kRegression && m.scope == Scope::kLoop) iteration_regressed = true;
+    if (m.scope == Scope::kLoop) continue;
+    if (row.status == CheckStatus::kRegression || row.status == CheckStatus::kSlowerWithinLimit ||
+        row.status == CheckStatus::kNegligible || (row.status == CheckStatus::kCandidateOnly && m.delta_ns > 0))
+      explained = true;
+  }
+  if (iteration_regressed && !explained)
+    out += "(the iteration regressed but no stage, op or time outside them got slower and nothing new ran: the same work "
+           "took longer overall, as on a busier host (another tenant, a slower CPU clock); rerun, or compare runs "
+           "interleaved with gnnprof ab --repeat N)\n";
   if (r.stages_negligible > 0)
     out += fmt::format("(negligible: over its limit, but grown by under {:.3g}% of the iteration or not significant across "
                        "the stage tests)\n",

@@ -261,8 +261,30 @@ std::set<std::string> loader_next_names(const std::vector<Profile>& side) {
 }
 
 void rename_stage(Profile& p, const std::string& from, const std::string& to) {
+  // Into `to`'s row when there is one already (a side with both iterator classes): one row.
+  StageStats* into = nullptr;
   for (auto& s : p.stages)
-    if (s.name == from) s.name = to;
+    if (s.name == to) into = &s;
+  for (auto it = p.stages.begin(); it != p.stages.end();) {
+    if (it->name != from) {
+      ++it;
+      continue;
+    }
+    if (into == nullptr) {
+      it->name = to;
+      into = &*it;
+      ++it;
+      continue;
+    }
+    into->hits += it->hits;
+    into->total_ns += it->total_ns;
+    into->self_ns += it->self_ns;
+    into->max_ns = std::max(into->max_ns, it->max_ns);
+    const std::ptrdiff_t at = into - p.stages.data();
+    const std::ptrdiff_t here = it - p.stages.begin();
+    it = p.stages.erase(it);
+    if (here < at) --into;  // the row moved up by one
+  }
   for (auto& e : p.stage_edges) {
     if (e.parent == from) e.parent = to;
     if (e.child == from) e.child = to;

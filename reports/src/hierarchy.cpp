@@ -236,7 +236,9 @@ std::vector<const PhaseNode*> phase_rows(const Hierarchy& h) {
 
 int phase_depth(const PhaseNode& ph, const Hierarchy& h) {
   int depth = 0;
+  std::set<std::string> seen{ph.name};
   for (const PhaseNode* at = &ph; !at->parent.empty() && depth < 8; ++depth) {
+    if (!seen.insert(at->parent).second) return 0;  // a cycle of parents: listed flat (phase_rows)
     const PhaseNode* up = nullptr;
     for (const auto& x : h.phases)
       if (x.name == at->parent && &x != at) up = &x;

@@ -567,7 +567,7 @@ Status HtmlReporter::render(const Report& r, std::ostream& out) const {
   o += kpi(human_ns(a.run_iteration_median_ns),
            fmt::format("median {} ({} analyzed){}", a.loader_worker ? "batch fetched" : "iteration", a.iterations_used,
                        a.backward_passes && *a.backward_passes >= 1.5
-                           ? fmt::format(": {:.1f} backward passes each (gradient accumulation)", *a.backward_passes)
+                           ? fmt::format(": {:.1f} backward passes each (one optimizer step)", *a.backward_passes)
                            : ""));
   o += fmt::format("<div class=kpi id=top-stage><b>{}</b><span>top stage: {:.1f}% of an iteration (median)</span></div>", esc(top), 100 * top_share);
   if (!a.loader_worker) {

@@ -33,13 +33,18 @@ void restart_diagnostic(Report& r) {
   std::uint64_t seen = 0;
   for (const IterationStats& it : p.iterations)
     if (it.complete && seen++ >= a.skipped) loop_ns += it.wall_ns;
-  // The iteration each set started in (or the first after it, when it started between two).
+  // The analysed iteration each set started in (or the first after it, when it started between
+  // two); one set per iteration (a validation loader's set beside the next epoch's counts once).
+  std::vector<const IterationStats*> analysed;
+  seen = 0;
+  for (const IterationStats& it : p.iterations)
+    if (it.complete && seen++ >= a.skipped) analysed.push_back(&it);
   std::vector<const IterationStats*> at;
   for (const auto& g : w.generations) {
     const IterationStats* found = nullptr;
-    for (const IterationStats& it : p.iterations)
-      if (it.complete && it.begin_ns + it.wall_ns > g.start_ns) {
-        found = &it;
+    for (const IterationStats* it : analysed)
+      if (it->begin_ns + it->wall_ns > g.start_ns) {
+        found = it;
         break;
       }
     at.push_back(found);
@@ -48,7 +53,8 @@ void restart_diagnostic(Report& r) {
   std::string which;
   std::size_t restarts = 0;
   for (std::size_t g = 1; g < at.size(); ++g) {
-    if (at[g] == nullptr) continue;
+    if (at[g] == nullptr || std::find(at.begin(), at.begin() + static_cast<std::ptrdiff_t>(g), at[g]) != at.begin() + static_cast<std::ptrdiff_t>(g))
+      continue;
     ++restarts;
     excess += std::max<std::int64_t>(0, at[g]->wall_ns - med);
     if (restarts <= 4) which += fmt::format("{}{} ({})", restarts == 1 ? "" : ", ", at[g]->index, human_ns(at[g]->wall_ns));
@@ -71,7 +77,8 @@ void restart_diagnostic(Report& r) {
        {"restart_share", static_cast<double>(excess) / static_cast<double>(loop_ns)},
        {"iteration_ns", static_cast<double>(med)}}});
   for (Diagnostic& d : r.diagnostics)
-    if (d.id == "slow-iterations") d.message += " The DataLoader's worker restarts account for them: see loader-restarts.";
+    if (d.id == "slow-iterations" && d.evidence.count("excess_ns") && 2 * static_cast<double>(excess) >= d.evidence.at("excess_ns"))
+      d.message += " The DataLoader's worker restarts account for most of them: see loader-restarts.";
 }
 
 // loader-contention: the loop's compute threads and its busy workers want more CPUs than there are.
@@ -80,8 +87,15 @@ void contention_diagnostic(Report& r) {
   const Profile& p = *r.profile;
   const long long cpus = p.environment.cpus;
   if (w.empty() || w.concurrent < 1 || cpus <= 0 || r.analysis.loader_worker) return;
-  long long compute = cpus;  // torch's default: one intra-op thread per CPU
-  if (!p.environment.omp_num_threads.empty()) compute = std::atoll(p.environment.omp_num_threads.c_str());
+  // The loop's compute threads: torch's own count (the Python package samples it as workers
+  // start), else OMP_NUM_THREADS; unknown (torch's default is the physical cores, which the
+  // profile does not have): no verdict.
+  long long compute = 0;
+  for (const auto& c : p.counters)
+    if (c.name == "torch threads") compute = static_cast<long long>(c.max);
+  const std::string& omp = p.environment.omp_num_threads;
+  if (compute <= 0 && !omp.empty() && omp.find_first_not_of("0123456789") == std::string::npos) compute = std::atoll(omp.c_str());
+  if (compute <= 0) return;
   const double used = w.busy_share() * w.concurrent;  // CPUs the workers keep busy, on average
   if (used < 0.25 || static_cast<double>(compute) + used <= static_cast<double>(cpus) + 0.25) return;
   const long long left = std::max(1LL, cpus - static_cast<long long>(std::ceil(used - 0.25)));
@@ -91,14 +105,17 @@ void contention_diagnostic(Report& r) {
                                                        "same CPUs)" : ", or use fewer workers");
   if (left >= compute) advice = bound ? "The loop waits for them (loader-bound) on CPUs already full: cheaper per-sample work helps, more workers do not"
                                       : "Fewer workers leave compute its cores";
+  const std::string check = left < compute ? fmt::format("; check it with gnnprof ab --baseline 'python3 train.py' --candidate "
+                                                         "'OMP_NUM_THREADS={} python3 train.py'",
+                                                         left)
+                                           : std::string();
   r.diagnostics.push_back(Diagnostic{
       "loader-contention", Severity::kWarning,
       fmt::format("the loop's {} compute thread{} and its {} DataLoader worker process{} (busy {:.0f}% of their time: {:.1f} "
                   "CPUs on average) share {}: while the workers run, compute's threads wait for cores (a parallel op runs "
-                  "at the pace of its slowest thread). {}; check it with gnnprof ab --baseline 'python3 train.py' "
-                  "--candidate 'OMP_NUM_THREADS={} python3 train.py'.",
+                  "at the pace of its slowest thread). {}{}.",
                   compute, compute == 1 ? "" : "s", w.concurrent, w.concurrent == 1 ? "" : "es", 100 * w.busy_share(), used,
-                  cpus_text(cpus), advice, left),
+                  cpus_text(cpus), advice, check),
       {{"compute_threads", static_cast<double>(compute)},
        {"workers", static_cast<double>(w.concurrent)},
        {"worker_cpus", used},

@@ -542,10 +542,11 @@ TEST(Diagnostics, LoaderRestarts) {
 }
 
 // Two workers busy half their time (1 CPU) beside torch's 2 compute threads on 2 CPUs: compute
-// waits for cores. With OMP_NUM_THREADS=1 they fit.
+// waits for cores. With OMP_NUM_THREADS=1 they fit; without torch's thread count, no verdict.
 TEST(Diagnostics, LoaderContention) {
   Profile p = loop_profile(false);
   p.run.pid = 10;
+  p.counters.push_back(CounterStats{"torch threads", 2, 2, 2, 2, 2});
   std::vector<Profile> ws;
   for (int w = 0; w < 2; ++w) {
     Profile x;
@@ -568,10 +569,15 @@ TEST(Diagnostics, LoaderContention) {
             std::string::npos)
       << d.message;
   EXPECT_NE(d.message.find("torch.set_num_threads(1)"), std::string::npos) << d.message;
+  p.counters.clear();
   p.environment.omp_num_threads = "1";
   Report q = make_report(p, {});
   set_loader_workers(q, summarize_loader_workers(p, ws));
   EXPECT_FALSE(has(q.diagnostics, "loader-contention"));
+  p.environment.omp_num_threads.clear();
+  Report u = make_report(p, {});
+  set_loader_workers(u, summarize_loader_workers(p, ws));
+  EXPECT_FALSE(has(u.diagnostics, "loader-contention"));
 }
 
 // A noisy host: iterations of 25 or 47-90 ms (another tenant), 1.5 ms of data in most, 12 ms
