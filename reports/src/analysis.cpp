@@ -713,8 +713,10 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
 
   // thread-oversubscription: compute threads plus normal-priority producer threads > CPUs.
   if (p.environment.cpus > 0) {
-    std::int64_t compute = p.environment.cpus;  // torch's default: one intra-op thread per CPU
+    std::int64_t compute = p.environment.cpus;  // one intra-op thread per CPU, unless told
     if (!p.environment.omp_num_threads.empty()) compute = std::atoll(p.environment.omp_num_threads.c_str());
+    for (const auto& c : p.counters)  // torch's own count (the Python package's sample)
+      if (c.name == "torch threads" && c.max > 0) compute = static_cast<std::int64_t>(c.max);
     std::int64_t producers = 0;
     for (const auto& t : p.threads)
       if (t.name.rfind("prefetch-", 0) == 0 && t.name.rfind("prefetch-idle-", 0) != 0) ++producers;
