@@ -219,7 +219,8 @@ int run_ab(const AbArgs& a) {
         any_failed = true;
         std::cerr << ", FAILED: " << error << " (log: " << stem << ".log)\n" << tail_lines(stem + ".log", 10);
         // The first run wrote none: every other run of the same program would say the same.
-        if (n == 1 && preload.empty() && error.find("add --preload") != std::string::npos) {
+        if (n == 1 && preload.empty() && (!shell_form || a.baseline_cmd == a.candidate_cmd) &&
+            error.find("add --preload") != std::string::npos) {
           std::cerr << "gnnprof ab: stopping: without --preload no run of this program writes a profile\n";
           return 1;
         }

@@ -716,7 +716,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
     std::int64_t compute = p.environment.cpus;  // one intra-op thread per CPU, unless told
     if (!p.environment.omp_num_threads.empty()) compute = std::atoll(p.environment.omp_num_threads.c_str());
     for (const auto& c : p.counters)  // torch's own count (the Python package's sample)
-      if (c.name == "torch threads" && c.max > 0) compute = static_cast<std::int64_t>(c.max);
+      if (c.name == kTorchThreadsCounter && c.max > 0) compute = static_cast<std::int64_t>(c.max);
     std::int64_t producers = 0;
     for (const auto& t : p.threads)
       if (t.name.rfind("prefetch-", 0) == 0 && t.name.rfind("prefetch-idle-", 0) != 0) ++producers;

@@ -29,16 +29,17 @@ void restart_diagnostic(Report& r) {
   const Profile& p = *r.profile;
   const std::int64_t med = a.run_iteration_median_ns;
   if (w.generations.size() < 2 || med <= 0 || a.loader_worker) return;
-  std::int64_t loop_ns = 0;  // the analysed iterations' time, as slow-iterations counts it
+  // The analysed iterations (their time as slow-iterations counts it), and the one each set
+  // started in (or the first after it, when it started between two); one set per iteration (a
+  // validation loader's set beside the next epoch's counts once).
+  std::vector<const IterationStats*> analysed;
+  std::int64_t loop_ns = 0;
   std::uint64_t seen = 0;
   for (const IterationStats& it : p.iterations)
-    if (it.complete && seen++ >= a.skipped) loop_ns += it.wall_ns;
-  // The analysed iteration each set started in (or the first after it, when it started between
-  // two); one set per iteration (a validation loader's set beside the next epoch's counts once).
-  std::vector<const IterationStats*> analysed;
-  seen = 0;
-  for (const IterationStats& it : p.iterations)
-    if (it.complete && seen++ >= a.skipped) analysed.push_back(&it);
+    if (it.complete && seen++ >= a.skipped) {
+      analysed.push_back(&it);
+      loop_ns += it.wall_ns;
+    }
   std::vector<const IterationStats*> at;
   for (const auto& g : w.generations) {
     const IterationStats* found = nullptr;
@@ -92,7 +93,7 @@ void contention_diagnostic(Report& r) {
   // profile does not have): no verdict.
   long long compute = 0;
   for (const auto& c : p.counters)
-    if (c.name == "torch threads") compute = static_cast<long long>(c.max);
+    if (c.name == kTorchThreadsCounter) compute = static_cast<long long>(c.max);
   const std::string& omp = p.environment.omp_num_threads;
   if (compute <= 0 && !omp.empty() && omp.find_first_not_of("0123456789") == std::string::npos) compute = std::atoll(omp.c_str());
   if (compute <= 0) return;

@@ -21,6 +21,9 @@ namespace gnnprof::reports {
 /// The counter the Python package samples in the loop's process at each DataLoader worker's
 /// fork (the iterator's num_workers): loader-bound quotes its value, the summary its samples.
 inline constexpr const char* kLoaderWorkersCounter = "DataLoader workers";
+/// Sampled beside it: torch's intra-op threads in the loop's process (torch.get_num_threads()),
+/// for the rules that weigh compute threads against CPUs.
+inline constexpr const char* kTorchThreadsCounter = "torch threads";
 
 struct WorkerLine {
   std::string file, function, code;
