@@ -114,6 +114,14 @@ std::string sampled_ops_note(const Profile& p, bool gpu_records) {
   return note;
 }
 
+std::vector<const IterationStats*> analysed_iterations(const Profile& p, const Analysis& a) {
+  std::vector<const IterationStats*> out;
+  std::uint64_t seen = 0;
+  for (const IterationStats& it : p.iterations)
+    if (it.complete && seen++ >= a.skipped) out.push_back(&it);
+  return out;
+}
+
 Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   Analysis a;
   for (const auto& c : p.collectors) a.loader_worker = a.loader_worker || (c.name == "loader-worker" && c.enabled);
@@ -136,7 +144,7 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
     a.skip_detected = true;
   }
   a.skipped = skip;
-  std::vector<const IterationStats*> its(complete.begin() + static_cast<std::ptrdiff_t>(skip), complete.end());
+  std::vector<const IterationStats*> its = analysed_iterations(p, a);
   a.iterations_used = its.size();
   // Iteration sampling (zero-code observer): iterations whose ops were not observed hold the
   // user scopes alone. The stage figures come from the observed ones; the others give the
@@ -470,10 +478,8 @@ std::optional<Diagnostic> slow_iterations(const Profile& p, const Analysis& a) {
   constexpr const char* kOutside = "(unattributed)";
   const std::int64_t med = a.run_iteration_median_ns;
   if (a.loader_worker || a.iterations_used < 8 || med <= 0) return std::nullopt;
-  std::vector<const IterationStats*> used, slow;
-  std::uint64_t seen = 0;
-  for (const IterationStats& it : p.iterations)
-    if (it.complete && seen++ >= a.skipped) used.push_back(&it);
+  const std::vector<const IterationStats*> used = analysed_iterations(p, a);
+  std::vector<const IterationStats*> slow;
   std::int64_t total = 0, excess = 0;
   for (const IterationStats* it : used) {
     total += it->wall_ns;

@@ -32,14 +32,9 @@ void restart_diagnostic(Report& r) {
   // The analysed iterations (their time as slow-iterations counts it), and the one each set
   // started in (or the first after it, when it started between two); one set per iteration (a
   // validation loader's set beside the next epoch's counts once).
-  std::vector<const IterationStats*> analysed;
+  const std::vector<const IterationStats*> analysed = analysed_iterations(p, a);
   std::int64_t loop_ns = 0;
-  std::uint64_t seen = 0;
-  for (const IterationStats& it : p.iterations)
-    if (it.complete && seen++ >= a.skipped) {
-      analysed.push_back(&it);
-      loop_ns += it.wall_ns;
-    }
+  for (const IterationStats* it : analysed) loop_ns += it->wall_ns;
   std::vector<const IterationStats*> at;
   for (const auto& g : w.generations) {
     const IterationStats* found = nullptr;

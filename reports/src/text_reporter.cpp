@@ -368,14 +368,10 @@ std::string run_summary(const Report& r) {
   std::string out;
   if (a.iterations_used > 0 && !a.loader_worker) {
     // The mean beside the median when slow iterations pull it well above (an epoch's first batch).
+    const std::vector<const IterationStats*> used = analysed_iterations(p, a);
     std::int64_t sum = 0;
-    std::uint64_t n = 0, seen = 0;
-    for (const auto& it : p.iterations)
-      if (it.complete && seen++ >= a.skipped) {
-        sum += it.wall_ns;
-        ++n;
-      }
-    const std::int64_t mean = n > 0 ? sum / static_cast<std::int64_t>(n) : 0;
+    for (const IterationStats* it : used) sum += it->wall_ns;
+    const std::int64_t mean = used.empty() ? 0 : sum / static_cast<std::int64_t>(used.size());
     const std::string mean_text =
         5 * mean > 6 * a.run_iteration_median_ns ? fmt::format(" (mean {}: slow iterations)", human_ns(mean)) : "";
     out += fmt::format("  {} iterations{}, median {}{}; data exposed {:.1f}% of an iteration; what-if prefetch {:.2f}x",

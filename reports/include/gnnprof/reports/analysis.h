@@ -122,6 +122,9 @@ std::string passes_text(const std::optional<double>& passes);
 
 Analysis analyze(const Profile& profile, const AnalysisOptions& options);
 
+/// The iterations `a` analysed: the complete ones past its warm-up (`a.skipped`), in order.
+std::vector<const IterationStats*> analysed_iterations(const Profile& profile, const Analysis& a);
+
 /// The what-if within the machine's limits in one sentence (every renderer prints it):
 /// "Within this machine's limits: 19.9 ms (1.68x): a producer shares the 2 CPUs with ..." or
 /// "Prefetching will not pay here: expected 30.1 ms (1.01x): compute-bound: ...". "" without
