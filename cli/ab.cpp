@@ -154,7 +154,7 @@ int run_ab(const AbArgs& a) {
       return 2;
     }
   }
-  std::vector<Profile> profiles[2];
+  std::vector<Profile> profiles[2], workers[2];
   bool any_failed = false;
   const int total = 2 * a.repeat;
   for (int r = 0; r < a.repeat; ++r) {
@@ -209,6 +209,11 @@ int run_ab(const AbArgs& a) {
                     " skipped (pid " + std::to_string(p.run.pid) + ": " + std::to_string(p.recorded_events) +
                     " events): nothing to compare";
           } else {
+            // Its DataLoader workers' profiles (beside it, as <name>.<pid>.json): compared per batch.
+            for (int i = 0; i < static_cast<int>(launch.found.size()); ++i)
+              if (i != launch.main && launch.found[i].profile.run.parent_pid == p.run.pid && p.run.pid > 0 &&
+                  launch.found[i].profile.recorded_events > 0)
+                workers[side].push_back(std::move(launch.found[i].profile));
             profiles[side].push_back(std::move(p));
           }
         }
@@ -238,7 +243,7 @@ int run_ab(const AbArgs& a) {
   }
   reports::CompareOptions opt;
   opt.skip = a.skip;
-  reports::Comparison c = reports::compare_profiles(profiles[0], profiles[1], opt);
+  reports::Comparison c = reports::compare_profiles(profiles[0], profiles[1], opt, workers[0], workers[1]);
   c.baseline = sides[0];
   c.candidate = sides[1];
   std::cout << reports::comparison_text(c, a.ops);

@@ -12,6 +12,7 @@
 #include "gnnprof/reports/compare.h"
 #include "gnnprof/reports/format.h"
 #include "gnnprof/reports/html_reporter.h"
+#include "gnnprof/reports/loader_workers.h"
 
 namespace gnnprof::cli {
 
@@ -111,7 +112,11 @@ int run_compare(const CompareArgs& a) {
     }
     reports::CompareOptions opt;
     opt.skip = a.skip;
-    c = reports::compare_profiles({base}, {cand}, opt);
+    // DataLoader workers' profiles beside each (gnnprof run writes them there): work that moved
+    // into workers is followed there, not listed as gone.
+    const std::vector<Profile> wb = reports::read_loader_worker_profiles(a.inputs[0], base, 64),
+                               wc = reports::read_loader_worker_profiles(a.inputs[1], cand, 64);
+    c = reports::compare_profiles({base}, {cand}, opt, wb, wc);
     if (c.metrics.front().baseline_n == 0 || c.metrics.front().candidate_n == 0) {
       std::cerr << tool << ": " << a.inputs[c.metrics.front().baseline_n == 0 ? 0 : 1] << ": no complete iterations left after skipping "
                 << a.skip << " (--skip)\n";

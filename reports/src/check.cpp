@@ -36,7 +36,7 @@ double holm_threshold(const Comparison& c, double alpha, bool ops) {
   std::vector<double> p;
   for (const auto& m : c.metrics)
     if (m.verdict != Verdict::kBaselineOnly && m.verdict != Verdict::kCandidateOnly &&
-        (ops ? m.op() && m.scope != Scope::kOtherThreads : stage_metric(m)))
+        (ops ? m.op() && m.scope != Scope::kOtherThreads && m.scope != Scope::kWorkers : stage_metric(m)))
       p.push_back(m.p_value);
   std::sort(p.begin(), p.end());
   double last = -1;
@@ -64,7 +64,7 @@ CheckResult apply_check(const Comparison& c, const CheckPolicy& policy) {
   for (const auto& m : c.metrics)
     if (m.scope == Scope::kLoop && m.statistic.empty()) iteration_ns = m.baseline_median_ns;
   for (const auto& m : c.metrics) {
-    if (m.scope == Scope::kOtherThreads) continue;  // hidden time does not slow the loop
+    if (m.scope == Scope::kOtherThreads || m.scope == Scope::kWorkers) continue;  // hidden time does not slow the loop
     CheckRow row;
     row.metric = m;
     row.limit = limit_of(m, policy);

@@ -28,6 +28,7 @@ const char* to_string(Scope s) noexcept {
     case Scope::kLoopThread: return "loop_thread";
     case Scope::kOtherThreads: return "other_threads";
     case Scope::kLine: return "line";
+    case Scope::kWorkers: return "workers";
   }
   return "loop";
 }
@@ -51,12 +52,14 @@ const char* to_string(Verdict v) noexcept {
     case Verdict::kMore: return "more";
     case Verdict::kBaselineOnly: return "baseline only";
     case Verdict::kCandidateOnly: return "candidate only";
+    case Verdict::kMovedToWorkers: return "moved to workers";
+    case Verdict::kMovedToLoop: return "moved to the loop";
   }
   return "no significant change";
 }
 
 bool from_string(std::string_view text, Scope& out) noexcept {
-  return detail::enum_from_name(text, {Scope::kLoop, Scope::kLoopThread, Scope::kOtherThreads, Scope::kLine}, out);
+  return detail::enum_from_name(text, {Scope::kLoop, Scope::kLoopThread, Scope::kOtherThreads, Scope::kLine, Scope::kWorkers}, out);
 }
 
 bool from_string(std::string_view text, Match& out) noexcept {
@@ -66,7 +69,7 @@ bool from_string(std::string_view text, Match& out) noexcept {
 bool from_string(std::string_view text, Verdict& out) noexcept {
   return detail::enum_from_name(text,
                                 {Verdict::kNoChange, Verdict::kFaster, Verdict::kSlower, Verdict::kLess, Verdict::kMore,
-                                 Verdict::kBaselineOnly, Verdict::kCandidateOnly},
+                                 Verdict::kBaselineOnly, Verdict::kCandidateOnly, Verdict::kMovedToWorkers, Verdict::kMovedToLoop},
                                 out);
 }
 
@@ -140,6 +143,39 @@ Samples collect(const std::vector<Profile>& profiles, std::uint64_t skip, const 
   return s;
 }
 
+/// A DataLoader worker's batches: its complete iterations, less the first when it has more (a
+/// worker's first batch pays its imports and first touches, as a loop's warm-up does).
+std::vector<const IterationStats*> worker_batches(const Profile& worker) {
+  std::vector<const IterationStats*> out;
+  for (const IterationStats& it : worker.iterations)
+    if (it.complete) out.push_back(&it);
+  if (out.size() > 1) out.erase(out.begin());
+  return out;
+}
+
+/// The workers' per-batch samples: wall time and stages (0 ns where a stage did not run).
+struct WorkerSamples {
+  std::vector<std::int64_t> batch;
+  std::map<std::string, std::vector<std::int64_t>> stages;
+  std::set<std::string> present;
+};
+
+WorkerSamples collect_workers(const std::vector<Profile>& workers, const std::set<std::string>& names) {
+  WorkerSamples s;
+  for (const Profile& p : workers) {
+    for (const IterationStats& it : p.iterations)
+      for (const auto& [n, v] : it.stages) s.present.insert(n);
+    const std::vector<const IterationStats*> used = worker_batches(p);
+    for (const IterationStats* it : used) s.batch.push_back(it->wall_ns);
+    for (const IterationStats* it : ops_observed(used))
+      for (const auto& n : names) {
+        auto f = it->stages.find(n);
+        s.stages[n].push_back(f == it->stages.end() ? 0 : f->second);
+      }
+  }
+  return s;
+}
+
 // The percentile bootstrap (95 %) of stat(candidate) / stat(baseline) into m.ci_low/ci_high.
 template <class Stat>
 void bootstrap_ratio_ci(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b, const CompareOptions& opt,
@@ -163,7 +199,8 @@ void bootstrap_ratio_ci(const std::vector<std::int64_t>& a, const std::vector<st
 }
 
 MetricComparison compare_metric(const std::string& name, Scope scope, const std::vector<std::int64_t>& a,
-                                const std::vector<std::int64_t>& b, const CompareOptions& opt, std::mt19937_64& rng) {
+                                const std::vector<std::int64_t>& b, const CompareOptions& opt, std::mt19937_64& rng,
+                                bool hidden_time = false) {
   MetricComparison m;
   m.name = name;
   m.scope = scope;
@@ -177,8 +214,8 @@ MetricComparison compare_metric(const std::string& name, Scope scope, const std:
   bootstrap_ratio_ci(a, b, opt, rng, [](const std::vector<std::int64_t>& v) { return static_cast<double>(median_of(v)); }, m);
   const bool differs = m.p_value < opt.alpha && m.delta_ns != 0 &&
                        (!m.ci_low || *m.ci_high < 1.0 || *m.ci_low > 1.0);
-  // Time on other threads is off the critical path: more of it is not "slower".
-  const bool hidden = scope == Scope::kOtherThreads;
+  // Time on other threads or in worker processes is off the critical path: more of it is not "slower".
+  const bool hidden = hidden_time || scope == Scope::kOtherThreads || scope == Scope::kWorkers;
   m.verdict = !differs ? Verdict::kNoChange
                        : (m.delta_ns < 0 ? (hidden ? Verdict::kLess : Verdict::kFaster) : (hidden ? Verdict::kMore : Verdict::kSlower));
   return m;
@@ -305,7 +342,8 @@ void rename_stage(Profile& p, const std::string& from, const std::string& to) {
 }  // namespace
 
 Comparison compare_profiles(const std::vector<Profile>& baseline_in, const std::vector<Profile>& candidate_in,
-                            const CompareOptions& options) {
+                            const CompareOptions& options, const std::vector<Profile>& baseline_workers,
+                            const std::vector<Profile>& candidate_workers) {
   const std::set<std::string> la = loader_next_names(baseline_in), lb = loader_next_names(candidate_in);
   std::vector<Profile> renamed[2];
   if (!la.empty() && !lb.empty() && la != lb) {
@@ -365,6 +403,44 @@ Comparison compare_profiles(const std::vector<Profile>& baseline_in, const std::
     if (scope == Scope::kLoopThread)
       c.metrics.push_back(compare_metric(kUnattributed, Scope::kLoopThread, a.unattributed, b.unattributed, options, rng));
   }
+  // DataLoader workers (either side): per batch, hidden unless the loop waits for them (its
+  // DataLoader __next__ row says how long it did).
+  if (!baseline_workers.empty() || !candidate_workers.empty()) {
+    std::set<std::string> names;
+    std::vector<const Profile*> ws;
+    for (const auto* side : {&baseline_workers, &candidate_workers})
+      for (const Profile& p : *side) {
+        ws.push_back(&p);
+        for (const IterationStats& it : p.iterations)
+          for (const auto& [n, v] : it.stages) names.insert(n);
+      }
+    const WorkerSamples wa = collect_workers(baseline_workers, names), wb = collect_workers(candidate_workers, names);
+    MetricComparison batch = compare_metric(kWorkerBatch, Scope::kWorkers, wa.batch, wb.batch, options, rng);
+    if (baseline_workers.empty() || candidate_workers.empty())
+      batch.verdict = baseline_workers.empty() ? Verdict::kCandidateOnly : Verdict::kBaselineOnly;
+    c.metrics.push_back(batch);
+    const auto worker_places = stage_places(ws);
+    std::vector<MetricComparison> rows;
+    for (const auto& n : names) {
+      auto fa = wa.stages.find(n), fb = wb.stages.find(n);
+      static const std::vector<std::int64_t> kNone;
+      MetricComparison m = compare_metric(n, Scope::kWorkers, fa == wa.stages.end() ? kNone : fa->second,
+                                          fb == wb.stages.end() ? kNone : fb->second, options, rng);
+      if (wa.present.count(n) == 0) m.verdict = Verdict::kCandidateOnly;
+      else if (wb.present.count(n) == 0) m.verdict = Verdict::kBaselineOnly;
+      if (auto f = worker_places.find(n); f != worker_places.end()) {
+        m.category = f->second.category;
+        m.phase = f->second.phase;
+        m.phases = f->second.phases;
+      }
+      rows.push_back(std::move(m));
+    }
+    std::stable_sort(rows.begin(), rows.end(), [](const MetricComparison& x, const MetricComparison& y) {
+      return std::max(x.baseline_median_ns, x.candidate_median_ns) > std::max(y.baseline_median_ns, y.candidate_median_ns);
+    });
+    rows = phase_first(std::move(rows), worker_places, [](const MetricComparison& m) { return m.name; });
+    c.metrics.insert(c.metrics.end(), rows.begin(), rows.end());
+  }
   const MetricComparison& it = c.metrics.front();
   if (it.ratio && *it.ratio > 0) {
     c.speedup = 1.0 / *it.ratio;
@@ -386,12 +462,14 @@ Comparison compare_profiles(const std::vector<Profile>& baseline_in, const std::
   };
   c.baseline_passes = passes(baseline);
   c.candidate_passes = passes(candidate);
-  c.lines = compare_lines(baseline, candidate, options);
+  c.lines = compare_lines(baseline, candidate, options, baseline_workers, candidate_workers);
   // A line's change too small to matter (t0 = time.perf_counter() +50 ns) is no change, however
   // significant: under 1 us or under 0.1 % of the iteration, whichever is larger.
   const std::int64_t line_floor = std::max<std::int64_t>(1000, it.baseline_median_ns / 1000);
   for (auto& l : c.lines)
-    if ((l.metric.verdict == Verdict::kSlower || l.metric.verdict == Verdict::kFaster) && std::abs(l.metric.delta_ns) < line_floor)
+    if ((l.metric.verdict == Verdict::kSlower || l.metric.verdict == Verdict::kFaster || l.metric.verdict == Verdict::kMore ||
+         l.metric.verdict == Verdict::kLess) &&
+        std::abs(l.metric.delta_ns) < line_floor)
       l.metric.verdict = Verdict::kNoChange;
   return c;
 }
@@ -449,6 +527,7 @@ struct SideLine {
   std::uint32_t line = 0;
   std::uint64_t hits = 0;
   std::vector<std::int64_t> samples;
+  bool workers = false;  ///< from DataLoader workers' profiles: samples per batch
 };
 
 // File key, function, code and line: a statement written twice in one function is two lines.
@@ -472,7 +551,8 @@ std::string file_key(const std::string& file) {
   return base_name(file);
 }
 
-std::map<LineKey, SideLine> side_lines(const std::vector<Profile>& profiles, std::uint64_t skip) {
+/// `workers`: the profiles are DataLoader workers', whose iterations are batches (worker_batches()).
+std::map<LineKey, SideLine> side_lines(const std::vector<Profile>& profiles, std::uint64_t skip, bool workers) {
   std::map<LineKey, SideLine> out;
   for (const Profile& p : profiles) {
     std::vector<const LineKey*> key_of(p.lines.size());
@@ -485,17 +565,24 @@ std::map<LineKey, SideLine> side_lines(const std::vector<Profile>& profiles, std
         it->second.function = l.function;
         it->second.code = l.code;
         it->second.line = l.line;
+        it->second.workers = workers;
       }
       it->second.hits += l.hits;
       key_of[i] = &it->first;
       here.insert(it->first);
     }
-    std::uint64_t seen = 0;
-    for (const IterationStats& it : p.iterations) {
-      if (!it.complete || seen++ < skip) continue;
+    std::vector<const IterationStats*> used;
+    if (workers) {
+      used = worker_batches(p);
+    } else {
+      std::uint64_t seen = 0;
+      for (const IterationStats& it : p.iterations)
+        if (it.complete && seen++ >= skip) used.push_back(&it);
+    }
+    for (const IterationStats* it : used) {
       std::map<LineKey, std::int64_t> sum;
       for (const LineKey& k : here) sum[k] = 0;  // not run in this iteration: 0 ns
-      for (const auto& [idx, ns] : it.lines)
+      for (const auto& [idx, ns] : it->lines)
         if (idx < key_of.size()) sum[*key_of[idx]] += ns;
       for (const auto& [k, ns] : sum) out[k].samples.push_back(ns);
     }
@@ -506,31 +593,47 @@ std::map<LineKey, SideLine> side_lines(const std::vector<Profile>& profiles, std
 }  // namespace
 
 std::vector<LineComparison> compare_lines(const std::vector<Profile>& baseline, const std::vector<Profile>& candidate,
-                                          const CompareOptions& options) {
+                                          const CompareOptions& options, const std::vector<Profile>& baseline_workers,
+                                          const std::vector<Profile>& candidate_workers) {
   // Profiles without per-iteration line times (written before they existed) have nothing to
   // compare per iteration.
   bool timed = false;
-  for (const auto* side : {&baseline, &candidate})
+  for (const auto* side : {&baseline, &candidate, &baseline_workers, &candidate_workers})
     for (const Profile& p : *side)
       for (const IterationStats& it : p.iterations) timed = timed || !it.lines.empty();
   if (!timed) return {};
-  std::map<LineKey, SideLine> a = side_lines(baseline, options.skip), b = side_lines(candidate, options.skip);
-  // Per function (base name of its file, name): both sides' statements in source order.
-  std::map<std::pair<std::string, std::string>, std::vector<const SideLine*>> fa, fb;
-  for (const auto& [k, l] : a) fa[{std::get<0>(k), std::get<1>(k)}].push_back(&l);
-  for (const auto& [k, l] : b) fb[{std::get<0>(k), std::get<1>(k)}].push_back(&l);
+  const std::map<LineKey, SideLine> a = side_lines(baseline, options.skip, false), b = side_lines(candidate, options.skip, false);
+  const std::map<LineKey, SideLine> wa = side_lines(baseline_workers, 0, true), wb = side_lines(candidate_workers, 0, true);
+  // Per function (base name of its file, name, whether in workers): both sides' statements in
+  // source order. A function that ran in the loop's process on one side and in workers on the
+  // other (collate_fn under num_workers 0 -> 2) is one table, its lines "moved".
+  using FnKey = std::tuple<std::string, std::string, bool>;
+  std::map<FnKey, std::vector<const SideLine*>> fa, fb;
+  for (const auto* side : {&a, &wa})
+    for (const auto& [k, l] : *side) fa[{std::get<0>(k), std::get<1>(k), l.workers}].push_back(&l);
+  for (const auto* side : {&b, &wb})
+    for (const auto& [k, l] : *side) fb[{std::get<0>(k), std::get<1>(k), l.workers}].push_back(&l);
+  std::set<FnKey> crossed;  // the candidate's lines of these ran on the other side of the fork
+  for (const auto& [k, v] : std::map<FnKey, std::vector<const SideLine*>>(fa)) {
+    const FnKey other{std::get<0>(k), std::get<1>(k), !std::get<2>(k)};
+    if (fb.count(k) != 0 || fa.count(other) != 0 || fb.count(other) == 0) continue;
+    auto moved = fb.extract(other);
+    moved.key() = k;
+    fb.insert(std::move(moved));
+    crossed.insert(k);
+  }
   // A renamed script (train.py -> train_v2.py): a function of a file that only the candidate
   // has meets the baseline's function of that name in a file that only the baseline has, when
   // that pairing is the only one.
   {
     std::set<std::string> files_a, files_b;
-    for (const auto& [f, v] : fa) files_a.insert(f.first);
-    for (const auto& [f, v] : fb) files_b.insert(f.first);
-    std::map<std::string, std::vector<std::pair<std::string, std::string>>> renamed_a, renamed_b;  // function -> keys
+    for (const auto& [f, v] : fa) files_a.insert(std::get<0>(f));
+    for (const auto& [f, v] : fb) files_b.insert(std::get<0>(f));
+    std::map<std::pair<std::string, bool>, std::vector<FnKey>> renamed_a, renamed_b;  // (function, in workers) -> keys
     for (const auto& [f, v] : fa)
-      if (files_b.count(f.first) == 0) renamed_a[f.second].push_back(f);
+      if (files_b.count(std::get<0>(f)) == 0) renamed_a[{std::get<1>(f), std::get<2>(f)}].push_back(f);
     for (const auto& [f, v] : fb)
-      if (files_a.count(f.first) == 0) renamed_b[f.second].push_back(f);
+      if (files_a.count(std::get<0>(f)) == 0) renamed_b[{std::get<1>(f), std::get<2>(f)}].push_back(f);
     for (const auto& [name, ka] : renamed_a) {
       auto kb = renamed_b.find(name);
       if (ka.size() != 1 || kb == renamed_b.end() || kb->second.size() != 1) continue;
@@ -539,7 +642,7 @@ std::vector<LineComparison> compare_lines(const std::vector<Profile>& baseline, 
       fb.insert(std::move(moved));
     }
   }
-  std::set<std::pair<std::string, std::string>> functions;
+  std::set<FnKey> functions;
   for (const auto& [f, v] : fa) functions.insert(f);
   for (const auto& [f, v] : fb) functions.insert(f);
   std::mt19937_64 rng(options.seed + 1);
@@ -631,6 +734,8 @@ std::vector<LineComparison> compare_lines(const std::vector<Profile>& baseline, 
       lc.candidate_line = v != nullptr ? v->line : 0;
       lc.baseline_hits = u != nullptr ? u->hits : 0;
       lc.candidate_hits = v != nullptr ? v->hits : 0;
+      lc.baseline_in_workers = std::get<2>(fn);  // the table's, on both sides
+      lc.candidate_in_workers = crossed.count(fn) != 0 ? !std::get<2>(fn) : std::get<2>(fn);
       lc.match = u == nullptr                  ? Match::kCandidateOnly
                  : v == nullptr                ? Match::kBaselineOnly
                  : lc.candidate_code.empty()   ? Match::kSame
@@ -649,8 +754,10 @@ std::vector<LineComparison> compare_lines(const std::vector<Profile>& baseline, 
       std::vector<std::int64_t> ra = ran_in(sa), rb = ran_in(sb);
       lc.sparse = 2 * ra.size() < sa.size() && 2 * rb.size() < sb.size();
       lc.metric = compare_metric(fmt::format("{}:{}", base_name(any->file), any->line), Scope::kLine, lc.sparse ? ra : sa,
-                                 lc.sparse ? rb : sb, options, rng);
+                                 lc.sparse ? rb : sb, options, rng, lc.baseline_in_workers && lc.candidate_in_workers);
       if (u == nullptr || v == nullptr) lc.metric.verdict = u == nullptr ? Verdict::kCandidateOnly : Verdict::kBaselineOnly;
+      else if (lc.baseline_in_workers != lc.candidate_in_workers)
+        lc.metric.verdict = lc.candidate_in_workers ? Verdict::kMovedToWorkers : Verdict::kMovedToLoop;
       out.push_back(std::move(lc));
     }
   }

@@ -37,6 +37,8 @@ Status render_comparison_html(const Comparison& c, const Profile* baseline, cons
     o += "</div><div class='diag warning' id=mean-disagrees>" + esc(mean) + "</div><div>";
   if (const std::string passes = passes_summary(c); !passes.empty())
     o += "</div><div class='diag warning' id=passes-differ>" + esc(passes) + "</div><div>";
+  if (const std::string moved = moved_summary(c); !moved.empty())
+    o += "</div><div class='diag info' id=moved-to-workers>" + esc(moved) + "</div><div>";
   o += "</div><h2>Per stage</h2><div class=scroll><table class=sortable id=compare-table><thead><tr><th class=l>metric</th><th class=l>scope</th>"
        "<th>baseline</th><th>candidate</th><th>delta</th><th>ratio</th><th>95% CI</th><th>p</th><th class=l>verdict</th></tr></thead>";
   // Phase-first: a phase's ops follow it in its group, folded behind its button.
@@ -79,7 +81,8 @@ Status render_comparison_html(const Comparison& c, const Profile* baseline, cons
          "(validation once an epoch): medians over the iterations it ran in.</p>";
     std::string fn;
     for (const auto& l : c.lines) {
-      const std::string here = base_name(l.file) + ": " + l.function;
+      const std::string where = line_where(l);
+      const std::string here = base_name(l.file) + ": " + l.function + (where.empty() ? "" : " (" + where + ")");
       if (here != fn) {
         if (!fn.empty()) o += "</tbody></table>";
         fn = here;

@@ -73,6 +73,8 @@ struct Record<reports::LineComparison> {
                  field("baseline_hits", &L::baseline_hits),
                  field("candidate_hits", &L::candidate_hits),
                  field("sparse", &L::sparse, Presence::kWhenSet),
+                 field("baseline_in_workers", &L::baseline_in_workers, Presence::kWhenSet),
+                 field("candidate_in_workers", &L::candidate_in_workers, Presence::kWhenSet),
                  field("metric", &L::metric)};
 };
 }  // namespace gnnprof::detail

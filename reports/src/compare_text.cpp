@@ -76,13 +76,51 @@ std::string slower_summary(const Comparison& c) {
   return out + ".";
 }
 
+std::string line_where(const LineComparison& l) {
+  if (l.baseline_in_workers && l.candidate_in_workers) return "in DataLoader workers: per-batch medians, off the loop thread";
+  if (l.candidate_in_workers) return "moved to DataLoader workers: the baseline per iteration, the candidate per batch";
+  if (l.baseline_in_workers) return "moved from DataLoader workers: the baseline per batch, the candidate per iteration";
+  return "";
+}
+
+std::string moved_summary(const Comparison& c) {
+  // Per function that changed sides: its lines' summed medians on each.
+  struct Moved {
+    std::string function;
+    bool to_workers = true;
+    std::size_t lines = 0;
+    std::int64_t loop_ns = 0, worker_ns = 0;
+  };
+  std::vector<Moved> moved;
+  for (const auto& l : c.lines) {
+    if (l.metric.verdict != Verdict::kMovedToWorkers && l.metric.verdict != Verdict::kMovedToLoop) continue;
+    const bool to = l.metric.verdict == Verdict::kMovedToWorkers;
+    if (moved.empty() || moved.back().function != l.function || moved.back().to_workers != to) moved.push_back({l.function, to});
+    Moved& m = moved.back();
+    ++m.lines;
+    m.loop_ns += to ? l.metric.baseline_median_ns : l.metric.candidate_median_ns;
+    m.worker_ns += to ? l.metric.candidate_median_ns : l.metric.baseline_median_ns;
+  }
+  std::string out;
+  for (const Moved& m : moved)
+    out += fmt::format("{}{}() {} DataLoader workers ({} lines): {} per iteration on the {}'s loop thread, {} per batch in "
+                       "the {}'s workers (summed line medians)",
+                       out.empty() ? "" : "; ", m.function, m.to_workers ? "moved into" : "moved out of", m.lines,
+                       human_ns(m.loop_ns), m.to_workers ? "baseline" : "candidate", human_ns(m.worker_ns),
+                       m.to_workers ? "candidate" : "baseline");
+  if (out.empty()) return "";
+  return out + ". Worker time is hidden while the workers keep ahead; the loop's wait for batches is its DataLoader "
+               "__next__ row.";
+}
+
 std::string comparison_lines_text(const Comparison& c) {
   if (c.lines.empty()) return "";
   std::string out = "\nLines (per-iteration medians; matched by file, function and statement text):\n";
   bool any_sparse = false;
   std::string fn;
   for (const auto& l : c.lines) {
-    const std::string here = base_name(l.file) + ": " + l.function;
+    const std::string where = line_where(l);
+    const std::string here = base_name(l.file) + ": " + l.function + (where.empty() ? "" : " (" + where + ")");
     if (here != fn) {
       fn = here;
       out += fmt::format("\n{}\n{:>5} {:>5} {:>10} {:>10} {:>10} {:>7} {:>17} {:>9}  {:<22} {}\n", fn, "base", "cand",
@@ -134,6 +172,9 @@ std::string comparison_text(const Comparison& c, bool ops) {
   out += fmt::format("per-iteration medians; first {} iterations of each run skipped; 95% CI: bootstrap of the ratio; p: Mann-Whitney U "
                      "(iteration (mean): means, Welch's t)\n",
                      c.options.skip);
+  if (std::any_of(c.metrics.begin(), c.metrics.end(), [](const MetricComparison& m) { return m.scope == Scope::kWorkers; }))
+    out += "scope workers: DataLoader worker processes, per-batch medians (each worker's first batch skipped), hidden "
+           "from the loop unless it waits for them\n";
   if (c.baseline.runs.size() <= 1 && c.candidate.runs.size() <= 1)
     out += "one run per side: the intervals cover the iterations within each run, not the drift between runs (another "
            "tenant, the CPU's clock), which can make a few-percent difference look significant; `gnnprof ab --repeat N` "
@@ -176,7 +217,10 @@ std::string comparison_text(const Comparison& c, bool ops) {
     const std::string p = p_text(m.p_value);
     // fmt rather than const char* + std::string: GCC 12 misreports that operator+ (-Wrestrict).
     const std::string delta = fmt::format("{}{}", m.delta_ns > 0 ? "+" : "", human_ns(m.delta_ns));
-    const char* scope = m.scope == Scope::kLoop ? "loop" : m.scope == Scope::kLoopThread ? "loop thread" : "other threads";
+    const char* scope = m.scope == Scope::kLoop         ? "loop"
+                        : m.scope == Scope::kLoopThread ? "loop thread"
+                        : m.scope == Scope::kWorkers    ? "workers"
+                                                        : "other threads";
     out += fmt::format("{:<{}} {:<13} {:>10} {:>10} {:>10} {:>7} {:>17} {:>9}  {}\n", m.op() ? "  " + short_op_name(m.name) : m.name,
                        w, scope, human_ns(m.baseline_median_ns), human_ns(m.candidate_median_ns), delta, ratio, ci, p, to_string(m.verdict));
   }
@@ -209,6 +253,7 @@ std::string comparison_text(const Comparison& c, bool ops) {
     if (const std::string slow = slower_summary(c); !slow.empty()) out += slow + "\n";
     if (const std::string mean = mean_summary(c); !mean.empty()) out += mean + "\n";
     if (const std::string passes = passes_summary(c); !passes.empty()) out += passes + "\n";
+    if (const std::string moved = moved_summary(c); !moved.empty()) out += moved + "\n";
   } else {
     out += "Headline: no iterations to compare\n";
   }

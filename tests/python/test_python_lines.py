@@ -1016,6 +1016,43 @@ def test_compare_matches_lines_including_an_edited_one(tmp_path):
     assert same["match"] == "same" and same["candidate_line"] == same["baseline_line"] + 1
 
 
+@needs_torch
+def test_compare_follows_a_collate_fn_into_dataloader_workers(tmp_path):
+    """num_workers 0 -> 2 moves collate_fn's lines into the workers' processes: compare reads the
+    workers' profiles beside each side's and pairs the lines as "moved to workers" (per batch
+    there), with the workers' batches as hidden time, instead of listing them as baseline only."""
+    path = script("loader_loop.py")
+    env = dict(os.environ)
+    for k in ("GNNPROF_LINES", "GNNPROF_ENABLED", "GNNPROF_PREFETCH"):
+        env.pop(k, None)
+    paths = {}
+    for side, workers in (("a", "0"), ("b", "2")):
+        d = tmp_path / side
+        d.mkdir()
+        out = d / "p.json"
+        proc = subprocess.run([CLI, "run", "-o", str(out), "--", PYTHON, path, "16", workers], capture_output=True,
+                              text=True, env=env, cwd=str(d))
+        assert proc.returncode == 0, proc.stderr
+        paths[side] = out
+    cmp = tmp_path / "cmp.json"
+    proc = subprocess.run([CLI, "compare", str(paths["a"]), str(paths["b"]), "--json", str(cmp)], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(cmp.read_text())
+    collate = [l for l in doc["lines"] if l["function"] == "make_collate.<locals>.collate"]
+    codes = {l["code"]: l for l in collate}
+    gather = codes["x = feats.index_select(0, hood).view(len(nodes), FANOUT, F).mean(1)"]
+    assert gather["metric"]["verdict"] == "moved to workers", gather
+    assert gather["candidate_in_workers"] and not gather.get("baseline_in_workers", False)
+    assert gather["baseline_line"] == gather["candidate_line"] > 0
+    assert gather["metric"]["candidate_median_ns"] > 0 and gather["metric"]["candidate_n"] > 0
+    assert not any(l["metric"]["verdict"] == "baseline only" for l in collate), collate
+    batch = [m for m in doc["metrics"] if m["name"] == "batch (DataLoader workers)"]
+    assert batch and batch[0]["scope"] == "workers" and batch[0]["verdict"] == "candidate only", batch
+    assert "make_collate.<locals>.collate() moved into DataLoader workers" in proc.stdout, proc.stdout
+    assert "(moved to DataLoader workers: the baseline per iteration, the candidate per batch)" in proc.stdout
+
+
 # ---- the package's entry points ----
 
 def test_exit_code_and_output_unchanged(gnnprof_run, plain_run):

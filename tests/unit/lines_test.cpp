@@ -11,6 +11,7 @@
 
 #include "gnnprof/gnnprof_c.h"
 #include "gnnprof/profile_io.h"
+#include "gnnprof/reports/check.h"
 #include "gnnprof/reports/compare.h"
 #include "gnnprof/reports/html_reporter.h"
 #include "gnnprof/reports/line_table.h"
@@ -542,6 +543,109 @@ TEST(LineCompare, NotebookCellsAreOneFile) {
       EXPECT_STREQ(to_string(l.metric.verdict), l.file == "/a/train.py" ? "faster" : "no significant change") << l.file;
     }
   }
+}
+
+// num_workers 0 -> 2: the collate_fn's lines leave the loop's process for the DataLoader
+// workers. They are followed there (per batch, each worker's first batch left out), not listed
+// as gone; the workers' batches are compared too, as hidden time that check does not judge.
+TEST(LineCompare, ACollateMovedIntoWorkersIsFollowedThere) {
+  auto with_collate = [](Profile p) {
+    for (auto& l : p.lines)
+      if (l.code.rfind("for ", 0) != 0) l.function = "collate";
+    return p;
+  };
+  const std::vector<std::pair<std::uint32_t, std::string>> collate = {{3, "nbrs = sample(seeds)"}, {4, "x = feats[nbrs]"}};
+  // Baseline: the loop runs collate itself (3 ms + 1 ms per iteration).
+  Profile base = with_collate(lines_profile({{3, collate[0].second}, {4, collate[1].second}, {20, "for x in loader:"}}, 30,
+                                            [](const std::string& c, int i) {
+                                              return (c[0] == 'n' ? 3000000 : c[0] == 'x' ? 1000000 : 4100000) + i % 3 * 1000;
+                                            }));
+  base.run.pid = 100;
+  // Candidate: the loop only waits; two workers run collate, slower there (contention), and
+  // each one's first batch pays its start.
+  Profile cand = lines_profile({{20, "for x in loader:"}}, 30, [](const std::string&, int i) { return 200000 + i % 3 * 1000; });
+  cand.run.pid = 200;
+  std::vector<Profile> workers;
+  for (int w = 0; w < 2; ++w) {
+    Profile wp = with_collate(lines_profile(collate, 8, [](const std::string& c, int i) {
+      return (i == 0 ? 50000000 : 0) + (c[0] == 'n' ? 4000000 : 1500000) + i % 3 * 1000;
+    }));
+    wp.run.pid = 201 + w;
+    wp.run.parent_pid = 200;
+    for (auto& it : wp.iterations) it.wall_ns = 6000000 + (it.index == 0 ? 50000000 : 0);
+    workers.push_back(wp);
+  }
+  const auto lines = reports::compare_lines({base}, {cand}, {}, {}, workers);
+  std::map<std::string, const reports::LineComparison*> by;
+  for (const auto& l : lines) by[l.code] = &l;
+  ASSERT_EQ(lines.size(), 3u);
+  const auto* gather = by["x = feats[nbrs]"];
+  ASSERT_NE(gather, nullptr);
+  EXPECT_STREQ(to_string(gather->match), "same");
+  EXPECT_STREQ(to_string(gather->metric.verdict), "moved to workers");
+  EXPECT_FALSE(gather->baseline_in_workers);
+  EXPECT_TRUE(gather->candidate_in_workers);
+  EXPECT_EQ(gather->metric.baseline_median_ns, 1001000);
+  EXPECT_EQ(gather->metric.candidate_median_ns, 1501000);  // first batches left out
+  EXPECT_EQ(gather->metric.candidate_n, 14u);
+  EXPECT_STREQ(to_string(by["for x in loader:"]->metric.verdict), "faster");
+  EXPECT_FALSE(by["for x in loader:"]->candidate_in_workers);
+
+  reports::Comparison c = reports::compare_profiles({base}, {cand}, {}, {}, workers);
+  const auto batch = std::find_if(c.metrics.begin(), c.metrics.end(),
+                                  [](const reports::MetricComparison& m) { return m.name == reports::kWorkerBatch; });
+  ASSERT_NE(batch, c.metrics.end());
+  EXPECT_STREQ(to_string(batch->scope), "workers");
+  EXPECT_STREQ(to_string(batch->verdict), "candidate only");
+  EXPECT_EQ(batch->candidate_median_ns, 6000000);
+  const std::string moved = reports::moved_summary(c);
+  EXPECT_NE(moved.find("collate() moved into DataLoader workers (2 lines): 4.00 ms per iteration on the baseline's loop "
+                       "thread, 5.50 ms per batch in the candidate's workers"),
+            std::string::npos)
+      << moved;
+  const std::string text = reports::comparison_text(c);
+  EXPECT_NE(text.find("train.py: collate (moved to DataLoader workers: the baseline per iteration, the candidate per batch)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("scope workers: DataLoader worker processes"), std::string::npos);
+  std::ostringstream html;
+  ASSERT_TRUE(reports::render_comparison_html(c, nullptr, nullptr, html));
+  EXPECT_NE(html.str().find("id=moved-to-workers>collate() moved into DataLoader workers"), std::string::npos);
+  EXPECT_NE(html.str().find("train.py: collate (moved to DataLoader workers"), std::string::npos);
+  auto doc = reports::comparison_from_json(reports::comparison_to_json(c), "mem");
+  ASSERT_TRUE(doc) << doc.status().message();
+  ASSERT_EQ(doc->lines.size(), c.lines.size());
+  for (std::size_t i = 0; i < c.lines.size(); ++i) {
+    EXPECT_EQ(doc->lines[i].candidate_in_workers, c.lines[i].candidate_in_workers);
+    EXPECT_EQ(doc->lines[i].metric.verdict, c.lines[i].metric.verdict);
+  }
+  EXPECT_EQ(reports::moved_summary(*doc), moved);
+
+  // Workers on both sides, slower in the candidate: hidden time, "more", not "slower"; and
+  // check leaves the workers' rows to the loop's (its DataLoader wait is a loop-thread stage).
+  std::vector<Profile> slower = workers;
+  for (auto& wp : slower)
+    for (auto& it : wp.iterations) {
+      it.wall_ns *= 2;
+      for (auto& [k, ns] : it.lines) ns *= 2;
+    }
+  reports::Comparison both = reports::compare_profiles({cand}, {cand}, {}, workers, slower);
+  std::size_t in_workers = 0;
+  for (const auto& l : both.lines) {
+    if (!l.baseline_in_workers) continue;
+    ++in_workers;
+    EXPECT_TRUE(l.candidate_in_workers);
+    EXPECT_STREQ(to_string(l.metric.verdict), "more") << l.code;
+  }
+  EXPECT_EQ(in_workers, 2u);
+  const auto wbatch = std::find_if(both.metrics.begin(), both.metrics.end(),
+                                   [](const reports::MetricComparison& m) { return m.name == reports::kWorkerBatch; });
+  ASSERT_NE(wbatch, both.metrics.end());
+  EXPECT_STREQ(to_string(wbatch->verdict), "more");
+  EXPECT_EQ(reports::moved_summary(both), "");
+  const reports::CheckResult r = reports::apply_check(both, {});
+  EXPECT_EQ(r.regressions, 0u);
+  for (const auto& row : r.rows) EXPECT_NE(row.metric.scope, reports::Scope::kWorkers) << row.metric.name;
 }
 
 TEST(LineCompare, StatementSimilarity) {

@@ -53,12 +53,14 @@ struct Side {
 
 /// What a metric measures. JSON: "loop" (iteration wall), "loop_thread" (stage time on the loop
 /// thread: exposed), "other_threads" (stage time on other threads: hidden), "line" (a traced
-/// line's time per iteration). Ordered as the comparison lists them.
-enum class Scope { kLoop, kLoopThread, kOtherThreads, kLine };
-/// JSON: "faster" | "slower" | "no significant change"; for scope other_threads "more" |
-/// "less" (hidden time is not on the critical path); for a line or a stage of one side only
-/// "baseline only" | "candidate only".
-enum class Verdict { kNoChange, kFaster, kSlower, kLess, kMore, kBaselineOnly, kCandidateOnly };
+/// line's time per iteration), "workers" (DataLoader worker processes' time per batch: hidden).
+/// Ordered as the comparison lists them.
+enum class Scope { kLoop, kLoopThread, kOtherThreads, kLine, kWorkers };
+/// JSON: "faster" | "slower" | "no significant change"; for hidden time (scopes other_threads
+/// and workers, a line in workers on both sides) "more" | "less"; for a line or a stage of one
+/// side only "baseline only" | "candidate only"; for a line that ran in the loop's process on one
+/// side and in DataLoader workers on the other "moved to workers" | "moved to the loop".
+enum class Verdict { kNoChange, kFaster, kSlower, kLess, kMore, kBaselineOnly, kCandidateOnly, kMovedToWorkers, kMovedToLoop };
 /// How a line of the line tables found its twin. JSON: "same" | "edited" (a changed statement
 /// between two matched neighbours) | "baseline only" | "candidate only".
 enum class Match { kSame, kEdited, kBaselineOnly, kCandidateOnly };
@@ -99,6 +101,8 @@ struct MetricComparison {
 inline constexpr const char* kMeanIteration = "iteration (mean)";
 /// The DataLoader's batch stage when the sides' iterator classes differ (workers on one side only).
 inline constexpr const char* kLoaderNext = "enumerate(DataLoader)#__next__";
+/// The metric of a DataLoader worker's batch (scope workers): its wall time per batch.
+inline constexpr const char* kWorkerBatch = "batch (DataLoader workers)";
 
 /// One line of the line tables, matched across the sides by file (its base name), function
 /// and statement text, so that lines moved by an edit elsewhere still match; a changed
@@ -110,6 +114,10 @@ struct LineComparison {
   std::uint32_t baseline_line = 0, candidate_line = 0;  ///< 0: absent on that side
   Match match = Match::kSame;
   std::uint64_t baseline_hits = 0, candidate_hits = 0;  ///< over the runs' analyzed iterations
+  /// The side's lines of this table (function) ran in DataLoader worker processes: samples per
+  /// batch, off the loop thread (a collate_fn moved into workers by num_workers 0 -> 2). Set for
+  /// the table, so also on a side that lacks this one line.
+  bool baseline_in_workers = false, candidate_in_workers = false;
   /// Ran in fewer than half the analyzed iterations on both sides (a validation pass once an
   /// epoch): the metric is over the iterations it ran in, not every one (whose median is 0).
   bool sparse = false;
@@ -139,9 +147,12 @@ struct Comparison {
   std::optional<double> baseline_passes, candidate_passes;
 };
 
-/// Compares two sets of profiles (each with at least one profile).
+/// Compares two sets of profiles (each with at least one profile). `*_workers`: the DataLoader
+/// worker processes' profiles of each side's runs (read_loader_worker_profiles()), compared per
+/// batch (scope workers) and in the line tables, so that work moved into workers is followed there.
 Comparison compare_profiles(const std::vector<Profile>& baseline, const std::vector<Profile>& candidate,
-                            const CompareOptions& options);
+                            const CompareOptions& options, const std::vector<Profile>& baseline_workers = {},
+                            const std::vector<Profile>& candidate_workers = {});
 
 /// Fills run statistics (iterations, median iteration) of `run` from its profile.
 void describe_run(const Profile& profile, std::uint64_t skip, RunRecord& run);
@@ -165,9 +176,17 @@ std::string passes_summary(const Comparison& c);
 /// The line part of comparison_text() (empty without line comparisons).
 std::string comparison_lines_text(const Comparison& c);
 
+/// When lines left the loop's process for DataLoader workers (or came back): one sentence with
+/// the loop-thread time they took and what they take per batch in the workers, else "".
+std::string moved_summary(const Comparison& c);
+
+/// Where a line table's lines ran, for its heading: "" when in the loop's process on both sides.
+std::string line_where(const LineComparison& l);
+
 /// The line part of compare_profiles(), exposed for tests.
 std::vector<LineComparison> compare_lines(const std::vector<Profile>& baseline, const std::vector<Profile>& candidate,
-                                          const CompareOptions& options);
+                                          const CompareOptions& options, const std::vector<Profile>& baseline_workers = {},
+                                          const std::vector<Profile>& candidate_workers = {});
 
 /// Similarity of two statements in [0, 1]: of their characters (2 x common characters in
 /// order / total length), raised to 0.5 + half that when both assign to (or call) the same name.
