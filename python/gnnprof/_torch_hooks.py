@@ -66,6 +66,7 @@ def _install(native, config):
     _wrap_backward(native)
     _wrap_grad_clip(native)
     _wrap_checkpoint(native)
+    _wrap_save(native)
     return "installed"
 
 
@@ -151,6 +152,27 @@ def _wrap_checkpoint(native):
         return fn(run, *args, **kwargs)
     checkpoint._gnnprof_wrapped = True
     cp.checkpoint = checkpoint
+
+
+def _wrap_save(native):
+    """torch.save, a stage of its own ("torch.save", category io): a checkpoint written every N
+    steps or each epoch was time in no stage (an iteration slower for no named reason), or its
+    tensors' ops were the loop's data work."""
+    import torch
+    fn = getattr(torch, "save", None)
+    if fn is None or getattr(fn, "_gnnprof_wrapped", False):
+        return
+    stage = native.Stage("torch.save", "io")
+
+    @functools.wraps(fn)
+    def save(*args, **kwargs):
+        with stage:
+            return fn(*args, **kwargs)
+    save._gnnprof_wrapped = True
+    torch.save = save
+    serialization = sys.modules.get("torch.serialization")
+    if serialization is not None and getattr(serialization, "save", None) is fn:
+        serialization.save = save
 
 
 class _Phases(threading.local):
@@ -290,6 +312,7 @@ def install_fallback(native, config):
             st.__exit__(None, None, None)
 
     base.__next__ = gnnprof_next
+    _wrap_save(native)
     native.note_collector("torch-python", True,
                           "the op observer is off (torch-ops says why): forward, backward, optimizer and DataLoader "
                           "stages and iteration marks come from torch's Python hooks; no ops, copies, gathers or "

@@ -514,6 +514,23 @@ def test_checkpoint_recomputation_is_a_stage_inside_backward(gnnprof_run, plain_
 
 
 @needs_torch
+def test_torch_save_is_a_stage_of_its_own(gnnprof_run, plain_run):
+    """A checkpoint written every few steps (torch.save imported by name) is a stage "torch.save"
+    (category io), once per save, on the line that saves; not time in no stage or data work."""
+    path = script("save_loop.py")
+    r = gnnprof_run(path, "12", "4", env={"GNNPROF_TORCH_SAMPLE": "all"})
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "12", "4").out == "saved 1 file\n"
+    stages = {s["name"]: s for s in r.profile["stages"]}
+    save = stages["torch.save"]
+    assert save["category"] == "io" and save["hits"] == 3, save
+    assert save["total_ns"] > 0
+    line = next(i for i, text in enumerate(open(path).read().splitlines(), 1) if text.strip().startswith("save({"))
+    at = [l for l in r.profile["lines"] if l["line"] == line]
+    assert at and at[0]["stages"].get("torch.save", 0) > 0, at
+
+
+@needs_torch
 def test_an_evaluation_before_training_leaves_the_training_loop_its_lines_and_iterations(gnnprof_run, plain_run):
     """The evaluation's DataLoader loop runs first, with no optimizer yet: its batches are marked
     and its loop selected, until the training loop's first step takes both over (the
