@@ -386,6 +386,10 @@ struct ThreadState {
   std::pmr::vector<std::uint64_t> python_scopes{heap.resource()};
   std::uint64_t python_scope_count = 0;
   std::int64_t seq_end = -1;  // the sequence number after the last forward op mapped to a line
+  // The top-level backward op (autograd::engine::evaluate_function) open now, while lines are
+  // traced: its frame's depth in handles (0: none) and start, for its node to charge.
+  std::size_t backward_frame = 0;
+  std::int64_t backward_t0 = 0;
   explicit ThreadState(ClassifierOptions opt) : classifier(sink, opt, heap.resource()) {}
 };
 
@@ -597,10 +601,23 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     // charge its time to the forward line that built it.
     const bool node = scope == Scope::kBackward;
     std::uint32_t forward_line = 0;
+    if (top && kind == OpKind::kBackwardOp && scope != Scope::kBackward && lines_traced()) {
+      ts->backward_frame = ts->handles.size();
+      ts->backward_t0 = mono_ns();
+    }
     if (node) {
       if ((forward_line = line_of_seq(fn.seqNr(), fn.forwardThreadId())) != 0) {
-        ts->marks.push_back(LineMark{-1, forward_line, mono_ns()});
-        undo |= kChargeLine;
+        // The node's evaluate_function is charged whole, not the node's own call alone: the
+        // engine's work around it (its gradients' input buffers, freeing what it consumed) is
+        // that line's backward too, a fifth of an index or slice node's.
+        if (depth == 1 && ts->backward_frame + 1 == ts->handles.size() && !ts->undo.empty() &&
+            (ts->undo.back() & (kForwardLine | kChargeLine)) == 0) {
+          ts->marks.push_back(LineMark{-1, forward_line, ts->backward_t0});
+          ts->undo.back() |= kChargeLine;
+        } else {
+          ts->marks.push_back(LineMark{-1, forward_line, mono_ns()});
+          undo |= kChargeLine;
+        }
       }
     }
     // The launch's external correlation id, decoded by the CUPTI backend
@@ -677,6 +694,7 @@ void pop_frame(ThreadState* ts, bool last) {
     }
     ts->undo.pop_back();
   }
+  if (ts->handles.size() == ts->backward_frame) ts->backward_frame = 0;
   ts->handles.pop_back();
   const bool built = !ts->classifier.innermost_opened_forward() || at::sequence_number::peek() != ts->forward_seq;
   ts->classifier.on_end(last && g_comm_in_flight.load(std::memory_order_relaxed) > 0, built);
