@@ -279,7 +279,14 @@ bool start_drainer_locked(Global& s) {
   }
 }
 
+/// Set while this thread starts the session: an event it records then is not a lazy start's.
+thread_local bool t_starting = false;
+
 Status start_locked(Global& s, const Config& cfg) {
+  struct Starting {
+    Starting() { t_starting = true; }
+    ~Starting() { t_starting = false; }
+  } starting;
   int state = g_state.load();
   if (state == kRunning) return Status::ok();
   s.cfg = cfg;
@@ -348,14 +355,17 @@ Profile build_locked(Global& s, bool in_fork_child) {
 
 }  // namespace
 
+bool lock_within(std::unique_lock<std::mutex>& lock, int ms);
+
 void lazy_start() noexcept {
+  if (t_starting) return;  // the starting thread's own event
   Global& s = g();
   try {
-    std::unique_lock<std::mutex> lock(s.mu, std::try_to_lock);
-    if (!lock.owns_lock()) {
-      // Another thread is starting or stopping the session: don't wait on the hot path.
-      return;
-    }
+    // Another thread starting the session holds the lock: wait for it (once per thread, at the
+    // start), or this thread's first events would be lost, uncounted, with no buffer to count
+    // them in. Bounded, as every wait on the host's thread is.
+    std::unique_lock<std::mutex> lock(s.mu, std::defer_lock);
+    if (!lock_within(lock, 2000)) return;
     if (g_state.load() != kUninit) return;
     (void)start_locked(s, Config::from_env());
   } catch (...) {

@@ -32,4 +32,13 @@ check "exit code kept (exit in stage)" '[ $rc -eq 6 ]'
 check "profile written (exit in stage)" '"$cli" report "$tmp/exit.json" >/dev/null 2>&1'
 check "no temp files left" '[ -z "$(ls "$tmp" | grep tmp)" ]'
 
+# 5. A second thread records from the first instant, racing the lazy start: it waits for the
+#    session instead of losing its events uncounted (was: half the runs lost all 100).
+lost=0
+for i in 1 2 3 4 5 6 7 8 9 10; do
+  GNNPROF_OUTPUT="$tmp/race.json" "$app" 0 two-threads >/dev/null 2>&1
+  "$cli" report "$tmp/race.json" --stages 2>/dev/null | grep -q "^worker  *[a-z]*  *100 " || lost=$((lost + 1))
+done
+check "a thread racing the lazy start keeps its events (10 runs)" '[ $lost -eq 0 ]'
+
 exit $fail
