@@ -21,6 +21,7 @@ const char* check_status_text(CheckStatus s) {
     case CheckStatus::kNegligible: return "ok (negligible)";
     case CheckStatus::kBaselineOnly: return "ok (baseline only)";
     case CheckStatus::kCandidateOnly: return "ok (candidate only)";
+    case CheckStatus::kNotSignificant: return "ok (not significant, Holm)";
   }
   return "ok";
 }
@@ -81,11 +82,18 @@ CheckResult apply_check(const Comparison& c, const CheckPolicy& policy) {
       row.status = m.verdict == Verdict::kBaselineOnly ? CheckStatus::kBaselineOnly : CheckStatus::kCandidateOnly;
       r.ops_one_side += m.op() ? 1 : 0;
     } else if (m.verdict == Verdict::kSlower && (!m.ratio || *m.ratio - 1.0 > row.limit)) {
-      const bool negligible = family && (m.p_value > (m.op() ? op_p : stage_p) ||
-                                         static_cast<double>(m.delta_ns) < floor * static_cast<double>(iteration_ns));
-      row.status = negligible ? CheckStatus::kNegligible : CheckStatus::kRegression;
-      if (negligible) ++(m.op() ? r.ops_negligible : r.stages_negligible);
-      else ++r.regressions;
+      const bool not_significant = family && m.p_value > (m.op() ? op_p : stage_p);
+      const bool negligible = family && static_cast<double>(m.delta_ns) < floor * static_cast<double>(iteration_ns);
+      if (not_significant) {
+        row.status = CheckStatus::kNotSignificant;
+        ++(m.op() ? r.ops_not_significant : r.stages_not_significant);
+      } else if (negligible) {
+        row.status = CheckStatus::kNegligible;
+        ++(m.op() ? r.ops_negligible : r.stages_negligible);
+      } else {
+        row.status = CheckStatus::kRegression;
+        ++r.regressions;
+      }
     } else if (m.verdict == Verdict::kSlower) {
       row.status = CheckStatus::kSlowerWithinLimit;
     } else if (m.verdict == Verdict::kFaster) {
@@ -101,10 +109,76 @@ namespace {
 
 bool listed(const CheckRow& r) { return !r.metric.op() || r.status == CheckStatus::kRegression; }
 
-std::string label(const MetricComparison& m) { return m.op() ? "  " + short_op_name(m.name) : m.name; }
-
+std::string label(const MetricComparison& m) {
+  if (!m.op()) return m.name;
+  return "  " + short_op_name(m.name) + (m.phases.empty() ? "" : " (in " + m.phases + ")");
+}
 
 }  // namespace
+
+std::vector<std::string> check_notes(const CheckResult& r) {
+  std::vector<std::string> notes;
+  for (const auto& row : r.rows)
+    if (row.metric.name == kUnattributed && row.status == CheckStatus::kRegression)
+      notes.push_back("(unattributed) is the loop's time outside every stage: `gnnprof compare BASELINE CURRENT` lists the "
+                      "traced lines side by side, the new or slower one among them");
+  // New in the current run, inside a phase that regressed: the likely cause, though an op of one
+  // side only is not itself checked.
+  std::set<std::string> regressed;
+  for (const auto& row : r.rows)
+    if (row.status == CheckStatus::kRegression && stage_metric(row.metric)) regressed.insert(row.metric.name);
+  std::map<std::string, std::vector<const MetricComparison*>> fresh;
+  for (const auto& row : r.rows)
+    if (row.status == CheckStatus::kCandidateOnly && row.metric.op() && regressed.count(row.metric.phase))
+      fresh[row.metric.phase].push_back(&row.metric);
+  for (auto& [phase, ops] : fresh) {
+    std::sort(ops.begin(), ops.end(), [](const MetricComparison* x, const MetricComparison* y) { return x->delta_ns > y->delta_ns; });
+    std::string list;
+    for (std::size_t i = 0; i < ops.size() && i < 5; ++i)
+      list += fmt::format("{}{} (+{} per iteration)", i ? ", " : "", short_op_name(ops[i]->name), human_ns(ops[i]->delta_ns));
+    notes.push_back(fmt::format("new in the current run's {}: {}{}", phase, list, ops.size() > 5 ? ", ..." : ""));
+  }
+  // The iteration regressed and nothing in it explains that: no stage, op or time outside them
+  // got slower (even within its limit) and nothing new came in.
+  bool iteration_regressed = false, explained = false;
+  for (const auto& row : r.rows) {
+    const auto& m = row.metric;
+    if (row.status == CheckStatus::kRegression && m.scope == Scope::kLoop) iteration_regressed = true;
+    if (m.scope == Scope::kLoop) continue;
+    if (row.status == CheckStatus::kRegression || row.status == CheckStatus::kSlowerWithinLimit ||
+        row.status == CheckStatus::kNegligible || row.status == CheckStatus::kNotSignificant ||
+        (row.status == CheckStatus::kCandidateOnly && m.delta_ns > 0))
+      explained = true;
+  }
+  if (iteration_regressed && !explained)
+    notes.push_back("the iteration regressed but no stage, op or time outside them got slower and nothing new ran: the same "
+                    "work took longer overall, as on a busier host (another tenant, a slower CPU clock); rerun, or compare "
+                    "runs interleaved with gnnprof ab --repeat N");
+  if (r.stages_negligible > 0)
+    notes.push_back(fmt::format("negligible: over its limit and significant, but grown by under {:.3g}% of the iteration "
+                                "(--stage-floor)",
+                                100 * r.policy.stage_floor));
+  if (r.stages_not_significant > 0)
+    notes.push_back("not significant, Holm: over its limit, but not significant once corrected for the number of stage "
+                    "tests (Holm's step-down at the family-wise 5%): a larger change or more iterations would tell");
+  if (r.ops_checked > 0) {
+    const std::size_t tested = r.ops_checked - r.ops_one_side;
+    std::string left;
+    if (r.ops_negligible > 0)
+      left += fmt::format("; {} over their limit left out as negligible (under {:.3g}% of the iteration)", r.ops_negligible,
+                          100 * r.policy.op_floor);
+    if (r.ops_not_significant > 0)
+      left += fmt::format("; {} over their limit not significant across the {} op tests (Holm)", r.ops_not_significant, tested);
+    if (r.ops_one_side > 0)
+      left += fmt::format("; {} of one side only, not checked (the iteration and the phases judge an op replaced by another)",
+                          r.ops_one_side);
+    notes.push_back(fmt::format("{} torch op metrics checked too; only regressed ones are listed, under their phase{}", tested, left));
+  }
+  if (r.regressions > 0)
+    notes.push_back("one profile per side: the tests cover the iterations within each run, not the drift between runs; a run "
+                    "slowed as a whole by another tenant fails too: rerun it to tell");
+  return notes;
+}
 
 std::string check_text(const CheckResult& r) {
   std::size_t w = 18;
@@ -120,57 +194,7 @@ std::string check_text(const CheckResult& r) {
                        ci_text(m.ci_low, m.ci_high, CiStyle::kBracket), p_text(m.p_value), 100 * row.limit,
                        check_status_text(row.status));
   }
-  for (const auto& row : r.rows)
-    if (row.metric.name == kUnattributed && row.status == CheckStatus::kRegression)
-      out += "((unattributed) is the loop's time outside every stage: `gnnprof compare BASELINE CURRENT` lists the traced "
-             "lines side by side, the new or slower one among them)\n";
-  // New in the current run, inside a phase that regressed: the likely cause, though an op of one
-  // side only is not itself checked.
-  std::set<std::string> regressed;
-  for (const auto& row : r.rows)
-    if (row.status == CheckStatus::kRegression && stage_metric(row.metric)) regressed.insert(row.metric.name);
-  std::map<std::string, std::vector<const MetricComparison*>> fresh;
-  for (const auto& row : r.rows)
-    if (row.status == CheckStatus::kCandidateOnly && row.metric.op() && regressed.count(row.metric.phase))
-      fresh[row.metric.phase].push_back(&row.metric);
-  for (auto& [phase, ops] : fresh) {
-    std::sort(ops.begin(), ops.end(), [](const MetricComparison* x, const MetricComparison* y) { return x->delta_ns > y->delta_ns; });
-    std::string list;
-    for (std::size_t i = 0; i < ops.size() && i < 5; ++i)
-      list += fmt::format("{}{} (+{} per iteration)", i ? ", " : "", short_op_name(ops[i]->name), human_ns(ops[i]->delta_ns));
-    out += fmt::format("(new in the current run's {}: {}{})\n", phase, list, ops.size() > 5 ? ", ..." : "");
-  }
-  // The iteration regressed and nothing in it explains that: no stage, op or time outside them
-  // got slower (even within its limit) and nothing new came in.
-  bool iteration_regressed = false, explained = false;
-  for (const auto& row : r.rows) {
-    const auto& m = row.metric;
-    if (row.status == CheckStatus::kRegression && m.scope == Scope::kLoop) iteration_regressed = true;
-    if (m.scope == Scope::kLoop) continue;
-    if (row.status == CheckStatus::kRegression || row.status == CheckStatus::kSlowerWithinLimit ||
-        row.status == CheckStatus::kNegligible || (row.status == CheckStatus::kCandidateOnly && m.delta_ns > 0))
-      explained = true;
-  }
-  if (iteration_regressed && !explained)
-    out += "(the iteration regressed but no stage, op or time outside them got slower and nothing new ran: the same work "
-           "took longer overall, as on a busier host (another tenant, a slower CPU clock); rerun, or compare runs "
-           "interleaved with gnnprof ab --repeat N)\n";
-  if (r.stages_negligible > 0)
-    out += fmt::format("(negligible: over its limit, but grown by under {:.3g}% of the iteration or not significant across "
-                       "the stage tests)\n",
-                       100 * r.policy.stage_floor);
-  if (r.ops_checked > 0)
-    out += fmt::format("({} torch op metrics checked too; only regressed ones are listed, under their phase{}{})\n",
-                       r.ops_checked - r.ops_one_side,
-                       r.ops_negligible == 0
-                           ? std::string()
-                           : fmt::format("; {} over their limit left out as negligible: under {:.3g}% of the iteration, or "
-                                         "not significant across the {} op tests",
-                                         r.ops_negligible, 100 * r.policy.op_floor, r.ops_checked - r.ops_one_side),
-                       r.ops_one_side == 0 ? std::string()
-                                           : fmt::format("; {} of one side only, not checked (the iteration and the phases "
-                                                         "judge an op replaced by another)",
-                                                         r.ops_one_side));
+  for (const auto& n : check_notes(r)) out += "(" + n + ")\n";
   return out;
 }
 
@@ -203,6 +227,8 @@ std::string check_markdown(const CheckResult& r, const std::string& baseline, co
                       p_text(m.p_value), 100 * row.limit,
                       row.status == CheckStatus::kRegression ? "**REGRESSION**" : check_status_text(row.status));
   }
+  md += "\n";
+  for (const auto& n : check_notes(r)) md += "- " + n + "\n";
   return md + "\n" + check_summary(r) + "\n";
 }
 

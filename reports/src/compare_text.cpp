@@ -55,7 +55,9 @@ std::string slower_summary(const Comparison& c) {
       worst = &m;
   const MetricComparison* worst_op = nullptr;  // inside that phase
   for (const auto& m : c.metrics)
-    if (worst != nullptr && m.scope == Scope::kLoopThread && m.op() && m.phase == worst->name && m.verdict == Verdict::kSlower &&
+    // An op new in that phase (a Python-list gather's aten::select) explains as much as one that grew.
+    if (worst != nullptr && m.scope == Scope::kLoopThread && m.op() && m.phase == worst->name &&
+        (m.verdict == Verdict::kSlower || (m.verdict == Verdict::kCandidateOnly && m.delta_ns > 0)) &&
         (worst_op == nullptr || m.delta_ns > worst_op->delta_ns))
       worst_op = &m;
   std::string out = fmt::format("The candidate is SLOWER: iteration {} -> {} (+{}, x{:.2f})", human_ns(it.baseline_median_ns),
@@ -69,7 +71,8 @@ std::string slower_summary(const Comparison& c) {
                        human_ns(worst->baseline_median_ns), human_ns(worst->candidate_median_ns), human_ns(worst->delta_ns),
                        worst->verdict == Verdict::kCandidateOnly ? ", a stage the baseline does not have" : "");
   if (worst_op != nullptr)
-    out += fmt::format("; inside it, most: {} (+{}{})", short_op_name(worst_op->name), human_ns(worst_op->delta_ns),
+    out += fmt::format("; inside it, most: {} (+{}{}{})", short_op_name(worst_op->name), human_ns(worst_op->delta_ns),
+                       worst_op->verdict == Verdict::kCandidateOnly ? ", new in the candidate" : "",
                        worst_op->phases.empty() ? "" : ", summed over " + worst_op->phases);
   if (worst == nullptr)
     out += "; no single loop-thread stage is significantly slower";

@@ -20,6 +20,8 @@ check "slower build fails (exit 1)" '[ $rc -eq 1 ] && grep -q "^FAIL: " "$tmp/ou
 check "junit counts the failure" '"$py" -c "import xml.etree.ElementTree as E,sys; r=E.parse(sys.argv[1]).getroot(); sys.exit(0 if int(r.find(\"testsuite\").get(\"failures\")) >= 1 and r.find(\".//failure\") is not None else 1)" "$tmp/fail.xml"'
 check "markdown marks the regression" 'grep -q "\*\*REGRESSION\*\*" "$tmp/fail.md"'
 
+"$cli" check --baseline "$tmp/fast.json" "$tmp/fast2.json" --junit /nonexistent-dir/x.xml >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "an unwritable output is exit 2, not a regression" '[ $rc -eq 2 ] && grep -q "^PASS" "$tmp/out" && grep -q "/nonexistent-dir/x.xml" "$tmp/err"'
 "$cli" check --baseline "$tmp/fast.json" "$tmp/slow.json" --max-slowdown 500% >"$tmp/out" 2>&1; rc=$?
 check "within a generous limit: pass" '[ $rc -eq 0 ] && grep -q "within limit" "$tmp/out"'
 "$cli" check --baseline "$tmp/fast.json" "$tmp/slow.json" --max-slowdown 500% --stage work=10% >"$tmp/out" 2>&1; rc=$?

@@ -104,6 +104,24 @@ TEST(Compare, ASlowerCandidateSaysSoAndNamesTheStage) {
   EXPECT_NE(comparison_text(c).find(s), std::string::npos);
   // Faster: nothing to say.
   EXPECT_EQ(slower_summary(compare_profiles(cand, base, CompareOptions{})), "");
+  // An op new in that stage (a Python-list gather's aten::select) is its likeliest cause.
+  MetricComparison fresh;
+  fresh.name = "aten::select";
+  fresh.scope = Scope::kLoopThread;
+  fresh.category = "op";
+  fresh.phase = "sample";
+  fresh.candidate_median_ns = fresh.delta_ns = 1880000;
+  fresh.verdict = Verdict::kCandidateOnly;
+  MetricComparison grown = fresh;
+  grown.name = "aten::randint";
+  grown.baseline_median_ns = 1000;
+  grown.candidate_median_ns = 2450;
+  grown.delta_ns = 1450;
+  grown.verdict = Verdict::kSlower;
+  c.metrics.push_back(grown);
+  c.metrics.push_back(fresh);
+  EXPECT_NE(slower_summary(c).find("inside it, most: aten::select (+1.88 ms, new in the candidate)"), std::string::npos)
+      << slower_summary(c);
 }
 
 // Slow iterations the median leaves out (a producer's fresh mmap every third batch): the median

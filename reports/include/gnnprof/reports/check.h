@@ -35,10 +35,22 @@ struct CheckPolicy {
   std::uint64_t skip = 2;                ///< warm-up iterations the comparison left out (for the message)
 };
 
-enum class CheckStatus { kOk, kFaster, kSlowerWithinLimit, kRegression, kUndecided, kNegligible, kBaselineOnly, kCandidateOnly };
+/// kNegligible: over its limit and significant, but grown by under its floor of the iteration;
+/// kNotSignificant: over its limit, but not significant across its family of tests (Holm).
+enum class CheckStatus {
+  kOk,
+  kFaster,
+  kSlowerWithinLimit,
+  kRegression,
+  kUndecided,
+  kNegligible,
+  kBaselineOnly,
+  kCandidateOnly,
+  kNotSignificant
+};
 
 /// "ok", "ok (faster)", "ok (slower, within limit)", "REGRESSION", "undecided", "ok (negligible)",
-/// "ok (baseline only)", "ok (candidate only)".
+/// "ok (baseline only)", "ok (candidate only)", "ok (not significant, Holm)".
 const char* check_status_text(CheckStatus s);
 
 struct CheckRow {
@@ -52,16 +64,22 @@ struct CheckResult {
   std::vector<CheckRow> rows;  ///< the comparison's loop metrics, in its (phase-first) order
   int regressions = 0, undecided = 0;
   std::size_t ops_checked = 0;
-  std::size_t ops_negligible = 0;  ///< over their limit, but under the floor or not significant as a family
+  std::size_t ops_negligible = 0;     ///< over their limit, but under the floor (kNegligible)
   std::size_t stages_negligible = 0;  ///< the same, for stages
+  std::size_t ops_not_significant = 0;     ///< over their limit, but not significant as a family (kNotSignificant)
+  std::size_t stages_not_significant = 0;  ///< the same, for stages
   std::size_t ops_one_side = 0;       ///< ops of one side only (not checked: an op replaced by another)
   bool iteration_undecided = false;   ///< too few iterations to decide even the iteration: no verdict
 };
 
 CheckResult apply_check(const Comparison& c, const CheckPolicy& policy);
 
-/// The table (phases; an op only when it regressed) without the summary line.
+/// The table (phases; an op only when it regressed) and its notes, without the summary line.
 std::string check_text(const CheckResult& r);
+/// What the table alone does not say, one sentence each: ops new in a regressed phase, a
+/// regression nothing in the iteration explains, what "negligible" and "not significant"
+/// left out, the one-profile-per-side caveat. The text and the Markdown both give them.
+std::vector<std::string> check_notes(const CheckResult& r);
 /// "PASS", "FAIL: 2 regression(s)", with the undecided count and what to do.
 std::string check_summary(const CheckResult& r);
 /// For $GITHUB_STEP_SUMMARY or a PR comment.
