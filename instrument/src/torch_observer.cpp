@@ -467,32 +467,48 @@ const at::Tensor* tensor_at(c10::ArrayRef<const c10::IValue> inputs, std::size_t
 void fill_gather(const at::RecordFunction& fn, std::string_view name, OpInfo& op) {
   auto inputs = fn.inputs();
   const at::Tensor* src = tensor_at(inputs, 0);
-  if (src == nullptr || !src->is_cpu() || src->dim() < 2) return;  // feature rows, not index lookups
+  // Feature rows: a floating-point table of 2+ dims, gathered along its first. Index lookups
+  // (1-D), integer tables (edge_index[:, mask], a neighbour table) and columns are not.
+  if (src == nullptr || !src->is_cpu() || src->dim() < 2 || !src->is_floating_point()) return;
   std::int64_t dim = 0;
-  std::uint64_t rows = 0;
+  std::uint64_t rows = 0, covered = 1;  // covered: the elements of the indexed dims (a row's bytes = all / covered)
   if (name == "aten::index_select") {
     if (inputs.size() < 3 || !inputs[1].isInt()) return;
     dim = inputs[1].toInt();
     if (dim < 0) dim += src->dim();
     if (const at::Tensor* idx = tensor_at(inputs, 2)) rows = static_cast<std::uint64_t>(idx->numel());
+    if (dim >= 0 && dim < src->dim()) covered = static_cast<std::uint64_t>(src->size(dim));
   } else if (name == "aten::embedding") {
     if (const at::Tensor* idx = tensor_at(inputs, 1)) rows = static_cast<std::uint64_t>(idx->numel());
+    covered = static_cast<std::uint64_t>(src->size(0));
   } else if (inputs.size() >= 2 && inputs[1].isList()) {  // aten::index(self, Tensor?[] indices)
+    // x[idx], x[mask], x[:, mask] (None first), x[i, j]: the first index tensor's dim is the
+    // gather's; a boolean mask covers as many dims as it has (its true entries are counted only
+    // as an upper bound: its length).
+    std::int64_t at = 0;
+    bool first = true;
     for (const auto& e : inputs[1].toListRef()) {
-      if (e.isTensor() && e.toTensor().defined()) {
-        const at::Tensor& idx = e.toTensor();
-        // A boolean mask selects its true entries: count them only when small enough to be
-        // cheap; otherwise rows are the mask's length (an upper bound).
-        rows = static_cast<std::uint64_t>(idx.scalar_type() == at::kBool ? idx.size(0) : idx.numel());
-        break;
+      if (!e.isTensor() || !e.toTensor().defined()) {
+        ++at;
+        continue;
       }
+      const at::Tensor& idx = e.toTensor();
+      const std::int64_t span = idx.scalar_type() == at::kBool ? std::max<std::int64_t>(idx.dim(), 1) : 1;
+      if (first) {
+        dim = at;
+        rows = static_cast<std::uint64_t>(idx.numel());
+        first = false;
+      }
+      for (std::int64_t d = at; d < at + span && d < src->dim(); ++d) covered *= static_cast<std::uint64_t>(src->size(d));
+      at += span;
     }
+    if (first) return;
   }
-  if (dim < 0 || dim >= src->dim() || src->size(dim) == 0) return;
+  if (dim != 0 || src->size(0) == 0 || covered == 0) return;
   const std::uint64_t src_bytes = src->nbytes();
   op.gather_source_bytes = src_bytes;
   op.gather_rows = rows;
-  op.gather_bytes = rows * (src_bytes / static_cast<std::uint64_t>(src->size(dim)));
+  op.gather_bytes = rows * (src_bytes / covered);
 }
 
 void fill_copy(const at::RecordFunction& fn, OpInfo& op) {

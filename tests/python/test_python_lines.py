@@ -1227,6 +1227,22 @@ def test_the_backward_of_a_custom_function_and_a_scripted_function_is_charged_to
 
 
 @needs_torch
+def test_only_feature_rows_are_materializations(gnnprof_run, plain_run):
+    """feats[seeds] is a feature read (its bytes exact); edge_index[:, mask] (an integer table's
+    columns: was counted as mask length x a whole row of dim 0, terabytes), an integer
+    neighbour table's rows and a feature table's columns are not."""
+    path = script("mask_gathers.py")
+    r = gnnprof_run(path, "12", env={"GNNPROF_TORCH_SAMPLE": "all"})
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "12").out
+    gather = line_of(path, "x = feats[seeds]")
+    lines = {m["line"] for m in r.profile["materializations"]}
+    assert lines <= {0, gather} and gather in lines, r.profile["materializations"]  # 0: the first step, not yet traced
+    rows = r.profile["materializations"]
+    assert sum(m["bytes"] for m in rows) == sum(m["rows"] for m in rows) * 64 * 4 == 12 * 512 * 64 * 4, rows
+
+
+@needs_torch
 def test_sage_layers_backward_is_charged_to_the_lines_that_built_it(gnnprof_run, plain_run):
     """GraphSAGE-mean layers (slice, gather, index_add_, bincount): their backward nodes' engine
     work (input buffers, freeing consumed gradients) is a good part of their cost, and is their
