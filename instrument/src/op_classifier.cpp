@@ -60,6 +60,7 @@ const char* OpClassifier::phase_name(Phase p) noexcept {
     case Phase::kOther: return "ops (no grad)";
     case Phase::kSync: return "sync";
     case Phase::kUpdate: return "parameter update";
+    case Phase::kAfterBackward: return "ops after backward";
     case Phase::kNone: break;
   }
   return "";
@@ -90,6 +91,9 @@ OpClassifier::Phase OpClassifier::phase_for(const OpInfo& op, const Level& level
   if (p == Phase::kOther && cur != Phase::kNone && cur != Phase::kOther && cur != Phase::kSync && cur != Phase::kUpdate &&
       !after_backward)
     p = cur;
+  // The loop's no-grad work on a line below its backward call (pred == y, a confusion matrix
+  // after the step): its own, not data a prefetcher could take.
+  if (p == Phase::kOther && op.after_backward_line && level.loop && !op.in_module) p = Phase::kAfterBackward;
   return p;
 }
 
@@ -142,7 +146,8 @@ void OpClassifier::open_phase(Level& l, Phase p) {
   }
   if (l.phase_open && l.phase == p) return;
   close_phase(l);
-  const char* cat = p == Phase::kBackward || p == Phase::kForward || p == Phase::kForwardNoGrad || p == Phase::kUpdate
+  const char* cat = p == Phase::kBackward || p == Phase::kForward || p == Phase::kForwardNoGrad || p == Phase::kUpdate ||
+                            p == Phase::kAfterBackward
                         ? "compute"
                     : p == Phase::kSync                                                        ? "sync"
                                                                                                : "data";
@@ -153,7 +158,8 @@ void OpClassifier::open_phase(Level& l, Phase p) {
 }
 
 bool OpClassifier::ends_at_line(const Level& l) const noexcept {
-  return l.loop && l.phase_open && (l.phase == Phase::kOther || l.phase == Phase::kUpdate) && opt_.phases_span_gaps;
+  return l.loop && l.phase_open && (l.phase == Phase::kOther || l.phase == Phase::kUpdate || l.phase == Phase::kAfterBackward) &&
+         opt_.phases_span_gaps;
 }
 
 void OpClassifier::on_line() {

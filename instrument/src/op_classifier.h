@@ -85,6 +85,10 @@ struct OpInfo {
   // kPlain: torch's own bookkeeping (record_function's torch.zeros(1) handle, made before its
   // scope begins): a frame for its nested ops, no phase, no op stage.
   bool bookkeeping = false;
+  // Run from a traced line below the one that called backward, in the same function: the
+  // loop's work after its backward (metrics, logging after the step), not the next batch's
+  // data, which a loop prepares above its forward.
+  bool after_backward_line = false;
 };
 
 /// Where decisions go: the C ABI in the injected library, a recorder in tests.
@@ -205,7 +209,7 @@ class OpClassifier {
  private:
   // kUpdate: an in-place update of tensors needing grad under no_grad outside the optimizer's
   // scope (parameter initialisation, a hand-written SGD step, an EMA of the weights).
-  enum class Phase : std::uint8_t { kNone, kForward, kForwardNoGrad, kBackward, kOther, kSync, kUpdate };
+  enum class Phase : std::uint8_t { kNone, kForward, kForwardNoGrad, kBackward, kOther, kSync, kUpdate, kAfterBackward };
   struct Level {
     Phase phase = Phase::kNone;
     bool phase_open = false;

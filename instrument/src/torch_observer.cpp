@@ -390,6 +390,10 @@ struct ThreadState {
   // traced: its frame's depth in handles (0: none) and start, for its node to charge.
   std::size_t backward_frame = 0;
   std::int64_t backward_t0 = 0;
+  // The traced line that ran the last backward (0: none), and the last answer of whether the
+  // current line is below it (after_backward_line).
+  gnnprof_site_t backward_site = 0, below_site = 0, below_anchor = 0;
+  bool below = false;
   explicit ThreadState(ClassifierOptions opt) : classifier(sink, opt, heap.resource()) {}
 };
 
@@ -536,6 +540,8 @@ std::uint64_t tensor_bytes(c10::ArrayRef<const c10::IValue> inputs) {
   return bytes;
 }
 
+bool below_backward_line(ThreadState* ts);
+
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   try {
     // No session (a fork child that records nothing, or after stop()): nothing to classify.
@@ -582,9 +588,17 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
         kind != OpKind::kProfilerStep)
       op.any_input_requires_grad = any_requires_grad(fn.inputs());
     if (top && kind == OpKind::kPlain) op.bookkeeping = record_function_handle(cname, fn.inputs());
+    if (top && kind == OpKind::kBackwardOp && lines_traced())
+      if (const gnnprof_site_t line = gnnprof_current_line(); line != 0) ts->backward_site = line;
+    if (top && (kind == OpKind::kPlain || kind == OpKind::kGather) && ts->backward_site != 0 && !op.any_input_requires_grad &&
+        !op.in_module)
+      op.after_backward_line = below_backward_line(ts);
     if (kind == OpKind::kOptimizerStep) {
       gnnprof_optimizer_step();  // the Python tracer's auto selection, which sets the line
       op.call_line = gnnprof_current_line();
+      // The first step selects the loop for tracing, after its first backward ran untraced:
+      // until a backward's line is known, the lines below the step's are the ones after it.
+      if (ts->backward_site == 0 && op.call_line != 0 && lines_traced()) ts->backward_site = op.call_line;
     }
     if (ts->watch_slot >= 0 && ts->watch_foldable) ts->watch_foldable = foldable_op(fn, op);
     ts->classifier.on_start(op);
@@ -681,6 +695,19 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     // Never throw into torch; this op is simply not classified.
   }
   return nullptr;
+}
+
+/// Whether this thread's current line is below the line that ran its last backward, in the same
+/// function (a registry lookup once per line, cached).
+bool below_backward_line(ThreadState* ts) {
+  const gnnprof_site_t line = gnnprof_current_line();
+  if (line == 0) return false;
+  if (line != ts->below_site || ts->backward_site != ts->below_anchor) {
+    ts->below_site = line;
+    ts->below_anchor = ts->backward_site;
+    ts->below = gnnprof_line_after(line, ts->backward_site) == 1;
+  }
+  return ts->below;
 }
 
 void pop_frame(ThreadState* ts, bool last) {

@@ -140,6 +140,15 @@ std::string SiteRegistry::category_of(std::uint32_t site) const {
   return site < sites_.size() ? std::string(sites_[site].category) : std::string();
 }
 
+bool SiteRegistry::line_after(std::uint32_t site, std::uint32_t anchor) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (site == 0 || anchor == 0 || site >= sites_.size() || anchor >= sites_.size()) return false;
+  const Stored& a = sites_[site];
+  const Stored& b = sites_[anchor];
+  return a.kind == SiteKind::kLine && b.kind == SiteKind::kLine && a.line > b.line && a.file == b.file &&
+         a.function == b.function;
+}
+
 }  // namespace gnnprof::detail
 
 namespace gnnprof {

@@ -949,6 +949,32 @@ TEST(OpClassifier, InPlaceUpdatesOfParametersUnderNoGradAreParameterUpdates) {
   EXPECT_EQ(m.log.front(), "+forward (no grad)[compute]");
 }
 
+// Metrics after the step (pred == y, a confusion matrix): no-grad ops on a loop line below the
+// backward call are the loop's own work ("ops after backward", compute), each line anew; the
+// next batch's sampling, above the forward, is still data.
+TEST(OpClassifier, NoGradOpsBelowTheBackwardLineAreNotData) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  leaf(c, op("aten::randint"));  // sampling, above the forward
+  next_line(r, c);
+  leaf(c, op("aten::linear", true));
+  leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
+  gi::OpInfo metric = op("aten::eq");
+  metric.after_backward_line = true;
+  leaf(c, metric);
+  leaf(c, op("aten::sum"));  // the same line's next op: the observer says so for each
+  next_line(r, c);
+  leaf(c, metric);           // the next metric line
+  next_line(r, c);
+  leaf(c, op("aten::randint"));  // the next batch's sampling, at the loop's top
+  // Inside a module's call (a metric module) the module's rules hold.
+  leaf(c, in_model(metric));
+  const std::vector<std::string> want = {"+ops (no grad)[data]", "-", "STEP", "+forward[compute]", "-", "+backward[compute]", "-",
+                                         "+ops after backward[compute]", "-", "+ops after backward[compute]", "-",
+                                         "+ops (no grad)[data]", "-", "+forward[compute]"};
+  EXPECT_EQ(r.log, want);
+}
+
 // An inference loop over a DataLoader has no optimizer step: from its second __next__ on,
 // each begins an iteration (and asks the tracer to select the loop). A training loop's
 // __next__ never does: its optimizer's steps mark it.

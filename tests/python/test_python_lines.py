@@ -1227,6 +1227,26 @@ def test_the_backward_of_a_custom_function_and_a_scripted_function_is_charged_to
 
 
 @needs_torch
+def test_metrics_after_the_step_are_not_data(gnnprof_run, plain_run):
+    """No-grad ops on the loop's lines below its backward call (accuracy, a confusion matrix in
+    a helper) are "ops after backward" (compute), not data a prefetcher could hide; the batch's
+    sampling at the loop's top stays data."""
+    path = script("metrics_loop.py")
+    r = gnnprof_run(path, "16", env={"GNNPROF_TORCH_SAMPLE": "all"})
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "16").out
+    stages = {s["name"]: s for s in r.profile["stages"]}
+    after = stages["ops after backward"]
+    assert after["category"] == "compute" and after["total_ns"] > 0, after
+    lines = r.lines("<module>")
+    for code in ("acc = (pred == y[seeds]).float().mean()", "recall = confusion(pred, y[seeds])"):
+        line = lines[line_of(path, code)]
+        assert line["stages"].get("ops after backward", 0) > 0 and "ops (no grad)" not in line["stages"], line
+    sampling = lines[line_of(path, "seeds = torch.randperm(N)[:1024]")]
+    assert sampling["stages"].get("ops (no grad)", 0) > 0, sampling
+
+
+@needs_torch
 def test_only_feature_rows_are_materializations(gnnprof_run, plain_run):
     """feats[seeds] is a feature read (its bytes exact); edge_index[:, mask] (an integer table's
     columns: was counted as mask length x a whole row of dim 0, terabytes), an integer

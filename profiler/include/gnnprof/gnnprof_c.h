@@ -183,6 +183,9 @@ GNNPROF_C_API void gnnprof_watch_next_line(void (*fn)(void));
 GNNPROF_C_API void gnnprof_line_event(gnnprof_site_t site, uint64_t begin, uint64_t end, int hit);
 /* The calling thread's current line (GNNPROF_LINE or gnnprof_set_line), 0 if none. */
 GNNPROF_C_API gnnprof_site_t gnnprof_current_line(void);
+/* 1 when `line` and `anchor` are lines of one function of one file, `line` below `anchor`
+ * (the torch observer: a loop's statements after its backward call), else 0. */
+GNNPROF_C_API int gnnprof_line_after(gnnprof_site_t line, gnnprof_site_t anchor);
 /* 1 once any thread has set a line with gnnprof_set_line(). */
 GNNPROF_C_API int gnnprof_lines_traced(void);
 /* Charges the time of stage `stage` from begin to end (CLOCK_MONOTONIC ns) to `line`, e.g. an

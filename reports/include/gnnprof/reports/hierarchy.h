@@ -4,7 +4,7 @@
 // by itself.
 //
 // Phases are the stages that are not torch ops: the observer's forward, backward,
-// forward (no grad), ops (no grad), optimizer, comm, comm wait; sample, materialize, h2d,
+// forward (no grad), ops (no grad), ops after backward, optimizer, comm, comm wait; sample, materialize, h2d,
 // loader_wait; record_function scopes and NVTX ranges; GNNPROF_STAGEs. Ops (category "op") hang
 // under the phase they ran in (the profile's stage_edges), heaviest by self time first, the
 // top N and one "other ops" row for the rest. Autograd's node frames show as the node's name
