@@ -200,8 +200,20 @@ class CApiSink final : public OpSink {
     sites_.push_back(site);
     const bool op = std::strcmp(category, "op") == 0;
     contexts_.push_back(op && !contexts_.empty() ? contexts_.back() : op ? 0 : site);
+    if (track_off_cpu_ && off_depth_ == 0 && !op && is_data(site, stage)) {
+      off_depth_ = sites_.size();
+      off_wall0_ = mono_ns();
+      off_cpu0_ = thread_cpu_ns();
+    }
   }
   void end() override {
+    if (off_depth_ != 0 && off_depth_ == sites_.size()) {
+      // The data stage's time off the CPU (a time.sleep, blocking I/O in a generator): it holds
+      // no GIL, so a prefetch thread could overlap it whatever the loader's Python is.
+      const std::int64_t wall = mono_ns() - off_wall0_, cpu = thread_cpu_ns() - off_cpu0_;
+      if (off_cpu0_ >= 0 && cpu >= 0) gnnprof_counter(off_counter_, static_cast<double>(std::max<std::int64_t>(0, wall - cpu)));
+      off_depth_ = 0;
+    }
     gnnprof_stage_end();
     if (!sites_.empty()) sites_.pop_back();
     if (!contexts_.empty()) contexts_.pop_back();
@@ -229,8 +241,33 @@ class CApiSink final : public OpSink {
   std::uint32_t context_site() const noexcept { return contexts_.empty() ? 0 : contexts_.back(); }
   /// A site named after an op, for the per-kernel table's "op" column (CUPTI only).
   std::uint32_t op_site(std::string_view name) { return intern(op_sites_, name, "op"); }
+  /// Measure the data stages' time off the CPU (the loop thread's: the GIL what-if's).
+  void track_off_cpu(bool on) noexcept { track_off_cpu_ = on; }
 
  private:
+  static std::int64_t thread_cpu_ns() noexcept {
+    timespec ts{};
+    if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return -1;
+    return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  }
+  /// Whether `site` is a data stage; its off-CPU counter in off_counter_ when it is.
+  bool is_data(std::uint32_t site, std::string_view name) {
+    auto it = data_sites_.find(site);
+    if (it == data_sites_.end()) {
+      std::uint32_t counter = 0;
+      if (gnnprof_stage_is_data(site) == 1) {
+        const std::string n = GNNPROF_OFF_CPU_COUNTER_PREFIX + std::string(name);
+        counter = gnnprof_counter_site(n.c_str());
+      }
+      it = data_sites_.emplace(site, counter).first;
+    }
+    off_counter_ = it->second;
+    return it->second != 0;
+  }
+  bool track_off_cpu_ = false;
+  std::size_t off_depth_ = 0;  // depth in sites_ of the data stage being measured (0: none)
+  std::int64_t off_wall0_ = 0, off_cpu0_ = 0;
+  std::uint32_t off_counter_ = 0;
   std::uint32_t site_of(std::string_view name, const char* category) {
     // A record_function scope takes the category its name implies ("sample" is data, ...).
     return intern(sites_by_name_, name, std::strcmp(category, "user") == 0 ? nullptr : category);
@@ -251,6 +288,7 @@ class CApiSink final : public OpSink {
   std::pmr::deque<std::pmr::string> names_{heap_.resource()};  // stable storage for the map's keys
   std::pmr::unordered_map<std::string_view, std::uint32_t> sites_by_name_{heap_.resource()};
   std::pmr::unordered_map<std::string_view, std::uint32_t> op_sites_{heap_.resource()};
+  std::pmr::unordered_map<std::uint32_t, std::uint32_t> data_sites_{heap_.resource()};  // stage site -> off-CPU counter (0: not data)
   std::pmr::vector<std::uint32_t> sites_{heap_.resource()};
   std::pmr::vector<std::uint32_t> contexts_{heap_.resource()};
 };
@@ -394,7 +432,7 @@ struct ThreadState {
   // current line is below it (after_backward_line).
   gnnprof_site_t backward_site = 0, below_site = 0, below_anchor = 0;
   bool below = false;
-  explicit ThreadState(ClassifierOptions opt) : classifier(sink, opt, heap.resource()) {}
+  explicit ThreadState(ClassifierOptions opt) : classifier(sink, opt, heap.resource()) { sink.track_off_cpu(opt.marks_iterations); }
 };
 
 thread_local ThreadState* t_state = nullptr;

@@ -195,6 +195,14 @@ void gnnprof_line_event(gnnprof_site_t site, uint64_t begin, uint64_t end, int h
 
 gnnprof_site_t gnnprof_current_line(void) { return gnnprof::detail::current_line(); }
 
+int gnnprof_stage_is_data(gnnprof_site_t stage) {
+  try {
+    return gnnprof::detail::site_registry().category_of(stage) == "data" ? 1 : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
 int gnnprof_line_after(gnnprof_site_t line, gnnprof_site_t anchor) {
   try {
     return gnnprof::detail::site_registry().line_after(line & ~GNNPROF_DATA_LINE, anchor & ~GNNPROF_DATA_LINE) ? 1 : 0;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "gnnprof/gnnprof_c.h"
 #include "gnnprof/reports/format.h"
 #include "gnnprof/reports/line_table.h"
 #include "gnnprof/reports/loader_workers.h"
@@ -206,9 +207,19 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
           total += t.total_ns;
         }
     }
+    // Less their time off the CPU (the observer's counters): a time.sleep or blocking read in
+    // the loader holds no GIL, and a prefetch thread overlaps it whatever the Python around it.
+    const std::string_view prefix = GNNPROF_OFF_CPU_COUNTER_PREFIX;
+    std::int64_t off = 0;
+    for (const auto& ctr : p.counters)
+      if (ctr.name.rfind(prefix, 0) == 0) {
+        const std::string stage = ctr.name.substr(prefix.size());
+        if (stage != "loader_wait" && !is_worker_wait(stage)) off += static_cast<std::int64_t>(ctr.mean * static_cast<double>(ctr.samples));
+      }
+    a.data_off_cpu_ns = off;
     // The data stages' time outside torch ops (and outside waits) is their own Python: it holds
     // the GIL. Only known when the observer recorded op stages (nested in the data stages).
-    if (python && ops && total > 0) gil = static_cast<double>(self) / static_cast<double>(total);
+    if (python && ops && total > 0) gil = static_cast<double>(std::max<std::int64_t>(0, self - off)) / static_cast<double>(total);
   }
 
   std::vector<std::int64_t> walls, d, h, c, r, worker_waits, predicted, expected;
@@ -310,7 +321,10 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
     // Only where there is data time to speak of (a loop without a loader has a few
     // microseconds of helper ops, mostly Python).
     if (gil && *gil > 0.2 && a.exposed_data_share >= 0.05)
-      add(fmt::format("in Python, {:.0f}% of the data time is the loader's own Python, which holds the GIL", 100 * *gil));
+      add(fmt::format("in Python, {:.0f}% of the data time is the loader's own Python, which holds the GIL{}", 100 * *gil,
+                      a.data_off_cpu_ns > 0 ? fmt::format(" (its {} off the CPU, sleeping or blocked in I/O, left out)",
+                                                          human_ns(a.data_off_cpu_ns))
+                                            : std::string()));
     if (a.worker_wait_ns > 0 && 20 * a.worker_wait_ns >= a.iteration_median_ns)
       add(fmt::format("{} of the data time per iteration is the loop waiting for its DataLoader's worker processes, "
                       "which already load ahead: their shortfall, which a prefetcher does not hide",

@@ -1227,6 +1227,23 @@ def test_the_backward_of_a_custom_function_and_a_scripted_function_is_charged_to
 
 
 @needs_torch
+def test_a_loaders_time_off_the_cpu_is_not_held_by_the_gil(gnnprof_run, plain_run):
+    """A generator that sleeps for its read: the observer measures the loop thread's data stages'
+    time off the CPU ("off-CPU ns: <stage>"), and the what-if does not charge it to the GIL
+    (it read "65% of the data time is the loader's own Python, which holds the GIL" before)."""
+    path = script("io_pipeline.py")
+    r = gnnprof_run(path, "30", env={"GNNPROF_TORCH_SAMPLE": "all"})
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "30").out
+    off = [c for c in r.profile["counters"] if c["name"].startswith("off-CPU ns: ")]
+    assert off, r.profile["counters"]
+    assert sum(c["mean"] * c["samples"] for c in off) >= 0.6 * 0.004e9 * 25, off
+    text = subprocess.run([CLI, "report", r.path], capture_output=True, text=True).stdout
+    assert "Within this machine's limits" in text, text
+    assert "holds the GIL" not in text, text
+
+
+@needs_torch
 def test_metrics_after_the_step_are_not_data(gnnprof_run, plain_run):
     """No-grad ops on the loop's lines below its backward call (accuracy, a confusion matrix in
     a helper) are "ops after backward" (compute), not data a prefetcher could hide; the batch's

@@ -1,6 +1,7 @@
 // Analysis and diagnostics: each rule on a profile that triggers it and on one that must not.
 #include "gnnprof/reports/analysis.h"
 
+#include "gnnprof/gnnprof_c.h"
 #include "gnnprof/profile_io.h"
 #include "gnnprof/reports/format.h"
 #include "gnnprof/reports/report.h"
@@ -128,6 +129,23 @@ TEST(Analysis, WhatIfWithinTheMachinesLimits) {
   // max((1 - 0.8) x 30, 60) + 0.8 x 30 + 10 = 94 ms
   EXPECT_NEAR(static_cast<double>(g.whatif_expected_ns), 94.0 * kMs, 0.01 * kMs);
   EXPECT_NE(whatif_expectation(g).find("80% of the data time is the loader's own Python"), std::string::npos);
+  // Its time off the CPU (a time.sleep, blocking reads) holds no GIL: the observer's counter,
+  // left out of g; the wait's is not the loader's Python anyway.
+  Profile io = py;
+  CounterStats off;
+  off.name = std::string(GNNPROF_OFF_CPU_COUNTER_PREFIX) + "sample";
+  off.samples = 10;
+  off.mean = 100;  // 1000 ns off the CPU, of the data stages' 1600 ns self: 600 ns of Python left
+  io.counters.push_back(off);
+  CounterStats wait = off;
+  wait.name = std::string(GNNPROF_OFF_CPU_COUNTER_PREFIX) + "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
+  io.counters.push_back(wait);
+  Analysis gi = analyze(io, {});
+  ASSERT_TRUE(gi.whatif_gil_share);
+  EXPECT_NEAR(*gi.whatif_gil_share, 0.3, 1e-9);  // (1600 - 1000) / 2000
+  EXPECT_EQ(gi.data_off_cpu_ns, 1000);
+  EXPECT_NE(whatif_expectation(gi).find("(its 1.00 us off the CPU, sleeping or blocked in I/O, left out)"), std::string::npos)
+      << whatif_expectation(gi);
 
   // A DataLoader with worker processes: the loop's data stage is a wait on them, not its Python.
   Profile mp = py;

@@ -186,6 +186,13 @@ GNNPROF_C_API gnnprof_site_t gnnprof_current_line(void);
 /* 1 when `line` and `anchor` are lines of one function of one file, `line` below `anchor`
  * (the torch observer: a loop's statements after its backward call), else 0. */
 GNNPROF_C_API int gnnprof_line_after(gnnprof_site_t line, gnnprof_site_t anchor);
+/* 1 when `stage` is a stage site of category "data" (named so, or by its name: "sample", a
+ * DataLoader's scope), else 0. */
+GNNPROF_C_API int gnnprof_stage_is_data(gnnprof_site_t stage);
+/* The torch observer's counters "off-CPU ns: <stage>": per outermost data stage on the loop thread,
+ * its wall time less the thread's CPU time in it (sleeping, blocked in I/O): time that holds
+ * no GIL. */
+#define GNNPROF_OFF_CPU_COUNTER_PREFIX "off-CPU ns: "
 /* 1 once any thread has set a line with gnnprof_set_line(). */
 GNNPROF_C_API int gnnprof_lines_traced(void);
 /* Charges the time of stage `stage` from begin to end (CLOCK_MONOTONIC ns) to `line`, e.g. an

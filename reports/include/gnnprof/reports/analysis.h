@@ -17,8 +17,8 @@
 //          a share b of the P CPUs busy while the iterations ran (host samples),
 //          max(D_i, C_i, b wall_i - R_i) + R_i (without host samples: compute on k threads,
 //          max(D_i, C_i, (D_i + k C_i) / P) + R_i);
-//   GIL (Python hosts): the data stages' own Python (their time outside torch ops, a share g of
-//          D) holds the GIL and cannot overlap the loop: max((1-g) D_i, C_i) + g D_i + R_i;
+//   GIL (Python hosts): the data stages' own Python (their time outside torch ops and off the
+//          CPU, a share g of D) holds the GIL and cannot overlap the loop: max((1-g) D_i, C_i) + g D_i + R_i;
 // and the expectation is the largest of these. Prefetching will not pay when it is within 5 %
 // of today's time: whatif_note says which limit (or compute-bound data) is why.
 #pragma once
@@ -95,6 +95,9 @@ struct Analysis {
   int whatif_cpus = 0, whatif_compute_threads = 0;  ///< P and k of the cores limit (0: unknown)
   std::optional<double> whatif_busy;                ///< b of the cores limit (host samples)
   std::optional<double> whatif_gil_share;           ///< g of the GIL limit (Python hosts with op stages)
+  /// The loop thread's data stages' time off the CPU over the run (the observer's "off-CPU ns:"
+  /// counters: sleeping, blocked in I/O), left out of g.
+  std::int64_t data_off_cpu_ns = 0;
   bool whatif_pays = true;  ///< expected speedup >= 1.05
   std::string whatif_note;  ///< which limit the expectation hit, and why prefetching will not pay
   TransferTotals transfers;
