@@ -1,6 +1,7 @@
 #include "compare.h"
 
 
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -84,7 +85,8 @@ bool parse_pct(std::string s, double& out) {
   if (!s.empty() && s.back() == '%') s.pop_back();
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end != '\0' || !(v >= 0)) return false;
+  // inf (1e400) would switch the gate off without a word.
+  if (s.empty() || *end != '\0' || !(v >= 0) || !std::isfinite(v)) return false;
   out = v / 100.0;
   return true;
 }
@@ -174,12 +176,13 @@ int run_check(const CheckArgs& a) {
     return kBad;
   }
   double op_floor = 0, stage_floor = 0;
-  if (!parse_pct(a.op_floor, op_floor)) {
-    std::cerr << tool << ": --op-floor: expected a percentage like 1%, got \"" << a.op_floor << "\"\n";
+  if (!parse_pct(a.op_floor, op_floor) || op_floor > 1) {
+    std::cerr << tool << ": --op-floor: expected a percentage of the iteration (0-100%) like 1%, got \"" << a.op_floor << "\"\n";
     return kBad;
   }
-  if (!parse_pct(a.stage_floor, stage_floor)) {
-    std::cerr << tool << ": --stage-floor: expected a percentage like 1%, got \"" << a.stage_floor << "\"\n";
+  if (!parse_pct(a.stage_floor, stage_floor) || stage_floor > 1) {
+    std::cerr << tool << ": --stage-floor: expected a percentage of the iteration (0-100%) like 1%, got \"" << a.stage_floor
+              << "\"\n";
     return kBad;
   }
   std::map<std::string, double> limits;

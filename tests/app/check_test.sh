@@ -64,6 +64,8 @@ one_line_exit2 "check schema version" "unsupported profile schema \"gnnprof.prof
 one_line_exit2 "check no iterations" "$tmp/noiter.json: no complete iterations" check --baseline "$tmp/noiter.json" "$tmp/fast.json"
 one_line_exit2 "check no common stage" "share no stage: not two runs of one program" check --baseline "$tmp/fast.json" "$tmp/foreign_stages.json"
 one_line_exit2 "check bad limit" "--max-slowdown: expected a percentage" check --baseline "$tmp/fast.json" "$tmp/fast.json" --max-slowdown lots
+one_line_exit2 "check infinite limit" "--max-slowdown: expected a percentage" check --baseline "$tmp/fast.json" "$tmp/fast.json" --max-slowdown 1e400
+one_line_exit2 "check floor over 100%" "--op-floor: expected a percentage of the iteration (0-100%)" check --baseline "$tmp/fast.json" "$tmp/fast.json" --op-floor 200%
 one_line_exit2 "check bad stage" "--stage nope: no such stage" check --baseline "$tmp/fast.json" "$tmp/fast.json" --stage nope=5%
 one_line_exit2 "compare missing" "$tmp/none.json: cannot open" compare "$tmp/fast.json" "$tmp/none.json"
 one_line_exit2 "compare no iterations" "no complete iterations" compare "$tmp/noiter.json" "$tmp/fast.json"
