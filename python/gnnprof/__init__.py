@@ -626,6 +626,28 @@ def _at_exit():
     _note_lines(final=True)
 
 
+def _watch_torch_threads():
+    """torch's compute threads as a counter ("torch threads": its last sample is the loop's):
+    now, and at each torch.set_num_threads(n) of the program's, so that the report knows a loop
+    that keeps its one thread busy on two CPUs from one starved of work."""
+    torch = sys.modules["torch"]
+    set_threads = getattr(torch, "set_num_threads", None)
+    if set_threads is None or getattr(set_threads, "_gnnprof_wrapped", False):
+        return
+    counter("torch threads", torch.get_num_threads())
+
+    @functools.wraps(set_threads)
+    def set_num_threads(n):
+        result = set_threads(n)
+        try:
+            counter("torch threads", torch.get_num_threads())
+        except Exception:  # never into the host
+            pass
+        return result
+    set_num_threads._gnnprof_wrapped = True
+    torch.set_num_threads = set_num_threads
+
+
 def _torch_imported():
     """Once torch is imported: a library the package loaded itself cannot see Python load torch,
     so it is told; then the module hooks, where the op observer runs."""
@@ -635,6 +657,7 @@ def _torch_imported():
         _native.attach()
     from . import _config, _torch_hooks
     try:
+        _watch_torch_threads()
         _state["torch_modules"] = _torch_hooks.install(_native, _config)
     except Exception as e:  # never into the host's import; said once, in the collector list
         _state["torch_modules"] = "failed"

@@ -55,6 +55,17 @@ std::vector<IterationStage> stage_rows(const std::vector<const IterationStats*>&
   return rows;
 }
 
+/// Whether torch computes on fewer threads than CPUs (the Python package's last "torch threads"
+/// sample) and the process keeps about that many busy: short iterations then are not CPUs idle
+/// for want of work per iteration.
+bool torch_threads_busy(const Profile& p, double cpu_utilization) {
+  double threads = 0;
+  for (const auto& c : p.counters)
+    if (c.name == kTorchThreadsCounter) threads = c.last;
+  return threads > 0 && p.environment.cpus > 0 && threads < static_cast<double>(p.environment.cpus) &&
+         cpu_utilization * static_cast<double>(p.environment.cpus) >= 0.8 * threads;
+}
+
 }  // namespace
 
 bool is_worker_wait(std::string_view stage) noexcept {
@@ -705,9 +716,12 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
              // A process that never had more threads than it kept busy (torch on one thread of
              // two CPUs) is not idle for want of work per iteration.
              !(p.environment.max_threads > 0 && p.environment.max_threads < p.environment.cpus &&
-               *a.cpu_utilization * static_cast<double>(p.environment.cpus) >= 0.5 * static_cast<double>(p.environment.max_threads)))
+               *a.cpu_utilization * static_cast<double>(p.environment.cpus) >= 0.5 * static_cast<double>(p.environment.max_threads)) &&
+             // Nor one whose torch computes on fewer threads than CPUs and keeps them busy
+             // (torch.set_num_threads(1): one of two CPUs, 48% busy).
+             !torch_threads_busy(p, *a.cpu_utilization))
     add("low-utilization", Severity::kInfo,
-        fmt::format("iterations are short ({}) and the {} are {:.0f}% busy: batches too small to keep the device "
+        fmt::format("iterations are short ({}) and the {} are {:.0f}% busy: batches too small to keep the CPUs "
                     "busy. A larger batch (scaling the learning rate) amortizes the per-iteration overhead.",
                     human_ns(a.iteration_median_ns), cpus_text(p.environment.cpus), 100 * *a.cpu_utilization),
         {{"cpu_utilization", *a.cpu_utilization}, {"iteration_ns", static_cast<double>(a.iteration_median_ns)},
@@ -735,8 +749,8 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   if (p.environment.cpus > 0) {
     std::int64_t compute = p.environment.cpus;  // one intra-op thread per CPU, unless told
     if (!p.environment.omp_num_threads.empty()) compute = std::atoll(p.environment.omp_num_threads.c_str());
-    for (const auto& c : p.counters)  // torch's own count (the Python package's sample)
-      if (c.name == kTorchThreadsCounter && c.max > 0) compute = static_cast<std::int64_t>(c.max);
+    for (const auto& c : p.counters)  // torch's own count (the Python package's last sample)
+      if (c.name == kTorchThreadsCounter && c.last > 0) compute = static_cast<std::int64_t>(c.last);
     std::int64_t producers = 0;
     for (const auto& t : p.threads)
       if (t.name.rfind("prefetch-", 0) == 0 && t.name.rfind("prefetch-idle-", 0) != 0) ++producers;

@@ -83,12 +83,12 @@ void contention_diagnostic(Report& r) {
   const Profile& p = *r.profile;
   const long long cpus = p.environment.cpus;
   if (w.empty() || w.concurrent < 1 || cpus <= 0 || r.analysis.loader_worker) return;
-  // The loop's compute threads: torch's own count (the Python package samples it as workers
-  // start), else OMP_NUM_THREADS; unknown (torch's default is the physical cores, which the
-  // profile does not have): no verdict.
+  // The loop's compute threads: torch's own count (the Python package samples it at import, at
+  // each set_num_threads and as workers start: its last), else OMP_NUM_THREADS; unknown
+  // (torch's default is the physical cores, which the profile does not have): no verdict.
   long long compute = 0;
   for (const auto& c : p.counters)
-    if (c.name == kTorchThreadsCounter) compute = static_cast<long long>(c.max);
+    if (c.name == kTorchThreadsCounter) compute = static_cast<long long>(c.last);
   const std::string& omp = p.environment.omp_num_threads;
   if (compute <= 0 && !omp.empty() && omp.find_first_not_of("0123456789") == std::string::npos) compute = std::atoll(omp.c_str());
   if (compute <= 0) return;

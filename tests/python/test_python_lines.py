@@ -1241,6 +1241,9 @@ def test_a_loaders_time_off_the_cpu_is_not_held_by_the_gil(gnnprof_run, plain_ru
     text = subprocess.run([CLI, "report", r.path], capture_output=True, text=True).stdout
     assert "Within this machine's limits" in text, text
     assert "holds the GIL" not in text, text
+    # torch's compute threads as the program set them (torch.set_num_threads(1)): the last sample.
+    threads = [c for c in r.profile["counters"] if c["name"] == "torch threads"]
+    assert threads and threads[0]["last"] == 1, r.profile["counters"]
 
 
 @needs_torch

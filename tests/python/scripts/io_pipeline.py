@@ -9,6 +9,7 @@ import time
 import torch
 
 torch.manual_seed(0)
+torch.set_num_threads(1)
 feats = torch.randn(8000, 64)
 
 
