@@ -107,7 +107,11 @@ CheckResult apply_check(const Comparison& c, const CheckPolicy& policy) {
 
 namespace {
 
-bool listed(const CheckRow& r) { return !r.metric.op() || r.status == CheckStatus::kRegression; }
+/// An op only when it regressed; a stage unless it is 0 ns in the median iteration of both sides.
+bool listed(const CheckRow& r) {
+  if (r.metric.op()) return r.status == CheckStatus::kRegression;
+  return r.metric.scope == Scope::kLoop || r.metric.baseline_median_ns != 0 || r.metric.candidate_median_ns != 0;
+}
 
 std::string label(const MetricComparison& m) {
   if (!m.op()) return m.name;

@@ -173,8 +173,8 @@ std::string comparison_text(const Comparison& c, bool ops) {
   out += fmt::format("candidate: {} ({})\n", c.candidate.command.empty() ? "-" : c.candidate.command,
                      side(c.candidate, it.candidate_n));
   out += fmt::format("per-iteration medians; first {} iterations of each run skipped; 95% CI: bootstrap of the ratio; p: Mann-Whitney U "
-                     "(iteration (mean): means, Welch's t)\n",
-                     c.options.skip);
+                     "(iteration (mean): means, Welch's t); a verdict needs p < {:.2g} and the CI clear of 1\n",
+                     c.options.skip, c.options.alpha);
   if (std::any_of(c.metrics.begin(), c.metrics.end(), [](const MetricComparison& m) { return m.scope == Scope::kWorkers; }))
     out += "scope workers: DataLoader worker processes, per-batch medians (each worker's first batch skipped), hidden "
            "from the loop unless it waits for them\n";
@@ -203,7 +203,7 @@ std::string comparison_text(const Comparison& c, bool ops) {
     if (ops || !m.op()) w = std::max(w, (m.op() ? short_op_name(m.name).size() + 2 : m.name.size()) + 1);
   out += fmt::format("{:<{}} {:<13} {:>10} {:>10} {:>10} {:>7} {:>17} {:>9}  {}\n", "metric", w, "scope", "baseline", "candidate",
                      "delta", "ratio", "95% CI", "p", "verdict");
-  std::size_t op_rows = 0, ops_slower = 0, ops_faster = 0, ops_gone = 0, ops_new = 0;
+  std::size_t op_rows = 0, ops_slower = 0, ops_faster = 0, ops_gone = 0, ops_new = 0, zero_rows = 0;
   std::vector<const MetricComparison*> slower_ops;
   for (const auto& m : c.metrics) {
     if (m.op()) {
@@ -214,6 +214,12 @@ std::string comparison_text(const Comparison& c, bool ops) {
       ops_new += m.verdict == Verdict::kCandidateOnly ? 1 : 0;
       if (m.verdict == Verdict::kSlower) slower_ops.push_back(&m);
       if (!ops) continue;
+    }
+    // A stage that is 0 ns in the median iteration of both sides (gnnprof's own work, a rare
+    // sync) says nothing here; the JSON keeps it.
+    if (m.baseline_median_ns == 0 && m.candidate_median_ns == 0 && m.scope != Scope::kLoop) {
+      ++zero_rows;
+      continue;
     }
     const std::string ratio = ratio_text(m.ratio);
     const std::string ci = ci_text(m.ci_low, m.ci_high, CiStyle::kBracket);
@@ -242,6 +248,9 @@ std::string comparison_text(const Comparison& c, bool ops) {
                          human_ns(slower_ops[i]->delta_ns));
     out += "\n";
   }
+  if (zero_rows > 0)
+    out += fmt::format("({} row{} 0 ns in the median iteration of both sides not shown; the JSON has {})\n", zero_rows,
+                       zero_rows == 1 ? "" : "s", zero_rows == 1 ? "it" : "them");
   if (!c.lines.empty()) out += comparison_lines_text(c);
   out += "\n";
   if (c.speedup) {

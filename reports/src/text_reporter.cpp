@@ -17,6 +17,16 @@
 
 namespace gnnprof::reports {
 
+namespace {
+/// Why nothing was analysed: no complete iteration, or --skip took them all.
+std::string no_iterations_text(const Analysis& a) {
+  if (a.iterations_total > 0 && a.skipped >= a.iterations_total)
+    return fmt::format("No complete iterations to analyze: the warm-up skipped (--skip) took all {} of the run's.",
+                       a.iterations_total);
+  return "No complete iterations to analyze.";
+}
+}  // namespace
+
 void TextReporter::render_line_table(const Profile& p, std::ostream& out) const {
   const LineTable t = build_line_table(p, options_.source_roots, options_.max_function_lines);
   if (t.blocks.empty()) {
@@ -203,7 +213,7 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
   const Analysis& a = r.analysis;
   out << "\n== Analysis ==\n";
   if (a.iterations_used == 0) {
-    out << "No complete iterations to analyze.\n";
+    out << no_iterations_text(a) << "\n";
   } else {
     out << fmt::format("{} iterations analyzed ({} warm-up skipped{}){}; median {}, p90 {}\n", a.iterations_used, a.skipped,
                        a.skip_detected ? ", detected" : "", passes_text(a.backward_passes), human_ns(a.run_iteration_median_ns),
@@ -374,12 +384,20 @@ std::string run_summary(const Report& r) {
     const std::int64_t mean = used.empty() ? 0 : sum / static_cast<std::int64_t>(used.size());
     const std::string mean_text =
         5 * mean > 6 * a.run_iteration_median_ns ? fmt::format(" (mean {}: slow iterations)", human_ns(mean)) : "";
-    out += fmt::format("  {} iterations{}, median {}{}; data exposed {:.1f}% of an iteration; what-if prefetch {:.2f}x",
-                       a.iterations_used, passes_text(a.backward_passes), human_ns(a.run_iteration_median_ns), mean_text,
-                       100 * a.exposed_data_share, a.whatif_speedup);
+    // Under iteration sampling the shares are of the observed iterations' median: say so when it
+    // differs from the run's (the observer's cost, a few slow observed ones).
+    const std::int64_t run = a.run_iteration_median_ns, observed = a.iteration_median_ns;
+    const std::string of = a.iterations_unobserved > 0 && 20 * std::llabs(run - observed) > run
+                               ? fmt::format("an observed iteration ({} median)", human_ns(observed))
+                               : std::string("an iteration");
+    out += fmt::format("  {} iterations{}, median {}{}; data exposed {:.1f}% of {}; what-if prefetch {:.2f}x",
+                       a.iterations_used, passes_text(a.backward_passes), human_ns(run), mean_text, 100 * a.exposed_data_share,
+                       of, a.whatif_speedup);
     if (a.whatif_expected_speedup + 0.005 < a.whatif_speedup)
       out += fmt::format(", {:.2f}x within this machine's limits", a.whatif_expected_speedup);
     out += "\n";
+  } else if (a.iterations_used == 0 && !a.loader_worker && a.iterations_total > 0) {
+    out += "  " + no_iterations_text(a) + "\n";
   }
   std::vector<const LineStats*> lines;
   std::int64_t all = 0;
