@@ -101,8 +101,8 @@ std::optional<double> backward_passes_per_iteration(const Profile& p) {
 
 std::string passes_text(const std::optional<double>& passes) {
   if (!passes || *passes < 1.5) return "";
-  return fmt::format("; each holds {:.1f} backward passes (an iteration is one optimizer step: gradient accumulation, or "
-                     "several losses)",
+  return fmt::format("; each holds {:.1f} backward passes (an iteration runs from one optimizer step, or cycle of "
+                     "steps, to the next: gradient accumulation, several losses, or several models)",
                      *passes);
 }
 

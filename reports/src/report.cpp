@@ -131,9 +131,9 @@ void set_loader_workers(Report& r, LoaderWorkers workers) {
   for (Diagnostic& d : r.diagnostics) {
     if (d.id != "loader-bound") continue;
     d.message = fmt::format(
-        "the loop waits {:.0f}% of each iteration ({} of {}) at its DataLoader's __next__, though its worker processes keep "
-        "up: together a batch every {} against an iteration of {}, busy {:.0f}% of their time. More workers will not "
-        "help: the wait is the loop receiving each batch from them (unpickling what collate_fn returns: many small tensors "
+        "the loop waits {:.0f}% of each iteration ({} of {}) at its DataLoader's __next__ receiving batches its worker "
+        "processes have ready (they keep up: together a batch every {} against an iteration of {}, busy {:.0f}% of their "
+        "time). More workers will not help: the wait is the loop receiving each batch from them (unpickling what collate_fn returns: many small tensors "
         "or Python objects cost more than a few large tensors) or the workers short of CPU ({}, shared with the loop's "
         "compute); the DataLoader workers section below has their pace and heaviest lines.",
         100 * static_cast<double>(a.worker_wait_ns) / static_cast<double>(a.iteration_median_ns), human_ns(a.worker_wait_ns),
