@@ -251,8 +251,8 @@ TEST(Diagnostics, LoaderBoundWithWorkersThatKeepUpSaysSo) {
   set_loader_workers(r, w);
   EXPECT_EQ(r.workers.pids.size(), 2u);
   const auto& d = *std::find_if(r.diagnostics.begin(), r.diagnostics.end(), [](const Diagnostic& x) { return x.id == "loader-bound"; });
-  EXPECT_NE(d.message.find("though its worker processes keep up: together a batch every 20.0 ms against an iteration of "
-                           "130 ms, busy 20%"),
+  EXPECT_NE(d.message.find("receiving batches its worker processes have ready (they keep up: together a batch every 20.0 ms "
+                           "against an iteration of 130 ms, busy 20%"),
             std::string::npos)
       << d.message;
   EXPECT_NE(d.message.find("More workers will not help"), std::string::npos);
