@@ -483,8 +483,13 @@ void OpClassifier::on_start(const OpInfo& op) {
       const Phase here = level.pinned != Phase::kNone ? level.pinned : current_phase(level);
       // Rows of a tensor that needs grad (a learnable embedding's nn.Parameter) are the model's:
       // forward, not a read a prefetcher could move ahead of the step that updates them.
-      const bool in_compute = here == Phase::kForward || here == Phase::kForwardNoGrad || here == Phase::kBackward ||
-                              op.in_module || op.any_input_requires_grad;
+      // But fewer rows than a table has that outlives the iterations and needs no grad is a
+      // feature read wherever it runs (a lazy srcdata['feat'] inside the model's forward): message
+      // passing gathers this batch's activations, or (full graph) a row per edge, more than nodes.
+      const bool feature_read = op.gather_source_persistent && !op.any_input_requires_grad && here != Phase::kBackward &&
+                                op.gather_rows < op.gather_source_rows;
+      const bool in_compute = !feature_read && (here == Phase::kForward || here == Phase::kForwardNoGrad ||
+                                                here == Phase::kBackward || op.in_module || op.any_input_requires_grad);
       // Without phases (a linked program whose macros name its stages) the observer cannot
       // tell a feature read from message passing: gathers stay op stages.
       if (opt_.phases && !in_gather_ && !in_compute && op.gather_source_bytes >= opt_.gather_min_bytes) {

@@ -71,6 +71,11 @@ struct OpInfo {
   std::uint64_t gather_source_bytes = 0;
   std::uint64_t gather_rows = 0;
   std::uint64_t gather_bytes = 0;
+  // kGather: the source's rows (its first dim), and whether the source outlives the iterations
+  // (the same storage as a gather of an earlier iteration: a feature table, not this batch's
+  // activations).
+  std::uint64_t gather_source_rows = 0;
+  bool gather_source_persistent = false;
   // kCopy: devices, bytes, whether the host side is pinned, non_blocking.
   Device copy_src = Device::kCpu, copy_dst = Device::kCpu;
   std::uint64_t copy_bytes = 0;

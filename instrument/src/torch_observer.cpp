@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -165,7 +166,17 @@ void reset_sampling_after_fork() {
 
 // An iteration boundary on the loop thread: decide whether the next iteration's ops are
 // observed, switch the ops callback accordingly, and mark the boundary with that fact.
+/// Gather sources seen lately, per thread, to tell a table that outlives the iterations (the
+/// same storage in a later iteration) from this batch's tensors.
+struct SeenSource {
+  const void* data = nullptr;
+  std::uint64_t bytes = 0;
+  std::uint64_t iteration = 0;  // g_marks when first seen
+};
+std::atomic<std::uint64_t> g_marks{0};  // iteration marks so far
+
 void mark_iteration(unsigned flags = 0, bool after_gap = false) {
+  g_marks.fetch_add(1, std::memory_order_relaxed);
   if (after_gap) g_last_mark = 0;  // the dropped time is no iteration for the sampler either
   if (g_fork_reset && g_sampler != nullptr && g_ops_handle != 0) reset_sampling_after_fork();
   if (g_sampler == nullptr || g_ops_handle == 0) {
@@ -432,6 +443,8 @@ struct ThreadState {
   // current line is below it (after_backward_line).
   gnnprof_site_t backward_site = 0, below_site = 0, below_anchor = 0;
   bool below = false;
+  std::array<SeenSource, 8> sources{};  // fill_gather's
+  std::size_t next_source = 0;
   explicit ThreadState(ClassifierOptions opt) : classifier(sink, opt, heap.resource()) { sink.track_off_cpu(opt.marks_iterations); }
 };
 
@@ -506,7 +519,8 @@ const at::Tensor* tensor_at(c10::ArrayRef<const c10::IValue> inputs, std::size_t
   return t.defined() ? &t : nullptr;
 }
 
-void fill_gather(const at::RecordFunction& fn, std::string_view name, OpInfo& op) {
+void fill_gather(const at::RecordFunction& fn, std::string_view name, OpInfo& op, SeenSource* seen, std::size_t n_seen,
+                 std::size_t& next_seen) {
   auto inputs = fn.inputs();
   const at::Tensor* src = tensor_at(inputs, 0);
   // Feature rows: a floating-point table of 2+ dims, gathered along its first. Index lookups
@@ -551,6 +565,16 @@ void fill_gather(const at::RecordFunction& fn, std::string_view name, OpInfo& op
   op.gather_source_bytes = src_bytes;
   op.gather_rows = rows;
   op.gather_bytes = rows * (src_bytes / covered);
+  op.gather_source_rows = static_cast<std::uint64_t>(src->size(0));
+  const void* data = src->data_ptr();
+  const std::uint64_t now = g_marks.load(std::memory_order_relaxed);
+  for (std::size_t i = 0; i < n_seen; ++i)
+    if (seen[i].data == data && seen[i].bytes == src_bytes) {
+      op.gather_source_persistent = seen[i].iteration < now;
+      return;
+    }
+  seen[next_seen] = SeenSource{data, src_bytes, now};
+  next_seen = (next_seen + 1) % n_seen;
 }
 
 void fill_copy(const at::RecordFunction& fn, OpInfo& op) {
@@ -611,7 +635,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     const int depth = ts->classifier.op_depth();  // ops open around this one
     const bool top = depth == 0;
     switch (kind) {
-      case OpKind::kGather: fill_gather(fn, op.name, op); break;
+      case OpKind::kGather: fill_gather(fn, op.name, op, ts->sources.data(), ts->sources.size(), ts->next_source); break;
       case OpKind::kCopy:
         fill_copy(fn, op);
         if (op.copy_src != op.copy_dst) g_devices_seen.store(true, std::memory_order_relaxed);

@@ -700,6 +700,32 @@ TEST(OpClassifier, AGatherOfATensorNeedingGradIsForward) {
   EXPECT_EQ(r.log, want);
 }
 
+// A lazy feature read inside the model's forward (DGL's blocks[0].srcdata['feat'] first touched
+// there): a gather of fewer rows than a table has that outlives the iterations is a
+// materialization even inside a module's call and the forward; this batch's activations, or a
+// row per edge of a full graph (more rows than the table's), stay message passing.
+TEST(OpClassifier, AFeatureTableReadInsideTheModelIsAMaterialization) {
+  Recorder r;
+  gi::ClassifierOptions o = no_ops();
+  o.gather_min_bytes = 1000;
+  gi::OpClassifier c(r, o);
+  gi::OpInfo table = feature_gather("aten::index");
+  table.gather_source_rows = 4096;
+  table.gather_source_persistent = true;
+  gi::OpInfo activations = table;
+  activations.gather_source_persistent = false;
+  gi::OpInfo per_edge = table;
+  per_edge.gather_rows = 20000;
+  leaf(c, in_model(op("aten::linear", true)));
+  leaf(c, in_model(table));
+  leaf(c, in_model(activations));
+  leaf(c, in_model(per_edge));
+  c.close_all();
+  const std::vector<std::string> want = {"STEP", "+forward[compute]", "-", "+materialize[data]", "MAT 10 2560", "-",
+                                         "+forward[compute]", "-"};
+  EXPECT_EQ(r.log, want);
+}
+
 // Inside a model's call (the Python package's module hooks say so), ops on tensors needing no
 // grad are the forward's: the input's dropout, the first layer's gather of its input features
 // and its aggregation before any parameter is used. Under no_grad (validation) they are its

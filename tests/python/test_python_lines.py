@@ -1267,6 +1267,23 @@ def test_metrics_after_the_step_are_not_data(gnnprof_run, plain_run):
 
 
 @needs_torch
+def test_a_lazy_feature_read_inside_the_model_is_a_materialization(gnnprof_run, plain_run):
+    """blocks[0].srcdata["x"] first touched inside the model's forward: a gather of fewer rows
+    than the feature table has, from a table that outlives the iterations, is a feature read
+    (data, with its bytes) even inside a module's call; it was message passing, invisible."""
+    path = script("lazy_in_model.py")
+    r = gnnprof_run(path, "12", env={"GNNPROF_TORCH_SAMPLE": "all"})
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "12").out
+    call = line_of(path, "loss = torch.nn.functional.cross_entropy(model(block), y)")
+    rows = [m for m in r.profile["materializations"] if m["line"] == call]
+    # The first iteration's read meets the table for the first time: from the second on.
+    assert rows and sum(m["rows"] for m in rows) >= 9 * 1024, r.profile["materializations"]
+    assert all(m["bytes"] == m["rows"] * 64 * 4 for m in rows), rows
+    assert r.lines("<module>")[call]["stages"].get("materialize", 0) > 0
+
+
+@needs_torch
 def test_only_feature_rows_are_materializations(gnnprof_run, plain_run):
     """feats[seeds] is a feature read (its bytes exact); edge_index[:, mask] (an integer table's
     columns: was counted as mask length x a whole row of dim 0, terabytes), an integer
