@@ -2,6 +2,8 @@
 
 
 #include <cmath>
+#include <fmt/format.h>
+
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -47,10 +49,25 @@ std::set<std::string> stage_names(const Profile& p) {
   return s;
 }
 
-std::string join(const std::set<std::string>& s) {
+/// The names, comma-separated; past `most` of them, how many more (an error line stays readable).
+std::string join(const std::set<std::string>& s, std::size_t most = 40) {
   std::string o;
-  for (const auto& x : s) o += (o.empty() ? "" : ", ") + x;
+  std::size_t n = 0;
+  for (const auto& x : s) {
+    if (n++ == most) return o + fmt::format(", ... ({} more)", s.size() - most);
+    o += (o.empty() ? "" : ", ") + x;
+  }
   return o;
+}
+
+/// The stages by name, then how many torch ops (aten::*, autograd nodes) besides.
+std::string stage_list(const std::set<std::string>& names) {
+  std::set<std::string> stages;
+  std::size_t ops = 0;
+  for (const auto& n : names)
+    if (n.find("::") != std::string::npos || (n.size() > 9 && n.compare(n.size() - 9, 9, "Backward0") == 0)) ++ops;
+    else stages.insert(n);
+  return "stages: " + join(stages) + (ops > 0 ? fmt::format("; and {} torch ops", ops) : std::string());
 }
 
 /// The program a profile ran: its script's base name (the first argument ending in .py), else
@@ -213,7 +230,7 @@ int run_check(const CheckArgs& a) {
   for (const auto& [name, v] : limits)
     if (names.count(name) == 0) {
       std::cerr << tool << ": --stage " << name << ": no such stage in " << a.baseline << " or " << a.current
-                << " (stages: " << join(names) << ")\n";
+                << " (" << stage_list(names) << ")\n";
       return kBad;
     }
   reports::CompareOptions opt;

@@ -48,8 +48,13 @@ LaunchProfiles collect_launch_profiles(const fs::path& dir, const std::string& s
     out.found.push_back({entry.path().string(), std::move(*p)});
   }
   const auto& found = out.found;
-  for (std::size_t i = 0; i < found.size(); ++i)
-    if (found[i].profile.run.pid == pid && found[i].profile.recorded_events > 0) out.main = static_cast<int>(i);
+  // The launched process's, when it recorded a stage, line or iteration (not a counter alone: a
+  // launcher that set torch's threads and spawned the loop).
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    const Profile& p = found[i].profile;
+    if (p.run.pid == pid && p.recorded_events > 0 && (!p.stages.empty() || !p.lines.empty() || !p.iterations.empty()))
+      out.main = static_cast<int>(i);
+  }
   auto busier = [&](int m, const FoundProfile& f) {
     const bool worker = f.profile.run.parent_pid != 0, m_worker = m >= 0 && found[m].profile.run.parent_pid != 0;
     if (m < 0 || worker != m_worker) return m < 0 || !worker;

@@ -627,14 +627,15 @@ def _at_exit():
 
 
 def _watch_torch_threads():
-    """torch's compute threads as a counter ("torch threads": its last sample is the loop's):
-    now, and at each torch.set_num_threads(n) of the program's, so that the report knows a loop
-    that keeps its one thread busy on two CPUs from one starved of work."""
+    """torch's compute threads as a counter ("torch threads": its last sample is the loop's) at
+    each torch.set_num_threads(n) of the program's (and as DataLoader workers start), so that the
+    report knows a loop that keeps its one thread busy on two CPUs from one starved of work. Not
+    at import: a process that only imports torch (a launcher that spawns the loop) records
+    nothing."""
     torch = sys.modules["torch"]
     set_threads = getattr(torch, "set_num_threads", None)
     if set_threads is None or getattr(set_threads, "_gnnprof_wrapped", False):
         return
-    counter("torch threads", torch.get_num_threads())
 
     @functools.wraps(set_threads)
     def set_num_threads(n):

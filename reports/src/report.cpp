@@ -83,8 +83,8 @@ void contention_diagnostic(Report& r) {
   const Profile& p = *r.profile;
   const long long cpus = p.environment.cpus;
   if (w.empty() || w.concurrent < 1 || cpus <= 0 || r.analysis.loader_worker) return;
-  // The loop's compute threads: torch's own count (the Python package samples it at import, at
-  // each set_num_threads and as workers start: its last), else OMP_NUM_THREADS; unknown
+  // The loop's compute threads: torch's own count (the Python package samples it at each
+  // set_num_threads and as workers start: its last), else OMP_NUM_THREADS; unknown
   // (torch's default is the physical cores, which the profile does not have): no verdict.
   long long compute = 0;
   for (const auto& c : p.counters)

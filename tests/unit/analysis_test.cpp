@@ -387,7 +387,7 @@ TEST(Diagnostics, LowUtilization) {
   p.environment.max_threads = 4;
   EXPECT_TRUE(has(run(p), "low-utilization"));
   // gnnprof's own threads and torch's interop pool count in max_threads: torch's compute threads
-  // (the package's sample, its last: torch.set_num_threads(1) after a default of 2) say the same.
+  // (the package's sample, its last: torch.set_num_threads(1) after set_num_threads(2)) say the same.
   CounterStats threads;
   threads.name = kTorchThreadsCounter;
   threads.samples = 2;
@@ -397,8 +397,11 @@ TEST(Diagnostics, LowUtilization) {
   EXPECT_FALSE(has(run(p), "low-utilization"));
   p.counters.back().last = 2;
   EXPECT_TRUE(has(run(p), "low-utilization"));
-  for (const auto& d : run(p))
-    if (d.id == "low-utilization") EXPECT_NE(d.message.find("batches too small to keep the CPUs busy"), std::string::npos);
+  for (const auto& d : run(p)) {
+    if (d.id == "low-utilization") {
+      EXPECT_NE(d.message.find("batches too small to keep the CPUs busy"), std::string::npos);
+    }
+  }
   p.counters.clear();
   for (auto& it : p.iterations) it.wall_ns = 100 * kMs;  // long iterations: not "small batches"
   EXPECT_FALSE(has(run(p), "low-utilization"));
