@@ -60,14 +60,18 @@ std::string join(const std::set<std::string>& s, std::size_t most = 40) {
   return o;
 }
 
-/// The stages by name, then how many torch ops (aten::*, autograd nodes) besides.
-std::string stage_list(const std::set<std::string>& names) {
+/// The stages by name, then how many torch ops (category "op" in either profile) besides.
+std::string stage_list(const std::set<std::string>& names, const Profile& a, const Profile& b) {
+  std::set<std::string> ops;
+  for (const Profile* p : {&a, &b})
+    for (const auto& s : p->stages)
+      if (s.category == "op") ops.insert(s.name);
   std::set<std::string> stages;
-  std::size_t ops = 0;
+  std::size_t n_ops = 0;
   for (const auto& n : names)
-    if (n.find("::") != std::string::npos || (n.size() > 9 && n.compare(n.size() - 9, 9, "Backward0") == 0)) ++ops;
+    if (ops.count(n) != 0) ++n_ops;
     else stages.insert(n);
-  return "stages: " + join(stages) + (ops > 0 ? fmt::format("; and {} torch ops", ops) : std::string());
+  return "stages: " + join(stages) + (n_ops > 0 ? fmt::format("; and {} torch ops", n_ops) : std::string());
 }
 
 /// The program a profile ran: its script's base name (the first argument ending in .py), else
@@ -230,7 +234,7 @@ int run_check(const CheckArgs& a) {
   for (const auto& [name, v] : limits)
     if (names.count(name) == 0) {
       std::cerr << tool << ": --stage " << name << ": no such stage in " << a.baseline << " or " << a.current
-                << " (" << stage_list(names) << ")\n";
+                << " (" << stage_list(names, base, cur) << ")\n";
       return kBad;
     }
   reports::CompareOptions opt;
@@ -248,9 +252,11 @@ int run_check(const CheckArgs& a) {
   std::cout << reports::check_text(r) << "\n" << reports::check_summary(r) << "\n";
   if (const std::string passes = reports::passes_summary(c); !passes.empty()) std::cout << passes << "\n";
   int rc = r.iteration_undecided ? kBad : r.regressions > 0 ? kFail : kOk;
-  // An output that cannot be written is the CI's problem, not a regression: exit 2, not 1.
-  if (!a.markdown_out.empty() && !write_text(a.markdown_out, reports::check_markdown(r, a.baseline, a.current), tool)) rc = kBad;
-  if (!a.junit_out.empty() && !write_text(a.junit_out, reports::check_junit(r), tool)) rc = kBad;
+  // An output that cannot be written is the CI's problem, not a regression: exit 2, unless a
+  // regression (1) says more.
+  const int unwritable = rc == kFail ? kFail : kBad;
+  if (!a.markdown_out.empty() && !write_text(a.markdown_out, reports::check_markdown(r, a.baseline, a.current), tool)) rc = unwritable;
+  if (!a.junit_out.empty() && !write_text(a.junit_out, reports::check_junit(r), tool)) rc = unwritable;
   return rc;
 }
 

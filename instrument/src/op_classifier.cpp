@@ -488,8 +488,11 @@ void OpClassifier::on_start(const OpInfo& op) {
       // passing gathers this batch's activations, or (full graph) a row per edge, more than nodes.
       const bool feature_read = op.gather_source_persistent && !op.any_input_requires_grad && here != Phase::kBackward &&
                                 op.gather_rows < op.gather_source_rows;
+      // A gather on the loop's line below its backward call (logits[mask] for a metric) is that
+      // line's work, as its other ops are: not a read a prefetcher could take.
       const bool in_compute = !feature_read && (here == Phase::kForward || here == Phase::kForwardNoGrad ||
-                                                here == Phase::kBackward || op.in_module || op.any_input_requires_grad);
+                                                here == Phase::kBackward || op.in_module || op.any_input_requires_grad ||
+                                                op.after_backward_line);
       // Without phases (a linked program whose macros name its stages) the observer cannot
       // tell a feature read from message passing: gathers stay op stages.
       if (opt_.phases && !in_gather_ && !in_compute && op.gather_source_bytes >= opt_.gather_min_bytes) {

@@ -15,6 +15,7 @@
 
 #include <array>
 #include <atomic>
+#include <optional>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -164,17 +165,18 @@ void reset_sampling_after_fork() {
   }
 }
 
-// An iteration boundary on the loop thread: decide whether the next iteration's ops are
-// observed, switch the ops callback accordingly, and mark the boundary with that fact.
-/// Gather sources seen lately, per thread, to tell a table that outlives the iterations (the
-/// same storage in a later iteration) from this batch's tensors.
+/// Gather sources seen lately, per thread, most recent first, to tell a table that outlives the
+/// iterations (the same storage in a later iteration) from this batch's tensors. A weak
+/// reference: the storage's object stays allocated while it is held, so no later storage can
+/// take its address and pass for it.
 struct SeenSource {
-  const void* data = nullptr;
-  std::uint64_t bytes = 0;
+  std::optional<c10::weak_intrusive_ptr<c10::StorageImpl>> storage;
   std::uint64_t iteration = 0;  // g_marks when first seen
 };
 std::atomic<std::uint64_t> g_marks{0};  // iteration marks so far
 
+// An iteration boundary on the loop thread: decide whether the next iteration's ops are
+// observed, switch the ops callback accordingly, and mark the boundary with that fact.
 void mark_iteration(unsigned flags = 0, bool after_gap = false) {
   g_marks.fetch_add(1, std::memory_order_relaxed);
   if (after_gap) g_last_mark = 0;  // the dropped time is no iteration for the sampler either
@@ -211,19 +213,27 @@ class CApiSink final : public OpSink {
     sites_.push_back(site);
     const bool op = std::strcmp(category, "op") == 0;
     contexts_.push_back(op && !contexts_.empty() ? contexts_.back() : op ? 0 : site);
-    if (track_off_cpu_ && off_depth_ == 0 && !op && is_data(site, stage)) {
-      off_depth_ = sites_.size();
-      off_wall0_ = mono_ns();
-      off_cpu0_ = thread_cpu_ns();
+    if (track_off_cpu_ && !op && off_n_ < kOffFrames && is_data(site, stage)) {
+      // A data stage's own time off the CPU: a data stage nested in it (a DataLoader's wait in
+      // the program's "data" stage) pauses it and has its own.
+      const std::int64_t wall = mono_ns(), cpu = thread_cpu_ns();
+      if (off_n_ > 0) pause(off_[off_n_ - 1], wall, cpu);
+      off_[off_n_++] = OffFrame{sites_.size(), off_counter_, wall, cpu, 0};
     }
   }
   void end() override {
-    if (off_depth_ != 0 && off_depth_ == sites_.size()) {
+    while (off_n_ > 0 && off_[off_n_ - 1].depth > sites_.size()) --off_n_;  // ended out of order: forget it
+    if (off_n_ > 0 && off_[off_n_ - 1].depth == sites_.size()) {
       // The data stage's time off the CPU (a time.sleep, blocking I/O in a generator): it holds
       // no GIL, so a prefetch thread could overlap it whatever the loader's Python is.
-      const std::int64_t wall = mono_ns() - off_wall0_, cpu = thread_cpu_ns() - off_cpu0_;
-      if (off_cpu0_ >= 0 && cpu >= 0) gnnprof_counter(off_counter_, static_cast<double>(std::max<std::int64_t>(0, wall - cpu)));
-      off_depth_ = 0;
+      const std::int64_t wall = mono_ns(), cpu = thread_cpu_ns();
+      OffFrame& f = off_[--off_n_];
+      pause(f, wall, cpu);
+      if (f.cpu >= 0) gnnprof_counter(f.counter, static_cast<double>(std::max<std::int64_t>(0, f.off)));
+      if (off_n_ > 0) {  // the enclosing data stage resumes
+        off_[off_n_ - 1].wall = wall;
+        off_[off_n_ - 1].cpu = cpu;
+      }
     }
     gnnprof_stage_end();
     if (!sites_.empty()) sites_.pop_back();
@@ -275,10 +285,21 @@ class CApiSink final : public OpSink {
     off_counter_ = it->second;
     return it->second != 0;
   }
+  /// A data stage being measured: its depth in sites_, counter, clocks at its last resume, and
+  /// its time off the CPU so far.
+  struct OffFrame {
+    std::size_t depth = 0;
+    std::uint32_t counter = 0;
+    std::int64_t wall = 0, cpu = 0, off = 0;
+  };
+  static void pause(OffFrame& f, std::int64_t wall, std::int64_t cpu) noexcept {
+    if (f.cpu >= 0 && cpu >= 0) f.off += (wall - f.wall) - (cpu - f.cpu);
+  }
+  static constexpr std::size_t kOffFrames = 8;
   bool track_off_cpu_ = false;
-  std::size_t off_depth_ = 0;  // depth in sites_ of the data stage being measured (0: none)
-  std::int64_t off_wall0_ = 0, off_cpu0_ = 0;
-  std::uint32_t off_counter_ = 0;
+  std::array<OffFrame, kOffFrames> off_{};
+  std::size_t off_n_ = 0;
+  std::uint32_t off_counter_ = 0;  // is_data()'s answer for the site it was asked about
   std::uint32_t site_of(std::string_view name, const char* category) {
     // A record_function scope takes the category its name implies ("sample" is data, ...).
     return intern(sites_by_name_, name, std::strcmp(category, "user") == 0 ? nullptr : category);
@@ -443,9 +464,8 @@ struct ThreadState {
   // current line is below it (after_backward_line).
   gnnprof_site_t backward_site = 0, below_site = 0, below_anchor = 0;
   bool below = false;
-  std::array<SeenSource, 8> sources{};  // fill_gather's
-  std::size_t next_source = 0;
-  explicit ThreadState(ClassifierOptions opt) : classifier(sink, opt, heap.resource()) { sink.track_off_cpu(opt.marks_iterations); }
+  std::array<SeenSource, 8> sources{};  // fill_gather's, most recently used first
+  explicit ThreadState(ClassifierOptions opt) : classifier(sink, opt, heap.resource()) {}
 };
 
 thread_local ThreadState* t_state = nullptr;
@@ -460,6 +480,7 @@ ThreadState* state() {
     opt.marks_iterations = main_thread && g_options.marks_iterations;
     opt.phases_span_gaps = main_thread && !g_worker;
     t_state = new (gnnprof::detail::map_pages(sizeof(ThreadState), alignof(ThreadState))) ThreadState(opt);
+    t_state->sink.track_off_cpu(main_thread);  // the loop's thread: the GIL what-if's data stages
   }
   return t_state;
 }
@@ -519,13 +540,15 @@ const at::Tensor* tensor_at(c10::ArrayRef<const c10::IValue> inputs, std::size_t
   return t.defined() ? &t : nullptr;
 }
 
-void fill_gather(const at::RecordFunction& fn, std::string_view name, OpInfo& op, SeenSource* seen, std::size_t n_seen,
-                 std::size_t& next_seen) {
+void fill_gather(const at::RecordFunction& fn, std::string_view name, OpInfo& op, SeenSource* seen, std::size_t n_seen) {
   auto inputs = fn.inputs();
   const at::Tensor* src = tensor_at(inputs, 0);
   // Feature rows: a floating-point table of 2+ dims, gathered along its first. Index lookups
-  // (1-D), integer tables (edge_index[:, mask], a neighbour table) and columns are not.
-  if (src == nullptr || !src->is_cpu() || src->dim() < 2 || !src->is_floating_point()) return;
+  // (1-D), integer tables (edge_index[:, mask], a neighbour table), columns and sparse tensors
+  // are not.
+  if (src == nullptr || !src->is_cpu() || src->layout() != c10::kStrided || !src->has_storage() || src->dim() < 2 ||
+      !src->is_floating_point())
+    return;
   std::int64_t dim = 0;
   std::uint64_t rows = 0, covered = 1;  // covered: the elements of the indexed dims (a row's bytes = all / covered)
   if (name == "aten::index_select") {
@@ -566,15 +589,22 @@ void fill_gather(const at::RecordFunction& fn, std::string_view name, OpInfo& op
   op.gather_rows = rows;
   op.gather_bytes = rows * (src_bytes / covered);
   op.gather_source_rows = static_cast<std::uint64_t>(src->size(0));
-  const void* data = src->data_ptr();
+  if (src->requires_grad()) return;  // the model's own rows: never a feature table
+  // Most recently used first: a table read every iteration stays, whatever else a layer gathers.
+  const c10::StorageImpl* impl = src->storage().unsafeGetStorageImpl();
   const std::uint64_t now = g_marks.load(std::memory_order_relaxed);
+  std::size_t at = n_seen - 1;  // a miss takes the least recently used slot
   for (std::size_t i = 0; i < n_seen; ++i)
-    if (seen[i].data == data && seen[i].bytes == src_bytes) {
+    if (seen[i].storage && !seen[i].storage->expired() && seen[i].storage->_unsafe_get_target() == impl) {
       op.gather_source_persistent = seen[i].iteration < now;
-      return;
+      at = i;
+      break;
     }
-  seen[next_seen] = SeenSource{data, src_bytes, now};
-  next_seen = (next_seen + 1) % n_seen;
+  SeenSource entry = at < n_seen && seen[at].storage && seen[at].storage->_unsafe_get_target() == impl
+                         ? std::move(seen[at])
+                         : SeenSource{src->storage().getWeakStorageImpl(), now};
+  for (std::size_t i = at; i > 0; --i) seen[i] = std::move(seen[i - 1]);
+  seen[0] = std::move(entry);
 }
 
 void fill_copy(const at::RecordFunction& fn, OpInfo& op) {
@@ -635,7 +665,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     const int depth = ts->classifier.op_depth();  // ops open around this one
     const bool top = depth == 0;
     switch (kind) {
-      case OpKind::kGather: fill_gather(fn, op.name, op, ts->sources.data(), ts->sources.size(), ts->next_source); break;
+      case OpKind::kGather: fill_gather(fn, op.name, op, ts->sources.data(), ts->sources.size()); break;
       case OpKind::kCopy:
         fill_copy(fn, op);
         if (op.copy_src != op.copy_dst) g_devices_seen.store(true, std::memory_order_relaxed);

@@ -203,6 +203,14 @@ int gnnprof_stage_is_data(gnnprof_site_t stage) {
   }
 }
 
+void gnnprof_set_loop_extent(const char* file, const char* function, unsigned first, unsigned last) {
+  if (file == nullptr || function == nullptr) return;
+  try {
+    gnnprof::detail::site_registry().set_loop_extent(file, function, first, last);
+  } catch (...) {
+  }
+}
+
 int gnnprof_line_after(gnnprof_site_t line, gnnprof_site_t anchor) {
   try {
     return gnnprof::detail::site_registry().line_after(line & ~GNNPROF_DATA_LINE, anchor & ~GNNPROF_DATA_LINE) ? 1 : 0;

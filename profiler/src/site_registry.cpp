@@ -145,8 +145,28 @@ bool SiteRegistry::line_after(std::uint32_t site, std::uint32_t anchor) const {
   if (site == 0 || anchor == 0 || site >= sites_.size() || anchor >= sites_.size()) return false;
   const Stored& a = sites_[site];
   const Stored& b = sites_[anchor];
-  return a.kind == SiteKind::kLine && b.kind == SiteKind::kLine && a.line > b.line && a.file == b.file &&
-         a.function == b.function;
+  if (a.kind != SiteKind::kLine || b.kind != SiteKind::kLine || a.line <= b.line || a.file != b.file || a.function != b.function)
+    return false;
+  for (const LoopExtent& l : loops_)
+    if (l.file == a.file && l.function == a.function) return b.line >= l.first && a.line <= l.last;
+  return true;
+}
+
+void SiteRegistry::set_loop_extent(const std::string& file, const std::string& function, std::uint32_t first,
+                                   std::uint32_t last) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (LoopExtent& l : loops_)
+    if (std::string_view(l.file) == file && std::string_view(l.function) == function) {
+      l.first = first;
+      l.last = last;
+      return;
+    }
+  if (loops_.size() >= 16) return;
+  LoopExtent& l = loops_.emplace_back(heap_.resource());
+  l.file = file;
+  l.function = function;
+  l.first = first;
+  l.last = last;
 }
 
 }  // namespace gnnprof::detail

@@ -40,8 +40,10 @@ class SiteRegistry {
   std::string name_of(std::uint32_t site) const;
   /// The category of one stage site, "" for an unknown id.
   std::string category_of(std::uint32_t site) const;
-  /// Whether two line sites are in one function of one file, `site` below `anchor` in it.
+  /// Whether two line sites are in one function of one file, `site` below `anchor` in it and,
+  /// when that function's loop is known (set_loop_extent), both inside the loop.
   bool line_after(std::uint32_t site, std::uint32_t anchor) const;
+  void set_loop_extent(const std::string& file, const std::string& function, std::uint32_t first, std::uint32_t last);
   std::mutex& mutex() { return mu_; }
 
  private:
@@ -57,6 +59,12 @@ class SiteRegistry {
   PrivateHeap heap_;  // guarded by mu_, like the tables it holds
   std::pmr::vector<Stored> sites_{heap_.resource()};
   std::pmr::unordered_map<std::pmr::string, std::uint32_t> by_key_{heap_.resource()};
+  struct LoopExtent {
+    explicit LoopExtent(std::pmr::memory_resource* mr) : file(mr), function(mr) {}
+    std::pmr::string file, function;
+    std::uint32_t first = 0, last = 0;
+  };
+  std::pmr::vector<LoopExtent> loops_{heap_.resource()};  // a few: the selected loops
 };
 
 SiteRegistry& site_registry();

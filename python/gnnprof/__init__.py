@@ -659,6 +659,9 @@ def _torch_imported():
     from . import _config, _torch_hooks
     try:
         _watch_torch_threads()
+    except Exception:  # a torch without set_num_threads: the report goes without its count
+        pass
+    try:
         _state["torch_modules"] = _torch_hooks.install(_native, _config)
     except Exception as e:  # never into the host's import; said once, in the collector list
         _state["torch_modules"] = "failed"

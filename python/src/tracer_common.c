@@ -350,6 +350,14 @@ static void note_loop_lines(PyFrameObject* fr, PyCodeObject* co) {
   if (ci != NULL && ci->loop_levels == 0 && loop_of(fr, co, ci->loop_lo, ci->loop_hi, 4, &ci->loop_levels)) {
     ci->loop_level = 0;
     ci->loop_out = 0;
+    /* The innermost loop's lines, for the torch observer: its work below the backward call is
+     * the step's (metrics), what lies past the loop (an evaluation) is not. */
+    if (g_core.set_loop_extent != NULL) {
+      const char* file = PyUnicode_AsUTF8(ci->filename);
+      const char* fn = PyUnicode_AsUTF8(ci->qualname);
+      if (file != NULL && fn != NULL) g_core.set_loop_extent(file, fn, (unsigned)ci->loop_lo[0], (unsigned)ci->loop_hi[0]);
+      else PyErr_Clear();
+    }
   }
 }
 

@@ -333,7 +333,7 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
     // microseconds of helper ops, mostly Python).
     if (gil && *gil > 0.2 && a.exposed_data_share >= 0.05)
       add(fmt::format("in Python, {:.0f}% of the data time is the loader's own Python, which holds the GIL{}", 100 * *gil,
-                      a.data_off_cpu_ns > 0 ? fmt::format(" (its {} off the CPU, sleeping or blocked in I/O, left out)",
+                      a.data_off_cpu_ns > 0 ? fmt::format(" (its {} off the CPU over the run, sleeping or blocked in I/O, left out)",
                                                           human_ns(a.data_off_cpu_ns))
                                             : std::string()));
     if (a.worker_wait_ns > 0 && 20 * a.worker_wait_ns >= a.iteration_median_ns)

@@ -113,9 +113,12 @@ bool listed(const CheckRow& r) {
   return r.metric.scope == Scope::kLoop || r.metric.baseline_median_ns != 0 || r.metric.candidate_median_ns != 0;
 }
 
-std::string label(const MetricComparison& m) {
+/// A row's name: an op's short name, indented under its phase, and the phase it ran in (each
+/// one's share when several) (`indent`: the text's two spaces, the Markdown's non-breaking ones).
+std::string label(const MetricComparison& m, const char* indent = "  ") {
   if (!m.op()) return m.name;
-  return "  " + short_op_name(m.name) + (m.phases.empty() ? "" : " (in " + m.phases + ")");
+  const std::string& in = m.phases.empty() ? m.phase : m.phases;
+  return indent + short_op_name(m.name) + (in.empty() ? "" : " (in " + in + ")");
 }
 
 }  // namespace
@@ -163,8 +166,14 @@ std::vector<std::string> check_notes(const CheckResult& r) {
                                 "(--stage-floor)",
                                 100 * r.policy.stage_floor));
   if (r.stages_not_significant > 0)
-    notes.push_back("not significant, Holm: over its limit, but not significant once corrected for the number of stage "
-                    "tests (Holm's step-down at the family-wise 5%): a larger change or more iterations would tell");
+    notes.push_back(fmt::format("not significant, Holm: over its limit, but not significant once corrected for the number "
+                                "of stage tests (Holm's step-down at the family-wise {:.3g}%): a larger change or more "
+                                "iterations would tell",
+                                100 * r.policy.alpha));
+  std::size_t zero = 0;
+  for (const auto& row : r.rows) zero += !row.metric.op() && !listed(row) ? 1 : 0;
+  if (zero > 0)
+    notes.push_back(fmt::format("{} stage{} 0 ns in the median iteration of both sides not listed", zero, zero == 1 ? "" : "s"));
   if (r.ops_checked > 0) {
     const std::size_t tested = r.ops_checked - r.ops_one_side;
     std::string left;
@@ -217,15 +226,13 @@ std::string check_summary(const CheckResult& r) {
 std::string check_markdown(const CheckResult& r, const std::string& baseline, const std::string& current) {
   std::string md = fmt::format("### gnnprof check: {}\n\n", r.iteration_undecided ? "undecided" : r.regressions > 0 ? "regression" : "pass");
   md += "Baseline `" + baseline + "`, current `" + current +
-        "`; regression = significant (p < 0.05, CI excludes 1) and slower than the limit; a stage or op also "
+        "`; regression = significant (p < " + fmt::format("{:.3g}", r.policy.alpha) + ", CI excludes 1) and slower than the limit; a stage or op also "
         "significant across its family of tests (Holm) and grown by its floor of the iteration.\n\n"
         "| metric | baseline | current | ratio | 95% CI | p | limit | status |\n|---|---:|---:|---:|---:|---:|---:|---|\n";
   for (const auto& row : r.rows) {
     if (!listed(row)) continue;
     const auto& m = row.metric;
-    const std::string name =
-        m.op() ? "&nbsp;&nbsp;" + short_op_name(m.name) + (m.phase.empty() ? "" : " (in " + (m.phases.empty() ? m.phase : m.phases) + ")")
-               : m.name;
+    const std::string name = label(m, "&nbsp;&nbsp;");
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {:.3g}% | {} |\n", name, human_ns(m.baseline_median_ns),
                       human_ns(m.candidate_median_ns), ratio_text(m.ratio), ci_text(m.ci_low, m.ci_high, CiStyle::kDash),
                       p_text(m.p_value), 100 * row.limit,

@@ -89,7 +89,7 @@ std::string line_where(const LineComparison& l) {
 std::string moved_summary(const Comparison& c) {
   // Per function that changed sides: its lines' summed medians on each.
   struct Moved {
-    std::string function;
+    std::string file, function;
     bool to_workers = true;
     std::size_t lines = 0;
     std::int64_t loop_ns = 0, worker_ns = 0;
@@ -98,7 +98,8 @@ std::string moved_summary(const Comparison& c) {
   for (const auto& l : c.lines) {
     if (l.metric.verdict != Verdict::kMovedToWorkers && l.metric.verdict != Verdict::kMovedToLoop) continue;
     const bool to = l.metric.verdict == Verdict::kMovedToWorkers;
-    if (moved.empty() || moved.back().function != l.function || moved.back().to_workers != to) moved.push_back({l.function, to});
+    if (moved.empty() || moved.back().file != l.file || moved.back().function != l.function || moved.back().to_workers != to)
+      moved.push_back({l.file, l.function, to});
     Moved& m = moved.back();
     ++m.lines;
     m.loop_ns += to ? l.metric.baseline_median_ns : l.metric.candidate_median_ns;
@@ -206,7 +207,9 @@ std::string comparison_text(const Comparison& c, bool ops) {
   std::size_t op_rows = 0, ops_slower = 0, ops_faster = 0, ops_gone = 0, ops_new = 0, zero_rows = 0;
   std::vector<const MetricComparison*> slower_ops;
   for (const auto& m : c.metrics) {
-    if (m.op()) {
+    if (m.op() && m.scope == Scope::kWorkers) {  // the workers' ops: hidden, listed with --ops only
+      if (!ops) continue;
+    } else if (m.op()) {
       ++op_rows;
       ops_slower += m.verdict == Verdict::kSlower ? 1 : 0;
       ops_faster += m.verdict == Verdict::kFaster ? 1 : 0;

@@ -993,11 +993,17 @@ TEST(OpClassifier, NoGradOpsBelowTheBackwardLineAreNotData) {
   leaf(c, metric);           // the next metric line
   next_line(r, c);
   leaf(c, op("aten::randint"));  // the next batch's sampling, at the loop's top
+  next_line(r, c);
+  // A gather on such a line (logits[mask] for a metric) is no feature read.
+  gi::OpInfo masked = feature_gather();
+  masked.after_backward_line = true;
+  leaf(c, masked);
+  next_line(r, c);
   // Inside a module's call (a metric module) the module's rules hold.
   leaf(c, in_model(metric));
   const std::vector<std::string> want = {"+ops (no grad)[data]", "-", "STEP", "+forward[compute]", "-", "+backward[compute]", "-",
                                          "+ops after backward[compute]", "-", "+ops after backward[compute]", "-",
-                                         "+ops (no grad)[data]", "-", "+forward[compute]"};
+                                         "+ops (no grad)[data]", "-", "+ops after backward[compute]", "-", "+forward[compute]"};
   EXPECT_EQ(r.log, want);
 }
 

@@ -1264,6 +1264,9 @@ def test_metrics_after_the_step_are_not_data(gnnprof_run, plain_run):
         assert line["stages"].get("ops after backward", 0) > 0 and "ops (no grad)" not in line["stages"], line
     sampling = lines[line_of(path, "seeds = torch.randperm(N)[:1024]")]
     assert sampling["stages"].get("ops (no grad)", 0) > 0, sampling
+    # Past the loop (an evaluation after training): not the step's work.
+    final = lines[line_of(path, "final = (model(x).argmax(1) == y).float().mean()")]
+    assert "ops after backward" not in final["stages"], final
 
 
 @needs_torch

@@ -144,7 +144,7 @@ TEST(Analysis, WhatIfWithinTheMachinesLimits) {
   ASSERT_TRUE(gi.whatif_gil_share);
   EXPECT_NEAR(*gi.whatif_gil_share, 0.3, 1e-9);  // (1600 - 1000) / 2000
   EXPECT_EQ(gi.data_off_cpu_ns, 1000);
-  EXPECT_NE(whatif_expectation(gi).find("(its 1.00 us off the CPU, sleeping or blocked in I/O, left out)"), std::string::npos)
+  EXPECT_NE(whatif_expectation(gi).find("(its 1.00 us off the CPU over the run, sleeping or blocked in I/O, left out)"), std::string::npos)
       << whatif_expectation(gi);
 
   // A DataLoader with worker processes: the loop's data stage is a wait on them, not its Python.

@@ -644,7 +644,7 @@ TEST(LineCompare, ACollateMovedIntoWorkersIsFollowedThere) {
   EXPECT_STREQ(to_string(wbatch->verdict), "more");
   EXPECT_EQ(reports::moved_summary(both), "");
   const reports::CheckResult r = reports::apply_check(both, {});
-  EXPECT_EQ(r.regressions, 0u);
+  EXPECT_EQ(r.regressions, 0);
   for (const auto& row : r.rows) EXPECT_NE(row.metric.scope, reports::Scope::kWorkers) << row.metric.name;
 }
 

@@ -184,14 +184,17 @@ GNNPROF_C_API void gnnprof_line_event(gnnprof_site_t site, uint64_t begin, uint6
 /* The calling thread's current line (GNNPROF_LINE or gnnprof_set_line), 0 if none. */
 GNNPROF_C_API gnnprof_site_t gnnprof_current_line(void);
 /* 1 when `line` and `anchor` are lines of one function of one file, `line` below `anchor`
- * (the torch observer: a loop's statements after its backward call), else 0. */
+ * (the torch observer: a loop's statements after its backward call) and, when that function's
+ * training loop is known (gnnprof_set_loop_extent), both inside it; else 0. */
 GNNPROF_C_API int gnnprof_line_after(gnnprof_site_t line, gnnprof_site_t anchor);
+/* The lines of a function's training loop (the Python tracer, when it selects the loop). */
+GNNPROF_C_API void gnnprof_set_loop_extent(const char* file, const char* function, unsigned first, unsigned last);
 /* 1 when `stage` is a stage site of category "data" (named so, or by its name: "sample", a
  * DataLoader's scope), else 0. */
 GNNPROF_C_API int gnnprof_stage_is_data(gnnprof_site_t stage);
-/* The torch observer's counters "off-CPU ns: <stage>": per outermost data stage on the loop thread,
- * its wall time less the thread's CPU time in it (sleeping, blocked in I/O): time that holds
- * no GIL. */
+/* The torch observer's counters "off-CPU ns: <stage>": per data stage on the process's main
+ * thread (the loop's), its own wall time less the thread's CPU time in it, a data stage nested
+ * in it left to its own counter (sleeping, blocked in I/O): time that holds no GIL. */
 #define GNNPROF_OFF_CPU_COUNTER_PREFIX "off-CPU ns: "
 /* 1 once any thread has set a line with gnnprof_set_line(). */
 GNNPROF_C_API int gnnprof_lines_traced(void);
