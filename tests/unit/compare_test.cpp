@@ -124,6 +124,30 @@ TEST(Compare, ASlowerCandidateSaysSoAndNamesTheStage) {
       << slower_summary(c);
 }
 
+// An op's change too small to matter, however significant (+2 us in a ~20 ms iteration), is no
+// change; one above 0.1 % of the iteration is slower.
+TEST(Compare, AnOpsTinyChangeIsNoChange) {
+  std::mt19937 rng(5);
+  auto side = [&](std::int64_t add_ns, std::int64_t mm_ns) {
+    Profile p = run(rng, 20, 5, true);
+    StageStats add, mm;
+    add.name = "aten::add";
+    add.category = mm.category = "op";
+    mm.name = "aten::mm";
+    p.stages = {add, mm};
+    for (auto& it : p.iterations) {
+      it.stages["aten::add"] = add_ns + static_cast<std::int64_t>(it.index % 3) * 10;
+      it.stages["aten::mm"] = mm_ns + static_cast<std::int64_t>(it.index % 3) * 10;
+    }
+    return p;
+  };
+  const Comparison c = compare_profiles({side(10000, 1000000)}, {side(12000, 1050000)}, CompareOptions{});
+  for (const auto& m : c.metrics) {
+    if (m.name == "aten::add") EXPECT_EQ(m.verdict, Verdict::kNoChange) << m.delta_ns;
+    if (m.name == "aten::mm") EXPECT_EQ(m.verdict, Verdict::kSlower) << m.delta_ns;
+  }
+}
+
 // Slow iterations the median leaves out (a producer's fresh mmap every third batch): the median
 // says faster, the mean row (second) says slower, and the headline says they disagree.
 TEST(Compare, TheMeanIterationCatchesSlowIterationsTheMedianLeavesOut) {
