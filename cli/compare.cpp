@@ -249,6 +249,13 @@ int run_check(const CheckArgs& a) {
   policy.alpha = opt.alpha;
   policy.skip = a.skip;
   const reports::CheckResult r = reports::apply_check(c, policy);
+  // A limit on a stage or op of one side only checks nothing: say so rather than pass silently.
+  for (const auto& row : r.rows)
+    if (limits.count(row.metric.name) != 0 &&
+        (row.status == reports::CheckStatus::kBaselineOnly || row.status == reports::CheckStatus::kCandidateOnly))
+      std::cerr << tool << ": note: --stage " << row.metric.name << ": in the "
+                << (row.status == reports::CheckStatus::kBaselineOnly ? "baseline" : "current run")
+                << " only, so not checked (the iteration and its phase judge it)\n";
   std::cout << reports::check_text(r) << "\n" << reports::check_summary(r) << "\n";
   if (const std::string passes = reports::passes_summary(c); !passes.empty()) std::cout << passes << "\n";
   int rc = r.iteration_undecided ? kBad : r.regressions > 0 ? kFail : kOk;

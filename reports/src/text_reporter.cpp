@@ -390,9 +390,9 @@ std::string run_summary(const Report& r) {
     const std::string of = a.iterations_unobserved > 0 && 20 * std::llabs(run - observed) > run
                                ? fmt::format("an observed iteration ({} median)", human_ns(observed))
                                : std::string("an iteration");
-    out += fmt::format("  {} iterations{}, median {}{}; data exposed {:.1f}% of {}; what-if prefetch {:.2f}x",
-                       a.iterations_used, passes_text(a.backward_passes), human_ns(run), mean_text, 100 * a.exposed_data_share,
-                       of, a.whatif_speedup);
+    out += fmt::format("  {} iterations{}{}, median {}{}; data exposed {:.1f}% of {}; what-if prefetch {:.2f}x",
+                       a.iterations_used, a.skipped > 0 ? fmt::format(" ({} warm-up left out)", a.skipped) : "",
+                       passes_text(a.backward_passes), human_ns(run), mean_text, 100 * a.exposed_data_share, of, a.whatif_speedup);
     if (a.whatif_expected_speedup + 0.005 < a.whatif_speedup)
       out += fmt::format(", {:.2f}x within this machine's limits", a.whatif_expected_speedup);
     out += "\n";

@@ -56,6 +56,8 @@ for it in p['iterations']: it['stages']={'x'+k: v for k, v in it['stages'].items
 json.dump(p, open(sys.argv[2],'w'))" "$tmp/fast.json" "$tmp/foreign_stages.json"
 "$cli" check --baseline "$tmp/fast.json" "$tmp/extra.json" >"$tmp/out" 2>&1; rc=$?
 check "a stage of one side only is listed, not refused" '[ $rc -eq 0 ] && grep -q "^extra .*ok (candidate only)" "$tmp/out"'
+"$cli" check --baseline "$tmp/fast.json" "$tmp/extra.json" --stage extra=5% >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "a limit on a one-sided stage says it checks nothing" '[ $rc -eq 0 ] && grep -q "note: --stage extra: in the current run only, so not checked" "$tmp/err"'
 one_line_exit2 "check missing" "$tmp/none.json: cannot open" check --baseline "$tmp/none.json" "$tmp/fast.json"
 one_line_exit2 "check empty" "$tmp/empty.json: empty file" check --baseline "$tmp/empty.json" "$tmp/fast.json"
 one_line_exit2 "check truncated" "$tmp/trunc.json: truncated JSON" check --baseline "$tmp/fast.json" "$tmp/trunc.json"
