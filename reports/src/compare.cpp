@@ -176,6 +176,28 @@ WorkerSamples collect_workers(const std::vector<Profile>& workers, const std::se
   return s;
 }
 
+/// A stage that ran in no iteration of one side (an op replaced by another, a stage added): not
+/// slower or faster, but that side's only.
+void mark_one_side(MetricComparison& m, const std::set<std::string>& baseline, const std::set<std::string>& candidate) {
+  if (baseline.count(m.name) == 0) m.verdict = Verdict::kCandidateOnly;
+  else if (candidate.count(m.name) == 0) m.verdict = Verdict::kBaselineOnly;
+}
+
+/// One scope's stage rows as the comparison lists them: each with its category and phase, by
+/// larger median, then phase-first (each phase followed by its ops).
+std::vector<MetricComparison> phase_ordered(std::vector<MetricComparison> rows, const std::map<std::string, StagePlace>& places) {
+  for (auto& m : rows)
+    if (auto f = places.find(m.name); f != places.end()) {
+      m.category = f->second.category;
+      m.phase = f->second.phase;
+      m.phases = f->second.phases;
+    }
+  std::stable_sort(rows.begin(), rows.end(), [](const MetricComparison& x, const MetricComparison& y) {
+    return std::max(x.baseline_median_ns, x.candidate_median_ns) > std::max(y.baseline_median_ns, y.candidate_median_ns);
+  });
+  return phase_first(std::move(rows), places, [](const MetricComparison& m) { return m.name; });
+}
+
 // The percentile bootstrap (95 %) of stat(candidate) / stat(baseline) into m.ci_low/ci_high.
 template <class Stat>
 void bootstrap_ratio_ci(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b, const CompareOptions& opt,
@@ -375,29 +397,16 @@ Comparison compare_profiles(const std::vector<Profile>& baseline_in, const std::
   std::vector<MetricComparison> stages;
   for (const auto& n : loop_names) stages.push_back(compare_metric(n, Scope::kLoopThread, a.loop_thread[n], b.loop_thread[n], options, rng));
   for (const auto& n : other_names) stages.push_back(compare_metric(n, Scope::kOtherThreads, a.other[n], b.other[n], options, rng));
-  // A stage of one side only (an op replaced by another, a stage added): not slower or faster.
-  for (auto& m : stages)
-    if (a.present.count(m.name) == 0) m.verdict = Verdict::kCandidateOnly;
-    else if (b.present.count(m.name) == 0) m.verdict = Verdict::kBaselineOnly;
-  std::stable_sort(stages.begin(), stages.end(), [](const MetricComparison& x, const MetricComparison& y) {
-    if (x.scope != y.scope) return x.scope < y.scope;  // loop_thread before other_threads
-    return std::max(x.baseline_median_ns, x.candidate_median_ns) > std::max(y.baseline_median_ns, y.candidate_median_ns);
-  });
+  for (auto& m : stages) mark_one_side(m, a.present, b.present);
   std::vector<const Profile*> all;
   for (const auto* side : {&baseline, &candidate})
     for (const Profile& p : *side) all.push_back(&p);
   const auto places = stage_places(all);
-  for (auto& m : stages)
-    if (auto f = places.find(m.name); f != places.end()) {
-      m.category = f->second.category;
-      m.phase = f->second.phase;
-      m.phases = f->second.phases;
-    }
   for (Scope scope : {Scope::kLoopThread, Scope::kOtherThreads}) {
     std::vector<MetricComparison> rows;
     for (const auto& m : stages)
       if (m.scope == scope) rows.push_back(m);
-    rows = phase_first(std::move(rows), places, [](const MetricComparison& m) { return m.name; });
+    rows = phase_ordered(std::move(rows), places);
     c.metrics.insert(c.metrics.end(), rows.begin(), rows.end());
     // After the loop thread's stages, its time outside every stage (a sleep, Python no stage covers).
     if (scope == Scope::kLoopThread)
@@ -426,19 +435,10 @@ Comparison compare_profiles(const std::vector<Profile>& baseline_in, const std::
       static const std::vector<std::int64_t> kNone;
       MetricComparison m = compare_metric(n, Scope::kWorkers, fa == wa.stages.end() ? kNone : fa->second,
                                           fb == wb.stages.end() ? kNone : fb->second, options, rng);
-      if (wa.present.count(n) == 0) m.verdict = Verdict::kCandidateOnly;
-      else if (wb.present.count(n) == 0) m.verdict = Verdict::kBaselineOnly;
-      if (auto f = worker_places.find(n); f != worker_places.end()) {
-        m.category = f->second.category;
-        m.phase = f->second.phase;
-        m.phases = f->second.phases;
-      }
+      mark_one_side(m, wa.present, wb.present);
       rows.push_back(std::move(m));
     }
-    std::stable_sort(rows.begin(), rows.end(), [](const MetricComparison& x, const MetricComparison& y) {
-      return std::max(x.baseline_median_ns, x.candidate_median_ns) > std::max(y.baseline_median_ns, y.candidate_median_ns);
-    });
-    rows = phase_first(std::move(rows), worker_places, [](const MetricComparison& m) { return m.name; });
+    rows = phase_ordered(std::move(rows), worker_places);
     c.metrics.insert(c.metrics.end(), rows.begin(), rows.end());
   }
   const MetricComparison& it = c.metrics.front();
