@@ -110,7 +110,7 @@ namespace {
 /// An op only when it regressed; a stage unless it is 0 ns in the median iteration of both sides.
 bool listed(const CheckRow& r) {
   if (r.metric.op()) return r.status == CheckStatus::kRegression;
-  return r.metric.scope == Scope::kLoop || r.metric.baseline_median_ns != 0 || r.metric.candidate_median_ns != 0;
+  return !zero_on_both_sides(r.metric);
 }
 
 /// A row's name: an op's short name, indented under its phase, and the phase it ran in (each

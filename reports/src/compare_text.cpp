@@ -218,9 +218,7 @@ std::string comparison_text(const Comparison& c, bool ops) {
       if (m.verdict == Verdict::kSlower) slower_ops.push_back(&m);
       if (!ops) continue;
     }
-    // A stage that is 0 ns in the median iteration of both sides (gnnprof's own work, a rare
-    // sync) says nothing here; the JSON keeps it.
-    if (m.baseline_median_ns == 0 && m.candidate_median_ns == 0 && m.scope != Scope::kLoop) {
+    if (zero_on_both_sides(m)) {
       ++zero_rows;
       continue;
     }

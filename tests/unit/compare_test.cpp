@@ -143,8 +143,12 @@ TEST(Compare, AnOpsTinyChangeIsNoChange) {
   };
   const Comparison c = compare_profiles({side(10000, 1000000)}, {side(12000, 1050000)}, CompareOptions{});
   for (const auto& m : c.metrics) {
-    if (m.name == "aten::add") EXPECT_EQ(m.verdict, Verdict::kNoChange) << m.delta_ns;
-    if (m.name == "aten::mm") EXPECT_EQ(m.verdict, Verdict::kSlower) << m.delta_ns;
+    if (m.name == "aten::add") {
+      EXPECT_EQ(m.verdict, Verdict::kNoChange) << m.delta_ns;
+    }
+    if (m.name == "aten::mm") {
+      EXPECT_EQ(m.verdict, Verdict::kSlower) << m.delta_ns;
+    }
   }
 }
 

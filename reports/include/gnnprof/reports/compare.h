@@ -97,6 +97,12 @@ struct MetricComparison {
   bool op() const { return category == "op"; }
 };
 
+/// A stage's row that is 0 ns in the median iteration of both sides (gnnprof's own work, a rare
+/// sync): it says nothing, and the text views leave it out (the JSON keeps it).
+inline bool zero_on_both_sides(const MetricComparison& m) {
+  return m.scope != Scope::kLoop && m.baseline_median_ns == 0 && m.candidate_median_ns == 0;
+}
+
 /// The name of the loop's mean-iteration row (second, after "iteration").
 inline constexpr const char* kMeanIteration = "iteration (mean)";
 /// The DataLoader's batch stage when the sides' iterator classes differ (workers on one side only).
