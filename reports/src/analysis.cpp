@@ -55,6 +55,10 @@ std::vector<IterationStage> stage_rows(const std::vector<const IterationStats*>&
   return rows;
 }
 
+/// The loop waiting for other workers: a prefetcher's queue, a DataLoader's worker processes.
+/// Data time, but not the loop's own Python.
+bool is_data_wait(std::string_view stage) { return stage == "loader_wait" || is_worker_wait(stage); }
+
 /// Whether torch computes on fewer threads than CPUs (the Python package's last "torch threads"
 /// sample) and the process keeps about that many busy: short iterations then are not CPUs idle
 /// for want of work per iteration.
@@ -209,9 +213,7 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
     for (const auto& s : p.stages) {
       ops |= s.category == "op";
       if (s.category != "data") continue;
-      // The loop waiting for other workers: a prefetcher's queue, a DataLoader's worker
-      // processes. Data time, but not the loop's own Python.
-      const bool waits = s.name == "loader_wait" || is_worker_wait(s.name);
+      const bool waits = is_data_wait(s.name);
       for (const auto& t : s.by_thread)
         if (t.thread == p.main_thread) {
           self += waits ? 0 : t.self_ns;
@@ -225,7 +227,7 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
     for (const auto& ctr : p.counters)
       if (ctr.name.rfind(prefix, 0) == 0) {
         const std::string stage = ctr.name.substr(prefix.size());
-        if (stage != "loader_wait" && !is_worker_wait(stage)) off += static_cast<std::int64_t>(ctr.mean * static_cast<double>(ctr.samples));
+        if (!is_data_wait(stage)) off += static_cast<std::int64_t>(ctr.mean * static_cast<double>(ctr.samples));
       }
     a.data_off_cpu_ns = off;
     // The data stages' time outside torch ops (and outside waits) is their own Python: it holds
