@@ -170,13 +170,22 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
   out << "\n== Stages ==\n";
   render_stage_table(r, out);
 
-  std::vector<const IterationStats*> done;
-  for (const auto& it : p.iterations)
-    if (it.complete) done.push_back(&it);
+  // The Analysis's iterations: the warm-up it leaves out is listed, not pooled.
+  std::vector<const IterationStats*> done = analysed_iterations(p, r.analysis);
   out << "\n== Iterations ==\n";
-  if (done.empty()) {
+  if (r.analysis.iterations_total == 0) {
     out << "No complete iterations: mark their boundaries with gnnprof.step() (Python) or GNNPROF_STEP() (C++).\n";
+  } else if (done.empty()) {
+    out << no_iterations_text(r.analysis) << "\n";
   } else {
+    if (r.analysis.skipped > 0) {
+      std::vector<std::string> warm;
+      std::uint64_t seen = 0;
+      for (const auto& it : p.iterations)
+        if (it.complete && seen++ < r.analysis.skipped) warm.push_back(human_ns(it.wall_ns));
+      out << fmt::format("{} warm-up iteration{} left out ({}): {}\n", r.analysis.skipped, r.analysis.skipped == 1 ? "" : "s",
+                         r.analysis.skip_detected ? "detected: over 1.5x the median" : "--skip", fmt::join(warm, ", "));
+    }
     std::vector<std::int64_t> walls;
     std::set<std::string> names;
     std::map<std::string, std::string> category;
@@ -186,7 +195,8 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
       for (const auto& [n, v] : it->stages)
         if (!is_op_category(category[n])) names.insert(n);  // phases only: ops are the --ops drill-down
     }
-    out << fmt::format("{} complete iterations: median {}, p90 {}, min {}, max {}\n", done.size(), human_ns(upper_median(walls)),
+    out << fmt::format("{} {}: median {}, p90 {}, min {}, max {}\n", done.size(),
+                       r.analysis.skipped > 0 ? "iterations after the warm-up" : "complete iterations", human_ns(upper_median(walls)),
                        human_ns(quantile_of(walls, 0.9)), human_ns(*std::min_element(walls.begin(), walls.end())),
                        human_ns(*std::max_element(walls.begin(), walls.end())));
     // Iteration sampling: the per-stage rows come from the iterations whose ops were observed.

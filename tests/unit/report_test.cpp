@@ -70,6 +70,30 @@ TEST(Report, RenderingAProfileBuildsItsReport) {
   EXPECT_NE(a.str().find("    SoftmaxBackward0"), std::string::npos);
 }
 
+// The Iterations section and the Analysis use the same iterations: the detected warm-up is
+// listed, not pooled into the median.
+TEST(Report, TheIterationsSectionLeavesOutTheWarmUpTheAnalysisLeavesOut) {
+  Profile p;
+  p.wall_ns = 1'000'000'000;
+  for (std::uint64_t i = 0; i < 20; ++i) {
+    IterationStats it;
+    it.index = i;
+    it.wall_ns = i == 0 ? 90'000'000 : i == 1 ? 40'000'000 : 10'000'000 + static_cast<std::int64_t>(i) * 100'000;
+    it.stages = {{"forward", it.wall_ns / 2}};
+    p.iterations.push_back(it);
+  }
+  p.stages = {StageStats{"forward", "compute", 20, 0, 0, 0}};
+  std::ostringstream out;
+  ASSERT_TRUE(TextReporter({}).render(p, out));
+  const std::string s = out.str();
+  EXPECT_NE(s.find("2 warm-up iterations left out (detected: over 1.5x the median): 90.0 ms, 40.0 ms\n"
+                   "18 iterations after the warm-up: median 11.1 ms"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("18 iterations analyzed (2 warm-up skipped, detected); median 11.1 ms"), std::string::npos) << s;
+  EXPECT_NE(s.find("forward                   5.55 ms"), std::string::npos) << s;  // not 5.6 with the warm-up
+}
+
 // Three nested phases (epoch > train_step > forward), ops recorded in every other iteration
 // (iteration sampling), a data stage on another thread, and an op whose name needs escaping.
 Profile nested_profile() {
