@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <set>
 
 #include "gnnprof/gnnprof_c.h"
 #include "gnnprof/reports/format.h"
@@ -70,6 +71,122 @@ bool torch_threads_busy(const Profile& p, double cpu_utilization) {
          cpu_utilization * static_cast<double>(p.environment.cpus) >= 0.8 * threads;
 }
 
+/// The median wall of the iterations whose ops were observed and of those whose ops were not
+/// (iteration sampling): an iteration is slow against its own kind. A kind of fewer than 3
+/// iterations uses the median of all.
+struct ClassMedians {
+  std::int64_t all = 0, observed = 0, unobserved = 0;
+  explicit ClassMedians(const std::vector<const IterationStats*>& its) {
+    std::vector<std::int64_t> w, o, u;
+    for (const auto* it : its) {
+      w.push_back(it->wall_ns);
+      (it->ops_observed ? o : u).push_back(it->wall_ns);
+    }
+    all = median(w);
+    observed = o.size() >= 3 && !u.empty() ? median(o) : all;
+    unobserved = u.size() >= 3 && !o.empty() ? median(u) : all;
+  }
+  std::int64_t of(const IterationStats& it) const { return it.ops_observed ? observed : unobserved; }
+};
+
+/// Iteration sampling: an observed iteration carries the observer's cost (torch calls it around
+/// every op), and op-dense stages most. The scopes that every iteration records (a
+/// record_function, the DataLoader's next, the optimizer step) are timed without that cost in
+/// the unobserved iterations, so each observed one is scaled: a scope, and what nests in it, to
+/// the scope's median in the unobserved iterations over its median in the observed ones (at most
+/// 1); the rest of the loop thread's time likewise. Empty under 3 unobserved iterations.
+std::vector<IterationStats> observer_correction(const Profile& p, const std::vector<const IterationStats*>& observed,
+                                                const std::vector<const IterationStats*>& unobserved,
+                                                const std::map<std::string, std::string>& category,
+                                                std::vector<Analysis::ObserverScale>& scales) {
+  if (unobserved.size() < 3 || observed.empty()) return {};
+  std::map<std::string, std::size_t> seen;
+  for (const auto* it : unobserved)
+    for (const auto& [n, v] : it->stages)
+      if (v > 0 && n != kOwnWorkStage) ++seen[n];
+  std::set<std::string> scopes;
+  for (const auto& [n, k] : seen)
+    if (2 * k >= unobserved.size()) scopes.insert(n);
+  // What nests in each scope (the stage edges, parent to child, transitively).
+  std::map<std::string, std::vector<std::string>> children;
+  for (const auto& e : p.stage_edges) children[e.parent].push_back(e.child);
+  std::map<std::string, std::set<std::string>> inside;
+  for (const auto& sc : scopes) {
+    std::set<std::string>& in = inside[sc];
+    std::vector<std::string> todo{sc};
+    while (!todo.empty()) {
+      const std::string n = std::move(todo.back());
+      todo.pop_back();
+      for (const auto& c : children[n])
+        if (in.insert(c).second) todo.push_back(c);
+    }
+  }
+  std::vector<std::string> tops;  // scopes in no other scope (or in one that is also in them)
+  for (const auto& sc : scopes)
+    if (std::none_of(scopes.begin(), scopes.end(),
+                     [&](const std::string& o) { return o != sc && inside[o].count(sc) && !inside[sc].count(o); }))
+      tops.push_back(sc);
+  auto at = [](const IterationStats& it, const std::string& n) {
+    auto f = it.stages.find(n);
+    return f == it.stages.end() ? std::int64_t{0} : f->second;
+  };
+  auto rest = [&](const IterationStats& it) {
+    std::int64_t r = it.wall_ns;
+    for (const auto& t : tops) r -= at(it, t);
+    return std::max<std::int64_t>(0, r);
+  };
+  auto medians = [&](auto get) {
+    std::vector<std::int64_t> o, u;
+    for (const auto* it : observed) o.push_back(get(*it));
+    for (const auto* it : unobserved) u.push_back(get(*it));
+    return std::pair{median(o), median(u)};
+  };
+  auto factor_of = [](std::pair<std::int64_t, std::int64_t> m) {
+    return m.first > 0 ? std::clamp(static_cast<double>(m.second) / static_cast<double>(m.first), 0.0, 1.0) : 1.0;
+  };
+  std::map<std::string, double> factor;
+  for (const auto& sc : scopes) {
+    const auto m = medians([&](const IterationStats& it) { return at(it, sc); });
+    factor[sc] = factor_of(m);
+    if (std::find(tops.begin(), tops.end(), sc) != tops.end()) scales.push_back({sc, m.first, m.second});
+  }
+  const auto rm = medians(rest);
+  const double f_rest = factor_of(rm);
+  std::stable_sort(scales.begin(), scales.end(), [](const auto& x, const auto& y) { return x.observed_ns > y.observed_ns; });
+  scales.push_back({"", rm.first, rm.second});
+  auto factor_for = [&](const std::string& n) {
+    if (auto f = factor.find(n); f != factor.end()) return f->second;
+    for (const auto& t : tops)
+      if (inside[t].count(n)) return factor[t];
+    return f_rest;
+  };
+  auto scaled = [](std::int64_t v, double f) { return static_cast<std::int64_t>(std::llround(static_cast<double>(v) * f)); };
+  std::vector<IterationStats> out;
+  out.reserve(observed.size());
+  for (const auto* src : observed) {
+    IterationStats it = *src;
+    std::map<std::string, std::pair<double, double>> by_category;  // time, scaled time
+    for (auto& [n, v] : it.stages) {
+      const double f = factor_for(n);
+      if (auto c = category.find(n); c != category.end()) {
+        by_category[c->second].first += static_cast<double>(v);
+        by_category[c->second].second += static_cast<double>(v) * f;
+      }
+      v = scaled(v, f);
+    }
+    for (auto& [c, v] : it.categories) {
+      const auto w = by_category.find(c);
+      v = scaled(v, w != by_category.end() && w->second.first > 0 ? w->second.second / w->second.first : f_rest);
+    }
+    std::int64_t wall = scaled(rest(*src), f_rest);
+    for (const auto& t : tops) wall += at(it, t);
+    it.wall_ns = wall;
+    it.unattributed_ns = scaled(it.unattributed_ns, f_rest);
+    out.push_back(std::move(it));
+  }
+  return out;
+}
+
 }  // namespace
 
 bool is_worker_wait(std::string_view stage) noexcept {
@@ -130,6 +247,39 @@ std::string sampled_ops_note(const Profile& p, bool gpu_records) {
   return note;
 }
 
+std::string sampling_note(const Analysis& a) {
+  if (a.iterations_unobserved == 0) return "";
+  const std::int64_t observed = a.observed_iteration_median_ns > 0 ? a.observed_iteration_median_ns : a.iteration_median_ns;
+  const double added =
+      a.unobserved_iteration_median_ns > 0
+          ? 100.0 * (static_cast<double>(observed) / static_cast<double>(a.unobserved_iteration_median_ns) - 1)
+          : 0.0;
+  std::string note = fmt::format(
+      "Iteration sampling: torch ops observed in {} of {} iterations (median {}); the other {} took {} (median): {}. ",
+      a.iterations_used - a.iterations_unobserved, a.iterations_used, human_ns(observed), a.iterations_unobserved,
+      human_ns(a.unobserved_iteration_median_ns),
+      added > -0.05 ? fmt::format("the observer adds {:+.1f}% to an observed iteration", std::max(added, 0.0))
+                    : fmt::format("observed iterations ran {:.1f}% faster, so the observer's cost is within the "
+                                  "iterations' spread here",
+                                  -added));
+  if (a.observer_scales.empty()) return note + "The stage figures are from the observed ones.";
+  std::string parts, rest;
+  std::size_t listed = 0;
+  for (const auto& s : a.observer_scales) {
+    const std::string change = fmt::format("{} -> {}", human_ns(s.observed_ns), human_ns(s.unobserved_ns));
+    if (s.scope.empty()) {
+      rest = change;
+    } else if (listed < 3) {
+      parts += fmt::format("{}{} {}", listed++ == 0 ? "" : ", ", s.scope, change);
+    }
+  }
+  return note + fmt::format(
+                    "The stage figures are the observed iterations' at the others' pace: each scope that every "
+                    "iteration records, with what nests in it, scaled to its median there{}; the time outside those "
+                    "scopes likewise ({}).",
+                    parts.empty() ? "" : " (" + parts + ")", rest);
+}
+
 std::vector<const IterationStats*> analysed_iterations(const Profile& p, const Analysis& a) {
   std::vector<const IterationStats*> out;
   std::uint64_t seen = 0;
@@ -152,11 +302,11 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   if (options.skip >= 0) {
     skip = std::min<std::size_t>(complete.size(), static_cast<std::size_t>(options.skip));
   } else if (!complete.empty()) {
-    std::vector<std::int64_t> walls;
-    for (const auto* it : complete) walls.push_back(it->wall_ns);
-    const std::int64_t m = median(walls);
+    // Against the median of its kind: under iteration sampling the observer's first iterations
+    // (it measures its cost in them) are slower for its cost, not for warming up.
+    const ClassMedians m(complete);
     const std::size_t limit = std::min<std::size_t>(10, complete.size() / 10);
-    while (skip < limit && static_cast<double>(complete[skip]->wall_ns) > 1.5 * static_cast<double>(m)) ++skip;
+    while (skip < limit && static_cast<double>(complete[skip]->wall_ns) > 1.5 * static_cast<double>(m.of(*complete[skip]))) ++skip;
     a.skip_detected = true;
   }
   a.skipped = skip;
@@ -171,13 +321,25 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
     a.run_iteration_median_ns = median(all_walls);
     a.run_iteration_p90_ns = quantile_of(all_walls, 0.9);
   }
+  std::vector<IterationStats> scaled;  // the observed iterations at the unobserved pace
   if (std::vector<const IterationStats*> observed = ops_observed(its); observed.size() < its.size()) {
-    std::vector<std::int64_t> unobserved_walls;
+    std::vector<std::int64_t> unobserved_walls, observed_walls;
+    std::vector<const IterationStats*> unobserved;
     for (const auto* it : its)
-      if (!it->ops_observed) unobserved_walls.push_back(it->wall_ns);
+      if (!it->ops_observed) {
+        unobserved_walls.push_back(it->wall_ns);
+        unobserved.push_back(it);
+      }
+    for (const auto* it : observed) observed_walls.push_back(it->wall_ns);
     a.iterations_unobserved = unobserved_walls.size();
     a.unobserved_iteration_median_ns = median(unobserved_walls);
+    a.observed_iteration_median_ns = median(observed_walls);
     its = std::move(observed);
+    scaled = observer_correction(p, its, unobserved, category, a.observer_scales);
+    if (!scaled.empty()) {
+      its.clear();
+      for (const auto& it : scaled) its.push_back(&it);
+    }
   }
 
   // The machine's limits for the what-if: P CPUs, and how busy the process kept them while
@@ -508,35 +670,40 @@ std::optional<Diagnostic> slow_iterations(const Profile& p, const Analysis& a) {
   const std::vector<const IterationStats*> used = analysed_iterations(p, a);
   std::vector<const IterationStats*> slow;
   std::int64_t total = 0, excess = 0;
+  // Under iteration sampling an observed iteration is slow against the observed ones' median
+  // (the observer's cost is not a slow iteration), an unobserved one against theirs.
+  const ClassMedians kind(used);
+  auto is_slow = [&](const IterationStats& it) { return it.wall_ns > 3 * kind.of(it); };
   for (const IterationStats* it : used) {
     total += it->wall_ns;
-    if (it->wall_ns > 3 * med) {
+    if (is_slow(*it)) {
       slow.push_back(it);
-      excess += it->wall_ns - med;
+      excess += it->wall_ns - kind.of(*it);
     }
   }
   if (slow.empty() || total <= 0 || 10 * excess < total) return std::nullopt;
-  // Which stage and which line grew: their mean in the slow iterations over their median in all.
+  // Which stage and which line grew: their mean in the slow iterations over their median in the
+  // iterations of the same kind (observed ones when some slow one was: they hold every stage).
+  const bool observed_kind = std::any_of(slow.begin(), slow.end(), [](const IterationStats* it) { return it->ops_observed; });
   auto grown = [&](auto get) {
     std::map<std::string, std::vector<std::int64_t>> all;
     std::map<std::string, std::int64_t> in_slow;
-    std::size_t observed_slow = 0;
+    std::size_t kind_slow = 0, kind_all = 0;
     for (const IterationStats* it : used) {
-      if (!it->ops_observed) continue;
-      const bool is_slow = it->wall_ns > 3 * med;
-      observed_slow += is_slow;
+      if (it->ops_observed != observed_kind) continue;
+      ++kind_all;
+      const bool slow_one = is_slow(*it);
+      kind_slow += slow_one;
       for (const auto& [k, v] : get(*it)) {
         all[k].push_back(v);
-        if (is_slow) in_slow[k] += v;
+        if (slow_one) in_slow[k] += v;
       }
     }
     std::pair<std::string, std::int64_t> best{"", 0};
-    if (observed_slow == 0) return best;
-    std::size_t observed = 0;
-    for (const IterationStats* it : used) observed += it->ops_observed;
+    if (kind_slow == 0) return best;
     for (auto& [k, v] : all) {
-      v.resize(observed, 0);  // an iteration without it: 0
-      const std::int64_t more = in_slow[k] / static_cast<std::int64_t>(observed_slow) - median(v);
+      v.resize(kind_all, 0);  // an iteration without it: 0
+      const std::int64_t more = in_slow[k] / static_cast<std::int64_t>(kind_slow) - median(v);
       if (more > best.second) best = {k, more};
     }
     return best;

@@ -456,10 +456,7 @@ std::string html::profile_body(const Report& r, bool compact) {
          hierarchy_view(h, colors);
   o += "<h2>Stage breakdown (median per iteration)</h2>";
   if (a.iterations_unobserved > 0)
-    o += fmt::format("<p class=muted>Iteration sampling: torch ops observed in {} of {} iterations; the stage figures are from "
-                     "those (median {}). The others took {} (median) without the observer's per-op cost.</p>",
-                     a.iterations_used - a.iterations_unobserved, a.iterations_used, human_ns(a.iteration_median_ns),
-                     human_ns(a.unobserved_iteration_median_ns));
+    o += "<p class=muted>" + esc(sampling_note(a)) + "</p>";
   o += stage_chart(h, colors);
   o += "<h2>Per-iteration timeline (loop thread)</h2>" + iteration_chart(p, colors);
   if (compact) return o;

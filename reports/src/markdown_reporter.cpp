@@ -39,8 +39,7 @@ Status MarkdownReporter::render(const Report& r, std::ostream& out) const {
     if (const std::string e = whatif_expectation(a); !e.empty()) out << e << "\n\n";
   }
   if (a.iterations_unobserved > 0)
-    out << fmt::format("Iteration sampling: torch ops observed in {} of {} iterations; figures from those (the others: median {}).\n\n",
-                       a.iterations_used - a.iterations_unobserved, a.iterations_used, human_ns(a.unobserved_iteration_median_ns));
+    out << sampling_note(a) << "\n\n";
   // Phases first; each phase's top ops folded under it (GitHub renders <details>).
   const Hierarchy& h = r.hierarchy;
   out << "| stage | scope | median/iteration | p90 | share |\n|---|---|---:|---:|---:|\n";

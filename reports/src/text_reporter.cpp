@@ -228,21 +228,7 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
     out << fmt::format("{} iterations analyzed ({} warm-up skipped{}){}; median {}, p90 {}\n", a.iterations_used, a.skipped,
                        a.skip_detected ? ", detected" : "", passes_text(a.backward_passes), human_ns(a.run_iteration_median_ns),
                        human_ns(a.run_iteration_p90_ns));
-    if (a.iterations_unobserved > 0) {
-      const double added = a.unobserved_iteration_median_ns > 0
-                               ? 100.0 * (static_cast<double>(a.iteration_median_ns) /
-                                              static_cast<double>(a.unobserved_iteration_median_ns) -
-                                          1)
-                               : 0.0;
-      out << fmt::format("Iteration sampling: torch ops observed in {} of them (median {}); the stage figures below are "
-                         "from those. The other {} (ops not observed) took {} (median): {}\n",
-                         a.iterations_used - a.iterations_unobserved, human_ns(a.iteration_median_ns), a.iterations_unobserved,
-                         human_ns(a.unobserved_iteration_median_ns),
-                         added > -0.05 ? fmt::format("the observer adds {:+.1f}% to an observed iteration", std::max(added, 0.0))
-                                    : fmt::format("observed iterations ran {:.1f}% faster, so the observer's cost is within "
-                                                  "the iterations' spread here",
-                                                  -added));
-    }
+    if (a.iterations_unobserved > 0) out << sampling_note(a) << "\n";
     if (a.loader_worker) {
       out << loader_worker_note(a) << "\n";
     } else {
@@ -397,9 +383,11 @@ std::string run_summary(const Report& r) {
     // Under iteration sampling the shares are of the observed iterations' median: say so when it
     // differs from the run's (the observer's cost, a few slow observed ones).
     const std::int64_t run = a.run_iteration_median_ns, observed = a.iteration_median_ns;
-    const std::string of = a.iterations_unobserved > 0 && 20 * std::llabs(run - observed) > run
+    const std::string of = a.iterations_unobserved == 0 || 20 * std::llabs(run - observed) <= run
+                               ? std::string("an iteration")
+                           : a.observer_scales.empty()
                                ? fmt::format("an observed iteration ({} median)", human_ns(observed))
-                               : std::string("an iteration");
+                               : fmt::format("an iteration without the observer's cost ({} median)", human_ns(observed));
     out += fmt::format("  {} iterations{}{}, median {}{}; data exposed {:.1f}% of {}; what-if prefetch {:.2f}x",
                        a.iterations_used, a.skipped > 0 ? fmt::format(" ({} warm-up left out)", a.skipped) : "",
                        passes_text(a.backward_passes), human_ns(run), mean_text, 100 * a.exposed_data_share, of, a.whatif_speedup);

@@ -654,6 +654,57 @@ namespace {
 // Iteration sampling: iterations whose torch ops were not observed hold the user scopes only
 // (here "optimizer"); the stage figures come from the observed ones, and the others' wall is
 // reported beside them. The flag survives the JSON round trip.
+// The observer's cost falls on op-dense stages most: a DataLoader scope whose collate reads
+// tensor elements one by one takes 30 ms observed, 10 ms not. It is scaled on its own (with
+// the op nested in it), the rest of the iteration by the rest's pace; an observed iteration is
+// no warm-up and no slow iteration for its cost.
+TEST(Analysis, AScopeIsScaledToItsOwnPaceInTheUnobservedIterations) {
+  Profile p;
+  const std::string loader = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+  p.stages = {stage(loader, "data"), stage("aten::item", "op"), stage("forward", "compute"), stage("backward", "compute")};
+  p.stage_edges = {StageEdge{loader, "aten::item", 10, 0, 0}};
+  for (int i = 0; i < 40; ++i) {
+    IterationStats it;
+    it.index = static_cast<std::uint64_t>(i);
+    it.ops_observed = i < 3 || i % 5 == 0;  // the observer's first iterations, then one in 5
+    if (it.ops_observed) {
+      it.stages = {{loader, 30 * kMs}, {"aten::item", 12 * kMs}, {"forward", 10 * kMs}, {"backward", 10 * kMs}};
+      it.unattributed_ns = kMs;
+      it.categories = {{"data", 30 * kMs}, {"compute", 20 * kMs}};
+      it.wall_ns = 51 * kMs;
+    } else {
+      it.stages = {{loader, 10 * kMs}};
+      it.unattributed_ns = 14 * kMs;
+      it.categories = {{"data", 10 * kMs}};
+      it.wall_ns = 24 * kMs;
+    }
+    p.iterations.push_back(it);
+  }
+  const Analysis a = analyze(p, {});
+  EXPECT_EQ(a.skipped, 0u) << "the observed first iterations are no warm-up";
+  EXPECT_EQ(a.exposed_data_ns, 10 * kMs);
+  EXPECT_EQ(a.compute_ns, 20 * kMs * 14 / 21);  // the rest: 21 ms observed, 14 ms not
+  EXPECT_EQ(a.iteration_median_ns, 24 * kMs);
+  for (const auto& s : a.loop_stages)
+    if (s.name == "aten::item") EXPECT_EQ(s.median_ns, 4 * kMs);  // with its scope, by a third
+  EXPECT_NEAR(a.whatif_speedup, 24.0 / 14.0, 0.01);  // max(10, 13.3) + 0.7 ms rest
+  EXPECT_FALSE(has(run(p), "slow-iterations"));
+  const std::string note = sampling_note(a);
+  EXPECT_NE(note.find(loader + " 30.0 ms -> 10.0 ms"), std::string::npos) << note;
+  EXPECT_NE(note.find("outside those scopes likewise (21.0 ms -> 14.0 ms)"), std::string::npos) << note;
+
+  // A slow unobserved iteration is named by what grew in the unobserved ones: the scope.
+  for (int i : {11, 22, 33, 37}) {
+    p.iterations[static_cast<std::size_t>(i)].stages[loader] = 110 * kMs;
+    p.iterations[static_cast<std::size_t>(i)].wall_ns = 124 * kMs;
+  }
+  const auto ds = run(p);
+  const auto slow = std::find_if(ds.begin(), ds.end(), [](const Diagnostic& d) { return d.id == "slow-iterations"; });
+  ASSERT_NE(slow, ds.end());
+  EXPECT_NE(slow->message.find("4 of 40 iterations"), std::string::npos) << slow->message;
+  EXPECT_NE(slow->message.find("In them, " + loader + " took 100 ms more"), std::string::npos) << slow->message;
+}
+
 TEST(Analysis, StageFiguresComeFromTheIterationsWhoseOpsWereObserved) {
   Profile p;
   p.stages = {stage("forward", "compute"), stage("backward", "compute"), stage("optimizer", "compute")};
@@ -673,13 +724,21 @@ TEST(Analysis, StageFiguresComeFromTheIterationsWhoseOpsWereObserved) {
   EXPECT_EQ(a.iterations_used, 12u);
   EXPECT_EQ(a.iterations_unobserved, 9u);
   EXPECT_EQ(a.unobserved_iteration_median_ns, 100 * kMs);
-  EXPECT_EQ(a.iteration_median_ns, 130 * kMs);  // the observed iterations'
+  EXPECT_EQ(a.observed_iteration_median_ns, 130 * kMs);
   // The loop as it runs, the headline: every iteration (most without the observer's cost).
   EXPECT_EQ(a.run_iteration_median_ns, 100 * kMs);
+  // The observed iterations at the others' pace: the optimizer scope took 5 ms in both, the
+  // rest 125 ms observed against 95 ms: forward and backward scaled by 0.76.
+  EXPECT_EQ(a.iteration_median_ns, 100 * kMs);
   ASSERT_FALSE(a.loop_stages.empty());
   EXPECT_EQ(a.loop_stages[0].name, "forward");
-  EXPECT_EQ(a.loop_stages[0].median_ns, 70 * kMs);  // not 0, the median over all 12
-  EXPECT_EQ(a.compute_ns, 125 * kMs);
+  EXPECT_EQ(a.loop_stages[0].median_ns, 53'200'000);  // not 0, the median over all 12
+  EXPECT_EQ(a.compute_ns, 96'200'000);
+  ASSERT_EQ(a.observer_scales.size(), 2u);
+  EXPECT_EQ(a.observer_scales[0].scope, "optimizer");
+  EXPECT_EQ(a.observer_scales[1].scope, "");
+  EXPECT_EQ(a.observer_scales[1].observed_ns, 125 * kMs);
+  EXPECT_EQ(a.observer_scales[1].unobserved_ns, 95 * kMs);
   auto analysis_text = [](const Profile& q) {
     std::ostringstream out;
     EXPECT_TRUE(TextReporter({}).render(q, out));
@@ -694,6 +753,14 @@ TEST(Analysis, StageFiguresComeFromTheIterationsWhoseOpsWereObserved) {
   EXPECT_NE(analysis_text(faster).find("observed iterations ran 10.0% faster, so the observer's cost is within"),
             std::string::npos)
       << analysis_text(faster);
+
+  // Under 3 unobserved iterations: the observed ones as recorded.
+  Profile few = p;
+  for (std::size_t i = 3; i < few.iterations.size(); ++i) few.iterations[i] = p.iterations[0];
+  const Analysis f = analyze(few, AnalysisOptions{0});
+  EXPECT_EQ(f.iterations_unobserved, 2u);
+  EXPECT_TRUE(f.observer_scales.empty());
+  EXPECT_EQ(f.compute_ns, 125 * kMs);
 
   // Every iteration observed (or none flagged): all of them, nothing said about sampling.
   for (auto& it : p.iterations) it.ops_observed = true;

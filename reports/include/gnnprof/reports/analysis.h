@@ -67,11 +67,21 @@ struct Analysis {
   /// every other figure below comes from the observed ones; their own median wall is here.
   std::uint64_t iterations_unobserved = 0;
   std::int64_t unobserved_iteration_median_ns = 0;
+  /// Under iteration sampling, with 3 or more unobserved iterations: the observed iterations'
+  /// figures scaled to the unobserved ones' pace (observer_correction()). The scopes recorded in
+  /// every iteration, and the rest of the loop thread's time ("" here), with their medians.
+  struct ObserverScale {
+    std::string scope;  ///< "" = the iteration outside those scopes
+    std::int64_t observed_ns = 0, unobserved_ns = 0;
+  };
+  std::vector<ObserverScale> observer_scales;
+  /// The observed iterations' median wall as recorded (observer cost included).
+  std::int64_t observed_iteration_median_ns = 0;
   bool skip_detected = false;
   std::int64_t iteration_median_ns = 0, iteration_p90_ns = 0, iteration_mean_ns = 0;
   /// Of every used iteration, observed or not: the loop as it runs, the headline figure (under
   /// iteration sampling the figures above, the shares and the what-if are the observed
-  /// iterations', observer cost included; else the same).
+  /// iterations', scaled to the unobserved pace when observer_scales is set; else the same).
   std::int64_t run_iteration_median_ns = 0, run_iteration_p90_ns = 0;
   std::vector<IterationStage> loop_stages;   ///< by median, largest first
   std::vector<IterationStage> other_stages;
@@ -124,6 +134,10 @@ std::optional<double> backward_passes_per_iteration(const Profile& profile);
 std::string passes_text(const std::optional<double>& passes);
 
 Analysis analyze(const Profile& profile, const AnalysisOptions& options);
+
+/// Under iteration sampling: how many iterations were observed, the observer's cost, and how the
+/// figures were scaled to the unobserved pace (observer_scales). "" without sampling.
+std::string sampling_note(const Analysis& a);
 
 /// The iterations `a` analysed: the complete ones past its warm-up (`a.skipped`), in order.
 std::vector<const IterationStats*> analysed_iterations(const Profile& profile, const Analysis& a);
