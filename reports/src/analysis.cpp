@@ -639,15 +639,15 @@ std::string whatif_formula(const Analysis& a) {
 
 namespace {
 
-/// The traced line that data stages ran under most (the line table's Data column): "; most of
-/// it while train.py:103 `x = feats[idx]` ran (62% of the traced lines' data time)", or "".
-std::string data_line_sentence(const Profile& p, const std::map<std::string, std::string>& category) {
+/// The traced line that stages of `cat` ran under most (the line table's Data column for data):
+/// "; most of it while train.py:103 `x = feats[idx]` ran (62% of the traced lines' data time)", or "".
+std::string line_sentence(const Profile& p, const std::map<std::string, std::string>& category, const std::string& cat) {
   const LineStats* top = nullptr;
   std::int64_t top_ns = 0, all_ns = 0;
   for (const LineStats& l : p.lines) {
     std::int64_t ns = 0;
     for (const auto& [stage, t] : l.stages)
-      if (auto c = category.find(stage); c != category.end() && c->second == "data") ns += t;
+      if (auto c = category.find(stage); c != category.end() && c->second == cat) ns += t;
     all_ns += ns;
     if (ns > top_ns) {
       top = &l;
@@ -656,8 +656,16 @@ std::string data_line_sentence(const Profile& p, const std::map<std::string, std
   }
   if (top == nullptr || 2 * top_ns < all_ns) return "";
   std::string code = top->code.size() > 60 ? top->code.substr(0, 57) + "..." : top->code;
-  return fmt::format("; most of it while {}:{} `{}` ran ({:.0f}% of the traced lines' data time)", base_name(top->file),
-                     top->line, code, 100.0 * static_cast<double>(top_ns) / static_cast<double>(all_ns));
+  return fmt::format("; most of it while {}:{} `{}` ran ({:.0f}% of the traced lines' {} time)", base_name(top->file),
+                     top->line, code, 100.0 * static_cast<double>(top_ns) / static_cast<double>(all_ns), cat);
+}
+
+/// Whether the run used a device: CUPTI on, or copies between host and device.
+bool used_device(const Profile& p) {
+  for (const auto& c : p.collectors)
+    if (c.name == "cupti" && c.enabled) return true;
+  return std::any_of(p.transfers.begin(), p.transfers.end(),
+                     [](const TransferStats& t) { return t.direction == Direction::kH2D || t.direction == Direction::kD2H; });
 }
 
 /// slow-iterations: iterations over 3x the median that hold at least a tenth of the analysed
@@ -810,7 +818,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
         fmt::format("data stages take {:.0f}% of each iteration ({} of {}) on the loop thread and nothing overlaps them{}. "
                     "{}.",
                     100 * a.exposed_data_share, human_ns(a.exposed_data_ns), human_ns(a.iteration_median_ns),
-                    data_line_sentence(p, category), expect),
+                    line_sentence(p, category, "data"), expect),
         {{"exposed_data_ns", static_cast<double>(a.exposed_data_ns)},
          {"compute_ns", static_cast<double>(a.compute_ns)},
          {"iteration_ns", static_cast<double>(a.iteration_median_ns)},
@@ -833,13 +841,45 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   }
 
   // host-sync: a sync stage (loss.item(), synchronize) holding a real share of the iteration.
+  // Without a device nothing is waited for: the time is the scalar reads themselves (int(t[i])
+  // over a tensor in Python), each a tensor op.
+  const bool device = used_device(p);
   for (const auto& s : a.loop_stages) {
     if (s.category != "sync" || s.share <= 0.05) continue;
+    if (device) {
+      add("host-sync", Severity::kWarning,
+          fmt::format("\"{}\" waits {:.0f}% of each iteration ({}): the host blocks until queued device work is done, "
+                      "so device time is absorbed here. Read losses every N iterations, or asynchronously.",
+                      s.name, 100 * s.share, human_ns(s.median_ns)),
+          {{"median_ns", static_cast<double>(s.median_ns)}, {"share", s.share}});
+      continue;
+    }
+    std::uint64_t hits = 0, observed = 0;
+    std::int64_t total = 0, nested = 0;
+    for (const auto& st : p.stages)
+      if (st.name == s.name) {
+        hits = st.hits;
+        total = st.total_ns;
+      }
+    for (const auto& it : p.iterations) observed += it.complete && it.ops_observed;
+    // Mostly nested in another phase (a collate_fn's reads inside the DataLoader's __next__):
+    // that phase; else the traced line they ran under.
+    const StageEdge* in = nullptr;
+    for (const auto& e : p.stage_edges)
+      if (e.child == s.name) {
+        nested += e.total_ns;
+        if (in == nullptr || e.total_ns > in->total_ns) in = &e;
+      }
+    const std::string where = in != nullptr && 2 * nested > total
+                                  ? fmt::format("; most of them inside \"{}\"", in->parent)
+                                  : line_sentence(p, category, "sync");
     add("host-sync", Severity::kWarning,
-        fmt::format("\"{}\" waits {:.0f}% of each iteration ({}): the host blocks until queued device work is done, "
-                    "so device time is absorbed here. Read losses every N iterations, or asynchronously.",
-                    s.name, 100 * s.share, human_ns(s.median_ns)),
-        {{"median_ns", static_cast<double>(s.median_ns)}, {"share", s.share}});
+        fmt::format("\"{}\" (scalar reads: .item(), int(t), float(t), bool(t)) takes {:.0f}% of each iteration ({}{}){}: "
+                    "with no device in this run nothing is waited for; the time is the reads themselves, a tensor op "
+                    "each. Read values in bulk (t.tolist()) or keep the work in tensor ops.",
+                    s.name, 100 * s.share, human_ns(s.median_ns),
+                    observed > 0 && hits >= 2 * observed ? fmt::format(", about {} reads", hits / observed) : "", where),
+        {{"median_ns", static_cast<double>(s.median_ns)}, {"share", s.share}, {"device", 0.0}});
   }
 
   // host-memory-growth: anonymous RSS keeps rising after warm-up (DataLoader workers'

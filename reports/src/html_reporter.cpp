@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -46,16 +47,43 @@ int label_px(std::size_t chars) { return static_cast<int>(static_cast<double>(ch
 /// Horizontal bars: per-iteration median of each phase (loop thread, then other threads). The
 /// label column is as wide as the longest name, so no name is cut.
 std::string stage_chart(const Hierarchy& h, const std::map<std::string, std::string>& colors) {
-  std::vector<const PhaseNode*> rows;
+  std::vector<const PhaseNode*> shown, rows;
   for (const auto& ph : h.phases)
-    if (ph.median_ns > 0 || ph.mean_ns > 0) rows.push_back(&ph);
+    if (ph.median_ns > 0 || ph.mean_ns > 0) shown.push_back(&ph);
+  // A phase nested in another (a readback inside a DataLoader's __next__) right under it,
+  // marked: its time is part of its parent's bar, not beside it.
+  auto nested = [&](const PhaseNode* ph) {
+    return !ph->parent.empty() && std::any_of(shown.begin(), shown.end(), [&](const PhaseNode* o) {
+      return o != ph && o->name == ph->parent && o->hidden == ph->hidden;
+    });
+  };
+  std::function<void(const PhaseNode*)> place = [&](const PhaseNode* ph) {
+    rows.push_back(ph);
+    for (const PhaseNode* c : shown)
+      if (c != ph && nested(c) && c->parent == ph->name && c->hidden == ph->hidden &&
+          std::find(rows.begin(), rows.end(), c) == rows.end())
+        place(c);
+  };
+  for (const PhaseNode* ph : shown)
+    if (!nested(ph)) place(ph);
+  for (const PhaseNode* ph : shown)  // a cycle of parents: listed as they come
+    if (std::find(rows.begin(), rows.end(), ph) == rows.end()) rows.push_back(ph);
+  auto depth = [&](const PhaseNode* ph) {
+    int d = 0;
+    for (const PhaseNode* at = ph; nested(at) && d < 4;) {
+      ++d;
+      auto up = std::find_if(shown.begin(), shown.end(), [&](const PhaseNode* o) { return o->name == at->parent && o->hidden == at->hidden; });
+      at = *up;
+    }
+    return d;
+  };
   if (rows.empty()) return "<p class=muted>No iterations: mark them with gnnprof.step() (Python), GNNPROF_STEP() (C++), or "
                            "let the torch observer find them at the optimizer's step.</p>";
   std::int64_t mx = 1;
   std::size_t chars = 0;
   for (const auto* r : rows) {
     mx = std::max(mx, r->median_ns);
-    chars = std::max(chars, r->name.size() + (r->hidden ? 9 : 0));
+    chars = std::max(chars, r->name.size() + (r->hidden ? 9 : 0) + 3 * static_cast<std::size_t>(depth(r)));
   }
   const int label = std::max(120, label_px(chars)), bar_h = 18, gap = 6, value = 130;
   const int w = std::max(760, label + 300 + value);
@@ -66,11 +94,15 @@ std::string stage_chart(const Hierarchy& h, const std::map<std::string, std::str
     const double frac = static_cast<double>(s->median_ns) / static_cast<double>(mx);
     const int bw = std::max(1, static_cast<int>(frac * (w - label - value)));
     auto c = colors.find(s->name);
-    svg += fmt::format("<text class=label x='{}' y='{}' text-anchor=end>{}{}</text>", label - 6, y + 13, esc(s->name),
-                       s->hidden ? " (hidden)" : "");
-    svg += fmt::format("<rect x='{}' y='{}' width='{}' height='{}' fill='{}'{}><title>{}: median {} per iteration</title></rect>",
-                       label, y, bw, bar_h, c == colors.end() ? "#999" : c->second, s->hidden ? " opacity='.45'" : "",
-                       esc(s->name), human_ns(s->median_ns));
+    const int d = depth(s);
+    std::string arrow;
+    for (int i = 0; i < d; ++i) arrow += i + 1 == d ? "\u21b3 " : "  ";
+    svg += fmt::format("<text class=label x='{}' y='{}' text-anchor=end>{}{}{}</text>", label - 6 - 14 * std::max(0, d - 1), y + 13,
+                       arrow, esc(s->name), s->hidden ? " (hidden)" : "");
+    svg += fmt::format("<rect x='{}' y='{}' width='{}' height='{}' fill='{}'{}><title>{}: median {} per iteration{}</title></rect>",
+                       label, y, bw, bar_h, c == colors.end() ? "#999" : c->second,
+                       s->hidden ? " opacity='.45'" : d > 0 ? " opacity='.7'" : "", esc(s->name), human_ns(s->median_ns),
+                       d > 0 ? esc(", inside " + s->parent + " (part of its bar)") : "");
     svg += fmt::format("<text x='{}' y='{}'>{} ({:.1f}%)</text>", label + bw + 6, y + 13, human_ns(s->median_ns), 100 * s->share);
     y += bar_h + gap;
   }

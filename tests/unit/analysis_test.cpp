@@ -356,7 +356,24 @@ TEST(Diagnostics, HostSync) {
   Profile p = loop_profile(true);
   EXPECT_FALSE(has(run(p), "host-sync"));  // 1 % of the iteration
   for (auto& it : p.iterations) it.stages["sync"] = 10 * kMs;
-  EXPECT_TRUE(has(run(p), "host-sync"));
+  p.stages.push_back(stage("sync", "sync"));
+  p.stages.back().hits = 20 * 300;
+  auto message = [](const Profile& q) {
+    for (const Diagnostic& d : run(q))
+      if (d.id == "host-sync") return d.message;
+    return std::string();
+  };
+  // No device in the run: the reads themselves (300 per iteration), not a wait for the device.
+  EXPECT_NE(message(p).find("takes 10% of each iteration (10.0 ms, about 300 reads)"), std::string::npos) << message(p);
+  EXPECT_NE(message(p).find("with no device in this run nothing is waited for"), std::string::npos) << message(p);
+  // Mostly inside another phase: named.
+  p.stages.back().total_ns = 200 * kMs;
+  p.stage_edges.push_back(StageEdge{"collate", "sync", 6000, 150 * kMs, 150 * kMs});
+  EXPECT_NE(message(p).find("most of them inside \"collate\""), std::string::npos) << message(p);
+  // Copies to a device: the host waits for it there.
+  p.transfers.push_back(TransferStats{});
+  p.transfers.back().direction = Direction::kH2D;
+  EXPECT_NE(message(p).find("the host blocks until queued device work is done"), std::string::npos) << message(p);
 }
 
 TEST(Diagnostics, HostMemoryGrowth) {

@@ -130,6 +130,25 @@ Profile nested_profile() {
   return p;
 }
 
+// The stage chart draws a nested phase right under its parent, marked, not as a bar beside it
+// that the reader would add up with its parent's.
+TEST(Report, TheStageChartPutsANestedPhaseUnderItsParent) {
+  const Profile p = nested_profile();
+  std::ostringstream out;
+  ASSERT_TRUE(HtmlReporter({}).render(p, out));
+  const std::string s = out.str();
+  const auto chart = s.find("<svg id=stage-chart");
+  ASSERT_NE(chart, std::string::npos);
+  const auto epoch = s.find(">epoch</text>", chart), step = s.find(">\u21b3 train_step</text>", chart),
+             fwd = s.find("\u21b3 forward</text>", chart);
+  ASSERT_NE(epoch, std::string::npos) << s.substr(chart, 2000);
+  ASSERT_NE(step, std::string::npos) << s.substr(chart, 2000);
+  ASSERT_NE(fwd, std::string::npos) << s.substr(chart, 2000);
+  EXPECT_LT(epoch, step);
+  EXPECT_LT(step, fwd);
+  EXPECT_NE(s.find("inside train_step (part of its bar)", chart), std::string::npos);
+}
+
 TEST(Hierarchy, NestedPhasesSampledOpsAndHiddenStages) {
   const Profile p = nested_profile();
   ReportOptions o;
