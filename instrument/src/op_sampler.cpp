@@ -29,6 +29,10 @@ OpSampler::OpSampler(SamplerOptions opt) : opt_(opt) {
   off_walls_.reserve(kMaxSamples);
   densities_.reserve(64);
   pair_ratios_.reserve(64);
+  if (opt_.mode == SamplerOptions::Mode::kAuto && opt_.inherited_period > 0) {
+    state_ = State::kDecided;
+    period_ = std::clamp(opt_.inherited_period, 1, std::max(2, opt_.max_period));
+  }
 }
 
 bool SamplerOptions::parse(const char* value) {
@@ -95,11 +99,12 @@ double OpSampler::measured_cost() const {
 bool OpSampler::decide_after_warmup() {
   // The first iteration's start-up is left out, unless it is all there is.
   density_ = densities_.empty() ? 1.0 : upper_median(densities_);
-  if (density_ < opt_.density_limit) {
+  if (density_ < opt_.density_limit || opt_.estimate) {
     state_ = State::kDecided;
-    period_ = 1;
+    // density = cost / observed wall; the cost over an unobserved iteration is d / (1 - d).
+    period_ = density_ < opt_.density_limit ? 1 : period_for(std::min(density_, 0.98) / (1 - std::min(density_, 0.98)));
     decided_at_ = iterations_;
-    return true;
+    return period_ == 1;
   }
   state_ = State::kCalibrate;
   decided_at_ = iterations_;  // calibration starts here
@@ -209,6 +214,16 @@ std::string OpSampler::describe() const {
   }
   if (state_ == State::kWarmup) {
     std::snprintf(buf, sizeof(buf), "ops observed in every iteration (%llu iterations: too few to measure the observer's cost)", n);
+  } else if (opt_.inherited_period > 0 && density_ < 0) {
+    std::snprintf(buf, sizeof(buf),
+                  "ops observed in %llu of %llu iterations, one in %d, as an earlier DataLoader worker of this run "
+                  "decided from its estimated cost%s",
+                  k, n, period_, measured);
+  } else if (opt_.estimate && density_ >= opt_.density_limit) {
+    std::snprintf(buf, sizeof(buf),
+                  "ops observed in %llu of %llu iterations, one in %d: estimated cost %.0f %% of an observed iteration at "
+                  "%.1f us per op (a DataLoader worker decides from the estimate: its batches are too few to measure it)%s",
+                  k, n, period_, 100 * density_, opt_.op_cost_ns / 1000, measured);
   } else if (period_ == 1 && density_ >= 0 && density_ < opt_.density_limit) {
     std::snprintf(buf, sizeof(buf),
                   "ops observed in every iteration (estimated cost %.1f %% of an iteration at %.1f us per op, below %.0f %%)",

@@ -53,6 +53,11 @@ struct SamplerOptions {
   double budget = 0.05;          // measured cost at most this: observe every iteration
   double target = 0.02;          // cost aimed at when sampling
   int max_period = 64;
+  // Decide from the density estimate instead of measuring pairs (a DataLoader worker: its
+  // batches, one epoch's share, are often fewer than the calibration needs).
+  bool estimate = false;
+  // > 0: start decided, one iteration in this many (an earlier worker's decision).
+  int inherited_period = 0;
 
   /// GNNPROF_TORCH_SAMPLE: "auto" (or unset/empty), "all", or N >= 1 (one iteration in N).
   /// Returns false (options unchanged) for anything else.
@@ -74,6 +79,8 @@ class OpSampler {
   std::uint64_t observed_iterations() const noexcept { return observed_; }
   /// median(observed walls) / median(unobserved walls) - 1 over the run; < 0 when unmeasured.
   double measured_cost() const;
+  /// Whether the period is final (not still in warm-up, calibration or verification).
+  bool decided() const noexcept { return state_ == State::kDecided; }
   /// One line for the profile's collector list ("torch-op-sampling").
   std::string describe() const;
 

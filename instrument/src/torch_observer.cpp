@@ -9,6 +9,7 @@
 #include <ATen/record_function.h>
 #include <c10/core/GradMode.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -152,9 +153,25 @@ std::atomic<bool> g_fork_reset{false};  // set in a worker (forked or spawned); 
 // fresh warm-up, and the ops callback its parent may have disabled for an unobserved
 // iteration comes back. Done at the first mark, not in the atfork handler: enabling a callback
 // takes torch's callback mutex, which another parent thread may have held at the fork.
+// A DataLoader worker (a fork child, or a spawned process since it became one): between
+// batches it waits for the next index, so no phase spans a gap there.
+std::atomic<bool> g_worker{false};
+// The period a DataLoader worker decided, shared with the workers forked after it (a page
+// mapped shared before any fork): a worker lives one epoch, often fewer batches than a
+// calibration takes, so the next epoch's workers start from its decision. 0: none yet.
+std::atomic<int>* g_worker_period = nullptr;
+
 void reset_sampling_after_fork() {
   g_fork_reset = false;
-  g_sampler = new OpSampler(g_sampler_options);  // the parent's is leaked, like the first one
+  SamplerOptions so = g_sampler_options;
+  if (so.mode == SamplerOptions::Mode::kAuto) {
+    // Decide after 2 batches past the first, from the estimated cost: the observer's cost on a
+    // collate of element-wise reads is +300 % per batch, and the loop would wait for it.
+    so.warmup = 3;
+    so.estimate = true;
+    if (g_worker_period != nullptr) so.inherited_period = g_worker_period->load(std::memory_order_relaxed);
+  }
+  g_sampler = new OpSampler(so);  // the parent's is leaked, like the first one
   g_last_mark = 0;
   g_step_scope_end.store(0, std::memory_order_relaxed);
   g_ops.store(0, std::memory_order_relaxed);
@@ -197,7 +214,11 @@ void mark_iteration(unsigned flags = 0, bool after_gap = false) {
     g_ops_enabled.store(observe, std::memory_order_relaxed);
   }
   gnnprof_step_flags((observe ? 0u : GNNPROF_STEP_OPS_UNOBSERVED) | flags);
-  if (g_sampler->period() != g_noted_period) note_sampling();
+  if (g_sampler->period() != g_noted_period) {
+    note_sampling();
+    if (g_worker && g_worker_period != nullptr && g_sampler->decided() && g_sampler->period() > 0)
+      g_worker_period->store(g_sampler->period(), std::memory_order_relaxed);
+  }
   if (Poll poll = g_poll.load(std::memory_order_acquire)) poll(1);
 }
 
@@ -469,9 +490,6 @@ struct ThreadState {
 };
 
 thread_local ThreadState* t_state = nullptr;
-// A DataLoader worker (a fork child, or a spawned process since it became one): between
-// batches it waits for the next index, so no phase spans a gap there.
-std::atomic<bool> g_worker{false};
 
 ThreadState* state() {
   if (t_state == nullptr) {
@@ -924,6 +942,8 @@ int gnnprof_torch_observe(int flags, unsigned long long gather_min_bytes,
           gnnprof_config_warn("GNNPROF_TORCH_SAMPLE", sample, "auto, all or a period N >= 1", "auto");
         gi::g_sampler_options = so;
         gi::g_sampler = new gi::OpSampler(so);
+        void* page = ::mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (page != MAP_FAILED) gi::g_worker_period = new (page) std::atomic<int>(0);
       }
       // BACKWARD_FUNCTION (a node's own RecordFunction, nested in evaluate_function) is muted
       // by its evaluate_function frame except while lines are traced, when it links backward

@@ -193,3 +193,32 @@ TEST(OpSampler, APeriodicLoopIsObservedAtEveryPhase) {
   EXPECT_GT(short_on, 0);
   EXPECT_LT(std::abs(long_on - short_on), (long_on + short_on) / 2) << long_on << " vs " << short_on;
 }
+
+// A DataLoader worker: 8 batches of a collate that reads 25 000 elements one by one (100 ms of
+// estimated observer cost in a 130 ms observed batch: +333 % over a 30 ms one) decide from the
+// estimate after 2 batches past the first, with no calibration pairs; a worker forked later
+// starts from that decision.
+TEST(OpSampler, AWorkerDecidesFromTheEstimateAndTheNextOneInheritsIt) {
+  gi::SamplerOptions o;
+  o.warmup = 3;
+  o.estimate = true;
+  gi::OpSampler first(o);
+  const auto seen = run(first, 8, 130'000'000, 30'000'000, 25'000);
+  EXPECT_TRUE(first.decided());
+  EXPECT_EQ(first.period(), 64);  // ceil(333 % / 2 %), at most 64
+  EXPECT_EQ(count(seen, 0, 3), 3);
+  EXPECT_LE(count(seen, 3, 5), 1);
+  EXPECT_NE(first.describe().find("one in 64: estimated cost"), std::string::npos) << first.describe();
+
+  o.inherited_period = first.period();
+  gi::OpSampler next(o);
+  const auto later = run(next, 8, 130'000'000, 30'000'000, 25'000);
+  EXPECT_LE(count(later), 1) << "no warm-up of its own";
+  EXPECT_NE(next.describe().find("as an earlier DataLoader worker of this run decided"), std::string::npos) << next.describe();
+
+  // Cheap ops: every batch observed, as in the loop.
+  o.inherited_period = 0;
+  gi::OpSampler cheap(o);
+  EXPECT_EQ(count(run(cheap, 8, 30'000'000, 30'000'000, 100)), 8);
+  EXPECT_EQ(cheap.period(), 1);
+}
