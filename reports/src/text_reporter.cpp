@@ -397,20 +397,25 @@ std::string run_summary(const Report& r) {
   } else if (a.iterations_used == 0 && !a.loader_worker && a.iterations_total > 0) {
     out += "  " + no_iterations_text(a) + "\n";
   }
+  // Each line's share of its own function's time, as its table gives it: a line that calls
+  // another traced function holds that function's lines' time too, so a share of all the
+  // traced lines' time would count it twice.
   std::vector<const LineStats*> lines;
-  std::int64_t all = 0;
+  std::map<std::pair<std::string, std::string>, std::int64_t> function_ns;
   for (const auto& l : p.lines) {
     lines.push_back(&l);
-    all += l.total_ns;
+    function_ns[{l.file, l.function}] += l.total_ns;
   }
   std::stable_sort(lines.begin(), lines.end(), [](const LineStats* x, const LineStats* y) { return x->total_ns > y->total_ns; });
   std::string heavy;
-  for (std::size_t i = 0; i < lines.size() && i < 3 && all > 0; ++i) {
+  for (std::size_t i = 0; i < lines.size() && i < 3 && lines[i]->total_ns > 0; ++i) {
     const std::string code = lines[i]->code.size() > 40 ? lines[i]->code.substr(0, 37) + "..." : lines[i]->code;
-    heavy += fmt::format("{}{}:{} `{}` {:.0f}%", i ? ", " : "", base_name(lines[i]->file), lines[i]->line, code,
-                         100.0 * static_cast<double>(lines[i]->total_ns) / static_cast<double>(all));
+    const std::int64_t fn = function_ns[{lines[i]->file, lines[i]->function}];
+    heavy += fmt::format("{}{}:{} `{}` {:.0f}% of {}()", i ? ", " : "", base_name(lines[i]->file), lines[i]->line, code,
+                         100.0 * static_cast<double>(lines[i]->total_ns) / static_cast<double>(std::max<std::int64_t>(1, fn)),
+                         lines[i]->function);
   }
-  if (!heavy.empty()) out += "  heaviest lines (of the traced lines' time): " + heavy + "\n";
+  if (!heavy.empty()) out += "  heaviest lines: " + heavy + "\n";
   if (out.empty()) return "";
   for (const Diagnostic& d : r.diagnostics) {
     const std::size_t end = d.message.find(". ");

@@ -1348,7 +1348,7 @@ def test_gnnprof_run_ends_with_the_gist_on_stderr(gnnprof_run, plain_run):
     assert "in brief (`gnnprof report" in r.err, r.err
     assert re.search(r"\d+ iterations( \(\d+ warm-up left out\))?, median .*; data exposed .*% of an (observed )?iteration"
                      r".*; what-if prefetch \d\.\d\dx", r.err), r.err
-    assert "heaviest lines (of the traced lines' time): plain_loop.py:" in r.err, r.err
+    assert "heaviest lines: plain_loop.py:" in r.err and "% of train()" in r.err, r.err
     quiet = gnnprof_run(path, "8", env={"GNNPROF_QUIET": "1"})
     assert quiet.rc == 0 and "in brief" not in quiet.err, quiet.err
 
