@@ -83,17 +83,23 @@ OpClassifier::Phase OpClassifier::phase_for(const OpInfo& op, const Level& level
   // Inside a forward phase, helper ops on tensors that need no grad (torch.zeros, bincount,
   // x[idx] of the input features, ...) belong to that phase; only a new phase, a scope, a
   // materializing gather, a copy or the iteration's end ends it. A readback's sync does not
-  // carry on: what follows it is not waiting. Nor does a backward on the loop's level: its
+  // carry on: what follows it is not waiting; nor the work after a backward: the next batch's
+  // sampling at the loop's top follows it. Nor does a backward on the loop's level: its
   // work ran inside `loss.backward()` (its engine frames are ops), so a top-level op after it
   // is the loop's (gradient accumulation's next micro-batch, the scheduler).
   const Phase cur = current_phase(level);
   const bool after_backward = cur == Phase::kBackward && level.loop && !level.backward_call;
   if (p == Phase::kOther && cur != Phase::kNone && cur != Phase::kOther && cur != Phase::kSync && cur != Phase::kUpdate &&
-      !after_backward)
+      cur != Phase::kAfterBackward && !after_backward)
     p = cur;
-  // The loop's no-grad work on a line below its backward call (pred == y, a confusion matrix
-  // after the step): its own, not data a prefetcher could take.
-  if (p == Phase::kOther && op.after_backward_line && level.loop && !op.in_module) p = Phase::kAfterBackward;
+  // The loop's work on a line below its backward call (pred == y, a confusion matrix after the
+  // step, a parameter's norm for the log, with grad or not): its own, not data a prefetcher
+  // could take, nor a forward, unless a forward is open there (a second model's loss after its
+  // modules ran: a GAN's generator step below the discriminator's backward).
+  const bool forward_open = cur == Phase::kForward || cur == Phase::kForwardNoGrad;
+  if ((p == Phase::kOther || ((p == Phase::kForward || p == Phase::kForwardNoGrad) && !forward_open)) &&
+      op.after_backward_line && level.loop && !op.in_module)
+    p = Phase::kAfterBackward;
   return p;
 }
 

@@ -90,9 +90,10 @@ struct OpInfo {
   // kPlain: torch's own bookkeeping (record_function's torch.zeros(1) handle, made before its
   // scope begins): a frame for its nested ops, no phase, no op stage.
   bool bookkeeping = false;
-  // Run from a traced line below the one that called backward, in the same function: the
-  // loop's work after its backward (metrics, logging after the step), not the next batch's
-  // data, which a loop prepares above its forward.
+  // Run from a traced line below the one that called backward, in the same function (or, when
+  // a helper called it, under a statement of the training loop's function below the one the
+  // helper ran under): the loop's work after its backward (metrics, logging after the step),
+  // not the next batch's data, which a loop prepares above its forward.
   bool after_backward_line = false;
 };
 

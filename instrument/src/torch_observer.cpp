@@ -485,6 +485,10 @@ struct ThreadState {
   // current line is below it (after_backward_line).
   gnnprof_site_t backward_site = 0, below_site = 0, below_anchor = 0;
   bool below = false;
+  // The same for the training loop's own statements (gnnprof_loop_line): the one the last
+  // backward ran under, when a helper ran it (a Trainer's step()), and the last answer.
+  gnnprof_site_t backward_loop_line = 0, below_loop = 0, below_loop_anchor = 0;
+  bool below_in_loop = false;
   std::array<SeenSource, 8> sources{};  // fill_gather's, most recently used first
   explicit ThreadState(ClassifierOptions opt) : classifier(sink, opt, heap.resource()) {}
 };
@@ -699,8 +703,11 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
       op.any_input_requires_grad = any_requires_grad(fn.inputs());
     if (top && kind == OpKind::kPlain) op.bookkeeping = record_function_handle(cname, fn.inputs());
     if (top && kind == OpKind::kBackwardOp && lines_traced())
-      if (const gnnprof_site_t line = gnnprof_current_line(); line != 0) ts->backward_site = line;
-    if (top && (kind == OpKind::kPlain || kind == OpKind::kGather) && ts->backward_site != 0 && !op.any_input_requires_grad &&
+      if (const gnnprof_site_t line = gnnprof_current_line(); line != 0) {
+        ts->backward_site = line;
+        ts->backward_loop_line = gnnprof_loop_line();
+      }
+    if (top && (kind == OpKind::kPlain || kind == OpKind::kGather || kind == OpKind::kCopy) && ts->backward_site != 0 &&
         !op.in_module)
       op.after_backward_line = below_backward_line(ts);
     if (kind == OpKind::kOptimizerStep) {
@@ -709,6 +716,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
       // The first step selects the loop for tracing, after its first backward ran untraced:
       // until a backward's line is known, the lines below the step's are the ones after it.
       if (ts->backward_site == 0 && op.call_line != 0 && lines_traced()) ts->backward_site = op.call_line;
+      if (ts->backward_loop_line == 0 && lines_traced()) ts->backward_loop_line = gnnprof_loop_line();
     }
     if (ts->watch_slot >= 0 && ts->watch_foldable) ts->watch_foldable = foldable_op(fn, op);
     ts->classifier.on_start(op);
@@ -817,7 +825,17 @@ bool below_backward_line(ThreadState* ts) {
     ts->below_anchor = ts->backward_site;
     ts->below = gnnprof_line_after(line, ts->backward_site) == 1;
   }
-  return ts->below;
+  if (ts->below) return true;
+  // A helper ran the backward (a Trainer's `loss = self.step(batch)`): the loop function's
+  // statement now against the one the backward ran under.
+  const gnnprof_site_t loop = gnnprof_loop_line();
+  if (loop == 0 || ts->backward_loop_line == 0) return false;
+  if (loop != ts->below_loop || ts->backward_loop_line != ts->below_loop_anchor) {
+    ts->below_loop = loop;
+    ts->below_loop_anchor = ts->backward_loop_line;
+    ts->below_in_loop = gnnprof_line_after(loop, ts->backward_loop_line) == 1;
+  }
+  return ts->below_in_loop;
 }
 
 void pop_frame(ThreadState* ts, bool last) {

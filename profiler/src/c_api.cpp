@@ -211,6 +211,12 @@ void gnnprof_set_loop_extent(const char* file, const char* function, unsigned fi
   }
 }
 
+namespace {
+thread_local gnnprof_site_t t_loop_line = 0;
+}
+void gnnprof_set_loop_line(gnnprof_site_t site) { t_loop_line = site; }
+gnnprof_site_t gnnprof_loop_line(void) { return t_loop_line; }
+
 int gnnprof_line_after(gnnprof_site_t line, gnnprof_site_t anchor) {
   try {
     return gnnprof::detail::site_registry().line_after(line & ~GNNPROF_DATA_LINE, anchor & ~GNNPROF_DATA_LINE) ? 1 : 0;

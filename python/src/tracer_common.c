@@ -858,6 +858,8 @@ void on_line_of(ThreadTrace* tt, Entry* e, PyCodeObject* co, int line, int lasti
     }
   }
   const uint64_t now = g_core.set_line(current_site(e, site));
+  /* The training loop's own statement, for the torch observer: a helper's ops run under it. */
+  if (ci->loop_levels > 0 && g_core.set_loop_line != NULL) g_core.set_loop_line(site);
   end_statement(e, now);
   e->site = site;
   e->stmt = stmt;

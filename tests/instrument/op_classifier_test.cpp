@@ -988,7 +988,9 @@ TEST(OpClassifier, NoGradOpsBelowTheBackwardLineAreNotData) {
   gi::OpInfo metric = op("aten::eq");
   metric.after_backward_line = true;
   leaf(c, metric);
-  leaf(c, op("aten::sum"));  // the same line's next op: the observer says so for each
+  gi::OpInfo sum = op("aten::sum");
+  sum.after_backward_line = true;  // the same line's next op: the observer says so for each
+  leaf(c, sum);
   next_line(r, c);
   leaf(c, metric);           // the next metric line
   next_line(r, c);
@@ -1004,6 +1006,33 @@ TEST(OpClassifier, NoGradOpsBelowTheBackwardLineAreNotData) {
   const std::vector<std::string> want = {"+ops (no grad)[data]", "-", "STEP", "+forward[compute]", "-", "+backward[compute]", "-",
                                          "+ops after backward[compute]", "-", "+ops after backward[compute]", "-",
                                          "+ops (no grad)[data]", "-", "+ops after backward[compute]", "-", "+forward[compute]"};
+  EXPECT_EQ(r.log, want);
+}
+
+// Work with grad on the loop's lines below its backward (a parameter's norm for the log, a
+// metric on the logits) is the loop's own too, not a forward; but where a forward is open (a
+// GAN's generator loss after its modules ran, below the discriminator's backward) it stays in it.
+TEST(OpClassifier, GradOpsBelowTheBackwardLineAreTheLoopsUnlessAForwardIsOpen) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  leaf(c, op("aten::linear", true));
+  leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
+  next_line(r, c);
+  gi::OpInfo norm = op("aten::norm", true);
+  norm.after_backward_line = true;
+  leaf(c, norm);
+  leaf(c, norm);  // the next parameter's: the same phase
+  next_line(r, c);
+  leaf(c, op("aten::randperm"));  // the next batch's sampling at the loop's top: data, not after backward
+  next_line(r, c);
+  gi::OpInfo generator = in_model(op("aten::linear", true));
+  generator.after_backward_line = true;
+  leaf(c, generator);
+  gi::OpInfo loss = op("aten::binary_cross_entropy", true);
+  loss.after_backward_line = true;
+  leaf(c, loss);
+  const std::vector<std::string> want = {"STEP", "+forward[compute]", "-", "+backward[compute]", "-", "+ops after backward[compute]",
+                                         "-", "+ops (no grad)[data]", "-", "+forward[compute]"};
   EXPECT_EQ(r.log, want);
 }
 

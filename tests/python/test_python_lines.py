@@ -1362,3 +1362,21 @@ def test_a_generator_expression_after_the_loop_is_not_a_pipeline(gnnprof_run, pl
     assert r.rc == 0 and r.out == plain_run(path).out, r.err
     functions = {l["function"] for l in r.profile["lines"]}
     assert functions == {"main", "batches"}, functions
+
+
+@needs_torch
+def test_a_trainers_logging_after_its_step_helper_is_no_forward(gnnprof_run, plain_run):
+    """A Trainer's train_epoch calls step() (forward, backward, optimizer), then logs parameter
+    norms with grad enabled and the accuracy: the loop's statement below the one the helper ran
+    the backward under. That is "ops after backward", not a forward (nor data); the sampling at
+    the loop's top stays data."""
+    path = script("trainer_loop.py")
+    r = gnnprof_run(path, "24", env={"GNNPROF_TORCH_SAMPLE": "all"})
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "24").out
+    lines = r.lines("Trainer.train_epoch")
+    log = lines[line_of(path, "self._log(out, self.y[seeds])")]["stages"]
+    # The first call (before the loop is found, at the first step) is not known to be below.
+    assert log.get("ops after backward", 0) > 2 * (log.get("forward", 0) + log.get("ops (no grad)", 0)), log
+    sampling = lines[line_of(path, "seeds = torch.randperm(N)[:1024]")]["stages"]
+    assert sampling.get("ops (no grad)", 0) > 10 * sampling.get("ops after backward", 0), sampling

@@ -189,6 +189,11 @@ GNNPROF_C_API gnnprof_site_t gnnprof_current_line(void);
 GNNPROF_C_API int gnnprof_line_after(gnnprof_site_t line, gnnprof_site_t anchor);
 /* The lines of a function's training loop (the Python tracer, when it selects the loop). */
 GNNPROF_C_API void gnnprof_set_loop_extent(const char* file, const char* function, unsigned first, unsigned last);
+/* The calling thread's current line in its training loop's function (the Python tracer sets it
+ * at each of that function's lines), 0 if none: the loop's statement that a helper runs under
+ * (a Trainer's `loss = self.step(batch)`) while the current line is the helper's. */
+GNNPROF_C_API void gnnprof_set_loop_line(gnnprof_site_t site);
+GNNPROF_C_API gnnprof_site_t gnnprof_loop_line(void);
 /* 1 when `stage` is a stage site of category "data" (named so, or by its name: "sample", a
  * DataLoader's scope), else 0. */
 GNNPROF_C_API int gnnprof_stage_is_data(gnnprof_site_t stage);
