@@ -78,7 +78,9 @@ OpClassifier::Phase OpClassifier::phase_for(const OpInfo& op, const Level& level
   // evaluation's forward, which would hold the next batch's sampling and its feature gather.
   if (!op.grad_enabled && op.any_input_requires_grad && !op.in_module && op.name.size() > 1 && op.name.back() == '_')
     return Phase::kUpdate;
-  const bool forward = op.any_input_requires_grad || (op.in_module && !level.data_scope);
+  // A read of the loop's state (a TGN's memory, written in place after each step) is the
+  // model's computation, wherever it runs (a model method called directly, not through a module).
+  const bool forward = op.any_input_requires_grad || op.gather_source_state || (op.in_module && !level.data_scope);
   Phase p = !forward ? Phase::kOther : (op.grad_enabled ? Phase::kForward : Phase::kForwardNoGrad);
   // Inside a forward phase, helper ops on tensors that need no grad (torch.zeros, bincount,
   // x[idx] of the input features, ...) belong to that phase; only a new phase, a scope, a
@@ -492,13 +494,13 @@ void OpClassifier::on_start(const OpInfo& op) {
       // But fewer rows than a table has that outlives the iterations and needs no grad is a
       // feature read wherever it runs (a lazy srcdata['feat'] inside the model's forward): message
       // passing gathers this batch's activations, or (full graph) a row per edge, more than nodes.
-      const bool feature_read = op.gather_source_persistent && !op.any_input_requires_grad && here != Phase::kBackward &&
-                                op.gather_rows < op.gather_source_rows;
+      const bool feature_read = op.gather_source_persistent && !op.gather_source_state && !op.any_input_requires_grad &&
+                                here != Phase::kBackward && op.gather_rows < op.gather_source_rows;
       // A gather on the loop's line below its backward call (logits[mask] for a metric) is that
       // line's work, as its other ops are: not a read a prefetcher could take.
       const bool in_compute = !feature_read && (here == Phase::kForward || here == Phase::kForwardNoGrad ||
                                                 here == Phase::kBackward || op.in_module || op.any_input_requires_grad ||
-                                                op.after_backward_line);
+                                                op.after_backward_line || op.gather_source_state);
       // Without phases (a linked program whose macros name its stages) the observer cannot
       // tell a feature read from message passing: gathers stay op stages.
       if (opt_.phases && !in_gather_ && !in_compute && op.gather_source_bytes >= opt_.gather_min_bytes) {
@@ -508,7 +510,11 @@ void OpClassifier::on_start(const OpInfo& op) {
         f.ends = 1;
         in_gather_ = f.clears_gather = true;
       } else if (op_depth_ == 0) {
-        open_op_phase(level, phase_for(op, level), f);
+        const Phase p = phase_for(op, level);
+        begin_first_iteration(level, p);  // a model that starts by reading its state
+        open_op_phase(level, p, f);
+        // A read of the loop's state records nothing for autograd, yet its forward goes on.
+        if (op.gather_source_state) f.opened_forward = false;
       }
       break;
     }

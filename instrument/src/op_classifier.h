@@ -76,6 +76,10 @@ struct OpInfo {
   // activations).
   std::uint64_t gather_source_rows = 0;
   bool gather_source_persistent = false;
+  // The source was written in place on the loop's lines after its backward, or inside a
+  // module (a TGN's memory updated after each step): the loop's state, read where it is
+  // current, not features a prefetcher could read ahead.
+  bool gather_source_state = false;
   // kCopy: devices, bytes, whether the host side is pinned, non_blocking.
   Device copy_src = Device::kCpu, copy_dst = Device::kCpu;
   std::uint64_t copy_bytes = 0;

@@ -189,6 +189,7 @@ void reset_sampling_after_fork() {
 struct SeenSource {
   std::optional<c10::weak_intrusive_ptr<c10::StorageImpl>> storage;
   std::uint64_t iteration = 0;  // g_marks when first seen
+  bool written = false;         // written in place as the loop's state (note_state_write)
 };
 std::atomic<std::uint64_t> g_marks{0};  // iteration marks so far
 
@@ -619,6 +620,7 @@ void fill_gather(const at::RecordFunction& fn, std::string_view name, OpInfo& op
   for (std::size_t i = 0; i < n_seen; ++i)
     if (seen[i].storage && !seen[i].storage->expired() && seen[i].storage->_unsafe_get_target() == impl) {
       op.gather_source_persistent = seen[i].iteration < now;
+      op.gather_source_state = seen[i].written;
       at = i;
       break;
     }
@@ -627,6 +629,20 @@ void fill_gather(const at::RecordFunction& fn, std::string_view name, OpInfo& op
                          : SeenSource{src->storage().getWeakStorageImpl(), now};
   for (std::size_t i = at; i > 0; --i) seen[i] = std::move(seen[i - 1]);
   seen[0] = std::move(entry);
+}
+
+/// An in-place write (index_put_, index_copy_, a copy_ into a slice) into a recent gather source
+/// on the loop's lines after its backward, or inside a module: the loop's state (a TGN's
+/// memory), which the next iteration's gathers read where it is current.
+void note_state_write(const at::RecordFunction& fn, SeenSource* seen, std::size_t n_seen) {
+  const at::Tensor* dst = tensor_at(fn.inputs(), 0);
+  if (dst == nullptr || !dst->has_storage()) return;
+  const c10::StorageImpl* impl = dst->storage().unsafeGetStorageImpl();
+  for (std::size_t i = 0; i < n_seen; ++i)
+    if (seen[i].storage && !seen[i].storage->expired() && seen[i].storage->_unsafe_get_target() == impl) {
+      seen[i].written = true;
+      return;
+    }
 }
 
 void fill_copy(const at::RecordFunction& fn, OpInfo& op) {
@@ -710,6 +726,9 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     if (top && (kind == OpKind::kPlain || kind == OpKind::kGather || kind == OpKind::kCopy) && ts->backward_site != 0 &&
         !op.in_module)
       op.after_backward_line = below_backward_line(ts);
+    if (top && (kind == OpKind::kPlain || kind == OpKind::kCopy) && (op.after_backward_line || op.in_module) && ts->sources[0].storage &&
+        !op.name.empty() && op.name.back() == '_')
+      note_state_write(fn, ts->sources.data(), ts->sources.size());
     if (kind == OpKind::kOptimizerStep) {
       gnnprof_optimizer_step();  // the Python tracer's auto selection, which sets the line
       op.call_line = gnnprof_current_line();

@@ -696,7 +696,7 @@ TEST(OpClassifier, AGatherOfATensorNeedingGradIsForward) {
   g.any_input_requires_grad = true;
   leaf(c, g);
   c.close_all();
-  const std::vector<std::string> want = {"+forward[compute]", "-"};
+  const std::vector<std::string> want = {"STEP", "+forward[compute]", "-"};  // the first forward begins the first iteration
   EXPECT_EQ(r.log, want);
 }
 
@@ -1033,6 +1033,27 @@ TEST(OpClassifier, GradOpsBelowTheBackwardLineAreTheLoopsUnlessAForwardIsOpen) {
   leaf(c, loss);
   const std::vector<std::string> want = {"STEP", "+forward[compute]", "-", "+backward[compute]", "-", "+ops after backward[compute]",
                                          "-", "+ops (no grad)[data]", "-", "+forward[compute]"};
+  EXPECT_EQ(r.log, want);
+}
+
+// A TGN reads its memory (a table it writes in place after each step) in a model method
+// called directly, not through a module: the model's computation, not a feature read a
+// prefetcher could take ahead of the write; a feature table never written stays data.
+TEST(OpClassifier, AReadOfTheLoopsStateIsForwardNotAMaterialization) {
+  Recorder r;
+  gi::ClassifierOptions o = no_ops();
+  o.gather_min_bytes = 1000;
+  gi::OpClassifier c(r, o);
+  gi::OpInfo features = feature_gather();
+  features.gather_source_persistent = true;
+  features.gather_source_rows = 5000;
+  leaf(c, features);
+  gi::OpInfo memory = features;
+  memory.gather_source_state = true;
+  leaf(c, memory);
+  leaf(c, op("aten::clamp"));  // the method's next op, needing no grad: in that forward
+  leaf(c, op("aten::linear", true));
+  const std::vector<std::string> want = {"+materialize[data]", "MAT 10 2560", "-", "STEP", "+forward[compute]"};
   EXPECT_EQ(r.log, want);
 }
 

@@ -1380,3 +1380,24 @@ def test_a_trainers_logging_after_its_step_helper_is_no_forward(gnnprof_run, pla
     assert log.get("ops after backward", 0) > 2 * (log.get("forward", 0) + log.get("ops (no grad)", 0)), log
     sampling = lines[line_of(path, "seeds = torch.randperm(N)[:1024]")]["stages"]
     assert sampling.get("ops (no grad)", 0) > 10 * sampling.get("ops after backward", 0), sampling
+
+
+@needs_torch
+def test_a_read_of_state_written_after_each_step_is_no_feature_read(gnnprof_run, plain_run):
+    """A TGN-like memory read in a model method called directly, and written in place after
+    each step: the model's computation (forward), not a materialization a prefetcher could move
+    ahead; the node features, never written, stay a feature read."""
+    path = script("memory_loop.py")
+    r = gnnprof_run(path, "12", env={"GNNPROF_TORCH_SAMPLE": "all"})
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "12").out
+    lines = r.lines("<module>")
+    read_at = line_of(path, "out = model.embed(nodes, x)")
+    update_at = line_of(path, "model.memory[nodes] = 0.9 * model.memory[nodes] + 0.1 * x")
+    assert lines[read_at]["stages"].get("forward", 0) > 0, lines[read_at]
+    assert lines[update_at]["stages"].get("ops after backward", 0) > 0, lines[update_at]
+    mats = r.profile["materializations"]
+    # Before the first step found the loop (and the first write), the first iteration's reads
+    # are not known for state.
+    assert sum(m["hits"] for m in mats if m["line"] in (read_at, update_at)) <= 2, mats
+    assert sum(m["rows"] for m in mats if m["line"] == line_of(path, "x = feat[nodes]")) >= 10 * 2048, mats
