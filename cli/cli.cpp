@@ -54,8 +54,11 @@ int parse_cli(int argc, const char* const* argv, Cli& out) {
   cmpc->add_flag("--ops", out.compare.ops, "list every torch op metric under its phase (default: phases, one line on the ops)");
 
   CLI::App* chkc = app.add_subcommand("check", "CI regression gate: exit 0 pass, 1 regression, 2 usage or input error");
-  chkc->add_option("--baseline", out.check.baseline, "stored baseline profile")->required();
-  chkc->add_option("current", out.check.current, "profile of this build")->required();
+  chkc->add_option("--baseline", out.check.baselines,
+                   "stored baseline profile (repeatable: with 2+ runs per side the tests are over runs, whose drift they cover)")
+      ->required()
+      ->allow_extra_args(false);  // one file per --baseline: the files after it are this build's
+  chkc->add_option("current", out.check.currents, "profile(s) of this build")->required();
   chkc->add_option("--max-slowdown", out.check.max_slowdown, "allowed slowdown of the iteration, every stage and every torch op, in percent (default 5%; 0.5 is 0.5%)");
   chkc->add_option("--stage", out.check.stage_limits, "NAME=PCT: a stage's own limit, also its ops' (repeatable)");
   chkc->add_option("--op-floor", out.check.op_floor,

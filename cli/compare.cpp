@@ -216,30 +216,45 @@ int run_check(const CheckArgs& a) {
     }
     limits[kv.substr(0, eq)] = v;
   }
-  Profile base, cur;
-  if (!load(a.baseline, base, tool) || !load(a.current, cur, tool)) return kBad;
-  note_programs(base, cur, a.baseline, a.current, tool);
+  std::vector<Profile> bases(a.baselines.size()), curs(a.currents.size());
+  for (std::size_t i = 0; i < bases.size(); ++i)
+    if (!load(a.baselines[i], bases[i], tool)) return kBad;
+  for (std::size_t i = 0; i < curs.size(); ++i)
+    if (!load(a.currents[i], curs[i], tool)) return kBad;
+  if (bases.empty() || curs.empty()) return kBad;
+  const Profile& base = bases.front();
+  const Profile& cur = curs.front();
+  // Labels: the file, or the first of several and how many.
+  auto label = [](const std::vector<std::string>& files) {
+    return files.size() == 1 ? files.front() : fmt::format("{} (+{} more)", files.front(), files.size() - 1);
+  };
+  const std::string baseline = label(a.baselines), current = label(a.currents);
+  note_programs(base, cur, a.baselines.front(), a.currents.front(), tool);
   // Stages of one side only are listed as such (an op replaced by another, a stage added);
-  // two profiles with none in common are not two runs of one program.
-  std::set<std::string> names = stage_names(base), common;
-  for (const auto& n : stage_names(cur)) (names.count(n) != 0 ? common : names).insert(n);
+  // two sides with none in common are not runs of one program.
+  std::set<std::string> names, common, theirs;
+  for (const Profile& p : bases)
+    for (const auto& n : stage_names(p)) names.insert(n);
+  for (const Profile& p : curs)
+    for (const auto& n : stage_names(p)) theirs.insert(n);
+  for (const auto& n : theirs) (names.count(n) != 0 ? common : names).insert(n);
   const bool no_common = common.empty() && !names.empty();
   names.insert(reports::kUnattributed);  // a metric too: --stage "(unattributed)=10%"
   names.insert("iteration");             // and the loop's rows: --stage "iteration (mean)=10%"
   names.insert(reports::kMeanIteration);
   if (no_common) {
-    std::cerr << tool << ": " << a.baseline << " and " << a.current << " share no stage: not two runs of one program\n";
+    std::cerr << tool << ": " << baseline << " and " << current << " share no stage: not two runs of one program\n";
     return kBad;
   }
   for (const auto& [name, v] : limits)
     if (names.count(name) == 0) {
-      std::cerr << tool << ": --stage " << name << ": no such stage in " << a.baseline << " or " << a.current
+      std::cerr << tool << ": --stage " << name << ": no such stage in " << baseline << " or " << current
                 << " (" << stage_list(names, base, cur) << ")\n";
       return kBad;
     }
   reports::CompareOptions opt;
   opt.skip = a.skip;
-  const reports::Comparison c = reports::compare_profiles({base}, {cur}, opt);
+  const reports::Comparison c = reports::compare_profiles(bases, curs, opt);
 
   reports::CheckPolicy policy;
   policy.default_limit = default_limit;
@@ -262,7 +277,7 @@ int run_check(const CheckArgs& a) {
   // An output that cannot be written is the CI's problem, not a regression: exit 2, unless a
   // regression (1) says more.
   const int unwritable = rc == kFail ? kFail : kBad;
-  if (!a.markdown_out.empty() && !write_text(a.markdown_out, reports::check_markdown(r, a.baseline, a.current), tool)) rc = unwritable;
+  if (!a.markdown_out.empty() && !write_text(a.markdown_out, reports::check_markdown(r, baseline, current), tool)) rc = unwritable;
   if (!a.junit_out.empty() && !write_text(a.junit_out, reports::check_junit(r), tool)) rc = unwritable;
   return rc;
 }

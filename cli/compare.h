@@ -16,7 +16,8 @@ struct CompareArgs {
 int run_compare(const CompareArgs& args);
 
 struct CheckArgs {
-  std::string baseline, current;
+  /// One profile per side, or 2+ (runs of each build: the statistics are then over runs).
+  std::vector<std::string> baselines, currents;
   std::string max_slowdown = "5%";
   std::string op_floor = "1%";  ///< an op regresses only when it grew by this share of the iteration
   std::string stage_floor = "1%";  ///< a stage too (and the time outside every stage)

@@ -495,29 +495,46 @@ Result<Profile> read_profile_file(const std::string& path) {
 }
 
 Result<AtomicFileWriter> AtomicFileWriter::open(const std::string& path) {
+  // Through a symbolic link: the file it names is replaced, the link stays. Not a regular
+  // file (/dev/stdout, a FIFO, a terminal): written in place, since a rename would replace it.
+  std::string target = path;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    if (char* real = ::realpath(path.c_str(), nullptr)) {
+      target = real;
+      std::free(real);
+    }
+  }
+  if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+    const int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return Status::error("cannot write " + path + ": " + std::strerror(errno));
+    return AtomicFileWriter(path, std::string(), fd);
+  }
   std::random_device rd;
-  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rd() & 0xffffff);
+  std::string tmp = target + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rd() & 0xffffff);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return Status::error("cannot write " + path + ": " + std::strerror(errno));
-  return AtomicFileWriter(path, std::move(tmp), fd);
+  AtomicFileWriter w(path, std::move(tmp), fd);
+  w.target_ = std::move(target);
+  return w;
 }
 
 AtomicFileWriter::AtomicFileWriter(AtomicFileWriter&& other) noexcept
-    : path_(std::move(other.path_)), tmp_(std::move(other.tmp_)), fd_(other.fd_) {
+    : path_(std::move(other.path_)), tmp_(std::move(other.tmp_)), target_(std::move(other.target_)), fd_(other.fd_) {
   other.fd_ = -1;
 }
 
 AtomicFileWriter::~AtomicFileWriter() {
   if (fd_ >= 0) {
     ::close(fd_);
-    ::unlink(tmp_.c_str());
+    if (!tmp_.empty()) ::unlink(tmp_.c_str());
   }
 }
 
 Status AtomicFileWriter::fail(int err) {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
-  ::unlink(tmp_.c_str());
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());
   return Status::error("cannot write " + path_ + ": " + std::strerror(err));
 }
 
@@ -543,10 +560,11 @@ Status AtomicFileWriter::commit(FileSync sync) {
   fd_ = -1;
   if (::close(fd) != 0) {
     const int err = errno;
-    ::unlink(tmp_.c_str());
+    if (!tmp_.empty()) ::unlink(tmp_.c_str());
     return Status::error("cannot write " + path_ + ": " + std::strerror(err));
   }
-  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
+  if (tmp_.empty()) return Status::ok();  // written in place (a device, a FIFO)
+  if (::rename(tmp_.c_str(), (target_.empty() ? path_ : target_).c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp_.c_str());
     return Status::error("cannot write " + path_ + ": " + std::strerror(err));

@@ -106,14 +106,17 @@ namespace {
 
 struct Samples {
   std::vector<std::int64_t> loop;
+  std::vector<std::uint32_t> loop_run;  // the run (profile) each loop sample came from
   std::vector<std::int64_t> unattributed;  // the loop thread's time outside every stage
   std::map<std::string, std::vector<std::int64_t>> loop_thread, other;
+  std::vector<std::uint32_t> observed_run;  // the run of each unattributed / loop_thread / other sample
   std::set<std::string> present;  // stages that ran in some iteration of this side
 };
 
 Samples collect(const std::vector<Profile>& profiles, std::uint64_t skip, const std::set<std::string>& loop_names,
                 const std::set<std::string>& other_names) {
   Samples s;
+  std::uint32_t run = 0;
   for (const Profile& p : profiles) {
     std::uint64_t seen = 0;
     std::vector<const IterationStats*> used;
@@ -122,12 +125,14 @@ Samples collect(const std::vector<Profile>& profiles, std::uint64_t skip, const 
       for (const auto& [n, v] : it.other_threads) s.present.insert(n);
       if (!it.complete || seen++ < skip) continue;
       s.loop.push_back(it.wall_ns);
+      s.loop_run.push_back(run);
       used.push_back(&it);
     }
     // Iteration sampling: stage samples only where the torch observer saw the ops (an
     // unobserved iteration has no forward/backward stages, not zero-time ones).
     for (const IterationStats* it : ops_observed(used)) {
       s.unattributed.push_back(it->unattributed_ns);
+      s.observed_run.push_back(run);
       // A stage that did not run in an iteration took 0 ns there: that is the point of a
       // stage that prefetching moved off the loop thread.
       for (const auto& n : loop_names) {
@@ -139,6 +144,7 @@ Samples collect(const std::vector<Profile>& profiles, std::uint64_t skip, const 
         s.other[n].push_back(f == it->other_threads.end() ? 0 : f->second);
       }
     }
+    ++run;
   }
   return s;
 }
@@ -220,9 +226,51 @@ void bootstrap_ratio_ci(const std::vector<std::int64_t>& a, const std::vector<st
   m.ci_high = at(0.975);
 }
 
+/// A side's samples grouped by run (empty without run indices).
+using Runs = std::vector<std::vector<std::int64_t>>;
+Runs by_run(const std::vector<std::int64_t>& v, const std::vector<std::uint32_t>* run) {
+  if (run == nullptr || run->size() != v.size()) return {};
+  std::map<std::uint32_t, std::vector<std::int64_t>> m;
+  for (std::size_t i = 0; i < v.size(); ++i) m[(*run)[i]].push_back(v[i]);
+  Runs out;
+  for (auto& [k, x] : m) out.push_back(std::move(x));
+  return out;
+}
+
+/// Welch's t-test on two samples (two-sided p), and the 1 - alpha interval of the difference of
+/// their means (b - a) from the same t: an interval and a p that cannot disagree.
+struct Welch {
+  double p = 1.0;
+  std::optional<double> diff_low, diff_high;
+  double mean_a = 0, mean_b = 0;
+};
+Welch welch(const std::vector<double>& a, const std::vector<double>& b, double alpha);
+
+/// Two or more runs on each side: the runs are the samples (each run's statistic), since the
+/// iterations of one run share its drift (another tenant, the CPU's clock, a run that lands in
+/// a slower mode). p is Welch's t on the runs' statistics, the interval the same t's, as a ratio
+/// to the baseline runs' mean: a bootstrap of 3 runs would be far too narrow.
+template <class Stat>
+bool compare_runs(const Runs& a, const Runs& b, const CompareOptions& opt, Stat stat, MetricComparison& m) {
+  if (a.size() < 2 || b.size() < 2) return false;
+  std::vector<double> sa, sb;
+  for (const auto& r : a) sa.push_back(stat(r));
+  for (const auto& r : b) sb.push_back(stat(r));
+  m.baseline_runs = static_cast<std::uint32_t>(a.size());
+  m.candidate_runs = static_cast<std::uint32_t>(b.size());
+  const Welch w = welch(sa, sb, opt.alpha);
+  m.p_value = w.p;
+  if (w.mean_a > 0 && w.diff_low && w.diff_high) {
+    m.ci_low = std::max(0.0, 1.0 + *w.diff_low / w.mean_a);
+    m.ci_high = 1.0 + *w.diff_high / w.mean_a;
+  }
+  return true;
+}
+
 MetricComparison compare_metric(const std::string& name, Scope scope, const std::vector<std::int64_t>& a,
                                 const std::vector<std::int64_t>& b, const CompareOptions& opt, std::mt19937_64& rng,
-                                bool hidden_time = false) {
+                                bool hidden_time = false, const std::vector<std::uint32_t>* a_run = nullptr,
+                                const std::vector<std::uint32_t>* b_run = nullptr) {
   MetricComparison m;
   m.name = name;
   m.scope = scope;
@@ -232,8 +280,11 @@ MetricComparison compare_metric(const std::string& name, Scope scope, const std:
   m.candidate_median_ns = median_of(b);
   m.delta_ns = m.candidate_median_ns - m.baseline_median_ns;
   if (m.baseline_median_ns > 0) m.ratio = static_cast<double>(m.candidate_median_ns) / static_cast<double>(m.baseline_median_ns);
-  m.p_value = mann_whitney_p(a, b);
-  bootstrap_ratio_ci(a, b, opt, rng, [](const std::vector<std::int64_t>& v) { return static_cast<double>(median_of(v)); }, m);
+  auto med = [](const std::vector<std::int64_t>& v) { return static_cast<double>(median_of(v)); };
+  if (!compare_runs(by_run(a, a_run), by_run(b, b_run), opt, med, m)) {
+    m.p_value = mann_whitney_p(a, b);
+    bootstrap_ratio_ci(a, b, opt, rng, med, m);
+  }
   const bool differs = m.p_value < opt.alpha && m.delta_ns != 0 &&
                        (!m.ci_low || *m.ci_high < 1.0 || *m.ci_low > 1.0);
   // Time on other threads or in worker processes is off the critical path: more of it is not "slower".
@@ -251,29 +302,51 @@ double mean_value(const std::vector<std::int64_t>& v) {
 }
 
 // Welch's t-test, two-sided, Student's t with the Welch-Satterthwaite degrees of freedom
-// (right for few iterations too, where a normal approximation would be anti-conservative).
-double welch_p(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) {
-  if (a.size() < 2 || b.size() < 2) return 1.0;
-  const double ma = mean_value(a), mb = mean_value(b);
+// (right for few iterations, or few runs, too, where a normal approximation would be
+// anti-conservative).
+Welch welch(const std::vector<double>& a, const std::vector<double>& b, double alpha) {
+  Welch w;
+  if (a.size() < 2 || b.size() < 2) return w;
+  auto mean_of = [](const std::vector<double>& v) {
+    long double sum = 0;
+    for (double x : v) sum += x;
+    return static_cast<double>(sum / static_cast<long double>(v.size()));
+  };
+  const double ma = mean_of(a), mb = mean_of(b);
+  w.mean_a = ma;
+  w.mean_b = mb;
   const double na = static_cast<double>(a.size()), nb = static_cast<double>(b.size());
   double va = 0, vb = 0;
-  for (auto x : a) va += (static_cast<double>(x) - ma) * (static_cast<double>(x) - ma);
-  for (auto x : b) vb += (static_cast<double>(x) - mb) * (static_cast<double>(x) - mb);
+  for (double x : a) va += (x - ma) * (x - ma);
+  for (double x : b) vb += (x - mb) * (x - mb);
   const double sa = va / (na - 1) / na, sb = vb / (nb - 1) / nb;  // squared standard errors
   const double se = std::sqrt(sa + sb);
-  if (se <= 0) return ma == mb ? 1.0 : 0.0;
+  if (se <= 0) {
+    w.p = ma == mb ? 1.0 : 0.0;
+    w.diff_low = w.diff_high = mb - ma;
+    return w;
+  }
   const double df = (sa + sb) * (sa + sb) / (sa * sa / (na - 1) + sb * sb / (nb - 1));
   try {
     const boost::math::students_t t(df);
-    return std::min(1.0, 2.0 * boost::math::cdf(boost::math::complement(t, std::fabs(mb - ma) / se)));
+    w.p = std::min(1.0, 2.0 * boost::math::cdf(boost::math::complement(t, std::fabs(mb - ma) / se)));
+    const double q = boost::math::quantile(boost::math::complement(t, alpha / 2));
+    w.diff_low = (mb - ma) - q * se;
+    w.diff_high = (mb - ma) + q * se;
   } catch (...) {  // a degenerate df: no verdict
-    return 1.0;
+    w.p = 1.0;
   }
+  return w;
+}
+
+double welch_p(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) {
+  return welch(std::vector<double>(a.begin(), a.end()), std::vector<double>(b.begin(), b.end()), 0.05).p;
 }
 
 // The loop's mean iteration: what an epoch takes per iteration, tails included.
 MetricComparison compare_mean(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b, const CompareOptions& opt,
-                              std::mt19937_64& rng) {
+                              std::mt19937_64& rng, const std::vector<std::uint32_t>* a_run = nullptr,
+                              const std::vector<std::uint32_t>* b_run = nullptr) {
   MetricComparison m;
   m.name = kMeanIteration;
   m.scope = Scope::kLoop;
@@ -284,14 +357,41 @@ MetricComparison compare_mean(const std::vector<std::int64_t>& a, const std::vec
   m.candidate_median_ns = std::llround(mean_value(b));
   m.delta_ns = m.candidate_median_ns - m.baseline_median_ns;
   if (m.baseline_median_ns > 0) m.ratio = mean_value(b) / mean_value(a);
-  m.p_value = welch_p(a, b);
-  bootstrap_ratio_ci(a, b, opt, rng, [](const std::vector<std::int64_t>& v) { return mean_value(v); }, m);
+  auto mean = [](const std::vector<std::int64_t>& v) { return mean_value(v); };
+  if (!compare_runs(by_run(a, a_run), by_run(b, b_run), opt, mean, m)) {
+    m.p_value = welch_p(a, b);
+    bootstrap_ratio_ci(a, b, opt, rng, mean, m);
+  }
   const bool differs = m.p_value < opt.alpha && m.delta_ns != 0 && (!m.ci_low || *m.ci_high < 1.0 || *m.ci_low > 1.0);
   m.verdict = !differs ? Verdict::kNoChange : (m.delta_ns < 0 ? Verdict::kFaster : Verdict::kSlower);
   return m;
 }
 
 }  // namespace
+
+std::string statistics_note(const Comparison& c) {
+  const MetricComparison* it = c.metrics.empty() ? nullptr : &c.metrics.front();
+  std::string s;
+  if (it != nullptr && it->baseline_runs >= 2 && it->candidate_runs >= 2) {
+    s = fmt::format(
+        "per-iteration medians pooled over {} and {} runs; first {} iterations of each run skipped; the runs are the "
+        "samples: p: Welch's t on the runs' medians (iteration (mean): on their means), CI: the same t's interval as a "
+        "ratio to the baseline runs' mean",
+        it->baseline_runs, it->candidate_runs, c.options.skip);
+  } else {
+    s = fmt::format(
+        "per-iteration medians; first {} iterations of each run skipped; 95% CI: bootstrap of the ratio; p: Mann-Whitney U "
+        "(iteration (mean): means, Welch's t)",
+        c.options.skip);
+  }
+  s += fmt::format("; a verdict needs p < {:.2g} and the CI clear of 1", c.options.alpha);
+  if (it != nullptr && (it->baseline_runs < 2 || it->candidate_runs < 2))
+    s += "\none run per side: the intervals cover the iterations within each run, not the drift between runs (another "
+         "tenant, the CPU's clock, a run in a slower mode), which can make a difference of several percent look significant; "
+         "give 2 or more runs per side (gnnprof check --baseline B1.json --baseline B2.json C1.json C2.json, `gnnprof ab "
+         "--repeat N`) and the runs are the samples";
+  return s;
+}
 
 void describe_run(const Profile& profile, std::uint64_t skip, RunRecord& run) {
   std::vector<std::int64_t> walls;
@@ -391,12 +491,16 @@ Comparison compare_profiles(const std::vector<Profile>& baseline_in, const std::
   Samples a = collect(baseline, options.skip, loop_names, other_names);
   Samples b = collect(candidate, options.skip, loop_names, other_names);
   std::mt19937_64 rng(options.seed);
-  c.metrics.push_back(compare_metric("iteration", Scope::kLoop, a.loop, b.loop, options, rng));
+  c.metrics.push_back(compare_metric("iteration", Scope::kLoop, a.loop, b.loop, options, rng, false, &a.loop_run, &b.loop_run));
   std::mt19937_64 mean_rng(options.seed ^ 0x6d65616eULL);  // its own draws: the other rows' CIs stay as they were
-  c.metrics.push_back(compare_mean(a.loop, b.loop, options, mean_rng));
+  c.metrics.push_back(compare_mean(a.loop, b.loop, options, mean_rng, &a.loop_run, &b.loop_run));
   std::vector<MetricComparison> stages;
-  for (const auto& n : loop_names) stages.push_back(compare_metric(n, Scope::kLoopThread, a.loop_thread[n], b.loop_thread[n], options, rng));
-  for (const auto& n : other_names) stages.push_back(compare_metric(n, Scope::kOtherThreads, a.other[n], b.other[n], options, rng));
+  for (const auto& n : loop_names)
+    stages.push_back(compare_metric(n, Scope::kLoopThread, a.loop_thread[n], b.loop_thread[n], options, rng, false, &a.observed_run,
+                                    &b.observed_run));
+  for (const auto& n : other_names)
+    stages.push_back(
+        compare_metric(n, Scope::kOtherThreads, a.other[n], b.other[n], options, rng, false, &a.observed_run, &b.observed_run));
   for (auto& m : stages) mark_one_side(m, a.present, b.present);
   std::vector<const Profile*> all;
   for (const auto* side : {&baseline, &candidate})
@@ -410,7 +514,8 @@ Comparison compare_profiles(const std::vector<Profile>& baseline_in, const std::
     c.metrics.insert(c.metrics.end(), rows.begin(), rows.end());
     // After the loop thread's stages, its time outside every stage (a sleep, Python no stage covers).
     if (scope == Scope::kLoopThread)
-      c.metrics.push_back(compare_metric(kUnattributed, Scope::kLoopThread, a.unattributed, b.unattributed, options, rng));
+      c.metrics.push_back(compare_metric(kUnattributed, Scope::kLoopThread, a.unattributed, b.unattributed, options, rng, false,
+                                         &a.observed_run, &b.observed_run));
   }
   // DataLoader workers (either side): per batch, hidden unless the loop waits for them (its
   // DataLoader __next__ row says how long it did).

@@ -72,9 +72,7 @@ Status render_comparison_html(const Comparison& c, const Profile* baseline, cons
     }
     o += "</tbody>";
   }
-  o += "</table></div><p class=muted>Per-iteration samples pooled over runs; first " + std::to_string(c.options.skip) +
-       " iterations of each run skipped; CI: bootstrap of the ratio of medians; p: Mann-Whitney U. A phase's button lists the "
-       "torch ops that ran in it.</p>";
+  o += "</table></div><p class=muted>" + esc(statistics_note(c)) + ". A phase's button lists the torch ops that ran in it.</p>";
   if (!c.lines.empty()) {
     o += "<h2>Lines</h2><p class=muted>Line tables side by side, matched by file, function and statement text (an edited "
          "statement is paired with its twin); per-iteration medians; a line marked * ran in fewer than half the iterations "

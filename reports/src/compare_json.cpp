@@ -56,7 +56,9 @@ struct Record<reports::MetricComparison> {
                  field("category", &M::category, Presence::kWhenSet),
                  field("phase", &M::phase, Presence::kWhenSet),
                  field("phases", &M::phases, Presence::kWhenSet),
-                 field("statistic", &M::statistic, Presence::kWhenSet)};
+                 field("statistic", &M::statistic, Presence::kWhenSet),
+                 field("baseline_runs", &M::baseline_runs, Presence::kWhenSet),
+                 field("candidate_runs", &M::candidate_runs, Presence::kWhenSet)};
 };
 /// A line matched across the sides, with its metric.
 template <>

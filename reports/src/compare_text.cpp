@@ -173,16 +173,11 @@ std::string comparison_text(const Comparison& c, bool ops) {
   out += fmt::format("baseline:  {} ({})\n", c.baseline.command.empty() ? "-" : c.baseline.command, side(c.baseline, it.baseline_n));
   out += fmt::format("candidate: {} ({})\n", c.candidate.command.empty() ? "-" : c.candidate.command,
                      side(c.candidate, it.candidate_n));
-  out += fmt::format("per-iteration medians; first {} iterations of each run skipped; 95% CI: bootstrap of the ratio; p: Mann-Whitney U "
-                     "(iteration (mean): means, Welch's t); a verdict needs p < {:.2g} and the CI clear of 1\n",
-                     c.options.skip, c.options.alpha);
+  out += statistics_note(c) + "\n";
   if (std::any_of(c.metrics.begin(), c.metrics.end(), [](const MetricComparison& m) { return m.scope == Scope::kWorkers; }))
     out += "scope workers: DataLoader worker processes, per-batch medians (each worker's first batch skipped), hidden "
            "from the loop unless it waits for them\n";
-  if (c.baseline.runs.size() <= 1 && c.candidate.runs.size() <= 1)
-    out += "one run per side: the intervals cover the iterations within each run, not the drift between runs (another "
-           "tenant, the CPU's clock), which can make a few-percent difference look significant; `gnnprof ab --repeat N` "
-           "interleaves runs\n";
+
   // A side that traced a hot Python loop line by line is slower by its tracing.
   for (const Side* s : {&c.baseline, &c.candidate}) {
     const RunRecord* worst = nullptr;

@@ -9,6 +9,9 @@ run fast 40 0
 run fast2 40 0
 run slow 40 2      # 900 us per iteration instead of 300 us
 run short 8 0      # too few iterations to decide
+run fast3 40 0
+run slow2 40 2
+run slow3 40 2
 
 "$cli" check --baseline "$tmp/fast.json" "$tmp/fast2.json" --junit "$tmp/pass.xml" --markdown "$tmp/pass.md" >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "same build passes (exit 0)" '[ $rc -eq 0 ] && grep -q "^PASS" "$tmp/out"'
@@ -26,6 +29,12 @@ check "an unwritable output is exit 2, not a regression" '[ $rc -eq 2 ] && grep 
 check "within a generous limit: pass" '[ $rc -eq 0 ] && grep -q "within limit" "$tmp/out"'
 "$cli" check --baseline "$tmp/fast.json" "$tmp/slow.json" --max-slowdown 500% --stage work=10% >"$tmp/out" 2>&1; rc=$?
 check "a stage's own limit applies" '[ $rc -eq 1 ]'
+
+# Several runs per side (one file per --baseline, the rest this build's): the runs are the samples.
+"$cli" check --baseline "$tmp/fast.json" --baseline "$tmp/fast2.json" "$tmp/fast3.json" "$tmp/fast.json" >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "runs per side: same build passes" '[ $rc -eq 0 ] && grep -q "^PASS" "$tmp/out" && grep -q "2 baseline and 2 current runs: the runs are the samples" "$tmp/out"'
+"$cli" check --baseline "$tmp/fast.json" --baseline "$tmp/fast2.json" --baseline "$tmp/fast3.json" "$tmp/slow.json" "$tmp/slow2.json" "$tmp/slow3.json" >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "runs per side: a slower build fails" '[ $rc -eq 1 ] && grep -q "^iteration .*REGRESSION" "$tmp/out"'
 
 "$cli" check --baseline "$tmp/short.json" "$tmp/short.json" >"$tmp/out" 2>&1; rc=$?
 check "too few samples: no verdict (exit 2), said so" '[ $rc -eq 2 ] && grep -q "^UNDECIDED: fewer than 9 complete iterations" "$tmp/out"'

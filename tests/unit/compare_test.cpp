@@ -60,6 +60,42 @@ Profile run(std::mt19937& rng, double wall_ms, double data_ms, bool data_on_loop
   return p;
 }
 
+// Two or more runs per side: the runs are the samples. Runs of one program that drift as
+// wholes (100, 120, 90 ms against 95, 125, 105 ms, each run's iterations within 2 %) are no
+// change, where pooling their iterations would call the 5 % between the medians significant; a
+// shift of every run (x 1.5) is slower; one run per side keeps the iteration-level tests.
+TEST(Compare, WithTwoOrMoreRunsPerSideTheRunsAreTheSamples) {
+  std::mt19937 rng(7);
+  auto side = [&](std::initializer_list<double> walls) {
+    std::vector<Profile> out;
+    for (double w : walls) out.push_back(run(rng, w, 10, true));
+    return out;
+  };
+  const Comparison drift = compare_profiles(side({100, 120, 90}), side({95, 125, 105}), CompareOptions{});
+  const MetricComparison& it = drift.metrics[0];
+  EXPECT_EQ(it.baseline_runs, 3u);
+  EXPECT_EQ(it.candidate_runs, 3u);
+  EXPECT_EQ(it.verdict, Verdict::kNoChange) << it.p_value;
+  EXPECT_GT(it.p_value, 0.3);
+  ASSERT_TRUE(it.ci_low && it.ci_high);
+  EXPECT_LT(*it.ci_low, 1.0);
+  EXPECT_GT(*it.ci_high, 1.0);  // the interval and p agree
+  EXPECT_NE(statistics_note(drift).find("the runs are the samples: p: Welch's t on the runs' medians"), std::string::npos);
+  // The same iterations pooled, as one run each: the drift passes for a change.
+  std::vector<Profile> a = side({100, 120, 90}), b = side({95, 125, 105});
+  Profile pa, pb;
+  for (const auto& p : a) pa.iterations.insert(pa.iterations.end(), p.iterations.begin(), p.iterations.end());
+  for (const auto& p : b) pb.iterations.insert(pb.iterations.end(), p.iterations.begin(), p.iterations.end());
+  const Comparison pooled = compare_profiles({pa}, {pb}, CompareOptions{});
+  EXPECT_EQ(pooled.metrics[0].baseline_runs, 0u);
+  EXPECT_LT(pooled.metrics[0].p_value, 0.05);
+  EXPECT_NE(statistics_note(pooled).find("one run per side"), std::string::npos);
+
+  const Comparison shift = compare_profiles(side({100, 120, 90}), side({150, 180, 135}), CompareOptions{});
+  EXPECT_EQ(shift.metrics[0].verdict, Verdict::kSlower) << shift.metrics[0].p_value;
+  EXPECT_GT(*shift.metrics[0].ci_low, 1.0);
+}
+
 TEST(Compare, VerdictsScopesAndHeadline) {
   std::mt19937 rng(1);
   std::vector<Profile> base{run(rng, 30, 10, true), run(rng, 30, 10, true)};

@@ -1,6 +1,9 @@
 // The JSON profile: round trip, required keys, and clear errors for bad files.
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 #include <limits>
@@ -316,6 +319,36 @@ TEST(ProfileIo, AtomicWriteKeepsThePreviousFileOnFailure) {
   std::ifstream f(path);
   std::string s((std::istreambuf_iterator<char>(f)), {});
   EXPECT_EQ(s, "new");
+}
+
+// Through a symbolic link the file it names is replaced and the link stays; a FIFO (as
+// /dev/stdout may be) is written in place, not replaced by a regular file.
+TEST(ProfileIo, AtomicWriteGoesThroughALinkAndIntoAFifo) {
+  const std::string target = temp_path("target.json"), link = temp_path("link.json"), fifo = temp_path("out.fifo");
+  write_text(target, "old");
+  std::remove(link.c_str());
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+  ASSERT_TRUE(write_file_atomic(link, "new"));
+  struct stat st {};
+  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  std::ifstream f(target);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(f)), {}), "new");
+
+  std::remove(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] {
+    std::ifstream in(fifo);
+    got.assign((std::istreambuf_iterator<char>(in)), {});
+  });
+  EXPECT_TRUE(write_file_atomic(fifo, "through"));
+  reader.join();
+  EXPECT_EQ(got, "through");
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  std::remove(fifo.c_str());
+  std::remove(link.c_str());
 }
 
 }  // namespace

@@ -54,7 +54,8 @@ class AtomicFileWriter {
  private:
   AtomicFileWriter(std::string path, std::string tmp, int fd) : path_(std::move(path)), tmp_(std::move(tmp)), fd_(fd) {}
   Status fail(int err);
-  std::string path_, tmp_;
+  std::string path_, tmp_;  ///< tmp_ "": written in place (not a regular file: /dev/stdout, a FIFO)
+  std::string target_;      ///< what path_ names through a symbolic link ("": path_ itself)
   int fd_ = -1;
 };
 

@@ -83,6 +83,10 @@ struct MetricComparison {
   std::optional<double> ratio;            ///< candidate / baseline medians; none if baseline is 0
   std::optional<double> ci_low, ci_high;  ///< 95 % bootstrap CI of the ratio
   double p_value = 1.0;                   ///< Mann-Whitney U, two-sided, normal approximation
+  /// With 2+ runs on each side, the runs the statistics are over (0: iterations of one run):
+  /// p is Welch's t on the runs' medians (means for "iteration (mean)"), the CI that t's
+  /// interval of the difference, as a ratio to the baseline runs' mean.
+  std::uint32_t baseline_runs = 0, candidate_runs = 0;
   Verdict verdict = Verdict::kNoChange;
   /// The stage's category ("" for the iteration) and, for a torch op, the phase it ran in
   /// most: views list ops under their phase (hierarchy.h).
@@ -152,6 +156,11 @@ struct Comparison {
   /// figures compare different amounts of work.
   std::optional<double> baseline_passes, candidate_passes;
 };
+
+/// How the comparison's statistics were taken, one sentence: over runs (2+ per side) or over
+/// the iterations of one run, and the one-run caveat (drift between runs is not measured).
+std::string statistics_note(const Comparison& c);
+
 
 /// Compares two sets of profiles (each with at least one profile). `*_workers`: the DataLoader
 /// worker processes' profiles of each side's runs (read_loader_worker_profiles()), compared per
