@@ -70,7 +70,26 @@ std::string slower_summary(const Comparison& c) {
     out += fmt::format("; the stage that got slower most: {} ({} -> {}, +{} per iteration{})", worst->name,
                        human_ns(worst->baseline_median_ns), human_ns(worst->candidate_median_ns), human_ns(worst->delta_ns),
                        worst->verdict == Verdict::kCandidateOnly ? ", a stage the baseline does not have" : "");
-  if (worst_op != nullptr)
+  // The phase's growth its ops do not hold (medians do not add up exactly, so only when it is
+  // most of it): Python between the ops, a sleep, a wait; the line tables name its lines.
+  std::int64_t ops_delta = 0;
+  bool has_ops = false;
+  if (worst != nullptr)
+    for (const auto& m : c.metrics)
+      if (m.scope == Scope::kLoopThread && m.op() && m.phase == worst->name) {
+        ops_delta += m.delta_ns;
+        has_ops = true;
+      }
+  const std::int64_t outside = worst != nullptr ? worst->delta_ns - ops_delta : 0;
+  if (has_ops && worst->name != kUnattributed && 2 * outside > worst->delta_ns &&
+      (worst_op == nullptr || outside > 2 * worst_op->delta_ns))
+    out += fmt::format("; inside it, most is outside its torch ops (+{} of +{}: Python between them, a sleep or a wait; the "
+                       "line tables name its lines){}",
+                       human_ns(outside), human_ns(worst->delta_ns),
+                       worst_op != nullptr ? fmt::format(", the op that grew most: {} (+{})", short_op_name(worst_op->name),
+                                                         human_ns(worst_op->delta_ns))
+                                           : "");
+  else if (worst_op != nullptr)
     out += fmt::format("; inside it, most: {} (+{}{}{})", short_op_name(worst_op->name), human_ns(worst_op->delta_ns),
                        worst_op->verdict == Verdict::kCandidateOnly ? ", new in the candidate" : "",
                        worst_op->phases.empty() ? "" : ", summed over " + worst_op->phases);
