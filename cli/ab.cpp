@@ -205,8 +205,8 @@ int run_ab(const AbArgs& a) {
           rec.profile = stem + ".json";
           reports::describe_run(p, a.skip, rec);
           if (rec.iterations == 0) {
-            error = "its profile " + rec.profile + " has no complete iteration past the " + std::to_string(a.skip) +
-                    " skipped (pid " + std::to_string(p.run.pid) + ": " + std::to_string(p.recorded_events) +
+            error = "its profile " + rec.profile + " has no complete iteration past the " +
+                    (a.skip >= 0 ? std::to_string(a.skip) + " skipped" : std::string("warm-up")) + " (pid " + std::to_string(p.run.pid) + ": " + std::to_string(p.recorded_events) +
                     " events): nothing to compare";
           } else {
             // Its DataLoader workers' profiles (beside it, as <name>.<pid>.json): compared per batch.

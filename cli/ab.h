@@ -11,7 +11,7 @@ namespace gnnprof::cli {
 struct AbArgs {
   int repeat = 5;
   std::string out_dir = "gnnprof-ab";
-  std::uint64_t skip = 2;
+  std::int64_t skip = -1;  ///< -1: each run's warm-up as report detects it
   std::vector<std::string> baseline_env, candidate_env;  ///< K=V, applied after the defaults
   std::string baseline_cmd, candidate_cmd;               ///< shell commands (second form)
   std::vector<std::string> command;                      ///< CMD ARGS... after `--` (first form)

@@ -36,7 +36,7 @@ int parse_cli(int argc, const char* const* argv, Cli& out) {
             "  gnnprof ab [options] --baseline 'CMD' --candidate 'CMD'");
   abc->add_option("--repeat", out.ab.repeat, "runs per side (default 5)")->check(CLI::Range(1, 1000));
   abc->add_option("-o,--output", out.ab.out_dir, "directory for profiles, logs and comparison.json (default gnnprof-ab)");
-  abc->add_option("--skip", out.ab.skip, "warm-up iterations left out of every run (default 2)");
+  abc->add_option("--skip", out.ab.skip, "warm-up iterations left out of every run (default: each run's, detected as report does)");
   abc->add_option("--baseline-env", out.ab.baseline_env, "K=V for baseline runs (repeatable)");
   abc->add_option("--candidate-env", out.ab.candidate_env, "K=V for candidate runs (repeatable)");
   abc->add_option("--baseline", out.ab.baseline_cmd, "baseline shell command (second form)");
@@ -50,7 +50,7 @@ int parse_cli(int argc, const char* const* argv, Cli& out) {
   cmpc->add_option("inputs", out.compare.inputs, "BASE.json CAND.json, or one comparison.json")->required()->expected(1, 2);
   cmpc->add_option("--html", out.compare.html_out, "Write the comparison as self-contained HTML");
   cmpc->add_option("--json", out.compare.json_out, "Write the comparison as gnnprof.compare/1 JSON");
-  cmpc->add_option("--skip", out.compare.skip, "warm-up iterations left out (default 2)");
+  cmpc->add_option("--skip", out.compare.skip, "warm-up iterations left out (default: each run's, detected as report does)");
   cmpc->add_flag("--ops", out.compare.ops, "list every torch op metric under its phase (default: phases, one line on the ops)");
 
   CLI::App* chkc = app.add_subcommand("check", "CI regression gate: exit 0 pass, 1 regression, 2 usage or input error");
@@ -69,7 +69,7 @@ int parse_cli(int argc, const char* const* argv, Cli& out) {
                    "of the iteration, and significantly across all stage tests (default 1%)");
   chkc->add_option("--junit", out.check.junit_out, "write JUnit XML for CI test-report viewers");
   chkc->add_option("--markdown", out.check.markdown_out, "write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)");
-  chkc->add_option("--skip", out.check.skip, "warm-up iterations left out (default 2)");
+  chkc->add_option("--skip", out.check.skip, "warm-up iterations left out (default: each run's, detected as report does)");
 
   CLI::App* runc = app.add_subcommand(
       "run", "Profile an unmodified program (Python or native) through the injected library.\n"

@@ -159,8 +159,8 @@ int run_compare(const CompareArgs& a) {
                                wc = reports::read_loader_worker_profiles(a.inputs[1], cand, 64);
     c = reports::compare_profiles({base}, {cand}, opt, wb, wc);
     if (c.metrics.front().baseline_n == 0 || c.metrics.front().candidate_n == 0) {
-      std::cerr << tool << ": " << a.inputs[c.metrics.front().baseline_n == 0 ? 0 : 1] << ": no complete iterations left after skipping "
-                << a.skip << " (--skip)\n";
+      std::cerr << tool << ": " << a.inputs[c.metrics.front().baseline_n == 0 ? 0 : 1] << ": no complete iterations left after "
+                << (a.skip >= 0 ? "skipping " + std::to_string(a.skip) + " (--skip)" : std::string("its warm-up")) << "\n";
       return kBad;
     }
     c.baseline.label = "baseline";

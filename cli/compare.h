@@ -10,7 +10,7 @@ namespace gnnprof::cli {
 struct CompareArgs {
   std::vector<std::string> inputs;  ///< BASE.json CAND.json, or one gnnprof.compare/1 file
   std::string html_out, json_out;
-  std::uint64_t skip = 2;
+  std::int64_t skip = -1;  ///< -1: each run's warm-up as report detects it
   bool ops = false;  ///< list op metrics under their phase
 };
 int run_compare(const CompareArgs& args);
@@ -23,7 +23,7 @@ struct CheckArgs {
   std::string stage_floor = "1%";  ///< a stage too (and the time outside every stage)
   std::vector<std::string> stage_limits;  ///< NAME=PCT
   std::string junit_out, markdown_out;
-  std::uint64_t skip = 2;
+  std::int64_t skip = -1;  ///< -1: each run's warm-up as report detects it
 };
 /// 0 pass, 1 regression (or an output not written), 2 usage or input error.
 int run_check(const CheckArgs& args);

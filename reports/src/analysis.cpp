@@ -280,6 +280,25 @@ std::string sampling_note(const Analysis& a) {
                     parts.empty() ? "" : " (" + parts + ")", rest);
 }
 
+std::size_t detected_warmup(const Profile& p) {
+  std::vector<const IterationStats*> complete;
+  for (const auto& it : p.iterations)
+    if (it.complete) complete.push_back(&it);
+  if (complete.empty()) return 0;
+  // Against the median of its kind: under iteration sampling the observer's first iterations
+  // (it measures its cost in them) are slower for its cost, not for warming up.
+  const ClassMedians m(complete);
+  const std::size_t n = complete.size();
+  const std::size_t limit = std::min<std::size_t>({10, std::max<std::size_t>(2, n / 10), n / 3});
+  std::size_t skip = 0;
+  while (skip < limit && static_cast<double>(complete[skip]->wall_ns) > 1.5 * static_cast<double>(m.of(*complete[skip]))) ++skip;
+  return skip;
+}
+
+std::size_t warmup_of(const Profile& p, std::int64_t skip) {
+  return skip >= 0 ? static_cast<std::size_t>(skip) : detected_warmup(p);
+}
+
 std::vector<const IterationStats*> analysed_iterations(const Profile& p, const Analysis& a) {
   std::vector<const IterationStats*> out;
   std::uint64_t seen = 0;
@@ -302,11 +321,7 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   if (options.skip >= 0) {
     skip = std::min<std::size_t>(complete.size(), static_cast<std::size_t>(options.skip));
   } else if (!complete.empty()) {
-    // Against the median of its kind: under iteration sampling the observer's first iterations
-    // (it measures its cost in them) are slower for its cost, not for warming up.
-    const ClassMedians m(complete);
-    const std::size_t limit = std::min<std::size_t>(10, complete.size() / 10);
-    while (skip < limit && static_cast<double>(complete[skip]->wall_ns) > 1.5 * static_cast<double>(m.of(*complete[skip]))) ++skip;
+    skip = detected_warmup(p);
     a.skip_detected = true;
   }
   a.skipped = skip;

@@ -28,6 +28,10 @@ const char* check_status_text(CheckStatus s) {
 
 namespace {
 
+std::string warmup_words(std::int64_t skip) {
+  return skip >= 0 ? fmt::format("skipping {}", skip) : std::string("the warm-up");
+}
+
 /// A stage's metric (the time outside every stage included), not the iteration's or an op's.
 bool stage_metric(const MetricComparison& m) { return m.scope == Scope::kLoopThread && !m.op(); }
 
@@ -219,13 +223,13 @@ std::string check_text(const CheckResult& r) {
 
 std::string check_summary(const CheckResult& r) {
   if (r.iteration_undecided)
-    return fmt::format("UNDECIDED: fewer than {} complete iterations on a side (after skipping {}): nothing is checked; "
+    return fmt::format("UNDECIDED: fewer than {} complete iterations on a side (after {}): nothing is checked; "
                        "profile more iterations or lower --skip",
-                       r.policy.min_samples, r.policy.skip);
+                       r.policy.min_samples, warmup_words(r.policy.skip));
   std::string s = r.regressions > 0 ? fmt::format("FAIL: {} regression(s)", r.regressions) : std::string("PASS");
   if (r.undecided > 0)
-    s += fmt::format("; {} metric(s) undecided: fewer than {} iterations on a side (after skipping {}): run longer", r.undecided,
-                     r.policy.min_samples, r.policy.skip);
+    s += fmt::format("; {} metric(s) undecided: fewer than {} iterations on a side (after {}): run longer", r.undecided,
+                     r.policy.min_samples, warmup_words(r.policy.skip));
   return s;
 }
 

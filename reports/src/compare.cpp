@@ -113,12 +113,13 @@ struct Samples {
   std::set<std::string> present;  // stages that ran in some iteration of this side
 };
 
-Samples collect(const std::vector<Profile>& profiles, std::uint64_t skip, const std::set<std::string>& loop_names,
+Samples collect(const std::vector<Profile>& profiles, std::int64_t skip_option, const std::set<std::string>& loop_names,
                 const std::set<std::string>& other_names) {
   Samples s;
   std::uint32_t run = 0;
   for (const Profile& p : profiles) {
     std::uint64_t seen = 0;
+    const std::size_t skip = warmup_of(p, skip_option);
     std::vector<const IterationStats*> used;
     for (const IterationStats& it : p.iterations) {
       for (const auto& [n, v] : it.stages) s.present.insert(n);
@@ -369,20 +370,27 @@ MetricComparison compare_mean(const std::vector<std::int64_t>& a, const std::vec
 
 }  // namespace
 
+/// How the warm-up was left out of each run, for the statistics' sentence.
+std::string skip_text(std::int64_t skip) {
+  return skip >= 0 ? fmt::format("first {} iterations of each run skipped", skip)
+                   : std::string("each run's warm-up left out as `gnnprof report` detects it (leading iterations over 1.5x the "
+                                 "median)");
+}
+
 std::string statistics_note(const Comparison& c) {
   const MetricComparison* it = c.metrics.empty() ? nullptr : &c.metrics.front();
   std::string s;
   if (it != nullptr && it->baseline_runs >= 2 && it->candidate_runs >= 2) {
     s = fmt::format(
-        "per-iteration medians pooled over {} and {} runs; first {} iterations of each run skipped; the runs are the "
+        "per-iteration medians pooled over {} and {} runs; {}; the runs are the "
         "samples: p: Welch's t on the runs' medians (iteration (mean): on their means), CI: the same t's interval as a "
         "ratio to the baseline runs' mean",
-        it->baseline_runs, it->candidate_runs, c.options.skip);
+        it->baseline_runs, it->candidate_runs, skip_text(c.options.skip));
   } else {
     s = fmt::format(
-        "per-iteration medians; first {} iterations of each run skipped; 95% CI: bootstrap of the ratio; p: Mann-Whitney U "
+        "per-iteration medians; {}; 95% CI: bootstrap of the ratio; p: Mann-Whitney U "
         "(iteration (mean): means, Welch's t)",
-        c.options.skip);
+        skip_text(c.options.skip));
   }
   s += fmt::format("; a verdict needs p < {:.2g} and the CI clear of 1", c.options.alpha);
   if (it != nullptr && (it->baseline_runs < 2 || it->candidate_runs < 2))
@@ -393,9 +401,10 @@ std::string statistics_note(const Comparison& c) {
   return s;
 }
 
-void describe_run(const Profile& profile, std::uint64_t skip, RunRecord& run) {
+void describe_run(const Profile& profile, std::int64_t skip_option, RunRecord& run) {
   std::vector<std::int64_t> walls;
   std::uint64_t seen = 0;
+  const std::size_t skip = warmup_of(profile, skip_option);
   for (const auto& it : profile.iterations)
     if (it.complete && seen++ >= skip) walls.push_back(it.wall_ns);
   run.iterations = walls.size();
@@ -662,7 +671,7 @@ std::string file_key(const std::string& file) {
 }
 
 /// `workers`: the profiles are DataLoader workers', whose iterations are batches (worker_batches()).
-std::map<LineKey, SideLine> side_lines(const std::vector<Profile>& profiles, std::uint64_t skip, bool workers) {
+std::map<LineKey, SideLine> side_lines(const std::vector<Profile>& profiles, std::int64_t skip_option, bool workers) {
   std::map<LineKey, SideLine> out;
   for (const Profile& p : profiles) {
     std::vector<const LineKey*> key_of(p.lines.size());
@@ -686,6 +695,7 @@ std::map<LineKey, SideLine> side_lines(const std::vector<Profile>& profiles, std
       used = worker_batches(p);
     } else {
       std::uint64_t seen = 0;
+      const std::size_t skip = warmup_of(p, skip_option);
       for (const IterationStats& it : p.iterations)
         if (it.complete && seen++ >= skip) used.push_back(&it);
     }

@@ -24,9 +24,11 @@ check "demo profile written" '[ -s "$tmp/demo.json" ]'
 check "report exit 0" '[ $rc -eq 0 ]'
 for want in "Timer unit: 1e-06 s" "Total time:" "File: " "Function: main at line" \
             "Line #      Hits         Time  Per Hit   % Time  Line Contents" \
-            "(unattributed)" "20 complete iterations" "Events: " "Collectors: host (on)"; do
+            "(unattributed)" "iterations analyzed" "Events: " "Collectors: host (on)"; do
   check "report shows '$want'" 'grep -qF -- "$want" "$tmp/report"'
 done
+check "report's iterations: 20, or those after a detected warm-up" \
+  'grep -qE "^(20 complete iterations|[0-9]+ iterations after the warm-up)" "$tmp/report"' 
 for s in sample materialize forward backward optimizer; do
   check "stage $s in report" 'grep -q "^$s " "$tmp/report"'
 done

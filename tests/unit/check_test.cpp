@@ -85,7 +85,7 @@ TEST(Check, TextListsPhasesAndOnlyRegressedOps) {
   EXPECT_EQ(t.find("aten::add"), std::string::npos) << t;
   EXPECT_NE(t.find("(2 torch op metrics checked too; only regressed ones are listed, under their phase)"), std::string::npos);
   EXPECT_EQ(check_summary(r),
-            "FAIL: 3 regression(s); 1 metric(s) undecided: fewer than 9 iterations on a side (after skipping 2): run longer");
+            "FAIL: 3 regression(s); 1 metric(s) undecided: fewer than 9 iterations on a side (after the warm-up): run longer");
   const std::string md = check_markdown(r, "base.json", "cur.json");
   EXPECT_EQ(md.rfind("### gnnprof check: regression\n", 0), 0u);
   EXPECT_NE(md.find("| &nbsp;&nbsp;aten::mm (in forward) |"), std::string::npos) << md;

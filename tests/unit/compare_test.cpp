@@ -3,9 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include "gnnprof/reports/analysis.h"
 #include "gnnprof/reports/format.h"
 #include "gnnprof/order_stats.h"
 
+#include <cmath>
 #include <random>
 
 namespace gnnprof::reports {
@@ -96,6 +98,29 @@ TEST(Compare, WithTwoOrMoreRunsPerSideTheRunsAreTheSamples) {
   EXPECT_GT(*shift.metrics[0].ci_low, 1.0);
 }
 
+// Each run's warm-up is left out as `gnnprof report` detects it: a run whose first 3
+// iterations are slow loses those 3 (the report's figures and the comparison's agree), one
+// without loses none; --skip N leaves out N of every run.
+TEST(Compare, EachRunsDetectedWarmUpIsLeftOut) {
+  std::mt19937 rng(3);
+  Profile slow_start = run(rng, 30, 10, true), steady = run(rng, 30, 10, true);
+  for (std::size_t i = 0; i < 3; ++i) slow_start.iterations[i].wall_ns = 90'000'000;
+  EXPECT_EQ(detected_warmup(slow_start), 3u);
+  EXPECT_EQ(detected_warmup(steady), 0u);
+  const Comparison c = compare_profiles({slow_start}, {steady}, CompareOptions{});
+  EXPECT_EQ(c.metrics[0].baseline_n, 37u);
+  EXPECT_EQ(c.metrics[0].candidate_n, 40u);
+  EXPECT_EQ(c.metrics[1].baseline_median_ns, [&] {  // the mean row leaves them out too
+    std::int64_t sum = 0;
+    for (std::size_t i = 3; i < 40; ++i) sum += slow_start.iterations[i].wall_ns;
+    return static_cast<std::int64_t>(std::llround(static_cast<double>(sum) / 37));
+  }());
+  EXPECT_NE(statistics_note(c).find("each run's warm-up left out as `gnnprof report` detects it"), std::string::npos);
+  CompareOptions two;
+  two.skip = 2;
+  EXPECT_EQ(compare_profiles({slow_start}, {steady}, two).metrics[0].baseline_n, 38u);
+}
+
 TEST(Compare, VerdictsScopesAndHeadline) {
   std::mt19937 rng(1);
   std::vector<Profile> base{run(rng, 30, 10, true), run(rng, 30, 10, true)};
@@ -104,7 +129,7 @@ TEST(Compare, VerdictsScopesAndHeadline) {
   ASSERT_GE(c.metrics.size(), 4u);
   const MetricComparison& it = c.metrics[0];
   EXPECT_EQ(it.name, "iteration");
-  EXPECT_EQ(it.baseline_n, 2u * 38);  // 2 runs x (40 - 2 skipped)
+  EXPECT_EQ(it.baseline_n, 2u * 40);  // 2 runs x 40: no leading iteration over 1.5x the median, no warm-up
   EXPECT_STREQ(to_string(it.verdict), "faster");
   ASSERT_TRUE(it.ratio && it.ci_low && it.ci_high);
   EXPECT_NEAR(*it.ratio, 0.7, 0.03);

@@ -139,6 +139,14 @@ Analysis analyze(const Profile& profile, const AnalysisOptions& options);
 /// figures were scaled to the unobserved pace (observer_scales). "" without sampling.
 std::string sampling_note(const Analysis& a);
 
+/// The warm-up `analyze` leaves out of a profile by default, which compare and check leave out
+/// of each run too: the leading complete iterations over 1.5x the median of their kind
+/// (observed or not, under iteration sampling), at most 10, a tenth of them (at least 2), a
+/// third.
+std::size_t detected_warmup(const Profile& profile);
+/// `skip` when >= 0, else detected_warmup(profile).
+std::size_t warmup_of(const Profile& profile, std::int64_t skip);
+
 /// The iterations `a` analysed: the complete ones past its warm-up (`a.skipped`), in order.
 std::vector<const IterationStats*> analysed_iterations(const Profile& profile, const Analysis& a);
 

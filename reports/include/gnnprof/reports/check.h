@@ -32,7 +32,7 @@ struct CheckPolicy {
   double stage_floor = 0.01;             ///< a stage's too (and the time outside every stage)
   double alpha = 0.05;                   ///< the family-wise level of the op tests, and of the stage tests
   std::uint64_t min_samples = 9;         ///< iterations needed on each side to decide
-  std::uint64_t skip = 2;                ///< warm-up iterations the comparison left out (for the message)
+  std::int64_t skip = -1;                ///< warm-up iterations the comparison left out (for the message; -1 detected)
 };
 
 /// kNegligible: over its limit and significant, but grown by under its floor of the iteration;

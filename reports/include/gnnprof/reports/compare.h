@@ -25,7 +25,9 @@ namespace gnnprof::reports {
 inline constexpr const char* kCompareSchema = "gnnprof.compare/1";
 
 struct CompareOptions {
-  std::uint64_t skip = 2;            ///< warm-up iterations left out of every run
+  /// Warm-up iterations left out of every run; -1: each run's as `gnnprof report` detects it
+  /// (detected_warmup: leading iterations over 1.5x the median).
+  std::int64_t skip = -1;
   std::uint32_t bootstrap = 2000;    ///< resamples for the confidence interval
   std::uint64_t seed = 12345;        ///< bootstrap seed: the same inputs give the same document
   double alpha = 0.05;               ///< significance level of the verdict
@@ -170,7 +172,7 @@ Comparison compare_profiles(const std::vector<Profile>& baseline, const std::vec
                             const std::vector<Profile>& candidate_workers = {});
 
 /// Fills run statistics (iterations, median iteration) of `run` from its profile.
-void describe_run(const Profile& profile, std::uint64_t skip, RunRecord& run);
+void describe_run(const Profile& profile, std::int64_t skip, RunRecord& run);
 
 std::string comparison_to_json(const Comparison& c);
 Result<Comparison> comparison_from_json(const std::string& text, const std::string& origin);
