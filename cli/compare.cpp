@@ -274,6 +274,8 @@ int run_check(const CheckArgs& a) {
   std::cout << reports::check_text(r) << "\n" << reports::check_summary(r) << "\n";
   if (const std::string passes = reports::passes_summary(c); !passes.empty()) std::cout << passes << "\n";
   int rc = r.iteration_undecided ? kBad : r.regressions > 0 ? kFail : kOk;
+  // No verdict exits 2, as bad input does: its one line on stderr too.
+  if (r.iteration_undecided) std::cerr << tool << ": " << reports::check_summary(r) << "\n";
   // An output that cannot be written is the CI's problem, not a regression: exit 2, unless a
   // regression (1) says more.
   const int unwritable = rc == kFail ? kFail : kBad;

@@ -393,6 +393,9 @@ std::string statistics_note(const Comparison& c) {
         skip_text(c.options.skip));
   }
   s += fmt::format("; a verdict needs p < {:.2g} and the CI clear of 1", c.options.alpha);
+  if (it != nullptr && (it->baseline_n < 9 || it->candidate_n < 9))
+    s += fmt::format("\nfew iterations ({} and {}): the intervals and p-values are rough; profile more iterations",
+                     it->baseline_n, it->candidate_n);
   if (it != nullptr && (it->baseline_runs < 2 || it->candidate_runs < 2))
     s += "\none run per side: the intervals cover the iterations within each run, not the drift between runs (another "
          "tenant, the CPU's clock, a run in a slower mode), which can make a difference of several percent look significant; "
