@@ -55,7 +55,7 @@ int parse_cli(int argc, const char* const* argv, Cli& out) {
 
   CLI::App* chkc = app.add_subcommand("check", "CI regression gate: exit 0 pass, 1 regression, 2 usage or input error");
   chkc->add_option("--baseline", out.check.baselines,
-                   "stored baseline profile (repeatable: with 2+ runs per side the tests are over runs, whose drift they cover)")
+                   "stored baseline profile (repeatable: with 3+ runs per side the tests are over runs, whose drift they cover)")
       ->required()
       ->allow_extra_args(false);  // one file per --baseline: the files after it are this build's
   chkc->add_option("current", out.check.currents, "profile(s) of this build")->required();

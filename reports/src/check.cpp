@@ -191,11 +191,11 @@ std::vector<std::string> check_notes(const CheckResult& r) {
                           r.ops_one_side);
     notes.push_back(fmt::format("{} torch op metrics checked too; only regressed ones are listed, under their phase{}", tested, left));
   }
-  const bool runs = !r.rows.empty() && r.rows.front().metric.baseline_runs >= 2 && r.rows.front().metric.candidate_runs >= 2;
+  const bool runs = !r.rows.empty() && r.rows.front().metric.baseline_runs >= kMinRuns && r.rows.front().metric.candidate_runs >= kMinRuns;
   if (r.regressions > 0 && !runs)
-    notes.push_back("one profile per side: the tests cover the iterations within each run, not the drift between runs; a run "
-                    "slowed as a whole by another tenant fails too: give 2 or more runs per side (--baseline B1.json "
-                    "--baseline B2.json C1.json C2.json), whose drift the tests then cover");
+    notes.push_back("fewer than 3 runs per side: the tests cover the iterations within each run, not the drift between runs; "
+                    "a run slowed as a whole by another tenant fails too: give 3 or more runs per side (--baseline B1.json "
+                    "--baseline B2.json --baseline B3.json C1.json C2.json C3.json), whose drift the tests then cover");
   if (runs)
     notes.push_back(fmt::format("{} baseline and {} current runs: the runs are the samples (Welch's t on their medians, a "
                                 "bootstrap of runs then iterations), so drift between runs is covered",

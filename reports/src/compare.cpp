@@ -247,13 +247,13 @@ struct Welch {
 };
 Welch welch(const std::vector<double>& a, const std::vector<double>& b, double alpha);
 
-/// Two or more runs on each side: the runs are the samples (each run's statistic), since the
+/// kMinRuns or more runs on each side: the runs are the samples (each run's statistic), since the
 /// iterations of one run share its drift (another tenant, the CPU's clock, a run that lands in
 /// a slower mode). p is Welch's t on the runs' statistics, the interval the same t's, as a ratio
 /// to the baseline runs' mean: a bootstrap of 3 runs would be far too narrow.
 template <class Stat>
 bool compare_runs(const Runs& a, const Runs& b, const CompareOptions& opt, Stat stat, MetricComparison& m) {
-  if (a.size() < 2 || b.size() < 2) return false;
+  if (a.size() < kMinRuns || b.size() < kMinRuns) return false;
   std::vector<double> sa, sb;
   for (const auto& r : a) sa.push_back(stat(r));
   for (const auto& r : b) sb.push_back(stat(r));
@@ -380,7 +380,7 @@ std::string skip_text(std::int64_t skip) {
 std::string statistics_note(const Comparison& c) {
   const MetricComparison* it = c.metrics.empty() ? nullptr : &c.metrics.front();
   std::string s;
-  if (it != nullptr && it->baseline_runs >= 2 && it->candidate_runs >= 2) {
+  if (it != nullptr && it->baseline_runs >= kMinRuns && it->candidate_runs >= kMinRuns) {
     s = fmt::format(
         "per-iteration medians pooled over {} and {} runs; {}; the runs are the "
         "samples: p: Welch's t on the runs' medians (iteration (mean): on their means), CI: the same t's interval as a "
@@ -396,10 +396,11 @@ std::string statistics_note(const Comparison& c) {
   if (it != nullptr && (it->baseline_n < 9 || it->candidate_n < 9))
     s += fmt::format("\nfew iterations ({} and {}): the intervals and p-values are rough; profile more iterations",
                      it->baseline_n, it->candidate_n);
-  if (it != nullptr && (it->baseline_runs < 2 || it->candidate_runs < 2))
-    s += "\none run per side: the intervals cover the iterations within each run, not the drift between runs (another "
+  if (it != nullptr && (it->baseline_runs < kMinRuns || it->candidate_runs < kMinRuns))
+    s += "\nfewer than 3 runs per side: the intervals cover the iterations within each run, not the drift between runs (another "
          "tenant, the CPU's clock, a run in a slower mode), which can make a difference of several percent look significant; "
-         "give 2 or more runs per side (gnnprof check --baseline B1.json --baseline B2.json C1.json C2.json, `gnnprof ab "
+         "give 3 or more runs per side (gnnprof check --baseline B1.json --baseline B2.json --baseline B3.json C1.json C2.json "
+         "C3.json, `gnnprof ab "
          "--repeat N`) and the runs are the samples";
   return s;
 }

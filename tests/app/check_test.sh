@@ -31,8 +31,8 @@ check "within a generous limit: pass" '[ $rc -eq 0 ] && grep -q "within limit" "
 check "a stage's own limit applies" '[ $rc -eq 1 ]'
 
 # Several runs per side (one file per --baseline, the rest this build's): the runs are the samples.
-"$cli" check --baseline "$tmp/fast.json" --baseline "$tmp/fast2.json" "$tmp/fast3.json" "$tmp/fast.json" >"$tmp/out" 2>"$tmp/err"; rc=$?
-check "runs per side: same build passes" '[ $rc -eq 0 ] && grep -q "^PASS" "$tmp/out" && grep -q "2 baseline and 2 current runs: the runs are the samples" "$tmp/out"'
+"$cli" check --baseline "$tmp/fast.json" --baseline "$tmp/fast2.json" --baseline "$tmp/fast3.json" "$tmp/fast2.json" "$tmp/fast3.json" "$tmp/fast.json" >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "runs per side: same build passes" '[ $rc -eq 0 ] && grep -q "^PASS" "$tmp/out" && grep -q "3 baseline and 3 current runs: the runs are the samples" "$tmp/out"'
 "$cli" check --baseline "$tmp/fast.json" --baseline "$tmp/fast2.json" --baseline "$tmp/fast3.json" "$tmp/slow.json" "$tmp/slow2.json" "$tmp/slow3.json" >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "runs per side: a slower build fails" '[ $rc -eq 1 ] && grep -q "^iteration .*REGRESSION" "$tmp/out"'
 

@@ -23,6 +23,9 @@
 namespace gnnprof::reports {
 
 inline constexpr const char* kCompareSchema = "gnnprof.compare/1";
+/// Runs per side from which the runs are the samples: Welch's t on 2 and 2 runs has 1 or 2
+/// degrees of freedom, an interval wider than any effect (a 1.2x prefetch read 0.65x to 4.2x).
+inline constexpr std::uint32_t kMinRuns = 3;
 
 struct CompareOptions {
   /// Warm-up iterations left out of every run; -1: each run's as `gnnprof report` detects it
@@ -85,7 +88,7 @@ struct MetricComparison {
   std::optional<double> ratio;            ///< candidate / baseline medians; none if baseline is 0
   std::optional<double> ci_low, ci_high;  ///< 95 % bootstrap CI of the ratio
   double p_value = 1.0;                   ///< Mann-Whitney U, two-sided, normal approximation
-  /// With 2+ runs on each side, the runs the statistics are over (0: iterations of one run):
+  /// With 3+ runs on each side (kMinRuns), the runs the statistics are over (0: iterations of one run):
   /// p is Welch's t on the runs' medians (means for "iteration (mean)"), the CI that t's
   /// interval of the difference, as a ratio to the baseline runs' mean.
   std::uint32_t baseline_runs = 0, candidate_runs = 0;
