@@ -197,8 +197,8 @@ std::vector<std::string> check_notes(const CheckResult& r) {
                     "a run slowed as a whole by another tenant fails too: give 3 or more runs per side (--baseline B1.json "
                     "--baseline B2.json --baseline B3.json C1.json C2.json C3.json), whose drift the tests then cover");
   if (runs)
-    notes.push_back(fmt::format("{} baseline and {} current runs: the runs are the samples (Welch's t on their medians, a "
-                                "bootstrap of runs then iterations), so drift between runs is covered",
+    notes.push_back(fmt::format("{} baseline and {} current runs: the runs are the samples (Welch's t on their medians, "
+                                "and its interval), so drift between runs is covered",
                                 r.rows.front().metric.baseline_runs, r.rows.front().metric.candidate_runs));
   return notes;
 }

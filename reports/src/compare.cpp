@@ -261,6 +261,12 @@ bool compare_runs(const Runs& a, const Runs& b, const CompareOptions& opt, Stat 
   m.candidate_runs = static_cast<std::uint32_t>(b.size());
   const Welch w = welch(sa, sb, opt.alpha);
   m.p_value = w.p;
+  // The row's figures are the same statistic's (the mean of the runs' medians, or means), so
+  // that its ratio, delta and verdict agree with its p and interval.
+  m.baseline_median_ns = std::llround(w.mean_a);
+  m.candidate_median_ns = std::llround(w.mean_b);
+  m.delta_ns = m.candidate_median_ns - m.baseline_median_ns;
+  m.ratio = w.mean_a > 0 ? std::optional<double>(w.mean_b / w.mean_a) : std::nullopt;
   if (w.mean_a > 0 && w.diff_low && w.diff_high) {
     m.ci_low = std::max(0.0, 1.0 + *w.diff_low / w.mean_a);
     m.ci_high = 1.0 + *w.diff_high / w.mean_a;
@@ -386,6 +392,13 @@ std::string statistics_note(const Comparison& c) {
         "samples: p: Welch's t on the runs' medians (iteration (mean): on their means), CI: the same t's interval as a "
         "ratio to the baseline runs' mean",
         it->baseline_runs, it->candidate_runs, skip_text(c.options.skip));
+    const auto fewer = std::count_if(c.metrics.begin(), c.metrics.end(), [](const MetricComparison& m) {
+      return (m.scope == Scope::kLoopThread || m.scope == Scope::kOtherThreads) && m.baseline_runs == 0;
+    });
+    if (fewer > 0)
+      s += fmt::format(" ({} stage or op rows with samples in fewer than {} runs of a side, under iteration sampling: over "
+                       "their iterations)",
+                       fewer, kMinRuns);
   } else {
     s = fmt::format(
         "per-iteration medians; {}; 95% CI: bootstrap of the ratio; p: Mann-Whitney U "

@@ -90,7 +90,8 @@ struct MetricComparison {
   double p_value = 1.0;                   ///< Mann-Whitney U, two-sided, normal approximation
   /// With 3+ runs on each side (kMinRuns), the runs the statistics are over (0: iterations of one run):
   /// p is Welch's t on the runs' medians (means for "iteration (mean)"), the CI that t's
-  /// interval of the difference, as a ratio to the baseline runs' mean.
+  /// interval of the difference, as a ratio to the baseline runs' mean; *_median_ns, delta and
+  /// ratio are then the means of the runs' medians (means).
   std::uint32_t baseline_runs = 0, candidate_runs = 0;
   Verdict verdict = Verdict::kNoChange;
   /// The stage's category ("" for the iteration) and, for a torch op, the phase it ran in
@@ -162,7 +163,7 @@ struct Comparison {
   std::optional<double> baseline_passes, candidate_passes;
 };
 
-/// How the comparison's statistics were taken, one sentence: over runs (2+ per side) or over
+/// How the comparison's statistics were taken, one sentence: over runs (3+ per side) or over
 /// the iterations of one run, and the one-run caveat (drift between runs is not measured).
 std::string statistics_note(const Comparison& c);
 
