@@ -25,6 +25,7 @@ void keep(std::vector<std::int64_t>& v, std::int64_t x, std::uint64_t n) {
 // Its samples are kept for the whole run: their room is taken at once, when torch is loaded,
 // not by growing while the host's first iterations free and reuse their tensors.
 OpSampler::OpSampler(SamplerOptions opt) : opt_(opt) {
+  rng_ ^= opt_.seed;
   on_walls_.reserve(kMaxSamples);
   off_walls_.reserve(kMaxSamples);
   densities_.reserve(64);
@@ -99,6 +100,8 @@ double OpSampler::measured_cost() const {
 bool OpSampler::decide_after_warmup() {
   // The first iteration's start-up is left out, unless it is all there is.
   density_ = densities_.empty() ? 1.0 : upper_median(densities_);
+  // No estimate to go by (every warm-up wall 0): observe all rather than sample at a guess.
+  if (opt_.estimate && densities_.empty()) density_ = 0;
   if (density_ < opt_.density_limit || opt_.estimate) {
     state_ = State::kDecided;
     // density = cost / observed wall; the cost over an unobserved iteration is d / (1 - d).

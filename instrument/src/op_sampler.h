@@ -58,6 +58,9 @@ struct SamplerOptions {
   bool estimate = false;
   // > 0: start decided, one iteration in this many (an earlier worker's decision).
   int inherited_period = 0;
+  // The draws' seed (which iteration of a block is observed). Fixed, so a run is repeatable;
+  // each DataLoader worker gets its own, or all of them would observe the same batch index.
+  std::uint64_t seed = 0;
 
   /// GNNPROF_TORCH_SAMPLE: "auto" (or unset/empty), "all", or N >= 1 (one iteration in N).
   /// Returns false (options unchanged) for anything else.

@@ -169,6 +169,7 @@ void reset_sampling_after_fork() {
     // collate of element-wise reads is +300 % per batch, and the loop would wait for it.
     so.warmup = 3;
     so.estimate = true;
+    so.seed = static_cast<std::uint64_t>(::getpid()) * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint64_t>(mono_ns());
     if (g_worker_period != nullptr) so.inherited_period = g_worker_period->load(std::memory_order_relaxed);
   }
   g_sampler = new OpSampler(so);  // the parent's is leaked, like the first one

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -215,6 +216,24 @@ TEST(OpSampler, AWorkerDecidesFromTheEstimateAndTheNextOneInheritsIt) {
   const auto later = run(next, 8, 130'000'000, 30'000'000, 25'000);
   EXPECT_LE(count(later), 1) << "no warm-up of its own";
   EXPECT_NE(next.describe().find("as an earlier DataLoader worker of this run decided"), std::string::npos) << next.describe();
+  // Workers with seeds of their own observe different batches: over many, about 1 in the period.
+  o.inherited_period = 8;
+  std::vector<int> first_observed;
+  int observed = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    o.seed = seed * 7919;
+    gi::OpSampler w(o);
+    const auto seen = run(w, 16, 130'000'000, 30'000'000, 25'000);
+    observed += count(seen);
+    for (int i = 0; i < 16; ++i)
+      if (seen[static_cast<std::size_t>(i)]) {
+        first_observed.push_back(i);
+        break;
+      }
+  }
+  EXPECT_EQ(observed, 40 * 2);  // 16 batches, one in 8
+  std::sort(first_observed.begin(), first_observed.end());
+  EXPECT_GT(std::unique(first_observed.begin(), first_observed.end()) - first_observed.begin(), 4) << "different offsets";
 
   // Cheap ops: every batch observed, as in the loop.
   o.inherited_period = 0;

@@ -722,6 +722,26 @@ TEST(Analysis, AScopeIsScaledToItsOwnPaceInTheUnobservedIterations) {
   EXPECT_NE(slow->message.find("In them, " + loader + " took 100 ms more"), std::string::npos) << slow->message;
 }
 
+// A wait for DataLoader workers is longer in the faster unobserved iterations (the slower
+// observed loop finds more batches ready): scaled up to it, not capped at its observed time.
+TEST(Analysis, AWaitForWorkersIsScaledUpToTheUnobservedPace) {
+  Profile p;
+  const std::string wait = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
+  p.stages = {stage(wait, "data"), stage("forward", "compute")};
+  for (int i = 0; i < 30; ++i) {
+    IterationStats it;
+    it.index = static_cast<std::uint64_t>(i);
+    it.ops_observed = i % 3 == 0;
+    it.stages = {{wait, (it.ops_observed ? 5 : 10) * kMs}};
+    if (it.ops_observed) it.stages["forward"] = 30 * kMs;
+    it.wall_ns = it.ops_observed ? 36 * kMs : 30 * kMs;
+    p.iterations.push_back(it);
+  }
+  const Analysis a = analyze(p, AnalysisOptions{0});
+  EXPECT_EQ(a.exposed_data_ns, 10 * kMs);
+  EXPECT_EQ(a.iteration_median_ns, 30 * kMs);  // 10 ms of wait + the rest (31 -> 20 ms)
+}
+
 TEST(Analysis, StageFiguresComeFromTheIterationsWhoseOpsWereObserved) {
   Profile p;
   p.stages = {stage("forward", "compute"), stage("backward", "compute"), stage("optimizer", "compute")};
