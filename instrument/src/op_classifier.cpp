@@ -384,6 +384,8 @@ void OpClassifier::on_named_scope(std::string_view name, bool begins, const char
 }
 
 void OpClassifier::on_backward_call(bool begins) {
+  backward_calls_seen_ = true;
+  backward_call_depth_ = std::max(0, backward_call_depth_ + (begins ? 1 : -1));
   Level& level = levels_.back();
   if (!opt_.phases || !opt_.phases_span_gaps || op_depth_ != 0 || !level.loop) return;
   level.backward_call = begins;

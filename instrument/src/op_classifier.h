@@ -215,6 +215,10 @@ class OpClassifier {
   /// Whether the innermost open frame (the one the next on_end closes) is a top-level op that
   /// opened a forward phase (the caller then tells on_end whether it built graph).
   bool innermost_opened_forward() const noexcept { return !frames_.empty() && frames_.back().opened_forward; }
+  /// Whether the loop's torch.autograd.backward is running (the package's wrapper said so), and
+  /// whether the wrapper has said anything yet: without it every backward counts.
+  bool in_backward_call() const noexcept { return backward_call_depth_ > 0; }
+  bool backward_calls_seen() const noexcept { return backward_calls_seen_; }
 
  private:
   // kUpdate: an in-place update of tensors needing grad under no_grad outside the optimizer's
@@ -297,6 +301,8 @@ class OpClassifier {
   /// Inside a step whose closure is known, grad-enabled work at its top (a copy, a gather, a
   /// readback, a scope, an op) is the closure's: the optimizer's stage stops before it.
   void leave_optimizer_for_closure(Level& l, const OpInfo& op);
+  bool backward_calls_seen_ = false;  // on_backward_call came: the package wraps torch.autograd.backward
+  int backward_call_depth_ = 0;       // open torch.autograd.backward calls, at any level
   bool closure_work_ = false;  // the op being started is such work (on_start only)
   int module_level_ = -1;  // index of the level whose forward the outermost Module call opened
   // Several optimizers stepped one after the other (SparseAdam for embeddings, then Adam; or

@@ -719,7 +719,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
         kind != OpKind::kProfilerStep)
       op.any_input_requires_grad = any_requires_grad(fn.inputs());
     if (top && kind == OpKind::kPlain) op.bookkeeping = record_function_handle(cname, fn.inputs());
-    if (top && kind == OpKind::kBackwardOp && lines_traced())
+    // The loop's backward call anchors "below the backward": not torch.autograd.grad's nodes (a
+    // gradient penalty, MAML's inner step), which the forward work after them goes on from.
+    if (top && kind == OpKind::kBackwardOp && lines_traced() &&
+        (!ts->classifier.backward_calls_seen() || ts->classifier.in_backward_call()))
       if (const gnnprof_site_t line = gnnprof_current_line(); line != 0) {
         ts->backward_site = line;
         ts->backward_loop_line = gnnprof_loop_line();

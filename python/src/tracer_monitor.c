@@ -247,6 +247,8 @@ static PyObject* leave(PyObject* const* args, Py_ssize_t nargs, int yielded) {
   }
   Entry* paused = unpause(tt, e); /* recursion: the outer call's statement goes on */
   const uint64_t now = g_core.set_line(site_below(tt));
+  /* The training loop's function returned: no loop statement is current any more. */
+  if (paused == NULL && e->ci != NULL && e->ci->loop_levels > 0 && g_core.set_loop_line != NULL) g_core.set_loop_line(0);
   if (paused != NULL) paused->t0 = now;
   if (generator && yielded) suspend(tt, f, co, e);
   end_statement(e, now);

@@ -1401,3 +1401,18 @@ def test_a_read_of_state_written_after_each_step_is_no_feature_read(gnnprof_run,
     # are not known for state.
     assert sum(m["hits"] for m in mats if m["line"] in (read_at, update_at)) <= 2, mats
     assert sum(m["rows"] for m in mats if m["line"] == line_of(path, "x = feat[nodes]")) >= 10 * 2048, mats
+
+
+@needs_torch
+def test_work_after_autograd_grad_is_forward_not_after_backward(gnnprof_run, plain_run):
+    """torch.autograd.grad (a gradient penalty) runs autograd nodes, but it is no backward call of
+    the loop: the penalty's ops on the lines below it build the loss, forward, not "ops after
+    backward" (the anchor is the wrapped torch.autograd.backward)."""
+    path = script("grad_penalty.py")
+    r = gnnprof_run(path, "16", env={"GNNPROF_TORCH_SAMPLE": "all"})
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "16").out
+    lines = r.lines("<module>")
+    penalty = lines[line_of(path, "penalty = ((g.norm(2, dim=1) - 1) ** 2).mean() * (g.abs() + 1).log().mean()")]["stages"]
+    # The first iteration, before the loop's first backward call was seen, may anchor there.
+    assert penalty.get("forward", 0) > 4 * penalty.get("ops after backward", 0), penalty
