@@ -495,14 +495,39 @@ Result<Profile> read_profile_file(const std::string& path) {
 }
 
 Result<AtomicFileWriter> AtomicFileWriter::open(const std::string& path) {
-  // Through a symbolic link: the file it names is replaced, the link stays. Not a regular
-  // file (/dev/stdout, a FIFO, a terminal): written in place, since a rename would replace it.
+  // A descriptor the process already has (/dev/stdout, /dev/fd/N, /proc/self/fd/N): written
+  // through it, with its offset and O_APPEND; resolving it to a file and renaming over that
+  // would drop what `>> log` held.
+  int inherited = -1;
+  if (path == "/dev/stdout") inherited = 1;
+  else if (path == "/dev/stderr") inherited = 2;
+  else
+    for (const char* prefix : {"/dev/fd/", "/proc/self/fd/"})
+      if (path.rfind(prefix, 0) == 0 && path.size() > std::strlen(prefix) &&
+          path.find_first_not_of("0123456789", std::strlen(prefix)) == std::string::npos)
+        inherited = std::atoi(path.c_str() + std::strlen(prefix));
+  if (inherited >= 0) {
+    const int fd = ::fcntl(inherited, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0) return Status::error("cannot write " + path + ": " + std::strerror(errno));
+    return AtomicFileWriter(path, std::string(), fd);
+  }
+  // Through a symbolic link: the file it names is replaced, the link stays (a dangling link:
+  // the file it would name is created). Not a regular file (a FIFO, a terminal): written in
+  // place, since a rename would replace it.
   std::string target = path;
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
     if (char* real = ::realpath(path.c_str(), nullptr)) {
       target = real;
       std::free(real);
+    } else {
+      char buf[4096];
+      const ssize_t n = ::readlink(path.c_str(), buf, sizeof(buf) - 1);
+      if (n > 0) {
+        const std::string link(buf, static_cast<std::size_t>(n));
+        const auto slash = path.rfind('/');
+        target = link.front() == '/' || slash == std::string::npos ? link : path.substr(0, slash + 1) + link;
+      }
     }
   }
   if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {

@@ -1,6 +1,7 @@
 // The JSON profile: round trip, required keys, and clear errors for bad files.
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -342,13 +343,26 @@ TEST(ProfileIo, AtomicWriteGoesThroughALinkAndIntoAFifo) {
     std::ifstream in(fifo);
     got.assign((std::istreambuf_iterator<char>(in)), {});
   });
-  EXPECT_TRUE(write_file_atomic(fifo, "through"));
+  const bool wrote = static_cast<bool>(write_file_atomic(fifo, "through"));
+  EXPECT_TRUE(wrote);
+  if (!wrote) ::close(::open(fifo.c_str(), O_WRONLY | O_NONBLOCK));  // the reader must not wait forever
   reader.join();
   EXPECT_EQ(got, "through");
   ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
   EXPECT_TRUE(S_ISFIFO(st.st_mode));
   std::remove(fifo.c_str());
   std::remove(link.c_str());
+
+  // A descriptor the process has (stdout redirected with `>> log`): appended through it, the
+  // file's earlier contents kept.
+  const std::string log = temp_path("appended.log");
+  write_text(log, "earlier\n");
+  const int fd = ::open(log.c_str(), O_WRONLY | O_APPEND);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(write_file_atomic("/proc/self/fd/" + std::to_string(fd), "report\n"));
+  ::close(fd);
+  std::ifstream l(log);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(l)), {}), "earlier\nreport\n");
 }
 
 }  // namespace
