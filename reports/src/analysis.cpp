@@ -759,7 +759,12 @@ std::optional<Diagnostic> slow_iterations(const Profile& p, const Analysis& a) {
   std::string msg = fmt::format(
       "{} of {} iterations took over 3x the median (iteration{} {} against a median of {}): {} beyond the median, {:.0f}% "
       "of the analysed loop's time, which the median, the stage medians and the what-if leave out",
-      slow.size(), used.size(), slow.size() == 1 ? "" : "s", which, human_ns(med), human_ns(excess), 100 * share);
+      slow.size(), used.size(), slow.size() == 1 ? "" : "s", which,
+      kind.observed != kind.unobserved
+          ? fmt::format("{} for iterations whose ops were observed, {} for the others", human_ns(kind.observed),
+                        human_ns(kind.unobserved))
+          : human_ns(med),
+      human_ns(excess), 100 * share);
   const bool named = !stage.first.empty() && 2 * stage.second >= (excess / static_cast<std::int64_t>(slow.size())) / 5;
   if (named)
     msg += fmt::format(". In them, {} took {} more than in a median iteration", stage.first == kOutside ? "time outside every stage" : stage.first,

@@ -184,7 +184,10 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
       for (const auto& it : p.iterations)
         if (it.complete && seen++ < r.analysis.skipped) warm.push_back(human_ns(it.wall_ns));
       out << fmt::format("{} warm-up iteration{} left out ({}): {}\n", r.analysis.skipped, r.analysis.skipped == 1 ? "" : "s",
-                         r.analysis.skip_detected ? "detected: over 1.5x the median" : "--skip", fmt::join(warm, ", "));
+                         r.analysis.skip_detected ? (r.analysis.iterations_unobserved > 0 ? "detected: over 1.5x the median of their kind"
+                                                                                          : "detected: over 1.5x the median")
+                                                  : "--skip",
+                         fmt::join(warm, ", "));
     }
     std::vector<std::int64_t> walls;
     std::set<std::string> names;
