@@ -94,7 +94,8 @@ struct ClassMedians {
 /// record_function, the DataLoader's next, the optimizer step) are timed without that cost in
 /// the unobserved iterations, so each observed one is scaled: a scope, and what nests in it, to
 /// the scope's median in the unobserved iterations over its median in the observed ones (at most
-/// 1); the rest of the loop thread's time likewise. Empty under 3 unobserved iterations.
+/// 1; up to 4 for a wait for other workers); the rest of the loop thread's time likewise. Empty
+/// under 3 unobserved iterations, or without stage edges when scopes could nest.
 std::vector<IterationStats> observer_correction(const Profile& p, const std::vector<const IterationStats*>& observed,
                                                 const std::vector<const IterationStats*>& unobserved,
                                                 const std::map<std::string, std::string>& category,
