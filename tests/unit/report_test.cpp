@@ -82,7 +82,11 @@ TEST(Report, TheIterationsSectionLeavesOutTheWarmUpTheAnalysisLeavesOut) {
     it.stages = {{"forward", it.wall_ns / 2}};
     p.iterations.push_back(it);
   }
-  p.stages = {StageStats{"forward", "compute", 20, 0, 0, 0}};
+  StageStats forward;
+  forward.name = "forward";
+  forward.category = "compute";
+  forward.hits = 20;
+  p.stages = {forward};
   std::ostringstream out;
   ASSERT_TRUE(TextReporter({}).render(p, out));
   const std::string s = out.str();
