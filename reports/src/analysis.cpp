@@ -306,13 +306,15 @@ std::size_t warmup_of(const Profile& p, std::int64_t skip) {
   return skip >= 0 ? static_cast<std::size_t>(skip) : detected_warmup(p);
 }
 
-std::vector<const IterationStats*> analysed_iterations(const Profile& p, const Analysis& a) {
+std::vector<const IterationStats*> complete_past(const Profile& p, std::size_t skip) {
   std::vector<const IterationStats*> out;
-  std::uint64_t seen = 0;
+  std::size_t seen = 0;
   for (const IterationStats& it : p.iterations)
-    if (it.complete && seen++ >= a.skipped) out.push_back(&it);
+    if (it.complete && seen++ >= skip) out.push_back(&it);
   return out;
 }
+
+std::vector<const IterationStats*> analysed_iterations(const Profile& p, const Analysis& a) { return complete_past(p, a.skipped); }
 
 Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   Analysis a;

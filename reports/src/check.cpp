@@ -191,7 +191,7 @@ std::vector<std::string> check_notes(const CheckResult& r) {
                           r.ops_one_side);
     notes.push_back(fmt::format("{} torch op metrics checked too; only regressed ones are listed, under their phase{}", tested, left));
   }
-  const bool runs = !r.rows.empty() && r.rows.front().metric.baseline_runs >= kMinRuns && r.rows.front().metric.candidate_runs >= kMinRuns;
+  const bool runs = !r.rows.empty() && runs_are_samples(r.rows.front().metric);
   if (r.regressions > 0 && !runs)
     notes.push_back("fewer than 3 runs per side: the tests cover the iterations within each run, not the drift between runs; "
                     "a run slowed as a whole by another tenant fails too: give 3 or more runs per side (--baseline B1.json "

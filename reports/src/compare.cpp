@@ -118,16 +118,14 @@ Samples collect(const std::vector<Profile>& profiles, std::int64_t skip_option, 
   Samples s;
   std::uint32_t run = 0;
   for (const Profile& p : profiles) {
-    std::uint64_t seen = 0;
-    const std::size_t skip = warmup_of(p, skip_option);
-    std::vector<const IterationStats*> used;
     for (const IterationStats& it : p.iterations) {
       for (const auto& [n, v] : it.stages) s.present.insert(n);
       for (const auto& [n, v] : it.other_threads) s.present.insert(n);
-      if (!it.complete || seen++ < skip) continue;
-      s.loop.push_back(it.wall_ns);
+    }
+    const std::vector<const IterationStats*> used = complete_past(p, warmup_of(p, skip_option));
+    for (const IterationStats* it : used) {
+      s.loop.push_back(it->wall_ns);
       s.loop_run.push_back(run);
-      used.push_back(&it);
     }
     // Iteration sampling: stage samples only where the torch observer saw the ops (an
     // unobserved iteration has no forward/backward stages, not zero-time ones).
@@ -386,7 +384,7 @@ std::string skip_text(std::int64_t skip) {
 std::string statistics_note(const Comparison& c) {
   const MetricComparison* it = c.metrics.empty() ? nullptr : &c.metrics.front();
   std::string s;
-  if (it != nullptr && it->baseline_runs >= kMinRuns && it->candidate_runs >= kMinRuns) {
+  if (it != nullptr && runs_are_samples(*it)) {
     s = fmt::format(
         "per-iteration medians pooled over {} and {} runs; {}; the runs are the "
         "samples: p: Welch's t on the runs' medians (iteration (mean): on their means), CI: the same t's interval as a "
@@ -409,7 +407,7 @@ std::string statistics_note(const Comparison& c) {
   if (it != nullptr && (it->baseline_n < 9 || it->candidate_n < 9))
     s += fmt::format("\nfew iterations ({} and {}): the intervals and p-values are rough; profile more iterations",
                      it->baseline_n, it->candidate_n);
-  if (it != nullptr && (it->baseline_runs < kMinRuns || it->candidate_runs < kMinRuns))
+  if (it != nullptr && !runs_are_samples(*it))
     s += "\nfewer than 3 runs per side: the intervals cover the iterations within each run, not the drift between runs (another "
          "tenant, the CPU's clock, a run in a slower mode), which can make a difference of several percent look significant; "
          "give 3 or more runs per side (gnnprof check --baseline B1.json --baseline B2.json --baseline B3.json C1.json C2.json "
@@ -420,10 +418,7 @@ std::string statistics_note(const Comparison& c) {
 
 void describe_run(const Profile& profile, std::int64_t skip_option, RunRecord& run) {
   std::vector<std::int64_t> walls;
-  std::uint64_t seen = 0;
-  const std::size_t skip = warmup_of(profile, skip_option);
-  for (const auto& it : profile.iterations)
-    if (it.complete && seen++ >= skip) walls.push_back(it.wall_ns);
+  for (const IterationStats* it : complete_past(profile, warmup_of(profile, skip_option))) walls.push_back(it->wall_ns);
   run.iterations = walls.size();
   run.median_iteration_ns = median_of(walls);
   run.line_events = line_events_per_iteration(profile);
@@ -708,14 +703,8 @@ std::map<LineKey, SideLine> side_lines(const std::vector<Profile>& profiles, std
       here.insert(it->first);
     }
     std::vector<const IterationStats*> used;
-    if (workers) {
-      used = worker_batches(p);
-    } else {
-      std::uint64_t seen = 0;
-      const std::size_t skip = warmup_of(p, skip_option);
-      for (const IterationStats& it : p.iterations)
-        if (it.complete && seen++ >= skip) used.push_back(&it);
-    }
+    if (workers) used = worker_batches(p);
+    else used = complete_past(p, warmup_of(p, skip_option));
     for (const IterationStats* it : used) {
       std::map<LineKey, std::int64_t> sum;
       for (const LineKey& k : here) sum[k] = 0;  // not run in this iteration: 0 ns

@@ -128,7 +128,7 @@ std::string comparison_to_json(const Comparison& c) {
   j["schema"] = c.schema;
   j["tool"] = {{"name", "gnnprof"}, {"version", c.tool_version}};
   j["options"] = to_json_value(c.options);
-  const bool runs = !c.metrics.empty() && c.metrics.front().baseline_runs >= kMinRuns && c.metrics.front().candidate_runs >= kMinRuns;
+  const bool runs = !c.metrics.empty() && runs_are_samples(c.metrics.front());
   j["options"]["ci"] = runs ? "Welch's t 95% interval of the difference of the runs' medians, as a ratio to the baseline runs' mean"
                             : "bootstrap 95% of the ratio of medians";
   j["options"]["test"] = runs ? "Welch's t on the runs' medians, two-sided"

@@ -702,8 +702,11 @@ TEST(Analysis, AScopeIsScaledToItsOwnPaceInTheUnobservedIterations) {
   EXPECT_EQ(a.exposed_data_ns, 10 * kMs);
   EXPECT_EQ(a.compute_ns, 20 * kMs * 14 / 21);  // the rest: 21 ms observed, 14 ms not
   EXPECT_EQ(a.iteration_median_ns, 24 * kMs);
-  for (const auto& s : a.loop_stages)
-    if (s.name == "aten::item") EXPECT_EQ(s.median_ns, 4 * kMs);  // with its scope, by a third
+  for (const auto& s : a.loop_stages) {
+    if (s.name == "aten::item") {
+      EXPECT_EQ(s.median_ns, 4 * kMs);  // with its scope, by a third
+    }
+  }
   EXPECT_NEAR(a.whatif_speedup, 24.0 / 14.0, 0.01);  // max(10, 13.3) + 0.7 ms rest
   EXPECT_FALSE(has(run(p), "slow-iterations"));
   const std::string note = sampling_note(a);

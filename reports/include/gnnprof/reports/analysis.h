@@ -146,6 +146,8 @@ std::string sampling_note(const Analysis& a);
 std::size_t detected_warmup(const Profile& profile);
 /// `skip` when >= 0, else detected_warmup(profile).
 std::size_t warmup_of(const Profile& profile, std::int64_t skip);
+/// The complete iterations past the first `skip` complete ones, in order.
+std::vector<const IterationStats*> complete_past(const Profile& profile, std::size_t skip);
 
 /// The iterations `a` analysed: the complete ones past its warm-up (`a.skipped`), in order.
 std::vector<const IterationStats*> analysed_iterations(const Profile& profile, const Analysis& a);

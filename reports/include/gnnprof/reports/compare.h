@@ -163,6 +163,9 @@ struct Comparison {
   std::optional<double> baseline_passes, candidate_passes;
 };
 
+/// Whether a row's statistics are over runs (kMinRuns or more on each side).
+inline bool runs_are_samples(const MetricComparison& m) { return m.baseline_runs >= kMinRuns && m.candidate_runs >= kMinRuns; }
+
 /// How the comparison's statistics were taken, one sentence: over runs (3+ per side) or over
 /// the iterations of one run, and the one-run caveat (drift between runs is not measured).
 std::string statistics_note(const Comparison& c);
