@@ -23,6 +23,15 @@ def line_of(path, text):
     raise AssertionError(f"{text!r} not in {path}")
 
 
+def run_observed(gnnprof_run, plain_run, path, steps):
+    """`gnnprof run` of a script with every iteration's ops observed (GNNPROF_TORCH_SAMPLE=all):
+    exit 0 and the program's output as without gnnprof."""
+    r = gnnprof_run(path, steps, env={"GNNPROF_TORCH_SAMPLE": "all"})
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, steps).out
+    return r
+
+
 # ---- selection ----
 
 @needs_torch
@@ -57,9 +66,7 @@ def test_auto_finds_the_loop_that_calls_a_train_step_helper(gnnprof_run, plain_r
     batch's ops, after it and after out.argmax(1) (which records nothing for autograd), are data,
     not forward. No record_function anywhere."""
     path = script("helper_loop.py")
-    r = gnnprof_run(path, "2", env={"GNNPROF_TORCH_SAMPLE": "all"})
-    assert r.rc == 0, r.err
-    assert r.out == plain_run(path, "2").out
+    r = run_observed(gnnprof_run, plain_run, path, "2")
     assert {l["function"] for l in r.profile["lines"]} == {"train", "train_step", "batches"}
     train, step = r.lines("train"), r.lines("train_step")
     # Selected during the first step: the loop's later iterations (both epochs) are traced.
@@ -404,9 +411,7 @@ def test_a_real_framework_skorch_gets_its_fit_line_and_the_users_forward(gnnprof
     fit line (adopted when the loop is found) and the module's forward that skorch calls back,
     with forward and backward stages beside the optimizer's."""
     path = script("skorch_loop.py")
-    r = gnnprof_run(path, "2", env={"GNNPROF_TORCH_SAMPLE": "all"})
-    assert r.rc == 0, r.err
-    assert r.out == plain_run(path, "2").out
+    r = run_observed(gnnprof_run, plain_run, path, "2")
     functions = {l["function"] for l in r.profile["lines"]}
     assert functions == {"main", "MLP.forward"}, functions
     steps = 2 * 2048 // 128
@@ -1211,9 +1216,7 @@ def test_the_backward_of_a_custom_function_and_a_scripted_function_is_charged_to
     function: their backward nodes are made by apply and by the graph executor, between ops;
     each line still carries the backward of what it built."""
     path = script("custom_function.py")
-    r = gnnprof_run(path, "10", env={"GNNPROF_TORCH_SAMPLE": "all"})
-    assert r.rc == 0, r.err
-    assert r.out == plain_run(path, "10").out
+    r = run_observed(gnnprof_run, plain_run, path, "10")
     lines = r.lines("<module>")
     apply = lines[line_of(path, "h = Aggregate.apply(h, adj)")]
     scripted = lines[line_of(path, "out = readout(h, w)")]
@@ -1232,9 +1235,7 @@ def test_a_loaders_time_off_the_cpu_is_not_held_by_the_gil(gnnprof_run, plain_ru
     time off the CPU ("off-CPU ns: <stage>"), and the what-if does not charge it to the GIL
     (it read "65% of the data time is the loader's own Python, which holds the GIL" before)."""
     path = script("io_pipeline.py")
-    r = gnnprof_run(path, "30", env={"GNNPROF_TORCH_SAMPLE": "all"})
-    assert r.rc == 0, r.err
-    assert r.out == plain_run(path, "30").out
+    r = run_observed(gnnprof_run, plain_run, path, "30")
     off = [c for c in r.profile["counters"] if c["name"].startswith("off-CPU ns: ")]
     assert off, r.profile["counters"]
     assert sum(c["mean"] * c["samples"] for c in off) >= 0.6 * 0.004e9 * 25, off
@@ -1252,9 +1253,7 @@ def test_metrics_after_the_step_are_not_data(gnnprof_run, plain_run):
     a helper) are "ops after backward" (compute), not data a prefetcher could hide; the batch's
     sampling at the loop's top stays data."""
     path = script("metrics_loop.py")
-    r = gnnprof_run(path, "16", env={"GNNPROF_TORCH_SAMPLE": "all"})
-    assert r.rc == 0, r.err
-    assert r.out == plain_run(path, "16").out
+    r = run_observed(gnnprof_run, plain_run, path, "16")
     stages = {s["name"]: s for s in r.profile["stages"]}
     after = stages["ops after backward"]
     assert after["category"] == "compute" and after["total_ns"] > 0, after
@@ -1275,9 +1274,7 @@ def test_a_lazy_feature_read_inside_the_model_is_a_materialization(gnnprof_run, 
     than the feature table has, from a table that outlives the iterations, is a feature read
     (data, with its bytes) even inside a module's call; it was message passing, invisible."""
     path = script("lazy_in_model.py")
-    r = gnnprof_run(path, "12", env={"GNNPROF_TORCH_SAMPLE": "all"})
-    assert r.rc == 0, r.err
-    assert r.out == plain_run(path, "12").out
+    r = run_observed(gnnprof_run, plain_run, path, "12")
     call = line_of(path, "loss = torch.nn.functional.cross_entropy(model(block), y)")
     rows = [m for m in r.profile["materializations"] if m["line"] == call]
     # The first iteration's read meets the table for the first time: from the second on.
@@ -1292,9 +1289,7 @@ def test_only_feature_rows_are_materializations(gnnprof_run, plain_run):
     columns: was counted as mask length x a whole row of dim 0, terabytes), an integer
     neighbour table's rows and a feature table's columns are not."""
     path = script("mask_gathers.py")
-    r = gnnprof_run(path, "12", env={"GNNPROF_TORCH_SAMPLE": "all"})
-    assert r.rc == 0, r.err
-    assert r.out == plain_run(path, "12").out
+    r = run_observed(gnnprof_run, plain_run, path, "12")
     gather = line_of(path, "x = feats[seeds]")
     lines = {m["line"] for m in r.profile["materializations"]}
     assert lines <= {0, gather} and gather in lines, r.profile["materializations"]  # 0: the first step, not yet traced
@@ -1309,9 +1304,7 @@ def test_sage_layers_backward_is_charged_to_the_lines_that_built_it(gnnprof_run,
     forward line's too. Charging the node's own call alone left a third of the backward on the
     loss.backward() line unattributed (0.67-0.75 measured); the whole evaluate_function: 0.92-0.94."""
     path = script("sage_layers.py")
-    r = gnnprof_run(path, "20", env={"GNNPROF_TORCH_SAMPLE": "all"})
-    assert r.rc == 0, r.err
-    assert r.out == plain_run(path, "20").out
+    r = run_observed(gnnprof_run, plain_run, path, "20")
     lines = r.lines("<module>")
     for code in ("h = F.relu(layers[0](*blocks[0], h))", "out = layers[1](*blocks[1], h)"):
         assert lines[line_of(path, code)].get("backward_ns", 0) > 0, code
@@ -1371,9 +1364,7 @@ def test_a_trainers_logging_after_its_step_helper_is_no_forward(gnnprof_run, pla
     the backward under. That is "ops after backward", not a forward (nor data); the sampling at
     the loop's top stays data."""
     path = script("trainer_loop.py")
-    r = gnnprof_run(path, "24", env={"GNNPROF_TORCH_SAMPLE": "all"})
-    assert r.rc == 0, r.err
-    assert r.out == plain_run(path, "24").out
+    r = run_observed(gnnprof_run, plain_run, path, "24")
     lines = r.lines("Trainer.train_epoch")
     log = lines[line_of(path, "self._log(out, self.y[seeds])")]["stages"]
     # The first call (before the loop is found, at the first step) is not known to be below.
@@ -1388,9 +1379,7 @@ def test_a_read_of_state_written_after_each_step_is_no_feature_read(gnnprof_run,
     each step: the model's computation (forward), not a materialization a prefetcher could move
     ahead; the node features, never written, stay a feature read."""
     path = script("memory_loop.py")
-    r = gnnprof_run(path, "12", env={"GNNPROF_TORCH_SAMPLE": "all"})
-    assert r.rc == 0, r.err
-    assert r.out == plain_run(path, "12").out
+    r = run_observed(gnnprof_run, plain_run, path, "12")
     lines = r.lines("<module>")
     read_at = line_of(path, "out = model.embed(nodes, x)")
     update_at = line_of(path, "model.memory[nodes] = 0.9 * model.memory[nodes] + 0.1 * x")
@@ -1409,9 +1398,7 @@ def test_work_after_autograd_grad_is_forward_not_after_backward(gnnprof_run, pla
     the loop: the penalty's ops on the lines below it build the loss, forward, not "ops after
     backward" (the anchor is the wrapped torch.autograd.backward)."""
     path = script("grad_penalty.py")
-    r = gnnprof_run(path, "16", env={"GNNPROF_TORCH_SAMPLE": "all"})
-    assert r.rc == 0, r.err
-    assert r.out == plain_run(path, "16").out
+    r = run_observed(gnnprof_run, plain_run, path, "16")
     lines = r.lines("<module>")
     penalty = lines[line_of(path, "penalty = ((g.norm(2, dim=1) - 1) ** 2).mean() * (g.abs() + 1).log().mean()")]["stages"]
     # The first iteration, before the loop's first backward call was seen, may anchor there.
