@@ -107,6 +107,33 @@ gnnprof_site_t gnnprof_counter_site(const char* name) {
   }
 }
 
+gnnprof_site_t gnnprof_site_register(int kind, const char* name, const char* category, const char* file,
+                                     const char* function, const char* code, unsigned line) {
+  if (kind < static_cast<int>(gnnprof::SiteKind::kStage) || kind > static_cast<int>(gnnprof::SiteKind::kMaterialize)) return 0;
+  try {
+    gnnprof::detail::SiteInfo info;
+    info.kind = static_cast<gnnprof::SiteKind>(kind);
+    info.name = name != nullptr ? name : "";
+    info.category = category != nullptr ? category : "";
+    info.file = file != nullptr ? file : "";
+    info.function = function != nullptr ? function : "";
+    info.code = code != nullptr ? code : "";
+    info.line = line;
+    return gnnprof::detail::site_registry().intern(info);
+  } catch (...) {
+    return 0;
+  }
+}
+
+int gnnprof_range_begin(gnnprof_site_t site, int is_line) {
+  return (is_line != 0 ? gnnprof::detail::line_begin(site) : gnnprof::detail::stage_begin(site)) ? 1 : 0;
+}
+
+void gnnprof_materialize_at(gnnprof_site_t site, uint64_t rows, uint64_t bytes) {
+  gnnprof::detail::materialize(site, rows, bytes);
+  data_op();
+}
+
 int gnnprof_stage_begin(gnnprof_site_t site) { return gnnprof::detail::stage_begin(site) ? 1 : 0; }
 void gnnprof_stage_end(void) { gnnprof::detail::stage_end(); }
 void gnnprof_step(void) { gnnprof::detail::step(true); }

@@ -12,7 +12,9 @@
 
 namespace gnnprof::detail {
 
-enum SessionState : int { kUninit = 0, kRunning = 1, kStopped = 2, kDisabled = 3 };
+/// kForwarding: this copy of the core records nothing; the preload's session in the same
+/// process records its events (linked_forward.h).
+enum SessionState : int { kUninit = 0, kRunning = 1, kStopped = 2, kDisabled = 3, kForwarding = 4 };
 
 /// Read on every hot-path call (relaxed): events are written only while kRunning.
 extern std::atomic<int> g_state;

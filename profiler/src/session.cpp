@@ -25,6 +25,7 @@
 #include "aggregator.h"
 #include "clock.h"
 #include "collector.h"
+#include "linked_forward.h"
 #include "gnnprof/config.h"
 #include "gnnprof/internal/load_counts.h"
 #include "gnnprof/gnnprof.h"
@@ -288,10 +289,15 @@ Status start_locked(Global& s, const Config& cfg) {
     ~Starting() { t_starting = false; }
   } starting;
   int state = g_state.load();
-  if (state == kRunning) return Status::ok();
+  if (state == kRunning || state == kForwarding) return Status::ok();
   s.cfg = cfg;
   if (!cfg.enabled) {
     g_state.store(kDisabled);
+    return Status::ok();
+  }
+  // A program linked with libgnnprof under the preload: that session records this copy's events.
+  if (forward_core() != nullptr) {
+    g_state.store(kForwarding);
     return Status::ok();
   }
   select_clock();
@@ -401,6 +407,7 @@ int flush_now() noexcept {
   try {
     std::unique_lock<std::mutex> lock(s.mu, std::defer_lock);
     if (!lock_within(lock, 2000)) return -1;
+    if (g_state.load() == kForwarding) return g_forward.load()->flush();
     if (g_state.load() != kRunning || s.owner_pid != ::getpid() || !s.cfg.write_at_stop) return -1;
     return flush_locked(s, false);
   } catch (...) {
@@ -672,6 +679,10 @@ Status stop() {
     // thread that is itself blocked would hang the host's exit. Polled try_lock rather than
     // timed_mutex::try_lock_for, whose pthread_mutex_clocklock ThreadSanitizer cannot see.
     if (!detail::lock_within(lock, 5000)) return Status::error("gnnprof: session busy; profile not written");
+    if (detail::g_state.load() == detail::kForwarding) {  // the preload's session writes the profile
+      detail::g_state.store(detail::kStopped);
+      return detail::g_forward.load()->stop() == 0 ? Status::ok() : Status::error("gnnprof: profile not written");
+    }
     if (detail::g_state.load() != detail::kRunning) return Status::ok();
     detail::g_state.store(detail::kStopped);
     detail::stop_drainer(s);
@@ -702,6 +713,9 @@ Result<Profile> snapshot() {
   auto& s = detail::g();
   try {
     std::lock_guard<std::mutex> lock(s.mu);
+    if (detail::g_state.load() == detail::kForwarding)
+      return Status::error("gnnprof: this process records into the session of gnnprof's preload library (gnnprof run), "
+                           "which writes the profile");
     if (detail::g_state.load() != detail::kRunning) {
       if (s.last_profile) return *s.last_profile;
       return Status::error("gnnprof: no session has run");
@@ -714,11 +728,15 @@ Result<Profile> snapshot() {
   }
 }
 
-bool is_running() noexcept { return detail::g_state.load(std::memory_order_relaxed) == detail::kRunning; }
+bool is_running() noexcept {
+  const int state = detail::g_state.load(std::memory_order_relaxed);
+  return state == detail::kRunning || (state == detail::kForwarding && detail::g_forward.load()->is_running() != 0);
+}
 
 void set_thread_name(const char* name) noexcept {
   if (name == nullptr) return;
   detail::ThreadBuffer* b = detail::current_buffer();
+  if (b == nullptr && detail::g_state.load() == detail::kForwarding) return detail::g_forward.load()->set_thread_name(name);
   if (b == nullptr || b->is_sink()) return;
   std::lock_guard<std::mutex> lock(detail::buffer_registry().mutex());  // the drainer reads it
   std::strncpy(b->name, name, sizeof(b->name) - 1);

@@ -1,6 +1,7 @@
 #include "site_registry.h"
 
 #include "gnnprof/internal/enum_names.h"
+#include "linked_forward.h"
 #include "gnnprof/profile.h"
 
 #include <pthread.h>
@@ -56,6 +57,9 @@ void copy_site(To& to, const From& from) {
 }  // namespace
 
 std::uint32_t SiteRegistry::intern(const SiteInfo& info) {
+  if (const ForwardCore* f = forward_core())  // a linked copy under the preload: its registry's ids
+    return f->site(static_cast<int>(info.kind), info.name.c_str(), info.category.c_str(), info.file.c_str(),
+                   info.function.c_str(), info.code.c_str(), info.line);
   std::lock_guard<std::mutex> lock(mu_);
   std::pmr::string key(heap_.resource());
   key.reserve(64);

@@ -41,4 +41,22 @@ for i in 1 2 3 4 5 6 7 8 9 10; do
 done
 check "a thread racing the lazy start keeps its events (10 runs)" '[ $lost -eq 0 ]'
 
+# 6. Linked with libgnnprof and run under `gnnprof run`: the program's own copy of the core
+#    records into the preload's session, so its one profile has the program's stages, line,
+#    thread name and iterations (was: the preload's empty profile, written last, replaced them).
+GNNPROF_QUIET=1 "$cli" run -o "$tmp/linked.json" -- "$app" 3 two-threads >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "under gnnprof run: exit code and output kept" '[ $rc -eq 3 ] && [ "$(cat "$tmp/out")" = "host_app: sum=1499700" ]'
+check "under gnnprof run: one profile" 'grep -q "^gnnprof run: 1 profile:" "$tmp/err"'
+check "under gnnprof run: the program's stages, line, thread and iterations in it" '"$py" - "$tmp/linked.json" <<PY
+import json, sys
+p = json.load(open(sys.argv[1]))
+hits = {s["name"]: s["hits"] for s in p["stages"]}
+names = {t["name"] for t in p["threads"]}
+lines = [l for l in p["lines"] if l["file"].endswith("host_app.cpp")]
+done = sum(1 for i in p["iterations"] if i["complete"])
+linked = [c for c in p["collectors"] if c["name"] == "linked-core" and c["enabled"]]
+sys.exit(0 if hits.get("forward") == 50 and hits.get("worker") == 100 and "worker" in names and len(lines) == 1
+         and lines[0]["hits"] == 50 and done == 50 and linked and p["run"]["exit_code"] == 3 else 1)
+PY'
+
 exit $fail
