@@ -69,6 +69,8 @@ int parse_cli(int argc, const char* const* argv, Cli& out) {
                    "of the iteration, and significantly across all stage tests (default 1%)");
   chkc->add_option("--junit", out.check.junit_out, "write JUnit XML for CI test-report viewers");
   chkc->add_option("--markdown", out.check.markdown_out, "write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)");
+  chkc->add_flag("--allow-failed-runs", out.check.allow_failed_runs,
+                 "judge profiles of runs that exited non-zero or were killed (default: no verdict, exit 2)");
   chkc->add_option("--skip", out.check.skip, "warm-up iterations left out (default: each run's, detected as report does)");
 
   CLI::App* runc = app.add_subcommand(

@@ -84,11 +84,14 @@ std::string program_of(const Profile& p) {
 
 /// One line when the two profiles ran different programs (a wrong file passed in CI): the
 /// comparison goes on, since a renamed script is still the same loop.
-void note_programs(const Profile& a, const Profile& b, const std::string& pa, const std::string& pb, const char* tool) {
+std::string programs_note(const Profile& a, const Profile& b, const std::string& pa, const std::string& pb) {
   const std::string x = program_of(a), y = program_of(b);
-  if (!x.empty() && !y.empty() && x != y)
-    std::cerr << tool << ": note: " << pa << " ran " << x << ", " << pb << " ran " << y
-              << ": different programs? (compared all the same: a renamed script is still its loop)\n";
+  if (x.empty() || y.empty() || x == y) return "";
+  return pa + " ran " + x + ", " + pb + " ran " + y + ": different programs? (compared all the same: a renamed script is still its loop)";
+}
+
+void note_programs(const Profile& a, const Profile& b, const std::string& pa, const std::string& pb, const char* tool) {
+  if (const std::string n = programs_note(a, b, pa, pb); !n.empty()) std::cerr << tool << ": note: " << n << "\n";
 }
 
 bool write_text(const std::string& path, const std::string& text, const char* tool) {
@@ -229,7 +232,16 @@ int run_check(const CheckArgs& a) {
     return files.size() == 1 ? files.front() : fmt::format("{} (+{} more)", files.front(), files.size() - 1);
   };
   const std::string baseline = label(a.baselines), current = label(a.currents);
-  note_programs(base, cur, a.baselines.front(), a.currents.front(), tool);
+  // A failed run's figures are not the loop's (an exception in the first epoch is fast).
+  for (const auto* side : {&a.baselines, &a.currents})
+    for (std::size_t i = 0; i < side->size(); ++i) {
+      const Profile& p = (side == &a.baselines ? bases : curs)[i];
+      if (!p.run.failed() || a.allow_failed_runs) continue;
+      std::cerr << tool << ": " << (*side)[i] << ": the program " << reports::exit_text(p.run)
+                << ": no verdict on a failed run (--allow-failed-runs judges it all the same)\n";
+      return kBad;
+    }
+  const std::string programs = programs_note(base, cur, a.baselines.front(), a.currents.front());  // in the notes
   // Stages of one side only are listed as such (an op replaced by another, a stage added);
   // two sides with none in common are not runs of one program.
   std::set<std::string> names, common, theirs;
@@ -263,7 +275,13 @@ int run_check(const CheckArgs& a) {
   policy.stage_floor = stage_floor;
   policy.alpha = opt.alpha;
   policy.skip = a.skip;
-  const reports::CheckResult r = reports::apply_check(c, policy);
+  reports::CheckResult r = reports::apply_check(c, policy);
+  // What the inputs were, for the Markdown and JUnit a CI shows rather than its stderr.
+  if (!programs.empty()) r.input_notes.push_back(programs);
+  for (const auto* side : {&a.baselines, &a.currents})
+    for (std::size_t i = 0; i < side->size(); ++i)
+      if (const Profile& p = (side == &a.baselines ? bases : curs)[i]; p.run.failed())
+        r.input_notes.push_back((*side)[i] + ": the program " + reports::exit_text(p.run) + " (judged all the same: --allow-failed-runs)");
   // A limit on a stage or op of one side only checks nothing: say so rather than pass silently.
   for (const auto& row : r.rows)
     if (limits.count(row.metric.name) != 0 &&

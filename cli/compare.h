@@ -24,6 +24,7 @@ struct CheckArgs {
   std::vector<std::string> stage_limits;  ///< NAME=PCT
   std::string junit_out, markdown_out;
   std::int64_t skip = -1;  ///< -1: each run's warm-up as report detects it
+  bool allow_failed_runs = false;  ///< judge profiles of runs that exited non-zero (else no verdict)
 };
 /// 0 pass, 1 regression (or an output not written), 2 usage or input error.
 int run_check(const CheckArgs& args);

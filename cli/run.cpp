@@ -187,6 +187,15 @@ int run_run(const RunArgs& args) {
       std::cerr << "gnnprof run: the program failed and recorded nothing: " << out << " (an earlier profile) is kept; this run's is "
                 << main->path << "\n";
     } else if (main != nullptr) {
+      // How the command ended goes into its profile: a report names a failed run, and
+      // `gnnprof check` gives no verdict on one.
+      if (child.waited) {
+        FoundProfile& m = launch.found[static_cast<std::size_t>(main - found.data())];
+        m.profile.run.exit_code = child.code;
+        m.profile.run.exit_signal = child.signal;
+        if (Status st = write_profile_file(m.profile, m.path, FileSync::kRenameOnly); !st)
+          std::cerr << "gnnprof run: " << st.message() << " (its exit code is not recorded in it)\n";
+      }
       if (::rename(main->path.c_str(), out.c_str()) == 0) main_path = out;
       else std::cerr << "gnnprof run: cannot rename " << main->path << " to " << out << ": " << std::strerror(errno) << "\n";
     }

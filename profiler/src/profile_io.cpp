@@ -287,7 +287,9 @@ struct Record<RunInfo> {
                  field("start_monotonic_ns", &R::start_monotonic_ns), field("rank", &R::rank),
                  field("local_rank", &R::local_rank), field("world_size", &R::world_size),
                  field("run_id", &R::run_id, Presence::kWhenSet),
-                 field("parent_pid", &R::parent_pid, Presence::kWhenSet)};
+                 field("parent_pid", &R::parent_pid, Presence::kWhenSet),
+                 field("exit_code", &R::exit_code, Presence::kWhenSet),
+                 field("exit_signal", &R::exit_signal, Presence::kWhenSet)};
 };
 template <>
 struct Record<IterationStats> {

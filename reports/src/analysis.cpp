@@ -795,7 +795,7 @@ const std::vector<std::string>& diagnostic_ids() {
                                             "host-sync",        "host-memory-growth", "low-utilization",
                                             "dropped-events",   "reference-blas",     "thread-oversubscription",
                                             "loader-bound",     "slow-iterations",    "loader-restarts",
-                                            "loader-contention"};
+                                            "loader-contention", "failed-run"};
   return ids;
 }
 
@@ -974,6 +974,15 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
                     100.0 * static_cast<double>(p.dropped_events) / static_cast<double>(p.dropped_events + p.recorded_events),
                     p.dropped_events + p.recorded_events),
         {{"dropped", static_cast<double>(p.dropped_events)}, {"recorded", static_cast<double>(p.recorded_events)}});
+
+  // failed-run: the launcher saw the command fail; the profile covers it up to then.
+  if (p.run.failed())
+    add("failed-run", Severity::kWarning,
+        fmt::format("the program {}: this profile covers the run up to its failure, and a failed run's figures (an "
+                    "exception in the first epoch, an OOM kill) are not its loop's; `gnnprof check` gives no verdict on "
+                    "it unless --allow-failed-runs.",
+                    exit_text(p.run)),
+        {{"exit_code", static_cast<double>(*p.run.exit_code)}, {"signal", static_cast<double>(p.run.exit_signal)}});
 
   // reference-blas: Debian's reference BLAS is ~8x slower than OpenBLAS for training.
   if (p.environment.blas.find("/blas/libblas.so") != std::string::npos)

@@ -128,7 +128,7 @@ std::string label(const MetricComparison& m, const char* indent = "  ") {
 }  // namespace
 
 std::vector<std::string> check_notes(const CheckResult& r) {
-  std::vector<std::string> notes;
+  std::vector<std::string> notes = r.input_notes;
   for (const auto& row : r.rows)
     if (row.metric.name == kUnattributed && row.status == CheckStatus::kRegression)
       notes.push_back("(unattributed) is the loop's time outside every stage: `gnnprof compare BASELINE CURRENT` lists the "
@@ -277,6 +277,11 @@ std::string check_junit(const CheckResult& r) {
                          ", not checked (the iteration and its phase judge it): " + detail) +
            "\"/>";
     x += "</testcase>\n";
+  }
+  if (const auto notes = check_notes(r); !notes.empty()) {
+    x += "  <system-out>";
+    for (const auto& n : notes) x += escape_markup(n) + "\n";
+    x += "</system-out>\n";
   }
   return x + "</testsuite></testsuites>\n";
 }

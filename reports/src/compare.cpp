@@ -422,6 +422,7 @@ void describe_run(const Profile& profile, std::int64_t skip_option, RunRecord& r
   run.iterations = walls.size();
   run.median_iteration_ns = median_of(walls);
   run.line_events = line_events_per_iteration(profile);
+  if (profile.run.exit_code) run.exit_code = static_cast<int>(*profile.run.exit_code);  // a runner's own stays otherwise
 }
 
 namespace {

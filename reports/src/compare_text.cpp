@@ -193,6 +193,11 @@ std::string comparison_text(const Comparison& c, bool ops) {
   out += fmt::format("candidate: {} ({})\n", c.candidate.command.empty() ? "-" : c.candidate.command,
                      side(c.candidate, it.candidate_n));
   out += statistics_note(c) + "\n";
+  for (const Side* s : {&c.baseline, &c.candidate})
+    for (const auto& r : s->runs)
+      if (r.error.empty() && r.exit_code != 0)
+        out += fmt::format("the {}'s run {} exited with code {}: a failed run's figures, not its loop's\n",
+                           s == &c.baseline ? "baseline" : "candidate", r.profile, r.exit_code);
   if (std::any_of(c.metrics.begin(), c.metrics.end(), [](const MetricComparison& m) { return m.scope == Scope::kWorkers; }))
     out += "scope workers: DataLoader worker processes, per-batch medians (each worker's first batch skipped), hidden "
            "from the loop unless it waits for them\n";

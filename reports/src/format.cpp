@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstring>
 
 namespace gnnprof::reports {
 
@@ -42,6 +43,15 @@ std::string command_line(const Profile& p) {
   std::string cmd;
   for (const auto& a : p.run.command) cmd += (cmd.empty() ? "" : " ") + a;
   return cmd;
+}
+
+std::string exit_text(const RunInfo& run) {
+  if (!run.exit_code) return "";
+  if (run.exit_signal != 0) {
+    const char* name = sigabbrev_np(static_cast<int>(run.exit_signal));
+    return fmt::format("was killed by signal {}{}", run.exit_signal, name != nullptr ? fmt::format(" (SIG{})", name) : std::string());
+  }
+  return fmt::format("exited with code {}", *run.exit_code);
 }
 
 std::string short_kernel_name(const std::string& name, std::size_t max) {

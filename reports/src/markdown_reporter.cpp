@@ -28,6 +28,7 @@ Status MarkdownReporter::render(const Report& r, std::ostream& out) const {
   const Profile& p = *r.profile;
   const Analysis& a = r.analysis;
   out << "### gnnprof profile\n\n`" << code(command_line(p)) << "`\n\n";
+  if (p.run.failed()) out << "**The program " << exit_text(p.run) << "**: a failed run's profile.\n\n";
   if (a.loader_worker) {
     out << fmt::format("Wall {}, {} iterations analyzed ({} warm-up skipped). ", human_ns(p.wall_ns), a.iterations_used, a.skipped)
         << loader_worker_note(a) << "\n\n";

@@ -67,6 +67,19 @@ json.dump(p, open(sys.argv[2],'w'))" "$tmp/fast.json" "$tmp/foreign_stages.json"
 check "a stage of one side only is listed, not refused" '[ $rc -eq 0 ] && grep -q "^extra .*ok (candidate only)" "$tmp/out"'
 "$cli" check --baseline "$tmp/fast.json" "$tmp/extra.json" --stage extra=5% >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "a limit on a one-sided stage says it checks nothing" '[ $rc -eq 0 ] && grep -q "note: --stage extra: in the current run only, so not checked" "$tmp/err"'
+# A run that failed: gnnprof run writes how it ended into its profile; check gives no verdict.
+AB_ITERS=40 AB_EXIT=3 GNNPROF_QUIET=1 "$cli" run -o "$tmp/failed.json" -- "$app" >/dev/null 2>"$tmp/err"; rc=$?
+check "run of a failing program: its exit code, recorded" '[ $rc -eq 3 ] && "$py" -c "import json,sys; r=json.load(open(sys.argv[1]))[\"run\"]; sys.exit(0 if r[\"exit_code\"]==3 and \"exit_signal\" not in r else 1)" "$tmp/failed.json"'
+"$cli" report "$tmp/failed.json" >"$tmp/out" 2>&1
+check "report names the failed run" 'grep -q "failed-run: the program exited with code 3" "$tmp/out"'
+one_line_exit2 "check a failed run" "$tmp/failed.json: the program exited with code 3: no verdict on a failed run" check --baseline "$tmp/fast.json" "$tmp/failed.json"
+"$cli" check --allow-failed-runs --baseline "$tmp/fast.json" "$tmp/failed.json" --junit "$tmp/failed.xml" --markdown "$tmp/failed.md" >"$tmp/out" 2>&1; rc=$?
+check "--allow-failed-runs judges it, and says so in every output" '[ $rc -eq 0 ] && grep -q "failed.json: the program exited with code 3 (judged all the same" "$tmp/out" && grep -q "failed.json: the program exited with code 3" "$tmp/failed.md" && "$py" -c "import xml.etree.ElementTree as E,sys; r=E.parse(sys.argv[1]).getroot(); sys.exit(0 if \"exited with code 3\" in r.find(\"testsuite/system-out\").text else 1)" "$tmp/failed.xml"'
+"$cli" compare "$tmp/fast.json" "$tmp/failed.json" >"$tmp/out" 2>&1
+check "compare says the candidate's run failed" 'grep -q "the candidate.s run .*failed.json exited with code 3" "$tmp/out"'
+"$py" -c "import json,sys; p=json.load(open(sys.argv[1])); p['run']['command']=['/usr/bin/python3','other.py']; json.dump(p, open(sys.argv[2],'w'))" "$tmp/fast2.json" "$tmp/other_prog.json"
+"$cli" check --baseline "$tmp/fast.json" "$tmp/other_prog.json" --markdown "$tmp/prog.md" --junit "$tmp/prog.xml" >"$tmp/out" 2>&1; rc=$?
+check "different programs: noted in the text, the Markdown and the JUnit" '[ $rc -eq 0 ] && grep -q "different programs?" "$tmp/out" && grep -q "different programs?" "$tmp/prog.md" && grep -q "different programs?" "$tmp/prog.xml"'
 one_line_exit2 "check missing" "$tmp/none.json: cannot open" check --baseline "$tmp/none.json" "$tmp/fast.json"
 one_line_exit2 "check empty" "$tmp/empty.json: empty file" check --baseline "$tmp/empty.json" "$tmp/fast.json"
 one_line_exit2 "check truncated" "$tmp/trunc.json: truncated JSON" check --baseline "$tmp/fast.json" "$tmp/trunc.json"

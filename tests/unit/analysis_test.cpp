@@ -494,6 +494,23 @@ TEST(Diagnostics, DroppedEvents) {
   EXPECT_TRUE(has(run(p), "dropped-events"));
 }
 
+TEST(Diagnostics, FailedRun) {
+  Profile p = loop_profile(true);
+  EXPECT_FALSE(has(run(p), "failed-run"));  // no launcher recorded how it ended
+  p.run.exit_code = 0;
+  EXPECT_FALSE(has(run(p), "failed-run"));
+  p.run.exit_code = 1;
+  auto message = [](const std::vector<Diagnostic>& ds) {
+    for (const auto& d : ds)
+      if (d.id == "failed-run") return d.message;
+    return std::string();
+  };
+  EXPECT_NE(message(run(p)).find("the program exited with code 1:"), std::string::npos) << message(run(p));
+  p.run.exit_code = 137;
+  p.run.exit_signal = 9;
+  EXPECT_NE(message(run(p)).find("the program was killed by signal 9 (SIGKILL):"), std::string::npos) << message(run(p));
+}
+
 TEST(Diagnostics, ReferenceBlas) {
   Profile p = loop_profile(true);
   EXPECT_FALSE(has(run(p), "reference-blas"));
@@ -657,7 +674,7 @@ TEST(Analysis, TheWhatIfSavesWhatTheDataTookOnANoisyHost) {
 }
 
 TEST(Diagnostics, EveryRuleHasAStableId) {
-  EXPECT_EQ(diagnostic_ids().size(), 13u);
+  EXPECT_EQ(diagnostic_ids().size(), 14u);
   Profile clean = loop_profile(true);
   EXPECT_TRUE(run(clean).empty());
 }

@@ -223,6 +223,8 @@ TEST(ProfileIo, OptionalFieldsAreWrittenWhenSetAndReadWhenPresent) {
   // Unset: a null rank, no run_id, no ops_observed, per-iteration lines or line attribution.
   EXPECT_TRUE(j["run"]["rank"].is_null());
   EXPECT_FALSE(j["run"].contains("run_id"));
+  EXPECT_FALSE(j["run"].contains("exit_code"));
+  EXPECT_FALSE(j["run"].contains("exit_signal"));
   EXPECT_FALSE(j["iterations"][0].contains("ops_observed"));
   EXPECT_FALSE(j["lines"][0].contains("backward_ns"));
   EXPECT_FALSE(j["lines"][0].contains("unobserved_hits"));
@@ -230,6 +232,7 @@ TEST(ProfileIo, OptionalFieldsAreWrittenWhenSetAndReadWhenPresent) {
   // Set: written, and read back the same.
   p.run.rank = 3;
   p.run.run_id = "job-7";
+  p.run.exit_code = 0;  // known, and a success: written
   p.iterations[0].ops_observed = false;
   p.iterations[0].lines = {{0, 1200}};
   p.lines[0].backward_ns = 900;
@@ -239,6 +242,8 @@ TEST(ProfileIo, OptionalFieldsAreWrittenWhenSetAndReadWhenPresent) {
   j = nlohmann::ordered_json::parse(profile_to_json(p));
   EXPECT_EQ(j["run"]["rank"], 3);
   EXPECT_EQ(j["run"]["run_id"], "job-7");
+  EXPECT_EQ(j["run"]["exit_code"], 0);
+  EXPECT_FALSE(j["run"].contains("exit_signal"));
   EXPECT_EQ(j["iterations"][0]["ops_observed"], false);
   EXPECT_EQ(j["iterations"][0]["lines"]["0"], 1200);
   EXPECT_EQ(j["lines"][0]["backward_ns"], 900);
@@ -250,6 +255,8 @@ TEST(ProfileIo, OptionalFieldsAreWrittenWhenSetAndReadWhenPresent) {
   EXPECT_EQ(back->run.rank, 3);
   EXPECT_FALSE(back->run.world_size.has_value());
   EXPECT_EQ(back->run.run_id, "job-7");
+  EXPECT_EQ(back->run.exit_code, 0);
+  EXPECT_FALSE(back->run.failed());
   EXPECT_FALSE(back->iterations[0].ops_observed);
   EXPECT_TRUE(back->iterations[1].ops_observed);
   EXPECT_EQ(back->iterations[0].lines.at(0), 1200);

@@ -41,6 +41,12 @@ struct RunInfo {
   /// The process this one works for, when its session began as a worker's (a DataLoader
   /// worker, forked or spawned: gnnprof_start_worker); 0 otherwise.
   std::int64_t parent_pid = 0;
+  /// How the launched command ended, written in by its launcher (`gnnprof run`, `python3 -m
+  /// gnnprof`) once it exited: its exit code, or 128 + the signal that killed it; absent when no
+  /// launcher saw it end (a linked or imported session, a worker's profile).
+  std::optional<std::int64_t> exit_code;
+  std::int64_t exit_signal = 0;  ///< the signal that killed it, or 0
+  bool failed() const { return exit_code.value_or(0) != 0; }
 };
 
 /// How raw timestamps became nanoseconds (docs/architecture.md, "Clock").

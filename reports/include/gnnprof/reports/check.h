@@ -70,6 +70,9 @@ struct CheckResult {
   std::size_t stages_not_significant = 0;  ///< the same, for stages
   std::size_t ops_one_side = 0;       ///< ops of one side only (not checked: an op replaced by another)
   bool iteration_undecided = false;   ///< too few iterations to decide even the iteration: no verdict
+  /// About the inputs, from the caller (different programs, a failed run judged all the same):
+  /// first among check_notes(), so in the Markdown and the JUnit's system-out too.
+  std::vector<std::string> input_notes;
 };
 
 CheckResult apply_check(const Comparison& c, const CheckPolicy& policy);

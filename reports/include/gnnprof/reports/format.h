@@ -18,6 +18,8 @@ std::string human_bytes(std::uint64_t bytes);
 std::string base_name(const std::string& path);
 /// The profiled process's argv joined with spaces.
 std::string command_line(const Profile& p);
+/// "exited with code 1", "was killed by signal 15 (SIGTERM)"; "" when no launcher recorded it.
+std::string exit_text(const RunInfo& run);
 /// A demangled kernel name for a table cell: no leading "void ", no namespaces, no parameter
 /// list, and at most `max` characters (the end replaced by "...").
 /// "void at::native::f<float>(int)" -> "f<float>".
