@@ -98,6 +98,36 @@ TEST(Report, TheIterationsSectionLeavesOutTheWarmUpTheAnalysisLeavesOut) {
   EXPECT_NE(s.find("forward                   5.55 ms"), std::string::npos) << s;  // not 5.6 with the warm-up
 }
 
+TEST(Report, TheIterationsSectionSaysWhenItsMediansDoNotAddUp) {
+  // Two stages that take turns being long: each one's median is the long time, the iteration's
+  // is one long plus one short.
+  Profile p;
+  p.wall_ns = 1'000'000'000;
+  for (std::uint64_t i = 0; i < 20; ++i) {
+    IterationStats it;
+    it.index = i;
+    it.wall_ns = 11'000'000;
+    const bool even = i % 2 == 0;
+    it.stages = {{"sample", even ? 10'000'000 : 1'000'000}, {"forward", even ? 1'000'000 : 10'000'000}};
+    p.iterations.push_back(it);
+  }
+  for (const char* n : {"sample", "forward"}) {
+    StageStats st;
+    st.name = n;
+    st.category = n == std::string("sample") ? "data" : "compute";
+    st.hits = 20;
+    p.stages.push_back(st);
+  }
+  std::ostringstream out;
+  ASSERT_TRUE(TextReporter({}).render(p, out));
+  EXPECT_NE(out.str().find("(the rows' medians add up to 20.0 ms, not the iteration's 11.0 ms:"), std::string::npos) << out.str();
+  // Stages that add up say nothing.
+  for (auto& it : p.iterations) it.stages = {{"sample", 1'000'000}, {"forward", 10'000'000}};
+  std::ostringstream same;
+  ASSERT_TRUE(TextReporter({}).render(p, same));
+  EXPECT_EQ(same.str().find("medians add up"), std::string::npos) << same.str();
+}
+
 // Three nested phases (epoch > train_step > forward), ops recorded in every other iteration
 // (iteration sampling), a data stage on another thread, and an op whose name needs escaping.
 Profile nested_profile() {
