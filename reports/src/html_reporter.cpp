@@ -309,6 +309,7 @@ std::string lines_html(const Profile& p, const ReportOptions& opt) {
                        human_ns(l->hits ? l->total_ns / static_cast<std::int64_t>(l->hits) : 0), pct, pct, extra, esc(text));
     }
     o += "</tbody></table></div>";
+    if (const std::string pace = observer_pace_note(b); !pace.empty()) o += "<p class=muted>" + esc(pace) + "</p>";
   }
   return o;
 }

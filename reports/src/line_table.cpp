@@ -177,6 +177,49 @@ LineExtras line_extras(const Profile& p, const LineStats& l) {
   return e;
 }
 
+std::string observer_pace_note(const LineBlock& b) {
+  struct Slowed {
+    const LineStats* l;
+    double observed_per_hit, unobserved_per_hit;
+  };
+  std::vector<Slowed> slowed;
+  std::int64_t at_pace = 0;  // the block's time with every hit at its line's unobserved pace
+  for (const LineRow& r : b.rows) {
+    const LineStats* l = r.stats;
+    if (l == nullptr) continue;
+    const std::uint64_t observed_hits = l->hits - std::min(l->hits, l->unobserved_hits);
+    const std::int64_t observed_ns = l->total_ns - l->unobserved_ns;
+    // Enough hits on both sides for a per-hit pace (a line of the first, observed, iterations only has none).
+    if (l->unobserved_hits < 5 || observed_hits < 2 || observed_ns <= 0 || l->unobserved_ns <= 0) {
+      at_pace += l->total_ns;
+      continue;
+    }
+    const double o = static_cast<double>(observed_ns) / static_cast<double>(observed_hits);
+    const double u = static_cast<double>(l->unobserved_ns) / static_cast<double>(l->unobserved_hits);
+    const bool worth = 100 * l->total_ns >= b.total_ns;  // 1 % of the function or more
+    if (o >= 1.5 * u && worth) {
+      slowed.push_back({l, o, u});
+      at_pace += l->unobserved_ns + std::llround(u * static_cast<double>(observed_hits));
+    } else {
+      at_pace += l->total_ns;
+    }
+  }
+  if (slowed.empty()) return "";
+  std::sort(slowed.begin(), slowed.end(), [](const Slowed& x, const Slowed& y) { return x.l->total_ns > y.l->total_ns; });
+  std::string list;
+  for (std::size_t i = 0; i < slowed.size() && i < 3; ++i) {
+    const Slowed& s = slowed[i];
+    list += fmt::format("{}line {} {} per hit against {} in the other {} of its {} hits", i ? "; " : "", s.l->line,
+                        human_ns(std::llround(s.observed_per_hit)), human_ns(std::llround(s.unobserved_per_hit)),
+                        s.l->unobserved_hits, s.l->hits);
+  }
+  return fmt::format("iteration sampling: these lines' hits in the iterations whose ops were observed (the first "
+                     "iterations among them) took 1.5x or more those in the others: {}{}. The observer's cost and the "
+                     "warm-up are in their Time and Per Hit; at the unobserved pace this function would take about {} of "
+                     "its {}",
+                     list, slowed.size() > 3 ? "; ..." : "", human_ns(at_pace), human_ns(b.total_ns));
+}
+
 std::string copied_cell(const LineExtras& e) {
   const std::uint64_t total = e.copied();
   if (total == 0) return "";

@@ -88,6 +88,7 @@ void TextReporter::render_line_table(const Profile& p, std::ostream& out) const 
                          extra, text)
           << "\n";
     }
+    if (const std::string pace = observer_pace_note(b); !pace.empty()) out << "(" << pace << ")\n";
   }
 }
 

@@ -325,6 +325,36 @@ TEST(LineTable, ExtrasOfPartlyObservedLinesAreScaledAndMarked) {
   EXPECT_NE(html.str().find("estimated: torch ops observed in 4 of the line&apos;s 10 hits"), std::string::npos);
 }
 
+TEST(LineTable, LinesTheObserverSlowedAreNamedWithBothPaces) {
+  Profile p;
+  auto line = [&](std::uint32_t n, std::uint64_t hits, std::uint64_t unobserved, std::int64_t total, std::int64_t unobserved_ns) {
+    LineStats l;
+    l.file = "/nowhere/t.py";
+    l.line = n;
+    l.function = "train";
+    l.code = "stmt" + std::to_string(n);
+    l.hits = hits;
+    l.unobserved_hits = unobserved;
+    l.total_ns = total;
+    l.unobserved_ns = unobserved_ns;
+    return l;
+  };
+  // Line 1: 4 observed hits of 3 ms, 16 unobserved of 1 ms; line 2: the same pace in both.
+  p.lines = {line(1, 20, 16, 28'000'000, 16'000'000), line(2, 20, 16, 20'000'000, 16'000'000)};
+  const reports::LineTable t = reports::build_line_table(p, {});
+  ASSERT_EQ(t.blocks.size(), 1u);
+  const std::string note = reports::observer_pace_note(t.blocks[0]);
+  EXPECT_NE(note.find("line 1 3.00 ms per hit against 1.00 ms in the other 16 of its 20 hits."), std::string::npos) << note;
+  EXPECT_EQ(note.find("line 2"), std::string::npos) << note;
+  EXPECT_NE(note.find("this function would take about 40.0 ms of its 48.0 ms"), std::string::npos) << note;
+  std::ostringstream text;
+  ASSERT_TRUE(reports::TextReporter({}).render(p, text));
+  EXPECT_NE(text.str().find("(iteration sampling: these lines' hits"), std::string::npos) << text.str();
+  // Every hit observed, or too few unobserved hits for a pace: nothing to say.
+  p.lines = {line(1, 20, 0, 28'000'000, 0), line(2, 20, 3, 20'000'000, 1'000'000)};
+  EXPECT_EQ(reports::observer_pace_note(reports::build_line_table(p, {}).blocks[0]), "");
+}
+
 TEST(Lines, JsonKeepsLineAttributionAndRejectsBadLineIndices) {
   Profile p;
   LineStats l;

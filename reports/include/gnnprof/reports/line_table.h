@@ -85,6 +85,11 @@ std::string extra_columns_legend(const LineTable& t);
 /// Why a profile has no line table, and how to get one (for every renderer's empty section).
 std::string no_lines_hint(const Profile& p);
 
+/// Iteration sampling: the lines of `b` whose hits in observed iterations took 1.5x or more
+/// those in the others per hit (the op observer's cost lands on the lines it observes), up to
+/// three, with both paces and the block's time at the unobserved pace; "" when none.
+std::string observer_pace_note(const LineBlock& b);
+
 /// "82.4 MB" + " pinned" / " pageable" / " mixed" (a cell of the Copied column).
 std::string copied_cell(const LineExtras& e);
 /// "~" for an estimated row's non-empty extra cell, "" otherwise.
