@@ -66,6 +66,14 @@ bool g_nested = false;  // record the ops nested in top-level ops too (GNNPROF_T
 // (an averaging optimizer past its warm-up) is unfolded for good at the next of those.
 bool g_fold_optimizer = true;  // GNNPROF_TORCH_FOLD_OPTIMIZER
 std::atomic<bool> g_devices_seen{false};
+// A CUDA tensor read back or copied: the profile says so (collector "cuda-tensors"), so that the
+// reports know a device was used when CUPTI was not on and no host-device copy ran (data made
+// on the device, loss.item() its only readback).
+std::atomic<bool> g_cuda_seen{false};
+void note_cuda_seen() {
+  if (g_cuda_seen.load(std::memory_order_relaxed) || g_cuda_seen.exchange(true)) return;
+  gnnprof_note_collector("cuda-tensors", 1, "the loop's ops read back or copied CUDA tensors");
+}
 enum : std::uint8_t { kFoldUnknown = 0, kFoldYes = 1, kFoldNo = 2 };
 std::atomic<std::uint8_t> g_fold_state[2] = {kFoldUnknown, kFoldUnknown};  // step, zero_grad
 std::atomic<std::uint64_t> g_fold_calls[2] = {0, 0};  // calls of a folded scope (observed iterations)
@@ -708,6 +716,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
       case OpKind::kCopy:
         fill_copy(fn, op);
         if (op.copy_src != op.copy_dst) g_devices_seen.store(true, std::memory_order_relaxed);
+        if (op.copy_src == Device::kCuda || op.copy_dst == Device::kCuda) note_cuda_seen();
+        break;
+      case OpKind::kReadback:
+        if (const at::Tensor* t = tensor_at(fn.inputs(), 0); t != nullptr && t->is_cuda()) note_cuda_seen();
         break;
       case OpKind::kComm:
         op.comm_bytes = tensor_bytes(fn.inputs());

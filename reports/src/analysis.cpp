@@ -684,10 +684,11 @@ std::string line_sentence(const Profile& p, const std::map<std::string, std::str
                      top->line, code, 100.0 * static_cast<double>(top_ns) / static_cast<double>(all_ns), cat);
 }
 
-/// Whether the run used a device: CUPTI on, or copies between host and device.
+/// Whether the run used a device: CUPTI on, CUDA tensors read back or copied (the torch
+/// observer's "cuda-tensors"), or copies between host and device.
 bool used_device(const Profile& p) {
   for (const auto& c : p.collectors)
-    if (c.name == "cupti" && c.enabled) return true;
+    if ((c.name == "cupti" || c.name == "cuda-tensors") && c.enabled) return true;
   return std::any_of(p.transfers.begin(), p.transfers.end(),
                      [](const TransferStats& t) { return t.direction == Direction::kH2D || t.direction == Direction::kD2H; });
 }

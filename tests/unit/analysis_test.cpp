@@ -370,6 +370,12 @@ TEST(Diagnostics, HostSync) {
   p.stages.back().total_ns = 200 * kMs;
   p.stage_edges.push_back(StageEdge{"collate", "sync", 6000, 150 * kMs, 150 * kMs});
   EXPECT_NE(message(p).find("most of them inside \"collate\""), std::string::npos) << message(p);
+  // CUDA tensors read back (data made on the device, CUPTI off): the host waits for it there.
+  {
+    Profile q = p;
+    q.collectors.push_back(CollectorInfo{"cuda-tensors", true, "the loop's ops read back or copied CUDA tensors"});
+    EXPECT_NE(message(q).find("the host blocks until queued device work is done"), std::string::npos) << message(q);
+  }
   // Copies to a device: the host waits for it there.
   p.transfers.push_back(TransferStats{});
   p.transfers.back().direction = Direction::kH2D;
