@@ -520,10 +520,14 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
     // Only where there is data time to speak of (a loop without a loader has a few
     // microseconds of helper ops, mostly Python).
     if (gil && *gil > 0.2 && a.exposed_data_share >= 0.05)
-      add(fmt::format("in Python, {:.0f}% of the data time is the loader's own Python, which holds the GIL{}", 100 * *gil,
+      add(fmt::format("in Python, {:.0f}% of the data time is the loader's own Python, which holds the GIL{}{}", 100 * *gil,
                       a.data_off_cpu_ns > 0 ? fmt::format(" (its {} off the CPU over the run, sleeping or blocked in I/O, left out)",
                                                           human_ns(a.data_off_cpu_ns))
-                                            : std::string()));
+                                            : std::string(),
+                      // What does overlap it: other processes, or less Python.
+                      a.worker_wait_ns > 0 ? ": cheaper per-sample Python (tensor ops instead of per-element loops) shortens it"
+                                           : ": DataLoader worker processes (num_workers > 0) run it beside the loop, and tensor "
+                                             "ops instead of per-element Python loops shorten it"));
     if (a.worker_wait_ns > 0 && 20 * a.worker_wait_ns >= a.iteration_median_ns)
       add(fmt::format("{} of the data time per iteration is the loop waiting for its DataLoader's worker processes, "
                       "which already load ahead: their shortfall, which a prefetcher does not hide",

@@ -258,6 +258,8 @@ def test_a_loop_built_to_lose_is_told_so(tmp_path):
     report = subprocess.run([CLI, "report", str(out / "baseline-1.json")], capture_output=True, text=True).stdout
     assert "Prefetching will not pay here" in report, report[report.find("What-if"):][:400]
     assert "the loader's own Python, which holds the GIL" in report, report[report.find("What-if"):][:400]
+    # ... and what does help: worker processes, or fewer Python steps per sample.
+    assert "DataLoader worker processes (num_workers > 0) run it beside the loop" in report, report[report.find("What-if"):][:600]
     verdict = re.search(r"verdict: (\w[\w ]*)", proc.stdout).group(1)
     assert verdict in ("slower", "no significant change"), proc.stdout[-1500:]
     if verdict == "slower":
