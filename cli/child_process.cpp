@@ -1,6 +1,7 @@
 #include "child_process.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -25,7 +26,8 @@ void prepend_preload(Environment& env, const std::string& library) {
   env["LD_PRELOAD"] = prev == env.end() || prev->second.empty() ? library : library + ":" + prev->second;
 }
 
-int spawn(const std::vector<std::string>& argv, const Environment& env, const std::string& log, pid_t& pid) {
+int spawn(const std::vector<std::string>& argv, const Environment& env, const std::string& log, pid_t& pid,
+          const std::vector<int>& default_signals) {
   if (argv.empty()) return EINVAL;
   std::vector<std::string> env_strings;
   for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
@@ -44,7 +46,17 @@ int spawn(const std::vector<std::string>& argv, const Environment& env, const st
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     posix_spawn_file_actions_addclose(&fa, 0);
   }
-  const int rc = ::posix_spawnp(&pid, argp[0], &fa, nullptr, argp.data(), envp.data());
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  if (!default_signals.empty()) {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : default_signals) sigaddset(&set, sig);
+    posix_spawnattr_setsigdefault(&attr, &set);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+  }
+  const int rc = ::posix_spawnp(&pid, argp[0], &fa, &attr, argp.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
   return rc;
 }

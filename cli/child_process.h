@@ -20,8 +20,11 @@ Environment current_environment();
 void prepend_preload(Environment& env, const std::string& library);
 
 /// Starts argv[0] (looked up on PATH) with argv and env. `log` non-empty: stdout and stderr go
-/// to that file (truncated) and stdin is closed. Returns 0 and sets `pid`, else the errno value.
-int spawn(const std::vector<std::string>& argv, const Environment& env, const std::string& log, pid_t& pid);
+/// to that file (truncated) and stdin is closed. `default_signals`: set back to their default
+/// action in the child (signals the caller ignores while it waits, which the child would
+/// inherit ignored). Returns 0 and sets `pid`, else the errno value.
+int spawn(const std::vector<std::string>& argv, const Environment& env, const std::string& log, pid_t& pid,
+          const std::vector<int>& default_signals = {});
 
 struct ChildExit {
   bool waited = false;  ///< false: waitpid failed (errno set)

@@ -9,7 +9,10 @@ namespace gnnprof::cli {
 namespace fs = std::filesystem;
 
 std::string launch_output_pattern(const fs::path& dir, const std::string& stem) {
-  return (dir / (stem + ".%R%p.json")).string();
+  // Absolute: a program that changes its directory (os.chdir, Hydra) still writes here.
+  std::error_code ec;
+  const fs::path abs = fs::absolute(dir, ec);
+  return ((ec ? dir : abs) / (stem + ".%R%p.json")).string();
 }
 
 namespace {

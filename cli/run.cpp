@@ -150,7 +150,12 @@ int run_run(const RunArgs& args) {
   sigaction(SIGQUIT, &ignore, &old_quit);
   sigaction(SIGTERM, &fwd, &old_term);
   pid_t pid = 0;
-  const int rc = spawn(args.command, env, "", pid);
+  // The child gets the dispositions this process had: ignoring SIGINT and SIGQUIT is ours only
+  // (inherited, Ctrl-C could not stop a training run).
+  std::vector<int> restore;
+  if (old_int.sa_handler != SIG_IGN) restore.push_back(SIGINT);
+  if (old_quit.sa_handler != SIG_IGN) restore.push_back(SIGQUIT);
+  const int rc = spawn(args.command, env, "", pid, restore);
   if (rc != 0) {
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGQUIT, &old_quit, nullptr);

@@ -27,6 +27,27 @@ check "program's stderr kept" "grep -q '^to stderr' '$tmp/prof.err'"
 check "5 iterations from 5 optimizer steps" "[ \"\$(json $tmp/fid/p.json \"sum(1 for i in p['iterations'] if i['complete'])\")\" = 5 ]"
 check "profile listed by gnnprof run" "grep -q 'fid/p.json  pid' '$tmp/prof.err'"
 
+# 1a. Signal dispositions and the working directory are the program's: Ctrl-C (SIGINT) and
+# SIGQUIT reach it with their default action (gnnprof run ignores them itself while it waits),
+# and a program that changes directory still leaves its profile at -o.
+cat > "$tmp/sigint.py" <<'PY'
+import os, signal, sys, torch
+print("handler", "default" if signal.getsignal(signal.SIGINT) is signal.default_int_handler else signal.getsignal(signal.SIGINT))
+m = torch.nn.Linear(4, 1); opt = torch.optim.SGD(m.parameters(), lr=0.1)
+os.chdir("/")
+for i in range(5):
+    opt.zero_grad(); m(torch.randn(2, 4)).sum().backward(); opt.step()
+os.kill(os.getpid(), signal.SIGINT)
+print("not reached")
+PY
+mkdir -p "$tmp/sig"
+(cd "$tmp/sig" && "$gnnprof" run -o rel.json -- $py "$tmp/sigint.py" > "$tmp/sig.out" 2> "$tmp/sig.err"); rc=$?
+check "SIGINT: Python's default handler, KeyboardInterrupt, exit 130 (rc $rc)" \
+  "[ $rc = 130 ] && grep -q '^handler default' '$tmp/sig.out' && ! grep -q 'not reached' '$tmp/sig.out' && grep -q KeyboardInterrupt '$tmp/sig.err'"
+check "a program that changed directory: its profile at the relative -o" "\"$gnnprof\" report '$tmp/sig/rel.json' > /dev/null"
+(trap '' INT; "$gnnprof" run -o "$tmp/sig/ign.json" -- $py -c 'import signal; print(signal.getsignal(signal.SIGINT))' > "$tmp/sig.out" 2>/dev/null)
+check "SIGINT ignored by the launcher's caller stays ignored (nohup, background jobs)" "grep -qxE '1|Handlers.SIG_IGN' '$tmp/sig.out'"
+
 # 1b. The observer stops observing inside top-level ops (docs/zero-code.md), but never while
 # the program's own torch.profiler is on: its nested ops must stay visible to it.
 cat > "$tmp/own_prof.py" <<'PY'
