@@ -2,6 +2,7 @@
 // signal kill the process as it would have. Threads mode hands the flush to the attach thread;
 // threadless mode writes it from a _Fork()ed child. Every wait is bounded (3 s).
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,20 +43,25 @@ void flush_in_child() {
   waitpid(child, &status, 0);
 }
 
+/// Writes the profile before the process ends without its atexit flush: the attach thread
+/// stops the session (threads mode), or a _Fork()ed child writes it. Once per process; bounded.
+void flush_before_end(int sig, bool any_mode) {
+  if (g_in_signal.exchange(true)) return;
+  if (g_attach_running.load()) {
+    char c = static_cast<char>(sig);
+    if (write(g_pipe[1], &c, 1) == 1) {
+      // Bounded: 3 s at most, then the process ends regardless.
+      timespec ts{0, 5 * 1000 * 1000};
+      for (int i = 0; i < 600 && g_signal_flushed.load() == 0; ++i) nanosleep(&ts, nullptr);
+    }
+  } else if ((any_mode || g_threadless.load()) && getpid() == g_owner_pid) {
+    flush_in_child();
+  }
+}
+
 void on_fatal_signal(int sig) {
   const int saved = errno;
-  if (!g_in_signal.exchange(true)) {
-    if (g_attach_running.load()) {
-      char c = static_cast<char>(sig);
-      if (write(g_pipe[1], &c, 1) == 1) {
-        // Bounded: 3 s at most, then the signal takes its course regardless.
-        timespec ts{0, 5 * 1000 * 1000};
-        for (int i = 0; i < 600 && g_signal_flushed.load() == 0; ++i) nanosleep(&ts, nullptr);
-      }
-    } else if (g_threadless.load() && getpid() == g_owner_pid) {
-      flush_in_child();
-    }
-  }
+  flush_before_end(sig, false);
   // Restore the default action and let the (blocked, pending) signal kill us as it would have.
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
@@ -82,3 +88,23 @@ void install_handler(int sig) {
 }
 
 }  // namespace gnnprof::instrument::preload
+
+// os._exit(), torch's DataLoader worker on its parent's SIGTERM (_exit(0) from the handler) and
+// any other _exit skip the atexit flush: the profile is written first, as at a SIGTERM. Only
+// in the process that owns the session (the launched one, or a worker that started its own):
+// a vfork child shares the parent's memory and must touch nothing, and a fork child that
+// records nothing has nothing to write. Then the exit itself, as glibc's _exit makes it.
+namespace {
+[[noreturn]] void exit_after_flush(int status) {
+  using namespace gnnprof::instrument::preload;
+  if (g_active && getpid() == g_owner_pid && gnnprof_is_running() == 1) {
+    const int saved = errno;
+    flush_before_end(0, true);
+    errno = saved;
+  }
+  for (;;) syscall(SYS_exit_group, status);
+}
+}  // namespace
+
+extern "C" __attribute__((visibility("default"), noreturn)) void _exit(int status) { exit_after_flush(status); }
+extern "C" __attribute__((visibility("default"), noreturn)) void _Exit(int status) { exit_after_flush(status); }

@@ -80,7 +80,8 @@ Global& g() {
 
 /// One pass: read every ring's published events into the aggregator. Caller holds drain_mu.
 /// Returns the fullest ring's fill fraction before the pass (the drainer's pacing signal).
-double drain_pass_locked(Global& s) {
+/// `sample_host`: also take a host sample (CPU time, RSS) when one is due.
+double drain_pass_locked(Global& s, bool sample_host = true) {
   BufferRegistry& reg = buffer_registry();
   std::lock_guard<std::mutex> lock(reg.mutex());
   // Heads are read before the clock pair, so every converted event predates the pair and
@@ -104,7 +105,7 @@ double drain_pass_locked(Global& s) {
   s.agg->note_sink_drops(reg.sink().dropped() - s.sink_dropped_base);
   const std::int64_t now_ns = s.clock.to_ns(pair.raw);
   s.agg->advance(now_ns);
-  if (now_ns - s.last_host_ns >= 50000000 || s.last_host_ns < 0) {
+  if (sample_host && (now_ns - s.last_host_ns >= 50000000 || s.last_host_ns < 0)) {
     s.agg->note_host(host_sample(now_ns));
     s.max_threads = std::max(s.max_threads, process_threads());
     s.last_host_ns = now_ns;
@@ -641,7 +642,7 @@ int flush_in_forked_child(long parent_pid) noexcept {
       if (!r.owns_lock() || !sr.owns_lock()) return -1;
       r.unlock();
       sr.unlock();
-      drain_pass_locked(s);
+      drain_pass_locked(s, /*sample_host=*/false);  // this child's CPU time and RSS are not the parent's
       p = build_locked(s, /*in_fork_child=*/true);
     }
     if (!s.cfg.write_empty && p.recorded_events == 0) return 0;

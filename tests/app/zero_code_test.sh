@@ -100,6 +100,30 @@ check "DataLoader(num_workers=2) ran to the end (rc $rc)" "[ $rc = 0 ] && grep -
 check "parent profile: 16 iterations" "[ \"\$(json $tmp/dl/p.json \"sum(1 for i in p['iterations'] if i['complete'])\")\" = 16 ]"
 check "every profile written is readable" "for f in $tmp/dl/*.json; do \"$gnnprof\" report \"\$f\" >/dev/null 2>&1 || exit 1; done"
 
+# 3b. Exits that skip atexit write the profile first (the preload's _exit): persistent
+# DataLoader workers, which torch ends with _exit(0) on the parent's SIGTERM at exit, and a
+# program that ends with os._exit(4).
+cat > "$tmp/persistent.py" <<'PY'
+import os, sys, torch
+from torch.utils.data import DataLoader, TensorDataset
+ds = TensorDataset(torch.randn(512, 16), torch.randint(0, 4, (512,)))
+m = torch.nn.Linear(16, 4); opt = torch.optim.SGD(m.parameters(), lr=0.1)
+dl = DataLoader(ds, batch_size=64, num_workers=2, persistent_workers=True)
+n = 0
+for epoch in range(2):
+    for x, y in dl:
+        opt.zero_grad(); torch.nn.functional.cross_entropy(m(x), y).backward(); opt.step(); n += 1
+print("steps", n, flush=True)
+if len(sys.argv) > 1:
+    os._exit(4)
+PY
+(cd "$tmp" && timeout 120 "$gnnprof" run -o "$tmp/pw/p.json" -- $py persistent.py > pw.out 2> pw.err); rc=$?
+check "persistent_workers=True: exit 0, both workers' profiles written (rc $rc)" \
+  "[ $rc = 0 ] && grep -q 'steps 16' '$tmp/pw.out' && [ \$(grep -c 'loader-worker' '$tmp/pw.err') = 2 ]"
+(cd "$tmp" && timeout 120 "$gnnprof" run -o "$tmp/ox/p.json" -- $py persistent.py exit > ox.out 2> ox.err); rc=$?
+check "os._exit(4): exit code kept, the profile complete (16 iterations) and marked failed" \
+  "[ $rc = 4 ] && [ \"\$(json $tmp/ox/p.json \"sum(1 for i in p['iterations'] if i['complete'])\")\" = 16 ] && [ \"\$(json $tmp/ox/p.json \"p['run']['exit_code']\")\" = 4 ]"
+
 # 4. SIGKILL mid-run: the last periodic flush is a readable profile. Sections 4 and 5 keep
 # gnnprof's threads (GNNPROF_THREADLESS=0); section 12 runs the same in threadless mode.
 (cd "$tmp" && GNNPROF_THREADLESS=0 GNNPROF_OUTPUT="$tmp/kill.json" GNNPROF_FLUSH_INTERVAL_MS=200 LD_PRELOAD="$preload" \
@@ -254,6 +278,6 @@ check "NVTX-only Python host: one thread, periodic flushes from its NVTX calls, 
 # 9. LD_PRELOAD by hand; 10. only the C ABI and the NVTX entry point are exported.
 (cd "$tmp" && GNNPROF_OUTPUT="$tmp/hand.json" LD_PRELOAD="$preload" $py fidelity.py > /dev/null 2>&1)
 check "LD_PRELOAD by hand writes GNNPROF_OUTPUT" "\"$gnnprof\" report '$tmp/hand.json' > /dev/null"
-check "exports: gnnprof_*, InitializeInjectionNvtx2 and the dlsym trampoline only" \
-  "[ -z \"\$(nm -D --defined-only '$preload' | awk '{print \$3}' | grep -v '^gnnprof_' | grep -v '^InitializeInjectionNvtx2\$' | grep -v '^dlsym\$')\" ]"
+check "exports: gnnprof_*, InitializeInjectionNvtx2, the dlsym trampoline and _exit/_Exit only" \
+  "[ -z \"\$(nm -D --defined-only '$preload' | awk '{print \$3}' | grep -v '^gnnprof_' | grep -v '^InitializeInjectionNvtx2\$' | grep -v '^dlsym\$' | grep -v '^_exit\$' | grep -v '^_Exit\$')\" ]"
 exit $fail
