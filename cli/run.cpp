@@ -198,7 +198,7 @@ int run_run(const RunArgs& args) {
         FoundProfile& m = launch.found[static_cast<std::size_t>(main - found.data())];
         m.profile.run.exit_code = child.code;
         m.profile.run.exit_signal = child.signal;
-        if (Status st = write_profile_file(m.profile, m.path, FileSync::kRenameOnly); !st)
+        if (Status st = write_profile_file(m.profile, m.path); !st)
           std::cerr << "gnnprof run: " << st.message() << " (its exit code is not recorded in it)\n";
       }
       if (::rename(main->path.c_str(), out.c_str()) == 0) main_path = out;

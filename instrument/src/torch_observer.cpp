@@ -1131,6 +1131,9 @@ void gnnprof_torch_module(int enter) {
 namespace gnnprof::torch {
 
 Status observe_ops(const ObserveOptions& options) {
+  // Under `gnnprof run` the preload's own observer records into the session this program's
+  // events go to: a second one would count every op twice.
+  if (gnnprof_forwarding() == 1) return Status::ok();
   char reason[256] = {0};
   const int flags = (options.op_stages ? GNNPROF_TORCH_OP_STAGES : 0) | (options.phases ? 0 : GNNPROF_TORCH_NO_PHASES) |
                     (options.mark_iterations ? 0 : GNNPROF_TORCH_NO_MARKS);

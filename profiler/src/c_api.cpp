@@ -17,6 +17,7 @@ std::uint32_t lane(const char* name) noexcept;
 void lane_event(std::uint32_t lane_id, const RawEvent& ev) noexcept;
 void note_collector(const char* name, bool enabled, const char* reason) noexcept;
 int flush_now() noexcept;
+void lazy_start() noexcept;
 int poll(bool allow_flush) noexcept;
 int start_drainer() noexcept;
 int flush_in_forked_child(long parent_pid) noexcept;
@@ -123,6 +124,11 @@ gnnprof_site_t gnnprof_site_register(int kind, const char* name, const char* cat
   } catch (...) {
     return 0;
   }
+}
+
+int gnnprof_forwarding(void) {
+  if (gnnprof::detail::g_state.load() == gnnprof::detail::kUninit) gnnprof::detail::lazy_start();
+  return gnnprof::detail::g_state.load() == gnnprof::detail::kForwarding ? 1 : 0;
 }
 
 int gnnprof_range_begin(gnnprof_site_t site, int is_line) {

@@ -279,30 +279,43 @@ int current_thread_index() noexcept {
 }
 
 // A linked copy under the preload (kForwarding) has no buffers: each entry finds none and hands
-// its event on, so the common path pays nothing for forwarding.
-inline const ForwardCore* forwarding() noexcept { return g_forward.load(std::memory_order_relaxed); }
-
-bool stage_begin(std::uint32_t site) noexcept {
-  if (push_range(site, false)) return true;
-  const ForwardCore* f = forwarding();
-  return f != nullptr && f->range_begin(site, 0) != 0;
+// its event on, so the common path pays nothing for forwarding. Ends go on after a stop, so
+// that ranges begun before it end in the preload's session too.
+inline const ForwardCore* forwarding() noexcept {
+  return g_state.load(std::memory_order_relaxed) == kForwarding ? g_forward.load(std::memory_order_acquire) : nullptr;
 }
+
+// A stage goes to the preload's torch observer first, as the Python package's stages do: a
+// "forward" the observer also finds is then one scope, not a stage with a phase inside.
+bool forward_begin(std::uint32_t site, bool is_line) noexcept {
+  const ForwardCore* f = forwarding();
+  if (f == nullptr) return false;
+  const ForwardedSite s = forward_site_info(*f, site);
+  if (!is_line && s.name != nullptr && f->user_scope != nullptr && f->user_scope(s.name, s.category, 1) != 0) return true;
+  return f->range_begin(s.id, is_line ? 1 : 0) != 0;
+}
+
+bool stage_begin(std::uint32_t site) noexcept { return push_range(site, false) || forward_begin(site, false); }
 void stage_end() noexcept {
   if (t_buffer != nullptr) return pop_range();
-  if (const ForwardCore* f = forwarding()) f->range_end();
+  if (const ForwardCore* f = g_forward.load(std::memory_order_acquire)) {
+    if (f->user_scope != nullptr && f->user_scope(nullptr, nullptr, 0) != 0) return;
+    f->range_end();
+  }
 }
-bool line_begin(std::uint32_t site) noexcept {
-  if (push_range(site, true)) return true;
-  const ForwardCore* f = forwarding();
-  return f != nullptr && f->range_begin(site, 1) != 0;
-}
+bool line_begin(std::uint32_t site) noexcept { return push_range(site, true) || forward_begin(site, true); }
 void line_end() noexcept { stage_end(); }
 
 void step(bool begin_next, std::uint8_t flags) noexcept {
   ThreadBuffer* b = nullptr;
   RawEvent* e = begin_instant(b);
   if (e == nullptr) {
-    if (const ForwardCore* f = forwarding()) (begin_next ? f->step : f->step_end)(flags);
+    if (const ForwardCore* f = forwarding()) {
+      // The preload's torch observer marks the iteration itself where it watches the loop (as
+      // the Python package's step does); otherwise the mark is this one.
+      if (begin_next && flags == 0 && f->user_step != nullptr && f->user_step() != 0) return;
+      (begin_next ? f->step : f->step_end)(flags);
+    }
     return;
   }
   e->kind = begin_next ? EventKind::kStep : EventKind::kStepEnd;
@@ -315,7 +328,7 @@ void counter(std::uint32_t site, double value) noexcept {
   ThreadBuffer* b = nullptr;
   RawEvent* e = begin_instant(b);
   if (e == nullptr) {
-    if (const ForwardCore* f = forwarding()) f->counter(site, value);
+    if (const ForwardCore* f = forwarding()) f->counter(forward_site(*f, site), value);
     return;
   }
   e->kind = EventKind::kCounter;
@@ -328,7 +341,7 @@ void materialize(std::uint32_t site, std::uint64_t rows, std::uint64_t bytes) no
   ThreadBuffer* b = nullptr;
   RawEvent* e = begin_instant(b);
   if (e == nullptr) {
-    if (const ForwardCore* f = forwarding()) f->materialize(site, rows, bytes);
+    if (const ForwardCore* f = forwarding()) f->materialize(forward_site(*f, site), rows, bytes);
     return;
   }
   e->kind = EventKind::kMaterialize;

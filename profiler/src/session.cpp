@@ -296,8 +296,9 @@ Status start_locked(Global& s, const Config& cfg) {
     g_state.store(kDisabled);
     return Status::ok();
   }
-  // A program linked with libgnnprof under the preload: that session records this copy's events.
-  if (forward_core() != nullptr) {
+  // A program linked with libgnnprof under the preload, writing where it writes: that session
+  // records this copy's events (linked_forward.h).
+  if (forward_core_for(cfg) != nullptr) {
     g_state.store(kForwarding);
     return Status::ok();
   }
@@ -382,6 +383,8 @@ void lazy_start() noexcept {
 
 void note_collector(const char* name, bool enabled, const char* reason) noexcept {
   if (name == nullptr) return;
+  if (g_state.load() == kForwarding)  // the linked torch observer's notes, in the profile written
+    return g_forward.load(std::memory_order_acquire)->note_collector(name, enabled ? 1 : 0, reason != nullptr ? reason : "");
   try {
     Global& s = g();
     std::lock_guard<std::mutex> lock(s.mu);
@@ -408,7 +411,7 @@ int flush_now() noexcept {
   try {
     std::unique_lock<std::mutex> lock(s.mu, std::defer_lock);
     if (!lock_within(lock, 2000)) return -1;
-    if (g_state.load() == kForwarding) return g_forward.load()->flush();
+    if (g_state.load() == kForwarding) return g_forward.load(std::memory_order_acquire)->flush();
     if (g_state.load() != kRunning || s.owner_pid != ::getpid() || !s.cfg.write_at_stop) return -1;
     return flush_locked(s, false);
   } catch (...) {
@@ -680,9 +683,12 @@ Status stop() {
     // thread that is itself blocked would hang the host's exit. Polled try_lock rather than
     // timed_mutex::try_lock_for, whose pthread_mutex_clocklock ThreadSanitizer cannot see.
     if (!detail::lock_within(lock, 5000)) return Status::error("gnnprof: session busy; profile not written");
-    if (detail::g_state.load() == detail::kForwarding) {  // the preload's session writes the profile
+    // The preload's session goes on (torch, CUPTI, its exit flush): this copy stops forwarding
+    // and has the profile so far written, as a stop would.
+    if (detail::g_state.load() == detail::kForwarding) {
       detail::g_state.store(detail::kStopped);
-      return detail::g_forward.load()->stop() == 0 ? Status::ok() : Status::error("gnnprof: profile not written");
+      return detail::g_forward.load(std::memory_order_acquire)->flush() == 0 ? Status::ok()
+                                                                               : Status::error("gnnprof: profile not written");
     }
     if (detail::g_state.load() != detail::kRunning) return Status::ok();
     detail::g_state.store(detail::kStopped);
@@ -714,7 +720,7 @@ Result<Profile> snapshot() {
   auto& s = detail::g();
   try {
     std::lock_guard<std::mutex> lock(s.mu);
-    if (detail::g_state.load() == detail::kForwarding)
+    if (detail::g_forward.load(std::memory_order_acquire) != nullptr)
       return Status::error("gnnprof: this process records into the session of gnnprof's preload library (gnnprof run), "
                            "which writes the profile");
     if (detail::g_state.load() != detail::kRunning) {
@@ -731,13 +737,15 @@ Result<Profile> snapshot() {
 
 bool is_running() noexcept {
   const int state = detail::g_state.load(std::memory_order_relaxed);
-  return state == detail::kRunning || (state == detail::kForwarding && detail::g_forward.load()->is_running() != 0);
+  return state == detail::kRunning ||
+         (state == detail::kForwarding && detail::g_forward.load(std::memory_order_acquire)->is_running() != 0);
 }
 
 void set_thread_name(const char* name) noexcept {
   if (name == nullptr) return;
   detail::ThreadBuffer* b = detail::current_buffer();
-  if (b == nullptr && detail::g_state.load() == detail::kForwarding) return detail::g_forward.load()->set_thread_name(name);
+  if (b == nullptr && detail::g_state.load() == detail::kForwarding)
+    return detail::g_forward.load(std::memory_order_acquire)->set_thread_name(name);
   if (b == nullptr || b->is_sink()) return;
   std::lock_guard<std::mutex> lock(detail::buffer_registry().mutex());  // the drainer reads it
   std::strncpy(b->name, name, sizeof(b->name) - 1);

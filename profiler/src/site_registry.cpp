@@ -1,7 +1,6 @@
 #include "site_registry.h"
 
 #include "gnnprof/internal/enum_names.h"
-#include "linked_forward.h"
 #include "gnnprof/profile.h"
 
 #include <pthread.h>
@@ -57,9 +56,6 @@ void copy_site(To& to, const From& from) {
 }  // namespace
 
 std::uint32_t SiteRegistry::intern(const SiteInfo& info) {
-  if (const ForwardCore* f = forward_core())  // a linked copy under the preload: its registry's ids
-    return f->site(static_cast<int>(info.kind), info.name.c_str(), info.category.c_str(), info.file.c_str(),
-                   info.function.c_str(), info.code.c_str(), info.line);
   std::lock_guard<std::mutex> lock(mu_);
   std::pmr::string key(heap_.resource());
   key.reserve(64);
@@ -142,6 +138,20 @@ std::string SiteRegistry::name_of(std::uint32_t site) const {
 std::string SiteRegistry::category_of(std::uint32_t site) const {
   std::lock_guard<std::mutex> lock(mu_);
   return site < sites_.size() ? std::string(sites_[site].category) : std::string();
+}
+
+bool SiteRegistry::info_of(std::uint32_t site, SiteInfo& out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (site == 0 || site >= sites_.size()) return false;
+  const Stored& st = sites_[site];
+  out.kind = st.kind;
+  out.name = st.name;
+  out.category = st.category;
+  out.file = st.file;
+  out.function = st.function;
+  out.code = st.code;
+  out.line = st.line;
+  return true;
 }
 
 bool SiteRegistry::line_after(std::uint32_t site, std::uint32_t anchor) const {

@@ -40,6 +40,8 @@ class SiteRegistry {
   std::string name_of(std::uint32_t site) const;
   /// The category of one stage site, "" for an unknown id.
   std::string category_of(std::uint32_t site) const;
+  /// One site's metadata; false for an unknown id.
+  bool info_of(std::uint32_t site, SiteInfo& out) const;
   /// Whether two line sites are in one function of one file, `site` below `anchor` in it and,
   /// when that function's loop is known (set_loop_extent), both inside the loop.
   bool line_after(std::uint32_t site, std::uint32_t anchor) const;

@@ -120,7 +120,18 @@ TEST(Report, TheIterationsSectionSaysWhenItsMediansDoNotAddUp) {
   }
   std::ostringstream out;
   ASSERT_TRUE(TextReporter({}).render(p, out));
-  EXPECT_NE(out.str().find("(the rows' medians add up to 20.0 ms, not the iteration's 11.0 ms:"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("(the medians of the rows nested in no other add up to 20.0 ms, not these iterations' median 11.0 ms:"),
+            std::string::npos)
+      << out.str();
+  // A stage nested in another is not added: one that adds up with its parent says nothing.
+  {
+    Profile q = p;
+    for (auto& it : q.iterations) it.stages = {{"sample", 11'000'000}, {"forward", 5'000'000}};
+    q.stage_edges.push_back(StageEdge{"sample", "forward", 20, 100'000'000, 100'000'000});
+    std::ostringstream nested;
+    ASSERT_TRUE(TextReporter({}).render(q, nested));
+    EXPECT_EQ(nested.str().find("add up to"), std::string::npos) << nested.str();
+  }
   // Stages that add up say nothing.
   for (auto& it : p.iterations) it.stages = {{"sample", 1'000'000}, {"forward", 10'000'000}};
   std::ostringstream same;

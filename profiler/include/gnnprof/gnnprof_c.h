@@ -73,11 +73,15 @@ GNNPROF_C_API void gnnprof_counter(gnnprof_site_t site, double value);
 GNNPROF_C_API void gnnprof_set_thread_name(const char* name);
 
 /* For another copy of the core in the process (a program linked with libgnnprof, run under
- * `gnnprof run`): it forwards its sites and events here, so the process writes one profile.
+ * `gnnprof run`, writing where the preload writes): it forwards its sites and events here, so
+ * the process writes one profile.
  * kind: 1 stage, 2 line, 3 counter, 4 materialize (gnnprof::SiteKind); "" or NULL strings are empty. */
 GNNPROF_C_API gnnprof_site_t gnnprof_site_register(int kind, const char* name, const char* category, const char* file,
                                                    const char* function, const char* code, unsigned line);
 GNNPROF_C_API int gnnprof_range_begin(gnnprof_site_t site, int is_line); /* ended by gnnprof_stage_end */
+/* 1 when this copy forwards to the preload's session (starting it from the environment first):
+ * the preload's torch observer already watches the process, so a linked one stays out. */
+GNNPROF_C_API int gnnprof_forwarding(void);
 GNNPROF_C_API void gnnprof_materialize_at(gnnprof_site_t site, uint64_t rows, uint64_t bytes);
 
 /* Writes the profile so far (drained, built and written via temp file + rename) while the
