@@ -35,7 +35,7 @@ std::vector<std::string> launch_profile_paths(const fs::path& dir, const std::st
 }
 
 LaunchProfiles collect_launch_profiles(const fs::path& dir, const std::string& stem, fs::file_time_type since,
-                                       pid_t pid) {
+                                       pid_t pid, const std::string& run_id) {
   LaunchProfiles out;
   const std::regex name_re = name_pattern(stem);
   std::error_code ec;
@@ -48,6 +48,8 @@ LaunchProfiles collect_launch_profiles(const fs::path& dir, const std::string& s
       out.unreadable.push_back(entry.path().string() + ": " + p.status().message());
       continue;
     }
+    // A file an earlier launch wrote within the time window (a worker's of the run before).
+    if (!run_id.empty() && !p->run.run_id.empty() && p->run.run_id != run_id) continue;
     out.found.push_back({entry.path().string(), std::move(*p)});
   }
   const auto& found = out.found;

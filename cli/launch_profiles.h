@@ -33,8 +33,9 @@ std::string launch_output_pattern(const std::filesystem::path& dir, const std::s
 /// The files in `dir` named as a launch with this stem names its processes' profiles.
 std::vector<std::string> launch_profile_paths(const std::filesystem::path& dir, const std::string& stem);
 
-/// The profiles in `dir` named after `stem` and written since `since`; `pid` is the launched process.
+/// The profiles in `dir` named after `stem` and written since `since`; `pid` is the launched
+/// process; `run_id` non-empty: profiles of another launch (their run id differs) are left out.
 LaunchProfiles collect_launch_profiles(const std::filesystem::path& dir, const std::string& stem,
-                                       std::filesystem::file_time_type since, pid_t pid);
+                                       std::filesystem::file_time_type since, pid_t pid, const std::string& run_id = "");
 
 }  // namespace gnnprof::cli

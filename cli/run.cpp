@@ -171,7 +171,7 @@ int run_run(const RunArgs& args) {
   sigaction(SIGTERM, &old_term, nullptr);
 
   // Collect this run's profiles.
-  LaunchProfiles launch = collect_launch_profiles(dir, stem, started, pid);
+  LaunchProfiles launch = collect_launch_profiles(dir, stem, started, pid, env["GNNPROF_RUN_ID"]);
   for (const auto& u : launch.unreadable) std::cerr << "gnnprof run: skipping " << u << "\n";
   const auto& found = launch.found;
   const FoundProfile* main = launch.main >= 0 ? &found[launch.main] : nullptr;

@@ -99,6 +99,9 @@ PY
 check "DataLoader(num_workers=2) ran to the end (rc $rc)" "[ $rc = 0 ] && grep -q 'steps 16' '$tmp/dl.out'"
 check "parent profile: 16 iterations" "[ \"\$(json $tmp/dl/p.json \"sum(1 for i in p['iterations'] if i['complete'])\")\" = 16 ]"
 check "every profile written is readable" "for f in $tmp/dl/*.json; do \"$gnnprof\" report \"\$f\" >/dev/null 2>&1 || exit 1; done"
+# The next launch at once, same -o: the workers' files just written are not this run's.
+"$gnnprof" run -o "$tmp/dl/p.json" -- $py "$tmp/fidelity.py" > /dev/null 2> "$tmp/dl2.err"
+check "a launch lists its own profiles, not the previous launch's workers'" "grep -q '^gnnprof run: 1 profile:' '$tmp/dl2.err'"
 
 # 3b. Exits that skip atexit write the profile first (the preload's _exit): persistent
 # DataLoader workers, which torch ends with _exit(0) on the parent's SIGTERM at exit, and a
