@@ -8,6 +8,7 @@
 // `gnnprof merge` command that reports them together; GNNPROF_RUN_ID ties them to this launch.
 #include "run.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -113,6 +114,17 @@ int run_run(const RunArgs& args) {
   if (!fs::is_directory(dir, ec)) {
     std::cerr << "gnnprof run: cannot create the output directory " << dir.string() << "\n";
     return 2;
+  }
+  // A directory no file can be created in (/proc, a read-only mount): said before the program runs.
+  {
+    const std::string probe = (dir / fmt::format(".gnnprof-probe-{}", ::getpid())).string();
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      std::cerr << "gnnprof run: cannot write in the output directory " << dir.string() << ": " << std::strerror(errno) << "\n";
+      return 2;
+    }
+    ::close(fd);
+    ::unlink(probe.c_str());
   }
 
   // Environment: the host's, plus the injection.

@@ -157,7 +157,7 @@ int flush_locked(Global& s, bool periodic) noexcept {
     const std::string path = output_path_for(s.cfg, ::getpid(), s.run.rank);
     Status st = write_profile_file(p, path, periodic ? FileSync::kRenameOnly : FileSync::kDurable);
     if (st) s.written_path = path;
-    if (!st && (!periodic || !s.flush_warned)) {
+    if (!st && !s.flush_warned) {  // once per session: the final flush fails as the periodic ones did
       s.flush_warned = true;
       std::fprintf(stderr, "gnnprof: warning: %s\n", st.message().c_str());
     }
@@ -705,7 +705,8 @@ Status stop() {
     std::string path = detail::output_path_for(s.cfg, ::getpid(), s.run.rank);
     Status st = write_profile_file(p, path);
     if (!st) {
-      std::fprintf(stderr, "gnnprof: warning: %s\n", st.message().c_str());
+      if (!s.flush_warned) std::fprintf(stderr, "gnnprof: warning: %s\n", st.message().c_str());
+      s.flush_warned = true;
       return st;
     }
     if (!s.cfg.quiet) std::fprintf(stderr, "gnnprof: profile written to %s\n", path.c_str());
