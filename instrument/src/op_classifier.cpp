@@ -332,6 +332,7 @@ bool OpClassifier::on_user_step() {
   close_wait();
   const bool first = !profiler_steps_;
   profiler_steps_ = true;
+  user_steps_ = true;
   if (first && auto_marked_ && !work_since_mark_) {
     auto_marked_ = false;
     return true;
@@ -418,6 +419,8 @@ void OpClassifier::on_start(const OpInfo& op) {
     case OpKind::kProfilerStep:
       // torch.profiler's step scopes are the loop's own iteration marks when present.
       profiler_steps_ = true;
+      steps_per_profiler_step_ = std::max(steps_per_profiler_step_, steps_since_profiler_step_);
+      steps_since_profiler_step_ = 0;
       if (opt_.marks_iterations) {
         close_phase(level);
         mark(false);
@@ -466,6 +469,13 @@ void OpClassifier::on_start(const OpInfo& op) {
       f.pops_level = true;
       // Only the outermost step counts: a wrapper's step around its inner optimizer's
       // (ZeroRedundancyOptimizer, Lookahead) ends the iteration once, at its end.
+      // A torch.profiler that stopped (its schedule's last step, its `with` left): its marks
+      // stopped too, and the optimizer's mark the iterations again.
+      if (op.kind == OpKind::kOptimizerStep && optimizer_depth_ == 0 && profiler_steps_ && !user_steps_ &&
+          ++steps_since_profiler_step_ > std::max(2, 2 * steps_per_profiler_step_)) {
+        profiler_steps_ = false;
+        steps_per_profiler_step_ = 0;
+      }
       if (op.kind == OpKind::kOptimizerStep && opt_.marks_iterations && !profiler_steps_ && optimizer_depth_ == 0) {
         f.steps_after = note_step(step_key(op), op.ops_observed);
       }

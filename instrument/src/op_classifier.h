@@ -278,6 +278,10 @@ class OpClassifier {
   bool in_comm_ = false;
   bool iteration_open_ = false;
   bool profiler_steps_ = false;   // the program marks its iterations (ProfilerStep#N, gnnprof.step())
+  bool user_steps_ = false;       // ... by gnnprof.step(): for good
+  // torch.profiler's marks last while its ProfilerStep scopes come: optimizer steps since the
+  // last one, and the most seen between two (several optimizers per iteration).
+  int steps_since_profiler_step_ = 0, steps_per_profiler_step_ = 0;
   bool auto_marked_ = false;      // the last mark was an optimizer step's (or the first forward's)
   bool work_since_mark_ = false;  // a forward or backward phase opened since the last mark
   // A loop without an optimizer (inference, evaluation): from the second DataLoader __next__

@@ -891,6 +891,30 @@ TEST(OpClassifier, ProfilerStepsReplaceOptimizerMarks) {
   EXPECT_EQ(std::count(r.log.begin(), r.log.end(), "STEP"), 2);
 }
 
+// A torch.profiler used for a few steps (its schedule, or a `with` around part of the loop):
+// its ProfilerStep marks stop with it, and the optimizer's resume.
+TEST(OpClassifier, OptimizerMarksResumeWhenTheProfilersStepsStop) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  auto iteration = [&](bool profiled) {
+    if (profiled) c.on_start(op("ProfilerStep#1", false, gi::Scope::kUser));
+    leaf(c, op("aten::linear", true));
+    c.on_start(op("Optimizer.step#SGD.step", false, gi::Scope::kUser));
+    c.on_end();
+    if (profiled) c.on_end();
+  };
+  for (int i = 0; i < 3; ++i) iteration(false);
+  const auto before = std::count(r.log.begin(), r.log.end(), "STEP");
+  for (int i = 0; i < 4; ++i) iteration(true);
+  const auto profiled = std::count(r.log.begin(), r.log.end(), "STEP") - before;
+  EXPECT_GE(profiled, 4);  // one per ProfilerStep (the first also ends the optimizer-marked one)
+  EXPECT_LE(profiled, 5);
+  for (int i = 0; i < 10; ++i) iteration(false);
+  const auto after = std::count(r.log.begin(), r.log.end(), "STEP") - before - profiled;
+  EXPECT_GE(after, 8);  // all but the first steps after the profiler's last mark
+  EXPECT_LE(after, 10);
+}
+
 // gnnprof.step() after opt.step(): the program's marks replace the optimizer's from the first
 // one on, which is no second mark right after the optimizer's (no iteration of a few µs).
 TEST(OpClassifier, TheProgramsOwnStepsReplaceOptimizerMarks) {
