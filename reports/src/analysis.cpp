@@ -387,6 +387,7 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
       busy = std::min(1.0, static_cast<double>(last->cpu_ns - first->cpu_ns) /
                                (static_cast<double>(last->ts_ns - first->ts_ns) * cpus));
   }
+  a.loop_cpu_utilization = busy;
   std::optional<double> gil;
   {
     bool python = false, ops = false;
@@ -954,20 +955,22 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
                       100 * *a.gpu_busy, human_ns(*a.gpu_ns), human_ns(a.iteration_median_ns)),
           {{"gpu_utilization", *a.gpu_busy}, {"gpu_ns", static_cast<double>(*a.gpu_ns)},
            {"iteration_ns", static_cast<double>(a.iteration_median_ns)}});
-  } else if (!a.loader_worker && a.worker_wait_ns == 0 && a.cpu_utilization && *a.cpu_utilization < 0.5 &&
-             a.iterations_used > 0 && a.iteration_median_ns < 20000000 &&
+  } else if (const std::optional<double> util = a.loop_cpu_utilization ? a.loop_cpu_utilization : a.cpu_utilization;
+             !a.loader_worker && a.worker_wait_ns == 0 && util && *util < 0.5 && a.iterations_used > 0 &&
+             a.iteration_median_ns < 20000000 &&
              // A process that never had more threads than it kept busy (torch on one thread of
              // two CPUs) is not idle for want of work per iteration.
              !(p.environment.max_threads > 0 && p.environment.max_threads < p.environment.cpus &&
-               *a.cpu_utilization * static_cast<double>(p.environment.cpus) >= 0.5 * static_cast<double>(p.environment.max_threads)) &&
+               *util * static_cast<double>(p.environment.cpus) >= 0.5 * static_cast<double>(p.environment.max_threads)) &&
              // Nor one whose torch computes on fewer threads than CPUs and keeps them busy
              // (torch.set_num_threads(1): one of two CPUs, 48% busy).
-             !torch_threads_busy(p, *a.cpu_utilization))
+             !torch_threads_busy(p, *util))
     add("low-utilization", Severity::kInfo,
-        fmt::format("iterations are short ({}) and the {} are {:.0f}% busy: batches too small to keep the CPUs "
+        fmt::format("iterations are short ({}) and the {} are {:.0f}% busy {}: batches too small to keep the CPUs "
                     "busy. A larger batch (scaling the learning rate) amortizes the per-iteration overhead.",
-                    human_ns(a.iteration_median_ns), cpus_text(p.environment.cpus), 100 * *a.cpu_utilization),
-        {{"cpu_utilization", *a.cpu_utilization}, {"iteration_ns", static_cast<double>(a.iteration_median_ns)},
+                    human_ns(a.iteration_median_ns), cpus_text(p.environment.cpus), 100 * *util,
+                    a.loop_cpu_utilization ? "while the analysed iterations ran" : "over the run"),
+        {{"cpu_utilization", *util}, {"iteration_ns", static_cast<double>(a.iteration_median_ns)},
          {"cpus", static_cast<double>(p.environment.cpus)}});
 
   // dropped-events: the statistics undercount.

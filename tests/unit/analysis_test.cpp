@@ -394,6 +394,24 @@ TEST(Diagnostics, HostMemoryGrowth) {
   EXPECT_FALSE(has(run(p), "host-memory-growth"));
 }
 
+// CPU use is the loop's, not the run's: a loop that keeps the CPUs busy and a long idle tail
+// after it (a final sleep, an evaluation waiting on I/O) is no batch too small.
+TEST(Diagnostics, LowUtilizationJudgesTheLoopsCpuUse) {
+  Profile p = loop_profile(true);
+  for (std::size_t i = 0; i < p.iterations.size(); ++i) {
+    p.iterations[i].begin_ns = static_cast<std::int64_t>(i) * 5 * kMs;
+    p.iterations[i].wall_ns = 5 * kMs;
+  }
+  for (int i = 0; i <= 10; ++i) p.host_samples.push_back(HostSample{i * 10 * kMs, 1000 * kMs, i * 18 * kMs});  // 90 %
+  for (int i = 1; i <= 4; ++i) p.host_samples.push_back(HostSample{i * 1000 * kMs, 1000 * kMs, 180 * kMs});  // idle
+  const Analysis a = analyze(p, AnalysisOptions{});
+  ASSERT_TRUE(a.cpu_utilization.has_value());
+  EXPECT_LT(*a.cpu_utilization, 0.05);
+  ASSERT_TRUE(a.loop_cpu_utilization.has_value());
+  EXPECT_NEAR(*a.loop_cpu_utilization, 0.9, 0.01);
+  EXPECT_FALSE(has(run(p), "low-utilization"));
+}
+
 TEST(Diagnostics, LowUtilization) {
   Profile p = loop_profile(true);
   for (auto& it : p.iterations) it.wall_ns = 5 * kMs;

@@ -113,6 +113,9 @@ struct Analysis {
   TransferTotals transfers;
   std::vector<GpuCopyRate> gpu_copies;
   std::optional<double> cpu_utilization;  ///< CPU time / (wall x cpus), from host samples
+  /// The same over the analysed iterations only (host samples inside them covering half their
+  /// span or more); unset otherwise. A loop's share, not the set-up's or a final sleep's.
+  std::optional<double> loop_cpu_utilization;
   std::int64_t rss_first = 0, rss_last = 0, rss_peak = 0;
   std::string device_note;  ///< why there is no device busy/idle breakdown
   /// With CUPTI: GPU activity (kernels and copies on the GPU lanes) per analyzed iteration,
