@@ -149,17 +149,32 @@ int run_run(const RunArgs& args) {
     for (const auto& l : args.lines) spec += (spec.empty() ? "" : ";") + l;
     env["GNNPROF_LINES"] = spec;
   }
+  // python -E / -I ignore PYTHONPATH, the package's way in: say so (the profile has no lines).
+  if (const std::string exe = fs::path(args.command.front()).filename().string(); exe.rfind("python", 0) == 0)
+    for (std::size_t i = 1; i < args.command.size(); ++i) {
+      const std::string& a = args.command[i];
+      if (a.size() < 2 || a[0] != '-' || a[1] == '-' || a == "-c" || a == "-m") break;  // the script or -c/-m: options end
+      if (a.find_first_of("EI", 1) != std::string::npos && a.find_first_of("WXc", 1) == std::string::npos) {
+        std::cerr << "gnnprof run: " << exe << " " << a
+                  << " ignores PYTHONPATH: gnnprof's Python package does not load (no line table, no Python stages)\n";
+        break;
+      }
+      if (a == "-W" || a == "-X") ++i;  // their value
+    }
   if (!inject_python(env) && !args.lines.empty())
     std::cerr << "gnnprof run: --lines: gnnprof's Python package was not found (set GNNPROF_PYTHON_DIR); lines are not traced\n";
 
   const auto started = fs::file_time_type::clock::now() - std::chrono::seconds(2);
   // The terminal's Ctrl-C reaches the child directly (same process group); a SIGTERM sent to
   // gnnprof is passed on. Either way the child decides, and its fate becomes ours.
-  struct sigaction ignore {}, fwd {}, old_int {}, old_quit {}, old_term {};
+  // A hangup reaches the child from the terminal as Ctrl-C does; gnnprof stays to collect the
+  // profiles and pass on the child's fate.
+  struct sigaction ignore {}, fwd {}, old_int {}, old_quit {}, old_term {}, old_hup {};
   ignore.sa_handler = SIG_IGN;
   fwd.sa_handler = forward_signal;
   sigaction(SIGINT, &ignore, &old_int);
   sigaction(SIGQUIT, &ignore, &old_quit);
+  sigaction(SIGHUP, &ignore, &old_hup);
   sigaction(SIGTERM, &fwd, &old_term);
   pid_t pid = 0;
   // The child gets the dispositions this process had: ignoring SIGINT and SIGQUIT is ours only
@@ -167,10 +182,12 @@ int run_run(const RunArgs& args) {
   std::vector<int> restore;
   if (old_int.sa_handler != SIG_IGN) restore.push_back(SIGINT);
   if (old_quit.sa_handler != SIG_IGN) restore.push_back(SIGQUIT);
+  if (old_hup.sa_handler != SIG_IGN) restore.push_back(SIGHUP);
   const int rc = spawn(args.command, env, "", pid, restore);
   if (rc != 0) {
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGQUIT, &old_quit, nullptr);
+    sigaction(SIGHUP, &old_hup, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
     std::cerr << "gnnprof run: cannot run " << args.command[0] << ": " << std::strerror(rc) << "\n";
     return 2;
@@ -180,6 +197,7 @@ int run_run(const RunArgs& args) {
   g_child = 0;
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGQUIT, &old_quit, nullptr);
+  sigaction(SIGHUP, &old_hup, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
 
   // Collect this run's profiles.

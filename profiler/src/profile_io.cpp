@@ -488,6 +488,9 @@ Result<Profile> profile_from_json(const std::string& text, const std::string& or
 Result<Profile> read_profile_file(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return Status::error(path + ": is a directory, not a profile file");
+  // /dev/zero would be read forever; a pipe (<(cat p.json)) is read as a file.
+  if (::stat(path.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)))
+    return Status::error(path + ": is a device, not a profile file");
   std::ifstream f(path, std::ios::binary);
   if (!f) return Status::error(path + ": cannot open: " + std::strerror(errno));
   std::ostringstream ss;

@@ -148,6 +148,7 @@ std::string comparison_to_json(const Comparison& c) {
 }
 
 Result<Comparison> comparison_from_json(const std::string& text, const std::string& origin) {
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) return Status::error(origin + ": empty file");
   json j;
   try {
     j = json::parse(text);
@@ -185,6 +186,8 @@ Result<Comparison> comparison_from_json(const std::string& text, const std::stri
 Result<Comparison> read_comparison_file(const std::string& path) {
   if (std::error_code ec; std::filesystem::is_directory(path, ec))
     return Status::error(path + ": is a directory, not a comparison file");
+  if (std::error_code ec; std::filesystem::is_character_file(path, ec) || std::filesystem::is_block_file(path, ec))
+    return Status::error(path + ": is a device, not a comparison file");
   std::ifstream f(path, std::ios::binary);
   if (!f) return Status::error(path + ": cannot open: " + std::strerror(errno));
   std::ostringstream ss;

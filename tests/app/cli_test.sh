@@ -70,6 +70,9 @@ cp "$tmp/demo.json" "$tmp/keep.json"
 "$cli" report "$tmp/demo.json" --json /nonexistent-dir/x.json >/dev/null 2>"$tmp/err"; rc=$?
 check "unwritable --json exits 1" '[ $rc -eq 1 ]'
 check "unwritable --json names it" 'grep -qF "cannot write /nonexistent-dir/x.json" "$tmp/err"'
+one_line_exit2 "report of a device (read forever before)" "/dev/zero: is a device, not a profile file" report /dev/zero
+: > "$tmp/empty.json"
+one_line_exit2 "compare of one empty file" "$tmp/empty.json: empty file" compare "$tmp/empty.json"
 one_line_exit2 "run into a directory no file can be made in" "gnnprof run: cannot write in the output directory /proc" run -o /proc/x.json -- true
 check "--help exits 0" '"$cli" report --help >/dev/null'
 check "--version" '"$cli" --version | grep -q "^gnnprof 0\."'
