@@ -1078,6 +1078,24 @@ def test_user_sitecustomize_still_runs(gnnprof_run, tmp_path):
     assert {l["function"] for l in r.profile["lines"]} == {"work"}
 
 
+PYTHON2 = os.path.expanduser("~/.pyenv/versions/2.7.18/bin/python")
+
+
+@pytest.mark.skipif(not os.access(PYTHON2, os.X_OK), reason="no Python 2 here")
+def test_a_python2_child_parses_the_injected_sitecustomize(tmp_path):
+    """A child of an old interpreter under `gnnprof run` reads gnnprof's sitecustomize too: it must
+    parse there (it printed "'import sitecustomize' failed"), and the user's still runs."""
+    site = tmp_path / "usersite"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import sys\nsys.stderr.write('user sitecustomize ran\\n')\n")
+    env = dict(os.environ, PYTHONPATH=str(site), GNNPROF_PYTHON_DIR=PYDIR)
+    proc = subprocess.run([CLI, "run", "-o", str(tmp_path / "p.json"), "--", PYTHON2, "-c", "print('py2 ran')"],
+                          capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=120)
+    assert proc.returncode == 0 and proc.stdout == "py2 ran\n", proc.stderr
+    assert "failed" not in proc.stderr, proc.stderr
+    assert proc.stderr.count("user sitecustomize ran") == 1, proc.stderr
+
+
 def test_python_dash_m_gnnprof_is_gnnprof_run(tmp_path):
     out = tmp_path / "m.json"
     env = dict(os.environ, PYTHONPATH=PYDIR)
