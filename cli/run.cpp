@@ -127,6 +127,13 @@ int run_run(const RunArgs& args) {
     ::unlink(probe.c_str());
   }
 
+  // The launch's processes run quiet (this command lists the files): a bad GNNPROF_* value
+  // they would have named is named here, once.
+  for (const auto& o : config::options())
+    if (const auto v = config::raw(o.name); v && !config::valid(o, *v))
+      std::cerr << "gnnprof run: ignoring " << o.name << "=" << *v << " (not a valid value; `gnnprof env` shows the "
+                << "table); using the default, " << (*o.default_text ? o.default_text : "none") << "\n";
+
   // Environment: the host's, plus the injection.
   Environment env = current_environment();
   prepend_preload(env, preload);

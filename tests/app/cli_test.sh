@@ -73,6 +73,8 @@ check "unwritable --json names it" 'grep -qF "cannot write /nonexistent-dir/x.js
 one_line_exit2 "report of a device (read forever before)" "/dev/zero: is a device, not a profile file" report /dev/zero
 : > "$tmp/empty.json"
 one_line_exit2 "compare of one empty file" "$tmp/empty.json: empty file" compare "$tmp/empty.json"
+GNNPROF_FLUSH_INTERVAL_MS=abc "$cli" run -o "$tmp/bad_env.json" -- true >/dev/null 2>"$tmp/err"
+check "run names a bad GNNPROF_* value (its processes run quiet)" 'grep -q "^gnnprof run: ignoring GNNPROF_FLUSH_INTERVAL_MS=abc" "$tmp/err"'
 one_line_exit2 "run into a directory no file can be made in" "gnnprof run: cannot write in the output directory /proc" run -o /proc/x.json -- true
 check "--help exits 0" '"$cli" report --help >/dev/null'
 check "--version" '"$cli" --version | grep -q "^gnnprof 0\."'
