@@ -19,7 +19,7 @@ namespace {
 
 std::regex name_pattern(const std::string& stem) {
   return std::regex(std::regex_replace(stem, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
-                    R"(\.(rank[0-9]+\.)?[0-9]+\.json)");
+                    R"(\.(rank[0-9]+\.)?[0-9]+(\.exec[0-9]+)?\.json)");
 }
 
 }  // namespace
@@ -55,9 +55,11 @@ LaunchProfiles collect_launch_profiles(const fs::path& dir, const std::string& s
   const auto& found = out.found;
   // The launched process's, when it recorded a stage, line or iteration (not a counter alone: a
   // launcher that set torch's threads and spawned the loop).
+  // Of several (an image exec'd in the same process wrote <stem>.<pid>.exec<N>.json), the busiest.
   for (std::size_t i = 0; i < found.size(); ++i) {
     const Profile& p = found[i].profile;
-    if (p.run.pid == pid && p.recorded_events > 0 && (!p.stages.empty() || !p.lines.empty() || !p.iterations.empty()))
+    if (p.run.pid == pid && p.recorded_events > 0 && (!p.stages.empty() || !p.lines.empty() || !p.iterations.empty()) &&
+        (out.main < 0 || p.recorded_events > found[static_cast<std::size_t>(out.main)].profile.recorded_events))
       out.main = static_cast<int>(i);
   }
   auto busier = [&](int m, const FoundProfile& f) {

@@ -140,8 +140,19 @@ __attribute__((constructor)) void gnnprof_preload_init() {
     if (!gnnprof::config::is_set("GNNPROF_BUFFER_EVENTS")) cfg.buffer_events = 16384;
     // Under `gnnprof run`, helper processes (shells, `sleep`, ...) that record nothing leave no
     // file; the launched process itself always writes one (host samples at least).
-    if (gnnprof::config::is_set("GNNPROF_RUN_PID"))
+    if (gnnprof::config::is_set("GNNPROF_RUN_PID")) {
       cfg.write_empty = gnnprof::config::get_count("GNNPROF_RUN_PID") == static_cast<unsigned long long>(getppid());
+      // A process image exec'd by one that had a session (same pid, so the same file): its own
+      // file beside it, <stem>.<pid>.exec<N>.json, not the earlier image's profile replaced.
+      const std::string suffix = ".json";
+      if (cfg.output.size() > suffix.size() && cfg.output.compare(cfg.output.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        const std::string stem = cfg.output.substr(0, cfg.output.size() - suffix.size());
+        gnnprof::Config probe = cfg;
+        for (int n = 1; n < 100 && access(gnnprof::resolved_output_path(probe).c_str(), F_OK) == 0; ++n)
+          probe.output = stem + ".exec" + std::to_string(n) + suffix;
+        cfg.output = probe.output;
+      }
+    }
     // NVTX finds its injection through this variable: point it here unless the user chose one.
     if (std::getenv("NVTX_INJECTION64_PATH") == nullptr) {
       const std::string me = self_path();

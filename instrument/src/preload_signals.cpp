@@ -12,6 +12,8 @@
 #include "gnnprof/gnnprof_c.h"
 #include "preload_state.h"
 
+extern char** environ;
+
 namespace gnnprof::instrument::preload {
 
 std::atomic<int> g_signal_flushed{0};
@@ -105,6 +107,31 @@ namespace {
   for (;;) syscall(SYS_exit_group, status);
 }
 }  // namespace
+
+// An exec replaces the process image without atexit: the profile so far is written first (a
+// flush: the session goes on should the exec fail), by the process that owns the session
+// only (a vfork child of Python's subprocess execs too, in the parent's memory). The new
+// image's preload writes a file of its own (<stem>.<pid>.exec<N>.json). execv and execve only:
+// the calls Python's os.execv/os.execve make; glibc's other exec* call its internal execve.
+namespace {
+void flush_before_exec() {
+  using namespace gnnprof::instrument::preload;
+  if (g_active && getpid() == g_owner_pid && gnnprof_is_running() == 1) {
+    const int saved = errno;
+    (void)gnnprof_flush();
+    errno = saved;
+  }
+}
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int execve(const char* path, char* const argv[], char* const envp[]) {
+  flush_before_exec();
+  return static_cast<int>(syscall(SYS_execve, path, argv, envp));
+}
+extern "C" __attribute__((visibility("default"))) int execv(const char* path, char* const argv[]) {
+  flush_before_exec();
+  return static_cast<int>(syscall(SYS_execve, path, argv, environ));
+}
 
 extern "C" __attribute__((visibility("default"), noreturn)) void _exit(int status) { exit_after_flush(status); }
 extern "C" __attribute__((visibility("default"), noreturn)) void _Exit(int status) { exit_after_flush(status); }

@@ -127,6 +127,19 @@ check "persistent_workers=True: exit 0, both workers' profiles written (rc $rc)"
 check "os._exit(4): exit code kept, the profile complete (16 iterations) and marked failed" \
   "[ $rc = 4 ] && [ \"\$(json $tmp/ox/p.json \"sum(1 for i in p['iterations'] if i['complete'])\")\" = 16 ] && [ \"\$(json $tmp/ox/p.json \"p['run']['exit_code']\")\" = 4 ]"
 
+# 3c. An exec: the profile so far is written first, and the new image's goes beside it.
+cat > "$tmp/execself.py" <<'PY'
+import os, torch
+m = torch.nn.Linear(4, 1); opt = torch.optim.SGD(m.parameters(), lr=0.1)
+for i in range(20):
+    opt.zero_grad(); m(torch.randn(2, 4)).sum().backward(); opt.step()
+os.execv("/bin/echo", ["/bin/echo", "exec'd"])
+PY
+(cd "$tmp" && "$gnnprof" run -o "$tmp/exe/p.json" -- $py execself.py > exe.out 2> exe.err); rc=$?
+check "exec: exit code and output of the new image (rc $rc)" "[ $rc = 0 ] && grep -qx \"exec'd\" '$tmp/exe.out'"
+check "exec: the loop's 20 iterations kept at -o, the new image's profile beside it" \
+  "[ \"\$(json $tmp/exe/p.json \"sum(1 for i in p['iterations'] if i['complete'])\")\" -ge 19 ] && ls $tmp/exe/p.*.exec1.json >/dev/null"
+
 # 4. SIGKILL mid-run: the last periodic flush is a readable profile. Sections 4 and 5 keep
 # gnnprof's threads (GNNPROF_THREADLESS=0); section 12 runs the same in threadless mode.
 (cd "$tmp" && GNNPROF_THREADLESS=0 GNNPROF_OUTPUT="$tmp/kill.json" GNNPROF_FLUSH_INTERVAL_MS=200 LD_PRELOAD="$preload" \
@@ -281,6 +294,6 @@ check "NVTX-only Python host: one thread, periodic flushes from its NVTX calls, 
 # 9. LD_PRELOAD by hand; 10. only the C ABI and the NVTX entry point are exported.
 (cd "$tmp" && GNNPROF_OUTPUT="$tmp/hand.json" LD_PRELOAD="$preload" $py fidelity.py > /dev/null 2>&1)
 check "LD_PRELOAD by hand writes GNNPROF_OUTPUT" "\"$gnnprof\" report '$tmp/hand.json' > /dev/null"
-check "exports: gnnprof_*, InitializeInjectionNvtx2, the dlsym trampoline and _exit/_Exit only" \
-  "[ -z \"\$(nm -D --defined-only '$preload' | awk '{print \$3}' | grep -v '^gnnprof_' | grep -v '^InitializeInjectionNvtx2\$' | grep -v '^dlsym\$' | grep -v '^_exit\$' | grep -v '^_Exit\$')\" ]"
+check "exports: gnnprof_*, InitializeInjectionNvtx2, the dlsym trampoline and _exit/_Exit/execv/execve only" \
+  "[ -z \"\$(nm -D --defined-only '$preload' | awk '{print \$3}' | grep -v '^gnnprof_' | grep -v '^InitializeInjectionNvtx2\$' | grep -v '^dlsym\$' | grep -vx '_exit\\|_Exit\\|execv\\|execve')\" ]"
 exit $fail
