@@ -240,6 +240,16 @@ int run_run(const RunArgs& args) {
       }
       if (::rename(main->path.c_str(), out.c_str()) == 0) main_path = out;
       else std::cerr << "gnnprof run: cannot rename " << main->path << " to " << out << ": " << std::strerror(errno) << "\n";
+    } else if (rank_files.size() > 1 && child.waited && failed) {
+      // A distributed launch that failed (torchrun's exit code, a rank killed): every rank's
+      // profile says so, so that gnnprof check gives no verdict on a crashed run's ranks.
+      for (auto& f : launch.found) {
+        if (!f.profile.run.rank) continue;
+        f.profile.run.exit_code = child.code;
+        f.profile.run.exit_signal = child.signal;
+        if (Status st = write_profile_file(f.profile, f.path); !st)
+          std::cerr << "gnnprof run: " << st.message() << " (the launch's exit code is not recorded in it)\n";
+      }
     }
     std::cerr << "gnnprof run: " << found.size() << (found.size() == 1 ? " profile" : " profiles") << ":\n";
     // The launched process's first, then by rank and pid.

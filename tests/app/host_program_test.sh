@@ -63,4 +63,9 @@ sys.exit(0 if hits.get("forward") == 50 and hits.get("worker") == 100 and "worke
          and lines[0]["hits"] == 50 and done == 50 and linked and p["run"]["exit_code"] == 3 else 1)
 PY'
 
+# 7. A distributed launch that failed: every rank's profile carries the launch's exit code.
+"$cli" run -o "$tmp/rk/p.json" -- sh -c "RANK=0 WORLD_SIZE=2 '$app' 0 >/dev/null & RANK=1 WORLD_SIZE=2 '$app' 0 >/dev/null; wait; exit 3" \
+  >/dev/null 2>"$tmp/err"; rc=$?
+check "failed distributed launch: exit 3, both rank profiles marked failed" '[ $rc -eq 3 ] && [ "$(cat "$tmp"/rk/p.rank*.json | grep -c "\"exit_code\": 3")" -eq 2 ]'
+
 exit $fail
