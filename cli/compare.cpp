@@ -237,8 +237,16 @@ int run_check(const CheckArgs& a) {
     for (std::size_t i = 0; i < side->size(); ++i) {
       const Profile& p = (side == &a.baselines ? bases : curs)[i];
       if (!p.run.failed() || a.allow_failed_runs) continue;
-      std::cerr << tool << ": " << (*side)[i] << ": the program " << reports::exit_text(p.run)
-                << ": no verdict on a failed run (--allow-failed-runs judges it all the same)\n";
+      const std::string why = (*side)[i] + ": the program " + reports::exit_text(p.run) +
+                              ": no verdict on a failed run (--allow-failed-runs judges it all the same)";
+      std::cerr << tool << ": " << why << "\n";
+      // The CI's report files say it too, where a reader looks first.
+      if (!a.markdown_out.empty()) (void)write_file_atomic(a.markdown_out, "### gnnprof check: no verdict\n\n" + why + "\n");
+      if (!a.junit_out.empty())
+        (void)write_file_atomic(a.junit_out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites><testsuite name=\"gnnprof.check\" "
+                                             "tests=\"1\" failures=\"0\" errors=\"1\"><testcase classname=\"gnnprof.loop\" "
+                                             "name=\"verdict\"><error message=\"" + reports::escape_markup(why) +
+                                             "\"/></testcase></testsuite></testsuites>\n");
       return kBad;
     }
   const std::string programs = programs_note(base, cur, a.baselines.front(), a.currents.front());  // in the notes

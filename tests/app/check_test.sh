@@ -79,6 +79,8 @@ check "run of a failing program: its exit code, recorded" '[ $rc -eq 3 ] && "$py
 "$cli" report "$tmp/failed.json" >"$tmp/out" 2>&1
 check "report names the failed run" 'grep -q "failed-run: the program exited with code 3" "$tmp/out"'
 one_line_exit2 "check a failed run" "$tmp/failed.json: the program exited with code 3: no verdict on a failed run" check --baseline "$tmp/fast.json" "$tmp/failed.json"
+"$cli" check --baseline "$tmp/fast.json" "$tmp/failed.json" --junit "$tmp/nv.xml" --markdown "$tmp/nv.md" >/dev/null 2>&1; rc=$?
+check "a failed run's no verdict is in the JUnit (an error) and the Markdown too" '[ $rc -eq 2 ] && grep -q "no verdict on a failed run" "$tmp/nv.md" && "$py" -c "import xml.etree.ElementTree as E,sys; r=E.parse(sys.argv[1]).getroot(); sys.exit(0 if \"exited with code 3\" in r.find(\".//error\").get(\"message\") else 1)" "$tmp/nv.xml"'
 "$cli" check --allow-failed-runs --baseline "$tmp/fast.json" "$tmp/failed.json" --junit "$tmp/failed.xml" --markdown "$tmp/failed.md" >"$tmp/out" 2>&1; rc=$?
 check "--allow-failed-runs judges it, and says so in every output" '[ $rc -eq 0 ] && grep -q "failed.json: the program exited with code 3 (judged all the same" "$tmp/out" && grep -q "failed.json: the program exited with code 3" "$tmp/failed.md" && "$py" -c "import xml.etree.ElementTree as E,sys; r=E.parse(sys.argv[1]).getroot(); sys.exit(0 if \"exited with code 3\" in r.find(\"testsuite/system-out\").text else 1)" "$tmp/failed.xml"'
 "$cli" compare "$tmp/fast.json" "$tmp/failed.json" >"$tmp/out" 2>&1
