@@ -143,14 +143,7 @@ std::string SiteRegistry::category_of(std::uint32_t site) const {
 bool SiteRegistry::info_of(std::uint32_t site, SiteInfo& out) const {
   std::lock_guard<std::mutex> lock(mu_);
   if (site == 0 || site >= sites_.size()) return false;
-  const Stored& st = sites_[site];
-  out.kind = st.kind;
-  out.name = st.name;
-  out.category = st.category;
-  out.file = st.file;
-  out.function = st.function;
-  out.code = st.code;
-  out.line = st.line;
+  copy_site(out, sites_[site]);
   return true;
 }
 

@@ -227,16 +227,22 @@ TEST(Lines, AnotherThreadsHitsAreUnobservedByTheIterationTheyFallIn) {
   EXPECT_EQ(find_line(p, 10)->unobserved_hits, 4u);
 }
 
+/// Line n of train() in /nowhere/t.py, with its hits (some in unobserved iterations).
+LineStats train_line(std::uint32_t n, std::uint64_t hits, std::uint64_t unobserved) {
+  LineStats l;
+  l.file = "/nowhere/t.py";
+  l.line = n;
+  l.function = "train";
+  l.code = "stmt" + std::to_string(n);
+  l.hits = hits;
+  l.unobserved_hits = unobserved;
+  return l;
+}
+
 TEST(LineTable, ExtrasOfPartlyObservedLinesAreScaledAndMarked) {
   Profile p;
   auto line = [&](std::uint32_t n, std::uint64_t hits, std::uint64_t unobserved) {
-    LineStats l;
-    l.file = "/nowhere/t.py";
-    l.line = n;
-    l.function = "train";
-    l.code = "stmt" + std::to_string(n);
-    l.hits = hits;
-    l.unobserved_hits = unobserved;
+    LineStats l = train_line(n, hits, unobserved);
     l.total_ns = 1000000;
     l.backward_ns = 300000;
     l.gpu_ns = 50000;
@@ -328,13 +334,7 @@ TEST(LineTable, ExtrasOfPartlyObservedLinesAreScaledAndMarked) {
 TEST(LineTable, LinesTheObserverSlowedAreNamedWithBothPaces) {
   Profile p;
   auto line = [&](std::uint32_t n, std::uint64_t hits, std::uint64_t unobserved, std::int64_t total, std::int64_t unobserved_ns) {
-    LineStats l;
-    l.file = "/nowhere/t.py";
-    l.line = n;
-    l.function = "train";
-    l.code = "stmt" + std::to_string(n);
-    l.hits = hits;
-    l.unobserved_hits = unobserved;
+    LineStats l = train_line(n, hits, unobserved);
     l.total_ns = total;
     l.unobserved_ns = unobserved_ns;
     return l;
