@@ -233,22 +233,23 @@ int run_check(const CheckArgs& a) {
   };
   const std::string baseline = label(a.baselines), current = label(a.currents);
   // A failed run's figures are not the loop's (an exception in the first epoch is fast).
+  std::vector<std::string> failed_runs;  // "FILE: the program exited with code 1"
   for (const auto* side : {&a.baselines, &a.currents})
-    for (std::size_t i = 0; i < side->size(); ++i) {
-      const Profile& p = (side == &a.baselines ? bases : curs)[i];
-      if (!p.run.failed() || a.allow_failed_runs) continue;
-      const std::string why = (*side)[i] + ": the program " + reports::exit_text(p.run) +
-                              ": no verdict on a failed run (--allow-failed-runs judges it all the same)";
-      std::cerr << tool << ": " << why << "\n";
-      // The CI's report files say it too, where a reader looks first.
-      if (!a.markdown_out.empty()) (void)write_file_atomic(a.markdown_out, "### gnnprof check: no verdict\n\n" + why + "\n");
-      if (!a.junit_out.empty())
-        (void)write_file_atomic(a.junit_out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites><testsuite name=\"gnnprof.check\" "
-                                             "tests=\"1\" failures=\"0\" errors=\"1\"><testcase classname=\"gnnprof.loop\" "
-                                             "name=\"verdict\"><error message=\"" + reports::escape_markup(why) +
-                                             "\"/></testcase></testsuite></testsuites>\n");
-      return kBad;
-    }
+    for (std::size_t i = 0; i < side->size(); ++i)
+      if (const Profile& p = (side == &a.baselines ? bases : curs)[i]; p.run.failed())
+        failed_runs.push_back((*side)[i] + ": the program " + reports::exit_text(p.run));
+  if (!failed_runs.empty() && !a.allow_failed_runs) {
+    const std::string why = failed_runs.front() + ": no verdict on a failed run (--allow-failed-runs judges it all the same)";
+    std::cerr << tool << ": " << why << "\n";
+    // The CI's report files say it too, where a reader looks first.
+    if (!a.markdown_out.empty()) (void)write_file_atomic(a.markdown_out, "### gnnprof check: no verdict\n\n" + why + "\n");
+    if (!a.junit_out.empty())
+      (void)write_file_atomic(a.junit_out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites><testsuite name=\"gnnprof.check\" "
+                                           "tests=\"1\" failures=\"0\" errors=\"1\"><testcase classname=\"gnnprof.loop\" "
+                                           "name=\"verdict\"><error message=\"" + reports::escape_markup(why) +
+                                           "\"/></testcase></testsuite></testsuites>\n");
+    return kBad;
+  }
   const std::string programs = programs_note(base, cur, a.baselines.front(), a.currents.front());  // in the notes
   // Stages of one side only are listed as such (an op replaced by another, a stage added);
   // two sides with none in common are not runs of one program.
@@ -286,10 +287,7 @@ int run_check(const CheckArgs& a) {
   reports::CheckResult r = reports::apply_check(c, policy);
   // What the inputs were, for the Markdown and JUnit a CI shows rather than its stderr.
   if (!programs.empty()) r.input_notes.push_back(programs);
-  for (const auto* side : {&a.baselines, &a.currents})
-    for (std::size_t i = 0; i < side->size(); ++i)
-      if (const Profile& p = (side == &a.baselines ? bases : curs)[i]; p.run.failed())
-        r.input_notes.push_back((*side)[i] + ": the program " + reports::exit_text(p.run) + " (judged all the same: --allow-failed-runs)");
+  for (const auto& f : failed_runs) r.input_notes.push_back(f + " (judged all the same: --allow-failed-runs)");
   // A limit on a stage or op of one side only checks nothing: say so rather than pass silently.
   for (const auto& row : r.rows)
     if (limits.count(row.metric.name) != 0 &&

@@ -225,31 +225,26 @@ int run_run(const RunArgs& args) {
     const bool empty = main != nullptr && main->profile.stages.empty() && main->profile.lines.empty() &&
                        main->profile.iterations.empty();
     const bool keep = main != nullptr && failed && empty && fs::exists(out, ec);
+    // How the command ended, written into a profile: a report names a failed run, and
+    // `gnnprof check` gives no verdict on one.
+    auto record_exit = [&](FoundProfile& f) {
+      f.profile.run.exit_code = child.code;
+      f.profile.run.exit_signal = child.signal;
+      if (Status st = write_profile_file(f.profile, f.path); !st)
+        std::cerr << "gnnprof run: " << st.message() << " (the exit code is not recorded in it)\n";
+    };
     if (keep) {
       std::cerr << "gnnprof run: the program failed and recorded nothing: " << out << " (an earlier profile) is kept; this run's is "
                 << main->path << "\n";
     } else if (main != nullptr) {
-      // How the command ended goes into its profile: a report names a failed run, and
-      // `gnnprof check` gives no verdict on one.
-      if (child.waited) {
-        FoundProfile& m = launch.found[static_cast<std::size_t>(main - found.data())];
-        m.profile.run.exit_code = child.code;
-        m.profile.run.exit_signal = child.signal;
-        if (Status st = write_profile_file(m.profile, m.path); !st)
-          std::cerr << "gnnprof run: " << st.message() << " (its exit code is not recorded in it)\n";
-      }
+      if (child.waited) record_exit(launch.found[static_cast<std::size_t>(main - found.data())]);
       if (::rename(main->path.c_str(), out.c_str()) == 0) main_path = out;
       else std::cerr << "gnnprof run: cannot rename " << main->path << " to " << out << ": " << std::strerror(errno) << "\n";
     } else if (rank_files.size() > 1 && child.waited && failed) {
       // A distributed launch that failed (torchrun's exit code, a rank killed): every rank's
       // profile says so, so that gnnprof check gives no verdict on a crashed run's ranks.
-      for (auto& f : launch.found) {
-        if (!f.profile.run.rank) continue;
-        f.profile.run.exit_code = child.code;
-        f.profile.run.exit_signal = child.signal;
-        if (Status st = write_profile_file(f.profile, f.path); !st)
-          std::cerr << "gnnprof run: " << st.message() << " (the launch's exit code is not recorded in it)\n";
-      }
+      for (auto& f : launch.found)
+        if (f.profile.run.rank) record_exit(f);
     }
     std::cerr << "gnnprof run: " << found.size() << (found.size() == 1 ? " profile" : " profiles") << ":\n";
     // The launched process's first, then by rank and pid.
