@@ -281,9 +281,6 @@ int current_thread_index() noexcept {
 // A linked copy under the preload (kForwarding) has no buffers: each entry finds none and hands
 // its event on, so the common path pays nothing for forwarding. Ends go on after a stop, so
 // that ranges begun before it end in the preload's session too.
-inline const ForwardCore* forwarding() noexcept {
-  return g_state.load(std::memory_order_relaxed) == kForwarding ? g_forward.load(std::memory_order_acquire) : nullptr;
-}
 
 // A stage goes to the preload's torch observer first, as the Python package's stages do: a
 // "forward" the observer also finds is then one scope, not a stage with a phase inside.

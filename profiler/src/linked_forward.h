@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "collector.h"
 #include "gnnprof/session.h"
 
 namespace gnnprof::detail {
@@ -42,6 +43,11 @@ const ForwardCore* forward_core_for(const Config& cfg) noexcept;
 
 /// Set once this copy forwards (kept after a stop, so that ranges begun before it end there).
 extern std::atomic<const ForwardCore*> g_forward;
+
+/// The preload's core while this copy forwards (kForwarding), else nullptr.
+inline const ForwardCore* forwarding() noexcept {
+  return g_state.load(std::memory_order_relaxed) == kForwarding ? g_forward.load(std::memory_order_acquire) : nullptr;
+}
 
 /// One of this copy's sites in the preload: its id there (interned on first use; 0 if none),
 /// and its name and category (a stage's: for the preload's torch observer).

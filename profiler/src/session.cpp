@@ -383,8 +383,8 @@ void lazy_start() noexcept {
 
 void note_collector(const char* name, bool enabled, const char* reason) noexcept {
   if (name == nullptr) return;
-  if (g_state.load() == kForwarding)  // the linked torch observer's notes, in the profile written
-    return g_forward.load(std::memory_order_acquire)->note_collector(name, enabled ? 1 : 0, reason != nullptr ? reason : "");
+  if (const ForwardCore* f = forwarding())  // the linked torch observer's notes, in the profile written
+    return f->note_collector(name, enabled ? 1 : 0, reason != nullptr ? reason : "");
   try {
     Global& s = g();
     std::lock_guard<std::mutex> lock(s.mu);
@@ -411,7 +411,7 @@ int flush_now() noexcept {
   try {
     std::unique_lock<std::mutex> lock(s.mu, std::defer_lock);
     if (!lock_within(lock, 2000)) return -1;
-    if (g_state.load() == kForwarding) return g_forward.load(std::memory_order_acquire)->flush();
+    if (const ForwardCore* f = forwarding()) return f->flush();
     if (g_state.load() != kRunning || s.owner_pid != ::getpid() || !s.cfg.write_at_stop) return -1;
     return flush_locked(s, false);
   } catch (...) {
@@ -685,10 +685,9 @@ Status stop() {
     if (!detail::lock_within(lock, 5000)) return Status::error("gnnprof: session busy; profile not written");
     // The preload's session goes on (torch, CUPTI, its exit flush): this copy stops forwarding
     // and has the profile so far written, as a stop would.
-    if (detail::g_state.load() == detail::kForwarding) {
+    if (const detail::ForwardCore* f = detail::forwarding()) {
       detail::g_state.store(detail::kStopped);
-      return detail::g_forward.load(std::memory_order_acquire)->flush() == 0 ? Status::ok()
-                                                                               : Status::error("gnnprof: profile not written");
+      return f->flush() == 0 ? Status::ok() : Status::error("gnnprof: profile not written");
     }
     if (detail::g_state.load() != detail::kRunning) return Status::ok();
     detail::g_state.store(detail::kStopped);
@@ -737,16 +736,14 @@ Result<Profile> snapshot() {
 }
 
 bool is_running() noexcept {
-  const int state = detail::g_state.load(std::memory_order_relaxed);
-  return state == detail::kRunning ||
-         (state == detail::kForwarding && detail::g_forward.load(std::memory_order_acquire)->is_running() != 0);
+  if (const detail::ForwardCore* f = detail::forwarding()) return f->is_running() != 0;
+  return detail::g_state.load(std::memory_order_relaxed) == detail::kRunning;
 }
 
 void set_thread_name(const char* name) noexcept {
   if (name == nullptr) return;
   detail::ThreadBuffer* b = detail::current_buffer();
-  if (b == nullptr && detail::g_state.load() == detail::kForwarding)
-    return detail::g_forward.load(std::memory_order_acquire)->set_thread_name(name);
+  if (const detail::ForwardCore* f = detail::forwarding(); b == nullptr && f != nullptr) return f->set_thread_name(name);
   if (b == nullptr || b->is_sink()) return;
   std::lock_guard<std::mutex> lock(detail::buffer_registry().mutex());  // the drainer reads it
   std::strncpy(b->name, name, sizeof(b->name) - 1);

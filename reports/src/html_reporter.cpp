@@ -592,7 +592,7 @@ Status HtmlReporter::render(const Report& r, std::ostream& out) const {
   o += "<h1>gnnprof profile</h1><div class=muted>" + esc(command_line(p)) +
        fmt::format(" &middot; pid {} &middot; {} &middot; {} &middot; gnnprof {}</div>", p.run.pid, esc(p.run.host),
                    esc(p.run.start_time), esc(p.tool.version));
-  if (p.run.failed()) o += "<div class=\"diag error\" id=failed-run>The program " + esc(exit_text(p.run)) + ": a failed run's profile.</div>";
+  if (p.run.failed()) o += "<div class=diag id=failed-run>The program " + esc(exit_text(p.run)) + ": a failed run's profile.</div>";
   o += "<div class=kpis>";
   o += fmt::format("<div class=kpi id=total-time><b>{}</b><span>total time (wall)</span></div>", human_ns(p.wall_ns));
   o += kpi(human_ns(a.run_iteration_median_ns),
