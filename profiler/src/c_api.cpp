@@ -62,6 +62,21 @@ void data_op() {
     if (gnnprof::detail::current_line() == 0) hook();
 }
 
+const char* or_empty(const char* s) { return s != nullptr ? s : ""; }
+
+// Interns a site of this kind that fill() describes; 0 when it throws.
+template <class Fill>
+gnnprof_site_t intern_site(gnnprof::SiteKind kind, Fill&& fill) {
+  try {
+    gnnprof::detail::SiteInfo info;
+    info.kind = kind;
+    fill(info);
+    return gnnprof::detail::site_registry().intern(info);
+  } catch (...) {
+    return 0;
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -85,45 +100,28 @@ int gnnprof_is_running(void) { return gnnprof::is_running() ? 1 : 0; }
 
 gnnprof_site_t gnnprof_stage_site(const char* name, const char* category) {
   if (name == nullptr) return 0;
-  try {
-    gnnprof::detail::SiteInfo info;
-    info.kind = gnnprof::SiteKind::kStage;
+  return intern_site(gnnprof::SiteKind::kStage, [&](gnnprof::detail::SiteInfo& info) {
     info.name = name;
     info.category = category != nullptr ? category : gnnprof::detail::default_category(info.name);
-    return gnnprof::detail::site_registry().intern(info);
-  } catch (...) {
-    return 0;
-  }
+  });
 }
 
 gnnprof_site_t gnnprof_counter_site(const char* name) {
   if (name == nullptr) return 0;
-  try {
-    gnnprof::detail::SiteInfo info;
-    info.kind = gnnprof::SiteKind::kCounter;
-    info.name = name;
-    return gnnprof::detail::site_registry().intern(info);
-  } catch (...) {
-    return 0;
-  }
+  return intern_site(gnnprof::SiteKind::kCounter, [&](gnnprof::detail::SiteInfo& info) { info.name = name; });
 }
 
 gnnprof_site_t gnnprof_site_register(int kind, const char* name, const char* category, const char* file,
                                      const char* function, const char* code, unsigned line) {
   if (kind < static_cast<int>(gnnprof::SiteKind::kStage) || kind > static_cast<int>(gnnprof::SiteKind::kMaterialize)) return 0;
-  try {
-    gnnprof::detail::SiteInfo info;
-    info.kind = static_cast<gnnprof::SiteKind>(kind);
-    info.name = name != nullptr ? name : "";
-    info.category = category != nullptr ? category : "";
-    info.file = file != nullptr ? file : "";
-    info.function = function != nullptr ? function : "";
-    info.code = code != nullptr ? code : "";
+  return intern_site(static_cast<gnnprof::SiteKind>(kind), [&](gnnprof::detail::SiteInfo& info) {
+    info.name = or_empty(name);
+    info.category = or_empty(category);
+    info.file = or_empty(file);
+    info.function = or_empty(function);
+    info.code = or_empty(code);
     info.line = line;
-    return gnnprof::detail::site_registry().intern(info);
-  } catch (...) {
-    return 0;
-  }
+  });
 }
 
 int gnnprof_forwarding(void) {
@@ -204,17 +202,12 @@ int gnnprof_site_name(gnnprof_site_t site, char* buf, unsigned long n) {
 
 gnnprof_site_t gnnprof_line_site(const char* file, unsigned line, const char* function, const char* code) {
   if (file == nullptr) return 0;
-  try {
-    gnnprof::detail::SiteInfo info;
-    info.kind = gnnprof::SiteKind::kLine;
+  return intern_site(gnnprof::SiteKind::kLine, [&](gnnprof::detail::SiteInfo& info) {
     info.file = file;
     info.line = line;
-    info.function = function != nullptr ? function : "";
-    info.code = code != nullptr ? code : "";
-    return gnnprof::detail::site_registry().intern(info);
-  } catch (...) {
-    return 0;
-  }
+    info.function = or_empty(function);
+    info.code = or_empty(code);
+  });
 }
 
 uint64_t gnnprof_now(void) { return gnnprof::detail::raw_now(); }
