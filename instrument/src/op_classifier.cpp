@@ -615,7 +615,11 @@ void OpClassifier::on_end(bool comm_in_flight, bool built_graph) {
     levels_.pop_back();
   }
   for (int i = 0; i < f.ends; ++i) sink_.end();
-  if (f.is_op && op_depth_ == 0 && !opt_.phases_span_gaps) close_phase(levels_.back());
+  // Before the first iteration an update is the parameters' initialisation: it spans no gap
+  // (a thread that then only waits for a training thread would hold it open to its end).
+  if (f.is_op && op_depth_ == 0 &&
+      (!opt_.phases_span_gaps || (marks_ == 0 && levels_.back().phase_open && levels_.back().phase == Phase::kUpdate)))
+    close_phase(levels_.back());
   if (f.closes_phase && op_depth_ == 0) {
     close_phase(levels_.back());
     levels_.back().suspended = f.resume;  // reopened by the interrupted phase's next op
@@ -646,6 +650,15 @@ void OpClassifier::on_end(bool comm_in_flight, bool built_graph) {
       wait_open_ = true;
     }
   }
+}
+
+void OpClassifier::set_loop_thread(bool loop, bool marks_iterations, bool span_gaps) {
+  if (!loop && opt_.phases_span_gaps && op_depth_ == 0) {
+    close_wait();
+    close_phase(levels_.back());
+  }
+  opt_.marks_iterations = loop && marks_iterations;
+  opt_.phases_span_gaps = loop && span_gaps;
 }
 
 void OpClassifier::close_all() {

@@ -208,6 +208,12 @@ class OpClassifier {
     return m;
   }
 
+  /// The thread becomes the training loop's (`loop`: it marks iterations, as marks_iterations
+  /// allows, and its phases span gaps, as `span_gaps`) or stops being it (an open phase that
+  /// spanned gaps ends now). Training on a thread other than the main one: it takes the loop
+  /// at its first optimizer step, when the main thread had marked none.
+  void set_loop_thread(bool loop, bool marks_iterations, bool span_gaps);
+
   /// Closes whatever is open (thread or session end).
   void close_all();
 

@@ -201,11 +201,26 @@ struct SeenSource {
   bool written = false;         // written in place as the loop's state (note_state_write)
 };
 std::atomic<std::uint64_t> g_marks{0};  // iteration marks so far
+// The training loop's thread (0: none yet): the main thread at its first iteration mark, or,
+// when the main thread marked none, the first other thread to step an optimizer.
+std::atomic<long> g_loop_tid{0};
+
+long this_tid() { return static_cast<long>(::syscall(SYS_gettid)); }
+
+/// Whether the calling thread is the loop's, or the main thread while no thread is.
+bool on_loop_thread() {
+  const long loop = g_loop_tid.load(std::memory_order_relaxed);
+  return loop != 0 ? loop == this_tid() : this_tid() == ::getpid();
+}
 
 // An iteration boundary on the loop thread: decide whether the next iteration's ops are
 // observed, switch the ops callback accordingly, and mark the boundary with that fact.
 void mark_iteration(unsigned flags = 0, bool after_gap = false) {
   g_marks.fetch_add(1, std::memory_order_relaxed);
+  if (g_loop_tid.load(std::memory_order_relaxed) == 0) {
+    long none = 0;
+    g_loop_tid.compare_exchange_strong(none, this_tid(), std::memory_order_relaxed);
+  }
   if (after_gap) g_last_mark = 0;  // the dropped time is no iteration for the sampler either
   if (g_fork_reset && g_sampler != nullptr && g_ops_handle != 0) reset_sampling_after_fork();
   if (g_sampler == nullptr || g_ops_handle == 0) {
@@ -475,6 +490,7 @@ struct ThreadState {
   std::pmr::vector<std::uint8_t> undo{heap.resource()};      // kPushedCorr | kMutedNested | kForwardLine | kChargeLine, per frame
   std::pmr::vector<LineMark> marks{heap.resource()};         // frames with kForwardLine / kChargeLine, LIFO
   std::uint32_t starts_since_poll = 0;
+  bool loop_candidate = false;  // the classifier marks iterations (the main thread; a training thread that took the loop)
   int watch_slot = -1;          // a first optimizer step (or zero_grad) being watched: fold_slot
   std::size_t watch_frame = 0;  // its frame's depth in handles
   bool watch_foldable = true;   // nothing in it so far forbids folding its kind
@@ -508,13 +524,34 @@ thread_local ThreadState* t_state = nullptr;
 ThreadState* state() {
   if (t_state == nullptr) {
     ClassifierOptions opt = g_options;
-    const bool main_thread = ::syscall(SYS_gettid) == ::getpid();
+    const bool main_thread = this_tid() == ::getpid();
     opt.marks_iterations = main_thread && g_options.marks_iterations;
     opt.phases_span_gaps = main_thread && !g_worker;
     t_state = new (gnnprof::detail::map_pages(sizeof(ThreadState), alignof(ThreadState))) ThreadState(opt);
     t_state->sink.track_off_cpu(main_thread);  // the loop's thread: the GIL what-if's data stages
+    t_state->loop_candidate = main_thread;
   }
   return t_state;
+}
+
+/// A thread other than the main one takes the loop at its first optimizer step when no thread
+/// has (training in a threading.Thread); the main thread, once another has it, stops marking.
+void track_loop_thread(ThreadState* ts, bool optimizer_step) {
+  const long loop = g_loop_tid.load(std::memory_order_relaxed);
+  if (ts->loop_candidate) {
+    if (loop != 0 && loop != this_tid()) {
+      ts->loop_candidate = false;
+      ts->sink.track_off_cpu(false);
+      ts->classifier.set_loop_thread(false, false, false);
+    }
+    return;
+  }
+  if (!optimizer_step || loop != 0 || g_worker) return;
+  long none = 0;
+  if (!g_loop_tid.compare_exchange_strong(none, this_tid(), std::memory_order_relaxed)) return;
+  ts->loop_candidate = true;
+  ts->sink.track_off_cpu(true);
+  ts->classifier.set_loop_thread(true, g_options.marks_iterations, true);
 }
 
 void line_watch_fired() {
@@ -708,6 +745,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     // A step begins outside any module's call: a count left by a forward that raised (torch
     // 1.13 calls no forward hook then) ends here.
     if (kind == OpKind::kOptimizerStep) ts->module_depth = 0;
+    track_loop_thread(ts, kind == OpKind::kOptimizerStep);
     op.in_module = ts->module_depth > 0;
     const int depth = ts->classifier.op_depth();  // ops open around this one
     const bool top = depth == 0;
@@ -1010,6 +1048,7 @@ int gnnprof_torch_observe(int flags, unsigned long long gather_min_bytes,
       // phase or scope its parent had open there never ends in the child (the old state leaks).
       pthread_atfork(nullptr, nullptr, [] {
         gi::t_state = nullptr;
+        gi::g_loop_tid.store(0, std::memory_order_relaxed);
         gi::g_worker = true;
         gi::g_fork_reset = true;
       });
@@ -1026,6 +1065,7 @@ void gnnprof_torch_become_worker(void) {
   // The calling thread's state is rebuilt at its next op (the old one leaks, as in a fork
   // child): its options follow the worker's rules.
   gi::t_state = nullptr;
+  gi::g_loop_tid.store(0, std::memory_order_relaxed);
   gi::g_worker = true;
   gi::g_fork_reset = true;
 }
@@ -1035,7 +1075,7 @@ void gnnprof_torch_close_thread(void) {
     // The final word on sampling (what was observed, the cost measured over the run), from the
     // main thread only: the sampler is the loop thread's, and another thread may close itself
     // while the loop runs.
-    if (gi::g_sampler != nullptr && gi::g_sampler->iterations() > 0 && ::syscall(SYS_gettid) == ::getpid()) gi::note_sampling();
+    if (gi::g_sampler != nullptr && gi::g_sampler->iterations() > 0 && gi::on_loop_thread()) gi::note_sampling();
     if (gi::t_state != nullptr) {
       gi::t_state->classifier.close_all();
       for (std::uint8_t undo : gi::t_state->undo)

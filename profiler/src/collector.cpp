@@ -28,6 +28,14 @@ namespace {
 __attribute__((tls_model("initial-exec"))) thread_local ThreadBuffer* t_buffer = nullptr;
 // Set once the thread's TLS destructors ran; later events of that thread are not recorded.
 __attribute__((tls_model("initial-exec"))) thread_local bool t_exiting = false;
+// A name given before the thread had a buffer, for the one it attaches.
+thread_local char t_pending_name[sizeof(ThreadBuffer::name)] = {0};
+
+void copy_name(ThreadBuffer* b, const char* name) {
+  std::lock_guard<std::mutex> lock(buffer_registry().mutex());  // the drainer reads it
+  std::strncpy(b->name, name, sizeof(b->name) - 1);
+  b->name[sizeof(b->name) - 1] = '\0';
+}
 
 struct RetireGuard {
   ThreadBuffer* buffer = nullptr;
@@ -56,6 +64,12 @@ ThreadBuffer* acquire_slow() noexcept {
   try {
     arm_retire_guard(b);
   } catch (...) {
+  }
+  if (t_pending_name[0] != '\0' && !b->is_sink()) {
+    try {
+      copy_name(b, t_pending_name);
+    } catch (...) {
+    }
   }
   t_buffer = b;
   return b;
@@ -261,6 +275,20 @@ BufferRegistry& buffer_registry() {
 }
 
 ThreadBuffer* current_buffer() noexcept { return buffer_for_begin(); }
+
+void name_current_thread(const char* name) noexcept {
+  ThreadBuffer* b = t_buffer;
+  if (b == nullptr) {
+    std::strncpy(t_pending_name, name, sizeof(t_pending_name) - 1);
+    t_pending_name[sizeof(t_pending_name) - 1] = '\0';
+    return;
+  }
+  if (b->is_sink()) return;
+  try {
+    copy_name(b, name);
+  } catch (...) {
+  }
+}
 
 void forget_open_ranges() noexcept {
   ThreadBuffer* b = t_buffer;

@@ -51,6 +51,10 @@ BufferRegistry& buffer_registry();
 /// The calling thread's buffer, or nullptr when no session runs (starts one lazily).
 ThreadBuffer* current_buffer() noexcept;
 
+/// Names the calling thread: its buffer's name now, or, before it has one, when it attaches
+/// (a thread that never records takes no buffer for it).
+void name_current_thread(const char* name) noexcept;
+
 /// Forgets the calling thread's open stages and lines without ending them: in a fork child, the
 /// ranges its parent had open there never end.
 void forget_open_ranges() noexcept;

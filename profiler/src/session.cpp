@@ -742,12 +742,9 @@ bool is_running() noexcept {
 
 void set_thread_name(const char* name) noexcept {
   if (name == nullptr) return;
-  detail::ThreadBuffer* b = detail::current_buffer();
-  if (const detail::ForwardCore* f = detail::forwarding(); b == nullptr && f != nullptr) return f->set_thread_name(name);
-  if (b == nullptr || b->is_sink()) return;
-  std::lock_guard<std::mutex> lock(detail::buffer_registry().mutex());  // the drainer reads it
-  std::strncpy(b->name, name, sizeof(b->name) - 1);
-  b->name[sizeof(b->name) - 1] = '\0';
+  if (detail::g_state.load() == detail::kUninit) detail::lazy_start();
+  if (const detail::ForwardCore* f = detail::forwarding(); f != nullptr) return f->set_thread_name(name);
+  detail::name_current_thread(name);
 }
 
 }  // namespace gnnprof

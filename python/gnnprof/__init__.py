@@ -649,6 +649,25 @@ def _watch_torch_threads():
     torch.set_num_threads = set_num_threads
 
 
+def _name_threads():
+    """Each Python thread started from now on gives the profile its threading name ("trainer",
+    "Thread-1 (_pin_memory_loop)"); one that never records takes no slot for it."""
+    import threading
+    inner = threading.Thread._bootstrap_inner
+    if getattr(inner, "_gnnprof_wrapped", False):
+        return
+
+    @functools.wraps(inner)
+    def _bootstrap_inner(self):
+        try:
+            _native.set_thread_name(str(self.name))
+        except Exception:  # never into the host's thread
+            pass
+        inner(self)
+    _bootstrap_inner._gnnprof_wrapped = True
+    threading.Thread._bootstrap_inner = _bootstrap_inner
+
+
 def _torch_imported():
     """Once torch is imported: a library the package loaded itself cannot see Python load torch,
     so it is told; then the module hooks, where the op observer runs."""
@@ -677,6 +696,7 @@ if _state["bound"]:
     if not getattr(_native, "hooks_registered", False):  # once, even when the package is reloaded
         _native.hooks_registered = True  # (%reload_ext gnnprof: the same module dict, new globals)
         atexit.register(_at_exit)
+        _name_threads()
         os.register_at_fork(after_in_child=_after_fork_in_child, after_in_parent=_after_fork_in_parent)
         _attach.after_import("multiprocessing.process", _wrap_process_start)
         _attach.after_import("torch.distributed.distributed_c10d", _wrap_init_process_group)

@@ -201,6 +201,13 @@ def install_fallback(native, config):
     stages = {"forward": native.Stage("forward"), "forward (no grad)": native.Stage("forward (no grad)"),
               "backward": native.Stage("backward"), "optimizer": native.Stage("optimizer")}
     marks = {"open": False}  # an iteration begun (at the first forward, then at each step's end)
+    # The loop's thread: the main thread at its first mark, or, when it marked none, the first
+    # thread to step an optimizer (training in a threading.Thread).
+    loop = {}
+
+    def on_loop_thread():
+        me = threading.current_thread()
+        return loop.setdefault("thread", me) is me
 
     def close_stale_forward():
         # A forward that raised on a torch without always_call hooks left its stage open.
@@ -215,7 +222,7 @@ def install_fallback(native, config):
         tls.modules += 1
         if tls.modules == 1 and tls.steps == 0 and tls.backward == 0:
             grad = torch.is_grad_enabled()
-            if grad and not marks["open"] and threading.current_thread() is threading.main_thread():
+            if grad and not marks["open"] and threading.current_thread() is threading.main_thread() and on_loop_thread():
                 native.step()
                 marks["open"] = True
             tls.forward = stages["forward" if grad else "forward (no grad)"]
@@ -263,7 +270,7 @@ def install_fallback(native, config):
                 return step(*args, **kwargs)
             close_stale_forward()
             tls.steps += 1
-            main = threading.current_thread() is threading.main_thread()
+            main = on_loop_thread()
             if main:
                 native.optimizer_step()  # auto line selection: the frame calling step() is the loop
             stages["optimizer"].__enter__()

@@ -216,10 +216,12 @@ std::optional<double> backward_passes_per_iteration(const Profile& p) {
     return std::nullopt;
   std::uint64_t hits = 0, observed = 0;
   bool found = false;
+  // The loop thread's: autograd's device threads run a pass's ops as backward phases of their own.
   for (const auto& s : p.stages)
     if (s.name == "backward") {
-      hits += s.hits;
       found = true;
+      if (s.by_thread.empty()) hits += s.hits;
+      for (const auto& t : s.by_thread) hits += t.thread == p.main_thread ? t.hits : 0;
     }
   for (const auto& it : p.iterations) observed += it.complete && it.ops_observed ? 1 : 0;
   // Warm-up and the open last iteration's passes are in the hits: too few iterations to tell.

@@ -136,9 +136,9 @@ void TextReporter::render_stage_table(const Report& r, std::ostream& out) const 
   out << fmt::format("{:<{}} {:<9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7.1f} {:>7}", "(unattributed)", w, "-", "-",
                      human_ns(p.unattributed_ns), "-", "-", "-", "-", "-", un_pct, pct_cell(unattributed_iteration_pct(h)))
       << "\n";
-  out << fmt::format("Wall {}; % wall adds up per thread{}; unattributed = main thread (#{}) time outside every stage.\n",
+  out << fmt::format("Wall {}; % wall adds up per thread{}; unattributed = {} thread (#{}) time outside every stage.\n",
                      human_ns(p.wall_ns), nested ? " (an indented stage runs inside the one above it: its time is in that one's too)" : "",
-                     p.main_thread);
+                     p.iterations.empty() ? "main" : "loop", p.main_thread);
   if (h.analysed_iterations > 0)
     out << fmt::format("% iter: time per iteration over the iteration (means of the {} analysed iterations, loop thread). "
                        "Total and % wall cover the whole run: {} before the first iteration, {} after the last{}.\n",

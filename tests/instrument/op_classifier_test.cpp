@@ -986,8 +986,11 @@ TEST(OpClassifier, InPlaceUpdatesOfParametersUnderNoGradAreParameterUpdates) {
   leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
   leaf(c, no_grad(op("aten::mul")));         // lr * p.grad
   leaf(c, no_grad(op("aten::sub_", true)));  // p -= ...
-  // The sampling after the initialisation is the loop's own work, not the update's.
-  const std::vector<std::string> want = {"+parameter update[compute]", "-", "+ops (no grad)[data]", "-", "+materialize[data]",
+  // The sampling after the initialisation is the loop's own work, not the update's. Before the
+  // first iteration each update ends with its op (a thread that then waits for a training
+  // thread would keep one open to its end).
+  const std::vector<std::string> want = {"+parameter update[compute]", "-", "+parameter update[compute]", "-",
+                                         "+ops (no grad)[data]", "-", "+materialize[data]",
                                          "MAT 10 2560", "-", "STEP",
                                          "+forward[compute]", "-", "+backward[compute]", "-", "+ops (no grad)[data]", "-",
                                          "+parameter update[compute]"};
@@ -1292,4 +1295,48 @@ TEST(OpClassifier, WithoutPhasesOnlyOpsAreStages) {
                                          "-", "+aten::add_[op]", "-"};
   EXPECT_EQ(r.log, want);
   EXPECT_EQ(r.depth, 0);
+}
+
+namespace {
+
+// One pass: forward, backward, an optimizer step.
+void train_pass(gi::OpClassifier& c) {
+  leaf(c, op("aten::linear", true));
+  leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
+  c.on_start(op("Optimizer.step#SGD.step", false, gi::Scope::kUser));
+  c.on_end();
+}
+
+}  // namespace
+
+// Training in a thread of its own: its classifier starts as another thread's (no marks, phases
+// end with their ops) and becomes the loop's at its first step (the observer decides); the main
+// thread's, once another thread has the loop, stops marking, and a phase it held open ends.
+TEST(OpClassifier, ATrainingThreadBecomesTheLoopAndTheMainThreadLetsGo) {
+  Recorder r;
+  gi::ClassifierOptions other = no_ops();
+  other.marks_iterations = false;
+  other.phases_span_gaps = false;
+  gi::OpClassifier c(r, other);
+  leaf(c, op("aten::linear", true));
+  leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
+  EXPECT_EQ(r.depth, 0);  // each phase ended with its op
+  c.set_loop_thread(true, true, true);  // at the step's start, as the observer does
+  c.on_start(op("Optimizer.step#SGD.step", false, gi::Scope::kUser));
+  c.on_end();
+  EXPECT_EQ(std::count(r.log.begin(), r.log.end(), "STEP"), 1);
+  train_pass(c);
+  EXPECT_EQ(std::count(r.log.begin(), r.log.end(), "STEP"), 2);
+
+  Recorder m;
+  gi::OpClassifier main(m, no_ops());
+  leaf(main, op("aten::linear", true));  // a forward, spanning the gap after it
+  EXPECT_EQ(m.depth, 1);                 // the first forward began iteration 1: its phase is open
+  main.set_loop_thread(false, true, true);
+  EXPECT_EQ(m.depth, 0);
+  leaf(main, op("aten::linear", true));
+  main.on_start(op("Optimizer.step#SGD.step", false, gi::Scope::kUser));
+  main.on_end();
+  EXPECT_EQ(std::count(m.log.begin(), m.log.end(), "STEP"), 1);  // the first forward's only
+  EXPECT_EQ(m.depth, 0);
 }

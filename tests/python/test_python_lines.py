@@ -1421,3 +1421,32 @@ def test_work_after_autograd_grad_is_forward_not_after_backward(gnnprof_run, pla
     penalty = lines[line_of(path, "penalty = ((g.norm(2, dim=1) - 1) ** 2).mean() * (g.abs() + 1).log().mean()")]["stages"]
     # The first iteration, before the loop's first backward call was seen, may anchor there.
     assert penalty.get("forward", 0) > 4 * penalty.get("ops after backward", 0), penalty
+
+
+@needs_torch
+@pytest.mark.parametrize("observer", ["ops", "python"])
+def test_training_on_a_thread_of_its_own_is_the_loop(gnnprof_run, plain_run, observer):
+    """The main thread builds the model, starts a training thread and joins it: that thread is
+    the loop's from its first optimizer step (iterations, its phases spanning gaps, the loop
+    thread of the stage table), and the main thread's last torch work (the parameters'
+    initialisation) is no stage held open while it waits. With the op observer and with torch's
+    Python hooks alone."""
+    env = {} if observer == "ops" else {"GNNPROF_TORCH_BUILT_PATH": "/opt/other/libtorch_cpu.so"}
+    path = script("thread_loop.py")
+    steps = 40
+    r = gnnprof_run(path, str(steps), env=env)
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, str(steps)).out
+    p = r.profile
+    trainer = next(t for t in p["threads"] if t["name"] == "trainer")
+    assert p["main_thread"] == trainer["index"], (p["main_thread"], p["threads"])
+    # Its first iteration began before the step that made it the loop's: not known.
+    assert sum(1 for i in p["iterations"] if i["complete"]) == steps - 1, len(p["iterations"])
+    stages = {s["name"]: s for s in p["stages"]}
+    assert stages["optimizer"]["hits"] >= steps
+    update = stages.get("parameter update")
+    assert update is None or update["max_ns"] < 20e6, update  # the join (~200 ms) is not in it
+    assert "train" in {l["function"] for l in p["lines"]}
+    text = subprocess.run([CLI, "report", r.path], capture_output=True, text=True).stdout
+    assert f"unattributed = loop thread (#{trainer['index']})" in text, text
+    assert "No complete iterations" not in text

@@ -1,4 +1,5 @@
 // The linked API: macros side by side, declarations through GNNPROF_LINE, the C ABI, sessions.
+#include <algorithm>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -85,6 +86,23 @@ TEST(Api, CAbiRecordsStagesStepsAndCounters) {
   EXPECT_EQ(p.transfers[0].stage, "forward");
   EXPECT_EQ(p.counters.at(0).samples, 4u);
   EXPECT_EQ(p.threads.at(p.main_thread).name, "trainer");
+}
+
+// A thread named before it records gets the name when it does; one that only names itself
+// takes no row (a Python package names every thread it sees start).
+TEST(Api, AThreadNamedBeforeItRecordsKeepsTheNameAndAnIdleOneTakesNoRow) {
+  Profile p = testing::profile_of(testing::quiet_config(), [] {
+    std::thread([] {
+      gnnprof_set_thread_name("loader");
+      gnnprof_stage_begin(gnnprof_stage_site("sample", nullptr));
+      gnnprof_stage_end();
+    }).join();
+    std::thread([] { gnnprof_set_thread_name("idle"); }).join();
+  });
+  std::vector<std::string> names;
+  for (const auto& t : p.threads) names.push_back(t.name);
+  EXPECT_NE(std::find(names.begin(), names.end(), "loader"), names.end());
+  EXPECT_EQ(std::find(names.begin(), names.end(), "idle"), names.end());
 }
 
 // GPU kernels as the CUPTI backend records them: a range per kernel on its stream's lane (the
