@@ -59,7 +59,7 @@ int parse_cli(int argc, const char* const* argv, Cli& out) {
       ->required()
       ->allow_extra_args(false);  // one file per --baseline: the files after it are this build's
   chkc->add_option("current", out.check.currents, "profile(s) of this build")->required();
-  chkc->add_option("--max-slowdown", out.check.max_slowdown, "allowed slowdown of the iteration, every stage and every torch op, in percent (default 5%; 0.5 is 0.5%)");
+  chkc->add_option("--max-slowdown", out.check.max_slowdown, "allowed slowdown of the iteration, every stage and every torch op, in percent (default 5%; write 0.5% for half a percent: a bare number under 1 is refused)");
   chkc->add_option("--stage", out.check.stage_limits, "NAME=PCT: a stage's own limit, also its ops' (repeatable)");
   chkc->add_option("--op-floor", out.check.op_floor,
                    "a torch op regresses only when its median grew by at least this share of the iteration, and significantly "
@@ -71,6 +71,8 @@ int parse_cli(int argc, const char* const* argv, Cli& out) {
   chkc->add_option("--markdown", out.check.markdown_out, "write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)");
   chkc->add_flag("--allow-failed-runs", out.check.allow_failed_runs,
                  "judge profiles of runs that exited non-zero or were killed (default: no verdict, exit 2)");
+  chkc->add_flag("--allow-different-programs", out.check.allow_different_programs,
+                 "judge a baseline of another script or executable, as after a rename (default: no verdict, exit 2)");
   chkc->add_option("--skip", out.check.skip, "warm-up iterations left out (default: each run's, detected as report does)");
 
   CLI::App* runc = app.add_subcommand(

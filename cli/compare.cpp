@@ -1,9 +1,9 @@
 #include "compare.h"
 
-
-#include <cmath>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -33,7 +33,12 @@ bool load(const std::string& path, Profile& out, const char* tool) {
   std::size_t complete = 0;
   for (const auto& it : p->iterations) complete += it.complete ? 1 : 0;
   if (complete == 0) {
-    std::cerr << tool << ": " << path << ": no complete iterations to compare (mark them with GNNPROF_STEP())\n";
+    // A run killed before its first iteration ended (a CI timeout, the OOM killer) says so.
+    if (p->run.failed())
+      std::cerr << tool << ": " << path << ": no complete iterations: the program " << reports::exit_text(p->run) << "\n";
+    else
+      std::cerr << tool << ": " << path << ": no complete iterations to compare (a torch loop's optimizer steps mark them; "
+                                           "else gnnprof.step() in Python, GNNPROF_STEP() in C++)\n";
     return false;
   }
   out = std::move(*p);
@@ -82,16 +87,17 @@ std::string program_of(const Profile& p) {
   return p.run.command.empty() ? std::string() : reports::base_name(p.run.command.front());
 }
 
-/// One line when the two profiles ran different programs (a wrong file passed in CI): the
-/// comparison goes on, since a renamed script is still the same loop.
-std::string programs_note(const Profile& a, const Profile& b, const std::string& pa, const std::string& pb) {
+/// "A.json ran x.py, B.json ran y.py" when the two profiles ran different programs, else "".
+std::string different_programs(const Profile& a, const Profile& b, const std::string& pa, const std::string& pb) {
   const std::string x = program_of(a), y = program_of(b);
   if (x.empty() || y.empty() || x == y) return "";
-  return pa + " ran " + x + ", " + pb + " ran " + y + ": different programs? (compared all the same: a renamed script is still its loop)";
+  return pa + " ran " + x + ", " + pb + " ran " + y;
 }
 
+/// compare's note: a wrong file, or a renamed script, which is still its loop.
 void note_programs(const Profile& a, const Profile& b, const std::string& pa, const std::string& pb, const char* tool) {
-  if (const std::string n = programs_note(a, b, pa, pb); !n.empty()) std::cerr << tool << ": note: " << n << "\n";
+  if (const std::string n = different_programs(a, b, pa, pb); !n.empty())
+    std::cerr << tool << ": note: " << n << ": different programs? (compared all the same: a renamed script is still its loop)\n";
 }
 
 bool write_text(const std::string& path, const std::string& text, const char* tool) {
@@ -105,12 +111,21 @@ bool write_text(const std::string& path, const std::string& text, const char* to
 
 }  // namespace
 
-bool parse_pct(std::string s, double& out) {
-  if (!s.empty() && s.back() == '%') s.pop_back();
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  // inf (1e400) would switch the gate off without a word.
-  if (s.empty() || *end != '\0' || !(v >= 0) || !std::isfinite(v)) return false;
+bool parse_pct(std::string s, double& out, std::string* why) {
+  auto fail = [&](const char* what) {
+    if (why != nullptr) *why = what;
+    return false;
+  };
+  const bool pct = !s.empty() && s.back() == '%';
+  if (pct) s.pop_back();
+  // Digits with at most one point: no sign, exponent, hex, inf or nan (1e400 would switch the
+  // gate off without a word, 0x10 reads as 16).
+  const bool digits = !s.empty() && s != "." && std::count(s.begin(), s.end(), '.') <= 1 &&
+                      std::all_of(s.begin(), s.end(), [](char ch) { return (ch >= '0' && ch <= '9') || ch == '.'; });
+  if (!digits) return fail("expected a percentage like 5%");
+  const double v = std::strtod(s.c_str(), nullptr);
+  if (!std::isfinite(v)) return fail("expected a percentage like 5%");
+  if (!pct && v > 0 && v < 1) return fail("a bare number under 1 is ambiguous (0.05 as a fraction is 5%): add the %, as 5% or 0.05%");
   out = v / 100.0;
   return true;
 }
@@ -195,26 +210,28 @@ int run_compare(const CompareArgs& a) {
 int run_check(const CheckArgs& a) {
   const char* tool = "gnnprof check";
   double default_limit = 0;
-  if (!parse_pct(a.max_slowdown, default_limit)) {
-    std::cerr << tool << ": --max-slowdown: expected a percentage like 5%, got \"" << a.max_slowdown << "\"\n";
+  std::string why;
+  if (!parse_pct(a.max_slowdown, default_limit, &why)) {
+    std::cerr << tool << ": --max-slowdown \"" << a.max_slowdown << "\": " << why << "\n";
     return kBad;
   }
   double op_floor = 0, stage_floor = 0;
-  if (!parse_pct(a.op_floor, op_floor) || op_floor > 1) {
-    std::cerr << tool << ": --op-floor: expected a percentage of the iteration (0-100%) like 1%, got \"" << a.op_floor << "\"\n";
+  if (!parse_pct(a.op_floor, op_floor, &why) || op_floor > 1) {
+    std::cerr << tool << ": --op-floor \"" << a.op_floor << "\": " << (op_floor > 1 ? "over 100% of the iteration" : why) << "\n";
     return kBad;
   }
-  if (!parse_pct(a.stage_floor, stage_floor) || stage_floor > 1) {
-    std::cerr << tool << ": --stage-floor: expected a percentage of the iteration (0-100%) like 1%, got \"" << a.stage_floor
-              << "\"\n";
+  if (!parse_pct(a.stage_floor, stage_floor, &why) || stage_floor > 1) {
+    std::cerr << tool << ": --stage-floor \"" << a.stage_floor << "\": " << (stage_floor > 1 ? "over 100% of the iteration" : why)
+              << "\n";
     return kBad;
   }
   std::map<std::string, double> limits;
   for (const auto& kv : a.stage_limits) {
     const auto eq = kv.find('=');
     double v = 0;
-    if (eq == std::string::npos || eq == 0 || !parse_pct(kv.substr(eq + 1), v)) {
-      std::cerr << tool << ": --stage: expected NAME=PCT (e.g. forward=10%), got \"" << kv << "\"\n";
+    if (eq == std::string::npos || eq == 0 || !parse_pct(kv.substr(eq + 1), v, &why)) {
+      std::cerr << tool << ": --stage \"" << kv << "\": " << (eq == std::string::npos || eq == 0 ? "expected NAME=PCT (e.g. forward=10%)" : why)
+                << "\n";
       return kBad;
     }
     limits[kv.substr(0, eq)] = v;
@@ -238,10 +255,9 @@ int run_check(const CheckArgs& a) {
     for (std::size_t i = 0; i < side->size(); ++i)
       if (const Profile& p = (side == &a.baselines ? bases : curs)[i]; p.run.failed())
         failed_runs.push_back((*side)[i] + ": the program " + reports::exit_text(p.run));
-  if (!failed_runs.empty() && !a.allow_failed_runs) {
-    const std::string why = failed_runs.front() + ": no verdict on a failed run (--allow-failed-runs judges it all the same)";
+  // No verdict: one line, and the CI's report files say it too, where a reader looks first.
+  auto no_verdict = [&](const std::string& why) {
     std::cerr << tool << ": " << why << "\n";
-    // The CI's report files say it too, where a reader looks first.
     if (!a.markdown_out.empty()) (void)write_file_atomic(a.markdown_out, "### gnnprof check: no verdict\n\n" + why + "\n");
     if (!a.junit_out.empty())
       (void)write_file_atomic(a.junit_out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites><testsuite name=\"gnnprof.check\" "
@@ -249,8 +265,17 @@ int run_check(const CheckArgs& a) {
                                            "name=\"verdict\"><error message=\"" + reports::escape_markup(why) +
                                            "\"/></testcase></testsuite></testsuites>\n");
     return kBad;
-  }
-  const std::string programs = programs_note(base, cur, a.baselines.front(), a.currents.front());  // in the notes
+  };
+  if (!failed_runs.empty() && !a.allow_failed_runs)
+    return no_verdict(failed_runs.front() + ": no verdict on a failed run (--allow-failed-runs judges it all the same)");
+  // A baseline of another script is a wrong file in the CI's set-up more often than a rename.
+  std::string programs;
+  for (std::size_t i = 0; i < curs.size() && programs.empty(); ++i)
+    for (std::size_t j = 0; j < bases.size() && programs.empty(); ++j)
+      programs = different_programs(bases[j], curs[i], a.baselines[j], a.currents[i]);
+  if (!programs.empty() && !a.allow_different_programs)
+    return no_verdict(programs + ": no verdict across different programs (--allow-different-programs judges them all the "
+                                 "same, as after a rename)");
   // Stages of one side only are listed as such (an op replaced by another, a stage added);
   // two sides with none in common are not runs of one program.
   std::set<std::string> names, common, theirs;
@@ -286,15 +311,17 @@ int run_check(const CheckArgs& a) {
   policy.skip = a.skip;
   reports::CheckResult r = reports::apply_check(c, policy);
   // What the inputs were, for the Markdown and JUnit a CI shows rather than its stderr.
-  if (!programs.empty()) r.input_notes.push_back(programs);
+  if (!programs.empty()) r.input_notes.push_back(programs + ": different programs (judged all the same: --allow-different-programs)");
   for (const auto& f : failed_runs) r.input_notes.push_back(f + " (judged all the same: --allow-failed-runs)");
-  // A limit on a stage or op of one side only checks nothing: say so rather than pass silently.
+  // A limit on a stage or op of the baseline only checks nothing: say so rather than pass silently
+  // (one of the current run only regresses from its floor of the iteration on).
   for (const auto& row : r.rows)
     if (limits.count(row.metric.name) != 0 &&
         (row.status == reports::CheckStatus::kBaselineOnly || row.status == reports::CheckStatus::kCandidateOnly))
       std::cerr << tool << ": note: --stage " << row.metric.name << ": in the "
-                << (row.status == reports::CheckStatus::kBaselineOnly ? "baseline" : "current run")
-                << " only, so not checked (the iteration and its phase judge it)\n";
+                << (row.status == reports::CheckStatus::kBaselineOnly ? "baseline only, so not checked (the iteration and its phase judge it)"
+                                                                       : "current run only, under its floor of the iteration (--stage-floor)")
+                << "\n";
   std::cout << reports::check_text(r) << "\n" << reports::check_summary(r) << "\n";
   if (const std::string passes = reports::passes_summary(c); !passes.empty()) std::cout << passes << "\n";
   int rc = r.iteration_undecided ? kBad : r.regressions > 0 ? kFail : kOk;

@@ -25,12 +25,14 @@ struct CheckArgs {
   std::string junit_out, markdown_out;
   std::int64_t skip = -1;  ///< -1: each run's warm-up as report detects it
   bool allow_failed_runs = false;  ///< judge profiles of runs that exited non-zero (else no verdict)
+  bool allow_different_programs = false;  ///< judge a baseline of another script (else no verdict)
 };
 /// 0 pass, 1 regression (or an output not written), 2 usage or input error.
 int run_check(const CheckArgs& args);
 
-/// "5%", "5", "0.5%" -> 0.05, 0.05, 0.005; false unless a non-negative number (with or
-/// without "%").
-bool parse_pct(std::string text, double& out);
+/// "5%", "5", "0.5%" -> 0.05, 0.05, 0.005; false unless a plain non-negative decimal (with or
+/// without "%"), and for a bare number between 0 and 1 ("0.05": a fraction or 0.05 %?); `why`
+/// then says what was wrong.
+bool parse_pct(std::string text, double& out, std::string* why = nullptr);
 
 }  // namespace gnnprof::cli

@@ -14,8 +14,8 @@ int run_merge(const MergeArgs& a) {
   const char* tool = "gnnprof merge";
   reports::MergeOptions opt;
   opt.skip = a.skip;
-  if (!parse_pct(a.threshold, opt.straggler_threshold)) {
-    std::cerr << tool << ": --threshold " << a.threshold << ": not a percentage\n";
+  if (std::string why; !parse_pct(a.threshold, opt.straggler_threshold, &why)) {
+    std::cerr << tool << ": --threshold " << a.threshold << ": " << why << "\n";
     return 2;
   }
   std::vector<Profile> profiles;

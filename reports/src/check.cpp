@@ -81,6 +81,12 @@ CheckResult apply_check(const Comparison& c, const CheckPolicy& policy) {
       row.status = CheckStatus::kUndecided;
       ++r.undecided;
       if (m.scope == Scope::kLoop) r.iteration_undecided = true;
+    } else if (m.verdict == Verdict::kCandidateOnly && !m.op() && policy.limits.count(m.name) != 0 &&
+               static_cast<double>(m.candidate_median_ns) >= floor * static_cast<double>(iteration_ns)) {
+      // A stage the program gates by name (--stage) that only the current run has: new work there
+      // over its floor of the iteration regresses (it had none).
+      row.status = CheckStatus::kRegression;
+      ++r.regressions;
     } else if (m.verdict == Verdict::kBaselineOnly || m.verdict == Verdict::kCandidateOnly) {
       // An op replaced by another, a stage added: the iteration and the phases judge the change.
       row.status = m.verdict == Verdict::kBaselineOnly ? CheckStatus::kBaselineOnly : CheckStatus::kCandidateOnly;
@@ -125,14 +131,40 @@ std::string label(const MetricComparison& m, const char* indent = "  ") {
   return indent + short_op_name(m.name) + (in.empty() ? "" : " (in " + in + ")");
 }
 
+/// The iteration's row (the median's), or nullptr.
+const CheckRow* iteration_row(const CheckResult& r) {
+  for (const auto& row : r.rows)
+    if (row.metric.scope == Scope::kLoop && row.metric.statistic.empty()) return &row;
+  return nullptr;
+}
+
+std::int64_t iteration_median(const CheckResult& r) {
+  const CheckRow* row = iteration_row(r);
+  return row != nullptr ? row->metric.baseline_median_ns : 0;
+}
+
 }  // namespace
+
+std::string check_sensitivity(const CheckResult& r) {
+  const CheckRow* row = iteration_row(r);
+  if (row == nullptr || r.iteration_undecided || r.regressions > 0 || !row->metric.ci_high) return "";
+  const double blind = *row->metric.ci_high - 1.0;  // slowdowns the data cannot rule out
+  if (!(blind > row->limit)) return "";
+  return fmt::format("sensitivity: the iteration's 95% CI reaches {:.3f}x, so a slowdown of up to {:.0f}% (over its {:.3g}% "
+                     "limit) could pass unseen; {}",
+                     *row->metric.ci_high, 100 * blind, 100 * row->limit,
+                     runs_are_samples(row->metric) ? "more runs per side narrow it" : "3 or more runs per side, interleaved, narrow it");
+}
 
 std::vector<std::string> check_notes(const CheckResult& r) {
   std::vector<std::string> notes = r.input_notes;
   for (const auto& row : r.rows)
     if (row.metric.name == kUnattributed && row.status == CheckStatus::kRegression)
-      notes.push_back("(unattributed) is the loop's time outside every stage: `gnnprof compare BASELINE CURRENT` lists the "
-                      "traced lines side by side, the new or slower one among them");
+      notes.push_back("(unattributed) is the loop's time outside every stage: the traced lines show which new or slower one "
+                      "it is");
+  if (r.regressions > 0)
+    notes.push_back("which lines: `gnnprof compare BASELINE.json CURRENT.json` lists the traced lines side by side, each "
+                    "with its delta and verdict, and the ops under each phase (--ops)");
   // New in the current run, inside a phase that regressed: the likely cause, though an op of one
   // side only is not itself checked.
   std::set<std::string> regressed;
@@ -148,6 +180,26 @@ std::vector<std::string> check_notes(const CheckResult& r) {
     for (std::size_t i = 0; i < ops.size() && i < 5; ++i)
       list += fmt::format("{}{} (+{} per iteration)", i ? ", " : "", short_op_name(ops[i]->name), human_ns(ops[i]->delta_ns));
     notes.push_back(fmt::format("new in the current run's {}: {}{}", phase, list, ops.size() > 5 ? ", ..." : ""));
+  }
+  // A stage of the current run only is not checked on its own (a scope added around old work is
+  // no slowdown): named with its time, since new work there shows only through the iteration.
+  std::vector<const MetricComparison*> added;
+  for (const auto& row : r.rows)
+    if (row.status == CheckStatus::kCandidateOnly && stage_metric(row.metric) && row.metric.candidate_median_ns > 0)
+      added.push_back(&row.metric);
+  if (!added.empty()) {
+    std::sort(added.begin(), added.end(),
+              [](const MetricComparison* x, const MetricComparison* y) { return x->candidate_median_ns > y->candidate_median_ns; });
+    const std::int64_t iteration = iteration_median(r);
+    std::string list;
+    for (std::size_t i = 0; i < added.size() && i < 5; ++i)
+      list += fmt::format("{}{} {} per iteration{}", i ? ", " : "", added[i]->name, human_ns(added[i]->candidate_median_ns),
+                          iteration > 0 ? fmt::format(" ({:.1f}% of the baseline's)", 100.0 * static_cast<double>(added[i]->candidate_median_ns) /
+                                                                                         static_cast<double>(iteration))
+                                        : std::string());
+    notes.push_back(fmt::format("stage{} new in the current run, not checked on its own (the iteration judges it; "
+                                "--stage NAME=PCT checks it): {}{}",
+                                added.size() == 1 ? "" : "s", list, added.size() > 5 ? ", ..." : ""));
   }
   // The iteration regressed and nothing in it explains that: no stage, op or time outside them
   // got slower (even within its limit) and nothing new came in.
@@ -192,8 +244,9 @@ std::vector<std::string> check_notes(const CheckResult& r) {
     notes.push_back(fmt::format("{} torch op metrics checked too; only regressed ones are listed, under their phase{}", tested, left));
   }
   const bool runs = !r.rows.empty() && runs_are_samples(r.rows.front().metric);
-  if (r.regressions > 0 && !runs)
-    notes.push_back("fewer than 3 runs per side: the tests cover the iterations within each run, not the drift between runs; "
+  if (!runs && !r.iteration_undecided)
+    notes.push_back(std::string(r.regressions > 0 ? "this verdict may be the host's: " : "") +
+                    "fewer than 3 runs per side: the tests cover the iterations within each run, not the drift between runs; "
                     "a run slowed as a whole by another tenant fails too: give 3 or more runs per side (--baseline B1.json "
                     "--baseline B2.json --baseline B3.json C1.json C2.json C3.json), whose drift the tests then cover");
   if (runs)
@@ -226,7 +279,11 @@ std::string check_summary(const CheckResult& r) {
     return fmt::format("UNDECIDED: fewer than {} complete iterations on a side (after {}): nothing is checked; "
                        "profile more iterations or lower --skip",
                        r.policy.min_samples, warmup_words(r.policy.skip));
-  std::string s = r.regressions > 0 ? fmt::format("FAIL: {} regression(s)", r.regressions) : std::string("PASS");
+  const bool one_run = !r.rows.empty() && !runs_are_samples(r.rows.front().metric);
+  std::string s = r.regressions > 0 ? fmt::format("FAIL: {} regression(s){}", r.regressions,
+                                                  one_run ? " (one run per side: a slower host fails too)" : "")
+                                    : std::string("PASS");
+  if (const std::string blind = check_sensitivity(r); !blind.empty()) s += " (" + blind + ")";
   if (r.undecided > 0)
     s += fmt::format("; {} metric(s) undecided: fewer than {} iterations on a side (after {}): run longer", r.undecided,
                      r.policy.min_samples, warmup_words(r.policy.skip));

@@ -659,6 +659,7 @@ struct SideLine {
   std::uint32_t line = 0;
   std::uint64_t hits = 0;
   std::vector<std::int64_t> samples;
+  std::vector<std::uint32_t> runs;  ///< the profile (run) of each sample: with 3+ runs a side, the runs are the samples
   bool workers = false;  ///< from DataLoader workers' profiles: samples per batch
 };
 
@@ -686,7 +687,8 @@ std::string file_key(const std::string& file) {
 /// `workers`: the profiles are DataLoader workers', whose iterations are batches (worker_batches()).
 std::map<LineKey, SideLine> side_lines(const std::vector<Profile>& profiles, std::int64_t skip_option, bool workers) {
   std::map<LineKey, SideLine> out;
-  for (const Profile& p : profiles) {
+  for (std::uint32_t run = 0; run < profiles.size(); ++run) {
+    const Profile& p = profiles[run];
     std::vector<const LineKey*> key_of(p.lines.size());
     std::set<LineKey> here;
     for (std::size_t i = 0; i < p.lines.size(); ++i) {
@@ -711,7 +713,10 @@ std::map<LineKey, SideLine> side_lines(const std::vector<Profile>& profiles, std
       for (const LineKey& k : here) sum[k] = 0;  // not run in this iteration: 0 ns
       for (const auto& [idx, ns] : it->lines)
         if (idx < key_of.size()) sum[*key_of[idx]] += ns;
-      for (const auto& [k, ns] : sum) out[k].samples.push_back(ns);
+      for (const auto& [k, ns] : sum) {
+        out[k].samples.push_back(ns);
+        out[k].runs.push_back(run);
+      }
     }
   }
   return out;
@@ -867,21 +872,29 @@ std::vector<LineComparison> compare_lines(const std::vector<Profile>& baseline, 
                  : v == nullptr                ? Match::kBaselineOnly
                  : lc.candidate_code.empty()   ? Match::kSame
                                                : Match::kEdited;
-      static const std::vector<std::int64_t> kNone;
-      const std::vector<std::int64_t>& sa = u != nullptr ? u->samples : kNone;
-      const std::vector<std::int64_t>& sb = v != nullptr ? v->samples : kNone;
+      static const SideLine kNone;
+      const SideLine& la = u != nullptr ? *u : kNone;
+      const SideLine& lb = v != nullptr ? *v : kNone;
       // A line run in fewer than half the iterations on both sides (validation once an epoch):
       // its median over all of them is 0 on both; compare the iterations it ran in.
-      auto ran_in = [](const std::vector<std::int64_t>& s) {
-        std::vector<std::int64_t> r;
-        for (std::int64_t ns : s)
-          if (ns > 0) r.push_back(ns);
-        return r;
+      auto ran_in = [](const SideLine& l, std::vector<std::int64_t>& s, std::vector<std::uint32_t>& r) {
+        for (std::size_t i = 0; i < l.samples.size(); ++i)
+          if (l.samples[i] > 0) {
+            s.push_back(l.samples[i]);
+            r.push_back(l.runs[i]);
+          }
       };
-      std::vector<std::int64_t> ra = ran_in(sa), rb = ran_in(sb);
-      lc.sparse = 2 * ra.size() < sa.size() && 2 * rb.size() < sb.size();
-      lc.metric = compare_metric(fmt::format("{}:{}", base_name(any->file), any->line), Scope::kLine, lc.sparse ? ra : sa,
-                                 lc.sparse ? rb : sb, options, rng, lc.baseline_in_workers && lc.candidate_in_workers);
+      std::vector<std::int64_t> sa, sb;
+      std::vector<std::uint32_t> qa, qb;
+      ran_in(la, sa, qa);
+      ran_in(lb, sb, qb);
+      lc.sparse = 2 * sa.size() < la.samples.size() && 2 * sb.size() < lb.samples.size();
+      // As a stage's: 3+ runs a side make the runs the samples (a workers' line: its profiles are
+      // processes of one run, and its samples batches).
+      const bool workers = la.workers || lb.workers;
+      lc.metric = compare_metric(fmt::format("{}:{}", base_name(any->file), any->line), Scope::kLine, lc.sparse ? sa : la.samples,
+                                 lc.sparse ? sb : lb.samples, options, rng, lc.baseline_in_workers && lc.candidate_in_workers,
+                                 workers ? nullptr : lc.sparse ? &qa : &la.runs, workers ? nullptr : lc.sparse ? &qb : &lb.runs);
       if (u == nullptr || v == nullptr) lc.metric.verdict = u == nullptr ? Verdict::kCandidateOnly : Verdict::kBaselineOnly;
       else if (lc.baseline_in_workers != lc.candidate_in_workers)
         lc.metric.verdict = lc.candidate_in_workers ? Verdict::kMovedToWorkers : Verdict::kMovedToLoop;

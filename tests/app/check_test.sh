@@ -66,7 +66,16 @@ json.dump(p, open(sys.argv[2],'w'))" "$tmp/fast.json" "$tmp/foreign_stages.json"
 "$cli" check --baseline "$tmp/fast.json" "$tmp/extra.json" >"$tmp/out" 2>&1; rc=$?
 check "a stage of one side only is listed, not refused" '[ $rc -eq 0 ] && grep -q "^extra .*ok (candidate only)" "$tmp/out"'
 "$cli" check --baseline "$tmp/fast.json" "$tmp/extra.json" --stage extra=5% >"$tmp/out" 2>"$tmp/err"; rc=$?
-check "a limit on a one-sided stage says it checks nothing" '[ $rc -eq 0 ] && grep -q "note: --stage extra: in the current run only, so not checked" "$tmp/err"'
+check "a limit on a one-sided stage under its floor says so" '[ $rc -eq 0 ] && grep -q "note: --stage extra: in the current run only, under its floor" "$tmp/err"'
+# New work in a stage of its own (a no_grad block added in forward): named under the table, and
+# a regression where the program gates that stage by name.
+"$py" -c "import json,sys; p=json.load(open(sys.argv[1]))
+for it in p['iterations']: it['stages']['forward (no grad)']=it['wall_ns']//2
+json.dump(p, open(sys.argv[2],'w'))" "$tmp/fast2.json" "$tmp/new_stage.json"
+"$cli" check --baseline "$tmp/fast.json" "$tmp/new_stage.json" --max-slowdown 500% >"$tmp/out" 2>&1; rc=$?
+check "a new stage is named with its share of the iteration" '[ $rc -eq 0 ] && grep -q "stage new in the current run, not checked on its own .*forward (no grad) .* per iteration (.*% of the baseline.s)" "$tmp/out"'
+"$cli" check --baseline "$tmp/fast.json" "$tmp/new_stage.json" --max-slowdown 500% --stage "forward (no grad)=5%" >"$tmp/out" 2>&1; rc=$?
+check "a new stage gated by name regresses" '[ $rc -eq 1 ] && grep -q "^forward (no grad) .*REGRESSION" "$tmp/out" && grep -q "which lines: .gnnprof compare" "$tmp/out"'
 # A run that failed: gnnprof run writes how it ended into its profile; check gives no verdict.
 # (Under ASan, `gnnprof run` is left out: the profile gets the exit code written in here.)
 if asan_build "$app"; then
@@ -87,7 +96,13 @@ check "--allow-failed-runs judges it, and says so in every output" '[ $rc -eq 0 
 check "compare says the candidate's run failed" 'grep -q "the candidate.s run .*failed.json exited with code 3" "$tmp/out"'
 "$py" -c "import json,sys; p=json.load(open(sys.argv[1])); p['run']['command']=['/usr/bin/python3','other.py']; json.dump(p, open(sys.argv[2],'w'))" "$tmp/fast2.json" "$tmp/other_prog.json"
 "$cli" check --baseline "$tmp/fast.json" "$tmp/other_prog.json" --markdown "$tmp/prog.md" --junit "$tmp/prog.xml" >"$tmp/out" 2>&1; rc=$?
-check "different programs: noted in the text, the Markdown and the JUnit" '[ $rc -eq 0 ] && grep -q "different programs?" "$tmp/out" && grep -q "different programs?" "$tmp/prog.md" && grep -q "different programs?" "$tmp/prog.xml"'
+check "different programs: no verdict (exit 2), in the text, the Markdown and the JUnit" '[ $rc -eq 2 ] && grep -q "ran ab_app, .*other_prog.json ran other.py: no verdict across different programs" "$tmp/out" && grep -q "no verdict across different programs" "$tmp/prog.md" && grep -q "no verdict across different programs" "$tmp/prog.xml"'
+"$cli" check --allow-different-programs --baseline "$tmp/fast.json" "$tmp/other_prog.json" --markdown "$tmp/prog.md" --junit "$tmp/prog.xml" >"$tmp/out" 2>&1; rc=$?
+check "--allow-different-programs judges them, and says so in every output" '[ $rc -eq 0 ] && grep -q "different programs (judged all the same" "$tmp/out" && grep -q "different programs (judged all the same" "$tmp/prog.md" && grep -q "different programs (judged all the same" "$tmp/prog.xml"'
+"$cli" compare "$tmp/fast.json" "$tmp/other_prog.json" >"$tmp/out" 2>&1; rc=$?
+check "compare of different programs goes on, with a note" '[ $rc -eq 0 ] && grep -q "different programs? (compared all the same" "$tmp/out"'
+"$py" -c "import json,sys; p=json.load(open(sys.argv[1])); p['iterations']=[]; p['run']['exit_code']=-9; p['run']['exit_signal']=9; json.dump(p, open(sys.argv[2],'w'))" "$tmp/fast.json" "$tmp/killed.json"
+one_line_exit2 "check a run killed before its first iteration" "$tmp/killed.json: no complete iterations: the program was killed by signal 9 (SIGKILL)" check --baseline "$tmp/fast.json" "$tmp/killed.json"
 one_line_exit2 "check missing" "$tmp/none.json: cannot open" check --baseline "$tmp/none.json" "$tmp/fast.json"
 one_line_exit2 "check empty" "$tmp/empty.json: empty file" check --baseline "$tmp/empty.json" "$tmp/fast.json"
 one_line_exit2 "check truncated" "$tmp/trunc.json: truncated JSON" check --baseline "$tmp/fast.json" "$tmp/trunc.json"
@@ -95,9 +110,12 @@ one_line_exit2 "check foreign" "$tmp/other.json: not a gnnprof profile" check --
 one_line_exit2 "check schema version" "unsupported profile schema \"gnnprof.profile/7\"" check --baseline "$tmp/v7.json" "$tmp/fast.json"
 one_line_exit2 "check no iterations" "$tmp/noiter.json: no complete iterations" check --baseline "$tmp/noiter.json" "$tmp/fast.json"
 one_line_exit2 "check no common stage" "share no stage: not two runs of one program" check --baseline "$tmp/fast.json" "$tmp/foreign_stages.json"
-one_line_exit2 "check bad limit" "--max-slowdown: expected a percentage" check --baseline "$tmp/fast.json" "$tmp/fast.json" --max-slowdown lots
-one_line_exit2 "check infinite limit" "--max-slowdown: expected a percentage" check --baseline "$tmp/fast.json" "$tmp/fast.json" --max-slowdown 1e400
-one_line_exit2 "check floor over 100%" "--op-floor: expected a percentage of the iteration (0-100%)" check --baseline "$tmp/fast.json" "$tmp/fast.json" --op-floor 200%
+one_line_exit2 "check bad limit" "--max-slowdown \"lots\": expected a percentage like 5%" check --baseline "$tmp/fast.json" "$tmp/fast.json" --max-slowdown lots
+for odd in 1e400 1e-400 0x10 -5% nan inf "5 %"; do
+  one_line_exit2 "check limit $odd" "--max-slowdown \"$odd\": expected a percentage like 5%" check --baseline "$tmp/fast.json" "$tmp/fast.json" --max-slowdown "$odd"
+done
+one_line_exit2 "check a bare fraction" "--max-slowdown \"0.05\": a bare number under 1 is ambiguous" check --baseline "$tmp/fast.json" "$tmp/fast.json" --max-slowdown 0.05
+one_line_exit2 "check floor over 100%" "--op-floor \"200%\": over 100% of the iteration" check --baseline "$tmp/fast.json" "$tmp/fast.json" --op-floor 200%
 one_line_exit2 "check bad stage" "--stage nope: no such stage" check --baseline "$tmp/fast.json" "$tmp/fast.json" --stage nope=5%
 one_line_exit2 "compare missing" "$tmp/none.json: cannot open" compare "$tmp/fast.json" "$tmp/none.json"
 one_line_exit2 "compare no iterations" "no complete iterations" compare "$tmp/noiter.json" "$tmp/fast.json"

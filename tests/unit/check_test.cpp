@@ -85,7 +85,8 @@ TEST(Check, TextListsPhasesAndOnlyRegressedOps) {
   EXPECT_EQ(t.find("aten::add"), std::string::npos) << t;
   EXPECT_NE(t.find("(2 torch op metrics checked too; only regressed ones are listed, under their phase)"), std::string::npos);
   EXPECT_EQ(check_summary(r),
-            "FAIL: 3 regression(s); 1 metric(s) undecided: fewer than 9 iterations on a side (after the warm-up): run longer");
+            "FAIL: 3 regression(s) (one run per side: a slower host fails too); 1 metric(s) undecided: fewer than 9 "
+            "iterations on a side (after the warm-up): run longer");
   const std::string md = check_markdown(r, "base.json", "cur.json");
   EXPECT_EQ(md.rfind("### gnnprof check: regression\n", 0), 0u);
   EXPECT_NE(md.find("| &nbsp;&nbsp;aten::mm (in forward) |"), std::string::npos) << md;
@@ -205,6 +206,44 @@ TEST(Check, PassWhenNothingRegresses) {
   EXPECT_EQ(check_markdown(r, "a", "b").rfind("### gnnprof check: pass\n", 0), 0u);
 }
 
+// A pass whose iteration CI reaches past its limit says how large a slowdown could have passed
+// unseen (3 noisy runs per side: a +25 % slowdown within the interval).
+TEST(Check, APassSaysTheSlowdownItCouldNotSee) {
+  Comparison c;
+  c.metrics = {metric("iteration", "no significant change", 1.02, 20, "loop", "")};
+  c.metrics[0].ci_low = 0.80;
+  c.metrics[0].ci_high = 1.27;
+  c.metrics[0].baseline_runs = c.metrics[0].candidate_runs = 3;
+  const CheckResult r = apply_check(c, {});
+  EXPECT_EQ(check_summary(r),
+            "PASS (sensitivity: the iteration's 95% CI reaches 1.270x, so a slowdown of up to 27% (over its 5% limit) could "
+            "pass unseen; more runs per side narrow it)");
+  c.metrics[0].ci_high = 1.04;  // within the limit: nothing to say
+  EXPECT_EQ(check_summary(apply_check(c, {})), "PASS");
+}
+
+// A stage only the current run has (new work in a torch.no_grad() block inside forward): named
+// under the table with its share of the iteration, not checked on its own; gated by name
+// (--stage), it regresses from its floor of the iteration on.
+TEST(Check, ANewStageIsNamedAndRegressesWhereItIsGatedByName) {
+  Comparison c;
+  c.metrics = {metric("iteration", "no significant change", 1.02, 20, "loop", ""), metric("forward (no grad)", "candidate only", 1.0)};
+  c.metrics[1].baseline_median_ns = 0;
+  c.metrics[1].candidate_median_ns = 2820000;
+  c.metrics[1].delta_ns = 2820000;
+  const CheckResult plain = apply_check(c, {});
+  EXPECT_EQ(status_of(plain, "forward (no grad)"), CheckStatus::kCandidateOnly);
+  EXPECT_NE(check_text(plain).find("(stage new in the current run, not checked on its own (the iteration judges it; --stage "
+                                   "NAME=PCT checks it): forward (no grad) 2.82 ms per iteration (28.2% of the baseline's))"),
+            std::string::npos)
+      << check_text(plain);
+  CheckPolicy gated;
+  gated.limits["forward (no grad)"] = 0.05;
+  EXPECT_EQ(status_of(apply_check(c, gated), "forward (no grad)"), CheckStatus::kRegression);
+  c.metrics[1].candidate_median_ns = 50000;  // under 1 % of the 10 ms iteration
+  EXPECT_EQ(status_of(apply_check(c, gated), "forward (no grad)"), CheckStatus::kCandidateOnly);
+}
+
 }  // namespace
 }  // namespace gnnprof::reports
 
@@ -227,7 +266,8 @@ TEST(Check, NewOpsInARegressedPhaseAreNamedAndAnIterationAloneSaysSo) {
   // The Markdown for the PR says the same, with the one-run caveat.
   const std::string md = check_markdown(r, "a.json", "b.json");
   EXPECT_NE(md.find("- new in the current run's forward: aten::matmul (+3.72 ms per iteration)"), std::string::npos) << md;
-  EXPECT_NE(md.find("- fewer than 3 runs per side:"), std::string::npos) << md;
+  EXPECT_NE(md.find("- this verdict may be the host's: fewer than 3 runs per side:"), std::string::npos) << md;
+  EXPECT_NE(md.find("- which lines: `gnnprof compare BASELINE.json CURRENT.json`"), std::string::npos) << md;
   EXPECT_EQ(text.find("no stage, op or time outside them"), std::string::npos) << text;
   // A stage new in the current run explains it too.
   Comparison added;

@@ -730,5 +730,29 @@ TEST(LineTable, PythonFunctionsShowFromTheirDecoratorToTheEndOfTheirBody) {
   EXPECT_NE(reports::no_lines_hint(Profile{}).find("--lines"), std::string::npos);
 }
 
+// Three runs a side, as `gnnprof ab --repeat 3` gives: a line's runs are its samples, as a
+// stage's are. Runs that drift as wholes (each run's iterations tight) are no change, where
+// pooling their iterations would call the gap between them significant; a line slower in every
+// run is slower.
+TEST(LineCompare, WithThreeRunsASideTheRunsAreTheLinesSamples) {
+  auto run = [](std::int64_t ns) {
+    return lines_profile({{10, "x = sample(seeds)"}}, 30, [=](const std::string&, int i) { return ns + i % 3 * 1000; });
+  };
+  auto side = [&](std::initializer_list<std::int64_t> per_run) {
+    std::vector<Profile> out;
+    for (std::int64_t ns : per_run) out.push_back(run(ns));
+    return out;
+  };
+  const auto drift = reports::compare_lines(side({1000000, 1200000, 900000}), side({1050000, 1250000, 950000}), {});
+  ASSERT_EQ(drift.size(), 1u);
+  EXPECT_EQ(drift[0].metric.baseline_runs, 3u);
+  EXPECT_STREQ(to_string(drift[0].metric.verdict), "no significant change") << drift[0].metric.p_value;
+  // One run a side: the iterations are the samples, and the 5 % is significant.
+  const auto pooled = reports::compare_lines(side({1000000}), side({1050000}), {});
+  EXPECT_STREQ(to_string(pooled[0].metric.verdict), "slower");
+  const auto shifted = reports::compare_lines(side({1000000, 1020000, 990000}), side({2000000, 2030000, 1990000}), {});
+  EXPECT_STREQ(to_string(shifted[0].metric.verdict), "slower");
+}
+
 }  // namespace
 }  // namespace gnnprof

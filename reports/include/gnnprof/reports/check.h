@@ -83,6 +83,9 @@ std::string check_text(const CheckResult& r);
 /// regression nothing in the iteration explains, what "negligible" and "not significant"
 /// left out, the one-profile-per-side caveat. The text and the Markdown both give them.
 std::vector<std::string> check_notes(const CheckResult& r);
+/// When the iteration passed but its ratio's 95% CI reaches past its limit: the slowdown this
+/// check could not have seen, and what narrows it; "" otherwise.
+std::string check_sensitivity(const CheckResult& r);
 /// "PASS", "FAIL: 2 regression(s)", with the undecided count and what to do.
 std::string check_summary(const CheckResult& r);
 /// For $GITHUB_STEP_SUMMARY or a PR comment.
