@@ -45,6 +45,7 @@ std::atomic<TorchGradClip> g_torch_grad_clip{nullptr};
 std::atomic<TorchLoop> g_torch_loop{nullptr};
 std::atomic<TorchUserScope> g_torch_user_scope{nullptr};
 std::atomic<TorchUserStep> g_torch_user_step{nullptr};
+std::atomic<TorchConfigure> g_torch_configure{nullptr};
 std::atomic<int> g_force_cupti{kCuptiNone};
 int g_pipe[2] = {-1, -1};
 std::atomic<bool> g_attach_running{false};
@@ -136,6 +137,7 @@ void try_torch(const std::string& loaded) {
   g_torch_loop.store(reinterpret_cast<TorchLoop>(dlsym(h, "gnnprof_torch_loop")));
   g_torch_user_scope.store(reinterpret_cast<TorchUserScope>(dlsym(h, "gnnprof_torch_user_scope")));
   g_torch_user_step.store(reinterpret_cast<TorchUserStep>(dlsym(h, "gnnprof_torch_user_step")));
+  g_torch_configure.store(reinterpret_cast<TorchConfigure>(dlsym(h, "gnnprof_torch_configure")));
   g_torch_worker.store(reinterpret_cast<TorchBecomeWorker>(dlsym(h, "gnnprof_torch_become_worker")));
   if (auto set_poll = reinterpret_cast<TorchSetPoll>(dlsym(h, "gnnprof_torch_set_poll"))) set_poll(gnnprof::instrument::preload_poll);
   note("torch-ops", true, std::string("torch ") + GNNPROF_TORCH_VERSION + " at " + loaded_real, false);
@@ -311,4 +313,12 @@ extern "C" int gnnprof_preload_torch_user_scope(const char* name, const char* ca
 extern "C" int gnnprof_preload_torch_user_step(void) {
   TorchUserStep s = g_torch_user_step.load(std::memory_order_acquire);
   return s != nullptr ? s() : 0;
+}
+
+extern "C" int gnnprof_preload_torch_configure(int flags) {
+  if (gnnprof_preload_torch_state() != 1) return 0;  // after the look for torch, as a program's first op would be
+  TorchConfigure c = g_torch_configure.load(std::memory_order_acquire);
+  if (c == nullptr) return 0;
+  c(flags);
+  return 1;
 }

@@ -51,6 +51,8 @@ using Poll = void (*)(int);
 std::atomic<Poll> g_poll{nullptr};
 constexpr std::uint32_t kPollEveryOps = 512;
 ClassifierOptions g_options;
+// A linked program's own options (gnnprof_torch_configure), set while other threads may read them.
+std::atomic<bool> g_program_phases{true}, g_program_marks{true};
 bool g_nested = false;  // record the ops nested in top-level ops too (GNNPROF_TORCH_NESTED=1)
 
 // The optimizer's own ops (Adam on CPU, without foreach: about ten per parameter) cost the
@@ -525,7 +527,8 @@ ThreadState* state() {
   if (t_state == nullptr) {
     ClassifierOptions opt = g_options;
     const bool main_thread = this_tid() == ::getpid();
-    opt.marks_iterations = main_thread && g_options.marks_iterations;
+    opt.phases = opt.phases && g_program_phases.load(std::memory_order_relaxed);
+    opt.marks_iterations = main_thread && g_options.marks_iterations && g_program_marks.load(std::memory_order_relaxed);
     opt.phases_span_gaps = main_thread && !g_worker;
     t_state = new (gnnprof::detail::map_pages(sizeof(ThreadState), alignof(ThreadState))) ThreadState(opt);
     t_state->sink.track_off_cpu(main_thread);  // the loop's thread: the GIL what-if's data stages
@@ -551,7 +554,7 @@ void track_loop_thread(ThreadState* ts, bool optimizer_step) {
   if (!g_loop_tid.compare_exchange_strong(none, this_tid(), std::memory_order_relaxed)) return;
   ts->loop_candidate = true;
   ts->sink.track_off_cpu(true);
-  ts->classifier.set_loop_thread(true, g_options.marks_iterations, true);
+  ts->classifier.set_loop_thread(true, g_options.marks_iterations && g_program_marks.load(std::memory_order_relaxed), true);
 }
 
 void line_watch_fired() {
@@ -1146,6 +1149,14 @@ int gnnprof_torch_user_step(void) {
   }
 }
 
+void gnnprof_torch_configure(int flags) {
+  gi::g_program_phases.store((flags & GNNPROF_TORCH_NO_PHASES) == 0, std::memory_order_relaxed);
+  gi::g_program_marks.store((flags & GNNPROF_TORCH_NO_MARKS) == 0, std::memory_order_relaxed);
+  // The calling thread's state is rebuilt at its next op with them (the old one leaks, as in a
+  // fork child), unless an op of it is open.
+  if (gi::t_state != nullptr && gi::t_state->handles.empty()) gi::t_state = nullptr;
+}
+
 void gnnprof_torch_module(int enter) {
   try {
     if (gnnprof_is_running() == 0) return;
@@ -1171,12 +1182,15 @@ void gnnprof_torch_module(int enter) {
 namespace gnnprof::torch {
 
 Status observe_ops(const ObserveOptions& options) {
-  // Under `gnnprof run` the preload's own observer records into the session this program's
-  // events go to: a second one would count every op twice.
-  if (gnnprof_forwarding() == 1) return Status::ok();
-  char reason[256] = {0};
   const int flags = (options.op_stages ? GNNPROF_TORCH_OP_STAGES : 0) | (options.phases ? 0 : GNNPROF_TORCH_NO_PHASES) |
                     (options.mark_iterations ? 0 : GNNPROF_TORCH_NO_MARKS);
+  // Under `gnnprof run` the preload's own observer records into the session this program's
+  // events go to (a second one would count every op twice): it takes these options.
+  if (gnnprof_forwarding() == 1) {
+    (void)gnnprof_forward_torch_options(flags);
+    return Status::ok();
+  }
+  char reason[256] = {0};
   if (gnnprof_torch_observe(flags, options.gather_min_bytes, reason, sizeof(reason)) != 0) {
     gnnprof_note_collector("torch-ops", 0, reason);
     return Status::error(std::string("gnnprof: torch observer: ") + reason);

@@ -5,6 +5,7 @@
 
 #include "clock.h"
 #include "collector.h"
+#include "linked_forward.h"
 #include "raw_event.h"
 #include "gnnprof/block_trial.h"
 #include "gnnprof/gnnprof.h"
@@ -127,6 +128,11 @@ gnnprof_site_t gnnprof_site_register(int kind, const char* name, const char* cat
 int gnnprof_forwarding(void) {
   if (gnnprof::detail::g_state.load() == gnnprof::detail::kUninit) gnnprof::detail::lazy_start();
   return gnnprof::detail::g_state.load() == gnnprof::detail::kForwarding ? 1 : 0;
+}
+
+int gnnprof_forward_torch_options(int flags) {
+  const gnnprof::detail::ForwardCore* f = gnnprof::detail::forwarding();
+  return f != nullptr && f->torch_configure != nullptr ? f->torch_configure(flags) : 0;
 }
 
 int gnnprof_range_begin(gnnprof_site_t site, int is_line) {

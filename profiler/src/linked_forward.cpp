@@ -64,6 +64,7 @@ const ForwardCore* resolve() noexcept {
   get(core.note_collector, "gnnprof_note_collector", true);
   get(core.is_running, "gnnprof_is_running", true);
   get(core.flush, "gnnprof_flush", true);
+  get(core.torch_configure, "gnnprof_preload_torch_configure", false);
   if (!complete) {
     // A preload of another gnnprof version: two sessions, as before this existed.
     std::fprintf(stderr, "gnnprof: warning: the injected libgnnprof_preload.so lacks the entry points this program's "

@@ -34,6 +34,7 @@ struct ForwardCore {
   void (*note_collector)(const char* name, int enabled, const char* reason);
   int (*is_running)();
   int (*flush)();
+  int (*torch_configure)(int flags);  ///< the program's observe_ops options; may be null
 };
 
 /// Called by start with the session's config: the preload's core when this copy is another one

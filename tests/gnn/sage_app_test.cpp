@@ -122,6 +122,38 @@ TEST(SageTrain, ObserveOpsNestsTorchOpsInTheLoopStages) {
   EXPECT_TRUE(collector);
 }
 
+// The same under `gnnprof run`: the program's linked copy records into the preload's session,
+// and its observe_ops options reach the preload's observer (no phase stages of the observer's
+// beside the program's, no iteration marks of its own).
+TEST(SageTrain, UnderGnnprofRunObserveOpsKeepsTheProgramsStagesAndSteps) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "gnnprof run under ASan: the preload would come before the ASan runtime";
+#endif
+  const std::string profile = std::string(::testing::TempDir()) + "/sage_run_" + std::to_string(::getpid()) + ".json";
+  const std::string cmd = std::string(GNNPROF_CLI) + " run -o " + profile + " -- " + kBinary +
+                          " --nodes 20000 --feat-dim 64 --batch-size 256 --iterations 6 --eval-nodes 0 --no-report "
+                          "--observe-ops --cache-dir " + cache() + " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  auto p = read_profile_file(profile);
+  ASSERT_TRUE(p) << p.status().message();
+  std::size_t complete = 0;
+  for (const auto& it : p->iterations) complete += it.complete ? 1 : 0;
+  EXPECT_EQ(complete, 6u);
+  for (const char* name : {"forward", "backward", "optimizer"}) {
+    std::uint64_t hits = 0;
+    for (const auto& st : p->stages) hits += st.name == name ? st.hits : 0;
+    EXPECT_EQ(hits, 6u) << name;
+  }
+  for (const auto& st : p->stages) EXPECT_NE(st.name, "ops (no grad)") << "a phase of the preload's observer";
+  bool linked = false, ops = false;
+  for (const auto& c : p->collectors) {
+    linked |= c.name == "linked-core" && c.enabled;
+    ops |= c.name == "torch-ops" && c.enabled;
+  }
+  EXPECT_TRUE(linked);
+  EXPECT_TRUE(ops);
+}
+
 TEST(SageTrain, PrintsTheStageAndLineTables) {
   RunResult r = run("--nodes 20000 --feat-dim 32 --batch-size 256 --iterations 3 --eval-nodes 64 --cache-dir " + cache() +
               " --profile /dev/null");

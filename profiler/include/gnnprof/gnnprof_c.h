@@ -82,6 +82,10 @@ GNNPROF_C_API int gnnprof_range_begin(gnnprof_site_t site, int is_line); /* ende
 /* 1 when this copy forwards to the preload's session (starting it from the environment first):
  * the preload's torch observer already watches the process, so a linked one stays out. */
 GNNPROF_C_API int gnnprof_forwarding(void);
+/* While this copy forwards: the program's observe_ops options (GNNPROF_TORCH_NO_PHASES,
+ * GNNPROF_TORCH_NO_MARKS, as the torch plugin's flags) for the preload's observer. 1 when it
+ * took them; 0 otherwise. */
+GNNPROF_C_API int gnnprof_forward_torch_options(int flags);
 GNNPROF_C_API void gnnprof_materialize_at(gnnprof_site_t site, uint64_t rows, uint64_t bytes);
 
 /* Writes the profile so far (drained, built and written via temp file + rename) while the
