@@ -14,6 +14,9 @@ namespace {
 
 constexpr std::size_t kMaxSamples = 1024;
 constexpr std::uint64_t kRedecideEvery = 64;  // iterations between two looks at the period
+// Calibration ends early when each of its first kPlainPairs pairs cost over kPlainFactor x budget.
+constexpr std::size_t kPlainPairs = 3;
+constexpr double kPlainFactor = 4;
 
 void keep(std::vector<std::int64_t>& v, std::int64_t x, std::uint64_t n) {
   if (v.size() < kMaxSamples) v.push_back(x);
@@ -168,7 +171,11 @@ bool OpSampler::on_mark(bool first, std::int64_t wall_ns, std::uint64_t ops) {
   }
   if (state_ == State::kCalibrate) {
     const std::uint64_t j = k - decided_at_;
-    if (j < 2 * static_cast<std::uint64_t>(std::max(1, opt_.calibration_pairs))) {
+    // Every pair so far far over the budget (a loop of per-element tensor ops: +300 %): the rest
+    // of the pairs would only cost the run more of its iterations at that price.
+    const bool plain = j % 2 == 0 && pair_ratios_.size() >= kPlainPairs &&
+                       *std::min_element(pair_ratios_.begin(), pair_ratios_.end()) - 1 > kPlainFactor * opt_.budget;
+    if (!plain && j < 2 * static_cast<std::uint64_t>(std::max(1, opt_.calibration_pairs))) {
       if (j % 2 == 0) pair_flip_ = (next_random() & 1) != 0;
       return observing_ = (j % 2 == 1) != pair_flip_;
     }

@@ -15,7 +15,9 @@
 //      the iteration (ops of tens of microseconds and more), every iteration is observed and
 //      nothing more is measured: no iteration loses its detail;
 //   3. calibration: otherwise `calibration_pairs` pairs of iterations alternate unobserved /
-//      observed, and the cost is measured: the median over pairs of observed / unobserved - 1;
+//      observed, and the cost is measured: the median over pairs of observed / unobserved - 1
+//      (after 3 pairs when each of them cost over 4x the budget: a short run of per-element
+//      tensor ops would otherwise spend most of its iterations at +300 %);
 //   4. if that cost is at most `budget`, every iteration is observed, except that until
 //      `verify_pairs` pairs are measured one iteration in `verify_every` stays unobserved and
 //      pairs with the next: every `calibration_pairs` new pairs the cost is taken again over

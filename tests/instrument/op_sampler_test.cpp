@@ -49,12 +49,13 @@ TEST(OpSampler, LongOpsAreObservedInEveryIterationWithoutCalibrating) {
   EXPECT_NE(s.describe().find("every iteration"), std::string::npos) << s.describe();
 }
 
-// Ops of a few microseconds whose observation costs 35 %: after the warm-up and the
-// calibration pairs, one iteration in ceil(0.35 / 0.02) = 18 is observed.
+// Ops of a few microseconds whose observation costs 35 %: after the warm-up and 3 calibration
+// pairs (each over 4x the 5 % budget: the other 5 are not spent), one iteration in
+// ceil(0.35 / 0.02) = 18 is observed.
 TEST(OpSampler, TinyOpsAreSampledAtAPeriodFromTheMeasuredCost) {
   gi::SamplerOptions o;
   gi::OpSampler s(o);
-  const int w = o.warmup, c = 2 * o.calibration_pairs;
+  const int w = o.warmup, c = 2 * 3;
   const auto seen = run(s, w + c + 120, 270'000, 200'000, 40);
   // Warm-up observed; then pairs of one unobserved and one observed iteration, in either order.
   for (int i = 0; i < w; ++i) EXPECT_TRUE(seen[i]) << i;
@@ -68,6 +69,17 @@ TEST(OpSampler, TinyOpsAreSampledAtAPeriodFromTheMeasuredCost) {
   const std::string d = s.describe();
   EXPECT_NE(d.find("one in 18"), std::string::npos) << d;
   EXPECT_NE(d.find("+35.0 %"), std::string::npos) << d;
+}
+
+// A cost near the budget takes every calibration pair: 11 % is over 5 % but not by 4x.
+TEST(OpSampler, ACostNearTheBudgetIsCalibratedOnEveryPair) {
+  gi::SamplerOptions o;
+  gi::OpSampler s(o);
+  const int w = o.warmup, c = 2 * o.calibration_pairs;
+  const auto seen = run(s, w + c + 40, 222'000, 200'000, 40);
+  for (int j = 0; j < c; j += 2) EXPECT_EQ(count(seen, w + j, 2), 1) << j;
+  EXPECT_EQ(s.period(), 6);  // ceil(0.11 / 0.02)
+  EXPECT_EQ(count(seen, w + c, 6), 1);
 }
 
 // Dense ops whose measured cost is within the budget: back to every iteration after calibrating,
