@@ -672,9 +672,12 @@ namespace {
 
 /// The traced line that stages of `cat` ran under most (the line table's Data column for data):
 /// "; most of it while train.py:103 `x = feats[idx]` ran (62% of the traced lines' data time)", or "".
-std::string line_sentence(const Profile& p, const std::map<std::string, std::string>& category, const std::string& cat) {
+/// The traced line with the most of `cat`'s stage time when it has at least half of the lines'
+/// (its time and all lines' in top_ns, all_ns), else nullptr.
+const LineStats* top_line(const Profile& p, const std::map<std::string, std::string>& category, const std::string& cat,
+                          std::int64_t& top_ns, std::int64_t& all_ns) {
   const LineStats* top = nullptr;
-  std::int64_t top_ns = 0, all_ns = 0;
+  top_ns = all_ns = 0;
   for (const LineStats& l : p.lines) {
     std::int64_t ns = 0;
     for (const auto& [stage, t] : l.stages)
@@ -685,7 +688,13 @@ std::string line_sentence(const Profile& p, const std::map<std::string, std::str
       top_ns = ns;
     }
   }
-  if (top == nullptr || 2 * top_ns < all_ns) return "";
+  return top != nullptr && 2 * top_ns >= all_ns ? top : nullptr;
+}
+
+std::string line_sentence(const Profile& p, const std::map<std::string, std::string>& category, const std::string& cat) {
+  std::int64_t top_ns = 0, all_ns = 0;
+  const LineStats* top = top_line(p, category, cat, top_ns, all_ns);
+  if (top == nullptr) return "";
   std::string code = top->code.size() > 60 ? top->code.substr(0, 57) + "..." : top->code;
   return fmt::format("; most of it while {}:{} `{}` ran ({:.0f}% of the traced lines' {} time)", base_name(top->file),
                      top->line, code, 100.0 * static_cast<double>(top_ns) / static_cast<double>(all_ns), cat);
@@ -881,8 +890,36 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   // Without a device nothing is waited for: the time is the scalar reads themselves (int(t[i])
   // over a tensor in Python), each a tensor op.
   const bool device = used_device(p);
+  std::int64_t loop_ns = 0;  // the complete iterations' time: a line's share of the loop
+  for (const auto& it : p.iterations) loop_ns += it.complete ? it.wall_ns : 0;
   for (const auto& s : a.loop_stages) {
-    if (s.category != "sync" || s.share <= 0.05) continue;
+    if (s.category != "sync") continue;
+    std::uint64_t hits = 0, observed = 0;
+    for (const auto& st : p.stages)
+      if (st.name == s.name) hits = st.hits;
+    for (const auto& it : p.iterations) observed += it.complete && it.ops_observed;
+    const std::uint64_t reads = observed > 0 ? hits / observed : 0;
+    // Reads element by element (int(t[i]) over a batch in Python): each one is cheap, the line
+    // around them is not (the interpreter and a tensor op per element).
+    std::int64_t top_ns = 0, all_ns = 0;
+    const LineStats* reader = top_line(p, category, "sync", top_ns, all_ns);
+    const double reader_share =
+        reader != nullptr && loop_ns > 0 ? static_cast<double>(reader->total_ns) / static_cast<double>(loop_ns) : 0;
+    const bool elementwise = !device && reads >= 256 && reader_share >= 0.10;
+    if (s.share <= 0.05 && !elementwise) continue;
+    if (elementwise && s.share <= 0.05) {
+      add("host-sync", Severity::kWarning,
+          fmt::format("about {} scalar reads (.item(), int(t), float(t), bool(t)) per iteration, most of them while "
+                      "{}:{} `{}` ran, a line that takes {:.0f}% of the loop: reading a tensor element by element costs "
+                      "a tensor op and the interpreter per element (the reads alone, \"{}\", are {:.0f}% of the "
+                      "iteration). Read values in bulk (t.tolist()) or keep the work in tensor ops (bincount, "
+                      "scatter_add_, a mask's sum).",
+                      reads, base_name(reader->file), reader->line,
+                      reader->code.size() > 60 ? reader->code.substr(0, 57) + "..." : reader->code, 100 * reader_share,
+                      s.name, 100 * s.share),
+          {{"reads_per_iteration", static_cast<double>(reads)}, {"line_share", reader_share}, {"share", s.share}, {"device", 0.0}});
+      continue;
+    }
     if (device) {
       add("host-sync", Severity::kWarning,
           fmt::format("\"{}\" waits {:.0f}% of each iteration ({}): the host blocks until queued device work is done, "
@@ -891,14 +928,9 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
           {{"median_ns", static_cast<double>(s.median_ns)}, {"share", s.share}});
       continue;
     }
-    std::uint64_t hits = 0, observed = 0;
     std::int64_t total = 0, nested = 0;
     for (const auto& st : p.stages)
-      if (st.name == s.name) {
-        hits = st.hits;
-        total = st.total_ns;
-      }
-    for (const auto& it : p.iterations) observed += it.complete && it.ops_observed;
+      if (st.name == s.name) total = st.total_ns;
     // Mostly nested in another phase (a collate_fn's reads inside the DataLoader's __next__):
     // that phase; else the traced line they ran under.
     const StageEdge* in = nullptr;

@@ -382,6 +382,35 @@ TEST(Diagnostics, HostSync) {
   EXPECT_NE(message(p).find("the host blocks until queued device work is done"), std::string::npos) << message(p);
 }
 
+// Reads element by element (a confusion matrix filled with int(t) per sample): each read is
+// cheap, 1 % of the iteration all told, but the line around them takes 30 % of the loop.
+TEST(Diagnostics, HostSyncNamesALineThatReadsATensorElementByElement) {
+  Profile p = loop_profile(true);
+  p.stages.back().hits = 20 * 1000;  // sync: 1000 reads an iteration
+  LineStats reader;
+  reader.file = "/w/train.py";
+  reader.line = 103;
+  reader.code = "conf[int(t), int(p)] += 1";
+  reader.hits = 20 * 1000;
+  reader.total_ns = 20 * 30 * kMs + 2 * 200 * kMs;  // 30 % of every iteration
+  reader.stages["sync"] = 20 * kMs;
+  p.lines = {reader};
+  std::string message;
+  for (const Diagnostic& d : run(p))
+    if (d.id == "host-sync") message = d.message;
+  EXPECT_NE(message.find("about 1000 scalar reads (.item(), int(t), float(t), bool(t)) per iteration, most of them while "
+                         "train.py:103 `conf[int(t), int(p)] += 1` ran, a line that takes"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("Read values in bulk (t.tolist())"), std::string::npos) << message;
+  // A few reads an iteration (loss.item()), or a cheap line: nothing to say.
+  p.stages.back().hits = 20 * 10;
+  EXPECT_FALSE(has(run(p), "host-sync"));
+  p.stages.back().hits = 20 * 1000;
+  p.lines[0].total_ns = 20 * kMs;
+  EXPECT_FALSE(has(run(p), "host-sync"));
+}
+
 TEST(Diagnostics, HostMemoryGrowth) {
   Profile p = loop_profile(true);
   for (int i = 0; i < 40; ++i) p.host_samples.push_back(HostSample{i * 1000 * kMs, 1000 * kMs, i * 1500 * kMs});
