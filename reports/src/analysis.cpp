@@ -700,6 +700,20 @@ std::string line_sentence(const Profile& p, const std::map<std::string, std::str
                      top->line, code, 100.0 * static_cast<double>(top_ns) / static_cast<double>(all_ns), cat);
 }
 
+/// The traced line a gather recorded at (file, line) ran under, when that line also ran the
+/// model's forward (forward time, and autograd graph built for its backward): the gather was
+/// made inside the model's call or beside it on that line, where no prefetcher of the batches
+/// reaches it. Else nullptr.
+const LineStats* forward_line_of(const Profile& p, const std::string& file, std::uint32_t line) {
+  if (file.empty()) return nullptr;
+  for (const LineStats& l : p.lines) {
+    if (l.line != line || l.file != file || l.backward_ns <= 0) continue;
+    const auto f = l.stages.find("forward");
+    return f != l.stages.end() && f->second > 0 ? &l : nullptr;
+  }
+  return nullptr;
+}
+
 /// Whether the run used a device: CUPTI on, CUDA tensors read back or copied (the torch
 /// observer's "cuda-tensors"), or copies between host and device.
 bool used_device(const Profile& p) {
@@ -860,6 +874,12 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
     else if (limited)
       expect += fmt::format("; within this machine's limits about {} ({:.2f}x){}", human_ns(a.whatif_expected_ns),
                             a.whatif_expected_speedup, a.whatif_note.empty() ? "" : ": " + a.whatif_note);
+    // Most of the data time under the line that runs the model (a gather inside its forward): a
+    // prefetcher reaches it only once the read is out of the model's call.
+    std::int64_t top_ns = 0, all_ns = 0;
+    if (const LineStats* top = top_line(p, category, "data", top_ns, all_ns);
+        a.whatif_pays && top != nullptr && forward_line_of(p, top->file, top->line) != nullptr)
+      expect = "Once that line's gather is out of the model's forward (materialize-in-compute), p" + expect.substr(1);
     add("exposed-data-time", Severity::kWarning,
         fmt::format("data stages take {:.0f}% of each iteration ({} of {}) on the loop thread and nothing overlaps them{}. "
                     "{}.",
@@ -873,9 +893,28 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
          {"whatif_expected_ns", static_cast<double>(a.whatif_expected_ns)}});
   }
 
-  // materialize-in-compute: a gather recorded inside a compute stage (lazy features).
+  // materialize-in-compute: a gather recorded inside a compute stage (lazy features), or, where
+  // the torch observer gave it a data stage of its own, made under the line that runs the model.
   for (const auto& m : p.materializations) {
     auto c = category.find(m.stage);
+    if (c != category.end() && c->second == "data") {
+      const LineStats* l = forward_line_of(p, m.file, m.line);
+      if (l == nullptr) continue;
+      const auto mat = l->stages.find(m.stage);
+      const std::int64_t in_line = mat != l->stages.end() ? mat->second : 0;
+      add("materialize-in-compute", Severity::kWarning,
+          fmt::format("{}:{} `{}` runs the model's forward and gathers {} rows ({}) as it does{}: a lazy gather inside the "
+                      "model's call (a block's srcdata['x'] read in forward), on the critical path, where no prefetcher of "
+                      "the batches reaches it. Read the features before the forward (x = block.srcdata['x'] in the loop, "
+                      "or in the data pipeline), where they can be prefetched.",
+                      base_name(l->file), l->line, l->code.size() > 60 ? l->code.substr(0, 57) + "..." : l->code, m.rows,
+                      human_bytes(m.bytes),
+                      l->total_ns > 0 && in_line > 0
+                          ? fmt::format(" ({:.0f}% of that line's time)", 100.0 * static_cast<double>(in_line) / static_cast<double>(l->total_ns))
+                          : std::string()),
+          {{"rows", static_cast<double>(m.rows)}, {"bytes", static_cast<double>(m.bytes)}, {"hits", static_cast<double>(m.hits)}});
+      continue;
+    }
     if (c == category.end() || c->second != "compute") continue;
     add("materialize-in-compute", Severity::kWarning,
         fmt::format("\"{}\" is materialized inside the compute stage \"{}\"{} ({} rows, {}): a lazy gather on the "

@@ -352,6 +352,40 @@ TEST(Diagnostics, MaterializeInCompute) {
   EXPECT_TRUE(has(run(p), "materialize-in-compute"));
 }
 
+// Zero-code: the torch observer gives a gather a data stage of its own ("materialize"), also
+// when it is made inside the model's forward (a block's srcdata['x'] read in forward). The line
+// that ran it also ran the forward and built its graph: that is the lazy gather, and the
+// exposed-data advice says the read must leave the model before prefetching can hide it.
+TEST(Diagnostics, AGatherUnderTheLineThatRunsTheModelIsMaterializeInCompute) {
+  Profile p = loop_profile(false);
+  LineStats model;
+  model.file = "/w/train.py";
+  model.line = 114;
+  model.code = "out = model(blocks)";
+  model.total_ns = 20 * 70 * kMs;
+  model.stages = {{"forward", 20 * 40 * kMs}, {"materialize", 20 * 30 * kMs}};
+  model.backward_ns = 20 * 20 * kMs;
+  p.lines = {model};
+  p.materializations = {MaterializationStats{"", "materialize", "/w/train.py", 114, 20, 2000, 1 << 20}};
+  std::string mic, exposed;
+  for (const Diagnostic& d : run(p)) {
+    if (d.id == "materialize-in-compute") mic = d.message;
+    if (d.id == "exposed-data-time") exposed = d.message;
+  }
+  EXPECT_NE(mic.find("train.py:114 `out = model(blocks)` runs the model's forward and gathers 2000 rows (1.0 MiB) as it "
+                     "does (43% of that line's time)"),
+            std::string::npos)
+      << mic;
+  EXPECT_NE(exposed.find("Once that line's gather is out of the model's forward (materialize-in-compute), prefetching"),
+            std::string::npos)
+      << exposed;
+  // The gather on a line of its own (x = block.srcdata['x'] in the loop): prefetchable, no warning.
+  p.lines[0].code = "x = blocks[0].srcdata['x']";
+  p.lines[0].stages = {{"materialize", 20 * 30 * kMs}};
+  p.lines[0].backward_ns = 0;
+  EXPECT_FALSE(has(run(p), "materialize-in-compute"));
+}
+
 TEST(Diagnostics, HostSync) {
   Profile p = loop_profile(true);
   EXPECT_FALSE(has(run(p), "host-sync"));  // 1 % of the iteration
