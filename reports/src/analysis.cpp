@@ -943,7 +943,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
     std::int64_t top_ns = 0, all_ns = 0;
     const LineStats* reader = top_line(p, category, "sync", top_ns, all_ns);
     const double reader_share =
-        reader != nullptr && loop_ns > 0 ? static_cast<double>(reader->total_ns) / static_cast<double>(loop_ns) : 0;
+        reader != nullptr && loop_ns > 0 ? static_cast<double>(line_time(*reader)) / static_cast<double>(loop_ns) : 0;
     const bool elementwise = !device && reads >= 256 && reader_share >= 0.10;
     if (s.share <= 0.05 && !elementwise) continue;
     if (elementwise && s.share <= 0.05) {

@@ -280,7 +280,10 @@ std::string lines_html(const Profile& p, const ReportOptions& opt) {
                          r.line, empty, esc(text));
         continue;
       }
-      const double pct = b.total_ns > 0 ? 100.0 * static_cast<double>(l->total_ns) / static_cast<double>(b.total_ns) : 0.0;
+      bool paced = false;
+      const std::int64_t time = line_time(*l, &paced);
+      const std::string pace_mark = paced ? "~" : "";
+      const double pct = b.paced_ns > 0 ? 100.0 * static_cast<double>(time) / static_cast<double>(b.paced_ns) : 0.0;
       std::string split;
       for (const auto& [name, ns] : l->stages) split += fmt::format("{}{} {}", split.empty() ? "" : ", ", name, human_ns(ns));
       // An estimated row (iteration sampling): "~" and why, on each non-empty extra cell.
@@ -303,10 +306,12 @@ std::string lines_html(const Profile& p, const ReportOptions& opt) {
       if (t.data) extra += cell(r.extras.data_ns);
       if (t.wait) extra += cell(r.extras.wait_ns);
       if (t.backward) extra += cell(r.extras.backward_ns);
-      o += fmt::format("<tr><td>{}</td><td>{}</td><td data-v={} title='{}'>{}</td><td>{}</td><td>{:.1f}</td>"
+      const std::string title = esc(split.empty() ? "no stage" : split) +
+                                (paced ? esc(fmt::format("; at the unobserved pace (measured {})", human_ns(l->total_ns))) : "");
+      o += fmt::format("<tr><td>{}</td><td>{}</td><td data-v={} title='{}'>{}{}</td><td>{}{}</td><td>{:.1f}</td>"
                        "<td class=heat><div><i style='width:{:.1f}%'></i></div></td>{}<td class=code>{}</td></tr>",
-                       r.line, l->hits, l->total_ns, esc(split.empty() ? "no stage" : split), human_ns(l->total_ns),
-                       human_ns(l->hits ? l->total_ns / static_cast<std::int64_t>(l->hits) : 0), pct, pct, extra, esc(text));
+                       r.line, l->hits, time, title, pace_mark, human_ns(time), pace_mark,
+                       human_ns(l->hits ? time / static_cast<std::int64_t>(l->hits) : 0), pct, pct, extra, esc(text));
     }
     o += "</tbody></table></div>";
     if (const std::string pace = observer_pace_note(b); !pace.empty()) o += "<p class=muted>" + esc(pace) + "</p>";
@@ -611,15 +616,15 @@ Status HtmlReporter::render(const Report& r, std::ostream& out) const {
   const LineBlock* heaviest_in = nullptr;
   for (const LineBlock& b : lines.blocks)
     for (const LineRow& row : b.rows)
-      if (row.stats != nullptr && (heaviest == nullptr || row.stats->total_ns > heaviest->stats->total_ns)) {
+      if (row.stats != nullptr && (heaviest == nullptr || line_time(*row.stats) > line_time(*heaviest->stats))) {
         heaviest = &row;
         heaviest_in = &b;
       }
   if (heaviest != nullptr)
     o += fmt::format("<a class=kpi id=top-line href='#lines' title='{}'><b>{}:{}</b><span>heaviest line: {:.1f}% of {}</span></a>",
                      esc(heaviest->stats->code), esc(base_name(heaviest->stats->file)), heaviest->stats->line,
-                     heaviest_in->total_ns > 0 ? 100.0 * static_cast<double>(heaviest->stats->total_ns) /
-                                                     static_cast<double>(heaviest_in->total_ns)
+                     heaviest_in->paced_ns > 0 ? 100.0 * static_cast<double>(line_time(*heaviest->stats)) /
+                                                     static_cast<double>(heaviest_in->paced_ns)
                                                : 0.0,
                      esc(heaviest_in->function));
   o += "</div><h2>Diagnostics</h2>" + diagnostics_html(diags);

@@ -177,32 +177,41 @@ LineExtras line_extras(const Profile& p, const LineStats& l) {
   return e;
 }
 
+namespace {
+
+/// A line's per-hit paces in observed and unobserved iterations, when both have enough hits.
+bool line_paces(const LineStats& l, double& observed_per_hit, double& unobserved_per_hit) {
+  const std::uint64_t observed_hits = l.hits - std::min(l.hits, l.unobserved_hits);
+  const std::int64_t observed_ns = l.total_ns - l.unobserved_ns;
+  // Enough hits on both sides for a per-hit pace (a line of the first, observed, iterations only has none).
+  if (l.unobserved_hits < 5 || observed_hits < 2 || observed_ns <= 0 || l.unobserved_ns <= 0) return false;
+  observed_per_hit = static_cast<double>(observed_ns) / static_cast<double>(observed_hits);
+  unobserved_per_hit = static_cast<double>(l.unobserved_ns) / static_cast<double>(l.unobserved_hits);
+  return true;
+}
+
+}  // namespace
+
+std::int64_t line_time(const LineStats& l, bool* paced) {
+  double o = 0, u = 0;
+  const bool slowed = line_paces(l, o, u) && o >= 1.5 * u;
+  if (paced != nullptr) *paced = slowed;
+  if (!slowed) return l.total_ns;
+  return l.unobserved_ns + std::llround(u * static_cast<double>(l.hits - l.unobserved_hits));
+}
+
 std::string observer_pace_note(const LineBlock& b) {
   struct Slowed {
     const LineStats* l;
     double observed_per_hit, unobserved_per_hit;
   };
   std::vector<Slowed> slowed;
-  std::int64_t at_pace = 0;  // the block's time with every hit at its line's unobserved pace
   for (const LineRow& r : b.rows) {
     const LineStats* l = r.stats;
-    if (l == nullptr) continue;
-    const std::uint64_t observed_hits = l->hits - std::min(l->hits, l->unobserved_hits);
-    const std::int64_t observed_ns = l->total_ns - l->unobserved_ns;
-    // Enough hits on both sides for a per-hit pace (a line of the first, observed, iterations only has none).
-    if (l->unobserved_hits < 5 || observed_hits < 2 || observed_ns <= 0 || l->unobserved_ns <= 0) {
-      at_pace += l->total_ns;
-      continue;
-    }
-    const double o = static_cast<double>(observed_ns) / static_cast<double>(observed_hits);
-    const double u = static_cast<double>(l->unobserved_ns) / static_cast<double>(l->unobserved_hits);
-    const bool worth = 100 * l->total_ns >= b.total_ns;  // 1 % of the function or more
-    if (o >= 1.5 * u && worth) {
-      slowed.push_back({l, o, u});
-      at_pace += l->unobserved_ns + std::llround(u * static_cast<double>(observed_hits));
-    } else {
-      at_pace += l->total_ns;
-    }
+    double o = 0, u = 0;
+    bool paced = false;
+    if (l == nullptr || (line_time(*l, &paced), !paced) || !line_paces(*l, o, u)) continue;
+    if (100 * l->total_ns >= b.total_ns) slowed.push_back({l, o, u});  // named: 1 % of the function or more
   }
   if (slowed.empty()) return "";
   std::sort(slowed.begin(), slowed.end(), [](const Slowed& x, const Slowed& y) { return x.l->total_ns > y.l->total_ns; });
@@ -214,10 +223,10 @@ std::string observer_pace_note(const LineBlock& b) {
                         s.l->unobserved_hits, s.l->hits);
   }
   return fmt::format("iteration sampling: these lines' hits in the iterations whose ops were observed (the first "
-                     "iterations among them) took 1.5x or more those in the others: {}{}. The observer's cost and the "
-                     "warm-up are in their Time and Per Hit; at the unobserved pace this function would take about {} of "
-                     "its {}",
-                     list, slowed.size() > 3 ? "; ..." : "", human_ns(at_pace), human_ns(b.total_ns));
+                     "iterations among them) took 1.5x or more those in the others: {}{}. Their Time and Per Hit (~) "
+                     "are at the unobserved pace, and % Time of the function's time at that pace, {} of the {} measured "
+                     "(the observer's cost and the warm-up left out)",
+                     list, slowed.size() > 3 ? "; ..." : "", human_ns(b.paced_ns), human_ns(b.total_ns));
 }
 
 std::string copied_cell(const LineExtras& e) {
@@ -243,7 +252,10 @@ LineTable build_line_table(const Profile& p, const std::vector<std::string>& sou
     b.function = key.second;
     b.python = is_python_file(b.file);
     std::sort(lines.begin(), lines.end(), [](const LineStats* x, const LineStats* y) { return x->line < y->line; });
-    for (const auto* l : lines) b.total_ns += l->total_ns;
+    for (const auto* l : lines) {
+      b.total_ns += l->total_ns;
+      b.paced_ns += line_time(*l);
+    }
     std::uint32_t first = lines.front()->line, last = lines.back()->line;
     std::vector<std::string> src;
     const bool loaded = load_source(b.file, p.run.cwd, source_roots, src) && last <= src.size();

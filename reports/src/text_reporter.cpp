@@ -68,8 +68,11 @@ void TextReporter::render_line_table(const Profile& p, std::ostream& out) const 
             << "\n";
         continue;
       }
-      const double per = l->hits != 0 ? us(l->total_ns) / static_cast<double>(l->hits) : 0.0;
-      const double pct = b.total_ns > 0 ? 100.0 * static_cast<double>(l->total_ns) / static_cast<double>(b.total_ns) : 0.0;
+      bool paced = false;
+      const std::int64_t time = line_time(*l, &paced);
+      const std::string pace_mark = paced ? "~" : "";
+      const double per = l->hits != 0 ? us(time) / static_cast<double>(l->hits) : 0.0;
+      const double pct = b.paced_ns > 0 ? 100.0 * static_cast<double>(time) / static_cast<double>(b.paced_ns) : 0.0;
       std::string extra;
       const std::string mark = estimate_mark(r.extras);
       const std::string none = r.extras.unknown ? "?" : "";
@@ -84,8 +87,8 @@ void TextReporter::render_line_table(const Profile& p, std::ostream& out) const 
       if (t.data) extra += time_cell(r.extras.data_ns);
       if (t.wait) extra += time_cell(r.extras.wait_ns);
       if (t.backward) extra += time_cell(r.extras.backward_ns);
-      out << fmt::format("{:>6} {:>9} {:>12.1f} {:>8.1f} {:>8.1f}{}  {}", r.line, l->hits, us(l->total_ns), per, pct,
-                         extra, text)
+      out << fmt::format("{:>6} {:>9} {:>12} {:>8} {:>8.1f}{}  {}", r.line, l->hits, pace_mark + fmt::format("{:.1f}", us(time)),
+                         pace_mark + fmt::format("{:.1f}", per), pct, extra, text)
           << "\n";
     }
     if (const std::string pace = observer_pace_note(b); !pace.empty()) out << "(" << pace << ")\n";
@@ -422,17 +425,18 @@ std::string run_summary(const Report& r) {
   // traced lines' time would count it twice.
   std::vector<const LineStats*> lines;
   std::map<std::pair<std::string, std::string>, std::int64_t> function_ns;
+  // At the unobserved pace where iteration sampling slowed a line (line_time), as its table.
   for (const auto& l : p.lines) {
     lines.push_back(&l);
-    function_ns[{l.file, l.function}] += l.total_ns;
+    function_ns[{l.file, l.function}] += line_time(l);
   }
-  std::stable_sort(lines.begin(), lines.end(), [](const LineStats* x, const LineStats* y) { return x->total_ns > y->total_ns; });
+  std::stable_sort(lines.begin(), lines.end(), [](const LineStats* x, const LineStats* y) { return line_time(*x) > line_time(*y); });
   std::string heavy;
-  for (std::size_t i = 0; i < lines.size() && i < 3 && lines[i]->total_ns > 0; ++i) {
+  for (std::size_t i = 0; i < lines.size() && i < 3 && line_time(*lines[i]) > 0; ++i) {
     const std::string code = lines[i]->code.size() > 40 ? lines[i]->code.substr(0, 37) + "..." : lines[i]->code;
     const std::int64_t fn = function_ns[{lines[i]->file, lines[i]->function}];
     heavy += fmt::format("{}{}:{} `{}` {:.0f}% of {}()", i ? ", " : "", base_name(lines[i]->file), lines[i]->line, code,
-                         100.0 * static_cast<double>(lines[i]->total_ns) / static_cast<double>(std::max<std::int64_t>(1, fn)),
+                         100.0 * static_cast<double>(line_time(*lines[i])) / static_cast<double>(std::max<std::int64_t>(1, fn)),
                          lines[i]->function);
   }
   if (!heavy.empty()) out += "  heaviest lines: " + heavy + "\n";

@@ -346,10 +346,16 @@ TEST(LineTable, LinesTheObserverSlowedAreNamedWithBothPaces) {
   const std::string note = reports::observer_pace_note(t.blocks[0]);
   EXPECT_NE(note.find("line 1 3.00 ms per hit against 1.00 ms in the other 16 of its 20 hits."), std::string::npos) << note;
   EXPECT_EQ(note.find("line 2"), std::string::npos) << note;
-  EXPECT_NE(note.find("this function would take about 40.0 ms of its 48.0 ms"), std::string::npos) << note;
+  EXPECT_NE(note.find("% Time of the function's time at that pace, 40.0 ms of the 48.0 ms measured"), std::string::npos) << note;
+  // Its Time and Per Hit at the unobserved pace (20 ms, 1 ms), marked; % Time of the 40 ms.
+  EXPECT_EQ(reports::line_time(p.lines[0]), 20'000'000);
+  EXPECT_EQ(reports::line_time(p.lines[1]), 20'000'000);
   std::ostringstream text;
   ASSERT_TRUE(reports::TextReporter({}).render(p, text));
   EXPECT_NE(text.str().find("(iteration sampling: these lines' hits"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("     1        20     ~20000.0  ~1000.0     50.0"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("     2        20      20000.0   1000.0     50.0"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("Total time: 0.048 s"), std::string::npos) << text.str();  // measured, as line_profiler's
   // Every hit observed, or too few unobserved hits for a pace: nothing to say.
   p.lines = {line(1, 20, 0, 28'000'000, 0), line(2, 20, 3, 20'000'000, 1'000'000)};
   EXPECT_EQ(reports::observer_pace_note(reports::build_line_table(p, {}).blocks[0]), "");

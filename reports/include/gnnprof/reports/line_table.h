@@ -49,7 +49,8 @@ struct LineRow {
 struct LineBlock {
   std::string file, function;
   std::uint32_t first = 0;  ///< first line shown ("Function: f at line <first>")
-  std::int64_t total_ns = 0;
+  std::int64_t total_ns = 0;  ///< measured ("Total time:")
+  std::int64_t paced_ns = 0;  ///< its lines' line_time(): what % Time is of
   bool python = false;       ///< traced Python (a .py file): rows span the whole function
   bool source_found = false; ///< rows are the source's lines; else only the statements
   bool source_changed = false;  ///< the file's lines are not the recorded statements (edited since)
@@ -85,9 +86,16 @@ std::string extra_columns_legend(const LineTable& t);
 /// Why a profile has no line table, and how to get one (for every renderer's empty section).
 std::string no_lines_hint(const Profile& p);
 
-/// Iteration sampling: the lines of `b` whose hits in observed iterations took 1.5x or more
-/// those in the others per hit (the op observer's cost lands on the lines it observes), up to
-/// three, with both paces and the block's time at the unobserved pace; "" when none.
+/// A line's time with the hits of iterations whose torch ops were observed at the pace of its
+/// other hits, when iteration sampling left at least 5 of those and 2 observed ones, and the
+/// observed ones took 1.5x or more per hit (the op observer's cost lands on the lines it
+/// observes; the first iterations' warm-up is among them); its measured time otherwise.
+/// `paced`: which. What the line costs the program: the line table's Time and % Time, and the
+/// heaviest lines.
+std::int64_t line_time(const LineStats& l, bool* paced = nullptr);
+
+/// Iteration sampling: the lines of `b` whose Time is paced (line_time), up to three, with both
+/// paces and the block's measured time and time at the unobserved pace; "" when none.
 std::string observer_pace_note(const LineBlock& b);
 
 /// "82.4 MB" + " pinned" / " pageable" / " mixed" (a cell of the Copied column).
