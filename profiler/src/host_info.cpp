@@ -94,8 +94,37 @@ RunInfo make_run_info() {
   return r;
 }
 
+namespace {
+
+/// The busy time of the CPUs in this process's affinity mask, all processes' (/proc/stat's
+/// per-CPU lines, in clock ticks), in ns; 0 when unknown.
+std::int64_t machine_busy_ns() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
+  static char buf[32768];  // the per-CPU lines come first; the rest may be cut. Callers hold the session's sampling.
+  if (!read_proc("/proc/stat", buf)) return 0;
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  if (hz <= 0) return 0;
+  unsigned long long ticks = 0;
+  for (const char* line = buf; std::strncmp(line, "cpu", 3) == 0;) {
+    int cpu = -1;
+    unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+    if (std::sscanf(line, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &user, &nice, &system, &idle, &iowait, &irq,
+                    &softirq, &steal) >= 8 &&
+        cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &set))
+      ticks += user + nice + system + irq + softirq + steal;
+    const char* next = std::strchr(line, '\n');
+    if (next == nullptr) break;
+    line = next + 1;
+  }
+  return static_cast<std::int64_t>(ticks * (1000000000ull / static_cast<unsigned long long>(hz)));
+}
+
+}  // namespace
+
 /// RSS and its file-backed/shared part (from /proc/self/statm) and CPU time (getrusage) of
-/// this process now.
+/// this process now, and the busy time of the CPUs it may run on.
 HostSample host_sample(std::int64_t ts_ns) {
   HostSample h;
   h.ts_ns = ts_ns;
@@ -109,6 +138,7 @@ HostSample host_sample(std::int64_t ts_ns) {
   if (::getrusage(RUSAGE_SELF, &ru) == 0)
     h.cpu_ns = (static_cast<std::int64_t>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 + ru.ru_utime.tv_usec +
                 ru.ru_stime.tv_usec) * 1000;
+  h.machine_busy_ns = machine_busy_ns();
   return h;
 }
 

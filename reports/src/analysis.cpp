@@ -385,11 +385,21 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
       if (first == nullptr) first = &hs;
       last = &hs;
     }
-    if (first != nullptr && last != first && last->ts_ns - first->ts_ns >= (to - from) / 2)
-      busy = std::min(1.0, static_cast<double>(last->cpu_ns - first->cpu_ns) /
-                               (static_cast<double>(last->ts_ns - first->ts_ns) * cpus));
+    if (first != nullptr && last != first && last->ts_ns - first->ts_ns >= (to - from) / 2) {
+      const double capacity = static_cast<double>(last->ts_ns - first->ts_ns) * cpus;
+      busy = std::min(1.0, static_cast<double>(last->cpu_ns - first->cpu_ns) / capacity);
+      // The machine's CPUs (every process's): clock ticks, so over half a second at least.
+      if (first->machine_busy_ns > 0 && last->machine_busy_ns > first->machine_busy_ns && last->ts_ns - first->ts_ns >= 500000000)
+        a.loop_machine_utilization =
+            std::clamp(static_cast<double>(last->machine_busy_ns - first->machine_busy_ns) / capacity, *busy, 1.0);
+    }
   }
   a.loop_cpu_utilization = busy;
+  // Other processes on these CPUs (another tenant, the run's DataLoader workers) take CPU time
+  // a producer would need: the same work fits in the CPUs left. Ignored under 10 % of them.
+  const std::optional<double> others =
+      busy && a.loop_machine_utilization ? std::optional<double>(*a.loop_machine_utilization - *busy) : std::nullopt;
+  if (others && *others >= 0.10) busy = a.loop_machine_utilization;
   std::optional<double> gil;
   {
     bool python = false, ops = false;
@@ -515,9 +525,14 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
       add(fmt::format("compute-bound: exposed data time is {:.1f}% of the iteration", 100 * a.exposed_data_share));
     const double overlap = static_cast<double>(a.whatif_predicted_ns);
     if (busy && *busy * static_cast<double>(a.iteration_median_ns) > overlap * 1.02)
-      add(fmt::format("while these iterations ran the process kept {:.0f}% of the {} busy, so a producer takes CPU "
-                      "time from compute",
-                      100 * *busy, cpus_text(cpus)));
+      add(others && *others >= 0.10
+              ? fmt::format("while these iterations ran the {} were {:.0f}% busy, {:.0f}% of it other processes' (another "
+                            "tenant{}), so a producer takes CPU time from compute or from them",
+                            cpus_text(cpus), 100 * *busy, 100 * *others,
+                            a.worker_wait_ns > 0 ? ", or this run's DataLoader workers" : "")
+              : fmt::format("while these iterations ran the process kept {:.0f}% of the {} busy, so a producer takes CPU "
+                            "time from compute",
+                            100 * *busy, cpus_text(cpus)));
     else if (!busy && cpus > 0 && threads >= cpus && a.exposed_data_ns > 0)
       add(fmt::format("a producer shares the {} with compute on {} thread{}", cpus_text(cpus), threads, threads == 1 ? "" : "s"));
     // Only where there is data time to speak of (a loop without a loader has a few
@@ -659,6 +674,12 @@ std::string loader_worker_note(const Analysis& a) {
                      "collate_fn), median {} a batch. Whether the loop waits for its workers, and what prefetching "
                      "would save, is in the loop's own profile (exposed data, loader-bound, the what-if).",
                      human_ns(a.iteration_median_ns));
+}
+
+std::string other_processes_text(const Analysis& a) {
+  if (!a.loop_cpu_utilization || !a.loop_machine_utilization) return "";
+  const double others = *a.loop_machine_utilization - *a.loop_cpu_utilization;
+  return others >= 0.10 ? fmt::format("; other processes kept {:.0f}% of them busy while the loop ran", 100 * others) : "";
 }
 
 std::string whatif_formula(const Analysis& a) {

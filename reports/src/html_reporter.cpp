@@ -576,8 +576,9 @@ std::string html::profile_body(const Report& r, bool compact) {
   }
   o += "<h2>Host</h2>" + sparkline(p.host_samples);
   if (a.cpu_utilization)
-    o += fmt::format("<p>{:.0f}% of {} busy on average{}.</p>", 100 * *a.cpu_utilization, cpus_text(p.environment.cpus),
-                     a.worker_wait_ns > 0 ? " (this process; its DataLoader workers are processes of their own)" : "");
+    o += fmt::format("<p>{:.0f}% of {} busy on average{}{}.</p>", 100 * *a.cpu_utilization, cpus_text(p.environment.cpus),
+                     a.worker_wait_ns > 0 ? " (this process; its DataLoader workers are processes of their own)" : "",
+                     esc(other_processes_text(a)));
   if (!a.device_note.empty()) o += "<p class=muted>Device: " + esc(a.device_note) + "</p>";
   if (a.gpu_busy) o += "<p>Device: " + esc(gpu_busy_sentence(a)) + ".</p>";
   return o;

@@ -265,9 +265,10 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
     }
   }
   if (a.cpu_utilization)
-    out << fmt::format("Host: {:.0f}% of {} busy over the run{}; RSS {} -> {} (peak {})\n", 100 * *a.cpu_utilization,
+    out << fmt::format("Host: {:.0f}% of {} busy over the run{}{}; RSS {} -> {} (peak {})\n", 100 * *a.cpu_utilization,
                        cpus_text(p.environment.cpus),
                        a.worker_wait_ns > 0 ? " (this process; its DataLoader workers are processes of their own)" : "",
+                       other_processes_text(a),
                        human_bytes(static_cast<std::uint64_t>(a.rss_first)),
                        human_bytes(static_cast<std::uint64_t>(a.rss_last)), human_bytes(static_cast<std::uint64_t>(a.rss_peak)));
   if (!a.device_note.empty()) out << "Device: " << a.device_note << "\n";

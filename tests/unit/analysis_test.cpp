@@ -475,6 +475,36 @@ TEST(Diagnostics, LowUtilizationJudgesTheLoopsCpuUse) {
   EXPECT_FALSE(has(run(p), "low-utilization"));
 }
 
+// Another tenant on the CPUs (host samples' machine_busy_ns beyond the process's cpu_ns): the
+// what-if's CPU bound counts its time, and the Host line says how much it took.
+TEST(Analysis, OtherProcessesOnTheCpusBoundTheWhatIf) {
+  Profile p = loop_profile(false);  // 30 ms data, 60 ms compute, 10 ms rest: 1.43x with CPUs to spare
+  p.environment.omp_num_threads = "1";
+  for (std::size_t i = 0; i < p.iterations.size(); ++i) p.iterations[i].begin_ns = static_cast<std::int64_t>(i) * 100 * kMs;
+  auto samples = [&](double process, double machine) {  // busy fractions of the 2 CPUs
+    p.host_samples.clear();
+    for (int i = 0; i <= 20; ++i)
+      p.host_samples.push_back(HostSample{i * 100 * kMs, 1000 * kMs, static_cast<std::int64_t>(i * 200 * kMs * process), 0,
+                                          static_cast<std::int64_t>(1e15 + i * 200 * kMs * machine)});
+  };
+  samples(0.5, 0.5);
+  const Analysis alone = analyze(p, {});
+  ASSERT_TRUE(alone.loop_machine_utilization.has_value());
+  EXPECT_GT(alone.whatif_expected_speedup, 1.3);
+  EXPECT_EQ(other_processes_text(alone), "");
+  samples(0.5, 1.0);  // another process keeps the other CPU busy
+  const Analysis shared = analyze(p, {});
+  EXPECT_NEAR(*shared.loop_machine_utilization, 1.0, 1e-9);
+  EXPECT_LT(shared.whatif_expected_speedup, 1.05);
+  EXPECT_FALSE(shared.whatif_pays);
+  EXPECT_NE(shared.whatif_note.find("the 2 CPUs were 100% busy, 50% of it other processes' (another tenant)"), std::string::npos)
+      << shared.whatif_note;
+  EXPECT_EQ(other_processes_text(shared), "; other processes kept 50% of them busy while the loop ran");
+  // A profile without the machine's figure (written before it existed): as before.
+  for (auto& h : p.host_samples) h.machine_busy_ns = 0;
+  EXPECT_FALSE(analyze(p, {}).loop_machine_utilization.has_value());
+}
+
 TEST(Diagnostics, LowUtilization) {
   Profile p = loop_profile(true);
   for (auto& it : p.iterations) it.wall_ns = 5 * kMs;

@@ -214,6 +214,10 @@ TEST(Api, PollDrainsAndFlushesOnTheCallingThreadUntilADrainerRuns) {
   EXPECT_GT(p->host_samples.back().rss_file_bytes, 0);
   EXPECT_LT(p->host_samples.back().rss_file_bytes, p->host_samples.back().rss_bytes);
   EXPECT_GT(p->host_samples.back().cpu_ns, 0);
+  // The CPUs' busy time, every process's (/proc/stat, in clock ticks): at least this one's, within a tick per sample.
+  EXPECT_GT(p->host_samples.back().machine_busy_ns, 0);
+  EXPECT_GE(p->host_samples.back().machine_busy_ns - p->host_samples.front().machine_busy_ns + 20000000 * static_cast<std::int64_t>(p->environment.cpus),
+            p->host_samples.back().cpu_ns - p->host_samples.front().cpu_ns);
   EXPECT_GE(p->environment.max_threads, 1) << "the thread count, from /proc/self/stat";
   EXPECT_EQ(gnnprof_poll(1), 0) << "no session";
   EXPECT_EQ(gnnprof_start_drainer(), -1) << "no session";

@@ -224,6 +224,10 @@ struct HostSample {
   /// Of rss_bytes, the file-backed and shared pages (a memory-mapped dataset's page cache:
   /// reclaimable, not a leak); 0 when not known (profiles before it was recorded).
   std::int64_t rss_file_bytes = 0;
+  /// Busy CPU time so far of the CPUs the process may run on, every process's (/proc/stat:
+  /// user, nice, system, irq, softirq, steal): with cpu_ns, how much other processes took
+  /// (another tenant, the run's DataLoader workers). 0 when not known.
+  std::int64_t machine_busy_ns = 0;
 };
 
 /// JSON: "info" | "warning" | "error".

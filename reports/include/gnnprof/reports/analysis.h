@@ -116,6 +116,10 @@ struct Analysis {
   /// The same over the analysed iterations only (host samples inside them covering half their
   /// span or more); unset otherwise. A loop's share, not the set-up's or a final sleep's.
   std::optional<double> loop_cpu_utilization;
+  /// The same for every process on those CPUs (host samples' machine_busy_ns), over half a
+  /// second or more: what other processes took (another tenant, DataLoader workers) is the
+  /// difference. The what-if's CPU bound uses it when that is 10 % of the CPUs or more.
+  std::optional<double> loop_machine_utilization;
   std::int64_t rss_first = 0, rss_last = 0, rss_peak = 0;
   std::string device_note;  ///< why there is no device busy/idle breakdown
   /// With CUPTI: GPU activity (kernels and copies on the GPU lanes) per analyzed iteration,
@@ -171,6 +175,10 @@ std::string gpu_copy_rates(const Analysis& a);
 /// when the loop waits for DataLoader worker processes, "max(data - worker wait, compute) +
 /// worker wait 4.91 ms + rest" (the wait stays on the critical path).
 std::string whatif_formula(const Analysis& a);
+
+/// "; other processes kept 47% of them busy while the loop ran" when they took 10 % or more of
+/// the CPUs over the analysed iterations (loop_machine_utilization), else "".
+std::string other_processes_text(const Analysis& a);
 /// A DataLoader worker's profile: what its iterations are, and where the loop's analysis is.
 std::string loader_worker_note(const Analysis& a);
 
