@@ -203,9 +203,12 @@ struct SeenSource {
   bool written = false;         // written in place as the loop's state (note_state_write)
 };
 std::atomic<std::uint64_t> g_marks{0};  // iteration marks so far
-// The training loop's thread (0: none yet): the main thread at its first iteration mark, or,
-// when the main thread marked none, the first other thread to step an optimizer.
+// The training loop's thread (0: none yet): the main thread at its first iteration mark, or
+// another thread at its first optimizer step while the loop's thread has made one mark at most
+// (none, or the first forward's of a sanity check or a lazy module's set-up before a
+// threading.Thread trains). Its marks so far (2: for good).
 std::atomic<long> g_loop_tid{0};
+std::atomic<int> g_loop_marks{0};
 
 long this_tid() { return static_cast<long>(::syscall(SYS_gettid)); }
 
@@ -216,13 +219,14 @@ bool on_loop_thread() {
 }
 
 // An iteration boundary on the loop thread: decide whether the next iteration's ops are
-// observed, switch the ops callback accordingly, and mark the boundary with that fact.
-void mark_iteration(unsigned flags = 0, bool after_gap = false) {
+// observed, switch the ops callback accordingly, and mark the boundary with that fact. A thread
+// that is not (or no longer) the loop's marks nothing: the sampler is the loop thread's alone.
+void mark_iteration(long tid, unsigned flags = 0, bool after_gap = false) {
+  long loop = g_loop_tid.load(std::memory_order_relaxed);
+  if (loop == 0 && g_loop_tid.compare_exchange_strong(loop, tid, std::memory_order_relaxed)) loop = tid;
+  if (loop != tid) return;
+  if (g_loop_marks.load(std::memory_order_relaxed) < 2) g_loop_marks.fetch_add(1, std::memory_order_relaxed);
   g_marks.fetch_add(1, std::memory_order_relaxed);
-  if (g_loop_tid.load(std::memory_order_relaxed) == 0) {
-    long none = 0;
-    g_loop_tid.compare_exchange_strong(none, this_tid(), std::memory_order_relaxed);
-  }
   if (after_gap) g_last_mark = 0;  // the dropped time is no iteration for the sampler either
   if (g_fork_reset && g_sampler != nullptr && g_ops_handle != 0) reset_sampling_after_fork();
   if (g_sampler == nullptr || g_ops_handle == 0) {
@@ -287,11 +291,12 @@ class CApiSink final : public OpSink {
     if (!sites_.empty()) sites_.pop_back();
     if (!contexts_.empty()) contexts_.pop_back();
   }
-  void step() override { mark_iteration(); }
-  void loader_step() override { mark_iteration(GNNPROF_STEP_BY_LOADER); }
+  void step() override { mark_iteration(tid_); }
+  void loader_step() override { mark_iteration(tid_, GNNPROF_STEP_BY_LOADER); }
+  void set_tid(long tid) noexcept { tid_ = tid; }
   void drop_iteration(bool begin) override {
     if (begin) {
-      mark_iteration(GNNPROF_STEP_DROP_OPEN, true);
+      mark_iteration(tid_, GNNPROF_STEP_DROP_OPEN, true);
     } else {
       gnnprof_step_end_flags(GNNPROF_STEP_DROP_OPEN);
       g_last_mark = 0;
@@ -314,6 +319,7 @@ class CApiSink final : public OpSink {
   void track_off_cpu(bool on) noexcept { track_off_cpu_ = on; }
 
  private:
+  long tid_ = 0;  // the thread's (mark_iteration: the loop thread's marks only)
   static std::int64_t thread_cpu_ns() noexcept {
     timespec ts{};
     if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return -1;
@@ -493,6 +499,7 @@ struct ThreadState {
   std::pmr::vector<LineMark> marks{heap.resource()};         // frames with kForwardLine / kChargeLine, LIFO
   std::uint32_t starts_since_poll = 0;
   bool loop_candidate = false;  // the classifier marks iterations (the main thread; a training thread that took the loop)
+  long tid = 0;
   int watch_slot = -1;          // a first optimizer step (or zero_grad) being watched: fold_slot
   std::size_t watch_frame = 0;  // its frame's depth in handles
   bool watch_foldable = true;   // nothing in it so far forbids folding its kind
@@ -526,35 +533,47 @@ thread_local ThreadState* t_state = nullptr;
 ThreadState* state() {
   if (t_state == nullptr) {
     ClassifierOptions opt = g_options;
-    const bool main_thread = this_tid() == ::getpid();
+    const long tid = this_tid();
+    const bool main_thread = tid == ::getpid();
     opt.phases = opt.phases && g_program_phases.load(std::memory_order_relaxed);
     opt.marks_iterations = main_thread && g_options.marks_iterations && g_program_marks.load(std::memory_order_relaxed);
     opt.phases_span_gaps = main_thread && !g_worker;
     t_state = new (gnnprof::detail::map_pages(sizeof(ThreadState), alignof(ThreadState))) ThreadState(opt);
     t_state->sink.track_off_cpu(main_thread);  // the loop's thread: the GIL what-if's data stages
     t_state->loop_candidate = main_thread;
+    t_state->tid = tid;
+    t_state->sink.set_tid(tid);
   }
   return t_state;
 }
 
 /// A thread other than the main one takes the loop at its first optimizer step when no thread
-/// has (training in a threading.Thread); the main thread, once another has it, stops marking.
+/// has, or the one that has made one mark at most (training in a threading.Thread); the thread
+/// that had it, at its next op or call, stops marking.
 void track_loop_thread(ThreadState* ts, bool optimizer_step) {
-  const long loop = g_loop_tid.load(std::memory_order_relaxed);
+  long loop = g_loop_tid.load(std::memory_order_relaxed);
   if (ts->loop_candidate) {
-    if (loop != 0 && loop != this_tid()) {
+    if (loop != 0 && loop != ts->tid) {
       ts->loop_candidate = false;
       ts->sink.track_off_cpu(false);
       ts->classifier.set_loop_thread(false, false, false);
     }
     return;
   }
-  if (!optimizer_step || loop != 0 || g_worker) return;
-  long none = 0;
-  if (!g_loop_tid.compare_exchange_strong(none, this_tid(), std::memory_order_relaxed)) return;
+  if (!optimizer_step || g_worker || (loop != 0 && g_loop_marks.load(std::memory_order_relaxed) >= 2)) return;
+  if (!g_loop_tid.compare_exchange_strong(loop, ts->tid, std::memory_order_relaxed)) return;
+  g_loop_marks.store(0, std::memory_order_relaxed);
   ts->loop_candidate = true;
   ts->sink.track_off_cpu(true);
   ts->classifier.set_loop_thread(true, g_options.marks_iterations && g_program_marks.load(std::memory_order_relaxed), true);
+}
+
+/// The calling thread's state, after the loop thread's check (a thread that lost the loop to a
+/// training thread marks nothing from any entry: the package's module, backward, loop and step calls).
+ThreadState* checked_state() {
+  ThreadState* ts = state();
+  track_loop_thread(ts, false);
+  return ts;
 }
 
 void line_watch_fired() {
@@ -977,7 +996,7 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
 constexpr std::uint64_t kPythonScope = std::uint64_t{1} << 63;
 
 bool begin_python_scope(std::string_view name, const char* category, bool program_stage) {
-  ThreadState* ts = state();
+  ThreadState* ts = checked_state();
   const bool take = gnnprof_is_running() != 0;
   std::uint64_t handle = 0;
   if (take) {
@@ -1052,6 +1071,7 @@ int gnnprof_torch_observe(int flags, unsigned long long gather_min_bytes,
       pthread_atfork(nullptr, nullptr, [] {
         gi::t_state = nullptr;
         gi::g_loop_tid.store(0, std::memory_order_relaxed);
+        gi::g_loop_marks.store(0, std::memory_order_relaxed);
         gi::g_worker = true;
         gi::g_fork_reset = true;
       });
@@ -1069,6 +1089,7 @@ void gnnprof_torch_become_worker(void) {
   // child): its options follow the worker's rules.
   gi::t_state = nullptr;
   gi::g_loop_tid.store(0, std::memory_order_relaxed);
+  gi::g_loop_marks.store(0, std::memory_order_relaxed);
   gi::g_worker = true;
   gi::g_fork_reset = true;
 }
@@ -1103,7 +1124,7 @@ void gnnprof_torch_set_poll(void (*poll)(int)) {
 void gnnprof_torch_backward(int enter) {
   try {
     if (gnnprof_is_running() == 0) return;
-    gi::ThreadState* ts = gi::state();
+    gi::ThreadState* ts = gi::checked_state();
     const bool observed = gi::g_ops_enabled.load(std::memory_order_relaxed);
     if (enter != 0) {
       if (ts->backward_depth++ == 0 && observed) ts->classifier.on_backward_call(true);
@@ -1134,7 +1155,7 @@ int gnnprof_torch_user_scope(const char* name, const char* category, int enter) 
 int gnnprof_torch_loop(int enter) {
   try {
     if (gnnprof_is_running() == 0) return -1;
-    return gi::state()->classifier.on_loop(enter != 0);
+    return gi::checked_state()->classifier.on_loop(enter != 0);
   } catch (...) {
     return -1;
   }
@@ -1143,7 +1164,7 @@ int gnnprof_torch_loop(int enter) {
 int gnnprof_torch_user_step(void) {
   try {
     if (gnnprof_is_running() == 0) return 0;
-    return gi::state()->classifier.on_user_step() ? 1 : 0;
+    return gi::checked_state()->classifier.on_user_step() ? 1 : 0;
   } catch (...) {
     return 0;
   }
@@ -1153,14 +1174,20 @@ void gnnprof_torch_configure(int flags) {
   gi::g_program_phases.store((flags & GNNPROF_TORCH_NO_PHASES) == 0, std::memory_order_relaxed);
   gi::g_program_marks.store((flags & GNNPROF_TORCH_NO_MARKS) == 0, std::memory_order_relaxed);
   // The calling thread's state is rebuilt at its next op with them (the old one leaks, as in a
-  // fork child), unless an op of it is open.
-  if (gi::t_state != nullptr && gi::t_state->handles.empty()) gi::t_state = nullptr;
+  // fork child), unless an op of it is open; a phase it left open (spanning gaps) ends first.
+  if (gi::t_state != nullptr && gi::t_state->handles.empty()) {
+    try {
+      gi::t_state->classifier.close_all();
+    } catch (...) {
+    }
+    gi::t_state = nullptr;
+  }
 }
 
 void gnnprof_torch_module(int enter) {
   try {
     if (gnnprof_is_running() == 0) return;
-    gi::ThreadState* ts = gi::state();
+    gi::ThreadState* ts = gi::checked_state();
     const bool observed = gi::g_ops_enabled.load(std::memory_order_relaxed);
     if (enter == 0) {
       if (ts->module_depth > 0 && --ts->module_depth == 0 && observed)

@@ -316,7 +316,18 @@ void Aggregator::on_mark(std::uint32_t thread, std::int64_t ts, bool begin_next,
   // Marks are expected from one thread in time order; a mark earlier than the last boundary
   // (another thread's) would break the sorted iteration list and is ignored.
   if (have_boundary_ && ts < last_boundary_) return;
-  if (loop_thread_ < 0) loop_thread_ = static_cast<int>(thread);
+  // One mark of the loop thread (the first forward of a sanity check on the main thread), then
+  // another thread's (one that trains, which the torch observer lets take the loop): the
+  // iterations are that thread's.
+  if (loop_thread_ >= 0 && static_cast<int>(thread) != loop_thread_ && loop_marks_ <= 1 && iters_.size() <= 1) {
+    iters_.clear();
+    loop_thread_ = -1;
+  }
+  if (loop_thread_ < 0) {
+    loop_thread_ = static_cast<int>(thread);
+    loop_marks_ = 0;
+  }
+  if (static_cast<int>(thread) == loop_thread_ && loop_marks_ < 2) ++loop_marks_;
   if (!iters_.empty() && iters_.back().end < 0) {
     iters_.back().end = ts;
     iters_.back().dropped = (flags & gnnprof::detail::kStepDropOpen) != 0;

@@ -194,6 +194,7 @@ class Aggregator {
   bool ops_unobserved_ = false;
   std::int64_t last_boundary_ = 0;
   int loop_thread_ = -1;
+  int loop_marks_ = 0;  // the loop thread's marks (up to 2)
   std::pmr::vector<Pending> pending_{mr_};
   std::pmr::vector<RawTimeline> timeline_{mr_};
   std::pmr::vector<HostSample> host_{mr_};

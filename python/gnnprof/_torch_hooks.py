@@ -201,13 +201,21 @@ def install_fallback(native, config):
     stages = {"forward": native.Stage("forward"), "forward (no grad)": native.Stage("forward (no grad)"),
               "backward": native.Stage("backward"), "optimizer": native.Stage("optimizer")}
     marks = {"open": False}  # an iteration begun (at the first forward, then at each step's end)
-    # The loop's thread: the main thread at its first mark, or, when it marked none, the first
-    # thread to step an optimizer (training in a threading.Thread).
-    loop = {}
+    # The loop's thread: the main thread at its first mark, or the first thread to step an
+    # optimizer while the loop's thread has marked once at most (a sanity forward on the main
+    # thread, then training in a threading.Thread). Its marks (2: for good).
+    loop = {"thread": None, "marks": 0}
 
-    def on_loop_thread():
+    def on_loop_thread(step):
         me = threading.current_thread()
-        return loop.setdefault("thread", me) is me
+        if loop["thread"] is None or (step and loop["thread"] is not me and loop["marks"] < 2):
+            loop["thread"], loop["marks"] = me, 0
+        return loop["thread"] is me
+
+    def mark():
+        native.step()
+        loop["marks"] += 1
+        marks["open"] = True
 
     def close_stale_forward():
         # A forward that raised on a torch without always_call hooks left its stage open.
@@ -222,9 +230,8 @@ def install_fallback(native, config):
         tls.modules += 1
         if tls.modules == 1 and tls.steps == 0 and tls.backward == 0:
             grad = torch.is_grad_enabled()
-            if grad and not marks["open"] and threading.current_thread() is threading.main_thread() and on_loop_thread():
-                native.step()
-                marks["open"] = True
+            if grad and not marks["open"] and threading.current_thread() is threading.main_thread() and on_loop_thread(False):
+                mark()
             tls.forward = stages["forward" if grad else "forward (no grad)"]
             tls.forward.__enter__()
 
@@ -270,7 +277,7 @@ def install_fallback(native, config):
                 return step(*args, **kwargs)
             close_stale_forward()
             tls.steps += 1
-            main = on_loop_thread()
+            main = on_loop_thread(True)
             if main:
                 native.optimizer_step()  # auto line selection: the frame calling step() is the loop
             stages["optimizer"].__enter__()
@@ -280,8 +287,7 @@ def install_fallback(native, config):
                 stages["optimizer"].__exit__(None, None, None)
                 tls.steps -= 1
                 if main:
-                    native.step()
-                    marks["open"] = True
+                    mark()
 
         gnnprof_step._gnnprof_step = True
         return gnnprof_step

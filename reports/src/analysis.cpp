@@ -693,6 +693,9 @@ namespace {
 
 /// The traced line that stages of `cat` ran under most (the line table's Data column for data):
 /// "; most of it while train.py:103 `x = feats[idx]` ran (62% of the traced lines' data time)", or "".
+/// A statement as a diagnostic quotes it: at most 60 characters.
+std::string quoted_code(const std::string& code) { return code.size() > 60 ? code.substr(0, 57) + "..." : code; }
+
 /// The traced line with the most of `cat`'s stage time when it has at least half of the lines'
 /// (its time and all lines' in top_ns, all_ns), else nullptr.
 const LineStats* top_line(const Profile& p, const std::map<std::string, std::string>& category, const std::string& cat,
@@ -716,7 +719,7 @@ std::string line_sentence(const Profile& p, const std::map<std::string, std::str
   std::int64_t top_ns = 0, all_ns = 0;
   const LineStats* top = top_line(p, category, cat, top_ns, all_ns);
   if (top == nullptr) return "";
-  std::string code = top->code.size() > 60 ? top->code.substr(0, 57) + "..." : top->code;
+  const std::string code = quoted_code(top->code);
   return fmt::format("; most of it while {}:{} `{}` ran ({:.0f}% of the traced lines' {} time)", base_name(top->file),
                      top->line, code, 100.0 * static_cast<double>(top_ns) / static_cast<double>(all_ns), cat);
 }
@@ -729,8 +732,7 @@ const LineStats* forward_line_of(const Profile& p, const std::string& file, std:
   if (file.empty()) return nullptr;
   for (const LineStats& l : p.lines) {
     if (l.line != line || l.file != file || l.backward_ns <= 0) continue;
-    const auto f = l.stages.find("forward");
-    return f != l.stages.end() && f->second > 0 ? &l : nullptr;
+    if (const auto f = l.stages.find("forward"); f != l.stages.end() && f->second > 0) return &l;
   }
   return nullptr;
 }
@@ -826,7 +828,7 @@ std::optional<Diagnostic> slow_iterations(const Profile& p, const Analysis& a) {
                        human_ns(stage.second));
   if (!line.first.empty()) {
     const LineStats& l = p.lines[static_cast<std::size_t>(std::strtoul(line.first.c_str(), nullptr, 10))];
-    std::string code = l.code.size() > 60 ? l.code.substr(0, 57) + "..." : l.code;
+    const std::string code = quoted_code(l.code);
     msg += fmt::format("{} the line {}:{} `{}` {} more", named ? ", and" : ". In them,", base_name(l.file), l.line, code,
                        human_ns(line.second));
   }
@@ -925,10 +927,10 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
       const std::int64_t in_line = mat != l->stages.end() ? mat->second : 0;
       add("materialize-in-compute", Severity::kWarning,
           fmt::format("{}:{} `{}` runs the model's forward and gathers {} rows ({}) as it does{}: a lazy gather inside the "
-                      "model's call (a block's srcdata['x'] read in forward), on the critical path, where no prefetcher of "
-                      "the batches reaches it. Read the features before the forward (x = block.srcdata['x'] in the loop, "
+                      "model's call (a block's srcdata['x'] read in forward) or beside it in that statement, on the critical "
+                      "path, where no prefetcher of the batches reaches it. Read the features before the forward (x = block.srcdata['x'] in the loop, "
                       "or in the data pipeline), where they can be prefetched.",
-                      base_name(l->file), l->line, l->code.size() > 60 ? l->code.substr(0, 57) + "..." : l->code, m.rows,
+                      base_name(l->file), l->line, quoted_code(l->code), m.rows,
                       human_bytes(m.bytes),
                       l->total_ns > 0 && in_line > 0
                           ? fmt::format(" ({:.0f}% of that line's time)", 100.0 * static_cast<double>(in_line) / static_cast<double>(l->total_ns))
@@ -952,6 +954,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   const bool device = used_device(p);
   std::int64_t loop_ns = 0;  // the complete iterations' time: a line's share of the loop
   for (const auto& it : p.iterations) loop_ns += it.complete ? it.wall_ns : 0;
+  bool elementwise_said = false;  // the reads' line covers every sync stage: named once
   for (const auto& s : a.loop_stages) {
     if (s.category != "sync") continue;
     std::uint64_t hits = 0, observed = 0;
@@ -965,9 +968,10 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
     const LineStats* reader = top_line(p, category, "sync", top_ns, all_ns);
     const double reader_share =
         reader != nullptr && loop_ns > 0 ? static_cast<double>(line_time(*reader)) / static_cast<double>(loop_ns) : 0;
-    const bool elementwise = !device && reads >= 256 && reader_share >= 0.10;
+    const bool elementwise = !device && !elementwise_said && reads >= 256 && reader_share >= 0.10;
     if (s.share <= 0.05 && !elementwise) continue;
     if (elementwise && s.share <= 0.05) {
+      elementwise_said = true;
       add("host-sync", Severity::kWarning,
           fmt::format("about {} scalar reads (.item(), int(t), float(t), bool(t)) per iteration, most of them while "
                       "{}:{} `{}` ran, a line that takes {:.0f}% of the loop: reading a tensor element by element costs "
@@ -975,7 +979,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
                       "iteration). Read values in bulk (t.tolist()) or keep the work in tensor ops (bincount, "
                       "scatter_add_, a mask's sum).",
                       reads, base_name(reader->file), reader->line,
-                      reader->code.size() > 60 ? reader->code.substr(0, 57) + "..." : reader->code, 100 * reader_share,
+                      quoted_code(reader->code), 100 * reader_share,
                       s.name, 100 * s.share),
           {{"reads_per_iteration", static_cast<double>(reads)}, {"line_share", reader_share}, {"share", s.share}, {"device", 0.0}});
       continue;

@@ -81,7 +81,7 @@ CheckResult apply_check(const Comparison& c, const CheckPolicy& policy) {
       row.status = CheckStatus::kUndecided;
       ++r.undecided;
       if (m.scope == Scope::kLoop) r.iteration_undecided = true;
-    } else if (m.verdict == Verdict::kCandidateOnly && !m.op() && policy.limits.count(m.name) != 0 &&
+    } else if (m.verdict == Verdict::kCandidateOnly && !m.op() && policy.limits.count(m.name) != 0 && m.candidate_median_ns > 0 &&
                static_cast<double>(m.candidate_median_ns) >= floor * static_cast<double>(iteration_ns)) {
       // A stage the program gates by name (--stage) that only the current run has: new work there
       // over its floor of the iteration regresses (it had none).
@@ -281,7 +281,7 @@ std::string check_summary(const CheckResult& r) {
                        r.policy.min_samples, warmup_words(r.policy.skip));
   const bool one_run = !r.rows.empty() && !runs_are_samples(r.rows.front().metric);
   std::string s = r.regressions > 0 ? fmt::format("FAIL: {} regression(s){}", r.regressions,
-                                                  one_run ? " (one run per side: a slower host fails too)" : "")
+                                                  one_run ? " (fewer than 3 runs per side: a slower host fails too)" : "")
                                     : std::string("PASS");
   if (const std::string blind = check_sensitivity(r); !blind.empty()) s += " (" + blind + ")";
   if (r.undecided > 0)
@@ -294,7 +294,8 @@ std::string check_markdown(const CheckResult& r, const std::string& baseline, co
   std::string md = fmt::format("### gnnprof check: {}\n\n", r.iteration_undecided ? "undecided" : r.regressions > 0 ? "regression" : "pass");
   md += "Baseline `" + baseline + "`, current `" + current +
         "`; regression = significant (p < " + fmt::format("{:.3g}", r.policy.alpha) + ", CI excludes 1) and slower than the limit; a stage or op also "
-        "significant across its family of tests (Holm) and grown by its floor of the iteration.\n\n"
+        "significant across its family of tests (Holm) and grown by its floor of the iteration; a stage gated by name "
+        "(--stage) that only the current run has, from its floor of the iteration on.\n\n"
         "| metric | baseline | current | ratio | 95% CI | p | limit | status |\n|---|---:|---:|---:|---:|---:|---:|---|\n";
   for (const auto& row : r.rows) {
     if (!listed(row)) continue;

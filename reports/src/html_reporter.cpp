@@ -280,10 +280,10 @@ std::string lines_html(const Profile& p, const ReportOptions& opt) {
                          r.line, empty, esc(text));
         continue;
       }
-      bool paced = false;
-      const std::int64_t time = line_time(*l, &paced);
+      const std::int64_t time = r.time_ns;
+      const bool paced = r.paced;
       const std::string pace_mark = paced ? "~" : "";
-      const double pct = b.paced_ns > 0 ? 100.0 * static_cast<double>(time) / static_cast<double>(b.paced_ns) : 0.0;
+      const double pct = r.pct;
       std::string split;
       for (const auto& [name, ns] : l->stages) split += fmt::format("{}{} {}", split.empty() ? "" : ", ", name, human_ns(ns));
       // An estimated row (iteration sampling): "~" and why, on each non-empty extra cell.
@@ -617,16 +617,14 @@ Status HtmlReporter::render(const Report& r, std::ostream& out) const {
   const LineBlock* heaviest_in = nullptr;
   for (const LineBlock& b : lines.blocks)
     for (const LineRow& row : b.rows)
-      if (row.stats != nullptr && (heaviest == nullptr || line_time(*row.stats) > line_time(*heaviest->stats))) {
+      if (row.stats != nullptr && (heaviest == nullptr || row.time_ns > heaviest->time_ns)) {
         heaviest = &row;
         heaviest_in = &b;
       }
   if (heaviest != nullptr)
     o += fmt::format("<a class=kpi id=top-line href='#lines' title='{}'><b>{}:{}</b><span>heaviest line: {:.1f}% of {}</span></a>",
                      esc(heaviest->stats->code), esc(base_name(heaviest->stats->file)), heaviest->stats->line,
-                     heaviest_in->paced_ns > 0 ? 100.0 * static_cast<double>(line_time(*heaviest->stats)) /
-                                                     static_cast<double>(heaviest_in->paced_ns)
-                                               : 0.0,
+                     heaviest->pct,
                      esc(heaviest_in->function));
   o += "</div><h2>Diagnostics</h2>" + diagnostics_html(diags);
   if (const LoaderWorkers& w = r.workers; !w.empty()) {

@@ -194,7 +194,7 @@ bool line_paces(const LineStats& l, double& observed_per_hit, double& unobserved
 
 std::int64_t line_time(const LineStats& l, bool* paced) {
   double o = 0, u = 0;
-  const bool slowed = line_paces(l, o, u) && o >= 1.5 * u;
+  const bool slowed = line_paces(l, o, u) && o >= 1.5 * u;  // as observer_pace_note
   if (paced != nullptr) *paced = slowed;
   if (!slowed) return l.total_ns;
   return l.unobserved_ns + std::llround(u * static_cast<double>(l.hits - l.unobserved_hits));
@@ -205,13 +205,10 @@ std::string observer_pace_note(const LineBlock& b) {
     const LineStats* l;
     double observed_per_hit, unobserved_per_hit;
   };
-  std::vector<Slowed> slowed;
+  std::vector<Slowed> slowed;  // every paced row: each "~" is explained
   for (const LineRow& r : b.rows) {
-    const LineStats* l = r.stats;
     double o = 0, u = 0;
-    bool paced = false;
-    if (l == nullptr || (line_time(*l, &paced), !paced) || !line_paces(*l, o, u)) continue;
-    if (100 * l->total_ns >= b.total_ns) slowed.push_back({l, o, u});  // named: 1 % of the function or more
+    if (r.stats != nullptr && r.paced && line_paces(*r.stats, o, u)) slowed.push_back({r.stats, o, u});
   }
   if (slowed.empty()) return "";
   std::sort(slowed.begin(), slowed.end(), [](const Slowed& x, const Slowed& y) { return x.l->total_ns > y.l->total_ns; });
@@ -291,6 +288,7 @@ LineTable build_line_table(const Profile& p, const std::vector<std::string>& sou
       r.stats = l;
       if (l != nullptr) {
         r.extras = line_extras(p, *l);
+        r.time_ns = line_time(*l, &r.paced);
         t.copied |= r.extras.copied() > 0;
         t.gathered |= r.extras.gathered > 0;
         t.gpu |= r.extras.gpu_ns > 0;
@@ -311,6 +309,8 @@ LineTable build_line_table(const Profile& p, const std::vector<std::string>& sou
       b.first = lines.front()->line;
       for (const auto& [n, l] : by_line) add(n, l, "");
     }
+    for (LineRow& r : b.rows)
+      r.pct = b.paced_ns > 0 ? 100.0 * static_cast<double>(r.time_ns) / static_cast<double>(b.paced_ns) : 0.0;
     t.blocks.push_back(std::move(b));
   }
   // Heaviest function first (ties by file, function), so the order does not depend on where

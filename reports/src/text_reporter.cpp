@@ -68,11 +68,10 @@ void TextReporter::render_line_table(const Profile& p, std::ostream& out) const 
             << "\n";
         continue;
       }
-      bool paced = false;
-      const std::int64_t time = line_time(*l, &paced);
-      const std::string pace_mark = paced ? "~" : "";
+      const std::int64_t time = r.time_ns;
+      const std::string pace_mark = r.paced ? "~" : "";
       const double per = l->hits != 0 ? us(time) / static_cast<double>(l->hits) : 0.0;
-      const double pct = b.paced_ns > 0 ? 100.0 * static_cast<double>(time) / static_cast<double>(b.paced_ns) : 0.0;
+      const double pct = r.pct;
       std::string extra;
       const std::string mark = estimate_mark(r.extras);
       const std::string none = r.extras.unknown ? "?" : "";

@@ -1425,18 +1425,21 @@ def test_work_after_autograd_grad_is_forward_not_after_backward(gnnprof_run, pla
 
 @needs_torch
 @pytest.mark.parametrize("observer", ["ops", "python"])
-def test_training_on_a_thread_of_its_own_is_the_loop(gnnprof_run, plain_run, observer):
+@pytest.mark.parametrize("sanity", [False, True])
+def test_training_on_a_thread_of_its_own_is_the_loop(gnnprof_run, plain_run, observer, sanity):
     """The main thread builds the model, starts a training thread and joins it: that thread is
     the loop's from its first optimizer step (iterations, its phases spanning gaps, the loop
     thread of the stage table), and the main thread's last torch work (the parameters'
-    initialisation) is no stage held open while it waits. With the op observer and with torch's
+    initialisation) is no stage held open while it waits; also after a forward with grad on the
+    main thread first (its one mark gives the loop up). With the op observer and with torch's
     Python hooks alone."""
     env = {} if observer == "ops" else {"GNNPROF_TORCH_BUILT_PATH": "/opt/other/libtorch_cpu.so"}
     path = script("thread_loop.py")
     steps = 40
-    r = gnnprof_run(path, str(steps), env=env)
+    args = [str(steps)] + (["--sanity"] if sanity else [])
+    r = gnnprof_run(path, *args, env=env)
     assert r.rc == 0, r.err
-    assert r.out == plain_run(path, str(steps)).out
+    assert r.out == plain_run(path, *args).out
     p = r.profile
     trainer = next(t for t in p["threads"] if t["name"] == "trainer")
     assert p["main_thread"] == trainer["index"], (p["main_thread"], p["threads"])

@@ -118,6 +118,38 @@ TEST(Aggregation, OtherThreadsGoToOtherThreadsOfTheirIteration) {
   }
 }
 
+// One mark on the main thread (a sanity forward's, before a threading.Thread trains), then a
+// thread that marks: the iterations and the loop thread are that thread's. Two marks on the
+// main thread first: the loop stays the main thread's.
+TEST(Aggregation, AThreadThatMarksAfterTheMainThreadsOneMarkIsTheLoop) {
+  Profile p = profile_of(quiet_config(), [] {
+    GNNPROF_STEP();
+    { GNNPROF_STAGE("forward"); spin_ns(20000); }
+    std::thread trainer([] {
+      for (int i = 0; i < 3; ++i) {
+        GNNPROF_STEP();
+        { GNNPROF_STAGE("forward"); spin_ns(20000); }
+      }
+      GNNPROF_STEP_END();
+    });
+    trainer.join();
+  });
+  ASSERT_EQ(p.iterations.size(), 3u);
+  for (const auto& it : p.iterations) EXPECT_GT(it.stages.at("forward"), 0);
+  EXPECT_NE(p.main_thread, 0u);
+  Profile q = profile_of(quiet_config(), [] {
+    GNNPROF_STEP();
+    spin_ns(20000);
+    GNNPROF_STEP();
+    spin_ns(20000);
+    std::thread([] { GNNPROF_STEP(); }).join();
+    spin_ns(20000);
+    GNNPROF_STEP_END();
+  });
+  EXPECT_EQ(q.main_thread, 0u);
+  EXPECT_GE(q.iterations.size(), 2u);
+}
+
 TEST(Aggregation, EventsDrainedBeforeTheirMarkAreStillAssigned) {
   // Thread 1's stage (begins at 150) is drained before thread 0's mark at 200 arrives: it must
   // wait and land in iteration 0 = [100, 200), not be lost or put in iteration 1.

@@ -1,6 +1,7 @@
 """Training in a threading.Thread while the main thread waits for it (a service, a watchdog):
 no gnnprof import. The model is built on the main thread, whose last torch work is the
-parameters' initialisation."""
+parameters' initialisation, or, with --sanity, a forward with grad (a shape check, a lazy
+module's set-up)."""
 import sys
 import threading
 import time
@@ -28,6 +29,8 @@ def main():
     model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 8))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 30
+    if "--sanity" in sys.argv:
+        print(f"out {tuple(model(torch.randn(4, 64)).shape)}")
     out = []
     t = threading.Thread(target=train, args=(model, opt, steps, out), name="trainer")
     t.start()

@@ -44,6 +44,9 @@ struct LineRow {
   std::string text;                   ///< the source line ("" when the source is missing)
   const LineStats* stats = nullptr;   ///< nullptr: no statement begins on this line
   LineExtras extras;
+  std::int64_t time_ns = 0;  ///< line_time(*stats): Time
+  bool paced = false;        ///< ... at the unobserved pace ("~")
+  double pct = 0;            ///< % Time: of the block's paced_ns
 };
 
 struct LineBlock {
