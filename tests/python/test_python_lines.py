@@ -1382,10 +1382,11 @@ def test_a_trainers_logging_after_its_step_helper_is_no_forward(gnnprof_run, pla
     the backward under. That is "ops after backward", not a forward (nor data); the sampling at
     the loop's top stays data."""
     path = script("trainer_loop.py")
-    r = run_observed(gnnprof_run, plain_run, path, "24")
+    r = run_observed(gnnprof_run, plain_run, path, "48")
     lines = r.lines("Trainer.train_epoch")
     log = lines[line_of(path, "self._log(out, self.y[seeds])")]["stages"]
-    # The first call (before the loop is found, at the first step) is not known to be below.
+    # The first call (before the loop is found, at the first step) is not known to be below:
+    # its warm-up took up to 10 ms on a loaded 2-core VM, against ~1 ms for each later call.
     assert log.get("ops after backward", 0) > 2 * (log.get("forward", 0) + log.get("ops (no grad)", 0)), log
     sampling = lines[line_of(path, "seeds = torch.randperm(N)[:1024]")]["stages"]
     assert sampling.get("ops (no grad)", 0) > 10 * sampling.get("ops after backward", 0), sampling
