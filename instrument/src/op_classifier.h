@@ -133,7 +133,8 @@ struct ClassifierOptions {
   /// gathers are not materializations (without phases a feature read and message passing look
   /// alike; such a program records its materializations itself).
   bool phases = true;
-  /// This thread may mark iterations (the process's main thread).
+  /// This thread may mark iterations (the process's main thread, or a thread that took the loop:
+  /// set_loop_thread).
   bool marks_iterations = true;
   /// A phase stage (forward, backward, ...) stays open across the gaps between its ops, so that
   /// the Python between two ops counts in the phase: right for the training loop's thread. On

@@ -1097,8 +1097,8 @@ void gnnprof_torch_become_worker(void) {
 void gnnprof_torch_close_thread(void) {
   try {
     // The final word on sampling (what was observed, the cost measured over the run), from the
-    // main thread only: the sampler is the loop thread's, and another thread may close itself
-    // while the loop runs.
+    // loop thread only: the sampler is its, and another thread may close itself while the loop
+    // runs.
     if (gi::g_sampler != nullptr && gi::g_sampler->iterations() > 0 && gi::on_loop_thread()) gi::note_sampling();
     if (gi::t_state != nullptr) {
       gi::t_state->classifier.close_all();
