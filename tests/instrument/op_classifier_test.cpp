@@ -87,6 +87,14 @@ gi::ClassifierOptions no_ops() {
   return o;
 }
 
+// A thread other than the loop's: it marks no iterations and its phases end with their ops.
+gi::ClassifierOptions other_thread() {
+  gi::ClassifierOptions o = no_ops();
+  o.marks_iterations = false;
+  o.phases_span_gaps = false;
+  return o;
+}
+
 }  // namespace
 
 TEST(OpClassifier, NamesAndScopes) {
@@ -868,10 +876,7 @@ TEST(OpClassifier, OpStagesNestInsideTheirPhase) {
 
 TEST(OpClassifier, OtherThreadsCloseTheirPhaseAfterEachOpAndNeverMark) {
   Recorder r;
-  gi::ClassifierOptions o = no_ops();
-  o.marks_iterations = false;
-  o.phases_span_gaps = false;
-  gi::OpClassifier c(r, o);
+  gi::OpClassifier c(r, other_thread());
   leaf(c, op("autograd::engine::evaluate_function: MmBackward0"));
   leaf(c, op("aten::linear", true));
   const std::vector<std::string> want = {"+backward[compute]", "-", "+forward[compute]", "-"};
@@ -1261,10 +1266,7 @@ TEST(OpClassifier, AfterACommWaitTheInterruptedPhaseGoesOn) {
 // Other threads never record waits (their gaps are not the loop's critical path).
 TEST(OpClassifier, OnlyTheLoopThreadRecordsCommWait) {
   Recorder r;
-  gi::ClassifierOptions o = no_ops();
-  o.marks_iterations = false;
-  o.phases_span_gaps = false;
-  gi::OpClassifier c(r, o);
+  gi::OpClassifier c(r, other_thread());
   c.on_start(op("aten::add"));
   c.on_end(true);
   c.close_all();
@@ -1314,10 +1316,7 @@ void train_pass(gi::OpClassifier& c) {
 // thread's, once another thread has the loop, stops marking, and a phase it held open ends.
 TEST(OpClassifier, ATrainingThreadBecomesTheLoopAndTheMainThreadLetsGo) {
   Recorder r;
-  gi::ClassifierOptions other = no_ops();
-  other.marks_iterations = false;
-  other.phases_span_gaps = false;
-  gi::OpClassifier c(r, other);
+  gi::OpClassifier c(r, other_thread());
   leaf(c, op("aten::linear", true));
   leaf(c, op("autograd::engine::evaluate_function: AddmmBackward0"));
   EXPECT_EQ(r.depth, 0);  // each phase ended with its op
