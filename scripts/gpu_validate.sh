@@ -4,10 +4,11 @@
 # the .debs of scripts/gpu_fetch_debs.sh in .device-debs:
 #   scripts/gpu_validate.sh OUTDIR
 # Builds what the gpu checks need against that machine's torch, runs `ctest -L gpu`, the Python
-# sample with --device cuda under gnnprof run, the overhead of gnnprof run on that sample, and
-# with GNNPROF_GPU_AB=1 the C++ and Python samples' A/Bs on the device; the line tests
-# (tests/python/test_python_lines.py) on the machine's Python unless GNNPROF_GPU_LINE_TESTS=0. Writes
-# OUTDIR/log.txt, OUTDIR/py.html and OUTDIR/runs.tar.gz (profiles and outputs). Each step is
+# sample with --device cuda under gnnprof run (with CUPTI and without), a PyG and a Lightning
+# script where the machine has them, the Python tests on the machine's Python unless
+# GNNPROF_GPU_LINE_TESTS=0, the overhead of gnnprof run on the sample unless GNNPROF_GPU_OVERHEAD=0,
+# and with GNNPROF_GPU_AB=1 the C++ and Python samples' A/Bs on the device. Writes OUTDIR/log.txt,
+# OUTDIR/py.html, OUTDIR/pyg.html, OUTDIR/pytest.txt and OUTDIR/runs.tar.gz (profiles and outputs). Each step is
 # bounded by a timeout and the next runs whatever the last did, so a failure still leaves a record.
 set -u
 out=${1:?usage: gpu_validate.sh OUTDIR}
@@ -57,17 +58,6 @@ timeout 60 build-gpu/tests/cupti_convert_test --gtest_brief=1 2>&1 | tail -5
 step ctest -L gpu
 GNNPROF_GPU_KEEP=$runs/gpu timeout 600 ctest --test-dir build-gpu -L gpu --output-on-failure 2>&1 | tail -80
 
-step line tests on this Python: test_python_lines.py, the torch cases on this machine\'s torch
-# pytest from .device-debs (pure Python). Lines: tracer.c on 3.11, tracer_monitor.c on 3.12+.
-# The machine's own pytest when it has one; no third-party plugins either way.
-if [ "${GNNPROF_GPU_LINE_TESTS:-1}" = 1 ]; then
-  pypath=/tmp/sysroot/usr/lib/python3/dist-packages
-  $py -c 'import pytest' 2>/dev/null && pypath=
-  PYTHONPATH=$pypath PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 GNNPROF_CLI=$PWD/$cli GNNPROF_PYTHON_DIR=$PWD/build-gpu/python \
-    PYTHONDONTWRITEBYTECODE=1 timeout ${GNNPROF_GPU_PYTEST_S:-400} $py -m pytest -q -p no:cacheprovider --tb=short -W ignore \
-    tests/python/test_python_lines.py 2>&1 | tail -60
-fi
-
 step gnnprof report of the CUDA program
 [ -f "$runs/gpu/cuda.json" ] && timeout 60 $cli report "$runs/gpu/cuda.json" 2>&1 | head -80
 step gnnprof report of the C++ sample, prefetched
@@ -84,6 +74,46 @@ timeout 300 $cli run -o "$runs/py.json" --html "$out/py.html" -- $py samples/pyt
   >"$runs/py.out" 2>&1
 echo "rc $?"; tail -60 "$runs/py.out"
 [ -f "$runs/py.json" ] && timeout 60 $cli report "$runs/py.json" 2>&1 | head -160
+
+step Python sample --device cuda with CUPTI off: the cuda-tensors collector entry
+GNNPROF_CUPTI=0 timeout 120 $cli run -o "$runs/py-nocupti.json" -- $py samples/python/sage_train.py --device cuda --steps 30 \
+  >"$runs/py-nocupti.out" 2>&1
+echo "rc $?"; grep -iE "cupti|cuda" "$runs/py-nocupti.out" | head -20
+[ -f "$runs/py-nocupti.json" ] && timeout 60 $cli report "$runs/py-nocupti.json" 2>&1 | sed -n '/== Diagnostics/,$p' | head -40
+
+step PyG script as its users write it, --device cuda, under gnnprof run
+if $py -c 'import torch_geometric' 2>/dev/null; then
+  timeout 240 $cli run -o "$runs/pyg.json" --html "$out/pyg.html" -- $py tests/python/scripts/pyg_sage.py --device cuda \
+    >"$runs/pyg.out" 2>&1
+  echo "rc $?"; tail -40 "$runs/pyg.out"
+  [ -f "$runs/pyg.json" ] && timeout 60 $cli report "$runs/pyg.json" 2>&1 | head -220
+else
+  echo "no torch_geometric on this Python"
+fi
+
+step Lightning script as its users write it, on the GPU, under gnnprof run
+if $py -c 'import lightning' 2>/dev/null || $py -c 'import pytorch_lightning' 2>/dev/null; then
+  timeout 240 $cli run -o "$runs/lightning.json" -- $py tests/python/scripts/lightning_mlp.py >"$runs/lightning.out" 2>&1
+  echo "rc $?"; tail -20 "$runs/lightning.out"
+  [ -f "$runs/lightning.json" ] && timeout 60 $cli report "$runs/lightning.json" 2>&1 | head -150
+else
+  echo "no lightning on this Python"
+fi
+
+step Python tests on this Python and torch: tests/python, in parallel where pytest-xdist is there
+# Lines: tracer.c on 3.11, tracer_monitor.c on 3.12+. pytest from .device-debs (pure Python) when
+# the machine has none; no third-party plugins either way but xdist. Log in OUTDIR/pytest.txt.
+if [ "${GNNPROF_GPU_LINE_TESTS:-1}" = 1 ]; then
+  pypath=/tmp/sysroot/usr/lib/python3/dist-packages
+  $py -c 'import pytest' 2>/dev/null && pypath=
+  xd=(); $py -c 'import xdist' 2>/dev/null && xd=(-p xdist -n "${GNNPROF_GPU_PYTEST_WORKERS:-12}")
+  OMP_NUM_THREADS=1 PYTHONPATH=$pypath PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 GNNPROF_CLI=$PWD/$cli \
+    GNNPROF_PYTHON_DIR=$PWD/build-gpu/python PYTHONDONTWRITEBYTECODE=1 timeout ${GNNPROF_GPU_PYTEST_S:-300} \
+    $py -m pytest -q -p no:cacheprovider --tb=short -rfE -W ignore "${xd[@]}" \
+    ${GNNPROF_GPU_PYTEST_FILES:-tests/python/test_python_lines.py tests/python/test_reports.py tests/python/test_prefetch.py} \
+    >"$out/pytest.txt" 2>&1
+  echo "pytest rc $?"; grep -E "^(FAILED|ERROR)|passed|failed" "$out/pytest.txt" | tail -60
+fi
 
 if [ "${GNNPROF_GPU_OVERHEAD:-1}" = 1 ]; then
 step overhead on the device: the Python sample plain, under gnnprof run, with --lines none and with CUPTI off, interleaved

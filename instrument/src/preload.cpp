@@ -180,7 +180,7 @@ __attribute__((constructor)) void gnnprof_preload_init() {
     {
       std::lock_guard<std::mutex> lock(g_attach_mu);
       if (cupti_env == "0") {
-        note("cupti", false, "off (GNNPROF_CUPTI=0)", false);
+        note("cupti", false, "GNNPROF_CUPTI=0", false);
         g_cuda_done = true;
       }
       if (force_cupti) {

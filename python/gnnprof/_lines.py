@@ -134,7 +134,8 @@ def library_prefixes(extra=()):
         import sysconfig
         out = {sysconfig.get_paths()["stdlib"]}
     version = "python%d.%d" % sys.version_info[:2]
-    for prefix in {sys.base_prefix, sys.base_exec_prefix}:  # platstdlib, e.g. lib64/ on some distributions
+    # platstdlib (lib64/ on some distributions; in a venv, under its own prefix)
+    for prefix in {sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix}:
         out.add(os.path.join(prefix, getattr(sys, "platlibdir", "lib"), version))
     try:
         out.update(site.getsitepackages())
@@ -259,7 +260,15 @@ def _scan_map(lines, offset=0, stop=None):
     return stmt_of, text_of
 
 
-def _span(node):
+def _case_line(lines, case):
+    """The line of a match_case's `case` keyword: its pattern may start below it (`case (`)."""
+    ln = case.pattern.lineno
+    while ln > 1 and not lines[ln - 1].lstrip().startswith("case"):
+        ln -= 1
+    return ln
+
+
+def _span(node, lines):
     """Lines of a statement's own text (the ast reference for the tests): a simple statement's
     whole extent, a compound statement's header (decorators included) up to its first nested
     statement."""
@@ -267,11 +276,11 @@ def _span(node):
     decorators = getattr(node, "decorator_list", None)
     if decorators:
         start = min([start] + [d.lineno for d in decorators])
-    body = getattr(node, "body", None) or getattr(node, "cases", None)  # a match: its header alone
+    if type(node).__name__ == "Match" and node.cases:  # a match: its header alone
+        return start, node.lineno, max(node.lineno, _case_line(lines, node.cases[0]) - 1)
+    body = getattr(node, "body", None)
     if isinstance(body, list) and body and isinstance(body[0], ast.AST):
-        inner = getattr(body[0], "lineno", None) or getattr(getattr(body[0], "pattern", None), "lineno", None)
-        if inner is not None:
-            return start, node.lineno, max(node.lineno, inner - 1)
+        return start, node.lineno, max(node.lineno, body[0].lineno - 1)
     return start, node.lineno, node.end_lineno or node.lineno
 
 
@@ -301,9 +310,9 @@ def _ast_map(lines, filename):
         return stmt_of, text_of
     for node in _statements(tree):
         if isinstance(node, ast.stmt):
-            start, head, end = _span(node)
+            start, head, end = _span(node, lines)
         elif isinstance(node, ast.ExceptHandler) or type(node).__name__ == "match_case":
-            start = head = node.lineno if hasattr(node, "lineno") else node.pattern.lineno
+            start = head = node.lineno if hasattr(node, "lineno") else _case_line(lines, node)
             body = node.body
             end = max(head, body[0].lineno - 1) if body else head
         else:
@@ -387,7 +396,10 @@ def qualname_at(filename, first, name, bytecode=None):
                     # a function's (or lambda's) own names are its locals; not a class body's or a
                     # comprehension's (the compiler's rule)
                     local = c.co_flags & 0x2 and c.co_name not in _COMPREHENSIONS  # CO_NEWLOCALS
-                    todo.append((c, q + (".<locals>." if local else ".")))
+                    if c.co_name.startswith("<generic parameters of "):  # 3.12's type-parameter scope
+                        todo.append((c, prefix))  # adds nothing to its def's or class's name
+                    else:
+                        todo.append((c, q + (".<locals>." if local else ".")))
     q = names.get((first, name, bytecode)) if bytecode is not None else None
     return q if q is not None else names.get((first, name), name)
 

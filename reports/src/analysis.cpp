@@ -574,8 +574,12 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
     a.rss_last = p.host_samples.back().rss_bytes;
     for (const auto& s : p.host_samples) a.rss_peak = std::max(a.rss_peak, s.rss_bytes);
   }
-  bool device = false;
-  for (const auto& col : p.collectors) device |= col.name == "cupti" && col.enabled;
+  // A device: CUPTI on and something ran there. A CPU loop on a GPU machine (a CUDA torch loads
+  // the runtime, which starts CUPTI) has neither kernels nor copies: its CPUs are its device.
+  bool cupti = false, gpu_activity = false;
+  for (const auto& col : p.collectors) cupti |= col.name == "cupti" && col.enabled;
+  for (const auto& st : p.stages) gpu_activity |= st.category == "gpu";
+  const bool device = cupti && gpu_activity;
   if (device) {
     for (const auto& [dir, range] : {std::pair{Direction::kH2D, "gpu: memcpy HtoD"}, std::pair{Direction::kD2H, "gpu: memcpy DtoH"}}) {
       GpuCopyRate rate{to_string(dir), 0, 0};
@@ -586,7 +590,9 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
       if (rate.bytes > 0 && rate.gpu_ns > 0) a.gpu_copies.push_back(rate);
     }
   }
-  a.device_note = device ? "" : "no device activity recorded (no CUPTI collector in this profile): GPU busy/idle not available";
+  a.device_note = device ? ""
+                 : cupti ? "CUPTI was on and recorded no kernel or copy: the program ran on the host's CPUs alone"
+                         : "no device activity recorded (no CUPTI collector in this profile): GPU busy/idle not available";
   if (device && !its.empty()) {
     std::vector<std::int64_t> gpu, share_permille;
     for (const auto* it : its) {

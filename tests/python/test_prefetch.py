@@ -17,10 +17,32 @@ import pytest
 
 from conftest import CLI, PYDIR, PYTHON, needs_torch, script
 
-os.environ["GNNPROF_ENABLED"] = "0"  # in this process: the API without a session
+
+# The API without a session in this process (the package starts one when imported and at its
+# first use), at import and in this module's tests only: another module's runs in the same pytest
+# process (pytest-xdist collects every module in each worker) inherit the environment.
+_ENABLED = os.environ.get("GNNPROF_ENABLED")
+
+
+def _restore_enabled():
+    if _ENABLED is None:
+        os.environ.pop("GNNPROF_ENABLED", None)
+    else:
+        os.environ["GNNPROF_ENABLED"] = _ENABLED
+
+
+os.environ["GNNPROF_ENABLED"] = "0"
 sys.path.insert(0, PYDIR)
 import gnnprof  # noqa: E402
 from gnnprof import _prefetch, _staging  # noqa: E402
+_restore_enabled()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_session():
+    os.environ["GNNPROF_ENABLED"] = "0"
+    yield
+    _restore_enabled()
 
 
 def producers():

@@ -21,6 +21,12 @@ def report(*args):
     return r.stdout
 
 
+def cupti_on(run):
+    """Whether CUPTI ran (a CUDA torch loads the runtime, which starts it, on a GPU machine)."""
+    c = run.collector("cupti")
+    return bool(c and c["enabled"])
+
+
 def section(text, title):
     m = re.search(r"^== " + re.escape(title) + r" ==\n(.*?)(?=^== |\Z)", text, re.S | re.M)
     return m.group(1) if m else ""
@@ -49,7 +55,8 @@ def test_gat_under_gnnprof_run_reads_phases_first(gnnprof_run, plain_run, tmp_pa
     # process), and the profile says so.
     assert "optimizer" in parents["aten::addcdiv_"]
     notes = {c["name"]: c for c in p["collectors"]}
-    assert "GNNPROF_TORCH_FOLD_OPTIMIZER=0" in notes["torch-optimizer-ops"]["reason"], notes
+    if not cupti_on(r):  # CUPTI correlating launches (a CUDA torch) never folds
+        assert "GNNPROF_TORCH_FOLD_OPTIMIZER=0" in notes["torch-optimizer-ops"]["reason"], notes
 
     # Text: the stage and iteration tables list phases only; --ops nests at most TOP + 1 op
     # rows under each phase, each naming its phase.
@@ -119,6 +126,8 @@ def test_the_optimizers_own_ops_are_folded_after_a_first_step_of_plain_cpu_ops(g
     assert folded.out == plain_run(adam, "--steps", str(steps)).out
     observed = gnnprof_run(adam, "--steps", str(steps), env={"GNNPROF_TORCH_FOLD_OPTIMIZER": "0"})
     assert observed.rc == 0, observed.err
+    if cupti_on(folded):
+        pytest.skip("a CUDA torch started CUPTI, which correlates launches: the optimizer's ops are never folded")
     once, every = optimizer_ops(folded.profile), optimizer_ops(observed.profile)
     n = every["aten::addcdiv_"]  # 4 parameters, in each step whose ops were observed
     assert n >= 4 * (steps - 1) and n % 4 == 0, every
@@ -580,7 +589,9 @@ def test_an_evaluation_between_epochs_is_no_iteration(gnnprof_run, mode):
     train_s = float(r.out.split()[1])
     done = [i for i in r.profile["iterations"] if i["complete"]]
     walls = [i["wall_ns"] / 1e9 for i in done]
-    assert max(walls) < 0.03, sorted(walls)[-5:]  # no iteration holds an evaluation (30 ms busy)
+    # No iteration holds an evaluation (30 ms busy). The first, which none can precede, is left
+    # out: torch's first backward starts its engine (200 ms on a CUDA torch 2.11, a loaded CPU).
+    assert max(walls[1:]) < 0.03, sorted(walls)[-5:]
     evaluate = [k for k, l in enumerate(r.profile["lines"]) if l["function"] == "main" and "evaluate(" in l["code"]]
     assert evaluate, [l["code"] for l in r.profile["lines"]]
     assert all(str(evaluate[0]) not in i["lines"] for i in done)

@@ -578,6 +578,22 @@ TEST(Diagnostics, LowUtilizationOfTheGpu) {
   EXPECT_FALSE(has(run(p), "low-utilization"));
 }
 
+// A CPU loop on a GPU machine: a CUDA torch loads the runtime, which starts CUPTI, and nothing
+// runs on the GPU. Its device is the host's CPUs, not an idle GPU.
+TEST(Diagnostics, ACpuLoopWithCuptiOnIsJudgedByItsCpus) {
+  Profile p = loop_profile(false);
+  p.collectors.push_back(CollectorInfo{"cupti", true, "MEMCPY, ..."});
+  for (auto& it : p.iterations) it.wall_ns = 5 * kMs;
+  for (int i = 0; i < 10; ++i) p.host_samples.push_back(HostSample{i * 100 * kMs, 0, i * 40 * kMs});  // 20 %
+  const Analysis a = analyze(p, {});
+  EXPECT_FALSE(a.gpu_busy);
+  EXPECT_NE(a.device_note.find("recorded no kernel or copy"), std::string::npos) << a.device_note;
+  auto ds = diagnose(p, a);
+  auto d = std::find_if(ds.begin(), ds.end(), [](const Diagnostic& x) { return x.id == "low-utilization"; });
+  ASSERT_NE(d, ds.end());
+  EXPECT_EQ(d->message.find("GPU"), std::string::npos) << d->message;
+}
+
 // The observer's transfer rows carry no GPU time; the GPU's copy ranges give the bandwidth.
 TEST(Analysis, GpuCopyRatesFromTheCopyRanges) {
   Profile p = loop_profile(false);
