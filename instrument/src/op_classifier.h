@@ -225,6 +225,11 @@ class OpClassifier {
   /// Whether the loop's torch.autograd.backward is running (the package's wrapper said so), and
   /// whether the wrapper has said anything yet: without it every backward counts.
   bool in_backward_call() const noexcept { return backward_call_depth_ > 0; }
+  /// Whether the innermost open scope is an optimizer step seen running a closure before (a
+  /// forward and backward inside it: LBFGS, Lightning's automatic optimization).
+  bool in_closure_step() const noexcept {
+    return !levels_.empty() && levels_.back().optimizer && levels_.back().closure_known;
+  }
   bool backward_calls_seen() const noexcept { return backward_calls_seen_; }
 
  private:

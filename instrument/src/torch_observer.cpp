@@ -875,7 +875,12 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     }
     if (top) {
       const std::uint32_t line = gnnprof_current_line();
-      if (push != nullptr) {
+      // A closure step's id would be the innermost one for its forward's and backward's kernels
+      // in iterations whose ops are not observed (no op pushes its own): none, so they are
+      // "(no op)" there, not the optimizer's.
+      const bool closure_unobserved =
+          kind == OpKind::kOptimizerStep && !op.ops_observed && ts->classifier.in_closure_step();
+      if (push != nullptr && !closure_unobserved) {
         push(pack_external(ts->sink.context_site(), ts->sink.op_site(op.name), forward_line != 0 ? forward_line : line));
         undo |= kPushedCorr;
       }

@@ -1,10 +1,13 @@
 // The external correlation ids the torch observer pushes for CUPTI (a CPU stand-in: the push is
 // recorded instead of sent to CUPTI). A backward node's ops carry the forward line that built the
 // node, not the line current on the thread running backward: on a GPU torch runs backward on
-// autograd's device thread, which has no traced line.
+// autograd's device thread, which has no traced line. A closure step's own id covers no forward
+// or backward in the iterations whose ops are not observed.
 #include <gtest/gtest.h>
+#include <ATen/record_function.h>
 #include <torch/torch.h>
 
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -17,6 +20,9 @@
 extern "C" void gnnprof_torch_set_correlation(void (*push)(unsigned long long), void (*pop)(void));
 
 namespace {
+
+// One iteration in 4 observed, from the first (the marks come from optimizer steps only).
+const bool g_sampled = setenv("GNNPROF_TORCH_SAMPLE", "4", 1) == 0;
 
 // Pushes and pops in order (0: a pop): a push followed directly by its pop is the innermost id,
 // the one CUPTI gives the kernels launched inside.
@@ -80,6 +86,50 @@ TEST(TorchCorrelation, BackwardNodesCarryTheirForwardLine) {
   EXPECT_GE(forward_ops, 3) << "the forward ops carry their line";
   EXPECT_GE(backward_on_fwd, 3) << "the backward nodes carry the forward line";
   EXPECT_EQ(backward_on_bwd, 0) << "no backward node's kernels carry the line that ran backward";
+}
+
+// An optimizer step that runs a closure (LBFGS, Lightning's automatic optimization): in an
+// iteration whose ops are not observed no op pushes an id of its own, so the step's id would be
+// the innermost one for every kernel of the closure's forward and backward.
+TEST(TorchCorrelation, AClosureStepsIdCoversNoUnobservedForward) {
+  ASSERT_TRUE(g_sampled);
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_events.clear();
+  }
+  gnnprof::Config cfg;
+  cfg.write_at_stop = false;
+  cfg.flush_at_exit = false;
+  cfg.quiet = true;
+  ASSERT_TRUE(gnnprof::start(cfg));
+  ASSERT_TRUE(gnnprof::torch::observe_ops());
+  gnnprof_torch_set_correlation(record_push, record_pop);
+  torch::manual_seed(0);
+  auto w = torch::randn({32, 16}, torch::requires_grad());
+  constexpr int kSteps = 16;
+  for (int i = 0; i < kSteps; ++i) {
+    at::RecordFunction step(at::RecordScope::USER_SCOPE);
+    step.before("Optimizer.step#SGD.step");
+    auto loss = torch::relu(torch::mm(torch::randn({64, 32}), w)).sum();  // the closure
+    loss.backward();
+    torch::NoGradGuard no_grad;
+    w.sub_(w.grad() * 0.01);
+    w.grad().zero_();
+  }
+  gnnprof_torch_set_correlation(nullptr, nullptr);
+  (void)gnnprof::stop();
+
+  std::lock_guard<std::mutex> lock(g_mu);
+  EXPECT_EQ(g_open, 0) << "every push popped";
+  int step_ids = 0, forward_ids = 0;
+  for (const unsigned long long id : g_events) {
+    if (id == 0) continue;
+    const std::string op = site_name(gnnprof::instrument::external_op(id));
+    step_ids += op == "Optimizer.step#SGD.step";
+    forward_ids += op == "aten::mm";
+  }
+  EXPECT_GE(forward_ids, 3) << "the observed iterations' forward ops push their own ids";
+  EXPECT_LE(step_ids, kSteps / 4 + 2) << "the step pushes its id only where its closure's ops push theirs";
 }
 
 }  // namespace
