@@ -25,11 +25,12 @@ import sys
 LOADERS = ("/torch/utils/data/", "/torch_geometric/loader/", "/torch_geometric/sampler/", "/dgl/dataloading/",
            "/dgl/graphbolt/")
 
-# Third-party packages, as path fragments, and those among them that are no framework: when the
-# optimizer's step is called through a framework's code (Lightning, skorch), the user code that
-# framework calls back while the loop runs (a training_step, a module's forward) is traced.
+# Third-party packages, as path fragments, and those among them that are no framework (the
+# start of the path after the last such fragment: a venv at /opt/torch/.venv holds Lightning):
+# when the optimizer's step is called through a framework's code (Lightning, skorch), the user
+# code that framework calls back while the loop runs (a training_step, a module's forward) is traced.
 FRAMEWORKS = ("/site-packages/", "/dist-packages/")
-NOT_FRAMEWORKS = ("/torch/", "/functorch/", "/gnnprof/")
+NOT_FRAMEWORKS = ("torch/", "functorch/", "gnnprof/")
 
 _IDENT = re.compile(r"^(<module>|[A-Za-z_][A-Za-z0-9_.<>]*)$")
 

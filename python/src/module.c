@@ -638,7 +638,7 @@ static PyMethodDef methods[] = {
     {"set_preparer", py_set_preparer, METH_O, NULL},
     {"set_excluded", py_set_excluded, METH_O, NULL},
     {"set_loaders", py_set_loaders, METH_O, NULL},
-    {"set_frameworks", py_set_frameworks, METH_VARARGS, "set_frameworks(fragments, neutral): third-party packages' path fragments, and those of no framework among them"},
+    {"set_frameworks", py_set_frameworks, METH_VARARGS, "set_frameworks(fragments, neutral): third-party packages' path fragments, and the names of those that are no framework"},
     {"stats", py_stats, METH_NOARGS, NULL},
     {"selected", py_selected, METH_NOARGS, "[(filename, name, qualname or None (3.10), roles, first line)] of the traced code objects"},
     {"set_hook", py_set_hook, METH_O, "the frame hook in (True) or out (False); selections are kept"},

@@ -33,8 +33,9 @@ int tracer_set_excluded(PyObject* prefixes);
 /* Path fragments of data-loader libraries ("/torch/utils/data/", ...): auto selection traces
  * the user code they call (a Dataset's __getitem__, a collate_fn) while they run for the loop. */
 int tracer_set_loaders(PyObject* fragments);
-/* Path fragments of third-party packages ("/site-packages/", ...) and, among them, of those that
- * are not a framework driving the loop (torch, gnnprof): when the loop's step is called through
+/* Path fragments of third-party packages ("/site-packages/", ...) and, among them, the names of
+ * those that are not a framework driving the loop ("torch/", "gnnprof/": the path's start after
+ * the last fragment): when the loop's step is called through
  * a framework (Lightning, skorch), auto selection traces the user code that framework calls back
  * while the loop runs (a training_step, a module's forward). */
 int tracer_set_frameworks(PyObject* fragments, PyObject* neutral);

@@ -122,7 +122,7 @@ static char** g_loaders = NULL; /* path fragments of data-loader libraries */
 static Py_ssize_t g_n_loaders = 0;
 static char** g_frameworks = NULL; /* path fragments of third-party packages */
 static Py_ssize_t g_n_frameworks = 0;
-static char** g_neutral = NULL; /* ...and of those among them that are no framework (torch) */
+static char** g_neutral = NULL; /* ...and the names of those that are no framework ("torch/") */
 static Py_ssize_t g_n_neutral = 0;
 
 static pthread_key_t g_key;
@@ -198,6 +198,16 @@ static int loader_file(PyObject* filename) {
   return contains_any(f, g_loaders, g_n_loaders);
 }
 
+/* The package part of f, after the last third-party fragment ("/site-packages/"): a prefix
+ * such as /opt/torch/.venv/lib/... says nothing of the package. NULL where there is none. */
+static const char* package_name(const char* f) {
+  const char* name = NULL;
+  for (Py_ssize_t i = 0; i < g_n_frameworks; ++i)
+    for (const char* at = strstr(f, g_frameworks[i]); at != NULL; at = strstr(at + 1, g_frameworks[i]))
+      if (name == NULL || at + strlen(g_frameworks[i]) > name) name = at + strlen(g_frameworks[i]);
+  return name;
+}
+
 /* Library code of a third-party package other than torch's and gnnprof's. */
 static int framework_file(PyObject* filename) {
   const char* f = PyUnicode_Check(filename) ? PyUnicode_AsUTF8(filename) : NULL;
@@ -205,7 +215,11 @@ static int framework_file(PyObject* filename) {
     PyErr_Clear();
     return 0;
   }
-  return contains_any(f, g_frameworks, g_n_frameworks) && !contains_any(f, g_neutral, g_n_neutral);
+  const char* name = package_name(f);
+  if (name == NULL) return 0;
+  for (Py_ssize_t i = 0; i < g_n_neutral; ++i)
+    if (strncmp(name, g_neutral[i], strlen(g_neutral[i])) == 0) return 0;
+  return 1;
 }
 
 /* Whether co's (unquickened) bytecode subscripts anything. */
@@ -441,14 +455,10 @@ int select_producer(void) {
 /* The directory (or module file) of the third-party package that file f belongs to, as a
  * prefix of f: ".../site-packages/lightning/". Its length, or 0. */
 static size_t package_prefix(const char* f) {
-  for (Py_ssize_t i = 0; i < g_n_frameworks; ++i) {
-    const char* at = strstr(f, g_frameworks[i]);
-    if (at == NULL) continue;
-    const char* name = at + strlen(g_frameworks[i]);
-    const char* slash = strchr(name, '/');
-    return slash != NULL ? (size_t)(slash - f) + 1 : strlen(f);
-  }
-  return 0;
+  const char* name = package_name(f);
+  if (name == NULL) return 0;
+  const char* slash = strchr(name, '/');
+  return slash != NULL ? (size_t)(slash - f) + 1 : strlen(f);
 }
 
 /* The packages whose loops run the loop of this session (callback_walk's frameworks). */

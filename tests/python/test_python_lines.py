@@ -180,6 +180,21 @@ def test_auto_traces_what_a_framework_running_the_loop_calls_back(gnnprof_run, p
         assert "called back" not in own.collector("python-lines")["reason"], mode
 
 
+def test_a_framework_installed_under_a_path_that_names_torch_is_a_framework(gnnprof_run, plain_run, tmp_path):
+    """Packages are told apart by their name after site-packages/, not by the whole path: the
+    GPU machine's venv is /opt/torch/.venv, so Lightning's files were taken for torch's and its
+    training_step went untraced."""
+    import shutil
+    libraries = tmp_path / "opt" / "torch" / ".venv" / "lib" / "site-packages"
+    shutil.copytree(LIBRARIES, libraries, ignore=shutil.ignore_patterns("__pycache__"))
+    path = script("framework_loop.py")
+    r = gnnprof_run(path, "20", env={"PYTHONPATH": str(libraries)})
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "20", env={"PYTHONPATH": PYDIR + os.pathsep + str(libraries)}).out
+    functions = {l["function"] for l in r.profile["lines"]}
+    assert functions == {"main", "LitModel.training_step", "LitModel.on_train_batch_end", "batches"}, functions
+
+
 def test_auto_follows_a_producer_thread_without_torch(gnnprof_run, plain_run):
     """The producer-thread selection on any CPython with a tracer (3.12+: sys.monitoring): a
     gather recorded on a thread with no traced frame, once the loop is found, selects that
