@@ -859,6 +859,14 @@ const std::vector<std::string>& diagnostic_ids() {
   return ids;
 }
 
+/// The analysed iterations' span (from the first's start to the last's end), where they carry
+/// times; nullopt for a profile without iterations (the whole run is then the window).
+std::optional<std::pair<std::int64_t, std::int64_t>> loop_window(const Profile& p, const Analysis& a) {
+  const auto its = analysed_iterations(p, a);
+  if (its.empty() || its.back()->begin_ns <= its.front()->begin_ns) return std::nullopt;
+  return std::pair{its.front()->begin_ns, its.back()->begin_ns + its.back()->wall_ns};
+}
+
 std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   std::vector<Diagnostic> out;
   auto add = [&](std::string id, Severity severity, std::string message, std::map<std::string, double> evidence) {
@@ -1021,29 +1029,39 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
         {{"median_ns", static_cast<double>(s.median_ns)}, {"share", s.share}, {"device", 0.0}});
   }
 
-  // host-memory-growth: anonymous RSS keeps rising after warm-up (DataLoader workers'
+  // host-memory-growth: anonymous RSS keeps rising while the loop runs (DataLoader workers'
   // copy-on-write leak). File-backed pages (a memory-mapped dataset read for the first time)
-  // are the page cache, reclaimable: not counted where the profile has them.
-  if (p.host_samples.size() >= 8) {
-    const std::size_t n = p.host_samples.size(), start = n / 5;
-    auto avg = [&](std::size_t lo, std::size_t hi) {
-      long double s = 0;
-      for (std::size_t i = lo; i < hi; ++i)
-        s += static_cast<long double>(p.host_samples[i].rss_bytes - p.host_samples[i].rss_file_bytes);
-      return static_cast<double>(s / static_cast<long double>(hi - lo));
-    };
-    const std::size_t third = (n - start) / 3;
-    const double early = avg(start, start + third), late = avg(n - third, n);
-    const double growth = late - early;
-    const double minutes = static_cast<double>(p.host_samples.back().ts_ns - p.host_samples[start].ts_ns) / 60e9;
-    if (third > 0 && growth > 64.0 * 1024 * 1024 && growth > 0.10 * early)
+  // are the page cache, reclaimable: not counted where the profile has them. The window is the
+  // analysed iterations' (start-up and warm-up left out: imports, a CUDA context, kernels loaded
+  // at their first launch), at least kMinGrowthWindow long, and a leak grows in each of its
+  // quarters: a step (a cache filled once) is none.
+  if (const auto window = loop_window(p, a); p.host_samples.size() >= 8) {
+    constexpr std::int64_t kMinGrowthWindow = 10'000'000'000;  // 10 s
+    std::vector<double> anon;
+    std::int64_t first_ts = 0, last_ts = 0;
+    for (const auto& h : p.host_samples) {
+      if (window && (h.ts_ns < window->first || h.ts_ns > window->second)) continue;
+      if (anon.empty()) first_ts = h.ts_ns;
+      last_ts = h.ts_ns;
+      anon.push_back(static_cast<double>(h.rss_bytes - h.rss_file_bytes));
+    }
+    const std::size_t n = anon.size(), q = n / 4;
+    double quarter[4] = {0, 0, 0, 0};
+    for (std::size_t k = 0; q > 0 && k < 4; ++k) {
+      for (std::size_t i = k * q; i < (k + 1) * q; ++i) quarter[k] += anon[i];
+      quarter[k] /= static_cast<double>(q);
+    }
+    const double early = quarter[0], late = quarter[3], growth = late - early;
+    const double minutes = static_cast<double>(last_ts - first_ts) / 60e9;
+    const bool steady = quarter[0] < quarter[1] && quarter[1] < quarter[2] && quarter[2] < quarter[3];
+    if (q >= 2 && last_ts - first_ts >= kMinGrowthWindow && steady && growth > 64.0 * 1024 * 1024 &&
+        growth > 0.10 * early)
       add("host-memory-growth", Severity::kWarning,
-          fmt::format("host memory (anonymous) grew from {} to {} after warm-up ({:.0f} MiB/min) and kept growing: a "
-                      "leak, such as "
-                      "DataLoader workers touching Python lists (copy-on-write of refcounts). Keep per-sample data in "
-                      "numpy arrays or tensors.",
+          fmt::format("host memory (anonymous) grew from {} to {} while the loop ran ({:.0f} MiB/min, in each quarter "
+                      "of {}): a leak, such as DataLoader workers touching Python lists (copy-on-write of refcounts). "
+                      "Keep per-sample data in numpy arrays or tensors.",
                       human_bytes(static_cast<std::uint64_t>(early)), human_bytes(static_cast<std::uint64_t>(late)),
-                      minutes > 0 ? growth / (1024 * 1024) / minutes : 0.0),
+                      minutes > 0 ? growth / (1024 * 1024) / minutes : 0.0, human_ns(last_ts - first_ts)),
           {{"rss_early_bytes", early}, {"rss_late_bytes", late}, {"growth_bytes", growth}});
   }
 

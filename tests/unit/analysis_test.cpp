@@ -457,6 +457,28 @@ TEST(Diagnostics, HostMemoryGrowth) {
   EXPECT_FALSE(has(run(p), "host-memory-growth"));
 }
 
+// A GPU run: start-up and the first iterations (a CUDA context, kernels loaded at their first
+// launch) grow the heap in steps; the loop's own window holds no steady growth.
+TEST(Diagnostics, HostMemoryGrowthIsTheLoopsSteadyGrowth) {
+  Profile p = loop_profile(true);
+  for (std::size_t i = 0; i < p.iterations.size(); ++i)
+    p.iterations[i].begin_ns = 10'000 * kMs + static_cast<std::int64_t>(i) * 2'000 * kMs;  // 14 s to 48 s
+  auto grow = [&](auto rss_at) {
+    p.host_samples.clear();
+    for (int i = 0; i < 50; ++i) p.host_samples.push_back(HostSample{i * 1000 * kMs, rss_at(i), i * 1500 * kMs});
+  };
+  grow([](int i) { return 1000 * kMs + i * 20 * kMs; });  // +20 MB a second throughout
+  EXPECT_TRUE(has(run(p), "host-memory-growth"));
+  grow([](int i) { return (i < 14 ? 300 : 1000) * kMs; });  // start-up, then flat
+  EXPECT_FALSE(has(run(p), "host-memory-growth"));
+  grow([](int i) { return (i < 25 ? 800 : 1300) * kMs; });  // one step inside the loop: a cache filled once
+  EXPECT_FALSE(has(run(p), "host-memory-growth"));
+  for (std::size_t i = 0; i < p.iterations.size(); ++i)  // the loop's 3.8 s: too short to tell
+    p.iterations[i].begin_ns = 10'000 * kMs + static_cast<std::int64_t>(i) * 200 * kMs;
+  grow([](int i) { return 1000 * kMs + i * 20 * kMs; });
+  EXPECT_FALSE(has(run(p), "host-memory-growth"));
+}
+
 // CPU use is the loop's, not the run's: a loop that keeps the CPUs busy and a long idle tail
 // after it (a final sleep, an evaluation waiting on I/O) is no batch too small.
 TEST(Diagnostics, LowUtilizationJudgesTheLoopsCpuUse) {
