@@ -96,7 +96,7 @@ bool observer_data_stage(const std::string& name) {
 namespace {
 /// Iteration sampling: the loop's backward time over every iteration / over the observed ones
 /// (where its phase is recorded in every one), or 0 when unknown. Observed iterations include
-/// the warm-up's slow ones, so the hits' ratio would overstate the rest.
+/// the warm-up's slow ones and the observer's cost, so the hits' ratio would overstate the rest.
 double backward_scale(const Profile& p) {
   std::int64_t all = 0, observed = 0;
   bool unobserved_have_it = false;
@@ -108,13 +108,15 @@ double backward_scale(const Profile& p) {
     else unobserved_have_it = true;
   }
   if (unobserved_have_it && observed > 0) return static_cast<double>(all) / static_cast<double>(observed);
-  // Else by the time of the lines that run backward (loss.backward()), every hit of which is timed.
+  // Else by the time of the lines that run backward (loss.backward()), every hit of which is
+  // timed, at their unobserved pace where sampling slowed them (line_time: their Time column),
+  // so that no forward line's backward exceeds the backward line's Time.
   all = observed = 0;
   for (const auto& l : p.lines) {
     auto f = l.stages.find("backward");
     const std::int64_t seen = l.total_ns - l.unobserved_ns;
     if (f == l.stages.end() || l.unobserved_ns <= 0 || seen <= 0 || 2 * f->second < seen) continue;
-    all += l.total_ns;
+    all += line_time(l);
     observed += seen;
   }
   return observed > 0 ? static_cast<double>(all) / static_cast<double>(observed) : 0.0;
@@ -168,11 +170,11 @@ LineExtras line_extras(const Profile& p, const LineStats& l) {
         *v = std::llround(static_cast<double>(*v) * static_cast<double>(l.total_ns) / static_cast<double>(observed_ns));
       else
         scale_ns(*v);  // a profile without unobserved_ns
-      *v = std::min(*v, l.total_ns);
+      *v = std::min(*v, line_time(l));  // no more than its Time (at the unobserved pace where paced)
     }
     e.estimated = e.copied() > 0 || e.gathered > 0 || e.gpu_ns > 0 || e.data_ns > 0 || e.wait_ns > 0 || e.backward_ns > 0;
   }
-  e.data_ns = std::min(e.data_ns + data_every, l.total_ns);
+  e.data_ns = std::min(e.data_ns + data_every, line_time(l));
   e.unknown = l.hits > 0 && l.unobserved_hits >= l.hits;
   return e;
 }
