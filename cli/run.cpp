@@ -268,6 +268,17 @@ int run_run(const RunArgs& args) {
         if (c.enabled && c.name != "host") std::cerr << ", " << c.name;
       std::cerr << "\n";
     }
+    // A linked program that names its own output keeps its own session: its stages and steps
+    // are in that file, not in this one (linked_forward.cpp's note).
+    if (main != nullptr)
+      for (const auto& c : main->profile.collectors) {
+        constexpr std::string_view kAt = "written to ", kEnd = ": its stages";
+        const std::size_t at = c.reason.find(kAt), end = c.reason.rfind(kEnd);
+        if (c.name == "linked-core" && !c.enabled && at != std::string::npos && end != std::string::npos && end > at)
+          std::cerr << "gnnprof run: the program wrote a profile of its own, "
+                    << c.reason.substr(at + kAt.size(), end - at - kAt.size())
+                    << ": its stages, steps and lines are there; this one has what gnnprof run saw beside it\n";
+      }
     if (rank_files.size() > 1) {
       std::sort(rank_files.begin(), rank_files.end());
       std::string cmd;

@@ -73,7 +73,6 @@ const ForwardCore* resolve() noexcept {
   }
   g_map = new (std::nothrow) Mapped[kMapped];
   if (g_map == nullptr) return nullptr;
-  core.note_collector("linked-core", 1, "the program's own libgnnprof records into this session");
   return &core;
 }
 
@@ -81,10 +80,18 @@ const ForwardCore* resolve() noexcept {
 
 const ForwardCore* forward_core_for(const Config& cfg) noexcept {
   try {
-    // Only a session that would write the preload's file (GNNPROF_OUTPUT) has nothing of its own to keep.
-    if (cfg.output != Config::from_env().output) return nullptr;
     static const ForwardCore* core = resolve();  // the caller holds the session's lock
-    if (core != nullptr) g_forward.store(core, std::memory_order_release);
+    if (core == nullptr) return nullptr;
+    // Only a session that would write the preload's file (GNNPROF_OUTPUT) has nothing of its own
+    // to keep; one that names its own file keeps it, and the preload's profile says where.
+    if (cfg.output != Config::from_env().output) {
+      const std::string why = "the program runs a gnnprof session of its own, written to " + cfg.output +
+                              ": its stages, steps and lines are there, not in this profile";
+      core->note_collector("linked-core", 0, why.c_str());
+      return nullptr;
+    }
+    core->note_collector("linked-core", 1, "the program's own libgnnprof records into this session");
+    g_forward.store(core, std::memory_order_release);
     return core;
   } catch (...) {
     return nullptr;

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "gnnprof/profile_io.h"
@@ -152,6 +153,31 @@ TEST(SageTrain, UnderGnnprofRunObserveOpsKeepsTheProgramsStagesAndSteps) {
   }
   EXPECT_TRUE(linked);
   EXPECT_TRUE(ops);
+}
+
+// A program that names its own output under `gnnprof run` keeps its own session and file: the
+// launcher's profile says where that file is, and so does gnnprof run.
+TEST(SageTrain, UnderGnnprofRunItsOwnProfileIsNamed) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "gnnprof run under ASan: the preload would come before the ASan runtime";
+#endif
+  const std::string base = std::string(::testing::TempDir()) + "/sage_own_" + std::to_string(::getpid());
+  const std::string cmd = std::string(GNNPROF_CLI) + " run -o " + base + "-run.json -- " + kBinary +
+                          " --nodes 20000 --feat-dim 64 --batch-size 256 --iterations 4 --eval-nodes 0 --no-report "
+                          "--profile " + base + "-own.json --cache-dir " + cache() + " >/dev/null 2>" + base + ".err";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  auto own = read_profile_file(base + "-own.json");
+  ASSERT_TRUE(own) << own.status().message();
+  EXPECT_EQ(own->iterations.size(), 4u);
+  auto run = read_profile_file(base + "-run.json");
+  ASSERT_TRUE(run) << run.status().message();
+  std::string reason;
+  for (const auto& c : run->collectors)
+    if (c.name == "linked-core" && !c.enabled) reason = c.reason;
+  EXPECT_NE(reason.find("written to " + base + "-own.json"), std::string::npos) << reason;
+  std::ifstream err(base + ".err");
+  const std::string text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("the program wrote a profile of its own, " + base + "-own.json"), std::string::npos) << text;
 }
 
 TEST(SageTrain, PrintsTheStageAndLineTables) {
