@@ -177,7 +177,13 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
   std::vector<const IterationStats*> done = analysed_iterations(p, r.analysis);
   out << "\n== Iterations ==\n";
   if (r.analysis.iterations_total == 0) {
-    out << "No complete iterations: mark their boundaries with gnnprof.step() (Python) or GNNPROF_STEP() (C++).\n";
+    std::string own;  // a linked program's own session and file (linked_forward.cpp's note)
+    for (const auto& c : p.collectors)
+      if (c.name == "linked-core" && !c.enabled) own = c.reason;
+    if (!own.empty())
+      out << "No complete iterations here: " << own << ".\n";
+    else
+      out << "No complete iterations: mark their boundaries with gnnprof.step() (Python) or GNNPROF_STEP() (C++).\n";
   } else if (done.empty()) {
     out << no_iterations_text(r.analysis) << "\n";
   } else {
