@@ -1053,7 +1053,13 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
     }
     const double early = quarter[0], late = quarter[3], growth = late - early;
     const double minutes = static_cast<double>(last_ts - first_ts) / 60e9;
-    const bool steady = quarter[0] < quarter[1] && quarter[1] < quarter[2] && quarter[2] < quarter[3];
+    // Rising in each quarter, and the last quarter's least above the first's most: a heap that
+    // swings with each iteration's allocations (full-graph attention) rises by chance in four
+    // averages, a leak also clears its own noise.
+    const bool steady = q > 0 && quarter[0] < quarter[1] && quarter[1] < quarter[2] && quarter[2] < quarter[3] &&
+                        *std::min_element(anon.begin() + static_cast<std::ptrdiff_t>(3 * q),
+                                          anon.begin() + static_cast<std::ptrdiff_t>(4 * q)) >
+                            *std::max_element(anon.begin(), anon.begin() + static_cast<std::ptrdiff_t>(q));
     if (q >= 2 && last_ts - first_ts >= kMinGrowthWindow && steady && growth > 64.0 * 1024 * 1024 &&
         growth > 0.10 * early)
       add("host-memory-growth", Severity::kWarning,
