@@ -53,6 +53,15 @@ class Run:
         return None
 
 
+def line_of(path, text):
+    """1-based number of the first line of `path` containing `text`."""
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            if text in line:
+                return n
+    raise AssertionError(f"{text!r} not in {path}")
+
+
 def script(name):
     return os.path.join(SCRIPTS, name)
 

@@ -9,18 +9,9 @@ import sys
 
 import pytest
 
-from conftest import CLI, HERE, PYDIR, PYTHON, SCRIPTS, have_module, needs_torch, script
+from conftest import CLI, HERE, PYDIR, PYTHON, SCRIPTS, have_module, line_of, needs_torch, script
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
-
-
-def line_of(path, text):
-    """1-based number of the first line of `path` containing `text`."""
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            if text in line:
-                return n
-    raise AssertionError(f"{text!r} not in {path}")
 
 
 def run_observed(gnnprof_run, plain_run, path, steps):

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import CLI, needs_torch, script
+from conftest import CLI, have_module, line_of, needs_torch, script
 
 GAT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../samples/python/gat_train.py")
 TOP = 10  # --top-ops default
@@ -643,3 +643,51 @@ def test_dataloader_workers_started_anew_each_epoch_are_named_with_their_cost(gn
     assert p.rc == 0, p.err
     diags = section(report(p.path), "Diagnostics")
     assert "loader-restarts" not in diags, diags
+
+
+# ---- real frameworks, where this Python has them (the GPU machine's has both) ----
+
+needs_pyg = pytest.mark.skipif(not have_module("torch_geometric"), reason="this Python has no torch_geometric")
+needs_lightning = pytest.mark.skipif(not (have_module("lightning") or have_module("pytorch_lightning")),
+                                     reason="this Python has no Lightning")
+
+
+@needs_pyg
+def test_a_pyg_script_gets_its_loops_line_table_and_phases(gnnprof_run, tmp_path):
+    """PyG's own loader and layers (tests/python/scripts/pyg_sage.py, no gnnprof in it): the
+    loop `train()` at its first step, its loader line, backward charged back to the line that
+    ran the model (no more than loss.backward() took)."""
+    path = script("pyg_sage.py")
+    r = gnnprof_run(path, "--device", "cpu", "--nodes", "20000", "--epochs", "2", "--loader", "random")
+    assert r.rc == 0, r.err
+    done = [i for i in r.profile["iterations"] if i["complete"]]
+    assert len(done) >= 2 * 40 - 2, len(done)
+    phases = {s["name"] for s in r.profile["stages"] if s["category"] != "op"}
+    assert {"forward", "backward", "optimizer"} <= phases, phases
+    train = r.lines("train")
+    loader = train[line_of(path, "for batch in loader:")]
+    assert loader["hits"] >= 40, loader
+    model = train[line_of(path, "out = model(batch.x, batch.edge_index)[:n]")]
+    backward = train[line_of(path, "loss.backward()")]
+    assert 0 < model["backward_ns"] <= backward["total_ns"], (model, backward)
+
+
+@needs_lightning
+def test_a_lightning_scripts_training_step_is_traced(gnnprof_run):
+    """Lightning's fit loop calls the optimizer's step with a closure that runs the user's
+    training_step (tests/python/scripts/lightning_mlp.py): trainer.fit is the loop's line, the
+    training_step a callback traced from the first step, an iteration per step, the closure's
+    forward and backward as phases."""
+    path = script("lightning_mlp.py")
+    batches = 20
+    r = gnnprof_run(path, "--device", "cpu", "--batches", str(batches))
+    assert r.rc == 0, r.err
+    functions = {l["function"] for l in r.profile["lines"]}
+    assert "MLP.training_step" in functions, functions
+    assert "called back by the framework running the loop" in r.collector("python-lines")["reason"]
+    step = r.lines("MLP.training_step")[line_of(path, "loss = F.cross_entropy(self.net(x), y)")]
+    assert step["hits"] >= 2 * batches - 1, step
+    done = [i for i in r.profile["iterations"] if i["complete"]]
+    assert len(done) >= 2 * batches - 2, len(done)
+    phases = {s["name"] for s in r.profile["stages"] if s["category"] != "op"}
+    assert {"forward", "backward", "optimizer"} <= phases, phases
