@@ -194,6 +194,15 @@ std::vector<IterationStats> observer_correction(const Profile& p, const std::vec
   return out;
 }
 
+/// Whether a GPU ran anything this profile recorded: CUPTI on and a GPU range (kernel, copy). A
+/// CPU loop on a GPU machine (a CUDA torch loads the runtime, which starts CUPTI) has none.
+bool gpu_recorded(const Profile& p) {
+  bool cupti = false, gpu = false;
+  for (const auto& c : p.collectors) cupti |= c.name == "cupti" && c.enabled;
+  for (const auto& st : p.stages) gpu |= st.category == "gpu";
+  return cupti && gpu;
+}
+
 }  // namespace
 
 bool is_worker_wait(std::string_view stage) noexcept {
@@ -574,12 +583,10 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
     a.rss_last = p.host_samples.back().rss_bytes;
     for (const auto& s : p.host_samples) a.rss_peak = std::max(a.rss_peak, s.rss_bytes);
   }
-  // A device: CUPTI on and something ran there. A CPU loop on a GPU machine (a CUDA torch loads
-  // the runtime, which starts CUPTI) has neither kernels nor copies: its CPUs are its device.
-  bool cupti = false, gpu_activity = false;
+  // A device: CUPTI on and something ran there; a CPU loop on a GPU machine's CPUs are its device.
+  bool cupti = false;
   for (const auto& col : p.collectors) cupti |= col.name == "cupti" && col.enabled;
-  for (const auto& st : p.stages) gpu_activity |= st.category == "gpu";
-  const bool device = cupti && gpu_activity;
+  const bool device = gpu_recorded(p);
   if (device) {
     for (const auto& [dir, range] : {std::pair{Direction::kH2D, "gpu: memcpy HtoD"}, std::pair{Direction::kD2H, "gpu: memcpy DtoH"}}) {
       GpuCopyRate rate{to_string(dir), 0, 0};
@@ -591,7 +598,7 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
     }
   }
   a.device_note = device ? ""
-                 : cupti ? "CUPTI was on and recorded no kernel or copy: the program ran on the host's CPUs alone"
+                 : cupti ? "CUPTI was on and recorded no kernel or copy: a loop on the host's CPUs (or CUPTI's records were lost)"
                          : "no device activity recorded (no CUPTI collector in this profile): GPU busy/idle not available";
   if (device && !its.empty()) {
     std::vector<std::int64_t> gpu, share_permille;
@@ -743,11 +750,12 @@ const LineStats* forward_line_of(const Profile& p, const std::string& file, std:
   return nullptr;
 }
 
-/// Whether the run used a device: CUPTI on, CUDA tensors read back or copied (the torch
-/// observer's "cuda-tensors"), or copies between host and device.
+/// Whether the run used a device: GPU work recorded by CUPTI, CUDA tensors read back or copied
+/// (the torch observer's "cuda-tensors"), or copies between host and device.
 bool used_device(const Profile& p) {
+  if (gpu_recorded(p)) return true;
   for (const auto& c : p.collectors)
-    if ((c.name == "cupti" || c.name == "cuda-tensors") && c.enabled) return true;
+    if (c.name == "cuda-tensors" && c.enabled) return true;
   return std::any_of(p.transfers.begin(), p.transfers.end(),
                      [](const TransferStats& t) { return t.direction == Direction::kH2D || t.direction == Direction::kD2H; });
 }
@@ -859,13 +867,15 @@ const std::vector<std::string>& diagnostic_ids() {
   return ids;
 }
 
+namespace {
 /// The analysed iterations' span (from the first's start to the last's end), where they carry
-/// times; nullopt for a profile without iterations (the whole run is then the window).
+/// times; nullopt for a profile without them (the whole run is then the window).
 std::optional<std::pair<std::int64_t, std::int64_t>> loop_window(const Profile& p, const Analysis& a) {
   const auto its = analysed_iterations(p, a);
-  if (its.empty() || its.back()->begin_ns <= its.front()->begin_ns) return std::nullopt;
+  if (its.empty() || (its.front()->begin_ns == 0 && its.back()->begin_ns == 0)) return std::nullopt;
   return std::pair{its.front()->begin_ns, its.back()->begin_ns + its.back()->wall_ns};
 }
+}  // namespace
 
 std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   std::vector<Diagnostic> out;
@@ -1038,29 +1048,36 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   if (const auto window = loop_window(p, a); p.host_samples.size() >= 8) {
     constexpr std::int64_t kMinGrowthWindow = 10'000'000'000;  // 10 s
     std::vector<double> anon;
+    std::vector<std::int64_t> ts;
     std::int64_t first_ts = 0, last_ts = 0;
     for (const auto& h : p.host_samples) {
       if (window && (h.ts_ns < window->first || h.ts_ns > window->second)) continue;
       if (anon.empty()) first_ts = h.ts_ns;
       last_ts = h.ts_ns;
       anon.push_back(static_cast<double>(h.rss_bytes - h.rss_file_bytes));
+      ts.push_back(h.ts_ns);
     }
-    const std::size_t n = anon.size(), q = n / 4;
-    double quarter[4] = {0, 0, 0, 0};
-    for (std::size_t k = 0; q > 0 && k < 4; ++k) {
-      for (std::size_t i = k * q; i < (k + 1) * q; ++i) quarter[k] += anon[i];
-      quarter[k] /= static_cast<double>(q);
+    // Quarters [k*n/4, (k+1)*n/4): the newest samples in the last one.
+    const std::size_t n = anon.size();
+    auto bound = [n](std::size_t k) { return static_cast<std::ptrdiff_t>(k * n / 4); };
+    double quarter[4] = {0, 0, 0, 0}, mid_ts[4] = {0, 0, 0, 0};
+    for (std::size_t k = 0; n >= 8 && k < 4; ++k) {
+      for (auto i = bound(k); i < bound(k + 1); ++i) {
+        quarter[k] += anon[static_cast<std::size_t>(i)];
+        mid_ts[k] += static_cast<double>(ts[static_cast<std::size_t>(i)]);
+      }
+      quarter[k] /= static_cast<double>(bound(k + 1) - bound(k));
+      mid_ts[k] /= static_cast<double>(bound(k + 1) - bound(k));
     }
     const double early = quarter[0], late = quarter[3], growth = late - early;
-    const double minutes = static_cast<double>(last_ts - first_ts) / 60e9;
+    const double minutes = (mid_ts[3] - mid_ts[0]) / 60e9;  // between the quarters' middles
     // Rising in each quarter, and the last quarter's least above the first's most: a heap that
     // swings with each iteration's allocations (full-graph attention) rises by chance in four
-    // averages, a leak also clears its own noise.
-    const bool steady = q > 0 && quarter[0] < quarter[1] && quarter[1] < quarter[2] && quarter[2] < quarter[3] &&
-                        *std::min_element(anon.begin() + static_cast<std::ptrdiff_t>(3 * q),
-                                          anon.begin() + static_cast<std::ptrdiff_t>(4 * q)) >
-                            *std::max_element(anon.begin(), anon.begin() + static_cast<std::ptrdiff_t>(q));
-    if (q >= 2 && last_ts - first_ts >= kMinGrowthWindow && steady && growth > 64.0 * 1024 * 1024 &&
+    // averages, a leak also clears its own noise (a slow one under large swings is missed).
+    const bool steady = n >= 8 && quarter[0] < quarter[1] && quarter[1] < quarter[2] && quarter[2] < quarter[3] &&
+                        *std::min_element(anon.begin() + bound(3), anon.end()) >
+                            *std::max_element(anon.begin(), anon.begin() + bound(1));
+    if (last_ts - first_ts >= kMinGrowthWindow && steady && growth > 64.0 * 1024 * 1024 &&
         growth > 0.10 * early)
       add("host-memory-growth", Severity::kWarning,
           fmt::format("host memory (anonymous) grew from {} to {} while the loop ran ({:.0f} MiB/min, in each quarter "

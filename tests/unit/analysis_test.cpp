@@ -404,6 +404,12 @@ TEST(Diagnostics, HostSync) {
   p.stages.back().total_ns = 200 * kMs;
   p.stage_edges.push_back(StageEdge{"collate", "sync", 6000, 150 * kMs, 150 * kMs});
   EXPECT_NE(message(p).find("most of them inside \"collate\""), std::string::npos) << message(p);
+  // CUPTI on with nothing on the GPU (a CPU loop on a CUDA torch): still no device.
+  {
+    Profile q = p;
+    q.collectors.push_back(CollectorInfo{"cupti", true, "MEMCPY, ..."});
+    EXPECT_NE(message(q).find("with no device in this run nothing is waited for"), std::string::npos) << message(q);
+  }
   // CUDA tensors read back (data made on the device, CUPTI off): the host waits for it there.
   {
     Profile q = p;
@@ -477,10 +483,15 @@ TEST(Diagnostics, HostMemoryGrowthIsTheLoopsSteadyGrowth) {
   // and drifts up: its quarters' averages rise, but the last quarter's low is below the first's high.
   grow([](int i) { return (300 + (i % 4) * 150 + 4 * i) * kMs; });
   EXPECT_FALSE(has(run(p), "host-memory-growth"));
-  for (std::size_t i = 0; i < p.iterations.size(); ++i)  // the loop's 3.8 s: too short to tell
+  // The loop's 3.5 s, sampled every 100 ms as the drainer does, +100 MB a second: too short to tell.
+  for (std::size_t i = 0; i < p.iterations.size(); ++i)
     p.iterations[i].begin_ns = 10'000 * kMs + static_cast<std::int64_t>(i) * 200 * kMs;
-  grow([](int i) { return 1000 * kMs + i * 20 * kMs; });
+  p.host_samples.clear();
+  for (int i = 0; i < 500; ++i) p.host_samples.push_back(HostSample{i * 100 * kMs, 1000 * kMs + i * 10 * kMs, i * 150 * kMs});
   EXPECT_FALSE(has(run(p), "host-memory-growth"));
+  for (std::size_t i = 0; i < p.iterations.size(); ++i)  // the same growth over a loop of 34 s: a leak
+    p.iterations[i].begin_ns = 10'000 * kMs + static_cast<std::int64_t>(i) * 2'000 * kMs;
+  EXPECT_TRUE(has(run(p), "host-memory-growth"));
 }
 
 // CPU use is the loop's, not the run's: a loop that keeps the CPUs busy and a long idle tail
