@@ -272,11 +272,14 @@ int run_run(const RunArgs& args) {
     // are in that file, not in this one (linked_forward.cpp's note).
     if (main != nullptr)
       for (const auto& c : main->profile.collectors) {
-        constexpr std::string_view kAt = "written to ", kEnd = ": its stages";
+        constexpr std::string_view kAt = "session of its own, writing ", kEnd = ": its stages";
         const std::size_t at = c.reason.find(kAt), end = c.reason.rfind(kEnd);
-        if (c.name == "linked-core" && !c.enabled && at != std::string::npos && end != std::string::npos && end > at)
-          std::cerr << "gnnprof run: the program wrote a profile of its own, "
-                    << c.reason.substr(at + kAt.size(), end - at - kAt.size())
+        if (c.name != "linked-core" || c.enabled || at == std::string::npos || end == std::string::npos ||
+            end <= at + kAt.size())
+          continue;
+        const std::string own = c.reason.substr(at + kAt.size(), end - at - kAt.size());
+        if (fs::exists(own, ec))
+          std::cerr << "gnnprof run: the program wrote a profile of its own, " << own
                     << ": its stages, steps and lines are there; this one has what gnnprof run saw beside it\n";
       }
     if (rank_files.size() > 1) {

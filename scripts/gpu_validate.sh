@@ -109,7 +109,7 @@ if [ "${GNNPROF_GPU_LINE_TESTS:-1}" = 1 ]; then
   xd=(); $py -c 'import xdist' 2>/dev/null && xd=(-p xdist -n "${GNNPROF_GPU_PYTEST_WORKERS:-12}")
   OMP_NUM_THREADS=1 PYTHONPATH=$pypath PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 GNNPROF_CLI=$PWD/$cli \
     GNNPROF_PYTHON_DIR=$PWD/build-gpu/python PYTHONDONTWRITEBYTECODE=1 timeout ${GNNPROF_GPU_PYTEST_S:-300} \
-    $py -m pytest -q -p no:cacheprovider --tb=short -rfE -W ignore "${xd[@]}" \
+    $py -m pytest -q -p no:cacheprovider --tb=short -rfE -W ignore ${xd[@]+"${xd[@]}"} \
     ${GNNPROF_GPU_PYTEST_FILES:-tests/python/test_python_lines.py tests/python/test_reports.py tests/python/test_prefetch.py} \
     >"$out/pytest.txt" 2>&1
   echo "pytest rc $?"; grep -E "^(FAILED|ERROR)|passed|failed" "$out/pytest.txt" | tail -60

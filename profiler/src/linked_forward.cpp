@@ -1,12 +1,15 @@
 #include "linked_forward.h"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <new>
 
+#include "host_info.h"
 #include "site_registry.h"
 
 namespace gnnprof::detail {
@@ -29,7 +32,9 @@ const char* copy_of(const std::string& s) {
   return c;
 }
 
-const ForwardCore* resolve() noexcept {
+/// The preload's entry points, or nullptr. `own_file`: the program keeps a session of its own
+/// (no forwarding), so an incomplete preload is no risk to warn of.
+const ForwardCore* resolve(bool own_file) noexcept {
   // Only the preload library exports this one; inside the preload, it is this copy's own.
   void* marker = ::dlsym(RTLD_DEFAULT, "gnnprof_preload_attach");
   if (marker == nullptr) return nullptr;
@@ -67,29 +72,40 @@ const ForwardCore* resolve() noexcept {
   get(core.torch_configure, "gnnprof_preload_torch_configure", false);
   if (!complete) {
     // A preload of another gnnprof version: two sessions, as before this existed.
-    std::fprintf(stderr, "gnnprof: warning: the injected libgnnprof_preload.so lacks the entry points this program's "
-                         "linked libgnnprof forwards to (another version?): the two may write one file\n");
+    if (!own_file)
+      std::fprintf(stderr, "gnnprof: warning: the injected libgnnprof_preload.so lacks the entry points this program's "
+                           "linked libgnnprof forwards to (another version?): the two may write one file\n");
     return nullptr;
   }
-  g_map = new (std::nothrow) Mapped[kMapped];
-  if (g_map == nullptr) return nullptr;
   return &core;
+}
+
+/// Where the program's own session writes, absolute (the launcher's working directory may differ).
+std::string own_output(const Config& cfg) {
+  std::string path = output_path_for(cfg, ::getpid());
+  char cwd[PATH_MAX];
+  if (!path.empty() && path[0] != '/' && ::getcwd(cwd, sizeof(cwd)) != nullptr) path = std::string(cwd) + "/" + path;
+  return path;
 }
 
 }  // namespace
 
 const ForwardCore* forward_core_for(const Config& cfg) noexcept {
   try {
-    static const ForwardCore* core = resolve();  // the caller holds the session's lock
-    if (core == nullptr) return nullptr;
     // Only a session that would write the preload's file (GNNPROF_OUTPUT) has nothing of its own
     // to keep; one that names its own file keeps it, and the preload's profile says where.
-    if (cfg.output != Config::from_env().output) {
-      const std::string why = "the program runs a gnnprof session of its own, written to " + cfg.output +
-                              ": its stages, steps and lines are there, not in this profile";
-      core->note_collector("linked-core", 0, why.c_str());
+    const bool own_file = cfg.output != Config::from_env().output;
+    static const ForwardCore* core = resolve(own_file);  // the caller holds the session's lock
+    if (core == nullptr) return nullptr;
+    if (own_file) {
+      if (cfg.write_at_stop) {
+        const std::string why = "the program runs a gnnprof session of its own, writing " + own_output(cfg) +
+                                ": its stages, steps and lines are there, not in this profile";
+        core->note_collector("linked-core", 0, why.c_str());
+      }
       return nullptr;
     }
+    if (g_map == nullptr && (g_map = new (std::nothrow) Mapped[kMapped]) == nullptr) return nullptr;
     core->note_collector("linked-core", 1, "the program's own libgnnprof records into this session");
     g_forward.store(core, std::memory_order_release);
     return core;

@@ -264,7 +264,7 @@ def _scan_map(lines, offset=0, stop=None):
 def _case_line(lines, case):
     """The line of a match_case's `case` keyword: its pattern may start below it (`case (`)."""
     ln = case.pattern.lineno
-    while ln > 1 and not lines[ln - 1].lstrip().startswith("case"):
+    while ln > 1 and not re.match(r"case(?![\w.])", lines[ln - 1].lstrip()):
         ln -= 1
     return ln
 

@@ -203,7 +203,8 @@ static int loader_file(PyObject* filename) {
 static const char* package_name(const char* f) {
   const char* name = NULL;
   for (Py_ssize_t i = 0; i < g_n_frameworks; ++i)
-    for (const char* at = strstr(f, g_frameworks[i]); at != NULL; at = strstr(at + 1, g_frameworks[i]))
+    for (const char* at = g_frameworks[i][0] != '\0' ? strstr(f, g_frameworks[i]) : NULL; at != NULL;
+         at = strstr(at + 1, g_frameworks[i]))
       if (name == NULL || at + strlen(g_frameworks[i]) > name) name = at + strlen(g_frameworks[i]);
   return name;
 }

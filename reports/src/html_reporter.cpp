@@ -115,7 +115,11 @@ std::string iteration_chart(const Profile& p, const std::map<std::string, std::s
   std::vector<const IterationStats*> its;
   for (const auto& it : p.iterations)
     if (it.complete) its.push_back(&it);
-  if (its.empty()) return "<p class=muted>No complete iterations.</p>";
+  if (its.empty()) {
+    for (const auto& c : p.collectors)  // a linked program's own session and file (linked_forward.cpp)
+      if (c.name == "linked-core" && !c.enabled) return "<p class=muted>No complete iterations here: " + esc(c.reason) + ".</p>";
+    return "<p class=muted>No complete iterations.</p>";
+  }
   std::map<std::string, std::string> category;
   for (const auto& s : p.stages) category.emplace(s.name, s.category);
   std::set<std::string> names;

@@ -174,7 +174,7 @@ TEST(SageTrain, UnderGnnprofRunItsOwnProfileIsNamed) {
   std::string reason;
   for (const auto& c : run->collectors)
     if (c.name == "linked-core" && !c.enabled) reason = c.reason;
-  EXPECT_NE(reason.find("written to " + base + "-own.json"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("writing " + base + "-own.json"), std::string::npos) << reason;
   std::ifstream err(base + ".err");
   const std::string text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("the program wrote a profile of its own, " + base + "-own.json"), std::string::npos) << text;

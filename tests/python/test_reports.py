@@ -124,10 +124,10 @@ def test_the_optimizers_own_ops_are_folded_after_a_first_step_of_plain_cpu_ops(g
     folded = gnnprof_run(adam, "--steps", str(steps))
     assert folded.rc == 0, folded.err
     assert folded.out == plain_run(adam, "--steps", str(steps)).out
-    observed = gnnprof_run(adam, "--steps", str(steps), env={"GNNPROF_TORCH_FOLD_OPTIMIZER": "0"})
-    assert observed.rc == 0, observed.err
     if cupti_on(folded):
         pytest.skip("a CUDA torch started CUPTI, which correlates launches: the optimizer's ops are never folded")
+    observed = gnnprof_run(adam, "--steps", str(steps), env={"GNNPROF_TORCH_FOLD_OPTIMIZER": "0"})
+    assert observed.rc == 0, observed.err
     once, every = optimizer_ops(folded.profile), optimizer_ops(observed.profile)
     n = every["aten::addcdiv_"]  # 4 parameters, in each step whose ops were observed
     assert n >= 4 * (steps - 1) and n % 4 == 0, every
@@ -591,7 +591,7 @@ def test_an_evaluation_between_epochs_is_no_iteration(gnnprof_run, mode):
     walls = [i["wall_ns"] / 1e9 for i in done]
     # No iteration holds an evaluation (30 ms busy). The first, which none can precede, is left
     # out: torch's first backward starts its engine (200 ms on a CUDA torch 2.11, a loaded CPU).
-    assert max(walls[1:]) < 0.03, sorted(walls)[-5:]
+    assert max(walls[1:], default=0) < 0.03, sorted(walls)[-5:]
     evaluate = [k for k, l in enumerate(r.profile["lines"]) if l["function"] == "main" and "evaluate(" in l["code"]]
     assert evaluate, [l["code"] for l in r.profile["lines"]]
     assert all(str(evaluate[0]) not in i["lines"] for i in done)
