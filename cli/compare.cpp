@@ -94,10 +94,36 @@ std::string different_programs(const Profile& a, const Profile& b, const std::st
   return pa + " ran " + x + ", " + pb + " ran " + y;
 }
 
-/// compare's note: a wrong file, or a renamed script, which is still its loop.
+/// The arguments after the program (its script, else its executable), shortened for a note.
+std::string arguments_of(const Profile& p) {
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < p.run.command.size(); ++i)
+    if (const std::string& arg = p.run.command[i]; arg.size() > 3 && arg.compare(arg.size() - 3, 3, ".py") == 0) {
+      at = i;
+      break;
+    }
+  std::string out;
+  for (std::size_t i = at + 1; i < p.run.command.size(); ++i) out += (out.empty() ? "" : " ") + p.run.command[i];
+  return out.size() > 80 ? out.substr(0, 77) + "..." : out;
+}
+
+/// "A.json and B.json ran x.py with other arguments (`...` vs `...`)" for two runs of one program
+/// whose arguments differ (a batch size, a flag), else "": judged as a change of code would be.
+std::string different_arguments(const Profile& a, const Profile& b, const std::string& pa, const std::string& pb) {
+  const std::string x = program_of(a);
+  if (x.empty() || x != program_of(b) || a.run.command.empty() || b.run.command.empty()) return "";
+  const std::string ax = arguments_of(a), bx = arguments_of(b);
+  if (ax == bx) return "";
+  return fmt::format("{} and {} ran {} with other arguments (`{}` vs `{}`)", pa, pb, x, ax.empty() ? "none" : ax,
+                     bx.empty() ? "none" : bx);
+}
+
+/// compare's note: a wrong file, or a renamed script, which is still its loop; other arguments.
 void note_programs(const Profile& a, const Profile& b, const std::string& pa, const std::string& pb, const char* tool) {
   if (const std::string n = different_programs(a, b, pa, pb); !n.empty())
     std::cerr << tool << ": note: " << n << ": different programs? (compared all the same: a renamed script is still its loop)\n";
+  else if (const std::string g = different_arguments(a, b, pa, pb); !g.empty())
+    std::cerr << tool << ": note: " << g << ": a change of arguments shows as a change of the program\n";
 }
 
 bool write_text(const std::string& path, const std::string& text, const char* tool) {
@@ -312,6 +338,15 @@ int run_check(const CheckArgs& a) {
   reports::CheckResult r = reports::apply_check(c, policy);
   // What the inputs were, for the Markdown and JUnit a CI shows rather than its stderr.
   if (!programs.empty()) r.input_notes.push_back(programs + ": different programs (judged all the same: --allow-different-programs)");
+  // Same program, other arguments (a CI job whose baseline ran another batch size): judged, said.
+  std::string arguments;
+  for (std::size_t i = 0; i < curs.size() && arguments.empty() && programs.empty(); ++i)
+    for (std::size_t j = 0; j < bases.size() && arguments.empty(); ++j)
+      arguments = different_arguments(bases[j], curs[i], a.baselines[j], a.currents[i]);
+  if (!arguments.empty()) {
+    r.input_notes.push_back(arguments + ": judged as one program, so a changed argument shows as a change of it");
+    std::cerr << tool << ": note: " << arguments << "\n";
+  }
   for (const auto& f : failed_runs) r.input_notes.push_back(f + " (judged all the same: --allow-failed-runs)");
   // A limit on a stage or op of the baseline only checks nothing: say so rather than pass silently
   // (one of the current run only regresses from its floor of the iteration on).

@@ -101,6 +101,11 @@ check "different programs: no verdict (exit 2), in the text, the Markdown and th
 check "--allow-different-programs judges them, and says so in every output" '[ $rc -eq 0 ] && grep -q "different programs (judged all the same" "$tmp/out" && grep -q "different programs (judged all the same" "$tmp/prog.md" && grep -q "different programs (judged all the same" "$tmp/prog.xml"'
 "$cli" compare "$tmp/fast.json" "$tmp/other_prog.json" >"$tmp/out" 2>&1; rc=$?
 check "compare of different programs goes on, with a note" '[ $rc -eq 0 ] && grep -q "different programs? (compared all the same" "$tmp/out"'
+"$py" -c "import json,sys; p=json.load(open(sys.argv[1])); p['run']['command']=p['run']['command'][:1]+['--batch','1024']; json.dump(p, open(sys.argv[2],'w'))" "$tmp/fast2.json" "$tmp/other_args.json"
+"$cli" check --baseline "$tmp/fast.json" "$tmp/other_args.json" --markdown "$tmp/args.md" >"$tmp/out" 2>&1; rc=$?
+check "other arguments of the same program: judged, and said in the text and the Markdown" '[ $rc -eq 0 ] && grep -q "other_args.json ran ab_app with other arguments (.none. vs .--batch 1024.)" "$tmp/out" && grep -q "with other arguments" "$tmp/args.md"'
+"$cli" compare "$tmp/fast.json" "$tmp/other_args.json" >"$tmp/out" 2>&1; rc=$?
+check "compare notes other arguments" '[ $rc -eq 0 ] && grep -q "with other arguments" "$tmp/out"'
 "$py" -c "import json,sys; p=json.load(open(sys.argv[1])); p['iterations']=[]; p['run']['exit_code']=-9; p['run']['exit_signal']=9; json.dump(p, open(sys.argv[2],'w'))" "$tmp/fast.json" "$tmp/killed.json"
 one_line_exit2 "check a run killed before its first iteration" "$tmp/killed.json: no complete iterations: the program was killed by signal 9 (SIGKILL)" check --baseline "$tmp/fast.json" "$tmp/killed.json"
 one_line_exit2 "check missing" "$tmp/none.json: cannot open" check --baseline "$tmp/none.json" "$tmp/fast.json"
