@@ -112,6 +112,18 @@ CheckResult apply_check(const Comparison& c, const CheckPolicy& policy) {
     r.ops_checked += m.op() ? 1 : 0;
     r.rows.push_back(std::move(row));
   }
+  std::vector<const LineComparison*> slower;
+  for (const auto& l : c.lines)
+    if (l.metric.verdict == Verdict::kSlower && l.metric.delta_ns > 0 && l.candidate_line != 0) slower.push_back(&l);
+  std::sort(slower.begin(), slower.end(),
+            [](const LineComparison* x, const LineComparison* y) { return x->metric.delta_ns > y->metric.delta_ns; });
+  for (std::size_t i = 0; i < slower.size() && i < 3; ++i) {
+    const LineComparison& l = *slower[i];
+    const std::string& code = l.candidate_code.empty() ? l.code : l.candidate_code;
+    r.slower_lines.push_back(fmt::format("{}:{} `{}` +{} per iteration{}", base_name(l.file), l.candidate_line,
+                                         code.size() > 48 ? code.substr(0, 45) + "..." : code, human_ns(l.metric.delta_ns),
+                                         l.metric.ratio ? fmt::format(" ({:.2f}x)", *l.metric.ratio) : std::string()));
+  }
   return r;
 }
 
@@ -162,6 +174,11 @@ std::vector<std::string> check_notes(const CheckResult& r) {
     if (row.metric.name == kUnattributed && row.status == CheckStatus::kRegression)
       notes.push_back("(unattributed) is the loop's time outside every stage: the traced lines show which new or slower one "
                       "it is");
+  if (r.regressions > 0 && !r.slower_lines.empty()) {
+    std::string list;
+    for (const auto& l : r.slower_lines) list += (list.empty() ? "" : "; ") + l;
+    notes.push_back("slower lines: " + list);
+  }
   if (r.regressions > 0)
     notes.push_back("which lines: `gnnprof compare BASELINE.json CURRENT.json` lists the traced lines side by side, each "
                     "with its delta and verdict, and the ops under each phase (--ops)");

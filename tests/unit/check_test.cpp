@@ -67,6 +67,35 @@ TEST(Check, RegressionIsSignificantAndOverTheLimit) {
   EXPECT_EQ(r.ops_checked, 2u);
 }
 
+// A failing check names the traced lines that got slower the most, so that a CI log says where
+// without a `gnnprof compare` of its artifacts.
+TEST(Check, AFailingCheckNamesTheSlowerLines) {
+  Comparison c = comparison();
+  auto line = [](std::string code, std::uint32_t at, double ratio, std::string verdict) {
+    LineComparison l;
+    l.file = "/src/train.py";
+    l.function = "train";
+    l.code = std::move(code);
+    l.baseline_line = l.candidate_line = at;
+    l.metric = metric("train.py:" + std::to_string(at), std::move(verdict), ratio, 20, "line");
+    return l;
+  };
+  c.lines = {line("x = mfgs[0].srcdata['x']", 12, 1.5, "slower"), line("loss.backward()", 14, 1.1, "slower"),
+             line("opt.step()", 15, 0.9, "faster"), line("y = model(x)", 13, 2.0, "no significant change")};
+  const CheckResult r = apply_check(c, CheckPolicy{});
+  ASSERT_GT(r.regressions, 0);
+  ASSERT_EQ(r.slower_lines.size(), 2u);
+  EXPECT_EQ(r.slower_lines[0], "train.py:12 `x = mfgs[0].srcdata['x']` +5.00 ms per iteration (1.50x)");
+  std::string notes;
+  for (const auto& n : check_notes(r)) notes += n + "\n";
+  EXPECT_NE(notes.find("slower lines: train.py:12 `x = mfgs[0].srcdata['x']` +5.00 ms per iteration (1.50x); "
+                       "train.py:14 `loss.backward()` +1.00 ms per iteration (1.10x)"),
+            std::string::npos)
+      << notes;
+  c.metrics = {metric("iteration", "no significant change", 1.0, 20, "loop", "")};  // a pass names none
+  for (const auto& n : check_notes(apply_check(c, CheckPolicy{}))) EXPECT_EQ(n.find("slower lines"), std::string::npos) << n;
+}
+
 TEST(Check, TheMeanIterationIsCheckedLikeTheIteration) {
   Comparison c;
   MetricComparison mean = metric(kMeanIteration, "slower", 1.40, 20, "loop", "");

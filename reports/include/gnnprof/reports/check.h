@@ -73,6 +73,9 @@ struct CheckResult {
   /// About the inputs, from the caller (different programs, a failed run judged all the same):
   /// first among check_notes(), so in the Markdown and the JUnit's system-out too.
   std::vector<std::string> input_notes;
+  /// The traced lines that got slower the most (verdict slower, by their growth per iteration),
+  /// up to three, "file:line `code` +time per iteration (ratio)": named by a failing check.
+  std::vector<std::string> slower_lines;
 };
 
 CheckResult apply_check(const Comparison& c, const CheckPolicy& policy);
