@@ -12,6 +12,7 @@
 #include "gnnprof/reports/analysis.h"
 #include "gnnprof/reports/format.h"
 #include "gnnprof/reports/hierarchy.h"
+#include "gnnprof/reports/kernel_table.h"
 #include "gnnprof/reports/line_table.h"
 #include "html_page.h"
 
@@ -545,16 +546,21 @@ std::string html::profile_body(const Report& r, bool compact) {
     std::int64_t gpu = 0;
     for (const auto& k : p.kernels) gpu += k.total_ns;
     o += fmt::format("<h2>GPU kernels</h2><p>{} kernels (by name, launching stage and op), {} of GPU time (CUPTI).</p>",
-                     p.kernels.size(), human_ns(gpu));
+                     kernel_rows(p, !sampled_gpu.empty()).size(), human_ns(gpu));
     o += sampled_gpu_p;
+    const std::vector<KernelRow> rows = kernel_rows(p, !sampled_gpu.empty());
+    if (std::any_of(rows.begin(), rows.end(), [](const KernelRow& k) { return k.estimated; }))
+      o += "<p class=muted>~ = with a share of the kernel's launches in iterations whose ops were not observed, split among "
+           "the stages and ops its observed launches had, by their calls.</p>";
     o += "<table class=sortable><thead><tr><th class=l>kernel</th><th class=l>stage</th><th class=l>op</th><th>calls</th>"
          "<th>total</th><th>mean</th><th>max</th><th>% GPU</th></tr></thead><tbody>";
-    for (const auto& k : p.kernels) {
+    for (const auto& k : rows) {
       const std::int64_t mean = k.count ? k.total_ns / static_cast<std::int64_t>(k.count) : 0;
-      o += fmt::format("<tr><td class=l title=\"{}\">{}</td><td class=l>{}</td><td class=l>{}</td><td>{}</td><td data-v={}>{}</td>"
-                       "<td data-v={}>{}</td><td data-v={}>{}</td><td>{:.1f}</td></tr>",
-                       esc(k.name), esc(short_kernel_name(k.name, 80)), esc(k.stage), esc(short_op_name(k.op)), k.count, k.total_ns,
-                       human_ns(k.total_ns), mean, human_ns(mean), k.max_ns, human_ns(k.max_ns),
+      const std::string mark = k.estimated ? "~" : "";
+      o += fmt::format("<tr><td class=l title=\"{}\">{}</td><td class=l>{}</td><td class=l>{}</td><td data-v={}>{}{}</td>"
+                       "<td data-v={}>{}{}</td><td data-v={}>{}</td><td data-v={}>{}</td><td>{:.1f}</td></tr>",
+                       esc(k.name), esc(short_kernel_name(k.name, 80)), esc(k.stage), esc(short_op_name(k.op)), k.count, mark,
+                       k.count, k.total_ns, mark, human_ns(k.total_ns), mean, human_ns(mean), k.max_ns, human_ns(k.max_ns),
                        gpu > 0 ? 100.0 * static_cast<double>(k.total_ns) / static_cast<double>(gpu) : 0.0);
     }
     o += "</tbody></table>";

@@ -12,6 +12,7 @@
 #include "gnnprof/reports/analysis.h"
 #include "gnnprof/reports/format.h"
 #include "gnnprof/reports/hierarchy.h"
+#include "gnnprof/reports/kernel_table.h"
 #include "gnnprof/reports/line_table.h"
 #include "gnnprof/order_stats.h"
 
@@ -341,20 +342,28 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
   if (!p.kernels.empty()) {
     std::int64_t gpu = 0;
     for (const auto& k : p.kernels) gpu += k.total_ns;
-    const std::size_t shown = std::min<std::size_t>(p.kernels.size(), 20);
-    out << fmt::format("\n== GPU kernels (CUPTI): {} kinds, {} of GPU time; launching stage and op ==\n", p.kernels.size(),
+    const std::vector<KernelRow> rows = kernel_rows(p, !sampled_gpu.empty());
+    const std::size_t shown = std::min<std::size_t>(rows.size(), 20);
+    out << fmt::format("\n== GPU kernels (CUPTI): {} kinds, {} of GPU time; launching stage and op ==\n", rows.size(),
                        human_ns(gpu));
     if (!sampled_gpu.empty()) out << sampled_gpu << "\n";
+    bool estimated = false;
+    for (std::size_t i = 0; i < shown; ++i) estimated |= rows[i].estimated;
+    if (estimated)
+      out << "~ = with a share of the kernel's launches in iterations whose ops were not observed, split among the "
+             "stages and ops its observed launches had, by their calls\n";
     out << fmt::format("{:<52} {:<14} {:<24} {:>7} {:>10} {:>10} {:>10} {:>6}\n", "Kernel", "Stage", "Op", "Calls", "Total",
                        "Mean", "Max", "%GPU");
     for (std::size_t i = 0; i < shown; ++i) {
-      const KernelStats& k = p.kernels[i];
+      const KernelRow& k = rows[i];
+      const std::string mark = k.estimated ? "~" : "";
       out << fmt::format("{:<52} {:<14} {:<24} {:>7} {:>10} {:>10} {:>10} {:>5.1f}%\n", short_kernel_name(k.name, 52),
-                         k.stage.empty() ? "-" : k.stage, k.op.empty() ? "-" : short_op_name(k.op).substr(0, 24), k.count,
-                         human_ns(k.total_ns), human_ns(k.count ? k.total_ns / static_cast<std::int64_t>(k.count) : 0),
-                         human_ns(k.max_ns), gpu > 0 ? 100.0 * static_cast<double>(k.total_ns) / static_cast<double>(gpu) : 0.0);
+                         k.stage.empty() ? "-" : k.stage, k.op.empty() ? "-" : short_op_name(k.op).substr(0, 24),
+                         mark + std::to_string(k.count), mark + human_ns(k.total_ns),
+                         human_ns(k.count ? k.total_ns / static_cast<std::int64_t>(k.count) : 0), human_ns(k.max_ns),
+                         gpu > 0 ? 100.0 * static_cast<double>(k.total_ns) / static_cast<double>(gpu) : 0.0);
     }
-    if (shown < p.kernels.size()) out << fmt::format("({} more in the profile's \"kernels\")\n", p.kernels.size() - shown);
+    if (shown < rows.size()) out << fmt::format("({} more in the profile's \"kernels\")\n", rows.size() - shown);
   }
   if (p.materializations.empty()) out << "\n== Materializations ==\n" << no_materializations_hint(p) << "\n";
   if (!p.materializations.empty()) {

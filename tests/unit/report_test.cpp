@@ -12,6 +12,7 @@
 #include "gnnprof/reports/hierarchy.h"
 #include "gnnprof/reports/html_reporter.h"
 #include "gnnprof/reports/json_reporter.h"
+#include "gnnprof/reports/kernel_table.h"
 #include "gnnprof/reports/markdown_reporter.h"
 #include "gnnprof/reports/reporter_factory.h"
 #include "gnnprof/reports/text_reporter.h"
@@ -192,6 +193,35 @@ TEST(Report, TheStageChartPutsANestedPhaseUnderItsParent) {
   EXPECT_LT(epoch, step);
   EXPECT_LT(step, fwd);
   EXPECT_NE(s.find("inside train_step (part of its bar)", chart), std::string::npos);
+}
+
+// Iteration sampling: a kernel's launches in unobserved iterations carry no op; the table
+// splits them among the stages and ops of its observed launches, by their calls, marked "~".
+TEST(KernelTable, UnobservedLaunchesJoinTheirKernelsObservedRows) {
+  Profile p;
+  p.kernels = {KernelStats{"sgemm", "forward", "aten::linear", 10, 100000, 9000, 11000},
+               KernelStats{"sgemm", "backward", "MmBackward0", 30, 300000, 9000, 12000},
+               KernelStats{"sgemm", "", "", 40, 400000, 9000, 15000},
+               KernelStats{"my_custom_kernel", "", "", 5, 50000, 9000, 11000},
+               KernelStats{"adam", "optimizer", "aten::_foreach_add_", 2, 20000, 9000, 11000}};
+  const std::vector<KernelRow> plain = kernel_rows(p, false);
+  ASSERT_EQ(plain.size(), 5u) << "a run that observed every iteration keeps its rows";
+  const std::vector<KernelRow> rows = kernel_rows(p, true);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].op, "MmBackward0");
+  EXPECT_EQ(rows[0].count, 60u);
+  EXPECT_EQ(rows[0].total_ns, 600000);
+  EXPECT_EQ(rows[0].max_ns, 15000);
+  EXPECT_TRUE(rows[0].estimated);
+  EXPECT_EQ(rows[1].op, "aten::linear");
+  EXPECT_EQ(rows[1].count, 20u);
+  EXPECT_EQ(rows[1].total_ns, 200000);
+  EXPECT_EQ(rows[2].name, "my_custom_kernel") << "never seen with an op: kept";
+  EXPECT_FALSE(rows[2].estimated);
+  EXPECT_FALSE(rows[3].estimated);
+  std::uint64_t calls = 0;
+  for (const auto& r : rows) calls += r.count;
+  EXPECT_EQ(calls, 87u) << "every launch counted once";
 }
 
 TEST(Hierarchy, NestedPhasesSampledOpsAndHiddenStages) {
