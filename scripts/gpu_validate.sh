@@ -96,6 +96,11 @@ if $py -c 'import lightning' 2>/dev/null || $py -c 'import pytorch_lightning' 2>
   timeout 240 $cli run -o "$runs/lightning.json" -- $py tests/python/scripts/lightning_mlp.py >"$runs/lightning.out" 2>&1
   echo "rc $?"; tail -20 "$runs/lightning.out"
   [ -f "$runs/lightning.json" ] && timeout 60 $cli report "$runs/lightning.json" 2>&1 | head -150
+  echo "-- every iteration observed: the closure's kernels under their own ops"
+  GNNPROF_TORCH_SAMPLE=all timeout 240 $cli run -o "$runs/lightning-all.json" -- $py tests/python/scripts/lightning_mlp.py \
+    >"$runs/lightning-all.out" 2>&1
+  echo "rc $?"
+  [ -f "$runs/lightning-all.json" ] && timeout 60 $cli report "$runs/lightning-all.json" 2>&1 | sed -n '/== GPU kernels/,/== Materializations/p' | head -30
 else
   echo "no lightning on this Python"
 fi
