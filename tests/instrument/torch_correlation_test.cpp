@@ -47,14 +47,24 @@ std::string site_name(std::uint32_t site) {
   return gnnprof_site_name(site, buf, sizeof(buf)) > 0 ? buf : "";
 }
 
-TEST(TorchCorrelation, BackwardNodesCarryTheirForwardLine) {
+/// A session that writes nothing, the op observer on, its pushes and pops recorded afresh.
+bool start_recording() {
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_events.clear();
+    g_open = 0;
+  }
   gnnprof::Config cfg;
   cfg.write_at_stop = false;
   cfg.flush_at_exit = false;
   cfg.quiet = true;
-  ASSERT_TRUE(gnnprof::start(cfg));
-  ASSERT_TRUE(gnnprof::torch::observe_ops());
+  if (!gnnprof::start(cfg) || !gnnprof::torch::observe_ops()) return false;
   gnnprof_torch_set_correlation(record_push, record_pop);
+  return true;
+}
+
+TEST(TorchCorrelation, BackwardNodesCarryTheirForwardLine) {
+  ASSERT_TRUE(start_recording());
   const gnnprof_site_t fwd = gnnprof_line_site("train.py", 10, "train", "y = model(x)");
   const gnnprof_site_t bwd = gnnprof_line_site("train.py", 11, "train", "loss.backward()");
   torch::manual_seed(0);
@@ -93,17 +103,7 @@ TEST(TorchCorrelation, BackwardNodesCarryTheirForwardLine) {
 // the innermost one for every kernel of the closure's forward and backward.
 TEST(TorchCorrelation, AClosureStepsIdCoversNoUnobservedForward) {
   ASSERT_TRUE(g_sampled);
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    g_events.clear();
-  }
-  gnnprof::Config cfg;
-  cfg.write_at_stop = false;
-  cfg.flush_at_exit = false;
-  cfg.quiet = true;
-  ASSERT_TRUE(gnnprof::start(cfg));
-  ASSERT_TRUE(gnnprof::torch::observe_ops());
-  gnnprof_torch_set_correlation(record_push, record_pop);
+  ASSERT_TRUE(start_recording());
   torch::manual_seed(0);
   auto w = torch::randn({32, 16}, torch::requires_grad());
   constexpr int kSteps = 16;
