@@ -108,6 +108,7 @@ fi
 step Python tests on this Python and torch: tests/python, in parallel where pytest-xdist is there
 # Lines: tracer.c on 3.11, tracer_monitor.c on 3.12+. pytest from .device-debs (pure Python) when
 # the machine has none; no third-party plugins either way but xdist. Log in OUTDIR/pytest.txt.
+# The A/B pinned to one CPU is left out: beside other workers its contrast is theirs.
 if [ "${GNNPROF_GPU_LINE_TESTS:-1}" = 1 ]; then
   pypath=/tmp/sysroot/usr/lib/python3/dist-packages
   $py -c 'import pytest' 2>/dev/null && pypath=
@@ -116,6 +117,7 @@ if [ "${GNNPROF_GPU_LINE_TESTS:-1}" = 1 ]; then
     GNNPROF_PYTHON_DIR=$PWD/build-gpu/python PYTHONDONTWRITEBYTECODE=1 timeout ${GNNPROF_GPU_PYTEST_S:-300} \
     $py -m pytest -q -p no:cacheprovider --tb=short -rfE -W ignore ${xd[@]+"${xd[@]}"} \
     ${GNNPROF_GPU_PYTEST_FILES:-tests/python/test_python_lines.py tests/python/test_reports.py tests/python/test_prefetch.py} \
+    --deselect tests/python/test_prefetch.py::test_a_loop_built_to_lose_is_told_so \
     >"$out/pytest.txt" 2>&1
   echo "pytest rc $?"; grep -E "^(FAILED|ERROR)|passed|failed" "$out/pytest.txt" | tail -60
 fi
