@@ -1230,6 +1230,12 @@ std::string no_kernels_hint(const Profile& p) {
   return "No GPU kernels: CUPTI was on (" + cupti->reason + ") and saw no kernel run.";
 }
 
+std::string own_session_note(const Profile& p) {
+  for (const auto& c : p.collectors)
+    if (c.name == "linked-core" && !c.enabled) return c.reason;
+  return "";
+}
+
 std::string no_materializations_hint(const Profile& p) {
   (void)p;
   return "No feature materializations: none recorded. The torch observer records a gather of rows from a host tensor "

@@ -117,8 +117,8 @@ std::string iteration_chart(const Profile& p, const std::map<std::string, std::s
   for (const auto& it : p.iterations)
     if (it.complete) its.push_back(&it);
   if (its.empty()) {
-    for (const auto& c : p.collectors)  // a linked program's own session and file (linked_forward.cpp)
-      if (c.name == "linked-core" && !c.enabled) return "<p class=muted>No complete iterations here: " + esc(c.reason) + ".</p>";
+    if (const std::string own = own_session_note(p); !own.empty())
+      return "<p class=muted>No complete iterations here: " + esc(own) + ".</p>";
     return "<p class=muted>No complete iterations.</p>";
   }
   std::map<std::string, std::string> category;
@@ -545,13 +545,12 @@ std::string html::profile_body(const Report& r, bool compact) {
   if (!p.kernels.empty()) {
     std::int64_t gpu = 0;
     for (const auto& k : p.kernels) gpu += k.total_ns;
-    o += fmt::format("<h2>GPU kernels</h2><p>{} kernels (by name, launching stage and op), {} of GPU time (CUPTI).</p>",
-                     kernel_rows(p, !sampled_gpu.empty()).size(), human_ns(gpu));
-    o += sampled_gpu_p;
     const std::vector<KernelRow> rows = kernel_rows(p, !sampled_gpu.empty());
+    o += fmt::format("<h2>GPU kernels</h2><p>{} kernels (by name, launching stage and op), {} of GPU time (CUPTI).</p>",
+                     rows.size(), human_ns(gpu));
+    o += sampled_gpu_p;
     if (std::any_of(rows.begin(), rows.end(), [](const KernelRow& k) { return k.estimated; }))
-      o += "<p class=muted>~ = with a share of the kernel's launches in iterations whose ops were not observed, split among "
-           "the stages and ops its observed launches had, by their calls.</p>";
+      o += "<p class=muted>" + esc(kKernelShareNote) + ".</p>";
     o += "<table class=sortable><thead><tr><th class=l>kernel</th><th class=l>stage</th><th class=l>op</th><th>calls</th>"
          "<th>total</th><th>mean</th><th>max</th><th>% GPU</th></tr></thead><tbody>";
     for (const auto& k : rows) {

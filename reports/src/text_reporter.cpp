@@ -178,10 +178,7 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
   std::vector<const IterationStats*> done = analysed_iterations(p, r.analysis);
   out << "\n== Iterations ==\n";
   if (r.analysis.iterations_total == 0) {
-    std::string own;  // a linked program's own session and file (linked_forward.cpp's note)
-    for (const auto& c : p.collectors)
-      if (c.name == "linked-core" && !c.enabled) own = c.reason;
-    if (!own.empty())
+    if (const std::string own = own_session_note(p); !own.empty())
       out << "No complete iterations here: " << own << ".\n";
     else
       out << "No complete iterations: mark their boundaries with gnnprof.step() (Python) or GNNPROF_STEP() (C++).\n";
@@ -350,8 +347,7 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
     bool estimated = false;
     for (std::size_t i = 0; i < shown; ++i) estimated |= rows[i].estimated;
     if (estimated)
-      out << "~ = with a share of the kernel's launches in iterations whose ops were not observed, split among the "
-             "stages and ops its observed launches had, by their calls\n";
+      out << kKernelShareNote << "\n";
     out << fmt::format("{:<52} {:<14} {:<24} {:>7} {:>10} {:>10} {:>10} {:>6}\n", "Kernel", "Stage", "Op", "Calls", "Total",
                        "Mean", "Max", "%GPU");
     for (std::size_t i = 0; i < shown; ++i) {

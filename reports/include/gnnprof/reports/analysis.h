@@ -186,6 +186,9 @@ std::string loader_worker_note(const Analysis& a);
 std::string no_transfers_hint(const Profile& p);
 std::string no_kernels_hint(const Profile& p);
 std::string no_materializations_hint(const Profile& p);
+/// A linked program that kept a gnnprof session of its own under `gnnprof run` (the preload's
+/// `linked-core` collector off): the reason, naming its file; "" otherwise.
+std::string own_session_note(const Profile& p);
 
 /// What one traced Python line event costs the traced program (bench/python_lines.py, 51-57 ns
 /// on the 2-core VM; docs/performance.md): line events × this is a lower bound of a run's

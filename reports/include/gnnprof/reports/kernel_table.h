@@ -19,6 +19,11 @@ struct KernelRow {
   bool estimated = false;
 };
 
+/// What "~" on a row means, for the table's legend.
+inline constexpr const char* kKernelShareNote =
+    "~ = with a share of the kernel's launches in iterations whose ops were not observed, split among the stages and "
+    "ops its observed launches had, by their calls";
+
 /// `p.kernels` as the table shows them, largest total first. `sampled`: the run sampled
 /// iterations (sampled_ops_note(p, true) is not empty); then a kernel's launches without an op
 /// are split among the (stage, op) rows of its launches with one, by those rows' calls. A
