@@ -1,7 +1,8 @@
 #!/bin/bash
 # A short device check of the framework paths (docs/gpu-validation.md): builds the package and
 # the preload against the machine's torch, runs the Lightning script under gnnprof run (its
-# training_step traced, its kernels by op) and test_reports.py's PyG and Lightning tests.
+# training_step traced, its kernels by op), the Lightning probe's bisection
+# (scripts/gpu_lightning_probe.py) and test_reports.py's PyG and Lightning tests.
 #   scripts/gpu_frameworks.sh OUTDIR   (with .device-debs, as for gpu_validate.sh)
 set -u
 out=${1:?usage: gpu_frameworks.sh OUTDIR}
@@ -26,6 +27,15 @@ timeout 60 $cli report /tmp/l.json 2>&1 | sed -n '/== Diagnostics/,/== Transfers
 timeout 60 $cli report /tmp/l.json 2>&1 | sed -n '/== GPU kernels/,/== Materializations/p' | head -16
 timeout 60 $cli report /tmp/l.json 2>&1 | grep '^Collectors' | cut -c1-900
 cp /tmp/l.json "$out/lightning.json"
+step "Lightning probe: which of lightning_mlp.py's differences leaves training_step untraced"
+for flags in "" "--like-mlp" "--log" "--shuffle" "--deep" "--epochs 2" "--batches 60"; do
+  timeout 90 $cli run -o /tmp/probe.json -- $py scripts/gpu_lightning_probe.py $flags >/tmp/probe.out 2>&1
+  rc=$?
+  traced=no; grep -q "^== end selected:.*training_step" /tmp/probe.out && traced=yes
+  echo "[${flags:-defaults}] rc $rc, training_step traced: $traced"
+  grep -A1 "^== training_step call 1" /tmp/probe.out | cut -c1-400; grep "^== end stats" /tmp/probe.out
+  [ $traced = yes ] || grep -B3 -A30 "^== training_step call 1" /tmp/probe.out | grep "^ " | cut -c1-200
+done
 step PyG and Lightning tests on this Python
 pypath=/tmp/sysroot/usr/lib/python3/dist-packages; $py -c 'import pytest' 2>/dev/null && pypath=
 xd=(); $py -c 'import xdist' 2>/dev/null && xd=(-p xdist -n 2)
