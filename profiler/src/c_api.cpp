@@ -26,6 +26,7 @@ int start_in_fork_child(bool drainer_thread) noexcept;
 int start_worker(long parent_pid, bool drainer_thread) noexcept;
 int discard() noexcept;
 int set_rank(int rank, int local_rank, int world_size) noexcept;
+int set_loader(const char* loader) noexcept;
 std::uint64_t set_line(std::uint32_t site) noexcept;
 void watch_next_line(void (*fn)()) noexcept;
 void line_event(std::uint32_t site, std::uint64_t t0, std::uint64_t t1, bool hit) noexcept;
@@ -186,6 +187,8 @@ int gnnprof_discard(void) { return gnnprof::detail::discard(); }
 int gnnprof_set_rank(int rank, int local_rank, int world_size) {
   return gnnprof::detail::set_rank(rank, local_rank, world_size);
 }
+
+int gnnprof_set_loader(const char* loader) { return gnnprof::detail::set_loader(loader); }
 
 void gnnprof_note_collector(const char* name, int enabled, const char* reason) {
   gnnprof::detail::note_collector(name, enabled != 0, reason);

@@ -289,6 +289,7 @@ struct Record<RunInfo> {
                  field("local_rank", &R::local_rank), field("world_size", &R::world_size),
                  field("run_id", &R::run_id, Presence::kWhenSet),
                  field("parent_pid", &R::parent_pid, Presence::kWhenSet),
+                 field("loader", &R::loader, Presence::kWhenSet),
                  field("exit_code", &R::exit_code, Presence::kWhenSet),
                  field("exit_signal", &R::exit_signal, Presence::kWhenSet)};
 };

@@ -626,6 +626,19 @@ int set_rank(int rank, int local_rank, int world_size) noexcept {
   }
 }
 
+int set_loader(const char* loader) noexcept {
+  Global& s = g();
+  try {
+    std::unique_lock<std::mutex> lock(s.mu, std::defer_lock);
+    if (!lock_within(lock, 2000)) return -1;
+    if (g_state.load() != kRunning || s.owner_pid != ::getpid() || loader == nullptr) return -1;
+    s.run.loader = loader;
+    return 0;
+  } catch (...) {
+    return -1;
+  }
+}
+
 int flush_in_forked_child(long parent_pid) noexcept {
   Global& s = g();
   try {

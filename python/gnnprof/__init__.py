@@ -346,6 +346,20 @@ def _loader_workers():
     return None
 
 
+def _loader_label():
+    """The DataLoader whose iterator starts workers here (its frame is above), as the workers'
+    run.loader: the same for each pass over it, another for the loop's other loaders (a
+    validation loader's); None when not found."""
+    for f in _frames_above(sys._getframe(1)):
+        if "/torch/utils/data/" in f.f_code.co_filename and f.f_code.co_name == "__init__":
+            loader = f.f_locals.get("loader")
+            if loader is not None and hasattr(loader, "num_workers"):
+                dataset = type(getattr(loader, "dataset", None)).__name__
+                return (f"{dataset}, batch_size {getattr(loader, 'batch_size', None)}, {loader.num_workers} workers, "
+                        f"DataLoader {id(loader):#x}")
+    return None
+
+
 def _after_fork_in_parent():
     """A data loader's workers: their count is a counter of the parent's profile ("DataLoader
     workers"), which the report's loader-bound rule quotes; the loader forks are counted (the
@@ -446,6 +460,9 @@ def _after_fork_in_child():
                 and _native.start_worker(0) == 0):
             util.register_after_fork(_worker_token, _arm_worker)  # first: the session must stop
             _note_worker("forked from", os.getppid(), _state["loader_forks"], limit)
+            label = _loader_label()
+            if label is not None:
+                _native.set_loader(label)
             return
         _native.set_hook(False)
     except Exception:  # never into the host's fork
@@ -487,6 +504,7 @@ def _wrap_process_start():
                 loader = _is_loader_target(getattr(self, "_target", None))
                 if loader:
                     self._gnnprof_worker = _state["loader_forks"]
+                    self._gnnprof_loader = _loader_label()
             except Exception:
                 pass
             result = original(self)  # its own errors pass through unchanged
@@ -534,6 +552,9 @@ def _arm_started_worker(proc):
             _native.set_hook(True)  # a forkserver child's fork handler took it out; explicit specs too
         sys.modules["multiprocessing.util"].Finalize(None, _stop_worker, exitpriority=100)
         _note_worker(f"started by {_state['started_by']} for", parent, index, limit)
+        label = proc.__dict__.get("_gnnprof_loader")
+        if isinstance(label, str):
+            _native.set_loader(label)
     except Exception:  # never into the worker
         pass
 

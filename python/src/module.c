@@ -66,6 +66,7 @@ static int resolve(void* h, CoreAbi* t, const char** missing) {
   *(void**)(&t->start_worker) = dlsym(h, "gnnprof_preload_start_worker");
   *(void**)(&t->discard) = dlsym(h, "gnnprof_discard");
   *(void**)(&t->set_rank) = dlsym(h, "gnnprof_set_rank");
+  *(void**)(&t->set_loader) = dlsym(h, "gnnprof_set_loader");
   *(void**)(&t->set_data_hook) = dlsym(h, "gnnprof_set_data_hook");
   *(void**)(&t->set_loop_extent) = dlsym(h, "gnnprof_set_loop_extent");
   *(void**)(&t->set_loop_line) = dlsym(h, "gnnprof_set_loop_line");
@@ -389,6 +390,15 @@ static PyObject* py_set_rank(PyObject* self, PyObject* args) {
   return PyLong_FromLong(g_core.set_rank(rank, local_rank, world_size));
 }
 
+/* set_loader(text): a DataLoader worker's loader, as its profile's run.loader -> 0, or -1. */
+static PyObject* py_set_loader(PyObject* self, PyObject* args) {
+  (void)self;
+  const char* loader = NULL;
+  if (!PyArg_ParseTuple(args, "s", &loader)) return NULL;
+  if (!g_core_bound || g_core.set_loader == NULL) return PyLong_FromLong(-1);
+  return PyLong_FromLong(g_core.set_loader(loader));
+}
+
 /* discard(): the session stops, its profile not written; the frame hook out. */
 static PyObject* py_discard(PyObject* self, PyObject* unused) {
   (void)self, (void)unused;
@@ -645,6 +655,7 @@ static PyMethodDef methods[] = {
     {"start_worker", py_start_worker, METH_VARARGS, "start_worker(parent_pid=0): a worker's own session: 0, or -1"},
     {"discard", py_discard, METH_NOARGS, "stop the session without writing its profile"},
     {"set_rank", py_set_rank, METH_VARARGS, "set_rank(rank, local_rank, world_size): -1 leaves a field"},
+    {"set_loader", py_set_loader, METH_VARARGS, "set_loader(text): a DataLoader worker's loader (run.loader)"},
     {"close_thread", py_close_thread, METH_NOARGS, "end the calling thread's open lines"},
     {"optimizer_step", py_optimizer_step, METH_NOARGS, "the optimizer-step trigger of auto selection (tests)"},
     {"close_torch_thread", py_close_torch_thread, METH_NOARGS, "end the torch observer's state of this thread"},

@@ -65,14 +65,53 @@ std::vector<Profile> read_loader_worker_profiles(const std::string& parent_path,
   return out;
 }
 
-LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<Profile>& workers, std::size_t top) {
+namespace {
+
+/// The worker count in a run.loader written by the Python package ("TensorDataset, batch_size
+/// 128, 2 workers, DataLoader 0x..."), or 0.
+int workers_in_label(const std::string& label) {
+  const std::size_t at = label.rfind(" workers, DataLoader ");
+  if (at == std::string::npos) return 0;
+  std::size_t from = at;
+  while (from > 0 && label[from - 1] >= '0' && label[from - 1] <= '9') --from;
+  return from < at && at - from < 6 ? std::stoi(label.substr(from, at - from)) : 0;
+}
+
+std::uint64_t complete_iterations(const Profile& p) {
+  return static_cast<std::uint64_t>(
+      std::count_if(p.iterations.begin(), p.iterations.end(), [](const IterationStats& it) { return it.complete; }));
+}
+
+}  // namespace
+
+LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<Profile>& all_workers, std::size_t top) {
   LoaderWorkers w;
   for (const CounterStats& c : parent.counters)
     if (c.name == kLoaderWorkersCounter) w.started = c.samples;
+  // One loader's workers at a time: the one that fetched the most batches (the training
+  // loader's, beside a validation loader's), the others counted apart.
+  std::map<std::string, std::uint64_t> batches_of;
+  for (const Profile& p : all_workers) batches_of[p.run.loader] += complete_iterations(p);
+  std::vector<const Profile*> workers;
+  for (const Profile& p : all_workers) workers.push_back(&p);
+  if (batches_of.size() > 1) {
+    const auto most = std::max_element(batches_of.begin(), batches_of.end(),
+                                       [](const auto& a, const auto& b) { return a.second < b.second; });
+    w.loader = most->first;
+    w.other_loaders = batches_of.size() - 1;
+    for (const Profile* p : workers)
+      if (p->run.loader != w.loader) {
+        ++w.other_profiles;
+        w.other_batches += complete_iterations(*p);
+      }
+    workers.erase(std::remove_if(workers.begin(), workers.end(), [&](const Profile* p) { return p->run.loader != w.loader; }),
+                  workers.end());
+  }
   std::vector<std::int64_t> all, unobserved;
   using Key = std::tuple<std::string, std::uint32_t, std::string>;  // file, line, function
   std::map<Key, WorkerLine> lines;
-  for (const Profile& p : workers) {
+  for (const Profile* pp : workers) {
+    const Profile& p = *pp;
     w.pids.push_back(p.run.pid);
     w.wall_ns += p.wall_ns;
     for (const IterationStats& it : p.iterations) {
@@ -94,26 +133,38 @@ LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<
     }
   }
   // Most workers alive at once: the lifetimes [start, start + wall) overlapping at one start.
-  for (const Profile& a : workers) {
+  for (const Profile* a : workers) {
     int alive = 0;
-    for (const Profile& b : workers)
-      alive += b.run.start_unix_ns <= a.run.start_unix_ns && a.run.start_unix_ns < b.run.start_unix_ns + b.wall_ns;
+    for (const Profile* b : workers)
+      alive += b->run.start_unix_ns <= a->run.start_unix_ns && a->run.start_unix_ns < b->run.start_unix_ns + b->wall_ns;
     w.concurrent = std::max(w.concurrent, alive);
   }
-  std::vector<const Profile*> by_start;
-  for (const Profile& x : workers) by_start.push_back(&x);
+  std::vector<const Profile*> by_start = workers;
   std::sort(by_start.begin(), by_start.end(),
             [](const Profile* x, const Profile* y) { return x->run.start_unix_ns < y->run.start_unix_ns; });
   std::int64_t first_end = 0;  // of the current set
+  // A full set also ends one: the last pass's workers may exit after the next pass's start.
+  const int per_set = workers.empty() ? 0 : workers_in_label(workers.front()->run.loader);
   for (const Profile* x : by_start) {
     const std::int64_t start = x->run.start_unix_ns, end = start + x->wall_ns;
-    if (w.generations.empty() || start >= first_end) {
+    if (w.generations.empty() || start >= first_end || (per_set > 0 && w.generations.back().workers >= per_set)) {
       w.generations.push_back({start - parent.run.start_unix_ns, 0});
       first_end = end;
     }
-    ++w.generations.back().workers;
+    LoaderWorkers::Generation& g = w.generations.back();
+    ++g.workers;
     first_end = std::min(first_end, end);
+    for (const IterationStats& it : x->iterations)
+      if (it.complete) {
+        const std::int64_t ready = start - parent.run.start_unix_ns + it.begin_ns + it.wall_ns;
+        if (g.first_batch_ns == 0 || ready < g.first_batch_ns) g.first_batch_ns = ready;
+        break;
+      }
   }
+  // A set ending while the next starts (a worker exiting late) is not more workers fetching.
+  int most = 0;
+  for (const LoaderWorkers::Generation& g : w.generations) most = std::max(most, g.workers);
+  if (most > 0) w.concurrent = std::min(w.concurrent, most);
   std::sort(w.pids.begin(), w.pids.end());
   w.pace_unobserved = !unobserved.empty();
   w.batch_median_ns = median_of(w.pace_unobserved ? unobserved : all);
@@ -134,8 +185,12 @@ std::string loader_workers_text(const LoaderWorkers& w) {
   if (w.pids.size() > 8) pids += ", ...";
   std::string out = fmt::format("{} DataLoader worker profile{} (pid {}; {} at once): {} batches", w.pids.size(),
                                 w.pids.size() == 1 ? "" : "s", pids, w.concurrent, w.batches);
+  if (!w.loader.empty())
+    out += fmt::format(" of the loader that fetched the most, {}; {} more of {} other loader{} ({} batches: a validation "
+                       "loader's?) are left out of these figures",
+                       w.loader, w.other_profiles, w.other_loaders, w.other_loaders == 1 ? "" : "s", w.other_batches);
   if (w.not_read > 0) out += fmt::format(" ({} more worker profiles not read)", w.not_read);
-  if (w.started > w.pids.size() + w.not_read)
+  if (w.started > w.pids.size() + w.other_profiles + w.not_read)
     out += fmt::format(" (the run started {} workers; the others wrote no profile: GNNPROF_LOADER_WORKERS profiles the "
                        "run's first 16 by default, and a worker killed before it exits writes none)",
                        w.started);

@@ -645,6 +645,30 @@ def test_dataloader_workers_started_anew_each_epoch_are_named_with_their_cost(gn
     assert "loader-restarts" not in diags, diags
 
 
+@needs_torch
+def test_a_validation_loaders_workers_are_told_from_the_training_loaders(gnnprof_run, plain_run):
+    """A validation loader with workers of its own beside the training loader's (each started
+    anew at each pass, in the iteration the next epoch's workers start in): every worker's
+    profile names its loader (run.loader); the report's workers paragraph and loader-restarts are
+    the training loader's (2 workers at once, 3 starts, its start-up), the validation loader's
+    workers counted apart."""
+    path = script("worker_restarts.py")
+    r = gnnprof_run(path, "0", "3", "12", "1")
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "0", "3", "12", "1").out
+    labels = {p["run"].get("loader") for p in worker_profiles(r)}
+    assert len(labels) == 2 and all(x and x.startswith("TensorDataset, batch_size ") and ", 2 workers, DataLoader 0x" in x
+                                    for x in labels), labels
+    text = report(r.path)
+    train = next(x for x in labels if "batch_size 32," in x)
+    workers = section(text, "DataLoader workers")
+    assert "2 at once" in workers and f"36 batches of the loader that fetched the most, {train};" in workers, workers
+    assert "6 more of 1 other loader (12 batches" in workers, workers
+    diags = section(text, "Diagnostics")
+    assert f"[warning] loader-restarts: the DataLoader ({train}) starts its 2 worker processes anew at each pass over " \
+           "it (3 starts; persistent_workers is off)" in diags, diags
+
+
 # ---- real frameworks, where this Python has them (the GPU machine's has both) ----
 
 needs_pyg = pytest.mark.skipif(not have_module("torch_geometric"), reason="this Python has no torch_geometric")

@@ -767,7 +767,8 @@ TEST(Diagnostics, LoaderRestarts) {
   EXPECT_DOUBLE_EQ(d.evidence.at("starts"), 3.0);
   EXPECT_DOUBLE_EQ(d.evidence.at("restart_excess_ns"), 800.0 * kMs);
   EXPECT_NE(d.message.find("starts its 2 worker processes anew at each pass over it (3 starts; persistent_workers is off): "
-                           "the iterations the restarted workers began in, 8 (500 ms), 16 (500 ms), took 800 ms beyond"),
+                           "in the iterations the restarted workers began in, 8 (500 ms), 16 (500 ms), their start-up until "
+                           "the first batch took 800 ms beyond"),
             std::string::npos)
       << d.message;
   EXPECT_NE(d.message.find("persistent_workers=True"), std::string::npos);
@@ -778,6 +779,66 @@ TEST(Diagnostics, LoaderRestarts) {
   set_loader_workers(q, summarize_loader_workers(p, ws));
   EXPECT_EQ(q.workers.generations.size(), 1u);
   EXPECT_FALSE(has(q.diagnostics, "loader-restarts"));
+}
+
+// Lightning's shape: a training loader's workers (2, started anew each epoch, the last epoch's
+// exiting after the next's start) beside a validation loader's (2 per pass, in the iterations
+// the training sets begin in). The training loader's sets are summarized; a restart costs its
+// start-up until the first batch, not the validation pass in the same iteration.
+TEST(Diagnostics, LoaderRestartsBesideAValidationLoader) {
+  Profile p = loop_profile(false);
+  p.run.pid = 10;
+  p.run.start_unix_ns = 1000 * kMs;
+  for (auto& it : p.iterations) it.begin_ns = static_cast<std::int64_t>(it.index) * 100 * kMs;
+  for (int i : {8, 16}) p.iterations[i].wall_ns = 500 * kMs;
+  auto at = [&](int i) { return p.run.start_unix_ns + p.iterations[i].begin_ns; };
+  const std::string train = "TensorDataset, batch_size 128, 2 workers, DataLoader 0x7f00";
+  const std::string val = "TensorDataset, batch_size 256, 2 workers, DataLoader 0x7f80";
+  std::vector<Profile> ws;
+  auto add = [&](const std::string& label, std::int64_t start, int batches, std::int64_t first_ms) {
+    Profile x;
+    x.run.pid = 20 + static_cast<std::int64_t>(ws.size());
+    x.run.parent_pid = 10;
+    x.run.loader = label;
+    x.run.start_unix_ns = start;
+    x.wall_ns = 1200 * kMs;  // each set outlives the next one's start
+    for (int b = 0; b < batches; ++b) {
+      IterationStats it;
+      it.index = static_cast<std::uint64_t>(b);
+      it.begin_ns = (b == 0 ? first_ms - 2 : first_ms + 2 * b) * kMs;
+      it.wall_ns = 2 * kMs;
+      x.iterations.push_back(it);
+    }
+    ws.push_back(x);
+  };
+  for (int i : {0, 8, 16})
+    for (int w = 0; w < 2; ++w) add(train, at(i) + (i == 0 ? 0 : 300 * kMs) + w * kMs, 8, 150);  // 150 ms to a batch
+  for (int i : {8, 16})
+    for (int w = 0; w < 2; ++w) add(val, at(i) + 10 * kMs + w * kMs, 2, 20);
+  Report r = make_report(p, {});
+  set_loader_workers(r, summarize_loader_workers(p, ws));
+  const LoaderWorkers& w = r.workers;
+  EXPECT_EQ(w.loader, train);
+  EXPECT_EQ(w.pids.size(), 6u);
+  EXPECT_EQ(w.other_loaders, 1u);
+  EXPECT_EQ(w.other_profiles, 4u);
+  EXPECT_EQ(w.other_batches, 8u);
+  EXPECT_EQ(w.batches, 48u);
+  EXPECT_EQ(w.concurrent, 2);  // not 4: the last set's workers exiting late are not fetching
+  ASSERT_EQ(w.generations.size(), 3u);
+  EXPECT_EQ(w.generations[1].workers, 2);
+  EXPECT_EQ(w.generations[1].first_batch_ns, p.iterations[8].begin_ns + 450 * kMs);
+  ASSERT_TRUE(has(r.diagnostics, "loader-restarts"));
+  const auto& d = *std::find_if(r.diagnostics.begin(), r.diagnostics.end(), [](const Diagnostic& x) { return x.id == "loader-restarts"; });
+  EXPECT_DOUBLE_EQ(d.evidence.at("starts"), 3.0);
+  EXPECT_DOUBLE_EQ(d.evidence.at("workers"), 2.0);
+  // 150 ms to the first batch less a batch's 2 ms, twice: not the iterations' 800 ms beyond the median
+  EXPECT_DOUBLE_EQ(d.evidence.at("restart_excess_ns"), 296.0 * kMs);
+  EXPECT_NE(d.message.find("the DataLoader (" + train + ") starts its 2 worker processes"), std::string::npos) << d.message;
+  const std::string text = loader_workers_text(w);
+  EXPECT_NE(text.find("6 DataLoader worker profiles"), std::string::npos) << text;
+  EXPECT_NE(text.find("2 at once"), std::string::npos) << text;
+  EXPECT_NE(text.find("4 more of 1 other loader (8 batches"), std::string::npos) << text;
 }
 
 // Two workers busy half their time (1 CPU) beside torch's 2 compute threads on 2 CPUs: compute

@@ -356,19 +356,24 @@ TEST(Worker, ASpawnedProcessStartsItsWorkerSessionOverAndNamesTheLoop) {
   cfg.drain_interval_ms = 1;
   const std::string path = fresh_output(cfg, "gnnprof_worker_%p.json");
   EXPECT_EQ(gnnprof_start_worker(4242, 0), -1) << "no session";
+  EXPECT_EQ(gnnprof_set_loader("x"), -1) << "no session";
   ASSERT_TRUE(start(cfg));
   { GNNPROF_STAGE("before the worker loop"); }
   const gnnprof_site_t open = gnnprof_stage_site("open at the restart", nullptr);
   gnnprof_stage_begin(open);
   EXPECT_EQ(gnnprof_start_in_fork_child(0), -1) << "not a fork child";
+  EXPECT_EQ(gnnprof_set_loader("TensorDataset, batch_size 8, 2 workers, DataLoader 0x10"), 0);  // the spawned session's
   ASSERT_EQ(gnnprof_start_worker(4242, drainer ? 1 : 0), 0);
   EXPECT_TRUE(is_running());
+  EXPECT_EQ(gnnprof_set_loader(nullptr), -1);
+  EXPECT_EQ(gnnprof_set_loader("TensorDataset, batch_size 8, 2 workers, DataLoader 0x20"), 0);
   gnnprof_stage_end();  // opened before: not the worker's
   { GNNPROF_STAGE("batch"); }
   ASSERT_TRUE(stop());
   auto p = read_profile_file(path);
   ASSERT_TRUE(p) << p.status().message();
   EXPECT_EQ(p->run.parent_pid, 4242);
+  EXPECT_EQ(p->run.loader, "TensorDataset, batch_size 8, 2 workers, DataLoader 0x20");
   EXPECT_NE(testing::find_stage(*p, "batch"), nullptr);
   EXPECT_EQ(testing::find_stage(*p, "before the worker loop"), nullptr);
   EXPECT_EQ(testing::find_stage(*p, "open at the restart"), nullptr);

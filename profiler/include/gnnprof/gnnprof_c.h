@@ -127,6 +127,12 @@ GNNPROF_C_API int gnnprof_discard(void);
  * Negative values (world_size <= 0) leave a field as it is. 0 on success. */
 GNNPROF_C_API int gnnprof_set_rank(int rank, int local_rank, int world_size);
 
+/* A DataLoader worker's loader, as its profile's run.loader: one string per DataLoader object of
+ * the loop's process (the Python package writes its kind, batch size, workers and id), so that
+ * the loop's report tells a training loader's workers from a validation loader's. 0 on success,
+ * -1 where no session of this process runs. */
+GNNPROF_C_API int gnnprof_set_loader(const char* loader);
+
 /* Declares a collector in the profile's "collectors" list (replacing one of the same name),
  * e.g. ("cupti", 0, "no CUDA driver (cuptiActivityEnable: CUPTI_ERROR_UNKNOWN)"). May be called
  * before the session starts. */

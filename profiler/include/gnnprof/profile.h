@@ -41,6 +41,11 @@ struct RunInfo {
   /// The process this one works for, when its session began as a worker's (a DataLoader
   /// worker, forked or spawned: gnnprof_start_worker); 0 otherwise.
   std::int64_t parent_pid = 0;
+  /// A DataLoader worker's loader: the same for every worker of one DataLoader object, over
+  /// all its passes, and different for another loader of the loop (a validation loader's);
+  /// "" when unknown. The Python package writes "<dataset class>, batch_size <n>, <num_workers>
+  /// workers, DataLoader <id>" (the report reads the count).
+  std::string loader;
   /// How the launched command ended, written in by its launcher (`gnnprof run`, `python3 -m
   /// gnnprof`) once it exited: its exit code, or 128 + the signal that killed it; absent when no
   /// launcher saw it end (a linked or imported session, a worker's profile).

@@ -56,8 +56,17 @@ struct LoaderWorkers {
   struct Generation {
     std::int64_t start_ns = 0;
     int workers = 0;
+    /// When its first batch was fetched (same origin as start_ns), or 0 when none was: the
+    /// start-up a persistent set would not pay is this less one batch's time.
+    std::int64_t first_batch_ns = 0;
   };
   std::vector<Generation> generations;
+  /// When the workers belong to more than one DataLoader (run.loader: a training loader's and a
+  /// validation loader's), the figures above are the loader's whose workers fetched the most
+  /// batches, named here; the others' profiles and batches are counted apart.
+  std::string loader;
+  std::size_t other_loaders = 0, other_profiles = 0;
+  std::uint64_t other_batches = 0;
 
   bool empty() const { return pids.empty(); }
   /// With `concurrent` workers at this pace: a batch every this long (0 when unknown).
