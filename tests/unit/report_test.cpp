@@ -409,6 +409,36 @@ TEST(Report, TheHtmlPageOpensWithTheLinesWhenThereAreSome) {
   EXPECT_EQ(s.find("id=top-line"), std::string::npos);
 }
 
+// The summary's heaviest lines leave out a line holding all of its function's time beside other
+// traced functions (Lightning's `trainer.fit(...)` around its training_step): the callbacks' lines lead.
+TEST(Report, HeaviestLinesLeaveOutALineThatHoldsTheOthers) {
+  Profile p;
+  auto line = [&](std::uint32_t n, const char* function, std::int64_t ms, const char* code) {
+    LineStats l;
+    l.file = "/w/train.py";
+    l.line = n;
+    l.function = function;
+    l.code = code;
+    l.hits = 1;
+    l.total_ns = ms * 1000000;
+    p.lines.push_back(l);
+  };
+  line(40, "<module>", 2000, "trainer.fit(Lit(), loader)");
+  line(11, "Lit.training_step", 600, "loss = F.cross_entropy(self.net(x), y)");
+  line(12, "Lit.training_step", 300, "self.log(\"loss\", loss)");
+  const Report r = make_report(p, {});
+  const std::string s = run_summary(r);
+  EXPECT_NE(s.find("heaviest lines: train.py:11 `loss = F.cross_entropy(self.net(x), y)` 67% of Lit.training_step(), "
+                   "train.py:12"),
+            std::string::npos)
+      << s;
+  EXPECT_EQ(s.find("train.py:40"), std::string::npos) << s;
+  // Alone, such a line is all there is to say.
+  p.lines.resize(1);
+  const Report one = make_report(p, {});
+  EXPECT_NE(run_summary(one).find("heaviest lines: train.py:40"), std::string::npos) << run_summary(one);
+}
+
 TEST(Report, UnknownFormatNamesTheKnownOnes) {
   auto r = make_reporter("pdf", {});
   ASSERT_FALSE(r);
