@@ -327,7 +327,9 @@ def test_a_dataloader_workers_batches_are_its_iterations_and_its_ops_are_sampled
         assert "an iteration per batch fetched" in reasons["loader-worker"], reasons
         assert 35 <= len(p["iterations"]) <= 45, len(p["iterations"])  # 80 batches, 2 workers
         observed = sum(1 for it in p["iterations"] if it.get("ops_observed", True))
-        assert 5 <= observed < len(p["iterations"]), (observed, reasons["torch-op-sampling"])
+        # (the rate follows the calibrated cost: a loaded machine measures more and observes fewer,
+        # 4 of 39 at one in 24 beside ctest -j2 and on the H200 beside 13 other pytest workers)
+        assert 3 <= observed < len(p["iterations"]), (observed, reasons["torch-op-sampling"])
         # The sampler's final word, noted when the worker's session stops (not at its decision).
         m = re.search(r"ops observed in (\d+) of (\d+) iterations", reasons["torch-op-sampling"])
         assert m and int(m.group(2)) >= len(p["iterations"]) - 1, reasons["torch-op-sampling"]
@@ -386,6 +388,9 @@ def test_workers_started_by_spawn_or_forkserver_are_profiled_as_forked_ones(gnnp
         assert ops["hits"] > 20 * len(p["iterations"]), ops
         lines = {(os.path.basename(l["file"]), l["line"]): l["hits"] for l in p["lines"]}
         assert lines.get(("slow_workers.py", 24), 0) >= 20 * 64 * 15, lines
+    # Their loader, marked on the process object the loop's side pickles for the child.
+    loaders = {p["run"].get("loader") for p in workers}
+    assert len(loaders) == 1 and ", 2 workers, DataLoader 0x" in (loaders.pop() or ""), [p["run"] for p in workers]
     summary = section(report(w.path), "DataLoader workers")
     assert "2 DataLoader worker profiles" in summary and "together a batch every" in summary, summary
     assert "slow_workers.py:24" in summary.splitlines()[2], summary
