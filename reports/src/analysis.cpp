@@ -733,6 +733,19 @@ std::string line_sentence(const Profile& p, const std::map<std::string, std::str
   const LineStats* top = top_line(p, category, cat, top_ns, all_ns);
   if (top == nullptr) return "";
   const std::string code = quoted_code(top->code);
+  // A line holding all of its function's time while other functions are traced is the call into
+  // a framework that runs the loop (Lightning's trainer.fit): the time is in its own code.
+  std::int64_t function_ns = 0;
+  bool others = false;
+  for (const LineStats& l : p.lines) {
+    if (l.file == top->file && l.function == top->function) function_ns += l.total_ns;
+    else others = true;
+  }
+  if (others && 200 * top->total_ns >= 199 * std::max<std::int64_t>(1, function_ns))
+    return fmt::format("; {:.0f}% of the traced lines' {} time is in the code that {}:{} `{}` runs (a framework's own "
+                       "loop, as Lightning's), outside the functions it calls back",
+                       100.0 * static_cast<double>(top_ns) / static_cast<double>(all_ns), cat, base_name(top->file), top->line,
+                       code);
   return fmt::format("; most of it while {}:{} `{}` ran ({:.0f}% of the traced lines' {} time)", base_name(top->file),
                      top->line, code, 100.0 * static_cast<double>(top_ns) / static_cast<double>(all_ns), cat);
 }

@@ -292,6 +292,32 @@ TEST(Diagnostics, ExposedDataTime) {
   EXPECT_NE(named.message.find("most of it while train.py:103 `x = feats[input_nodes]` ran (93% of the traced lines' data time)"),
             std::string::npos)
       << named.message;
+
+  // A framework's loop (Lightning's): the data time is under the line that called it, which holds
+  // all of its function's time, while its callback's lines are traced too.
+  LineStats fit;
+  fit.file = "/home/u/train.py";
+  fit.function = "<module>";
+  fit.line = 40;
+  fit.hits = 1;
+  fit.code = "trainer.fit(model, loader)";
+  fit.total_ns = 2000 * kMs;
+  fit.stages = {{"sample", 300 * kMs}};
+  LineStats step;
+  step.file = fit.file;
+  step.function = "Lit.training_step";
+  step.line = 12;
+  step.hits = 20;
+  step.code = "loss = F.cross_entropy(self.net(x), y)";
+  step.total_ns = 800 * kMs;
+  step.stages = {{"forward", 800 * kMs}};
+  p.lines = {fit, step};
+  ds = run(p);
+  const auto& framework = *std::find_if(ds.begin(), ds.end(), [](const Diagnostic& x) { return x.id == "exposed-data-time"; });
+  EXPECT_NE(framework.message.find("100% of the traced lines' data time is in the code that train.py:40 `trainer.fit(model, "
+                                   "loader)` runs (a framework's own loop"),
+            std::string::npos)
+      << framework.message;
 }
 
 // A hot Python loop traced line by line: 200 000 line events per 100 ms iteration cost 11 ms
