@@ -113,9 +113,14 @@ int run_ab(const AbArgs& a) {
     return 2;
   }
   std::map<std::string, std::string> benv, cenv;
+  std::string joined;
+  for (const auto& s : a.command) joined += (joined.empty() ? "" : " ") + shell_quote(s);
   if (!shell_form) {
     benv["GNNPROF_PREFETCH"] = "0";
     cenv["GNNPROF_PREFETCH"] = "2";
+    // An unmodified Python loop over a torch DataLoader runs through gnnprof.prefetch on both
+    // sides (depth 0: inline), so the pair differs only by overlap.
+    if (starts_python(joined)) benv["GNNPROF_PREFETCH_LOADERS"] = cenv["GNNPROF_PREFETCH_LOADERS"] = "1";
   }
   std::string bad;
   if (!parse_env(a.baseline_env, benv, bad) || !parse_env(a.candidate_env, cenv, bad)) {
@@ -132,8 +137,6 @@ int run_ab(const AbArgs& a) {
   reports::Side sides[2];
   sides[0].label = "baseline";
   sides[1].label = "candidate";
-  std::string joined;
-  for (const auto& s : a.command) joined += (joined.empty() ? "" : " ") + shell_quote(s);
   sides[0].command = shell_form ? a.baseline_cmd : joined;
   sides[1].command = shell_form ? a.candidate_cmd : joined;
   for (const auto& [k, v] : benv) sides[0].env.push_back(k + "=" + v);
@@ -254,8 +257,9 @@ int run_ab(const AbArgs& a) {
     for (const auto& s : p.stages) prefetched = prefetched || s.name == "loader_wait";
   if (!shell_form && !prefetched)
     std::cerr << "gnnprof ab: the candidate never waited on gnnprof's prefetcher (no loader_wait stage): this program does "
-                 "not use it (gnnprof.prefetch(loader), gnnprof::Prefetcher), so GNNPROF_PREFETCH=2 changed nothing; compare "
-                 "two versions with --baseline 'CMD' --candidate 'CMD'\n";
+                 "not use it (gnnprof.prefetch(loader), gnnprof::Prefetcher; for Python, a `for` over a torch DataLoader in "
+                 "its own code, not a framework's loop), so GNNPROF_PREFETCH=2 changed nothing; compare two versions with "
+                 "--baseline 'CMD' --candidate 'CMD'\n";
   const std::string out = a.out_dir + "/comparison.json";
   if (Status st = write_file_atomic(out, reports::comparison_to_json(c)); !st) {
     std::cerr << "gnnprof ab: " << st.message() << "\n";

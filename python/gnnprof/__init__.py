@@ -725,3 +725,6 @@ if _state["bound"]:
             import multiprocessing.process
             _wrap_process_run()
     _attach.after_import("torch", _torch_imported)
+    if _config.flag("GNNPROF_PREFETCH_LOADERS", False):
+        from . import _prefetch
+        _attach.after_import("torch.utils.data.dataloader", _prefetch.wrap_dataloader_iter)

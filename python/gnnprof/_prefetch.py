@@ -464,3 +464,74 @@ def prefetch(loader, depth=None, device=None, prepare=None):
     """Wraps any iterable of batches (a DataLoader, a DGL or PyG loader, a generator); see the
     module doc of gnnprof._prefetch."""
     return Prefetcher(loader, depth=depth, device=device, prepare=prepare)
+
+
+# ---- zero-code: GNNPROF_PREFETCH_LOADERS=1 ----
+
+class _OnePass:
+    """One pass's iterator over a DataLoader, as the loader a Prefetcher pulls from once."""
+
+    def __init__(self, it, loader):
+        self._it = it
+        self._loader = loader
+
+    def __iter__(self):
+        return self._it
+
+    def __len__(self):
+        return len(self._loader)
+
+
+# Iterators a loop may wrap its DataLoader in (`for b in tqdm(loader)`): looked through.
+_PASS_THROUGH = ("/tqdm/", "/rich/progress")
+
+
+def _from_user_code(frame, library):
+    """Whether the pass is made by the program's own code: the frame iterating, after progress
+    bars, is a file outside the library prefixes (not a framework's fetcher, nor gnnprof's own
+    prefetcher, which iterates the loader it wraps)."""
+    for _ in range(4):
+        if frame is None:
+            return False
+        f = frame.f_code.co_filename
+        if not any(p in f for p in _PASS_THROUGH):
+            return not f.startswith(library) and not f.startswith("<frozen")
+        frame = frame.f_back
+    return False
+
+
+def wrap_dataloader_iter():
+    """torch's DataLoader.__iter__, wrapped: each pass the program's own code makes over a
+    DataLoader (`for x, y in loader:`) runs through a Prefetcher at GNNPROF_PREFETCH's depth (0:
+    inline, the same code as the baseline; else 2 by default), so that an unmodified script runs
+    baseline and prefetched (gnnprof ab sets GNNPROF_PREFETCH_LOADERS=1 for a Python command).
+    Passes a framework makes (Lightning's fetcher) keep their iterator: it reads its internals."""
+    api = sys.modules[__package__]
+    dl = sys.modules.get("torch.utils.data.dataloader")
+    cls = getattr(dl, "DataLoader", None)
+    original = cls.__dict__.get("__iter__") if cls is not None else None
+    if original is None or getattr(original, "_gnnprof", False):
+        return
+    library = tuple(api._state.get("library") or ())
+    notes = {"passes": 0}
+
+    def __iter__(self):
+        it = original(self)
+        try:
+            if not _from_user_code(sys._getframe(1), library):
+                return it
+            epoch = iter(Prefetcher(_OnePass(it, self)))
+            notes["passes"] += 1
+            if notes["passes"] == 1 and api._native is not None:
+                api._native.note_collector(
+                    "prefetch-loaders", True,
+                    f"each pass the program's own code makes over a torch DataLoader runs through gnnprof.prefetch at "
+                    f"depth {epoch._pf.depth} (GNNPROF_PREFETCH_LOADERS=1; GNNPROF_PREFETCH sets the depth, 0: inline)")
+            return epoch
+        except Exception:  # never into the loop: the loader's own iterator
+            return it
+
+    __iter__.__wrapped__ = original
+    __iter__.__doc__ = original.__doc__
+    __iter__._gnnprof = True
+    cls.__iter__ = __iter__

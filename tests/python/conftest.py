@@ -76,7 +76,7 @@ def gnnprof_run(tmp_path):
             cmd += ["--lines", spec]
         cmd += list(cli_args) + ["--", python, path, *args]
         e = dict(os.environ)
-        for k in ("GNNPROF_LINES", "GNNPROF_ENABLED", "GNNPROF_PREFETCH"):
+        for k in ("GNNPROF_LINES", "GNNPROF_ENABLED", "GNNPROF_PREFETCH", "GNNPROF_PREFETCH_LOADERS"):
             e.pop(k, None)
         e.update(env or {})
         proc = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=timeout, cwd=str(tmp_path))

@@ -260,6 +260,82 @@ def test_under_gnnprof_run_loader_wait_is_exposed_and_the_producer_hidden(gnnpro
         assert r.lines("batches"), "the generator behind the prefetcher is traced"
 
 
+# ---- zero-code: GNNPROF_PREFETCH_LOADERS=1 ----
+
+def _collectors(profile):
+    return {c["name"]: c for c in profile["collectors"]}
+
+
+def _loader_next(profile):
+    """The threads (by name) the DataLoader's __next__ ran on."""
+    threads = {t["index"]: t["name"] for t in profile["threads"]}
+    stage = next(s for s in profile["stages"] if s["name"].startswith("enumerate(DataLoader)"))
+    return {threads.get(t["thread"], t["thread"]) for t in stage["by_thread"]}
+
+
+@needs_torch
+@pytest.mark.parametrize("depth", ["0", "2"])
+def test_an_unmodified_dataloader_loop_runs_through_the_prefetcher(gnnprof_run, plain_run, depth):
+    """GNNPROF_PREFETCH_LOADERS=1: the script's own `for` over a torch DataLoader runs through
+    gnnprof.prefetch, the same batches in the same order (its checksums and loss unchanged):
+    depth 2 pulls the loader on prefetch-0 while the loop waits in loader_wait; depth 0 runs the
+    same code inline, the baseline. Early breaks leave no thread behind (the run exits)."""
+    path = script("dataloader_loop.py")
+    env = {"GNNPROF_PREFETCH_LOADERS": "1", "GNNPROF_PREFETCH": depth}
+    for mode in ("own", "break"):
+        r = gnnprof_run(path, "2", mode, env=env)
+        assert r.rc == 0, r.err
+        assert r.out == plain_run(path, "2", mode).out
+    note = _collectors(r.profile)["prefetch-loaders"]
+    assert note["enabled"] and f"runs through gnnprof.prefetch at depth {depth}" in note["reason"], note
+    stages = {s["name"] for s in r.profile["stages"]}
+    main = {t["name"] for t in r.profile["threads"] if t["index"] == r.profile["main_thread"]}
+    if depth == "2":
+        assert "loader_wait" in stages, stages
+        assert _loader_next(r.profile) == {"prefetch-0"}, _loader_next(r.profile)
+    else:
+        assert "loader_wait" not in stages, stages
+        assert _loader_next(r.profile) == main, (_loader_next(r.profile), main)
+
+
+@needs_torch
+def test_zero_code_prefetch_leaves_a_frameworks_pass_and_is_off_by_default(gnnprof_run, plain_run):
+    """A pass a library makes over the loader (a framework's fetcher, which may read the
+    iterator's internals) keeps the loader's iterator; without GNNPROF_PREFETCH_LOADERS nothing
+    is wrapped."""
+    path = script("dataloader_loop.py")
+    libraries = os.path.join(os.path.dirname(path), "site-packages")
+    r = gnnprof_run(path, "1", "library", env={"GNNPROF_PREFETCH_LOADERS": "1", "PYTHONPATH": libraries})
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "1", "library", env={"PYTHONPATH": libraries}).out
+    assert "prefetch-loaders" not in _collectors(r.profile)
+    assert "loader_wait" not in {s["name"] for s in r.profile["stages"]}
+    off = gnnprof_run(path, "1", "own")
+    assert off.rc == 0, off.err
+    assert "prefetch-loaders" not in _collectors(off.profile)
+    assert "loader_wait" not in {s["name"] for s in off.profile["stages"]}
+
+
+@needs_torch
+def test_ab_prefetches_an_unmodified_python_loop(tmp_path):
+    """`gnnprof ab -- python3 train.py` on a script that never imports gnnprof: both sides run its
+    DataLoader through the prefetcher (GNNPROF_PREFETCH_LOADERS=1), at depth 0 and 2, so the
+    candidate waits in loader_wait and its loader runs on prefetch-0."""
+    out = tmp_path / "ab"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    for k in ("GNNPROF_ENABLED", "GNNPROF_PREFETCH", "GNNPROF_PREFETCH_LOADERS"):
+        env.pop(k, None)
+    proc = subprocess.run([CLI, "ab", "--repeat", "1", "-o", str(out), "--", PYTHON, script("dataloader_loop.py"), "2"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "never waited on gnnprof's prefetcher" not in proc.stderr, proc.stderr[-1500:]
+    assert re.search(r"^loader_wait +loop thread +0 ns .* candidate only", proc.stdout, re.M), proc.stdout[-3000:]
+    for side, depth in (("baseline", "0"), ("candidate", "2")):
+        with open(out / f"{side}-1.json") as f:
+            note = _collectors(json.load(f))["prefetch-loaders"]
+        assert f"at depth {depth}" in note["reason"], (side, note)
+
+
 @needs_torch
 def test_a_loop_built_to_lose_is_told_so(tmp_path):
     """The what-if on the baseline says prefetching will not pay (the loader's Python holds the
