@@ -335,28 +335,34 @@ def _forked_by_loader():
     return any(any(x in f.f_code.co_filename for x in _lines.LOADERS) for f in _frames_above(sys._getframe(1)))
 
 
+def _loader_iterator_frames():
+    """The frames of torch's data loader iterator __init__ above the caller's (the one that
+    starts workers: _MultiProcessingDataLoaderIter's, then its base's)."""
+    for f in _frames_above(sys._getframe(2)):
+        if "/torch/utils/data/" in f.f_code.co_filename and f.f_code.co_name == "__init__":
+            yield f
+
+
 def _loader_workers():
     """The worker count of the data loader iterator whose frame forks (torch's
     _MultiProcessingDataLoaderIter: its num_workers), or None."""
-    for f in _frames_above(sys._getframe(1)):
-        if "/torch/utils/data/" in f.f_code.co_filename and f.f_code.co_name == "__init__":
-            n = getattr(f.f_locals.get("self"), "_num_workers", None)
-            if isinstance(n, int):
-                return n
+    for f in _loader_iterator_frames():
+        n = getattr(f.f_locals.get("self"), "_num_workers", None)
+        if isinstance(n, int):
+            return n
     return None
 
 
 def _loader_label():
-    """The DataLoader whose iterator starts workers here (its frame is above), as the workers'
-    run.loader: the same for each pass over it, another for the loop's other loaders (a
-    validation loader's); None when not found."""
-    for f in _frames_above(sys._getframe(1)):
-        if "/torch/utils/data/" in f.f_code.co_filename and f.f_code.co_name == "__init__":
-            loader = f.f_locals.get("loader")
-            if loader is not None and hasattr(loader, "num_workers"):
-                dataset = type(getattr(loader, "dataset", None)).__name__
-                return (f"{dataset}, batch_size {getattr(loader, 'batch_size', None)}, {loader.num_workers} workers, "
-                        f"DataLoader {id(loader):#x}")
+    """The DataLoader whose iterator starts workers here, as the workers' run.loader: the same
+    for each pass over it, another for the loop's other loaders (a validation loader's); None
+    when not found."""
+    for f in _loader_iterator_frames():
+        loader = f.f_locals.get("loader")
+        if loader is not None and hasattr(loader, "num_workers"):
+            dataset = type(getattr(loader, "dataset", None)).__name__
+            return (f"{dataset}, batch_size {getattr(loader, 'batch_size', None)}, {loader.num_workers} workers, "
+                    f"DataLoader {id(loader):#x}")
     return None
 
 
