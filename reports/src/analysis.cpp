@@ -1164,9 +1164,11 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
     if (!p.environment.omp_num_threads.empty()) compute = std::atoll(p.environment.omp_num_threads.c_str());
     for (const auto& c : p.counters)  // torch's own count (the Python package's last sample)
       if (c.name == kTorchThreadsCounter && c.last > 0) compute = static_cast<std::int64_t>(c.last);
-    std::int64_t producers = 0;
+    // By name: a producer per pass (prefetch-0 each epoch, of each loader) is one at a time.
+    std::set<std::string> producer_names;
     for (const auto& t : p.threads)
-      if (t.name.rfind("prefetch-", 0) == 0 && t.name.rfind("prefetch-idle-", 0) != 0) ++producers;
+      if (t.name.rfind("prefetch-", 0) == 0 && t.name.rfind("prefetch-idle-", 0) != 0) producer_names.insert(t.name);
+    const auto producers = static_cast<std::int64_t>(producer_names.size());
     if (compute + producers > p.environment.cpus)
       add("thread-oversubscription", Severity::kWarning,
           fmt::format("{} compute threads{} share {}: threads preempt each other mid parallel region. Set "

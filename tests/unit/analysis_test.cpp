@@ -722,6 +722,17 @@ TEST(Diagnostics, ThreadOversubscription) {
   EXPECT_FALSE(has(run(p), "thread-oversubscription"));
   p.threads.push_back(ThreadInfo{2, 3, "prefetch-1", 0, 0});  // normal priority: 2 + 1 > 2 CPUs
   EXPECT_TRUE(has(run(p), "thread-oversubscription"));
+  // A Python producer per pass (each epoch's and a validation loader's prefetch-0): one at a time.
+  Profile passes = loop_profile(true);
+  passes.environment.omp_num_threads = "1";
+  for (std::uint32_t i = 1; i <= 4; ++i) passes.threads.push_back(ThreadInfo{i, 10 + i, "prefetch-0", 0, 0});
+  const auto ds = run(passes);
+  EXPECT_FALSE(has(ds, "thread-oversubscription")) << "1 compute + 1 producer on 2 CPUs";
+  passes.environment.omp_num_threads = "2";
+  const auto two = run(passes);
+  ASSERT_TRUE(has(two, "thread-oversubscription"));
+  const auto& d = *std::find_if(two.begin(), two.end(), [](const Diagnostic& x) { return x.id == "thread-oversubscription"; });
+  EXPECT_DOUBLE_EQ(d.evidence.at("producer_threads"), 1.0);
   Profile q = loop_profile(true);
   q.environment.omp_num_threads = "4";
   EXPECT_TRUE(has(run(q), "thread-oversubscription"));
