@@ -323,6 +323,9 @@ class _Epoch:
     def __iter__(self):
         return self
 
+    def __len__(self):
+        return len(self._pf)  # as a DataLoader's own iterator answers
+
     def _release_held(self):
         held, self._held = self._held, None
         if held is not None:

@@ -65,6 +65,7 @@ def test_same_batches_in_the_same_order(depth):
 def test_len_and_epochs_restart():
     pf = gnnprof.prefetch(list(range(20)), depth=3)
     assert len(pf) == 20
+    assert len(iter(pf)) == 20  # an epoch's iterator too, as a DataLoader's answers (zero-code prefetch hands it out)
     for _ in range(3):
         assert list(pf) == list(range(20))
 
