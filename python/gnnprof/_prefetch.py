@@ -27,6 +27,7 @@ its own, and profiles itself the way the C++ Prefetcher does.
   loader), `prepare` and `h2d` = hidden data time; the counter `prefetch_queue_depth` = ready
   batches at each take; copied bytes as pinned async h2d transfers.
 """
+import contextlib
 import copy
 import dataclasses
 import sys
@@ -143,13 +144,29 @@ class _State:
             self.ring.release_all()
 
 
-def _produce(state, it, prefetcher_ref, api):
+def _loop_cuda_device():
+    """The loop thread's current CUDA device where CUDA is initialized (torch keeps it per
+    thread: a collate_fn's .cuda() after set_device(local_rank) must land there), else None."""
+    torch = sys.modules.get("torch")
+    try:
+        return torch.cuda.current_device() if torch is not None and torch.cuda.is_initialized() else None
+    except Exception:
+        return None
+
+
+def _produce(state, it, prefetcher_ref, api, cuda_device=None):
     """The producer thread: pull, prepare and move batches, at most `depth` in flight."""
     pf = prefetcher_ref()
     prepare, dev, ring = (pf.prepare, pf._dev, pf._ring) if pf is not None else (None, None, None)
     del pf
-    api.set_thread_name("prefetch-0")
-    load, prep, h2d = api.stage("load", "data"), api.stage("prepare", "data"), api.stage("h2d", "data")
+    load = prep = h2d = contextlib.nullcontext()
+    try:  # gnnprof's own bookkeeping: never the loop's error, never a producer that posts nothing
+        if cuda_device is not None:
+            sys.modules["torch"].cuda.set_device(cuda_device)
+        api.set_thread_name("prefetch-0")
+        load, prep, h2d = api.stage("load", "data"), api.stage("prepare", "data"), api.stage("h2d", "data")
+    except Exception:
+        pass
     while True:
         with state.cv:
             state.cv.wait_for(lambda: state.stop or state.in_flight < state.depth)
@@ -312,19 +329,27 @@ class _Epoch:
         self.state = _State(pf.depth, pf._ring)
         # Dropping this iterator (break, del, the end of a loop) ends the epoch.
         self._finalizer = weakref.finalize(self, _end_epoch, self.state, pf)
-        if pf.depth > 0:
-            t = threading.Thread(target=_produce, args=(self.state, it, weakref.ref(pf), _api), name="prefetch-0",
-                                 daemon=True)
-            self.state.thread = t
-            t.start()
         self._wait = _api.stage("loader_wait", "data")
         self._first = True
+        if pf.depth > 0:  # last: nothing after the start may fail with the producer pulling
+            t = threading.Thread(target=_produce, args=(self.state, it, weakref.ref(pf), _api, _loop_cuda_device()),
+                                 name="prefetch-0", daemon=True)
+            self.state.thread = t
+            t.start()
 
     def __iter__(self):
         return self
 
     def __len__(self):
         return len(self._pf)  # as a DataLoader's own iterator answers
+
+    def __getattr__(self, name):
+        # The wrapped iterator's own attributes (a DataLoader iterator's _num_yielded,
+        # _shutdown_workers), for code that reads them from what zero-code prefetch handed out.
+        it = self.__dict__.get("_it")
+        if it is None or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(it, name)
 
     def _release_held(self):
         held, self._held = self._held, None
@@ -524,15 +549,18 @@ def wrap_dataloader_iter():
             if not _from_user_code(sys._getframe(1), library):
                 return it
             epoch = iter(Prefetcher(_OnePass(it, self)))
+        except Exception:  # never into the loop: the loader's own iterator (no producer started)
+            return it
+        try:
             notes["passes"] += 1
             if notes["passes"] == 1 and api._native is not None:
                 api._native.note_collector(
                     "prefetch-loaders", True,
                     f"each pass the program's own code makes over a torch DataLoader runs through gnnprof.prefetch at "
                     f"depth {epoch._pf.depth} (GNNPROF_PREFETCH_LOADERS=1; GNNPROF_PREFETCH sets the depth, 0: inline)")
-            return epoch
-        except Exception:  # never into the loop: the loader's own iterator
-            return it
+        except Exception:
+            pass
+        return epoch
 
     __iter__.__wrapped__ = original
     __iter__.__doc__ = original.__doc__

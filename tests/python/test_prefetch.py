@@ -70,6 +70,30 @@ def test_len_and_epochs_restart():
         assert list(pf) == list(range(20))
 
 
+def test_an_epochs_iterator_passes_attribute_reads_to_the_loaders_iterator():
+    """Zero-code prefetch hands the loop an epoch's iterator for a DataLoader's own: code that reads
+    the latter's attributes (_num_yielded) still finds them."""
+    class It:
+        marker = 7
+
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            raise StopIteration
+
+    class Loader:
+        def __iter__(self):
+            return It()
+
+    for depth in (0, 2):
+        epoch = iter(gnnprof.prefetch(Loader(), depth=depth))
+        assert epoch.marker == 7
+        with pytest.raises(AttributeError):
+            epoch.missing
+        assert list(epoch) == []
+
+
 class Counting:
     """A loader that counts the batches pulled from it."""
 
