@@ -325,6 +325,18 @@ std::vector<const IterationStats*> complete_past(const Profile& p, std::size_t s
   return out;
 }
 
+bool holds_traced_functions(const Profile& p, const LineStats& l) {
+  if (l.hits > 1) return false;
+  std::map<std::pair<std::string, std::string>, std::int64_t> function_ns;
+  for (const LineStats& x : p.lines) function_ns[{x.file, x.function}] += x.total_ns;
+  if (function_ns.size() < 2) return false;
+  const std::int64_t own = function_ns[{l.file, l.function}];
+  if (200 * l.total_ns < 199 * std::max<std::int64_t>(1, own)) return false;
+  for (const auto& [key, ns] : function_ns)
+    if (key != std::make_pair(l.file, l.function) && ns > l.total_ns) return false;
+  return true;
+}
+
 std::vector<const IterationStats*> analysed_iterations(const Profile& p, const Analysis& a) { return complete_past(p, a.skipped); }
 
 Analysis analyze(const Profile& p, const AnalysisOptions& options) {
@@ -733,15 +745,9 @@ std::string line_sentence(const Profile& p, const std::map<std::string, std::str
   const LineStats* top = top_line(p, category, cat, top_ns, all_ns);
   if (top == nullptr) return "";
   const std::string code = quoted_code(top->code);
-  // A line holding all of its function's time while other functions are traced is the call into
-  // a framework that runs the loop (Lightning's trainer.fit): the time is in its own code.
-  std::int64_t function_ns = 0;
-  bool others = false;
-  for (const LineStats& l : p.lines) {
-    if (l.file == top->file && l.function == top->function) function_ns += l.total_ns;
-    else others = true;
-  }
-  if (others && 200 * top->total_ns >= 199 * std::max<std::int64_t>(1, function_ns))
+  // A line holding other traced functions is the call into a framework that runs the loop
+  // (Lightning's trainer.fit): the time is in its own code.
+  if (holds_traced_functions(p, *top))
     return fmt::format("; {:.0f}% of the traced lines' {} time is in the code that {}:{} `{}` runs (a framework's own "
                        "loop, as Lightning's), outside the functions it calls back",
                        100.0 * static_cast<double>(top_ns) / static_cast<double>(all_ns), cat, base_name(top->file), top->line,

@@ -442,15 +442,11 @@ std::string run_summary(const Report& r) {
     function_ns[{l.file, l.function}] += line_time(l);
   }
   std::stable_sort(lines.begin(), lines.end(), [](const LineStats* x, const LineStats* y) { return line_time(*x) > line_time(*y); });
-  // A line holding all of its function's time beside other traced functions holds them
-  // (`trainer.fit(...)` around Lightning's callbacks, `main()` at module level): it says nothing.
-  if (function_ns.size() > 1) {
-    const auto holder = [&](const LineStats* l) {
-      return 200 * line_time(*l) >= 199 * std::max<std::int64_t>(1, function_ns[{l->file, l->function}]);
-    };
-    if (!std::all_of(lines.begin(), lines.end(), holder))
-      lines.erase(std::remove_if(lines.begin(), lines.end(), holder), lines.end());
-  }
+  // A line holding other traced functions (`trainer.fit(...)` around Lightning's callbacks,
+  // `main()` at module level) says nothing here.
+  const auto holder = [&](const LineStats* l) { return holds_traced_functions(p, *l); };
+  if (!std::all_of(lines.begin(), lines.end(), holder))
+    lines.erase(std::remove_if(lines.begin(), lines.end(), holder), lines.end());
   std::string heavy;
   for (std::size_t i = 0; i < lines.size() && i < 3 && line_time(*lines[i]) > 0; ++i) {
     const std::string code = lines[i]->code.size() > 40 ? lines[i]->code.substr(0, 37) + "..." : lines[i]->code;

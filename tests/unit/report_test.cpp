@@ -426,10 +426,13 @@ TEST(Report, HeaviestLinesLeaveOutALineThatHoldsTheOthers) {
   line(40, "<module>", 2000, "trainer.fit(Lit(), loader)");
   line(11, "Lit.training_step", 600, "loss = F.cross_entropy(self.net(x), y)");
   line(12, "Lit.training_step", 300, "self.log(\"loss\", loss)");
+  line(30, "Net.forward", 250, "return self.net(x)");  // a one-line function's hot line, run 20 times: kept
+  p.lines.back().hits = 20;
   const Report r = make_report(p, {});
   const std::string s = run_summary(r);
   EXPECT_NE(s.find("heaviest lines: train.py:11 `loss = F.cross_entropy(self.net(x), y)` 67% of Lit.training_step(), "
-                   "train.py:12"),
+                   "train.py:12 `self.log(\"loss\", loss)` 33% of Lit.training_step(), train.py:30 `return self.net(x)` 100% "
+                   "of Net.forward()"),
             std::string::npos)
       << s;
   EXPECT_EQ(s.find("train.py:40"), std::string::npos) << s;

@@ -159,6 +159,11 @@ std::vector<const IterationStats*> complete_past(const Profile& profile, std::si
 /// The iterations `a` analysed: the complete ones past its warm-up (`a.skipped`), in order.
 std::vector<const IterationStats*> analysed_iterations(const Profile& profile, const Analysis& a);
 
+/// Whether traced line `l` is a call that holds other traced functions: run once, all of its
+/// function's time, and at least each other traced function's time (`trainer.fit(...)` around
+/// Lightning's callbacks, `main()` at module level); not a one-line function's hot line.
+bool holds_traced_functions(const Profile& profile, const LineStats& l);
+
 /// The what-if within the machine's limits in one sentence (every renderer prints it):
 /// "Within this machine's limits: 19.9 ms (1.68x): a producer shares the 2 CPUs with ..." or
 /// "Prefetching will not pay here: expected 30.1 ms (1.01x): compute-bound: ...". "" without
