@@ -257,9 +257,11 @@ int run_ab(const AbArgs& a) {
     for (const auto& s : p.stages) prefetched = prefetched || s.name == "loader_wait";
   if (!shell_form && !prefetched)
     std::cerr << "gnnprof ab: the candidate never waited on gnnprof's prefetcher (no loader_wait stage): this program does "
-                 "not use it (gnnprof.prefetch(loader), gnnprof::Prefetcher; for Python, a `for` over a torch DataLoader in "
-                 "its own code, not a framework's loop), so GNNPROF_PREFETCH=2 changed nothing; compare two versions with "
-                 "--baseline 'CMD' --candidate 'CMD'\n";
+                 "not use it (gnnprof.prefetch(loader), gnnprof::Prefetcher"
+              << (starts_python(joined) ? "; nor a `for` over a torch DataLoader in its own code, which ab prefetches: "
+                                          "a framework's loop, as Lightning's, is left as it is"
+                                        : "")
+              << "), so GNNPROF_PREFETCH=2 changed nothing; compare two versions with --baseline 'CMD' --candidate 'CMD'\n";
   const std::string out = a.out_dir + "/comparison.json";
   if (Status st = write_file_atomic(out, reports::comparison_to_json(c)); !st) {
     std::cerr << "gnnprof ab: " << st.message() << "\n";

@@ -354,15 +354,16 @@ def _loader_workers():
 
 
 def _loader_label():
-    """The DataLoader whose iterator starts workers here, as the workers' run.loader: the same
-    for each pass over it, another for the loop's other loaders (a validation loader's); None
-    when not found."""
+    """The DataLoader whose iterator starts workers here, as the workers' run.loader: its
+    dataset (class and object: the same for each pass, also for a loader rebuilt each epoch over
+    it; another for the loop's other loaders, a validation loader's), batch size and worker
+    count; None when not found."""
     for f in _loader_iterator_frames():
         loader = f.f_locals.get("loader")
         if loader is not None and hasattr(loader, "num_workers"):
-            dataset = type(getattr(loader, "dataset", None)).__name__
-            return (f"{dataset}, batch_size {getattr(loader, 'batch_size', None)}, {loader.num_workers} workers, "
-                    f"DataLoader {id(loader):#x}")
+            dataset = getattr(loader, "dataset", None)
+            return (f"{type(dataset).__name__} at {id(dataset):#x}, batch_size {getattr(loader, 'batch_size', None)}, "
+                    f"{loader.num_workers} workers")
     return None
 
 

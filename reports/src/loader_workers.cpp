@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "gnnprof/order_stats.h"
@@ -67,14 +68,34 @@ std::vector<Profile> read_loader_worker_profiles(const std::string& parent_path,
 
 namespace {
 
-/// The worker count in a run.loader written by the Python package ("TensorDataset, batch_size
-/// 128, 2 workers, DataLoader 0x..."), or 0.
+/// The worker count in a run.loader written by the Python package ("TensorDataset at 0x7f...,
+/// batch_size 128, 2 workers"), or 0.
 int workers_in_label(const std::string& label) {
-  const std::size_t at = label.rfind(" workers, DataLoader ");
-  if (at == std::string::npos) return 0;
+  static const std::string tail = " workers";
+  if (label.size() <= tail.size() || label.compare(label.size() - tail.size(), tail.size(), tail) != 0) return 0;
+  const std::size_t at = label.size() - tail.size();
   std::size_t from = at;
   while (from > 0 && label[from - 1] >= '0' && label[from - 1] <= '9') --from;
-  return from < at && at - from < 6 ? std::stoi(label.substr(from, at - from)) : 0;
+  return from >= 2 && from < at && at - from < 6 && label.compare(from - 2, 2, ", ") == 0
+             ? std::stoi(label.substr(from, at - from))
+             : 0;
+}
+
+/// Where a worker's complete batches were fetched, in the loop's iterations (their indices): the
+/// training loader's fetch one in each, an evaluation loader's in the few its passes ran in.
+std::set<std::uint64_t> iterations_fed(const Profile& parent, const Profile& worker) {
+  std::set<std::uint64_t> out;
+  const std::int64_t origin = worker.run.start_unix_ns - parent.run.start_unix_ns;
+  for (const IterationStats& b : worker.iterations) {
+    if (!b.complete) continue;
+    const std::int64_t t = origin + b.begin_ns + b.wall_ns;
+    const auto it = std::upper_bound(parent.iterations.begin(), parent.iterations.end(), t,
+                                     [](std::int64_t x, const IterationStats& i) { return x < i.begin_ns; });
+    if (it == parent.iterations.begin()) continue;
+    const IterationStats& in = *std::prev(it);
+    if (in.complete && t < in.begin_ns + in.wall_ns) out.insert(in.index);
+  }
+  return out;
 }
 
 std::uint64_t complete_iterations(const Profile& p) {
@@ -88,15 +109,21 @@ LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<
   LoaderWorkers w;
   for (const CounterStats& c : parent.counters)
     if (c.name == kLoaderWorkersCounter) w.started = c.samples;
-  // One loader's workers at a time: the one that fetched the most batches (the training
-  // loader's, beside a validation loader's), the others counted apart.
+  // One loader's workers at a time: the one whose batches fed the most of the loop's iterations
+  // (the training loader's, beside an evaluation loader's, which may fetch more batches in
+  // fewer iterations), then the most batches; the others counted apart.
   std::map<std::string, std::uint64_t> batches_of;
-  for (const Profile& p : all_workers) batches_of[p.run.loader] += complete_iterations(p);
+  std::map<std::string, std::set<std::uint64_t>> fed;
+  for (const Profile& p : all_workers) {
+    batches_of[p.run.loader] += complete_iterations(p);
+    if (all_workers.size() > 1) fed[p.run.loader].merge(iterations_fed(parent, p));
+  }
   std::vector<const Profile*> workers;
   for (const Profile& p : all_workers) workers.push_back(&p);
   if (batches_of.size() > 1) {
-    const auto most = std::max_element(batches_of.begin(), batches_of.end(),
-                                       [](const auto& a, const auto& b) { return a.second < b.second; });
+    const auto most = std::max_element(batches_of.begin(), batches_of.end(), [&](const auto& a, const auto& b) {
+      return std::make_pair(fed[a.first].size(), a.second) < std::make_pair(fed[b.first].size(), b.second);
+    });
     w.loader = most->first;
     w.other_loaders = batches_of.size() - 1;
     for (const Profile* p : workers)
@@ -147,6 +174,8 @@ LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<
   const int per_set = workers.empty() ? 0 : workers_in_label(workers.front()->run.loader);
   for (const Profile* x : by_start) {
     const std::int64_t start = x->run.start_unix_ns, end = start + x->wall_ns;
+    // (Not a worker started after the set's first batch: a spawned set's workers start seconds
+    // apart, each importing torch, and the first may have fetched by then.)
     if (w.generations.empty() || start >= first_end || (per_set > 0 && w.generations.back().workers >= per_set)) {
       w.generations.push_back({start - parent.run.start_unix_ns, 0});
       first_end = end;
@@ -186,9 +215,10 @@ std::string loader_workers_text(const LoaderWorkers& w) {
   std::string out = fmt::format("{} DataLoader worker profile{} (pid {}; {} at once): {} batches", w.pids.size(),
                                 w.pids.size() == 1 ? "" : "s", pids, w.concurrent, w.batches);
   if (!w.loader.empty())
-    out += fmt::format(" of the loader that fetched the most, {}; {} more of {} other loader{} ({} batches: a validation "
-                       "loader's?) are left out of these figures",
-                       w.loader, w.other_profiles, w.other_loaders, w.other_loaders == 1 ? "" : "s", w.other_batches);
+    out += fmt::format(" of the loader that fed the most iterations, {}; {} more worker profile{}, of {} other loader{} ({} "
+                       "batches: an evaluation loader's?), are left out of these figures",
+                       w.loader, w.other_profiles, w.other_profiles == 1 ? "" : "s", w.other_loaders,
+                       w.other_loaders == 1 ? "" : "s", w.other_batches);
   if (w.not_read > 0) out += fmt::format(" ({} more worker profiles not read)", w.not_read);
   if (w.started > w.pids.size() + w.other_profiles + w.not_read)
     out += fmt::format(" (the run started {} workers; the others wrote no profile: GNNPROF_LOADER_WORKERS profiles the "

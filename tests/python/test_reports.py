@@ -390,7 +390,8 @@ def test_workers_started_by_spawn_or_forkserver_are_profiled_as_forked_ones(gnnp
         assert lines.get(("slow_workers.py", 24), 0) >= 20 * 64 * 15, lines
     # Their loader, marked on the process object the loop's side pickles for the child.
     loaders = {p["run"].get("loader") for p in workers}
-    assert len(loaders) == 1 and ", 2 workers, DataLoader 0x" in (loaders.pop() or ""), [p["run"] for p in workers]
+    assert len(loaders) == 1 and re.fullmatch(r"\w+ at 0x[0-9a-f]+, batch_size \d+, 2 workers", loaders.pop() or ""), \
+        [p["run"] for p in workers]
     summary = section(report(w.path), "DataLoader workers")
     assert "2 DataLoader worker profiles" in summary and "together a batch every" in summary, summary
     assert "slow_workers.py:24" in summary.splitlines()[2], summary
@@ -662,13 +663,13 @@ def test_a_validation_loaders_workers_are_told_from_the_training_loaders(gnnprof
     assert r.rc == 0, r.err
     assert r.out == plain_run(path, "0", "3", "12", "1").out
     labels = {p["run"].get("loader") for p in worker_profiles(r)}
-    assert len(labels) == 2 and all(x and x.startswith("TensorDataset, batch_size ") and ", 2 workers, DataLoader 0x" in x
+    assert len(labels) == 2 and all(x and re.fullmatch(r"TensorDataset at 0x[0-9a-f]+, batch_size (32|64), 2 workers", x)
                                     for x in labels), labels
     text = report(r.path)
     train = next(x for x in labels if "batch_size 32," in x)
     workers = section(text, "DataLoader workers")
-    assert "2 at once" in workers and f"36 batches of the loader that fetched the most, {train};" in workers, workers
-    assert "6 more of 1 other loader (12 batches" in workers, workers
+    assert "2 at once" in workers and f"36 batches of the loader that fed the most iterations, {train};" in workers, workers
+    assert "6 more worker profiles, of 1 other loader (12 batches" in workers, workers
     diags = section(text, "Diagnostics")
     assert f"[warning] loader-restarts: the DataLoader ({train}) starts its 2 worker processes anew at each pass over " \
            "it (3 starts; persistent_workers is off)" in diags, diags

@@ -362,18 +362,18 @@ TEST(Worker, ASpawnedProcessStartsItsWorkerSessionOverAndNamesTheLoop) {
   const gnnprof_site_t open = gnnprof_stage_site("open at the restart", nullptr);
   gnnprof_stage_begin(open);
   EXPECT_EQ(gnnprof_start_in_fork_child(0), -1) << "not a fork child";
-  EXPECT_EQ(gnnprof_set_loader("TensorDataset, batch_size 8, 2 workers, DataLoader 0x10"), 0);  // the spawned session's
+  EXPECT_EQ(gnnprof_set_loader("TensorDataset at 0x10, batch_size 8, 2 workers"), 0);  // the spawned session's
   ASSERT_EQ(gnnprof_start_worker(4242, drainer ? 1 : 0), 0);
   EXPECT_TRUE(is_running());
   EXPECT_EQ(gnnprof_set_loader(nullptr), -1);
-  EXPECT_EQ(gnnprof_set_loader("TensorDataset, batch_size 8, 2 workers, DataLoader 0x20"), 0);
+  EXPECT_EQ(gnnprof_set_loader("TensorDataset at 0x20, batch_size 8, 2 workers"), 0);
   gnnprof_stage_end();  // opened before: not the worker's
   { GNNPROF_STAGE("batch"); }
   ASSERT_TRUE(stop());
   auto p = read_profile_file(path);
   ASSERT_TRUE(p) << p.status().message();
   EXPECT_EQ(p->run.parent_pid, 4242);
-  EXPECT_EQ(p->run.loader, "TensorDataset, batch_size 8, 2 workers, DataLoader 0x20");
+  EXPECT_EQ(p->run.loader, "TensorDataset at 0x20, batch_size 8, 2 workers");
   EXPECT_NE(testing::find_stage(*p, "batch"), nullptr);
   EXPECT_EQ(testing::find_stage(*p, "before the worker loop"), nullptr);
   EXPECT_EQ(testing::find_stage(*p, "open at the restart"), nullptr);

@@ -43,8 +43,8 @@ struct RunInfo {
   std::int64_t parent_pid = 0;
   /// A DataLoader worker's loader: the same for every worker of one DataLoader object, over
   /// all its passes, and different for another loader of the loop (a validation loader's);
-  /// "" when unknown. The Python package writes "<dataset class>, batch_size <n>, <num_workers>
-  /// workers, DataLoader <id>" (the report reads the count).
+  /// "" when unknown. The Python package writes "<dataset class> at <dataset id>, batch_size <n>,
+  /// <num_workers> workers" (the report reads the count).
   std::string loader;
   /// How the launched command ended, written in by its launcher (`gnnprof run`, `python3 -m
   /// gnnprof`) once it exited: its exit code, or 128 + the signal that killed it; absent when no

@@ -62,8 +62,9 @@ struct LoaderWorkers {
   };
   std::vector<Generation> generations;
   /// When the workers belong to more than one DataLoader (run.loader: a training loader's and a
-  /// validation loader's), the figures above are the loader's whose workers fetched the most
-  /// batches, named here; the others' profiles and batches are counted apart.
+  /// validation loader's), the figures above are the loader's whose batches fed the most of the
+  /// loop's iterations (then: the most batches), named here; the others' profiles and batches are
+  /// counted apart.
   std::string loader;
   std::size_t other_loaders = 0, other_profiles = 0;
   std::uint64_t other_batches = 0;
