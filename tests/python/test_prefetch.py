@@ -355,10 +355,13 @@ def test_ab_prefetches_an_unmodified_python_loop(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "never waited on gnnprof's prefetcher" not in proc.stderr, proc.stderr[-1500:]
     assert re.search(r"^loader_wait +loop thread +0 ns .* candidate only", proc.stdout, re.M), proc.stdout[-3000:]
-    for side, depth in (("baseline", "0"), ("candidate", "2")):
+    for side, depth, thread in (("baseline", "0", "main"), ("candidate", "2", "prefetch-0")):
         with open(out / f"{side}-1.json") as f:
-            note = _collectors(json.load(f))["prefetch-loaders"]
+            profile = json.load(f)
+        note = _collectors(profile)["prefetch-loaders"]
         assert f"at depth {depth}" in note["reason"], (side, note)
+        main = {t["name"] for t in profile["threads"] if t["index"] == profile["main_thread"]}
+        assert _loader_next(profile) == (main if thread == "main" else {thread}), (side, _loader_next(profile))
 
 
 @needs_torch
