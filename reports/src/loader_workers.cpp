@@ -113,14 +113,12 @@ LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<
   // (the training loader's, beside an evaluation loader's, which may fetch more batches in
   // fewer iterations), then the most batches; the others counted apart.
   std::map<std::string, std::uint64_t> batches_of;
-  std::map<std::string, std::set<std::uint64_t>> fed;
-  for (const Profile& p : all_workers) {
-    batches_of[p.run.loader] += complete_iterations(p);
-    if (all_workers.size() > 1) fed[p.run.loader].merge(iterations_fed(parent, p));
-  }
+  for (const Profile& p : all_workers) batches_of[p.run.loader] += complete_iterations(p);
   std::vector<const Profile*> workers;
   for (const Profile& p : all_workers) workers.push_back(&p);
   if (batches_of.size() > 1) {
+    std::map<std::string, std::set<std::uint64_t>> fed;
+    for (const Profile& p : all_workers) fed[p.run.loader].merge(iterations_fed(parent, p));
     const auto most = std::max_element(batches_of.begin(), batches_of.end(), [&](const auto& a, const auto& b) {
       return std::make_pair(fed[a.first].size(), a.second) < std::make_pair(fed[b.first].size(), b.second);
     });
