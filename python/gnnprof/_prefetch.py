@@ -535,34 +535,32 @@ def wrap_dataloader_iter():
     baseline and prefetched (gnnprof ab sets GNNPROF_PREFETCH_LOADERS=1 for a Python command).
     Passes a framework makes (Lightning's fetcher) keep their iterator: it reads its internals."""
     api = sys.modules[__package__]
-    dl = sys.modules.get("torch.utils.data.dataloader")
-    cls = getattr(dl, "DataLoader", None)
-    original = cls.__dict__.get("__iter__") if cls is not None else None
-    if original is None or getattr(original, "_gnnprof", False):
+    cls = getattr(sys.modules.get("torch.utils.data.dataloader"), "DataLoader", None)
+    if cls is None:
         return
     library = tuple(api._state.get("library") or ())
     notes = {"passes": 0}
 
-    def __iter__(self):
-        it = original(self)
-        try:
-            if not _from_user_code(sys._getframe(1), library):
+    def make(original):
+        def __iter__(self):
+            it = original(self)
+            try:
+                if not _from_user_code(sys._getframe(1), library):
+                    return it
+                epoch = iter(Prefetcher(_OnePass(it, self)))
+            except Exception:  # never into the loop: the loader's own iterator (no producer started)
                 return it
-            epoch = iter(Prefetcher(_OnePass(it, self)))
-        except Exception:  # never into the loop: the loader's own iterator (no producer started)
-            return it
-        try:
-            notes["passes"] += 1
-            if notes["passes"] == 1 and api._native is not None:
-                api._native.note_collector(
-                    "prefetch-loaders", True,
-                    f"each pass the program's own code makes over a torch DataLoader runs through gnnprof.prefetch at "
-                    f"depth {epoch._pf.depth} (GNNPROF_PREFETCH_LOADERS=1; GNNPROF_PREFETCH sets the depth, 0: inline)")
-        except Exception:
-            pass
-        return epoch
+            try:
+                notes["passes"] += 1
+                if notes["passes"] == 1 and api._native is not None:
+                    api._native.note_collector(
+                        "prefetch-loaders", True,
+                        f"each pass the program's own code makes over a torch DataLoader runs through gnnprof.prefetch "
+                        f"at depth {epoch._pf.depth} (GNNPROF_PREFETCH_LOADERS=1; GNNPROF_PREFETCH sets the depth, 0: "
+                        f"inline)")
+            except Exception:
+                pass
+            return epoch
+        return __iter__
 
-    __iter__.__wrapped__ = original
-    __iter__.__doc__ = original.__doc__
-    __iter__._gnnprof = True
-    cls.__iter__ = __iter__
+    api._wrap_once(cls, "__iter__", make)
