@@ -115,12 +115,13 @@ int run_ab(const AbArgs& a) {
   std::map<std::string, std::string> benv, cenv;
   std::string joined;
   for (const auto& s : a.command) joined += (joined.empty() ? "" : " ") + shell_quote(s);
+  const bool python_command = !shell_form && starts_python(joined);
   if (!shell_form) {
     benv["GNNPROF_PREFETCH"] = "0";
     cenv["GNNPROF_PREFETCH"] = "2";
     // An unmodified Python loop over a torch DataLoader runs through gnnprof.prefetch on both
     // sides (depth 0: inline), so the pair differs only by overlap.
-    if (starts_python(joined)) benv["GNNPROF_PREFETCH_LOADERS"] = cenv["GNNPROF_PREFETCH_LOADERS"] = "1";
+    if (python_command) benv["GNNPROF_PREFETCH_LOADERS"] = cenv["GNNPROF_PREFETCH_LOADERS"] = "1";
   }
   std::string bad;
   if (!parse_env(a.baseline_env, benv, bad) || !parse_env(a.candidate_env, cenv, bad)) {
@@ -145,7 +146,7 @@ int run_ab(const AbArgs& a) {
   // An unmodified Python program writes no profile unless injected: inject it, as gnnprof run does.
   bool want_preload = a.preload;
   if (!want_preload &&
-      (shell_form ? starts_python(a.baseline_cmd) || starts_python(a.candidate_cmd) : starts_python(joined))) {
+      (shell_form ? starts_python(a.baseline_cmd) || starts_python(a.candidate_cmd) : python_command)) {
     want_preload = true;
     std::cerr << "gnnprof ab: a Python command: gnnprof is injected into every run (as --preload does)\n";
   }
@@ -258,7 +259,7 @@ int run_ab(const AbArgs& a) {
   if (!shell_form && !prefetched)
     std::cerr << "gnnprof ab: the candidate never waited on gnnprof's prefetcher (no loader_wait stage): this program does "
                  "not use it (gnnprof.prefetch(loader), gnnprof::Prefetcher"
-              << (starts_python(joined) ? "; nor a `for` over a torch DataLoader in its own code, which ab prefetches: "
+              << (python_command ? "; nor a `for` over a torch DataLoader in its own code, which ab prefetches: "
                                           "a framework's loop, as Lightning's, is left as it is"
                                         : "")
               << "), so GNNPROF_PREFETCH=2 changed nothing; compare two versions with --baseline 'CMD' --candidate 'CMD'\n";
