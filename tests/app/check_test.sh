@@ -90,19 +90,19 @@ check "report names the failed run" 'grep -q "failed-run: the program exited wit
 one_line_exit2 "check a failed run" "$tmp/failed.json: the program exited with code 3: no verdict on a failed run" check --baseline "$tmp/fast.json" "$tmp/failed.json"
 "$cli" check --baseline "$tmp/fast.json" "$tmp/failed.json" --junit "$tmp/nv.xml" --markdown "$tmp/nv.md" >/dev/null 2>&1; rc=$?
 check "a failed run's no verdict is in the JUnit (an error) and the Markdown too" '[ $rc -eq 2 ] && grep -q "no verdict on a failed run" "$tmp/nv.md" && "$py" -c "import xml.etree.ElementTree as E,sys; r=E.parse(sys.argv[1]).getroot(); sys.exit(0 if \"exited with code 3\" in r.find(\".//error\").get(\"message\") else 1)" "$tmp/nv.xml"'
-"$cli" check --allow-failed-runs --baseline "$tmp/fast.json" "$tmp/failed.json" --junit "$tmp/failed.xml" --markdown "$tmp/failed.md" >"$tmp/out" 2>&1; rc=$?
+"$cli" check --allow-failed-runs --max-slowdown 500% --baseline "$tmp/fast.json" "$tmp/failed.json" --junit "$tmp/failed.xml" --markdown "$tmp/failed.md" >"$tmp/out" 2>&1; rc=$?
 check "--allow-failed-runs judges it, and says so in every output" '[ $rc -eq 0 ] && grep -q "failed.json: the program exited with code 3 (judged all the same" "$tmp/out" && grep -q "failed.json: the program exited with code 3" "$tmp/failed.md" && "$py" -c "import xml.etree.ElementTree as E,sys; r=E.parse(sys.argv[1]).getroot(); sys.exit(0 if \"exited with code 3\" in r.find(\"testsuite/system-out\").text else 1)" "$tmp/failed.xml"'
 "$cli" compare "$tmp/fast.json" "$tmp/failed.json" >"$tmp/out" 2>&1
 check "compare says the candidate's run failed" 'grep -q "the candidate.s run .*failed.json exited with code 3" "$tmp/out"'
 "$py" -c "import json,sys; p=json.load(open(sys.argv[1])); p['run']['command']=['/usr/bin/python3','other.py']; json.dump(p, open(sys.argv[2],'w'))" "$tmp/fast2.json" "$tmp/other_prog.json"
 "$cli" check --baseline "$tmp/fast.json" "$tmp/other_prog.json" --markdown "$tmp/prog.md" --junit "$tmp/prog.xml" >"$tmp/out" 2>&1; rc=$?
 check "different programs: no verdict (exit 2), in the text, the Markdown and the JUnit" '[ $rc -eq 2 ] && grep -q "ran ab_app, .*other_prog.json ran other.py: no verdict across different programs" "$tmp/out" && grep -q "no verdict across different programs" "$tmp/prog.md" && grep -q "no verdict across different programs" "$tmp/prog.xml"'
-"$cli" check --allow-different-programs --baseline "$tmp/fast.json" "$tmp/other_prog.json" --markdown "$tmp/prog.md" --junit "$tmp/prog.xml" >"$tmp/out" 2>&1; rc=$?
+"$cli" check --allow-different-programs --max-slowdown 500% --baseline "$tmp/fast.json" "$tmp/other_prog.json" --markdown "$tmp/prog.md" --junit "$tmp/prog.xml" >"$tmp/out" 2>&1; rc=$?
 check "--allow-different-programs judges them, and says so in every output" '[ $rc -eq 0 ] && grep -q "different programs (judged all the same" "$tmp/out" && grep -q "different programs (judged all the same" "$tmp/prog.md" && grep -q "different programs (judged all the same" "$tmp/prog.xml"'
 "$cli" compare "$tmp/fast.json" "$tmp/other_prog.json" >"$tmp/out" 2>&1; rc=$?
 check "compare of different programs goes on, with a note" '[ $rc -eq 0 ] && grep -q "different programs? (compared all the same" "$tmp/out"'
 "$py" -c "import json,sys; p=json.load(open(sys.argv[1])); p['run']['command']=p['run']['command'][:1]+['--batch','1024']; json.dump(p, open(sys.argv[2],'w'))" "$tmp/fast2.json" "$tmp/other_args.json"
-"$cli" check --baseline "$tmp/fast.json" "$tmp/other_args.json" --markdown "$tmp/args.md" >"$tmp/out" 2>&1; rc=$?
+"$cli" check --max-slowdown 500% --baseline "$tmp/fast.json" "$tmp/other_args.json" --markdown "$tmp/args.md" >"$tmp/out" 2>&1; rc=$?
 check "other arguments of the same program: judged, and said in the text and the Markdown" '[ $rc -eq 0 ] && grep -q "other_args.json ran ab_app with other arguments (.none. vs .--batch 1024.)" "$tmp/out" && grep -q "with other arguments" "$tmp/args.md"'
 "$cli" compare "$tmp/fast.json" "$tmp/other_args.json" >"$tmp/out" 2>&1; rc=$?
 check "compare notes other arguments" '[ $rc -eq 0 ] && grep -q "with other arguments" "$tmp/out"'
