@@ -528,24 +528,41 @@ def _from_user_code(frame, library):
     return False
 
 
+def _in_loader_iter(frame, cls):
+    """Whether the call comes from a DataLoader's own __iter__ (a subclass's, or a generator
+    __iter__ whose body runs after the pass began): that pass is the outer one."""
+    return frame.f_code.co_name == "__iter__" and isinstance(frame.f_locals.get("self"), cls)
+
+
 def wrap_dataloader_iter():
     """torch's DataLoader.__iter__, wrapped: each pass the program's own code makes over a
     DataLoader (`for x, y in loader:`) runs through a Prefetcher at GNNPROF_PREFETCH's depth (0:
     inline, the same code as the baseline; else 2 by default), so that an unmodified script runs
     baseline and prefetched (gnnprof ab sets GNNPROF_PREFETCH_LOADERS=1 for a Python command).
-    Passes a framework makes (Lightning's fetcher) keep their iterator: it reads its internals."""
+    Passes a framework makes (Lightning's fetcher) keep their iterator: it reads its internals.
+    A subclass's own __iter__ (DGL's DataLoader wraps torch's iterator in its own) is wrapped
+    when a loader of it is made: the pass is the outermost __iter__ call; the calls it makes
+    (super().__iter__()) return their iterators unchanged."""
     api = sys.modules[__package__]
     cls = getattr(sys.modules.get("torch.utils.data.dataloader"), "DataLoader", None)
     if cls is None:
         return
     library = tuple(api._state.get("library") or ())
     notes = {"passes": 0}
+    inside = threading.local()
 
     def make(original):
         def __iter__(self):
-            it = original(self)
+            if getattr(inside, "depth", 0):
+                return original(self)
+            inside.depth = 1
             try:
-                if not _from_user_code(sys._getframe(1), library):
+                it = original(self)
+            finally:
+                inside.depth = 0
+            try:
+                caller = sys._getframe(1)
+                if _in_loader_iter(caller, cls) or not _from_user_code(caller, library):
                     return it
                 epoch = iter(Prefetcher(_OnePass(it, self)))
             except Exception:  # never into the loop: the loader's own iterator (no producer started)
@@ -563,4 +580,18 @@ def wrap_dataloader_iter():
             return epoch
         return __iter__
 
+    def make_init(original):
+        def __init__(self, *args, **kwargs):
+            original(self, *args, **kwargs)
+            try:
+                for c in type(self).__mro__:
+                    if c is cls:
+                        break
+                    if "__iter__" in c.__dict__:
+                        api._wrap_once(c, "__iter__", make)
+            except Exception:
+                pass
+        return __init__
+
     api._wrap_once(cls, "__iter__", make)
+    api._wrap_once(cls, "__init__", make_init)

@@ -324,6 +324,26 @@ def test_an_unmodified_dataloader_loop_runs_through_the_prefetcher(gnnprof_run, 
 
 
 @needs_torch
+@pytest.mark.parametrize("mode", ["dgl", "subclass", "generator"])
+def test_zero_code_prefetch_wraps_a_dataloader_subclasss_own_iter(gnnprof_run, plain_run, mode):
+    """A DataLoader subclass with an __iter__ of its own: DGL's (a library's, which wraps torch's
+    iterator in its own) and the script's (returning super().__iter__(), or a generator yielding
+    from it). The program's pass is the subclass's: one producer per epoch pulls it, torch's
+    __next__ runs there; the subclass's call of torch's __iter__ is not a second pass."""
+    path = script("dataloader_loop.py")
+    libraries = os.path.join(os.path.dirname(path), "site-packages")
+    env = {"GNNPROF_PREFETCH_LOADERS": "1", "GNNPROF_PREFETCH": "2", "PYTHONPATH": libraries}
+    r = gnnprof_run(path, "2", mode, env=env)
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "2", mode, env={"PYTHONPATH": libraries}).out
+    assert _collectors(r.profile)["prefetch-loaders"]["enabled"]
+    assert "loader_wait" in {s["name"] for s in r.profile["stages"]}
+    assert _loader_next(r.profile) == {"prefetch-0"}, _loader_next(r.profile)
+    producers = [t for t in r.profile["threads"] if t["name"] == "prefetch-0"]
+    assert len(producers) == 2, r.profile["threads"]
+
+
+@needs_torch
 def test_zero_code_prefetch_leaves_a_frameworks_pass_and_is_off_by_default(gnnprof_run, plain_run):
     """A pass a library makes over the loader (a framework's fetcher, which may read the
     iterator's internals) keeps the loader's iterator; without GNNPROF_PREFETCH_LOADERS nothing

@@ -2,14 +2,28 @@
 prefetch (GNNPROF_PREFETCH_LOADERS=1) wraps. It prints each epoch's batch count and a checksum
 of its batches, in order, and the loss: the same with and without the prefetcher.
 MODE: own (the script's own `for` over the loader), library (a framework's generator pulls the
-loader: scripts/site-packages on PYTHONPATH), break (each epoch stops after 5 batches).
+loader: scripts/site-packages on PYTHONPATH), break (each epoch stops after 5 batches), dgl (a
+library's DataLoader subclass with an __iter__ of its own, graphloader.GraphLoader: DGL's shape),
+subclass and generator (the script's own subclass, whose __iter__ returns super().__iter__() or
+yields from it).
 
-usage: dataloader_loop.py EPOCHS [own|library|break]"""
+usage: dataloader_loop.py EPOCHS [own|library|break|dgl|subclass|generator]"""
 import sys
 
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
+
+
+class OwnLoader(DataLoader):
+    def __iter__(self):
+        return super().__iter__()
+
+
+class YieldingLoader(DataLoader):
+    def __iter__(self):
+        for x, y in super().__iter__():
+            yield x * 1.0, y
 
 
 class Rows(Dataset):
@@ -29,7 +43,13 @@ def main():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 5))
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    loader = DataLoader(Rows(), batch_size=16, shuffle=True, generator=torch.Generator().manual_seed(1))
+    kind = DataLoader
+    if mode == "dgl":
+        import graphloader
+        kind = graphloader.GraphLoader
+    elif mode in ("subclass", "generator"):
+        kind = OwnLoader if mode == "subclass" else YieldingLoader
+    loader = kind(Rows(), batch_size=16, shuffle=True, generator=torch.Generator().manual_seed(1))
     if mode == "library":
         import minitrain
         batches = lambda: minitrain.each_batch(loader)
