@@ -42,7 +42,7 @@ void Aggregator::note_thread(std::uint32_t index, std::int64_t tid, const char* 
 }
 
 void Aggregator::note_host(const HostSample& s) {
-  if (!host_.empty() && s.ts_ns - host_.back().ts_ns < host_stride_ns_) return;
+  if (!host_.empty() && s.ts_ns - host_.back().ts_ns < host_stride_ns_ && s.private_dirty_bytes == 0) return;
   if (host_.size() == 1024) {
     std::size_t keep = 0;
     for (std::size_t i = 0; i < host_.size(); i += 2) host_[keep++] = host_[i];

@@ -142,6 +142,15 @@ HostSample host_sample(std::int64_t ts_ns) {
   return h;
 }
 
+std::int64_t private_dirty_bytes() {
+  char buf[4096];
+  if (!read_proc("/proc/self/smaps_rollup", buf)) return 0;
+  const char* p = std::strstr(buf, "\nPrivate_Dirty:");
+  long long kb = 0;
+  if (p == nullptr || std::sscanf(p + 15, "%lld", &kb) != 1) return 0;
+  return static_cast<std::int64_t>(kb) * 1024;
+}
+
 /// The process's thread count: field 20 of /proc/self/stat, one read() (the drainer asks at
 /// every host sample; /proc/self/status, which also has it, costs several times more to render).
 std::int64_t process_threads() {

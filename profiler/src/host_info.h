@@ -22,6 +22,9 @@ std::string iso8601_utc(std::int64_t unix_ns);
 RunInfo make_run_info();
 /// RSS (from /proc/self/statm) and CPU time (getrusage) of this process now. Allocates nothing.
 HostSample host_sample(std::int64_t ts_ns);
+/// This process's private dirty memory (/proc/self/smaps_rollup's Private_Dirty), 0 when
+/// unknown. Walks the page tables: milliseconds for a process of some hundred MiB.
+std::int64_t private_dirty_bytes();
 /// The process's thread count (/proc/self/stat), 0 when unknown.
 std::int64_t process_threads();
 /// The BLAS library mapped, symlinks resolved. Caller holds the session's drain lock (the

@@ -275,7 +275,8 @@ struct Record<HostSample> {
   static constexpr auto fields =
       std::tuple{field("ts_ns", &HostSample::ts_ns), field("rss_bytes", &HostSample::rss_bytes), field("cpu_ns", &HostSample::cpu_ns),
                  field("rss_file_bytes", &HostSample::rss_file_bytes, Presence::kWhenSet),
-                 field("machine_busy_ns", &HostSample::machine_busy_ns, Presence::kWhenSet)};
+                 field("machine_busy_ns", &HostSample::machine_busy_ns, Presence::kWhenSet),
+                 field("private_dirty_bytes", &HostSample::private_dirty_bytes, Presence::kWhenSet)};
 };
 
 template <>

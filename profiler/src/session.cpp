@@ -57,6 +57,12 @@ struct Global {
   std::optional<Profile> last_profile;
   std::int64_t last_host_ns = -1;
   std::int64_t max_threads = 0;
+  /// A fork child's session (a DataLoader worker): host samples also read its private memory,
+  /// every private_interval_ns (0.5 s, or 100x the last read's cost) and at stop (where a
+  /// read costs at most 100 ms).
+  bool fork_child = false;
+  std::int64_t last_private_ns = -1;
+  std::int64_t private_interval_ns = 500000000;
   /// The drain pass's scratch list of (ring, published head), kept between passes so that the
   /// pass's bookkeeping allocates nothing in steady state (threadless mode runs it on the
   /// host's thread, in the host's malloc arena).
@@ -80,8 +86,9 @@ Global& g() {
 
 /// One pass: read every ring's published events into the aggregator. Caller holds drain_mu.
 /// Returns the fullest ring's fill fraction before the pass (the drainer's pacing signal).
-/// `sample_host`: also take a host sample (CPU time, RSS) when one is due.
-double drain_pass_locked(Global& s, bool sample_host = true) {
+/// `sample_host`: also take a host sample (CPU time, RSS) when one is due; `last`: the
+/// session's last pass (a fork child's final private-memory reading is taken then).
+double drain_pass_locked(Global& s, bool sample_host = true, bool last = false) {
   BufferRegistry& reg = buffer_registry();
   std::lock_guard<std::mutex> lock(reg.mutex());
   // Heads are read before the clock pair, so every converted event predates the pair and
@@ -105,8 +112,21 @@ double drain_pass_locked(Global& s, bool sample_host = true) {
   s.agg->note_sink_drops(reg.sink().dropped() - s.sink_dropped_base);
   const std::int64_t now_ns = s.clock.to_ns(pair.raw);
   s.agg->advance(now_ns);
-  if (sample_host && (now_ns - s.last_host_ns >= 50000000 || s.last_host_ns < 0)) {
-    s.agg->note_host(host_sample(now_ns));
+  // At the last pass (the worker's exit path) only where a reading is cheap: a process of many
+  // GiB takes a second to walk, and its parent may be waiting for it to exit.
+  const bool private_due = s.fork_child && ((last && s.private_interval_ns <= 10000000000) || s.last_private_ns < 0 ||
+                                            now_ns - s.last_private_ns >= s.private_interval_ns);
+  if (sample_host && (now_ns - s.last_host_ns >= 50000000 || s.last_host_ns < 0 || (last && private_due))) {
+    HostSample h = host_sample(now_ns);
+    if (private_due) {
+      const auto before = std::chrono::steady_clock::now();
+      h.private_dirty_bytes = private_dirty_bytes();
+      const std::int64_t cost = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - before).count();
+      s.fork_child = h.private_dirty_bytes > 0;  // unreadable (no smaps_rollup before Linux 4.14): not again
+      s.last_private_ns = now_ns;
+      s.private_interval_ns = std::max<std::int64_t>(500000000, 100 * cost);
+    }
+    s.agg->note_host(h);
     s.max_threads = std::max(s.max_threads, process_threads());
     s.last_host_ns = now_ns;
   }
@@ -559,7 +579,8 @@ int start_worker(long parent_pid, bool drainer_thread) noexcept {
     std::unique_lock<std::mutex> lock(s.mu, std::defer_lock);
     if (!lock_within(lock, 2000)) return -1;
     const pid_t me = ::getpid();
-    if (g_state.load() == kRunning && s.owner_pid == me) {
+    const bool spawned = g_state.load() == kRunning && s.owner_pid == me;
+    if (spawned) {
       // A spawned process becoming a worker: its session so far (interpreter start, imports)
       // is dropped; the worker's begins now.
       g_state.store(kStopped);
@@ -571,6 +592,8 @@ int start_worker(long parent_pid, bool drainer_thread) noexcept {
     Config cfg = s.cfg;
     cfg.drainer_thread = drainer_thread;
     forget_open_ranges();
+    s.fork_child = !spawned;  // shares its parent's pages until it writes them
+    s.last_private_ns = -1;
     if (!start_locked(s, cfg) || g_state.load() != kRunning) return -1;
     s.run.parent_pid = parent_pid > 0 ? parent_pid : ::getppid();
     std::lock_guard<std::mutex> d(s.drain_mu);
@@ -708,7 +731,7 @@ Status stop() {
     Profile p;
     {
       std::lock_guard<std::mutex> d(s.drain_mu);
-      detail::drain_pass_locked(s);
+      detail::drain_pass_locked(s, /*sample_host=*/true, /*last=*/true);
       p = detail::build_locked(s);
     }
     s.last_profile = p;

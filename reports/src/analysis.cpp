@@ -882,7 +882,7 @@ const std::vector<std::string>& diagnostic_ids() {
                                             "host-sync",        "host-memory-growth", "low-utilization",
                                             "dropped-events",   "reference-blas",     "thread-oversubscription",
                                             "loader-bound",     "slow-iterations",    "loader-restarts",
-                                            "loader-contention", "failed-run"};
+                                            "loader-contention", "loader-copy-on-write", "failed-run"};
   return ids;
 }
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -98,6 +99,22 @@ std::set<std::uint64_t> iterations_fed(const Profile& parent, const Profile& wor
   return out;
 }
 
+/// What a fork child copied from its parent while it ran: its private dirty memory's growth
+/// less its RSS's (pages it allocated grow both; a shared page it wrote turns private and
+/// leaves RSS as it was), between its first and last readings; none without two.
+std::optional<std::int64_t> copied_from_parent(const Profile& worker) {
+  const HostSample* first = nullptr;
+  const HostSample* last = nullptr;
+  for (const HostSample& h : worker.host_samples)
+    if (h.private_dirty_bytes > 0) {
+      if (first == nullptr) first = &h;
+      last = &h;
+    }
+  if (first == nullptr || last == first) return std::nullopt;
+  return std::max<std::int64_t>(
+      0, (last->private_dirty_bytes - first->private_dirty_bytes) - (last->rss_bytes - first->rss_bytes));
+}
+
 std::uint64_t complete_iterations(const Profile& p) {
   return static_cast<std::uint64_t>(
       std::count_if(p.iterations.begin(), p.iterations.end(), [](const IterationStats& it) { return it.complete; }));
@@ -187,7 +204,15 @@ LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<
         if (g.first_batch_ns == 0 || ready < g.first_batch_ns) g.first_batch_ns = ready;
         break;
       }
+    if (const std::optional<std::int64_t> copied = copied_from_parent(*x)) {
+      g.copied_bytes += *copied;
+      ++g.copy_measured;
+    }
   }
+  for (std::size_t i = 0; i < w.generations.size(); ++i)
+    if (w.generations[i].copy_measured > 0 &&
+        (w.most_copied < 0 || w.generations[i].copied_bytes > w.generations[static_cast<std::size_t>(w.most_copied)].copied_bytes))
+      w.most_copied = static_cast<int>(i);
   // A set ending while the next starts (a worker exiting late) is not more workers fetching.
   int most = 0;
   for (const LoaderWorkers::Generation& g : w.generations) most = std::max(most, g.workers);

@@ -127,12 +127,44 @@ void contention_diagnostic(Report& r) {
        {"cpus", static_cast<double>(cpus)}}});
 }
 
+// loader-copy-on-write: the workers copied the loop process's pages by writing them (Python
+// reference counts of a dataset's per-sample objects), one copy per worker.
+void copy_on_write_diagnostic(Report& r) {
+  const LoaderWorkers& w = r.workers;
+  if (w.most_copied < 0 || r.analysis.loader_worker) return;
+  constexpr std::int64_t kMinCopied = 64LL << 20;
+  const LoaderWorkers::Generation& g = w.generations[static_cast<std::size_t>(w.most_copied)];
+  if (g.copied_bytes < kMinCopied) return;
+  const std::int64_t each = g.copied_bytes / g.copy_measured;
+  const std::int64_t loop_rss = r.profile->host_samples.empty() ? 0 : r.profile->host_samples.back().rss_bytes;
+  r.diagnostics.push_back(Diagnostic{
+      "loader-copy-on-write", Severity::kWarning,
+      fmt::format("the DataLoader's worker processes{} copied {} of the loop process's memory{} while they fetched: "
+                  "{} worker{}, {} each{} (their private memory grew while their RSS did not: pages they shared with the "
+                  "loop's process since the fork, copied as they were written). Reading a Python object writes its "
+                  "reference count: a dataset that keeps its samples as Python lists, dicts, numbers or strings has "
+                  "every page it reads copied into every worker, memory that grows as the workers read on{}. Keep "
+                  "per-sample data in numpy arrays or tensors (one object each: reading an element writes nothing), "
+                  "e.g. np.asarray(values) in the Dataset's __init__.",
+                  w.loader.empty() ? "" : " (" + w.loader + ")", human_bytes(static_cast<std::uint64_t>(g.copied_bytes)),
+                  loop_rss > 0 ? fmt::format(" (RSS {})", human_bytes(static_cast<std::uint64_t>(loop_rss))) : "",
+                  g.copy_measured, g.copy_measured == 1 ? "" : "s", human_bytes(static_cast<std::uint64_t>(each)),
+                  w.generations.size() > 1 ? fmt::format(", in the pass of {} whose workers copied the most", w.generations.size())
+                                           : "",
+                  w.generations.size() > 1 ? ", and each pass's new workers copy it anew" : ""),
+      {{"copied_bytes", static_cast<double>(g.copied_bytes)},
+       {"copied_per_worker_bytes", static_cast<double>(each)},
+       {"workers", static_cast<double>(g.copy_measured)},
+       {"loop_rss_bytes", static_cast<double>(loop_rss)}}});
+}
+
 }  // namespace
 
 void set_loader_workers(Report& r, LoaderWorkers workers) {
   r.workers = std::move(workers);
   restart_diagnostic(r);
   contention_diagnostic(r);
+  copy_on_write_diagnostic(r);
   const LoaderWorkers& w = r.workers;
   const Analysis& a = r.analysis;
   const std::int64_t supply = w.supply_interval_ns() > 0 ? w.supply_interval_ns() : w.batch_median_ns;

@@ -675,6 +675,34 @@ def test_a_validation_loaders_workers_are_told_from_the_training_loaders(gnnprof
            "it (3 starts; persistent_workers is off)" in diags, diags
 
 
+def test_workers_copying_a_python_list_dataset_get_loader_copy_on_write(gnnprof_run, plain_run):
+    """A Dataset keeping its samples as a Python list of floats: every read writes a reference
+    count, so each forked worker copies the pages it reads (its private memory grows, its RSS
+    does not). The workers' profiles carry the readings; the loop's report warns with the
+    amount. The same values in one tensor: readings, no warning."""
+    path = script("cow_workers.py")
+    r = gnnprof_run(path, "list", "2")
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "list", "2").out
+    ws = worker_profiles(r)
+    assert len(ws) == 4, [w["run"]["pid"] for w in ws]
+    for w in ws:
+        readings = [h for h in w["host_samples"] if h.get("private_dirty_bytes")]
+        assert len(readings) >= 2, w["host_samples"]
+    assert not any(h.get("private_dirty_bytes") for h in r.profile["host_samples"])  # the loop's own: not a fork child
+    diags = section(report(r.path), "Diagnostics")
+    m = re.search(r"\[warning\] loader-copy-on-write: the DataLoader's worker processes copied ([0-9.]+) MiB of the loop process's memory \(RSS [0-9.]+ MiB\) while they "
+                  r"fetched: 2 workers, ([0-9.]+) MiB each, in the pass of 2 whose workers copied the most", diags)
+    assert m, diags
+    # 64 chunks of 60000 floats (24 bytes each, 8 more in the list), half read by each worker:
+    # about 60 MiB each; the page a worker only reads around shared objects too.
+    assert 30 <= float(m.group(2)) <= 120, m.group(0)
+    t = gnnprof_run(path, "tensor", "2")
+    assert t.rc == 0, t.err
+    assert all(len([h for h in w["host_samples"] if h.get("private_dirty_bytes")]) >= 2 for w in worker_profiles(t))
+    assert "loader-copy-on-write" not in report(t.path)
+
+
 # ---- real frameworks, where this Python has them (the GPU machine's has both) ----
 
 needs_pyg = pytest.mark.skipif(not have_module("torch_geometric"), reason="this Python has no torch_geometric")

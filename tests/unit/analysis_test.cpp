@@ -884,6 +884,74 @@ TEST(Diagnostics, LoaderRestartsBesideAValidationLoader) {
       << text;
 }
 
+// loader-copy-on-write: a worker's private memory growing while its RSS stays is pages it
+// copied from the loop's process; growth of both is memory of its own (a buffer, a cache).
+TEST(Diagnostics, LoaderCopyOnWriteIsPrivateGrowthBeyondRss) {
+  Profile p = loop_profile(false);
+  p.run.pid = 10;
+  p.run.start_unix_ns = 1000 * kMs;
+  HostSample loop_host;
+  loop_host.rss_bytes = 900LL << 20;
+  p.host_samples.push_back(loop_host);
+  // Two sets of two workers; each worker's readings: (private MiB, RSS MiB) at start and end.
+  auto workers = [&](std::int64_t copied_mib, std::int64_t own_mib) {
+    std::vector<Profile> ws;
+    for (int set = 0; set < 2; ++set)
+      for (int k = 0; k < 2; ++k) {
+        Profile x;
+        x.run.pid = 20 + static_cast<std::int64_t>(ws.size());
+        x.run.parent_pid = 10;
+        x.run.start_unix_ns = p.run.start_unix_ns + set * 2000 * kMs + k * kMs;
+        x.wall_ns = 1500 * kMs;
+        IterationStats it;
+        it.begin_ns = 100 * kMs;
+        it.wall_ns = 2 * kMs;
+        x.iterations.push_back(it);
+        for (int r = 0; r < 3; ++r) {
+          HostSample h;
+          h.ts_ns = r * 600 * kMs;
+          h.rss_bytes = (300 + r * own_mib / 2) << 20;
+          h.private_dirty_bytes = (12 + r * (copied_mib + own_mib) / 2 + (set == 1 ? r : 0)) << 20;
+          x.host_samples.push_back(h);
+        }
+        HostSample unread;  // a sample without a reading between them
+        unread.ts_ns = 700 * kMs;
+        unread.rss_bytes = 5000LL << 20;
+        x.host_samples.insert(x.host_samples.begin() + 2, unread);
+        ws.push_back(x);
+      }
+    return ws;
+  };
+  Report r = make_report(p, {});
+  set_loader_workers(r, summarize_loader_workers(p, workers(48, 10)));
+  ASSERT_EQ(r.workers.generations.size(), 2u);
+  EXPECT_EQ(r.workers.most_copied, 1);  // its workers copied 2 MiB more each
+  EXPECT_EQ(r.workers.generations[0].copy_measured, 2);
+  EXPECT_EQ(r.workers.generations[0].copied_bytes, 96LL << 20);
+  ASSERT_TRUE(has(r.diagnostics, "loader-copy-on-write"));
+  const auto& d = *std::find_if(r.diagnostics.begin(), r.diagnostics.end(), [](const Diagnostic& x) { return x.id == "loader-copy-on-write"; });
+  EXPECT_DOUBLE_EQ(d.evidence.at("copied_bytes"), static_cast<double>(100LL << 20));
+  EXPECT_DOUBLE_EQ(d.evidence.at("copied_per_worker_bytes"), static_cast<double>(50LL << 20));
+  EXPECT_DOUBLE_EQ(d.evidence.at("workers"), 2.0);
+  EXPECT_NE(d.message.find("copied 100.0 MiB of the loop process's memory (RSS 900.0 MiB) while they fetched: 2 workers, "
+                           "50.0 MiB each, in the pass of 2 whose workers copied the most"),
+            std::string::npos)
+      << d.message;
+  EXPECT_NE(d.message.find("numpy arrays or tensors"), std::string::npos) << d.message;
+  // Memory of their own (RSS grew as much as private memory), or too little copied: no warning.
+  Report own = make_report(p, {});
+  set_loader_workers(own, summarize_loader_workers(p, workers(0, 200)));
+  EXPECT_FALSE(has(own.diagnostics, "loader-copy-on-write"));
+  Report little = make_report(p, {});
+  set_loader_workers(little, summarize_loader_workers(p, workers(20, 0)));
+  EXPECT_FALSE(has(little.diagnostics, "loader-copy-on-write"));
+  // Profiles without readings (spawned workers, older profiles): nothing measured.
+  std::vector<Profile> bare = workers(48, 0);
+  for (Profile& x : bare)
+    for (HostSample& h : x.host_samples) h.private_dirty_bytes = 0;
+  EXPECT_EQ(summarize_loader_workers(p, bare).most_copied, -1);
+}
+
 // Two workers busy half their time (1 CPU) beside torch's 2 compute threads on 2 CPUs: compute
 // waits for cores. With OMP_NUM_THREADS=1 they fit; without torch's thread count, no verdict.
 TEST(Diagnostics, LoaderContention) {
@@ -948,7 +1016,7 @@ TEST(Analysis, TheWhatIfSavesWhatTheDataTookOnANoisyHost) {
 }
 
 TEST(Diagnostics, EveryRuleHasAStableId) {
-  EXPECT_EQ(diagnostic_ids().size(), 14u);
+  EXPECT_EQ(diagnostic_ids().size(), 15u);
   Profile clean = loop_profile(true);
   EXPECT_TRUE(run(clean).empty());
 }

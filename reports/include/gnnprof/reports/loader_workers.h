@@ -59,8 +59,15 @@ struct LoaderWorkers {
     /// When its first batch was fetched (same origin as start_ns), or 0 when none was: the
     /// start-up a persistent set would not pay is this less one batch's time.
     std::int64_t first_batch_ns = 0;
+    /// Memory its workers copied from the loop's process (copy-on-write: each one's private
+    /// dirty memory's growth beyond its RSS's, from its first reading to its last), summed over
+    /// `copy_measured` workers (those whose profile has two readings).
+    std::int64_t copied_bytes = 0;
+    int copy_measured = 0;
   };
   std::vector<Generation> generations;
+  /// The set that copied the most: its index in `generations` (-1: no worker measured).
+  int most_copied = -1;
   /// When the workers belong to more than one DataLoader (run.loader: a training loader's and a
   /// validation loader's), the figures above are the loader's whose batches fed the most of the
   /// loop's iterations (then: the most batches), named here; the others' profiles and batches are
