@@ -675,6 +675,7 @@ def test_a_validation_loaders_workers_are_told_from_the_training_loaders(gnnprof
            "it (3 starts; persistent_workers is off)" in diags, diags
 
 
+@needs_torch
 def test_workers_copying_a_python_list_dataset_get_loader_copy_on_write(gnnprof_run, plain_run):
     """A Dataset keeping its samples as a Python list of floats: every read writes a reference
     count, so each forked worker copies the pages it reads (its private memory grows, its RSS
