@@ -25,14 +25,6 @@ namespace gnnprof::cli {
 
 namespace {
 
-std::string shell_quote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") == std::string::npos)
-    return s;
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 std::string tail_lines(const std::string& path, int n) {
   std::ifstream f(path);
   std::vector<std::string> lines;
@@ -113,8 +105,7 @@ int run_ab(const AbArgs& a) {
     return 2;
   }
   std::map<std::string, std::string> benv, cenv;
-  std::string joined;
-  for (const auto& s : a.command) joined += (joined.empty() ? "" : " ") + shell_quote(s);
+  const std::string joined = reports::shell_command(a.command);
   const bool python_command = !shell_form && starts_python(joined);
   if (!shell_form) {
     benv["GNNPROF_PREFETCH"] = "0";

@@ -875,6 +875,16 @@ std::optional<Diagnostic> slow_iterations(const Profile& p, const Analysis& a) {
                      {"stage_growth_ns", named ? static_cast<double>(stage.second) : 0.0}}};
 }
 
+/// A Python program whose loop pulls a torch DataLoader (its __next__ is a stage) and ran without
+/// gnnprof's prefetcher around it: `gnnprof ab -- CMD` prefetches it without code changes.
+bool unprefetched_python_loader_loop(const Profile& p) {
+  if (p.run.command.empty() || base_name(p.run.command.front()).rfind("python", 0) != 0) return false;
+  for (const CollectorInfo& c : p.collectors)
+    if (c.enabled && (c.name == "prefetch-loaders" || c.name == "prefetch-threads")) return false;
+  return std::any_of(p.stages.begin(), p.stages.end(),
+                     [](const StageStats& s) { return s.name.rfind("enumerate(DataLoader)", 0) == 0; });
+}
+
 }  // namespace
 
 const std::vector<std::string>& diagnostic_ids() {
@@ -946,6 +956,10 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
     if (const LineStats* top = top_line(p, category, "data", top_ns, all_ns);
         a.whatif_pays && top != nullptr && forward_line_of(p, top->file, top->line) != nullptr)
       expect = "Once that line's gather is out of the model's forward (materialize-in-compute), p" + expect.substr(1);
+    if (a.whatif_pays && unprefetched_python_loader_loop(p))
+      expect += fmt::format(". To measure it on the unmodified script: gnnprof ab -- {} (each pass the script's own code makes "
+                            "over a torch DataLoader runs through gnnprof's prefetcher, depth 0 against 2)",
+                            shell_command(p.run.command));
     add("exposed-data-time", Severity::kWarning,
         fmt::format("data stages take {:.0f}% of each iteration ({} of {}) on the loop thread and nothing overlaps them{}. "
                     "{}.",

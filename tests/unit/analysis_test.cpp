@@ -274,6 +274,21 @@ TEST(Diagnostics, ExposedDataTime) {
   EXPECT_DOUBLE_EQ(d.evidence.at("exposed_share"), 0.3);
   EXPECT_DOUBLE_EQ(d.evidence.at("whatif_predicted_ns"), 70.0 * kMs);
   EXPECT_EQ(d.message.find("most of it while"), std::string::npos) << d.message;  // no traced lines
+  EXPECT_EQ(d.message.find("gnnprof ab"), std::string::npos) << d.message;  // no Python DataLoader loop
+
+  // A Python script's loop over a torch DataLoader: the command that measures the what-if on it.
+  Profile py = loop_profile(false);
+  py.run.command = {"/usr/bin/python3", "train.py", "--note", "it's"};
+  py.stages.push_back(stage("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "data"));
+  auto exposed = [](const std::vector<Diagnostic>& v) {
+    return std::find_if(v.begin(), v.end(), [](const Diagnostic& x) { return x.id == "exposed-data-time"; })->message;
+  };
+  EXPECT_NE(exposed(run(py)).find("To measure it on the unmodified script: gnnprof ab -- /usr/bin/python3 train.py --note "
+                                  "'it'\\''s' (each pass"),
+            std::string::npos)
+      << exposed(run(py));
+  py.collectors.push_back(CollectorInfo{"prefetch-loaders", true, "depth 0"});  // ab's baseline: prefetched already
+  EXPECT_EQ(exposed(run(py)).find("gnnprof ab"), std::string::npos);
 
   // With a line table: the line that most data time ran under is named.
   Profile p = loop_profile(false);

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gnnprof/profile.h"
 
@@ -18,6 +19,10 @@ std::string human_bytes(std::uint64_t bytes);
 std::string base_name(const std::string& path);
 /// The profiled process's argv joined with spaces.
 std::string command_line(const Profile& p);
+/// One word for a POSIX shell: as it is when it needs no quoting, else in single quotes.
+std::string shell_quote(const std::string& s);
+/// argv as a line to paste into a shell.
+std::string shell_command(const std::vector<std::string>& argv);
 /// "exited with code 1", "was killed by signal 15 (SIGTERM)"; "" when no launcher recorded it.
 std::string exit_text(const RunInfo& run);
 /// A demangled kernel name for a table cell: no leading "void ", no namespaces, no parameter
