@@ -892,7 +892,8 @@ const std::vector<std::string>& diagnostic_ids() {
                                             "host-sync",        "host-memory-growth", "low-utilization",
                                             "dropped-events",   "reference-blas",     "thread-oversubscription",
                                             "loader-bound",     "slow-iterations",    "loader-restarts",
-                                            "loader-contention", "loader-copy-on-write", "failed-run"};
+                                            "loader-contention", "loader-copy-on-write", "dense-embedding-gradient",
+                                            "failed-run"};
   return ids;
 }
 
@@ -1003,6 +1004,38 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
                     m.name.empty() ? std::string("data") : m.name, m.stage,
                     m.file.empty() ? "" : fmt::format(" at {}:{}", m.file, m.line), m.rows, human_bytes(m.bytes)),
         {{"rows", static_cast<double>(m.rows)}, {"bytes", static_cast<double>(m.bytes)}, {"hits", static_cast<double>(m.hits)}});
+  }
+
+  // dense-embedding-gradient: an embedding lookup's backward (EmbeddingBackward0, nn.Embedding
+  // without sparse=True) fills a gradient as large as the table, and the optimizer then updates
+  // every row; its time per observed iteration tells a large table from a small one.
+  if (!a.loader_worker && a.iteration_median_ns > 0) {
+    std::uint64_t observed = 0;
+    for (const IterationStats& it : p.iterations) observed += it.complete && it.ops_observed;
+    std::int64_t embedding_ns = 0;
+    for (const StageStats& s : p.stages)
+      if (s.category == "op" && s.name.size() >= 18 && s.name.compare(s.name.size() - 18, 18, "EmbeddingBackward0") == 0)
+        embedding_ns += s.total_ns;
+    std::int64_t optimizer_ns = 0;
+    for (const IterationStage& s : a.loop_stages)
+      if (s.name == "optimizer") optimizer_ns = s.median_ns;
+    const double iteration = static_cast<double>(a.iteration_median_ns);
+    const double per_iteration = observed > 0 ? static_cast<double>(embedding_ns) / static_cast<double>(observed) : 0;
+    if (per_iteration >= 0.05 * iteration && static_cast<double>(optimizer_ns) >= 0.10 * iteration)
+      add("dense-embedding-gradient", Severity::kWarning,
+          fmt::format("the backward of an embedding lookup (EmbeddingBackward0: nn.Embedding or F.embedding) takes {} per "
+                      "iteration ({:.0f}%) and the optimizer {} ({:.0f}%): without sparse=True the embedding's gradient is a "
+                      "dense table as large as the embedding, which backward fills and the optimizer reads, updating every "
+                      "row (with Adam, two more tables of its moments) at each step, although a batch looks up only its own "
+                      "rows. nn.Embedding(..., sparse=True) with torch.optim.SparseAdam for the embedding's parameters (a "
+                      "dense optimizer for the rest) updates only the rows looked up.",
+                      human_ns(static_cast<std::int64_t>(per_iteration)), 100 * per_iteration / iteration,
+                      human_ns(optimizer_ns), 100 * static_cast<double>(optimizer_ns) / iteration),
+          {{"embedding_backward_ns", per_iteration},
+           {"optimizer_ns", static_cast<double>(optimizer_ns)},
+           {"iteration_ns", iteration},
+           {"embedding_backward_share", per_iteration / iteration},
+           {"optimizer_share", static_cast<double>(optimizer_ns) / iteration}});
   }
 
   // host-sync: a sync stage (loss.item(), synchronize) holding a real share of the iteration.

@@ -704,6 +704,23 @@ def test_workers_copying_a_python_list_dataset_get_loader_copy_on_write(gnnprof_
     assert "loader-copy-on-write" not in report(t.path)
 
 
+@needs_torch
+def test_a_dense_embedding_tables_gradient_gets_dense_embedding_gradient(gnnprof_run, plain_run):
+    """Learnable node embeddings looked up by each batch: with a dense gradient Adam updates all
+    400000 rows each step, and the report says so with SparseAdam's way out; with sparse=True
+    and SparseAdam the warning is gone."""
+    path = script("embedding_loop.py")
+    r = gnnprof_run(path, "dense", "20")
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "dense", "20").out
+    diags = section(report(r.path), "Diagnostics")
+    assert re.search(r"\[warning\] dense-embedding-gradient: the backward of an embedding lookup \(EmbeddingBackward0: "
+                     r"nn.Embedding or F.embedding\) takes [0-9.]+ ms per iteration \([0-9]+%\) and the optimizer", diags), diags
+    s = gnnprof_run(path, "sparse", "20")
+    assert s.rc == 0, s.err
+    assert "dense-embedding-gradient" not in report(s.path)
+
+
 # ---- real frameworks, where this Python has them (the GPU machine's has both) ----
 
 needs_pyg = pytest.mark.skipif(not have_module("torch_geometric"), reason="this Python has no torch_geometric")

@@ -1030,8 +1030,35 @@ TEST(Analysis, TheWhatIfSavesWhatTheDataTookOnANoisyHost) {
   EXPECT_LT(a.whatif_speedup, 1.04);
 }
 
+// dense-embedding-gradient: an embedding's backward that takes a real share of the iteration
+// (a dense gradient of a large table) beside a real optimizer share; a small table's is not.
+TEST(Diagnostics, DenseEmbeddingGradient) {
+  auto profile = [](std::int64_t embedding_backward_ns) {
+    Profile p = loop_profile(true);
+    p.stages.push_back(stage("optimizer", "compute"));
+    StageStats grad = stage("autograd::engine::evaluate_function: EmbeddingBackward0", "op");
+    for (auto& it : p.iterations) {
+      it.stages["optimizer"] = 30 * kMs;
+      grad.total_ns += embedding_backward_ns;
+      ++grad.hits;
+    }
+    p.stages.push_back(grad);
+    return p;
+  };
+  auto ds = run(profile(10 * kMs));
+  ASSERT_TRUE(has(ds, "dense-embedding-gradient"));
+  const auto& d = *std::find_if(ds.begin(), ds.end(), [](const Diagnostic& x) { return x.id == "dense-embedding-gradient"; });
+  EXPECT_DOUBLE_EQ(d.evidence.at("embedding_backward_ns"), 10.0 * kMs);
+  EXPECT_NE(d.message.find("takes 10.0 ms per iteration (10%) and the optimizer 30.0 ms (30%)"), std::string::npos) << d.message;
+  EXPECT_NE(d.message.find("nn.Embedding(..., sparse=True) with torch.optim.SparseAdam"), std::string::npos) << d.message;
+  EXPECT_FALSE(has(run(profile(kMs)), "dense-embedding-gradient"));  // a small table's backward
+  Profile no_optimizer = profile(10 * kMs);
+  for (auto& it : no_optimizer.iterations) it.stages["optimizer"] = kMs;
+  EXPECT_FALSE(has(run(no_optimizer), "dense-embedding-gradient"));
+}
+
 TEST(Diagnostics, EveryRuleHasAStableId) {
-  EXPECT_EQ(diagnostic_ids().size(), 15u);
+  EXPECT_EQ(diagnostic_ids().size(), 16u);
   Profile clean = loop_profile(true);
   EXPECT_TRUE(run(clean).empty());
 }
