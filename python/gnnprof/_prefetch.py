@@ -30,9 +30,11 @@ its own, and profiles itself the way the C++ Prefetcher does.
 import contextlib
 import copy
 import dataclasses
+import functools
 import sys
 import threading
 import time
+import types
 import weakref
 
 MAX_DEPTH = 64  # as the C++ kMaxDepth
@@ -154,11 +156,15 @@ def _loop_cuda_device():
         return None
 
 
+_producing = threading.local()
+
+
 def _produce(state, it, prefetcher_ref, api, cuda_device=None):
     """The producer thread: pull, prepare and move batches, at most `depth` in flight."""
     pf = prefetcher_ref()
     prepare, dev, ring = (pf.prepare, pf._dev, pf._ring) if pf is not None else (None, None, None)
     del pf
+    _producing.active = True  # a DataLoader pass made from here is prefetched already
     load = prep = h2d = contextlib.nullcontext()
     try:  # gnnprof's own bookkeeping: never the loop's error, never a producer that posts nothing
         if cuda_device is not None:
@@ -540,9 +546,10 @@ def wrap_dataloader_iter():
     inline, the same code as the baseline; else 2 by default), so that an unmodified script runs
     baseline and prefetched (gnnprof ab sets GNNPROF_PREFETCH_LOADERS=1 for a Python command).
     Passes a framework makes (Lightning's fetcher) keep their iterator: it reads its internals.
-    A subclass's own __iter__ (DGL's DataLoader wraps torch's iterator in its own) is wrapped
-    when a loader of it is made: the pass is the outermost __iter__ call; the calls it makes
-    (super().__iter__()) return their iterators unchanged."""
+    A subclass whose __iter__ is not torch's (DGL's DataLoader wraps torch's iterator in its
+    own; a mixin's) gets the __iter__ it resolves to wrapped on its own class when a loader of
+    it is made: the pass is the outermost __iter__ call; the calls it makes (super().__iter__(),
+    also from a generator __iter__, or on a producer thread) return their iterators unchanged."""
     api = sys.modules[__package__]
     cls = getattr(sys.modules.get("torch.utils.data.dataloader"), "DataLoader", None)
     if cls is None:
@@ -553,7 +560,7 @@ def wrap_dataloader_iter():
 
     def make(original):
         def __iter__(self):
-            if getattr(inside, "depth", 0):
+            if getattr(inside, "depth", 0) or getattr(_producing, "active", False) or not isinstance(self, cls):
                 return original(self)
             inside.depth = 1
             try:
@@ -580,15 +587,21 @@ def wrap_dataloader_iter():
             return epoch
         return __iter__
 
+    def wrap_class(c):
+        """c's __iter__ as it resolves (its own, a mixin's, a library base's), wrapped on c: a
+        plain function only (a descriptor keeps its own calling rules), once."""
+        resolved = getattr(c, "__iter__", None)
+        if c is cls or not isinstance(resolved, types.FunctionType) or getattr(resolved, "_gnnprof", False):
+            return
+        wrapper = functools.wraps(resolved)(make(resolved))
+        wrapper._gnnprof = True
+        setattr(c, "__iter__", wrapper)
+
     def make_init(original):
         def __init__(self, *args, **kwargs):
             original(self, *args, **kwargs)
             try:
-                for c in type(self).__mro__:
-                    if c is cls:
-                        break
-                    if "__iter__" in c.__dict__:
-                        api._wrap_once(c, "__iter__", make)
+                wrap_class(type(self))
             except Exception:
                 pass
         return __init__

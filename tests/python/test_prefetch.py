@@ -324,12 +324,14 @@ def test_an_unmodified_dataloader_loop_runs_through_the_prefetcher(gnnprof_run, 
 
 
 @needs_torch
-@pytest.mark.parametrize("mode", ["dgl", "subclass", "generator"])
+@pytest.mark.parametrize("mode", ["dgl", "subclass", "generator", "mixin"])
 def test_zero_code_prefetch_wraps_a_dataloader_subclasss_own_iter(gnnprof_run, plain_run, mode):
     """A DataLoader subclass with an __iter__ of its own: DGL's (a library's, which wraps torch's
-    iterator in its own) and the script's (returning super().__iter__(), or a generator yielding
-    from it). The program's pass is the subclass's: one producer per epoch pulls it, torch's
-    __next__ runs there; the subclass's call of torch's __iter__ is not a second pass."""
+    iterator in its own) and the script's (returning super().__iter__(), a generator yielding
+    from it, or a mixin's that is no DataLoader, whose other instances the script iterates too).
+    The program's pass is the subclass's (its batches as it changes them: the output is the
+    plain run's): one producer per epoch pulls it, torch's __next__ runs there; the subclass's
+    call of torch's __iter__ is not a second pass, nor is the mixin's other class a loader."""
     path = script("dataloader_loop.py")
     libraries = os.path.join(os.path.dirname(path), "site-packages")
     env = {"GNNPROF_PREFETCH_LOADERS": "1", "GNNPROF_PREFETCH": "2", "PYTHONPATH": libraries}

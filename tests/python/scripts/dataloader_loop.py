@@ -5,9 +5,10 @@ MODE: own (the script's own `for` over the loader), library (a framework's gener
 loader: scripts/site-packages on PYTHONPATH), break (each epoch stops after 5 batches), dgl (a
 library's DataLoader subclass with an __iter__ of its own, graphloader.GraphLoader: DGL's shape),
 subclass and generator (the script's own subclass, whose __iter__ returns super().__iter__() or
-yields from it).
+yields from it, shifted), mixin (its __iter__ from a mixin class that is no DataLoader, which the
+script also iterates on its own: it yields the mixin's, unwrapped).
 
-usage: dataloader_loop.py EPOCHS [own|library|break|dgl|subclass|generator]"""
+usage: dataloader_loop.py EPOCHS [own|library|break|dgl|subclass|generator|mixin]"""
 import sys
 
 import torch
@@ -23,7 +24,28 @@ class OwnLoader(DataLoader):
 class YieldingLoader(DataLoader):
     def __iter__(self):
         for x, y in super().__iter__():
-            yield x * 1.0, y
+            yield x + 1.0, y
+
+
+class Shifted:
+    """A mixin: its __iter__ shifts what the next class's yields."""
+
+    def __iter__(self):
+        for x, y in super().__iter__():
+            yield x - 1.0, y
+
+
+class Counter:
+    def __iter__(self):
+        return iter([(torch.ones(2), 0)])
+
+
+class Steps(Shifted, Counter):
+    pass
+
+
+class MixinLoader(Shifted, DataLoader):
+    pass
 
 
 class Rows(Dataset):
@@ -47,8 +69,8 @@ def main():
     if mode == "dgl":
         import graphloader
         kind = graphloader.GraphLoader
-    elif mode in ("subclass", "generator"):
-        kind = OwnLoader if mode == "subclass" else YieldingLoader
+    elif mode in ("subclass", "generator", "mixin"):
+        kind = {"subclass": OwnLoader, "generator": YieldingLoader, "mixin": MixinLoader}[mode]
     loader = kind(Rows(), batch_size=16, shuffle=True, generator=torch.Generator().manual_seed(1))
     if mode == "library":
         import minitrain
@@ -69,6 +91,8 @@ def main():
             if mode == "break" and n == 5:
                 break
         print(f"epoch {epoch}: {n} batches, checksum {check:.3f}")
+        if mode == "mixin":
+            print("steps", [float(x.sum()) for x, _ in Steps()])
     print(f"loss {total:.4f}")
 
 
