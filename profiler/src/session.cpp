@@ -57,12 +57,13 @@ struct Global {
   std::optional<Profile> last_profile;
   std::int64_t last_host_ns = -1;
   std::int64_t max_threads = 0;
-  /// A fork child's session (a DataLoader worker): host samples also read its private memory,
-  /// every private_interval_ns (0.5 s, or 100x the last read's cost) and at stop (where a
-  /// read costs at most 100 ms).
+  /// A session in a child forked from the profiled loop (a DataLoader worker): host samples also
+  /// read its private memory, every private_interval_ns (0.5 s, or 100x a reading's cost) and at
+  /// stop where a reading cost at most 50 ms (the least seen: drain_pass_locked).
   bool fork_child = false;
   std::int64_t last_private_ns = -1;
   std::int64_t private_interval_ns = 500000000;
+  std::int64_t private_cost_ns = 0;
   /// The drain pass's scratch list of (ring, published head), kept between passes so that the
   /// pass's bookkeeping allocates nothing in steady state (threadless mode runs it on the
   /// host's thread, in the host's malloc arena).
@@ -79,9 +80,17 @@ struct Global {
   std::atomic<std::int64_t> poll_last_quiet_ns{0};
 };
 
+thread_local bool t_drainer_thread = false;
+
 Global& g() {
   static auto* s = new Global();  // leaked on purpose: used from atexit and late threads
   return *s;
+}
+
+std::int64_t thread_cpu_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
 }
 
 /// One pass: read every ring's published events into the aggregator. Caller holds drain_mu.
@@ -112,18 +121,23 @@ double drain_pass_locked(Global& s, bool sample_host = true, bool last = false) 
   s.agg->note_sink_drops(reg.sink().dropped() - s.sink_dropped_base);
   const std::int64_t now_ns = s.clock.to_ns(pair.raw);
   s.agg->advance(now_ns);
-  // At the last pass (the worker's exit path) only where a reading is cheap: a process of many
-  // GiB takes a second to walk, and its parent may be waiting for it to exit.
-  const bool private_due = s.fork_child && ((last && s.private_interval_ns <= 10000000000) || s.last_private_ns < 0 ||
-                                            now_ns - s.last_private_ns >= s.private_interval_ns);
+  // A fork child's private memory: its first reading wherever it comes (the drainer takes it
+  // at once); then the drainer's, or with no drainer the host thread's at 10x the spacing, never
+  // a host thread's pass beside a drainer (a ring filling); at the last pass (the worker's exit,
+  // which its parent may be waiting for) only where a reading is cheap.
+  const bool periodic = t_drainer_thread || !s.drainer_running.load(std::memory_order_relaxed);
+  const std::int64_t spacing = t_drainer_thread ? s.private_interval_ns : 10 * s.private_interval_ns;
+  const bool private_due = s.fork_child && ((last && s.private_cost_ns <= 50000000) || s.last_private_ns < 0 ||
+                                            (periodic && now_ns - s.last_private_ns >= spacing));
   if (sample_host && (now_ns - s.last_host_ns >= 50000000 || s.last_host_ns < 0 || (last && private_due))) {
     HostSample h = host_sample(now_ns);
     if (private_due) {
-      const auto before = std::chrono::steady_clock::now();
+      const std::int64_t before = thread_cpu_ns();  // CPU time: what the walk costs, not a preemption's wait
       h.private_dirty_bytes = private_dirty_bytes();
-      const std::int64_t cost = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - before).count();
-      s.fork_child = h.private_dirty_bytes > 0;  // unreadable (no smaps_rollup before Linux 4.14): not again
+      const std::int64_t cost = thread_cpu_ns() - before;
+      if (s.last_private_ns < 0 && h.private_dirty_bytes == 0) s.fork_child = false;  // no smaps_rollup (Linux < 4.14)
       s.last_private_ns = now_ns;
+      s.private_cost_ns = s.private_cost_ns > 0 ? std::min(s.private_cost_ns, cost) : cost;  // its least: not a busy moment's
       s.private_interval_ns = std::max<std::int64_t>(500000000, 100 * cost);
     }
     s.agg->note_host(h);
@@ -155,12 +169,6 @@ Profile build_locked(Global& s, bool in_fork_child = false);
 // of the loop when the host's thread writes it (poll()).
 constexpr std::int64_t kDrainerFlushPacing = 500;
 constexpr std::int64_t kPollFlushPacing = 1000;
-
-std::int64_t thread_cpu_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
-}
 
 /// Writes the profile so far. Caller holds mu (not drain_mu). A periodic write skips the
 /// fsync (FileSync::kRenameOnly: it must survive the process, not the machine) and warns once
@@ -194,6 +202,7 @@ void drainer_main() {
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
   // Named for top, perf and py-spy (the kernel's 15-character limit).
   pthread_setname_np(pthread_self(), "gnnprof-drainer");
+  t_drainer_thread = true;
   Global& s = g();
   const auto slow = std::chrono::milliseconds(s.cfg.drain_interval_ms == 0 ? 1 : s.cfg.drain_interval_ms);
   const auto fast = std::chrono::milliseconds(1);
@@ -202,8 +211,10 @@ void drainer_main() {
   auto flush_gap = std::chrono::steady_clock::duration(flush_every);
   auto last_flush = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(s.wake_mu);
+  bool at_once = s.fork_child;  // a fork child's first private-memory reading, before it fetches
   while (!s.stop_drainer) {
-    s.wake_cv.wait_for(lock, period);
+    if (!at_once) s.wake_cv.wait_for(lock, period);
+    at_once = false;
     if (s.stop_drainer) break;
     lock.unlock();
     {
@@ -592,8 +603,11 @@ int start_worker(long parent_pid, bool drainer_thread) noexcept {
     Config cfg = s.cfg;
     cfg.drainer_thread = drainer_thread;
     forget_open_ranges();
-    s.fork_child = !spawned;  // shares its parent's pages until it writes them
+    // Shares the loop's pages until one of them writes them (not a forkserver's child: its
+    // parent is the server, parent_pid the loop).
+    s.fork_child = !spawned && (parent_pid <= 0 || parent_pid == static_cast<long>(::getppid()));
     s.last_private_ns = -1;
+    s.private_cost_ns = 0;
     if (!start_locked(s, cfg) || g_state.load() != kRunning) return -1;
     s.run.parent_pid = parent_pid > 0 ? parent_pid : ::getppid();
     std::lock_guard<std::mutex> d(s.drain_mu);

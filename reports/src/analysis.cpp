@@ -954,10 +954,14 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
     // Most of the data time under the line that runs the model (a gather inside its forward): a
     // prefetcher reaches it only once the read is out of the model's call.
     std::int64_t top_ns = 0, all_ns = 0;
-    if (const LineStats* top = top_line(p, category, "data", top_ns, all_ns);
-        a.whatif_pays && top != nullptr && forward_line_of(p, top->file, top->line) != nullptr)
+    const LineStats* top = top_line(p, category, "data", top_ns, all_ns);
+    const bool in_forward = top != nullptr && forward_line_of(p, top->file, top->line) != nullptr;
+    if (a.whatif_pays && in_forward)
       expect = "Once that line's gather is out of the model's forward (materialize-in-compute), p" + expect.substr(1);
-    if (a.whatif_pays && unprefetched_python_loader_loop(p))
+    // The A/B line where zero-code prefetch reaches the data time: not inside the model's call,
+    // nor in a framework's own loop (its fetcher's pass is left as it is).
+    if (a.whatif_pays && !in_forward && !(top != nullptr && holds_traced_functions(p, *top)) &&
+        unprefetched_python_loader_loop(p))
       expect += fmt::format(". To measure it on the unmodified script: gnnprof ab -- {} (each pass the script's own code makes "
                             "over a torch DataLoader runs through gnnprof's prefetcher, depth 0 against 2)",
                             shell_command(p.run.command));

@@ -100,8 +100,9 @@ std::set<std::uint64_t> iterations_fed(const Profile& parent, const Profile& wor
 }
 
 /// What a fork child copied from its parent while it ran: its private dirty memory's growth
-/// less its RSS's (pages it allocated grow both; a shared page it wrote turns private and
-/// leaves RSS as it was), between its first and last readings; none without two.
+/// less its anonymous RSS's (pages it allocated grow both; a shared page written turns private
+/// and leaves RSS as it was; file pages, a memory-mapped dataset's, are in neither), between its
+/// first and last readings; none without two.
 std::optional<std::int64_t> copied_from_parent(const Profile& worker) {
   const HostSample* first = nullptr;
   const HostSample* last = nullptr;
@@ -111,8 +112,8 @@ std::optional<std::int64_t> copied_from_parent(const Profile& worker) {
       last = &h;
     }
   if (first == nullptr || last == first) return std::nullopt;
-  return std::max<std::int64_t>(
-      0, (last->private_dirty_bytes - first->private_dirty_bytes) - (last->rss_bytes - first->rss_bytes));
+  const auto anon = [](const HostSample& h) { return h.rss_bytes - h.rss_file_bytes; };
+  return std::max<std::int64_t>(0, (last->private_dirty_bytes - first->private_dirty_bytes) - (anon(*last) - anon(*first)));
 }
 
 std::uint64_t complete_iterations(const Profile& p) {

@@ -132,24 +132,28 @@ void contention_diagnostic(Report& r) {
 void copy_on_write_diagnostic(Report& r) {
   const LoaderWorkers& w = r.workers;
   if (w.most_copied < 0 || r.analysis.loader_worker) return;
-  constexpr std::int64_t kMinCopied = 64LL << 20;
+  // Together, and each: any forked worker's interpreter copies a few MiB of the loop's objects
+  // as it runs, whatever its dataset holds, and many workers add that up.
+  constexpr std::int64_t kMinCopied = 64LL << 20, kMinEach = 16LL << 20;
   const LoaderWorkers::Generation& g = w.generations[static_cast<std::size_t>(w.most_copied)];
-  if (g.copied_bytes < kMinCopied) return;
   const std::int64_t each = g.copied_bytes / g.copy_measured;
+  if (g.copied_bytes < kMinCopied || each < kMinEach) return;
   const std::int64_t loop_rss = r.profile->host_samples.empty() ? 0 : r.profile->host_samples.back().rss_bytes;
   r.diagnostics.push_back(Diagnostic{
       "loader-copy-on-write", Severity::kWarning,
       fmt::format("the DataLoader's worker processes{} copied {} of the loop process's memory{} while they fetched: "
-                  "{} worker{}, {} each{} (their private memory grew while their RSS did not: pages they shared with the "
-                  "loop's process since the fork, copied as they were written). Reading a Python object writes its "
-                  "reference count: a dataset that keeps its samples as Python lists, dicts, numbers or strings has "
-                  "every page it reads copied into every worker, memory that grows as the workers read on{}. Keep "
-                  "per-sample data in numpy arrays or tensors (one object each: reading an element writes nothing), "
-                  "e.g. np.asarray(values) in the Dataset's __init__.",
+                  "{} worker{}, {} each{} (their private memory grew beyond their RSS: pages shared with the loop's "
+                  "process since the fork, copied when one of the two wrote them). Reading a Python object writes its "
+                  "reference count, and the garbage collector writes to the containers it visits: a dataset that keeps "
+                  "its samples as Python lists, dicts, numbers or strings has every page it reads copied into every "
+                  "worker, memory that grows as the workers read on{}. Keep per-sample data in numpy arrays or tensors "
+                  "(one object each: reading an element writes nothing), e.g. np.asarray(values) in the Dataset's "
+                  "__init__; gc.freeze() before the loader starts its workers keeps the collector off the objects made "
+                  "until then.",
                   w.loader.empty() ? "" : " (" + w.loader + ")", human_bytes(static_cast<std::uint64_t>(g.copied_bytes)),
                   loop_rss > 0 ? fmt::format(" (RSS {})", human_bytes(static_cast<std::uint64_t>(loop_rss))) : "",
                   g.copy_measured, g.copy_measured == 1 ? "" : "s", human_bytes(static_cast<std::uint64_t>(each)),
-                  w.generations.size() > 1 ? fmt::format(", in the pass of {} whose workers copied the most", w.generations.size())
+                  w.generations.size() > 1 ? fmt::format(", in the one of {} passes whose workers copied the most", w.generations.size())
                                            : "",
                   w.generations.size() > 1 ? ", and each pass's new workers copy it anew" : ""),
       {{"copied_bytes", static_cast<double>(g.copied_bytes)},

@@ -693,11 +693,11 @@ def test_workers_copying_a_python_list_dataset_get_loader_copy_on_write(gnnprof_
     assert not any(h.get("private_dirty_bytes") for h in r.profile["host_samples"])  # the loop's own: not a fork child
     diags = section(report(r.path), "Diagnostics")
     m = re.search(r"\[warning\] loader-copy-on-write: the DataLoader's worker processes copied ([0-9.]+) MiB of the loop process's memory \(RSS [0-9.]+ MiB\) while they "
-                  r"fetched: 2 workers, ([0-9.]+) MiB each, in the pass of 2 whose workers copied the most", diags)
+                  r"fetched: 2 workers, ([0-9.]+) MiB each, in the one of 2 passes whose workers copied the most", diags)
     assert m, diags
-    # 64 chunks of 60000 floats (24 bytes each, 8 more in the list), half read by each worker:
-    # about 60 MiB each; the page a worker only reads around shared objects too.
-    assert 30 <= float(m.group(2)) <= 120, m.group(0)
+    # 64 chunks of 90000 floats (24 bytes each, 8 more in the list), half read by each worker:
+    # about 90 MiB each; the pages around the objects it reads too.
+    assert 45 <= float(m.group(2)) <= 180, m.group(0)
     t = gnnprof_run(path, "tensor", "2")
     assert t.rc == 0, t.err
     assert all(len([h for h in w["host_samples"] if h.get("private_dirty_bytes")]) >= 2 for w in worker_profiles(t))

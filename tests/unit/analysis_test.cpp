@@ -333,6 +333,11 @@ TEST(Diagnostics, ExposedDataTime) {
                                    "loader)` runs (a framework's own loop"),
             std::string::npos)
       << framework.message;
+  // A Python framework's loop over a DataLoader: its fetcher's pass is not prefetched zero-code,
+  // so no A/B line.
+  py.collectors.clear();
+  py.lines = {fit, step};
+  EXPECT_EQ(exposed(run(py)).find("gnnprof ab"), std::string::npos) << exposed(run(py));
 }
 
 // A hot Python loop traced line by line: 200 000 line events per 100 ms iteration cost 11 ms
@@ -909,10 +914,12 @@ TEST(Diagnostics, LoaderCopyOnWriteIsPrivateGrowthBeyondRss) {
   loop_host.rss_bytes = 900LL << 20;
   p.host_samples.push_back(loop_host);
   // Two sets of two workers; each worker's readings: (private MiB, RSS MiB) at start and end.
-  auto workers = [&](std::int64_t copied_mib, std::int64_t own_mib) {
+  // file_mib: file pages read in (a memory-mapped dataset), in RSS and in neither anonymous
+  // RSS nor private dirty memory.
+  auto workers = [&](std::int64_t copied_mib, std::int64_t own_mib, std::int64_t file_mib = 0, int per_set = 2) {
     std::vector<Profile> ws;
     for (int set = 0; set < 2; ++set)
-      for (int k = 0; k < 2; ++k) {
+      for (int k = 0; k < per_set; ++k) {
         Profile x;
         x.run.pid = 20 + static_cast<std::int64_t>(ws.size());
         x.run.parent_pid = 10;
@@ -925,7 +932,8 @@ TEST(Diagnostics, LoaderCopyOnWriteIsPrivateGrowthBeyondRss) {
         for (int r = 0; r < 3; ++r) {
           HostSample h;
           h.ts_ns = r * 600 * kMs;
-          h.rss_bytes = (300 + r * own_mib / 2) << 20;
+          h.rss_bytes = (300 + r * own_mib / 2 + r * file_mib / 2) << 20;
+          h.rss_file_bytes = (100 + r * file_mib / 2) << 20;
           h.private_dirty_bytes = (12 + r * (copied_mib + own_mib) / 2 + (set == 1 ? r : 0)) << 20;
           x.host_samples.push_back(h);
         }
@@ -949,7 +957,7 @@ TEST(Diagnostics, LoaderCopyOnWriteIsPrivateGrowthBeyondRss) {
   EXPECT_DOUBLE_EQ(d.evidence.at("copied_per_worker_bytes"), static_cast<double>(50LL << 20));
   EXPECT_DOUBLE_EQ(d.evidence.at("workers"), 2.0);
   EXPECT_NE(d.message.find("copied 100.0 MiB of the loop process's memory (RSS 900.0 MiB) while they fetched: 2 workers, "
-                           "50.0 MiB each, in the pass of 2 whose workers copied the most"),
+                           "50.0 MiB each, in the one of 2 passes whose workers copied the most"),
             std::string::npos)
       << d.message;
   EXPECT_NE(d.message.find("numpy arrays or tensors"), std::string::npos) << d.message;
@@ -960,6 +968,16 @@ TEST(Diagnostics, LoaderCopyOnWriteIsPrivateGrowthBeyondRss) {
   Report little = make_report(p, {});
   set_loader_workers(little, summarize_loader_workers(p, workers(20, 0)));
   EXPECT_FALSE(has(little.diagnostics, "loader-copy-on-write"));
+  // A memory-mapped dataset's pages grow RSS, not what was copied.
+  Report mapped = make_report(p, {});
+  set_loader_workers(mapped, summarize_loader_workers(p, workers(48, 0, 400)));
+  ASSERT_TRUE(has(mapped.diagnostics, "loader-copy-on-write"));
+  EXPECT_EQ(mapped.workers.generations[0].copied_bytes, 96LL << 20);
+  // Many workers each copying a little (their interpreters' own objects): no warning.
+  Report many = make_report(p, {});
+  set_loader_workers(many, summarize_loader_workers(p, workers(10, 0, 0, 8)));
+  EXPECT_GE(many.workers.generations[0].copied_bytes, 64LL << 20);
+  EXPECT_FALSE(has(many.diagnostics, "loader-copy-on-write"));
   // Profiles without readings (spawned workers, older profiles): nothing measured.
   std::vector<Profile> bare = workers(48, 0);
   for (Profile& x : bare)

@@ -233,10 +233,10 @@ struct HostSample {
   /// user, nice, system, irq, softirq, steal): with cpu_ns, how much other processes took
   /// (another tenant, the run's DataLoader workers). 0 when not known.
   std::int64_t machine_busy_ns = 0;
-  /// Private dirty pages (/proc/self/smaps_rollup), taken only in a process forked from a
-  /// profiled one (a DataLoader worker) and at most every 0.5 s: with rss_bytes, the pages it
-  /// copied from its parent on writing them (copy-on-write: its RSS stays, its private part
-  /// grows). 0 when not taken.
+  /// Private dirty pages (/proc/self/smaps_rollup), read only in a process forked from the
+  /// profiled loop (a DataLoader worker): at its start, every 0.5 s or more, and at its stop.
+  /// Its growth beyond anonymous RSS's is what turned private of the pages shared at the fork
+  /// (copy-on-write: RSS stays, the private part grows). 0 when not read.
   std::int64_t private_dirty_bytes = 0;
 };
 

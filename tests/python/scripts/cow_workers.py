@@ -9,7 +9,7 @@ import sys
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-ITEMS, CHUNK = 64, 60000
+ITEMS, CHUNK = 64, 90000
 
 
 class Chunks(Dataset):
