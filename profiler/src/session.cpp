@@ -210,8 +210,12 @@ void drainer_main() {
   const auto flush_every = std::chrono::milliseconds(s.cfg.flush_interval_ms);
   auto flush_gap = std::chrono::steady_clock::duration(flush_every);
   auto last_flush = std::chrono::steady_clock::now();
+  bool at_once = false;  // a fork child's first private-memory reading, before it fetches
+  {
+    std::lock_guard<std::mutex> d(s.drain_mu);
+    at_once = s.fork_child;
+  }
   std::unique_lock<std::mutex> lock(s.wake_mu);
-  bool at_once = s.fork_child;  // a fork child's first private-memory reading, before it fetches
   while (!s.stop_drainer) {
     if (!at_once) s.wake_cv.wait_for(lock, period);
     at_once = false;
