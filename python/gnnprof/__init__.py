@@ -486,10 +486,11 @@ def _is_loader_target(target):
             and getattr(target, "__name__", None) == "_worker_loop")
 
 
-def _wrap_once(owner, name, make):
+def _wrap_once(owner, name, make, inherited=False):
     """owner.name replaced by make(original), once (a reloaded package does not wrap twice);
-    the original, or None when there was nothing to wrap."""
-    original = owner.__dict__.get(name)
+    the original, or None when there was nothing to wrap. `inherited`: also where owner's name
+    resolves to a base's (the wrapper is set on owner)."""
+    original = getattr(owner, name, None) if inherited else owner.__dict__.get(name)
     if original is None or getattr(original, "_gnnprof", False):
         return None
     wrapper = functools.wraps(original)(make(original))

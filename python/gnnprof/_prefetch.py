@@ -30,7 +30,6 @@ its own, and profiles itself the way the C++ Prefetcher does.
 import contextlib
 import copy
 import dataclasses
-import functools
 import sys
 import threading
 import time
@@ -590,12 +589,8 @@ def wrap_dataloader_iter():
     def wrap_class(c):
         """c's __iter__ as it resolves (its own, a mixin's, a library base's), wrapped on c: a
         plain function only (a descriptor keeps its own calling rules), once."""
-        resolved = getattr(c, "__iter__", None)
-        if c is cls or not isinstance(resolved, types.FunctionType) or getattr(resolved, "_gnnprof", False):
-            return
-        wrapper = functools.wraps(resolved)(make(resolved))
-        wrapper._gnnprof = True
-        setattr(c, "__iter__", wrapper)
+        if c is not cls and isinstance(getattr(c, "__iter__", None), types.FunctionType):
+            api._wrap_once(c, "__iter__", make, inherited=True)
 
     def make_init(original):
         def __init__(self, *args, **kwargs):

@@ -209,6 +209,12 @@ bool is_worker_wait(std::string_view stage) noexcept {
   return stage.rfind("enumerate(DataLoader)#_MultiProcessing", 0) == 0;
 }
 
+/// The complete iterations whose torch ops were observed (op stages' totals cover these).
+std::uint64_t observed_complete_iterations(const Profile& p) {
+  return static_cast<std::uint64_t>(std::count_if(p.iterations.begin(), p.iterations.end(),
+                                                  [](const IterationStats& it) { return it.complete && it.ops_observed; }));
+}
+
 std::vector<const IterationStats*> ops_observed(const std::vector<const IterationStats*>& its) {
   std::vector<const IterationStats*> observed;
   for (const auto* it : its)
@@ -232,7 +238,7 @@ std::optional<double> backward_passes_per_iteration(const Profile& p) {
       if (s.by_thread.empty()) hits += s.hits;
       for (const auto& t : s.by_thread) hits += t.thread == p.main_thread ? t.hits : 0;
     }
-  for (const auto& it : p.iterations) observed += it.complete && it.ops_observed ? 1 : 0;
+  observed = observed_complete_iterations(p);
   // Warm-up and the open last iteration's passes are in the hits: too few iterations to tell.
   if (!found || observed < 5) return std::nullopt;
   return static_cast<double>(hits) / static_cast<double>(observed);
@@ -1014,8 +1020,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   // without sparse=True) fills a gradient as large as the table, and the optimizer then updates
   // every row; its time per observed iteration tells a large table from a small one.
   if (!a.loader_worker && a.iteration_median_ns > 0) {
-    std::uint64_t observed = 0;
-    for (const IterationStats& it : p.iterations) observed += it.complete && it.ops_observed;
+    const std::uint64_t observed = observed_complete_iterations(p);
     std::int64_t embedding_ns = 0;
     for (const StageStats& s : p.stages)
       if (s.category == "op" && s.name.size() >= 18 && s.name.compare(s.name.size() - 18, 18, "EmbeddingBackward0") == 0)
