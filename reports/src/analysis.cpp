@@ -1022,15 +1022,18 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   if (!a.loader_worker && a.iteration_median_ns > 0) {
     const std::uint64_t observed = observed_complete_iterations(p);
     std::int64_t embedding_ns = 0;
-    for (const StageStats& s : p.stages)
-      if (s.category == "op" && s.name.size() >= 18 && s.name.compare(s.name.size() - 18, 18, "EmbeddingBackward0") == 0)
-        embedding_ns += s.total_ns;
+    bool sparse = false;  // sparse gradients in use (sparse=True, SparseAdam): their backward is the rows looked up
+    for (const StageStats& s : p.stages) {
+      if (s.category != "op") continue;
+      if (s.name.size() >= 18 && s.name.compare(s.name.size() - 18, 18, "EmbeddingBackward0") == 0) embedding_ns += s.total_ns;
+      sparse |= s.name.find("sparse_coo_tensor") != std::string::npos || s.name.find("coalesce") != std::string::npos;
+    }
     std::int64_t optimizer_ns = 0;
     for (const IterationStage& s : a.loop_stages)
       if (s.name == "optimizer") optimizer_ns = s.median_ns;
     const double iteration = static_cast<double>(a.iteration_median_ns);
     const double per_iteration = observed > 0 ? static_cast<double>(embedding_ns) / static_cast<double>(observed) : 0;
-    if (per_iteration >= 0.05 * iteration && static_cast<double>(optimizer_ns) >= 0.10 * iteration)
+    if (!sparse && per_iteration >= 0.05 * iteration && static_cast<double>(optimizer_ns) >= 0.10 * iteration)
       add("dense-embedding-gradient", Severity::kWarning,
           fmt::format("the backward of an embedding lookup (EmbeddingBackward0: nn.Embedding or F.embedding) takes {} per "
                       "iteration ({:.0f}%) and the optimizer {} ({:.0f}%): without sparse=True the embedding's gradient is a "

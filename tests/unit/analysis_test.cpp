@@ -1073,6 +1073,11 @@ TEST(Diagnostics, DenseEmbeddingGradient) {
   Profile no_optimizer = profile(10 * kMs);
   for (auto& it : no_optimizer.iterations) it.stages["optimizer"] = kMs;
   EXPECT_FALSE(has(run(no_optimizer), "dense-embedding-gradient"));
+  // Sparse gradients in use (sparse=True with SparseAdam): their backward is the rows looked up,
+  // whatever its share of a short iteration.
+  Profile sparse = profile(10 * kMs);
+  sparse.stages.push_back(stage("aten::coalesce", "op"));
+  EXPECT_FALSE(has(run(sparse), "dense-embedding-gradient"));
 }
 
 TEST(Diagnostics, EveryRuleHasAStableId) {
