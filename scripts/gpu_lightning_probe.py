@@ -18,7 +18,17 @@ p.add_argument("--shuffle", action="store_true")
 p.add_argument("--epochs", type=int, default=1)
 p.add_argument("--batches", type=int, default=8)
 p.add_argument("--deep", action="store_true", help="lightning_mlp.py's Sequential model and sizes")
+p.add_argument("--no-dump", action="store_true", help="no frame dump from training_step (the end stats only)")
+p.add_argument("--script", help="run this script as __main__ instead of the probe's module, then the end stats")
 args = p.parse_args()
+if args.script:
+    import runpy
+    sys.argv = [args.script]
+    runpy.run_path(args.script, run_name="__main__")
+    from gnnprof import _native as nat
+    print("== end selected:", nat.selected())
+    print("== end stats:", nat.stats())
+    sys.exit(0)
 if args.like_mlp:
     args.log = args.shuffle = args.deep = True
     args.epochs, args.batches = 2, 60
@@ -53,7 +63,7 @@ class M(pl.LightningModule):
 
     def training_step(self, batch, batch_idx):
         N[0] += 1
-        if N[0] in (1, 3):
+        if N[0] in (1, 3) and not args.no_dump:
             dump(f"training_step call {N[0]}")
         x, y = batch
         loss = F.cross_entropy(self.net(x), y)

@@ -987,9 +987,17 @@ PyObject* tracer_selected(void) {
 }
 
 PyObject* tracer_stats(void) {
-  return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i}", "selected", g_stats.selected, "line_events",
+  /* the packages whose loops run the loop (callback_walk's), for a framework's untraced callback */
+  PyObject* packages = PyList_New(0);
+  for (int i = 0; packages != NULL && i < kLoopPackages && g_loop_packages[i] != NULL; ++i) {
+    PyObject* name = PyUnicode_DecodeFSDefault(g_loop_packages[i]);
+    if (name == NULL || PyList_Append(packages, name) != 0) PyErr_Clear();
+    Py_XDECREF(name);
+  }
+  if (packages == NULL) return NULL;
+  return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i,s:i,s:N}", "selected", g_stats.selected, "line_events",
                        g_stats.line_events, "adopted", g_stats.adopted, "polls", g_stats.polls, "foreign_tracer",
                        g_stats.foreign, "prepare_failed", g_stats.prepare_failed, "too_deep", g_stats.deep,
                        "producers", g_stats.producers, "callbacks", g_stats.callbacks, "installed", g_installed,
-                       "auto", g_auto);
+                       "auto", g_auto, "framework", framework_loop(), "loop_packages", packages);
 }
