@@ -21,6 +21,9 @@ step "the same under gnnprof run, no prefetch: its exposed-data-time proposal"
 timeout 120 $cli run -o $keep/run.json -- $py $s 3 2 >$keep/run.out 2>&1; echo "rc $?"
 grep -q ^epoch $keep/plain.out && diff <(grep ^epoch $keep/plain.out) <(grep ^epoch $keep/run.out) && echo "output equal"
 timeout 60 $cli report $keep/run.json 2>&1 | sed -n '/== Diagnostics/,/== /p' | cut -c1-600 | head -30
+# the stage rows behind exposed-data-time / loader-bound (2026-11-28: exposed-data-time, not loader-bound)
+timeout 60 $cli report $keep/run.json 2>&1 | sed -n '/== Iterations/,/== Analysis/p' | head -24
+cp $keep/run.json $keep/run.out "$out/" 2>/dev/null
 step "zero-code prefetch (GNNPROF_PREFETCH_LOADERS=1, depth 2) on the GPU"
 GNNPROF_PREFETCH_LOADERS=1 GNNPROF_PREFETCH=2 timeout 120 $cli run -o $keep/zp.json -- $py $s 3 2 >$keep/zp.out 2>&1
 echo "rc $?"; grep -v '^epoch' $keep/zp.out | head -20
@@ -28,9 +31,12 @@ grep -q ^epoch $keep/plain.out && diff <(grep ^epoch $keep/plain.out) <(grep ^ep
 timeout 60 $cli report $keep/zp.json 2>&1 | grep -E '^Collectors|prefetch' | cut -c1-900 | head -12
 timeout 60 $cli report $keep/zp.json 2>&1 | sed -n '/== Transfers/,/== /p' | head -20
 timeout 60 $cli report $keep/zp.json 2>&1 | sed -n '/== Line table/,/== Stages/p' | head -40
-step "gnnprof ab on it (inline vs zero-code prefetch), 3 runs a side"
-timeout 200 $cli ab --repeat 3 -o $keep/ab -- $py $s 3 2 >$keep/ab.out 2>&1; echo "rc $?"; tail -40 $keep/ab.out
+timeout 60 $cli report $keep/zp.json 2>&1 | sed -n '/== Iterations/,/== Analysis/p' | head -24
+cp $keep/zp.json $keep/zp.out "$out/" 2>/dev/null
 step "Lightning probe bisection"
 GNNPROF_GPU_PROBE_ONLY=1 bash scripts/gpu_frameworks.sh "$out/frameworks"
+# last: a run each side was slower prefetched on the H200 (4.43 against 3.56 ms, 2026-11-28), not an A/B
+step "gnnprof ab on it (inline vs zero-code prefetch), 3 runs a side"
+timeout ${GNNPROF_GPU_AB_S:-150} $cli ab --repeat 3 -o $keep/ab -- $py $s 3 2 >$keep/ab.out 2>&1; echo "rc $?"; tail -40 $keep/ab.out
 tar -czf "$out/new-paths.tar.gz" -C $keep . 2>&1 | tail -2
 step done
