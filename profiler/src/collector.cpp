@@ -133,7 +133,7 @@ inline void pop_range() noexcept {
   b->cur_line = r.prev_line;
   if (__builtin_expect(r.site == 0, 0)) return;  // transparent: no timestamp at all
   // The range includes the few loads above (~1 ns) so that a disabled session reads no clock.
-  std::uint64_t now = raw_now();
+  std::uint64_t now = b->end_at >= r.begin && b->end_at != 0 ? b->end_at : raw_now();
   std::uint64_t dur = now - r.begin;
   bool split = false;  // an outermost stage that ends while an outside tracer's line is current
   if (!r.is_line) {
@@ -141,7 +141,8 @@ inline void pop_range() noexcept {
     if (r.prev_stage >= 0) b->stack[r.prev_stage].child_ticks += dur;
     if (r.stage_depth == 0) {
       b->top_stage = -1;
-      split = b->ext_line != 0 && b->cur_line < 0;
+      // (none where it ended at the line change: a phase the next line closes)
+      split = b->ext_line != 0 && b->cur_line < 0 && now > b->ext_line_since;
     }
   }
   if (__builtin_expect(!recording(), 0)) return;
@@ -422,7 +423,9 @@ std::uint64_t set_line(std::uint32_t site) noexcept {
   if (!data_line && b->line_watch != nullptr && recording()) {
     void (*fn)() = b->line_watch;
     b->line_watch = nullptr;
+    b->end_at = now;
     fn();
+    b->end_at = 0;
   }
   return now;
 }

@@ -87,6 +87,9 @@ class ThreadBuffer {
   std::uint32_t ext_line = 0;
   std::uint64_t ext_line_since = 0;
   void (*line_watch)() = nullptr;  // gnnprof_watch_next_line: fired once by set_line
+  // While line_watch runs: the line change's time, at which the stages it ends end (not when
+  // the watcher got to them: a preemption there is the new line's own time), 0 otherwise.
+  std::uint64_t end_at = 0;
 
  private:
   std::size_t capacity_;

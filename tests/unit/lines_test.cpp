@@ -96,6 +96,39 @@ TEST(Lines, OutermostStageTimeIsSplitBetweenTheLinesItSpans) {
   EXPECT_EQ(l1->stages.count("aten::mm"), 0u);  // nested stages are inside their phase's time
 }
 
+// A phase that ends at the loop's next line (gnnprof_watch_next_line: the torch observer's data
+// ops) ends at the line change, however late its watcher gets to it (preempted there).
+TEST(Lines, APhaseEndedByTheNextLineEndsAtTheLineChange) {
+  static gnnprof_site_t data = 0;
+  Profile p = testing::profile_of(testing::quiet_config(), [] {
+    const gnnprof_site_t l1 = gnnprof_line_site("t.py", 1, "f", "y = torch.randint(0, 4, (256,))");
+    const gnnprof_site_t l2 = gnnprof_line_site("t.py", 2, "f", "busy(0.002)");
+    data = gnnprof_stage_site("ops (no grad)", "data");
+    const std::uint64_t t0 = gnnprof_set_line(l1);
+    gnnprof_stage_begin(data);
+    testing::spin_ns(30000);
+    gnnprof_watch_next_line([] {
+      testing::spin_ns(2000000);  // the watcher, late
+      gnnprof_stage_end();
+    });
+    const std::uint64_t t1 = gnnprof_set_line(l2);
+    gnnprof_line_event(l1, t0, t1, 1);
+    testing::spin_ns(20000);
+    gnnprof_line_event(l2, t1, gnnprof_set_line(0), 1);
+  });
+  const LineStats* l1 = find_line(p, 1);
+  const LineStats* l2 = find_line(p, 2);
+  ASSERT_NE(l1, nullptr);
+  ASSERT_NE(l2, nullptr);
+  ASSERT_EQ(l1->stages.count("ops (no grad)"), 1u);
+  EXPECT_GE(l1->stages.at("ops (no grad)"), 30000);
+  EXPECT_LT(l1->stages.at("ops (no grad)"), 1000000);
+  EXPECT_EQ(l2->stages.count("ops (no grad)"), 0u);
+  const StageStats* st = testing::find_stage(p, "ops (no grad)");
+  ASSERT_NE(st, nullptr);
+  EXPECT_LT(st->total_ns, 1000000);  // the stage itself ends at the line change too
+}
+
 TEST(Lines, CopiesGathersAndBackwardGoToTheCurrentLine) {
   Profile p = testing::profile_of(testing::quiet_config(), [] {
     const gnnprof_site_t lazy = gnnprof_line_site("t.py", 7, "train", "x = mfgs[0].srcdata['x']");
