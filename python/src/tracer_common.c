@@ -304,6 +304,50 @@ void* decide(int* deciding, PyCodeObject* co) {
   return x;
 }
 
+#if PY_VERSION_HEX >= 0x030C0000
+enum { kMaxHandlers = 64 };
+
+/* The exception handlers' first instructions (code units), from co_exceptiontable: 3.12+ puts
+ * them after the code (cold blocks), and one whose try statement goes on jumps back to it
+ * (JUMP_BACKWARD): no loop. Their count, at most max. */
+static int handler_starts(PyCodeObject* co, Py_ssize_t* out, int max) {
+  PyObject* t = PyObject_GetAttrString((PyObject*)co, "co_exceptiontable");
+  if (t == NULL || !PyBytes_Check(t)) {
+    Py_XDECREF(t);
+    PyErr_Clear();
+    return 0;
+  }
+  const unsigned char* b = (const unsigned char*)PyBytes_AS_STRING(t);
+  const Py_ssize_t n = PyBytes_GET_SIZE(t);
+  int found = 0;
+  /* entries: start, length, target, depth-and-lasti; varints of 6 bits, bit 6 says more */
+  for (Py_ssize_t k = 0; k < n && found < max;) {
+    Py_ssize_t v[4] = {0, 0, 0, 0};
+    for (int f = 0; f < 4 && k < n; ++f) {
+      unsigned char c = b[k++];
+      v[f] = c & 63;
+      while ((c & 64) != 0 && k < n) {
+        c = b[k++];
+        v[f] = (v[f] << 6) | (c & 63);
+      }
+    }
+    int seen = 0;
+    for (int j = 0; j < found && !seen; ++j) seen = out[j] == v[2];
+    if (!seen) out[found++] = v[2];
+  }
+  Py_DECREF(t);
+  return found;
+}
+
+/* A backward jump from i to target that passes a handler's start: a handler going on after its
+ * try statement. */
+static int handler_continuation(Py_ssize_t target, Py_ssize_t i, const Py_ssize_t* handlers, int n) {
+  for (int j = 0; j < n; ++j)
+    if (target < handlers[j] && handlers[j] <= i) return 1;
+  return 0;
+}
+#endif
+
 /* Whether the frame runs inside a loop; with lo/hi, the first and last lines of the loops
  * around it (each one's instructions from its backward jump's target to the jump), innermost
  * first, at most `max` of them, their count in *levels. */
@@ -317,6 +361,10 @@ static int loop_of(PyFrameObject* fr, PyCodeObject* co, int* lo, int* hi, int ma
   }
   const unsigned char* b = (const unsigned char*)PyBytes_AS_STRING(code);
   const Py_ssize_t n = PyBytes_GET_SIZE(code) / 2;
+#if PY_VERSION_HEX >= 0x030C0000
+  Py_ssize_t handlers[kMaxHandlers];
+  const int n_handlers = handler_starts(co, handlers, kMaxHandlers);
+#endif
   enum { kMaxLoops = 16 };
   Py_ssize_t from[kMaxLoops], to[kMaxLoops];
   int found = 0;
@@ -325,7 +373,10 @@ static int loop_of(PyFrameObject* fr, PyCodeObject* co, int* lo, int* hi, int ma
     const int op = b[2 * i];
     arg = (arg << 8) | b[2 * i + 1];
     if (op == EXTENDED_ARG) continue;
-    const Py_ssize_t target = backward_target(op, i, arg);
+    Py_ssize_t target = backward_target(op, i, arg);
+#if PY_VERSION_HEX >= 0x030C0000
+    if (target >= 0 && handler_continuation(target, i, handlers, n_handlers)) target = -1;
+#endif
     if (target >= 0 && 2 * target <= lasti && lasti <= 2 * i) {
       /* insertion by size: nested loops' ranges nest */
       int k = found++;

@@ -155,6 +155,12 @@ def test_auto_traces_what_a_framework_running_the_loop_calls_back(gnnprof_run, p
     assert manual.lines("main")[line_of(path, "steps = minitrain.Trainer().fit(")]["hits"] == 1
     assert manual.lines("LitModel.on_train_batch_end")[line_of(path, "self.last = index")]["hits"] == 20
     assert manual.lines("LitModel.training_step")[line_of(path, "y = layerlib.propagate(self.helper, batch)")]["hits"] == 19
+    # fit called at module level, under a try/except import (lightning_mlp.py's shape): on 3.12+
+    # the handler's jump back to the code after it is no loop of the script's.
+    module = run_beside_libraries(gnnprof_run, plain_run, path, "20", "module")
+    assert {l["function"] for l in module.profile["lines"]} == {"<module>", "LitModel.training_step",
+                                                                 "LitModel.on_train_batch_end", "batches"}, module.profile["lines"]
+    assert module.lines("LitModel.training_step")[line_of(path, "y = layerlib.propagate(self.helper, batch)")]["hits"] == 20
     # ignite's shape: the library's one loop calls the user's step function, which steps the
     # optimizer: the loop is the library's, the step function its callback (from the first step).
     engine = run_beside_libraries(gnnprof_run, plain_run, path, "20", "engine")

@@ -749,8 +749,6 @@ def test_a_pyg_script_gets_its_loops_line_table_and_phases(gnnprof_run, tmp_path
 
 
 @needs_lightning
-@pytest.mark.xfail(strict=False, reason="failed on the H200's Python 3.12 with Lightning 2.6 while a minimal "
-                   "LightningModule's training_step was traced (docs/gpu-validation.md, third session): not found yet")
 def test_a_lightning_scripts_training_step_is_traced(gnnprof_run):
     """Lightning's fit loop calls the optimizer's step with a closure that runs the user's
     training_step (tests/python/scripts/lightning_mlp.py): trainer.fit is the loop's line, the

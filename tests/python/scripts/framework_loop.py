@@ -18,12 +18,18 @@ callback.
 user's own loop.
 "manual": manual optimization, as Lightning's: the user's training_step steps the optimizer
 through the framework's wrapper; the loop is still the framework's.
+"module": trainer.fit called at module level, in a script whose module code has a try/except
+(CPython 3.12+ puts the handler after the code, jumping back: no loop of the script's).
 
-usage: framework_loop.py STEPS [torch|own|search|manual|engine]"""
+usage: framework_loop.py STEPS [torch|own|search|manual|engine|module]"""
 import sys
 
 import layerlib
-import minitrain
+
+try:  # as Lightning scripts import lightning.pytorch, else pytorch_lightning
+    import minitrain
+except ImportError:
+    minitrain = None
 
 
 class LitModel(minitrain.Module):
@@ -104,5 +110,9 @@ if __name__ == "__main__":
         engine_main(int(sys.argv[1]))
     elif sys.argv[2:] == ["search"]:
         minitrain.run_trials(own_loop, int(sys.argv[1]), 2)
+    elif sys.argv[2:] == ["module"]:
+        model = LitModel(False)
+        steps = minitrain.Trainer().fit(model, batches(int(sys.argv[1])))
+        print("steps", steps, model.total, model.last)
     else:
         main(int(sys.argv[1]), sys.argv[2:] == ["torch"], sys.argv[2:] != ["manual"])
