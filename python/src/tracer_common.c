@@ -305,23 +305,15 @@ void* decide(int* deciding, PyCodeObject* co) {
 }
 
 #if PY_VERSION_HEX >= 0x030C0000
-enum { kMaxHandlers = 64 };
-
-/* The exception handlers' first instructions (code units), from co_exceptiontable: 3.12+ puts
- * them after the code (cold blocks), and one whose try statement goes on jumps back to it
- * (JUMP_BACKWARD): no loop. Their count, at most max. */
-static int handler_starts(PyCodeObject* co, Py_ssize_t* out, int max) {
-  PyObject* t = PyObject_GetAttrString((PyObject*)co, "co_exceptiontable");
-  if (t == NULL || !PyBytes_Check(t)) {
-    Py_XDECREF(t);
-    PyErr_Clear();
-    return 0;
-  }
-  const unsigned char* b = (const unsigned char*)PyBytes_AS_STRING(t);
-  const Py_ssize_t n = PyBytes_GET_SIZE(t);
-  int found = 0;
-  /* entries: start, length, target, depth-and-lasti; varints of 6 bits, bit 6 says more */
-  for (Py_ssize_t k = 0; k < n && found < max;) {
+/* Whether a backward jump from i to target passes an exception handler's start (code units;
+ * co_exceptiontable's entries: start, length, target, depth-and-lasti, varints of 6 bits, bit 6
+ * says more): 3.12+ puts handlers after the code (cold blocks), and one whose try statement
+ * goes on jumps back to it. No loop. */
+static int passes_handler(PyObject* table, Py_ssize_t target, Py_ssize_t i) {
+  if (table == NULL || !PyBytes_Check(table)) return 0;
+  const unsigned char* b = (const unsigned char*)PyBytes_AS_STRING(table);
+  const Py_ssize_t n = PyBytes_GET_SIZE(table);
+  for (Py_ssize_t k = 0; k < n;) {
     Py_ssize_t v[4] = {0, 0, 0, 0};
     for (int f = 0; f < 4 && k < n; ++f) {
       unsigned char c = b[k++];
@@ -331,19 +323,8 @@ static int handler_starts(PyCodeObject* co, Py_ssize_t* out, int max) {
         v[f] = (v[f] << 6) | (c & 63);
       }
     }
-    int seen = 0;
-    for (int j = 0; j < found && !seen; ++j) seen = out[j] == v[2];
-    if (!seen) out[found++] = v[2];
+    if (target < v[2] && v[2] <= i) return 1;
   }
-  Py_DECREF(t);
-  return found;
-}
-
-/* A backward jump from i to target that passes a handler's start: a handler going on after its
- * try statement. */
-static int handler_continuation(Py_ssize_t target, Py_ssize_t i, const Py_ssize_t* handlers, int n) {
-  for (int j = 0; j < n; ++j)
-    if (target < handlers[j] && handlers[j] <= i) return 1;
   return 0;
 }
 #endif
@@ -362,8 +343,7 @@ static int loop_of(PyFrameObject* fr, PyCodeObject* co, int* lo, int* hi, int ma
   const unsigned char* b = (const unsigned char*)PyBytes_AS_STRING(code);
   const Py_ssize_t n = PyBytes_GET_SIZE(code) / 2;
 #if PY_VERSION_HEX >= 0x030C0000
-  Py_ssize_t handlers[kMaxHandlers];
-  const int n_handlers = handler_starts(co, handlers, kMaxHandlers);
+  PyObject* handlers = NULL; /* co_exceptiontable, read at the first backward jump */
 #endif
   enum { kMaxLoops = 16 };
   Py_ssize_t from[kMaxLoops], to[kMaxLoops];
@@ -375,7 +355,11 @@ static int loop_of(PyFrameObject* fr, PyCodeObject* co, int* lo, int* hi, int ma
     if (op == EXTENDED_ARG) continue;
     Py_ssize_t target = backward_target(op, i, arg);
 #if PY_VERSION_HEX >= 0x030C0000
-    if (target >= 0 && handler_continuation(target, i, handlers, n_handlers)) target = -1;
+    if (target >= 0 && handlers == NULL) {
+      handlers = PyObject_GetAttrString((PyObject*)co, "co_exceptiontable");
+      if (handlers == NULL) PyErr_Clear();
+    }
+    if (target >= 0 && passes_handler(handlers, target, i)) target = -1;
 #endif
     if (target >= 0 && 2 * target <= lasti && lasti <= 2 * i) {
       /* insertion by size: nested loops' ranges nest */
@@ -403,6 +387,9 @@ static int loop_of(PyFrameObject* fr, PyCodeObject* co, int* lo, int* hi, int ma
     }
   }
   Py_DECREF(code);
+#if PY_VERSION_HEX >= 0x030C0000
+  Py_XDECREF(handlers);
+#endif
   return found > 0;
 }
 
