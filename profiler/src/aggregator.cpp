@@ -88,6 +88,7 @@ void Aggregator::consume(std::uint32_t thread, const RawEvent& e) {
       // is theirs. Another thread's (a producer's) wait for their iteration (count_placed_line).
       const bool by_iteration = loop_thread_ >= 0 && static_cast<int>(thread) != loop_thread_;
       if (hit) ++l.hits;
+      if ((e.flags & kFlagBegan) != 0) ++l.began;
       if (!by_iteration && ops_unobserved_) {
         if (hit) ++l.unobserved_hits;
         l.unobserved += dur;
@@ -443,6 +444,7 @@ Profile Aggregator::build(const std::vector<SiteInfo>& sites, std::int64_t end_n
     ls.hits = l.hits;
     ls.unobserved_hits = l.unobserved_hits;
     ls.unobserved_ns = l.unobserved;
+    ls.began_running = l.began;
     ls.total_ns = l.total;
     ls.max_ns = l.max;
     for (const auto& [stage, ns] : l.stages) ls.stages[site_or_empty(sites, stage).name] += ns;

@@ -88,6 +88,7 @@ class Aggregator {
     explicit LineAgg(std::pmr::memory_resource* mr) : stages(mr) {}
     std::uint64_t hits = 0;
     std::uint64_t unobserved_hits = 0;  // hits in iterations whose torch ops were not observed
+    std::uint64_t began = 0;            // times tracing began during it, its frame already running
     std::int64_t unobserved = 0;        // the line's time in those iterations
     std::int64_t total = 0, max = 0;
     std::uint32_t stage = 0;

@@ -29,7 +29,7 @@ int set_rank(int rank, int local_rank, int world_size) noexcept;
 int set_loader(const char* loader) noexcept;
 std::uint64_t set_line(std::uint32_t site) noexcept;
 void watch_next_line(void (*fn)()) noexcept;
-void line_event(std::uint32_t site, std::uint64_t t0, std::uint64_t t1, bool hit) noexcept;
+void line_event(std::uint32_t site, std::uint64_t t0, std::uint64_t t1, bool hit, bool began) noexcept;
 void line_charge(std::uint32_t line, std::uint32_t stage, std::int64_t begin_mono_ns, std::int64_t end_mono_ns) noexcept;
 std::uint32_t current_line() noexcept;
 bool ext_lines_seen() noexcept;
@@ -225,7 +225,7 @@ uint64_t gnnprof_set_line(gnnprof_site_t site) { return gnnprof::detail::set_lin
 void gnnprof_watch_next_line(void (*fn)(void)) { gnnprof::detail::watch_next_line(fn); }
 
 void gnnprof_line_event(gnnprof_site_t site, uint64_t begin, uint64_t end, int hit) {
-  gnnprof::detail::line_event(site, begin, end, hit != 0);
+  gnnprof::detail::line_event(site, begin, end, (hit & ~GNNPROF_LINE_BEGAN) != 0, (hit & GNNPROF_LINE_BEGAN) != 0);
 }
 
 gnnprof_site_t gnnprof_current_line(void) { return gnnprof::detail::current_line(); }

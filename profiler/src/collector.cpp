@@ -435,7 +435,7 @@ void watch_next_line(void (*fn)()) noexcept {
   if (b != nullptr && !b->is_sink()) b->line_watch = fn;
 }
 
-void line_event(std::uint32_t site, std::uint64_t t0, std::uint64_t t1, bool hit) noexcept {
+void line_event(std::uint32_t site, std::uint64_t t0, std::uint64_t t1, bool hit, bool began) noexcept {
   if (site == 0 || t1 < t0) return;
   ThreadBuffer* b = nullptr;
   RawEvent* e = begin_instant(b);
@@ -445,7 +445,7 @@ void line_event(std::uint32_t site, std::uint64_t t0, std::uint64_t t1, bool hit
   e->site = site;
   e->line_ctx = 0;
   e->kind = EventKind::kLine;
-  e->flags = hit ? 0 : kFlagNoHit;
+  e->flags = static_cast<std::uint8_t>((hit ? 0 : kFlagNoHit) | (began ? kFlagBegan : 0));
   b->commit();
 }
 

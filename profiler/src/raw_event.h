@@ -48,8 +48,10 @@ inline constexpr std::uint8_t kFlagMonoNs = 0x80;
 inline constexpr std::uint8_t kFlagNoHit = 0x40;
 inline constexpr std::uint8_t kFlagExtLine = 0x40;
 // Bit 5 of kStage: a stage of the same site encloses this one on its thread (recursion); its
-// time is already in the outer one's.
+// time is already in the outer one's. Of kLine: tracing began during this statement, in a frame
+// already running.
 inline constexpr std::uint8_t kFlagRepeated = 0x20;
+inline constexpr std::uint8_t kFlagBegan = 0x20;
 inline std::uint8_t pack_transfer_flags(int dir, int mem, int mode) noexcept {
   return static_cast<std::uint8_t>((dir & 3) | ((mem & 3) << 2) | ((mode & 1) << 4));
 }

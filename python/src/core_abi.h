@@ -11,6 +11,9 @@
 #ifndef GNNPROF_DATA_LINE
 #define GNNPROF_DATA_LINE 0x80000000u /* as in gnnprof_c.h: set_line of a data pipeline's line */
 #endif
+#ifndef GNNPROF_LINE_BEGAN
+#define GNNPROF_LINE_BEGAN 2 /* as in gnnprof_c.h: or-ed into line_event's hit */
+#endif
 
 typedef struct CoreAbi {
   int (*start)(void);

@@ -769,6 +769,7 @@ Entry* push(ThreadTrace* tt, const void* f, CodeInfo* ci, int adopted) {
   e->lasti = -1;
   e->start = -1;
   e->adopted = (uint8_t)adopted;
+  e->began = (uint8_t)adopted;
   e->paused_below = -1;
   if (!adopted && ci->loop_level < ci->loop_levels && !ci->loop_out && g_core.torch_loop != NULL) {
     /* A new call of the training loop's function (`train(epoch)` per epoch): it begins outside
@@ -801,7 +802,10 @@ Entry* unpause(ThreadTrace* tt, Entry* e) {
 }
 
 void end_statement(Entry* e, uint64_t now) {
-  if (e->site != 0) g_core.line_event(e->site, e->t0, now, e->hit);
+  if (e->site != 0) {
+    g_core.line_event(e->site, e->t0, now, e->hit | (e->began ? GNNPROF_LINE_BEGAN : 0));
+    e->began = 0;
+  }
   e->site = 0;
 }
 

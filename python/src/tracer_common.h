@@ -153,6 +153,7 @@ typedef struct Entry {
   uint64_t t0;    /* when the current statement began (gnnprof_now) */
   uint8_t hit;    /* the current segment began the statement (0: a generator resumed) */
   uint8_t adopted; /* already running when tracing began */
+  uint8_t began;   /* adopted, and its first traced statement not yet recorded */
   /* Recursion: a frame of the same code deeper in the stack pauses this one's statement (its
    * site kept here), so that the function's time is counted once; the deeper frame's lines
    * hold it. paused_below: the index of the entry this one paused, -1 if none. */

@@ -320,6 +320,7 @@ std::string lines_html(const Profile& p, const ReportOptions& opt) {
     }
     o += "</tbody></table></div>";
     if (const std::string pace = observer_pace_note(b); !pace.empty()) o += "<p class=muted>" + esc(pace) + "</p>";
+    if (const std::string began = began_note(b); !began.empty()) o += "<p class=muted>" + esc(began) + "</p>";
   }
   return o;
 }

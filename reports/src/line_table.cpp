@@ -228,6 +228,22 @@ std::string observer_pace_note(const LineBlock& b) {
                      list, slowed.size() > 3 ? "; ..." : "", human_ns(b.paced_ns), human_ns(b.total_ns));
 }
 
+std::string began_note(const LineBlock& b) {
+  const LineStats* at = nullptr;
+  std::uint64_t calls = 0;
+  for (const LineRow& r : b.rows)
+    if (r.stats != nullptr && r.stats->began_running > 0) {
+      if (at == nullptr) at = r.stats;
+      calls += r.stats->began_running;
+    }
+  if (at == nullptr) return "";
+  return fmt::format("tracing began at line {} in {} already running, as it does where the training loop is found "
+                     "at its first optimizer step: the statements {} ran before are not counted, such as a loop's "
+                     "first pass up to line {}",
+                     at->line, calls == 1 ? "a call" : fmt::format("{} calls", calls), calls == 1 ? "that call" : "those calls",
+                     at->line);
+}
+
 std::string copied_cell(const LineExtras& e) {
   const std::uint64_t total = e.copied();
   if (total == 0) return "";

@@ -92,6 +92,7 @@ void TextReporter::render_line_table(const Profile& p, std::ostream& out) const 
           << "\n";
     }
     if (const std::string pace = observer_pace_note(b); !pace.empty()) out << "(" << pace << ")\n";
+    if (const std::string began = began_note(b); !began.empty()) out << "(" << began << ")\n";
   }
 }
 

@@ -34,8 +34,14 @@ def test_auto_traces_the_loop_and_its_pipeline_of_an_unmodified_script(gnnprof_r
     assert r.collector("python-lines")["reason"].startswith("auto")
     train = r.lines("train")
     fwd, bwd, step = (line_of(path, t) for t in ("out = model(x)", "loss.backward()", "opt.step()"))
-    # Selected at the first optimizer step: every later iteration is traced.
+    # Selected at the first optimizer step: every later iteration is traced, and the table says
+    # where tracing began, in the running loop.
     assert train[fwd]["hits"] == 29
+    assert train[step]["hits"] == 30
+    began = [(l["function"], l["line"]) for l in r.profile["lines"] if l.get("began_running")]
+    assert began == [("train", step)], began
+    rep = subprocess.run([CLI, "report", r.path], capture_output=True, text=True)
+    assert f"(tracing began at line {step} in a call already running" in rep.stdout, rep.stdout
     assert train[fwd]["stages"].get("forward", 0) > 0
     assert train[fwd]["backward_ns"] > 0, "the forward line carries the backward of the graph it built"
     assert train[bwd]["stages"].get("backward", 0) > 0

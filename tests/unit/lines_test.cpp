@@ -397,6 +397,38 @@ TEST(LineTable, LinesTheObserverSlowedAreNamedWithBothPaces) {
   EXPECT_EQ(reports::observer_pace_note(reports::build_line_table(p, {}).blocks[0]), "");
 }
 
+TEST(Lines, WhereTracingBeganInARunningFrameIsCountedAndSaid) {
+  Profile p = testing::profile_of(testing::quiet_config(), [] {
+    const gnnprof_site_t step = gnnprof_line_site("train.py", 12, "train", "opt.step()");
+    const gnnprof_site_t x = gnnprof_line_site("train.py", 10, "train", "x = next(it)");
+    // The loop, adopted at its step line (its first pass up to there untraced), then a pass.
+    std::uint64_t t0 = gnnprof_set_line(step);
+    std::uint64_t t1 = gnnprof_set_line(x);
+    gnnprof_line_event(step, t0, t1, 1 | GNNPROF_LINE_BEGAN);
+    t0 = gnnprof_set_line(step);
+    gnnprof_line_event(x, t1, t0, 1);
+    gnnprof_line_event(step, t0, gnnprof_set_line(0), 1);
+  });
+  const LineStats* step = find_line(p, 12);
+  const LineStats* x = find_line(p, 10);
+  ASSERT_NE(step, nullptr);
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(step->hits, 2u);  // the flag is no hit of its own
+  EXPECT_EQ(step->began_running, 1u);
+  EXPECT_EQ(x->began_running, 0u);
+  const reports::LineTable t = reports::build_line_table(p, {});
+  ASSERT_EQ(t.blocks.size(), 1u);
+  const std::string note = reports::began_note(t.blocks[0]);
+  EXPECT_NE(note.find("tracing began at line 12 in a call already running"), std::string::npos) << note;
+  EXPECT_NE(note.find("such as a loop's first pass up to line 12"), std::string::npos) << note;
+  std::ostringstream text;
+  ASSERT_TRUE(reports::TextReporter({}).render(p, text));
+  EXPECT_NE(text.str().find("(" + note + ")"), std::string::npos) << text.str();
+  // A table without such a row says nothing.
+  p.lines[0].began_running = p.lines[1].began_running = 0;
+  EXPECT_EQ(reports::began_note(reports::build_line_table(p, {}).blocks[0]), "");
+}
+
 TEST(Lines, JsonKeepsLineAttributionAndRejectsBadLineIndices) {
   Profile p;
   LineStats l;

@@ -229,6 +229,7 @@ TEST(ProfileIo, OptionalFieldsAreWrittenWhenSetAndReadWhenPresent) {
   EXPECT_FALSE(j["lines"][0].contains("backward_ns"));
   EXPECT_FALSE(j["lines"][0].contains("unobserved_hits"));
   EXPECT_FALSE(j["lines"][0].contains("unobserved_ns"));
+  EXPECT_FALSE(j["lines"][0].contains("began_running"));
   // Set: written, and read back the same.
   p.run.rank = 3;
   p.run.run_id = "job-7";
@@ -238,6 +239,7 @@ TEST(ProfileIo, OptionalFieldsAreWrittenWhenSetAndReadWhenPresent) {
   p.lines[0].backward_ns = 900;
   p.lines[0].unobserved_hits = 1;
   p.lines[0].unobserved_ns = 700;
+  p.lines[0].began_running = 1;
   p.lines[0].stages = {{"forward", 300}};
   j = nlohmann::ordered_json::parse(profile_to_json(p));
   EXPECT_EQ(j["run"]["rank"], 3);
@@ -249,6 +251,7 @@ TEST(ProfileIo, OptionalFieldsAreWrittenWhenSetAndReadWhenPresent) {
   EXPECT_EQ(j["lines"][0]["backward_ns"], 900);
   EXPECT_EQ(j["lines"][0]["unobserved_hits"], 1);
   EXPECT_EQ(j["lines"][0]["unobserved_ns"], 700);
+  EXPECT_EQ(j["lines"][0]["began_running"], 1);
   EXPECT_EQ(j["lines"][0]["stages"]["forward"], 300);
   auto back = profile_from_json(j.dump(), "x.json");
   ASSERT_TRUE(back) << back.status().message();
@@ -263,6 +266,7 @@ TEST(ProfileIo, OptionalFieldsAreWrittenWhenSetAndReadWhenPresent) {
   EXPECT_EQ(back->lines[0].stages.at("forward"), 300);
   EXPECT_EQ(back->lines[0].unobserved_hits, 1u);
   EXPECT_EQ(back->lines[0].unobserved_ns, 700);
+  EXPECT_EQ(back->lines[0].began_running, 1u);
   EXPECT_EQ(profile_to_json(*back), profile_to_json(p));
   // Bad values name their path: a map key, a map value, a timeline column.
   auto bad = j;

@@ -190,8 +190,10 @@ GNNPROF_C_API void gnnprof_lane_kernel(gnnprof_lane_t lane, gnnprof_site_t kerne
  * current line (0: none), so that transfers, materializations and stage time recorded from now
  * on are attributed to it, and returns gnnprof_now(). gnnprof_line_event() records one
  * execution of a line from `begin` to `end` (gnnprof_now() values), counted as a hit unless
- * `hit` is 0 (a generator resumed at its yield continues its line). A GNNPROF_LINE open on the
- * thread takes precedence over the current line. */
+ * `hit` is 0 (a generator resumed at its yield continues its line); GNNPROF_LINE_BEGAN or-ed
+ * into `hit` says that tracing began during this statement, in a frame already running (the
+ * frame's earlier statements ran untraced). A GNNPROF_LINE open on the thread takes precedence
+ * over the current line. */
 GNNPROF_C_API gnnprof_site_t gnnprof_line_site(const char* file, unsigned line, const char* function, const char* code);
 GNNPROF_C_API uint64_t gnnprof_now(void);
 GNNPROF_C_API uint64_t gnnprof_set_line(gnnprof_site_t site);
@@ -202,6 +204,7 @@ GNNPROF_C_API uint64_t gnnprof_set_line(gnnprof_site_t site);
  * pipeline's (then forgets it; NULL disarms). The torch observer ends a data phase that
  * torch ops opened there, so that the loop's plain Python after them is not data. */
 GNNPROF_C_API void gnnprof_watch_next_line(void (*fn)(void));
+#define GNNPROF_LINE_BEGAN 2
 GNNPROF_C_API void gnnprof_line_event(gnnprof_site_t site, uint64_t begin, uint64_t end, int hit);
 /* The calling thread's current line (GNNPROF_LINE or gnnprof_set_line), 0 if none. */
 GNNPROF_C_API gnnprof_site_t gnnprof_current_line(void);

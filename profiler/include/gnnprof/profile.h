@@ -154,6 +154,9 @@ struct LineStats {
   /// The line's time in those iterations (of total_ns): a wait, part of the line's time, is
   /// scaled by time, total_ns / (total_ns - unobserved_ns).
   std::int64_t unobserved_ns = 0;
+  /// Times tracing began during this statement in a frame already running (the auto-selected
+  /// loop, found at its first optimizer step): that frame's earlier statements ran untraced.
+  std::uint64_t began_running = 0;
 };
 
 /// Copies grouped by where they happened and how.

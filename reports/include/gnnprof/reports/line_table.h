@@ -101,6 +101,10 @@ std::int64_t line_time(const LineStats& l, bool* paced = nullptr);
 /// paces and the block's measured time and time at the unobserved pace; "" when none.
 std::string observer_pace_note(const LineBlock& b);
 
+/// Where tracing began in a frame already running (LineStats::began_running), and what that
+/// leaves out; "" when no row says so.
+std::string began_note(const LineBlock& b);
+
 /// "82.4 MB" + " pinned" / " pageable" / " mixed" (a cell of the Copied column).
 std::string copied_cell(const LineExtras& e);
 /// "~" for an estimated row's non-empty extra cell, "" otherwise.
