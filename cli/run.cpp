@@ -36,17 +36,12 @@
 #include "gnnprof/reports/text_reporter.h"
 #include "child_process.h"
 #include "launch_profiles.h"
+#include "signal_relay.h"
 
 namespace gnnprof::cli {
 namespace fs = std::filesystem;
 
 namespace {
-
-volatile sig_atomic_t g_child = 0;
-
-void forward_signal(int sig) {
-  if (g_child > 0) ::kill(static_cast<pid_t>(g_child), sig);
-}
 
 std::string exe_dir() {
   char buf[PATH_MAX] = {0};
@@ -172,40 +167,20 @@ int run_run(const RunArgs& args) {
     std::cerr << "gnnprof run: --lines: gnnprof's Python package was not found (set GNNPROF_PYTHON_DIR); lines are not traced\n";
 
   const auto started = fs::file_time_type::clock::now() - std::chrono::seconds(2);
-  // The terminal's Ctrl-C reaches the child directly (same process group); a SIGTERM sent to
-  // gnnprof is passed on. Either way the child decides, and its fate becomes ours.
-  // A hangup reaches the child from the terminal as Ctrl-C does; gnnprof stays to collect the
-  // profiles and pass on the child's fate.
-  struct sigaction ignore {}, fwd {}, old_int {}, old_quit {}, old_term {}, old_hup {};
-  ignore.sa_handler = SIG_IGN;
-  fwd.sa_handler = forward_signal;
-  sigaction(SIGINT, &ignore, &old_int);
-  sigaction(SIGQUIT, &ignore, &old_quit);
-  sigaction(SIGHUP, &ignore, &old_hup);
-  sigaction(SIGTERM, &fwd, &old_term);
+  // A signal sent to gnnprof alone is passed on; one sent to the group (the terminal's Ctrl-C)
+  // reached the child already and is not sent twice (signal_relay.h). Either way the child
+  // decides, and its fate becomes ours; gnnprof stays to collect the profiles.
   pid_t pid = 0;
-  // The child gets the dispositions this process had: ignoring SIGINT and SIGQUIT is ours only
-  // (inherited, Ctrl-C could not stop a training run).
-  std::vector<int> restore;
-  if (old_int.sa_handler != SIG_IGN) restore.push_back(SIGINT);
-  if (old_quit.sa_handler != SIG_IGN) restore.push_back(SIGQUIT);
-  if (old_hup.sa_handler != SIG_IGN) restore.push_back(SIGHUP);
-  const int rc = spawn(args.command, env, "", pid, restore);
-  if (rc != 0) {
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGQUIT, &old_quit, nullptr);
-    sigaction(SIGHUP, &old_hup, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
-    std::cerr << "gnnprof run: cannot run " << args.command[0] << ": " << std::strerror(rc) << "\n";
-    return 2;
+  ChildExit child;
+  {
+    SignalRelay relay;
+    const int rc = spawn(args.command, env, "", pid, relay.child_defaults());
+    if (rc != 0) {
+      std::cerr << "gnnprof run: cannot run " << args.command[0] << ": " << std::strerror(rc) << "\n";
+      return 2;
+    }
+    child = relay.wait(pid);
   }
-  g_child = pid;
-  const ChildExit child = wait_child(pid);
-  g_child = 0;
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGQUIT, &old_quit, nullptr);
-  sigaction(SIGHUP, &old_hup, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
 
   // Collect this run's profiles.
   LaunchProfiles launch = collect_launch_profiles(dir, stem, started, pid, env["GNNPROF_RUN_ID"]);

@@ -68,4 +68,62 @@ PY'
   >/dev/null 2>"$tmp/err"; rc=$?
 check "failed distributed launch: exit 3, both rank profiles marked failed" '[ $rc -eq 3 ] && [ "$(cat "$tmp"/rk/p.rank*.json | grep -c "\"exit_code\": 3")" -eq 2 ]'
 
+
+# 8. Signals: one sent to gnnprof alone is passed on; one sent to the process group (Ctrl-C,
+#    kill -TERM -PGID, a batch system's) reached the program already and is not sent twice
+#    (was: a SIGTERM handler ran twice in 12 of 15 group kills; timeout(1), which signals both
+#    gnnprof and the group, could deliver it three times). Nothing of gnnprof's is left in the group.
+cat > "$tmp/sig_host.py" <<'PY'
+import signal, sys, time
+got = []
+for s in (signal.SIGTERM, signal.SIGINT):
+    signal.signal(s, lambda sig, frame: got.append(sig))
+open(sys.argv[1], "w").close()
+end = time.time() + 5
+while time.time() < end and not got:
+    time.sleep(0.01)
+time.sleep(0.6)  # a second delivery would come in this time
+print("got", " ".join(signal.Signals(s).name for s in got) or "nothing")
+PY
+"$py" - "$cli" "$tmp" >"$tmp/sig.out" 2>&1 <<'PY'
+import os, signal, subprocess, sys, time
+cli, tmp = sys.argv[1], sys.argv[2]
+signal.signal(signal.SIGINT, signal.SIG_DFL)  # the program's default, whatever ran this test
+ready = os.path.join(tmp, "sig.ready")
+def run(how, host):
+    if os.path.exists(ready):
+        os.remove(ready)
+    p = subprocess.Popen([cli, "run", "-o", os.path.join(tmp, "sig.json"), "--", sys.executable] + host + [ready],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    end = time.time() + 60
+    while not os.path.exists(ready) and time.time() < end and p.poll() is None:
+        time.sleep(0.02)
+    if how == "group":
+        os.killpg(p.pid, signal.SIGTERM)
+    elif how == "direct":
+        os.kill(p.pid, signal.SIGTERM)
+    elif how == "both":  # as timeout(1) does: the command, then its group
+        os.kill(p.pid, signal.SIGTERM)
+        os.killpg(p.pid, signal.SIGTERM)
+    elif how == "int":
+        os.kill(p.pid, signal.SIGINT)
+    out, _ = p.communicate(timeout=60)
+    try:
+        os.killpg(p.pid, 0)
+        left = "left"
+    except ProcessLookupError:
+        left = "none"
+    print(how, p.returncode, out.strip() or "-", left)
+handler = [os.path.join(tmp, "sig_host.py")]
+for how in ("group", "direct", "both", "int"):
+    run(how, handler)
+run("direct", ["-c", "import sys, time; open(sys.argv[1], 'w').close(); time.sleep(60)"])
+PY
+check "signals: a group SIGTERM reaches the program once" 'grep -qx "group 0 got SIGTERM none" "$tmp/sig.out"'
+check "signals: a SIGTERM to gnnprof alone is passed on once" 'grep -qx "direct 0 got SIGTERM none" "$tmp/sig.out"'
+check "signals: gnnprof and its group signalled (timeout(1)): once" 'grep -qx "both 0 got SIGTERM none" "$tmp/sig.out"'
+check "signals: a SIGINT to gnnprof alone is passed on once" 'grep -qx "int 0 got SIGINT none" "$tmp/sig.out"'
+check "signals: a program without a handler dies of it, and so does gnnprof run" 'grep -qx "direct -15 - none" "$tmp/sig.out"'
+[ $fail -eq 0 ] || cat "$tmp/sig.out"
+
 exit $fail
