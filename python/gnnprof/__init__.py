@@ -606,6 +606,23 @@ def _wrap_init_process_group():
         dist.init_process_group = c10d.init_process_group
 
 
+def _wrap_settrace():
+    """sys.settrace, wrapped on CPython 3.10/3.11, where the line tracer sits in the slot that
+    sys.settrace(None) empties (a debugger's `continue`, a library ending its own tracing):
+    after it, a thread with a traced frame still running goes on being traced (was: the rest
+    of the loop went to the line that called it)."""
+    def make(original):
+        def settrace(function):
+            original(function)
+            if function is None:
+                try:
+                    _native.retake_thread()
+                except Exception:
+                    pass
+        return settrace
+    _wrap_once(sys, "settrace", make)
+
+
 def _configure_lines(value):
     from . import _lines
     auto, specs = _lines.parse(value)
@@ -618,6 +635,8 @@ def _configure_lines(value):
     _native.set_loaders(_lines.LOADERS)
     _native.set_frameworks(_lines.FRAMEWORKS, _lines.NOT_FRAMEWORKS)
     _native.set_auto(auto)
+    if (auto or specs) and sys.version_info < (3, 12):
+        _wrap_settrace()
     parts = (["auto"] if auto else []) + [s.text for s in specs]
     _state["lines"] = "+".join(parts) if parts else "off"
     if specs:

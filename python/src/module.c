@@ -494,6 +494,11 @@ static PyObject* py_optimizer_step(PyObject* self, PyObject* unused) {
   Py_RETURN_NONE;
 }
 
+static PyObject* py_retake_thread(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  return PyBool_FromLong(tracer_retake_thread());
+}
+
 static PyObject* py_close_thread(PyObject* self, PyObject* unused) {
   (void)self, (void)unused;
   tracer_close_thread();
@@ -657,6 +662,7 @@ static PyMethodDef methods[] = {
     {"set_rank", py_set_rank, METH_VARARGS, "set_rank(rank, local_rank, world_size): -1 leaves a field"},
     {"set_loader", py_set_loader, METH_VARARGS, "set_loader(text): a DataLoader worker's loader (run.loader)"},
     {"close_thread", py_close_thread, METH_NOARGS, "end the calling thread's open lines"},
+    {"retake_thread", py_retake_thread, METH_NOARGS, "after sys.settrace(None): tracing goes on where a traced frame runs (3.10/3.11)"},
     {"optimizer_step", py_optimizer_step, METH_NOARGS, "the optimizer-step trigger of auto selection (tests)"},
     {"close_torch_thread", py_close_torch_thread, METH_NOARGS, "end the torch observer's state of this thread"},
     {"trial_new", py_trial_new, METH_VARARGS, "trial_new(arms, warmup, block, rounds, min_gain): a block trial, or None"},

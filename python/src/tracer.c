@@ -363,6 +363,16 @@ static void select_at(int (*gate)(void)) {
   PyGILState_Release(gil);
 }
 
+int tracer_retake_thread(void) {
+  ThreadTrace* tt = t_trace;
+  if (!g_installed || tt == NULL || tt->depth <= 0) return 0;
+  PyThreadState* ts = PyThreadState_Get();
+  if (ts->c_tracefunc != NULL) return 0; /* ours still, or another tracer's */
+  set_tracing(ts, 1);
+  ++g_stats.retaken;
+  return 1;
+}
+
 void tracer_on_optimizer_step(void) { select_at(auto_selects_at_step); }
 
 void tracer_on_loader_step(void) { select_at(auto_selects_at_loader); }

@@ -69,5 +69,9 @@ PyObject* tracer_selected(void);
 int tracer_enter_fork_child(void);
 /* Ends the calling thread's open lines (before the session stops). */
 void tracer_close_thread(void);
+/* After sys.settrace(None) on the calling thread (CPython 3.10/3.11 keep the tracer in the
+ * slot it empties: a debugger's `continue`, a library switching its own tracer off): tracing
+ * goes on while a traced frame still runs on the thread. 1 when taken back, else 0. */
+int tracer_retake_thread(void);
 
 #endif /* GNNPROF_PY_TRACER_H_ */

@@ -1037,9 +1037,9 @@ PyObject* tracer_stats(void) {
     Py_XDECREF(name);
   }
   if (packages == NULL) return NULL;
-  return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i,s:i,s:N}", "selected", g_stats.selected, "line_events",
+  return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i,s:i,s:N}", "selected", g_stats.selected, "line_events",
                        g_stats.line_events, "adopted", g_stats.adopted, "polls", g_stats.polls, "foreign_tracer",
                        g_stats.foreign, "prepare_failed", g_stats.prepare_failed, "too_deep", g_stats.deep,
-                       "producers", g_stats.producers, "callbacks", g_stats.callbacks, "installed", g_installed,
+                       "producers", g_stats.producers, "callbacks", g_stats.callbacks, "retaken", g_stats.retaken, "installed", g_installed,
                        "auto", g_auto, "framework", framework_loop(), "loop_packages", packages);
 }

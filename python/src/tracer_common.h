@@ -84,7 +84,7 @@ extern int g_installed;
 extern int g_worker; /* a data loader's worker process (tracer_enter_fork_child) */
 
 extern struct TracerStats {
-  unsigned long long selected, line_events, adopted, polls, foreign, prepare_failed, deep, producers, callbacks;
+  unsigned long long selected, line_events, adopted, polls, foreign, prepare_failed, deep, producers, callbacks, retaken;
 } g_stats;
 
 /* 0, or -1 with an exception set: the code extra slot. */

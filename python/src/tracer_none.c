@@ -41,11 +41,12 @@ void tracer_uninstall(void) {}
 int tracer_resume(void) { return 0; }
 void tracer_new_session(void) {}
 PyObject* tracer_stats(void) {
-  return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i,s:i,s:N}", "selected", 0ULL, "line_events", 0ULL,
+  return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i,s:i,s:N}", "selected", 0ULL, "line_events", 0ULL,
                        "adopted", 0ULL, "polls", 0ULL, "foreign_tracer", 0ULL, "prepare_failed", 0ULL, "too_deep",
-                       0ULL, "producers", 0ULL, "callbacks", 0ULL, "installed", 0, "auto", 0, "framework", 0,
+                       0ULL, "producers", 0ULL, "callbacks", 0ULL, "retaken", 0ULL, "installed", 0, "auto", 0, "framework", 0,
                        "loop_packages", PyList_New(0));
 }
 PyObject* tracer_selected(void) { return PyList_New(0); }
 int tracer_enter_fork_child(void) { return 0; }
 void tracer_close_thread(void) {}
+int tracer_retake_thread(void) { return 0; }

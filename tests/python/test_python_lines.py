@@ -470,6 +470,22 @@ def test_a_selected_getitem_is_seen_at_every_subscript(gnnprof_run, plain_run):
     assert d.lines("Frames.__getitem__")[first]["hits"] == 1000
 
 
+def test_a_loop_that_calls_settrace_none_stays_traced(gnnprof_run, plain_run):
+    """sys.settrace(None) (a debugger's `continue`; a library ending its own tracer) empties the
+    slot CPython 3.10/3.11 keep the tracer in: the loop's later lines went untraced, their time
+    to the line that called it. 3.12+ (sys.monitoring) was never affected."""
+    path = script("settrace_none.py")
+    r = gnnprof_run(path, "12", lines=["settrace_none.py:train"])
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "12").out
+    train = r.lines("train")
+    two, one = line_of(path, "spin(0.002)"), line_of(path, "spin(0.001)")
+    off = line_of(path, "if i == 3:") + 1  # its sys.settrace(None)
+    assert train[two]["hits"] == 12 and train[one]["hits"] == 12
+    assert train[one]["total_ns"] >= 12 * 1_000_000
+    assert train[off]["hits"] == 1 and train[off]["total_ns"] < 1_000_000, train[off]
+
+
 @needs_torch
 def test_lines_option_selects_explicitly_and_replaces_auto(gnnprof_run):
     path = script("plain_loop.py")
