@@ -62,10 +62,14 @@ int spawn(const std::vector<std::string>& argv, const Environment& env, const st
 }
 
 ChildExit wait_child(pid_t pid) {
-  ChildExit e;
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return e;
+    if (errno != EINTR) return ChildExit{};
+  return child_exit_of(status);
+}
+
+ChildExit child_exit_of(int status) {
+  ChildExit e;
   e.waited = true;
   if (WIFSIGNALED(status)) {
     e.signal = WTERMSIG(status);

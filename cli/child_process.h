@@ -35,4 +35,7 @@ struct ChildExit {
 /// Waits for `pid`, through EINTR.
 ChildExit wait_child(pid_t pid);
 
+/// How a child ended, from waitpid's status.
+ChildExit child_exit_of(int status);
+
 }  // namespace gnnprof::cli

@@ -66,18 +66,6 @@ int read_bytes(int fd, unsigned char* buf, int n) {
   return r > 0 ? static_cast<int>(r) : r == 0 ? -1 : 0;  // -1: the other end is gone
 }
 
-ChildExit exit_of(int status) {
-  ChildExit e;
-  e.waited = true;
-  if (WIFSIGNALED(status)) {
-    e.signal = WTERMSIG(status);
-    e.code = 128 + e.signal;
-  } else {
-    e.code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-  }
-  return e;
-}
-
 int g_self_r = -1;
 
 }  // namespace
@@ -181,7 +169,7 @@ ChildExit SignalRelay::wait(pid_t child) {
     const pid_t r = ::waitpid(child, &status, WNOHANG);
     if (r == child) {
       g_child = 0;
-      return exit_of(status);
+      return child_exit_of(status);
     }
     if (r < 0 && errno != EINTR) {
       g_child = 0;
