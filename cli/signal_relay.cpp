@@ -45,10 +45,13 @@ void on_child(int) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(0);
   ::prctl(PR_SET_NAME, "gnnprof-signals");
+  // The pipe out of the way first (with stdin closed, pipe2 may have given it fd 0..2).
+  const int out = ::fcntl(write_fd, F_DUPFD, 10);
+  if (out < 0) ::_exit(0);
   const int null = ::open("/dev/null", O_RDWR);
   if (null >= 0)
     for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
-  if (write_fd != 3 && ::dup2(write_fd, 3) < 0) ::_exit(0);
+  if (::dup2(out, 3) < 0) ::_exit(0);
   // Nothing else of gnnprof's stays open here (a pipe the shell waits on, the profile files).
   if (::syscall(SYS_close_range, 4U, ~0U, 0U) != 0)
     for (int fd = 4; fd < 4096; ++fd) ::close(fd);
