@@ -27,6 +27,8 @@ class SignalRelay {
   /// Installs the handlers and starts the witness: before the command is spawned. Signals this
   /// process ignores stay ignored (nohup's SIGHUP), and the command inherits that, as without
   /// gnnprof; handled ones are back to their defaults in the command (exec resets them).
+  /// Without a witness (no fork or pipe), SIGTERM is passed on at once, and SIGINT, SIGQUIT and
+  /// SIGHUP are left to reach the command from the terminal.
   SignalRelay();
   /// Ends the witness and puts the dispositions back.
   ~SignalRelay();
@@ -35,10 +37,6 @@ class SignalRelay {
 
   /// Waits for `child`, relaying signals to it meanwhile.
   ChildExit wait(pid_t child);
-
-  /// Whether the witness runs (else SIGTERM is passed on at once, and SIGINT, SIGQUIT and
-  /// SIGHUP are left to reach the command from the terminal).
-  bool witnessed() const { return witness_ > 0; }
 
   /// Signals that this process ignores for the wait only: the command gets them at their
   /// default (spawn's default_signals).
