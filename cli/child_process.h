@@ -1,5 +1,5 @@
 // child_process.h — starting a command under gnnprof: its environment (the host's plus the
-// injection), posix_spawnp and the wait. Shared by `gnnprof run` and `gnnprof ab`. (Not
+// injection), posix_spawnp (or fork and exec) and the wait. Shared by `gnnprof run` and `gnnprof ab`. (Not
 // spawn.h: cli/ is on the include path, and <spawn.h> must stay the system's.)
 #pragma once
 
@@ -22,9 +22,11 @@ void prepend_preload(Environment& env, const std::string& library);
 /// Starts argv[0] (looked up on PATH) with argv and env. `log` non-empty: stdout and stderr go
 /// to that file (truncated) and stdin is closed. `default_signals`: set back to their default
 /// action in the child (signals the caller ignores while it waits, which the child would
-/// inherit ignored). Returns 0 and sets `pid`, else the errno value.
+/// inherit ignored). `ignored_signals`: ignored in the child (signals the caller ignored before
+/// it handled them: exec would give the child their default). Returns 0 and sets `pid`, else
+/// the errno value.
 int spawn(const std::vector<std::string>& argv, const Environment& env, const std::string& log, pid_t& pid,
-          const std::vector<int>& default_signals = {});
+          const std::vector<int>& default_signals = {}, const std::vector<int>& ignored_signals = {});
 
 struct ChildExit {
   bool waited = false;  ///< false: waitpid failed (errno set)

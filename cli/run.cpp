@@ -174,7 +174,7 @@ int run_run(const RunArgs& args) {
   ChildExit child;
   {
     SignalRelay relay;
-    const int rc = spawn(args.command, env, "", pid, relay.child_defaults());
+    const int rc = spawn(args.command, env, "", pid, relay.child_defaults(), relay.child_ignored());
     if (rc != 0) {
       std::cerr << "gnnprof run: cannot run " << args.command[0] << ": " << std::strerror(rc) << "\n";
       return 2;

@@ -94,13 +94,17 @@ SignalRelay::SignalRelay() {
     }
     saved_.push_back(s);
   }
-  if (witness_ > 0) {
-    struct sigaction child {};
-    child.sa_handler = on_child;
-    child.sa_flags = SA_NOCLDSTOP;
-    sigemptyset(&child.sa_mask);
-    Saved s{SIGCHLD, {}};
-    if (::sigaction(SIGCHLD, &child, &s.old) == 0) saved_.push_back(s);
+  // SIGCHLD ignored would reap the command unseen (no exit code): handled here (the witness's
+  // wake-up) or its default, and ignored again in the command, which inherited it so.
+  struct sigaction child {};
+  child.sa_handler = witness_ > 0 ? on_child : SIG_DFL;
+  child.sa_flags = witness_ > 0 ? SA_NOCLDSTOP : 0;
+  sigemptyset(&child.sa_mask);
+  Saved s{SIGCHLD, {}};
+  if (::sigaction(SIGCHLD, nullptr, &s.old) == 0 && (witness_ > 0 || s.old.sa_handler == SIG_IGN) &&
+      ::sigaction(SIGCHLD, &child, nullptr) == 0) {
+    saved_.push_back(s);
+    if (s.old.sa_handler == SIG_IGN) child_ignored_.push_back(SIGCHLD);
   }
 }
 

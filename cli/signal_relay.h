@@ -41,6 +41,9 @@ class SignalRelay {
   /// Signals that this process ignores for the wait only: the command gets them at their
   /// default (spawn's default_signals).
   const std::vector<int>& child_defaults() const { return ignored_; }
+  /// Signals this process ignored before and handles now (SIGCHLD): ignored in the command,
+  /// as without gnnprof (spawn's ignored_signals).
+  const std::vector<int>& child_ignored() const { return child_ignored_; }
 
  private:
   void start_witness();
@@ -50,6 +53,7 @@ class SignalRelay {
   };
   std::vector<Saved> saved_;
   std::vector<int> ignored_;
+  std::vector<int> child_ignored_;
   pid_t witness_ = -1;
   int witness_fd_ = -1;  // read end: one byte per signal the witness received
 };

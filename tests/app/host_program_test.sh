@@ -126,4 +126,17 @@ check "signals: a SIGINT to gnnprof alone is passed on once" 'grep -qx "int 0 go
 check "signals: a program without a handler dies of it, and so does gnnprof run" 'grep -qx "direct -15 - none" "$tmp/sig.out"'
 [ $fail -eq 0 ] || cat "$tmp/sig.out"
 
+# 9. SIGCHLD ignored before gnnprof (a daemon's, `trap '' CHLD`): ignored in the program too, as
+#    without gnnprof (was: its default, since gnnprof handles SIGCHLD while it waits), and the
+#    exit code still comes through (an ignored SIGCHLD reaps children unseen).
+cat > "$tmp/chld.py" <<'PY'
+import signal, sys
+print("ignored" if signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN else "not ignored")
+sys.exit(3)
+PY
+plain=$(bash -c "trap '' CHLD; \"$py\" \"$tmp/chld.py\"; echo rc=\$?")
+under=$(bash -c "trap '' CHLD; GNNPROF_QUIET=1 \"$cli\" run -o \"$tmp/chld.json\" -- \"$py\" \"$tmp/chld.py\" 2>/dev/null; echo rc=\$?")
+check "SIGCHLD ignored before gnnprof: ignored in the program, exit code kept" '[ "$plain" = "$(printf "ignored\nrc=3")" ] && [ "$under" = "$plain" ]'
+[ "$under" = "$plain" ] || echo "plain: $plain / under gnnprof run: $under"
+
 exit $fail
