@@ -152,6 +152,12 @@ void OpClassifier::open_phase(Level& l, Phase p) {
     note_work();
     work_since_mark_ = true;
   }
+  // A loop that updates its parameters by hand (no optimizer, no DataLoader's marks): an update
+  // after a backward ends the iteration where the next forward (or backward) begins. Not at the
+  // next op: the update's own ops between (lr * p.grad, p.grad.zero_()) need no grad either.
+  if (l.loop && p == Phase::kUpdate && backward_since_mark_ && iteration_open_) update_pending_ = true;
+  if (l.loop && (p == Phase::kForward || p == Phase::kBackward) && mark_update(l)) update_marked_ = true;
+  if (p == Phase::kBackward) backward_since_mark_ = true;
   if (l.phase_open && l.phase == p) return;
   close_phase(l);
   const char* cat = p == Phase::kBackward || p == Phase::kForward || p == Phase::kForwardNoGrad || p == Phase::kUpdate ||
@@ -289,18 +295,34 @@ void OpClassifier::on_loader_next() {
   close_phase(levels_.back());
   mark(true, true);
   loader_marked_ = true;
+  loader_marks_ = true;
+  update_pending_ = false;
 }
 
-void OpClassifier::mark(bool automatic, bool by_loader) {
+void OpClassifier::mark(bool automatic, bool by_loader, bool by_update) {
   ++marks_;
   if (by_loader) sink_.loader_step();
+  else if (by_update) sink_.update_step();
   else sink_.step();
   iteration_open_ = true;
   auto_marked_ = automatic;
   work_since_mark_ = false;
+  backward_since_mark_ = false;
+}
+
+bool OpClassifier::mark_update(Level& l) {
+  if (!update_pending_) return false;
+  update_pending_ = false;
+  if (!opt_.marks_iterations || optimizer_seen_ || profiler_steps_ || loader_marks_) return false;
+  close_phase(l);
+  mark(true, false, true);
+  return true;
 }
 
 int OpClassifier::on_loop(bool enter) {
+  // Leaving the loop statement after an update by hand: that pass ends here, not at the next
+  // epoch's first forward (the time between is no iteration).
+  if (!enter && op_depth_ == 0) mark_update(levels_.back());
   if (!enter) {
     left_at_ = marks_ + 1;
     pass_marks_ = marks_ - entered_at_;

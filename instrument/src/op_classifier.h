@@ -110,6 +110,8 @@ class OpSink {
   virtual void step() = 0;  // iteration boundary
   /// An iteration boundary at a DataLoader's __next__ (a loop with no optimizer so far).
   virtual void loader_step() { step(); }
+  /// An iteration boundary after a parameter update by hand (a loop with no optimizer).
+  virtual void update_step() { step(); }
   virtual void materialize(std::uint64_t rows, std::uint64_t bytes) = 0;
   /// direction/memory/mode as in gnnprof_c.h (GNNPROF_H2D, GNNPROF_PINNED, GNNPROF_ASYNC...).
   virtual void transfer(std::uint64_t bytes, int direction, int memory, int mode) = 0;
@@ -208,6 +210,15 @@ class OpClassifier {
     loader_marked_ = false;
     return m;
   }
+  /// Whether the last on_start marked an iteration after a parameter update by hand (a loop
+  /// with no optimizer: `p -= lr * p.grad` after its backward); reading it clears it. The
+  /// observer then observes every iteration (its marks come from ops) and lets the Python
+  /// tracer select the loop, as at an optimizer step.
+  bool take_update_mark() noexcept {
+    const bool m = update_marked_;
+    update_marked_ = false;
+    return m;
+  }
 
   /// The thread becomes the training loop's (`loop`: it marks iterations, as marks_iterations
   /// allows, and its phases span gaps, as `span_gaps`) or stops being it (an open phase that
@@ -275,7 +286,9 @@ class OpClassifier {
   /// ones begin at the previous optimizer step's end).
   void begin_first_iteration(Level& level, Phase p);
   /// An iteration mark: an optimizer step's or the first forward's (`automatic`), or the program's.
-  void mark(bool automatic, bool by_loader = false);
+  void mark(bool automatic, bool by_loader = false, bool by_update = false);
+  /// A pending update by hand (update_pending_) ends the iteration now, where it may; true if marked.
+  bool mark_update(Level& l);
   void open_op_phase(Level& l, Phase p, Frame& f);
   static const char* phase_name(Phase p) noexcept;
   void close_wait();
@@ -301,6 +314,12 @@ class OpClassifier {
   bool optimizer_seen_ = false;
   int loader_nexts_ = 0;
   bool loader_marked_ = false;
+  bool loader_marks_ = false;  // a DataLoader's __next__ marked: they mark this loop
+  // A loop updating its parameters by hand, with neither: an update after a backward marks at
+  // the loop's next phase.
+  bool backward_since_mark_ = false;
+  bool update_pending_ = false;
+  bool update_marked_ = false;
   std::uint64_t marks_ = 0;       // iteration marks so far
   std::uint64_t left_at_ = 0;     // marks_ when the loop statement was left, + 1 (0: not left)
   std::uint64_t entered_at_ = 0;  // marks_ when it was last entered

@@ -221,7 +221,11 @@ bool on_loop_thread() {
 // An iteration boundary on the loop thread: decide whether the next iteration's ops are
 // observed, switch the ops callback accordingly, and mark the boundary with that fact. A thread
 // that is not (or no longer) the loop's marks nothing: the sampler is the loop thread's alone.
-void mark_iteration(long tid, unsigned flags = 0, bool after_gap = false) {
+// The loop's iterations are marked by its own ops (parameter updates by hand): iterations
+// whose ops went unobserved would mark none, so every one is observed.
+std::atomic<bool> g_marks_from_ops{false};
+
+void mark_iteration(long tid, unsigned flags = 0, bool after_gap = false, bool by_ops = false) {
   long loop = g_loop_tid.load(std::memory_order_relaxed);
   if (loop == 0 && g_loop_tid.compare_exchange_strong(loop, tid, std::memory_order_relaxed)) loop = tid;
   if (loop != tid) return;
@@ -229,7 +233,14 @@ void mark_iteration(long tid, unsigned flags = 0, bool after_gap = false) {
   g_marks.fetch_add(1, std::memory_order_relaxed);
   if (after_gap) g_last_mark = 0;  // the dropped time is no iteration for the sampler either
   if (g_fork_reset && g_sampler != nullptr && g_ops_handle != 0) reset_sampling_after_fork();
-  if (g_sampler == nullptr || g_ops_handle == 0) {
+  if (by_ops && g_sampler != nullptr && g_ops_handle != 0 && !g_marks_from_ops.exchange(true, std::memory_order_relaxed)) {
+    if (!g_ops_enabled.load(std::memory_order_relaxed)) at::reenableCallback(g_ops_handle);
+    g_ops_enabled.store(true, std::memory_order_relaxed);
+    gnnprof_note_collector("torch-op-sampling", 1,
+                           "ops observed in every iteration: the loop's iterations end at its parameter updates by hand, "
+                           "which are ops (an unobserved iteration would mark none)");
+  }
+  if (g_sampler == nullptr || g_ops_handle == 0 || g_marks_from_ops.load(std::memory_order_relaxed)) {
     gnnprof_step_flags(flags);
     if (Poll poll = g_poll.load(std::memory_order_acquire)) poll(1);
     return;
@@ -293,6 +304,7 @@ class CApiSink final : public OpSink {
   }
   void step() override { mark_iteration(tid_); }
   void loader_step() override { mark_iteration(tid_, GNNPROF_STEP_BY_LOADER); }
+  void update_step() override { mark_iteration(tid_, 0, false, true); }
   void set_tid(long tid) noexcept { tid_ = tid; }
   void drop_iteration(bool begin) override {
     if (begin) {
@@ -818,6 +830,8 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     // A loop with no optimizer marked its iteration at the DataLoader's __next__: the Python
     // tracer's auto selection takes that loop, as it takes a training loop at its step.
     if (kind == OpKind::kUserScope && ts->classifier.take_loader_mark()) gnnprof_loader_step();
+    // A loop updating its parameters by hand marked its iteration: selected as at a step.
+    if (ts->classifier.take_update_mark()) gnnprof_optimizer_step();
     // Only an op that opened a forward phase is asked, at its end, whether it recorded anything
     // for autograd: the sequence number is read for it alone, before it runs.
     if (ts->classifier.innermost_opened_forward()) ts->forward_seq = at::sequence_number::peek();
@@ -1104,7 +1118,9 @@ void gnnprof_torch_close_thread(void) {
     // The final word on sampling (what was observed, the cost measured over the run), from the
     // loop thread only: the sampler is its, and another thread may close itself while the loop
     // runs.
-    if (gi::g_sampler != nullptr && gi::g_sampler->iterations() > 0 && gi::on_loop_thread()) gi::note_sampling();
+    if (gi::g_sampler != nullptr && gi::g_sampler->iterations() > 0 && gi::on_loop_thread() &&
+        !gi::g_marks_from_ops.load(std::memory_order_relaxed))
+      gi::note_sampling();
     if (gi::t_state != nullptr) {
       gi::t_state->classifier.close_all();
       for (std::uint8_t undo : gi::t_state->undo)

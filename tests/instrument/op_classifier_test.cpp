@@ -1123,6 +1123,69 @@ TEST(OpClassifier, ALoopWithoutAnOptimizerIsMarkedAtItsDataLoadersNext) {
   EXPECT_EQ(std::count(t.log.begin(), t.log.end(), "STEP"), 4);  // the first forward's, then each step's
 }
 
+// A loop with neither an optimizer nor a DataLoader's marks that updates its parameters by hand
+// (p -= lr * p.grad after its backward): the update ends the iteration where the next forward
+// begins (and asks the tracer to select the loop). The model's initialisation before any
+// backward marks nothing, nor do the update's own no-grad ops (lr * p.grad, p.grad.zero_()).
+TEST(OpClassifier, ALoopUpdatingItsParametersByHandIsMarkedAtItsNextForward) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  std::vector<int> asked;  // the op index at which the classifier asked, per pass
+  leaf(c, no_grad(op("aten::uniform_", true)));  // nn.init
+  EXPECT_FALSE(c.take_update_mark());
+  for (int pass = 0; pass < 3; ++pass) {
+    const gi::OpInfo ops[] = {op("aten::randint"),
+                              op("aten::linear", true),
+                              op("autograd::engine::evaluate_function: AddmmBackward0"),
+                              no_grad(op("aten::mul")),
+                              no_grad(op("aten::sub_", true)),
+                              no_grad(op("aten::mul")),
+                              no_grad(op("aten::sub_", true)),
+                              no_grad(op("aten::zero_"))};
+    for (int i = 0; i < 8; ++i) {
+      c.on_start(ops[i]);
+      if (c.take_update_mark()) asked.push_back(pass * 10 + i);
+      c.on_end();
+    }
+  }
+  EXPECT_EQ(asked, (std::vector<int>{11, 21}));  // the forward of the second and third pass
+  EXPECT_FALSE(c.take_update_mark());            // read once
+  EXPECT_EQ(std::count(r.log.begin(), r.log.end(), "STEP"), 3);  // the first forward's, then two updates'
+  // The second pass: its sampling still in the first iteration, the mark before its forward.
+  const auto second = std::find(std::find(r.log.begin(), r.log.end(), "STEP") + 1, r.log.end(), "STEP");
+  ASSERT_NE(second, r.log.end());
+  EXPECT_EQ(*(second - 2), "+ops (no grad)[data]");
+  EXPECT_EQ(*(second + 1), "+forward[compute]");
+
+  // With an optimizer its steps mark, and an update by hand after them (an EMA of the weights)
+  // marks nothing more.
+  Recorder t;
+  gi::OpClassifier tc(t, no_ops());
+  for (int pass = 0; pass < 3; ++pass) {
+    leaf(tc, op("aten::linear", true));
+    EXPECT_FALSE(tc.take_update_mark());
+    leaf(tc, op("autograd::engine::evaluate_function: AddmmBackward0"));
+    tc.on_start(op("Optimizer.step#SGD.step", false, gi::Scope::kUser));
+    tc.on_end();
+    leaf(tc, no_grad(op("aten::mul_", true)));
+  }
+  EXPECT_EQ(std::count(t.log.begin(), t.log.end(), "STEP"), 4);
+
+  // A DataLoader's __next__ marks the loop it feeds: its updates by hand then add none.
+  const char* next = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+  Recorder d;
+  gi::OpClassifier dc(d, no_ops());
+  for (int pass = 0; pass < 4; ++pass) {
+    dc.on_start(op(next, false, gi::Scope::kUser));
+    dc.on_end();
+    leaf(dc, op("aten::linear", true));
+    EXPECT_FALSE(dc.take_update_mark());
+    leaf(dc, op("autograd::engine::evaluate_function: AddmmBackward0"));
+    leaf(dc, no_grad(op("aten::sub_", true)));
+  }
+  EXPECT_EQ(std::count(d.log.begin(), d.log.end(), "STEP"), 4);  // the first forward's, then three __next__'s
+}
+
 // The program's own stages (gnnprof.stage): one around the whole loop leaves the loop's rules in
 // force inside it (the backward call's grad seed, no-grad work as the loop's own); one inside a
 // model's call is part of its forward, which goes on around it (no second forward stage).

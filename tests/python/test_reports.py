@@ -509,6 +509,32 @@ def test_an_inference_loop_without_an_optimizer_has_iterations_and_a_line_table(
 
 
 @needs_torch
+def test_a_loop_updating_its_weights_by_hand_has_iterations_and_a_line_table(gnnprof_run, plain_run):
+    """No optimizer and no DataLoader (batches from a list, `w -= lr * w.grad` under no_grad):
+    each update after a backward ends an iteration where the next forward begins, every
+    iteration's ops are observed, and the loop is traced from its first update on."""
+    path = script("manual_sgd_loop.py")
+    epochs, batches = 2, 10
+    r = gnnprof_run(path, str(epochs), str(batches))
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, str(epochs), str(batches)).out
+    its = [i for i in r.profile["iterations"] if i["complete"]]
+    # The first forward begins the first; each epoch's last pass ends where it leaves the loop.
+    assert len(its) == epochs * batches, len(its)
+    for i in its:
+        assert i["stages"].get("forward", 0) > 0 and i["stages"].get("backward", 0) > 0, i
+        assert i["stages"].get("parameter update", 0) > 0, i
+        assert i.get("ops_observed", True), i
+    sampling = [c for c in r.profile["collectors"] if c["name"] == "torch-op-sampling"]
+    assert sampling and "parameter updates by hand" in sampling[0]["reason"], sampling
+    lines = r.lines("train")
+    update = [l for l in lines.values() if l["code"] == "w -= lr * w.grad"]
+    assert update and update[0]["hits"] >= 2 * (epochs * batches - 1), lines
+    backward = [l for l in lines.values() if l["code"] == "loss.backward()"]
+    assert backward and backward[0]["hits"] == epochs * batches - 1, lines  # traced from the first update
+
+
+@needs_torch
 @pytest.mark.parametrize("mode", ["reentrant", "non-reentrant"])
 def test_checkpoint_recomputation_is_a_stage_inside_backward(gnnprof_run, plain_run, mode):
     """torch.utils.checkpoint runs each checkpointed layer again during backward: a stage
