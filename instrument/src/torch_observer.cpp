@@ -1220,6 +1220,8 @@ void gnnprof_torch_module(int enter) {
     if (ts->module_depth++ == 0 && observed) {
       ts->module_seq = at::sequence_number::peek();
       ts->classifier.on_module_enter(c10::GradMode::is_enabled());
+      // The model's call after an update by hand ended an iteration: the loop calls it.
+      if (ts->classifier.take_update_mark()) gnnprof_optimizer_step();
     }
   } catch (...) {
   }
