@@ -238,7 +238,8 @@ std::string began_note(const LineBlock& b) {
     }
   if (at == nullptr) return "";
   return fmt::format("tracing began at line {} in {} already running, as it does where the training loop is found "
-                     "at its first optimizer step (or hand-written parameter update): the statements {} ran before are not counted, such as a loop's "
+                     "at its first optimizer step (or hand-written parameter update): the statements {} ran before "
+                     "are not counted, such as a loop's "
                      "first pass up to line {}",
                      at->line, calls == 1 ? "a call" : fmt::format("{} calls", calls), calls == 1 ? "that call" : "those calls",
                      at->line);
