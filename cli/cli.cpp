@@ -110,7 +110,11 @@ int parse_cli(int argc, const char* const* argv, Cli& out) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "gnnprof: " << e.what() << " (see gnnprof --help)\n";
+    // The help of the command it was for, which lists its options.
+    std::string help = "gnnprof --help";
+    for (const CLI::App* sub : {report, abc, cmpc, chkc, runc, mrgc, envc, version})
+      if (argc > 1 && sub->get_name() == argv[1]) help = "gnnprof " + sub->get_name() + " --help";
+    std::cerr << "gnnprof: " << e.what() << " (see " << help << ")\n";
     return 2;
   }
   if (report->parsed()) out.command = Cli::Command::kReport;

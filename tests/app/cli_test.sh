@@ -52,6 +52,7 @@ a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 d = b.pop(\"diagnostics\"); a.pop(\"diagnostics\")
 sys.exit(0 if a == b and isinstance(d, list) else 1)" "$tmp/demo.json" "$tmp/again.json"'
 
+one_line_exit2 "an option report does not have" "(see gnnprof report --help)" report -o "$tmp/x.html" "$tmp/demo.json"
 one_line_exit2 "missing file" "$tmp/nope.json: cannot open: No such file or directory" report "$tmp/nope.json"
 head -c 500 "$tmp/demo.json" >"$tmp/trunc.json"
 one_line_exit2 "truncated file" "$tmp/trunc.json: truncated JSON" report "$tmp/trunc.json"
