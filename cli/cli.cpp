@@ -110,11 +110,18 @@ int parse_cli(int argc, const char* const* argv, Cli& out) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // The help of the command it was for, which lists its options.
-    std::string help = "gnnprof --help";
-    for (const CLI::App* sub : {report, abc, cmpc, chkc, runc, mrgc, envc, version})
+    // The help of the command it was for, which lists its options; a word that is no command
+    // is named as such (CLI11 would say "A subcommand is required").
+    const std::initializer_list<const CLI::App*> subs{report, abc, cmpc, chkc, runc, mrgc, envc, version};
+    std::string help = "gnnprof --help", names;
+    for (const CLI::App* sub : subs) {
       if (argc > 1 && sub->get_name() == argv[1]) help = "gnnprof " + sub->get_name() + " --help";
-    std::cerr << "gnnprof: " << e.what() << " (see " << help << ")\n";
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (argc > 1 && argv[1][0] != '-' && help == "gnnprof --help")
+      std::cerr << "gnnprof: unknown command '" << argv[1] << "' (commands: " << names << ")\n";
+    else
+      std::cerr << "gnnprof: " << e.what() << " (see " << help << ")\n";
     return 2;
   }
   if (report->parsed()) out.command = Cli::Command::kReport;

@@ -157,7 +157,7 @@ void OpClassifier::open_phase(Level& l, Phase p) {
   // next op: the update's own ops between (lr * p.grad, p.grad.zero_()) need no grad either.
   if (l.loop && p == Phase::kUpdate && backward_since_mark_ && iteration_open_) update_pending_ = true;
   if (l.loop && (p == Phase::kForward || p == Phase::kBackward) && mark_update(l)) update_marked_ = true;
-  if (p == Phase::kBackward) backward_since_mark_ = true;
+  if (p == Phase::kBackward) backward_since_mark_ = true;  // after the mark: the next iteration's
   if (l.phase_open && l.phase == p) return;
   close_phase(l);
   const char* cat = p == Phase::kBackward || p == Phase::kForward || p == Phase::kForwardNoGrad || p == Phase::kUpdate ||

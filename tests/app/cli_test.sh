@@ -52,6 +52,7 @@ a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 d = b.pop(\"diagnostics\"); a.pop(\"diagnostics\")
 sys.exit(0 if a == b and isinstance(d, list) else 1)" "$tmp/demo.json" "$tmp/again.json"'
 
+exact_line_exit2 "a word that is no command" "unknown command 'reprot' (commands: report, ab, compare, check, run, merge, env, version)" reprot x.json
 one_line_exit2 "an option report does not have" "(see gnnprof report --help)" report -o "$tmp/x.html" "$tmp/demo.json"
 one_line_exit2 "missing file" "$tmp/nope.json: cannot open: No such file or directory" report "$tmp/nope.json"
 head -c 500 "$tmp/demo.json" >"$tmp/trunc.json"
