@@ -76,7 +76,12 @@ OpClassifier::Phase OpClassifier::phase_for(const OpInfo& op, const Level& level
   // An in-place op on a tensor needing grad under no_grad, outside any module's call, updates
   // the model (nn.init in its constructor, p -= lr * p.grad, an EMA of the weights): not an
   // evaluation's forward, which would hold the next batch's sampling and its feature gather.
-  if (!op.grad_enabled && op.any_input_requires_grad && !op.in_module && op.name.size() > 1 && op.name.back() == '_')
+  // So does one through an alias needing no grad (p.data), with grad enabled or not, and
+  // `p.data = ...` (`p.data += d` ends in it too), which is no forward: torch 1.13 records
+  // only set_data's check, _has_compatible_shallow_copy_type; later ones, set_data.
+  if (!op.in_module && (op.writes_parameter || op.name == "aten::set_data" ||
+                        op.name == "aten::_has_compatible_shallow_copy_type" ||
+                        (!op.grad_enabled && op.any_input_requires_grad && op.name.size() > 1 && op.name.back() == '_')))
     return Phase::kUpdate;
   // A read of the loop's state (a TGN's memory, written in place after each step) is the
   // model's computation, wherever it runs (a model method called directly, not through a module).

@@ -99,6 +99,9 @@ struct OpInfo {
   // helper ran under): the loop's work after its backward (metrics, logging after the step),
   // not the next batch's data, which a loop prepares above its forward.
   bool after_backward_line = false;
+  // kPlain: an in-place write, by a tensor that needs no grad, into a parameter's storage
+  // (`p.data += -lr * p.grad`, `p.data.clamp_(-c, c)`): an update of the model.
+  bool writes_parameter = false;
 };
 
 /// Where decisions go: the C ABI in the injected library, a recorder in tests.

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <optional>
@@ -537,6 +538,12 @@ struct ThreadState {
   gnnprof_site_t backward_loop_line = 0, below_loop = 0, below_loop_anchor = 0;
   bool below_in_loop = false;
   std::array<SeenSource, 8> sources{};  // fill_gather's, most recently used first
+  // The parameters' storages: leaves needing grad that forward ops read before the thread's
+  // first backward, sorted, each pinned by a weak reference (no later storage takes its
+  // address). `p.data += -lr * p.grad` writes one through an alias needing no grad.
+  std::pmr::vector<const c10::StorageImpl*> param_storages{heap.resource()};
+  std::pmr::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> param_refs{heap.resource()};
+  bool params_known = false;  // a backward began: the forward read every parameter it uses
   explicit ThreadState(ClassifierOptions opt) : classifier(sink, opt, heap.resource()) {}
 };
 
@@ -725,6 +732,29 @@ void note_state_write(const at::RecordFunction& fn, SeenSource* seen, std::size_
     }
 }
 
+constexpr std::size_t kMaxParameters = 1 << 16;
+
+/// Notes the leaves needing grad among a forward op's inputs: the model's parameters.
+void note_parameters(c10::ArrayRef<const c10::IValue> inputs, ThreadState& ts) {
+  for (const auto& iv : inputs) {
+    if (!iv.isTensor()) continue;
+    const at::Tensor& t = iv.toTensor();
+    if (!t.defined() || !t.requires_grad() || !t.is_leaf() || !t.has_storage()) continue;
+    const c10::StorageImpl* impl = t.storage().unsafeGetStorageImpl();
+    auto at = std::lower_bound(ts.param_storages.begin(), ts.param_storages.end(), impl);
+    if ((at != ts.param_storages.end() && *at == impl) || ts.param_storages.size() >= kMaxParameters) continue;
+    ts.param_storages.insert(at, impl);
+    ts.param_refs.push_back(t.storage().getWeakStorageImpl());
+  }
+}
+
+/// An in-place op whose target needs no grad but shares a parameter's storage (p.data).
+bool writes_parameter(c10::ArrayRef<const c10::IValue> inputs, const ThreadState& ts) {
+  const at::Tensor* dst = tensor_at(inputs, 0);
+  if (dst == nullptr || !dst->has_storage()) return false;
+  return std::binary_search(ts.param_storages.begin(), ts.param_storages.end(), dst->storage().unsafeGetStorageImpl());
+}
+
 void fill_copy(const at::RecordFunction& fn, OpInfo& op) {
   auto inputs = fn.inputs();
   const at::Tensor* dst = tensor_at(inputs, 0);
@@ -802,6 +832,13 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     if (top && kind != OpKind::kUserScope && kind != OpKind::kOptimizerStep && kind != OpKind::kOptimizerZero &&
         kind != OpKind::kProfilerStep)
       op.any_input_requires_grad = any_requires_grad(fn.inputs());
+    if (kind == OpKind::kBackwardOp) ts->params_known = true;
+    if (top && !ts->params_known && op.grad_enabled && op.any_input_requires_grad &&
+        (kind == OpKind::kPlain || kind == OpKind::kGather))
+      note_parameters(fn.inputs(), *ts);
+    if (top && ts->params_known && kind == OpKind::kPlain && !op.any_input_requires_grad && !op.in_module &&
+        !ts->param_storages.empty() && op.name.size() > 1 && op.name.back() == '_')
+      op.writes_parameter = writes_parameter(fn.inputs(), *ts);
     if (top && kind == OpKind::kPlain) op.bookkeeping = record_function_handle(cname, fn.inputs());
     // The loop's backward call anchors "below the backward": not torch.autograd.grad's nodes (a
     // gradient penalty, MAML's inner step), which the forward work after them goes on from.
@@ -1148,6 +1185,7 @@ void gnnprof_torch_backward(int enter) {
     gi::ThreadState* ts = gi::checked_state();
     const bool observed = gi::g_ops_enabled.load(std::memory_order_relaxed);
     if (enter != 0) {
+      ts->params_known = true;
       if (ts->backward_depth++ == 0 && observed) ts->classifier.on_backward_call(true);
     } else if (ts->backward_depth > 0 && --ts->backward_depth == 0 && observed) {
       ts->classifier.on_backward_call(false);

@@ -1186,6 +1186,40 @@ TEST(OpClassifier, ALoopUpdatingItsParametersByHandIsMarkedAtItsNextForward) {
   EXPECT_EQ(std::count(d.log.begin(), d.log.end(), "STEP"), 4);  // the first forward's, then three __next__'s
 }
 
+// makemore's `p.data += -lr * p.grad` with grad enabled: the add_ writes a parameter through an
+// alias needing no grad, and `p.data = ...` (torch 1.13 records its shallow-copy check, whose
+// input needs grad) is no forward: the iteration ends at the next forward, not at the update.
+TEST(OpClassifier, AnUpdateThroughDotDataIsAParameterUpdate) {
+  Recorder r;
+  gi::OpClassifier c(r, no_ops());
+  std::vector<int> asked;
+  for (int pass = 0; pass < 3; ++pass) {
+    gi::OpInfo write = op("aten::add_");
+    write.writes_parameter = true;
+    const gi::OpInfo ops[] = {op("aten::randint"),
+                              op("aten::matmul", true),
+                              op("autograd::engine::evaluate_function: MmBackward0"),
+                              op("aten::mul"),
+                              write,
+                              op("aten::_has_compatible_shallow_copy_type", true),
+                              op("aten::mul"),
+                              op("aten::set_data", true)};
+    for (int i = 0; i < 8; ++i) {
+      c.on_start(ops[i]);
+      if (c.take_update_mark()) asked.push_back(pass * 10 + i);
+      c.on_end();
+    }
+  }
+  EXPECT_EQ(asked, (std::vector<int>{11, 21}));  // the forward of the second and third pass
+  EXPECT_EQ(std::count(r.log.begin(), r.log.end(), "+forward[compute]"), 3);  // one per pass
+  EXPECT_EQ(std::count(r.log.begin(), r.log.end(), "+parameter update[compute]"), 6);
+  // Without writes_parameter the add_ on an alias is any no-grad op.
+  Recorder plain;
+  gi::OpClassifier pc(plain, no_ops());
+  leaf(pc, op("aten::add_"));
+  EXPECT_EQ(std::count(plain.log.begin(), plain.log.end(), "+parameter update[compute]"), 0);
+}
+
 // The program's own stages (gnnprof.stage): one around the whole loop leaves the loop's rules in
 // force inside it (the backward call's grad seed, no-grad work as the loop's own); one inside a
 // model's call is part of its forward, which goes on around it (no second forward stage).

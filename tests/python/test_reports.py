@@ -535,6 +535,31 @@ def test_a_loop_updating_its_weights_by_hand_has_iterations_and_a_line_table(gnn
 
 
 @needs_torch
+@pytest.mark.parametrize("form", ["iadd", "sub_"])
+def test_a_loop_updating_its_weights_through_data_has_iterations_and_a_line_table(gnnprof_run, plain_run, form):
+    """makemore's loop: leaf tensors in a list, no module, optimizer or DataLoader, updated
+    through `.data` with grad enabled. The write into a parameter's storage is its update, and
+    `p.data = ...` no forward (before: 0 iterations, no line table)."""
+    path = script("data_attr_sgd.py")
+    steps = 12
+    r = gnnprof_run(path, str(steps), form)
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, str(steps), form).out
+    its = [i for i in r.profile["iterations"] if i["complete"]]
+    assert len(its) == steps, len(its)
+    for i in its:
+        assert i["stages"].get("parameter update", 0) > 0 and i["stages"].get("backward", 0) > 0, i
+    lines = r.lines("train")
+    forward = [l for l in lines.values() if l["code"].startswith("h = torch.tanh")]
+    assert forward and forward[0]["hits"] == steps - 1, lines  # traced from the second forward
+    update = [l for l in lines.values() if l["code"].startswith("p.data")]
+    assert update and update[0]["hits"] == 5 * (steps - 1), lines
+    # The update line's work is the step's, not data a prefetcher could take.
+    assert set(update[0]["stages"]) <= {"ops after backward", "parameter update"}, update
+    assert update[0]["stages"].get("parameter update", 0) > 0, update
+
+
+@needs_torch
 @pytest.mark.parametrize("mode", ["reentrant", "non-reentrant"])
 def test_checkpoint_recomputation_is_a_stage_inside_backward(gnnprof_run, plain_run, mode):
     """torch.utils.checkpoint runs each checkpointed layer again during backward: a stage
