@@ -245,6 +245,35 @@ std::string began_note(const LineBlock& b) {
                      at->line);
 }
 
+std::string callee_hint(const LineTable& t) {
+  // Time in these is torch's (autograd, the optimizer) or a wait, not the program's own calls.
+  static const std::set<std::string> not_callees = {"backward", "optimizer", "parameter update", "sync", "comm wait",
+                                                    "gnnprof (own work)"};
+  for (const LineBlock& b : t.blocks) {
+    if (!b.python) continue;
+    for (const LineRow& r : b.rows) {
+      const LineStats* l = r.stats;
+      if (l == nullptr || r.pct < 50.0 || l->code.find('(') == std::string::npos) continue;
+      // Stages are split over the line's observed hits (iteration sampling).
+      const std::int64_t observed = l->total_ns - l->unobserved_ns > 0 ? l->total_ns - l->unobserved_ns : l->total_ns;
+      std::int64_t torch_own = 0;
+      for (const auto& [stage, ns] : l->stages)
+        if (not_callees.count(stage) != 0) torch_own += ns;
+      if (2 * torch_own >= observed) continue;
+      // A traced function of comparable time is most likely what it calls.
+      const bool traced = std::any_of(t.blocks.begin(), t.blocks.end(),
+                                      [&](const LineBlock& o) { return &o != &b && 2 * o.total_ns >= r.time_ns; });
+      if (traced) continue;
+      const std::string file = base_name(b.file);
+      return fmt::format("Line {} of {} takes {:.0f}% of {}() in what it calls, which is not traced: `gnnprof run "
+                         "--lines auto --lines {} -- ...` traces every function of {} as well (name the file that "
+                         "defines what it calls, if another; FILE:FUNCTION for one function).",
+                         r.line, file, r.pct, b.function, file, file);
+    }
+  }
+  return "";
+}
+
 std::string copied_cell(const LineExtras& e) {
   const std::uint64_t total = e.copied();
   if (total == 0) return "";

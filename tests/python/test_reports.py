@@ -535,6 +535,30 @@ def test_a_loop_updating_its_weights_by_hand_has_iterations_and_a_line_table(gnn
 
 
 @needs_torch
+def test_a_line_holding_the_loop_in_untraced_calls_says_how_to_trace_them(gnnprof_run, plain_run):
+    """graphsage-simple's shape: `loss = model.loss(nodes)` is 80 %+ of the loop, spent in the
+    model's plain-Python sampling, which auto selection does not trace. The line table names
+    the line and the command; that command's run shows the sampler's lines."""
+    path = script("python_in_model.py")
+    steps = 12
+    r = gnnprof_run(path, str(steps))
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, str(steps)).out
+    at = line_of(path, "loss = model.loss(nodes)")
+    text = report("--lines", r.path)
+    hint = [l for l in text.splitlines() if l.startswith(f"Line {at} of python_in_model.py takes")]
+    assert hint, text
+    assert "`gnnprof run --lines auto --lines python_in_model.py -- ...`" in hint[0], hint
+    deeper = gnnprof_run(path, str(steps), lines=["auto", "python_in_model.py"])
+    assert deeper.rc == 0, deeper.err
+    assert deeper.out == r.out
+    sample = deeper.lines("Sage.sample")
+    picked = [l for l in sample.values() if l["code"].startswith("picked = random.sample")]
+    assert picked and picked[0]["hits"] == steps * 512, sample
+    assert "in what it calls, which is not traced" not in report("--lines", deeper.path)
+
+
+@needs_torch
 @pytest.mark.parametrize("form", ["iadd", "sub_"])
 def test_a_loop_updating_its_weights_through_data_has_iterations_and_a_line_table(gnnprof_run, plain_run, form):
     """makemore's loop: leaf tensors in a list, no module, optimizer or DataLoader, updated

@@ -397,6 +397,47 @@ TEST(LineTable, LinesTheObserverSlowedAreNamedWithBothPaces) {
   EXPECT_EQ(reports::observer_pace_note(reports::build_line_table(p, {}).blocks[0]), "");
 }
 
+// graphsage-simple's loop: one line, `loss = model.loss(nodes, labels)`, takes 90 % of the loop
+// in the model, whose functions are not traced: the table says how to trace them.
+TEST(LineTable, ALineTakingMostOfItsFunctionInUntracedCallsSaysHowToTraceThem) {
+  Profile p;
+  auto line = [&](std::uint32_t n, const std::string& code, std::int64_t total, std::map<std::string, std::int64_t> stages) {
+    LineStats l = train_line(n, 10, 0);
+    l.code = code;
+    l.total_ns = total;
+    l.stages = std::move(stages);
+    return l;
+  };
+  p.lines = {line(1, "loss = model.loss(nodes, labels)", 90'000'000, {{"forward", 60'000'000}}),
+             line(2, "loss.backward()", 10'000'000, {{"backward", 10'000'000}})};
+  const std::string hint = reports::callee_hint(reports::build_line_table(p, {}));
+  EXPECT_EQ(hint, "Line 1 of t.py takes 90% of train() in what it calls, which is not traced: `gnnprof run --lines auto "
+                  "--lines t.py -- ...` traces every function of t.py as well (name the file that defines what it "
+                  "calls, if another; FILE:FUNCTION for one function).");
+  std::ostringstream text;
+  ASSERT_TRUE(reports::TextReporter({}).render(p, text));
+  EXPECT_NE(text.str().find(hint), std::string::npos) << text.str();
+  std::ostringstream html;
+  ASSERT_TRUE(reports::HtmlReporter({}).render(p, html));
+  EXPECT_NE(html.str().find("<p id=callee-hint>Line 1 of t.py"), std::string::npos);
+
+  // What it calls is traced (a function of comparable time): nothing to say.
+  LineStats callee = line(7, "return self.forward(nodes)", 88'000'000, {{"forward", 60'000'000}});
+  callee.function = "Model.loss";
+  p.lines.push_back(callee);
+  EXPECT_EQ(reports::callee_hint(reports::build_line_table(p, {})), "");
+  p.lines.pop_back();
+  // Mostly backward or the optimizer (torch's own work), or no call, or under half: nothing.
+  p.lines[0].stages = {{"backward", 50'000'000}};
+  EXPECT_EQ(reports::callee_hint(reports::build_line_table(p, {})), "");
+  p.lines[0].stages = {{"forward", 60'000'000}};
+  p.lines[0].code = "x = y";
+  EXPECT_EQ(reports::callee_hint(reports::build_line_table(p, {})), "");
+  p.lines[0].code = "loss = model.loss(nodes, labels)";
+  p.lines[0].total_ns = 9'000'000;
+  EXPECT_EQ(reports::callee_hint(reports::build_line_table(p, {})), "");
+}
+
 TEST(Lines, WhereTracingBeganInARunningFrameIsCountedAndSaid) {
   Profile p = testing::profile_of(testing::quiet_config(), [] {
     const gnnprof_site_t step = gnnprof_line_site("train.py", 12, "train", "opt.step()");
