@@ -245,7 +245,7 @@ std::string began_note(const LineBlock& b) {
                      at->line);
 }
 
-std::string callee_hint(const LineTable& t) {
+std::string callee_hint(const LineTable& t, bool brief) {
   // Time in these is torch's (autograd, the optimizer) or a wait, not the program's own calls.
   static const std::set<std::string> not_callees = {"backward", "optimizer", "parameter update", "sync", "comm wait",
                                                     "gnnprof (own work)"};
@@ -253,7 +253,9 @@ std::string callee_hint(const LineTable& t) {
     if (!b.python) continue;
     for (const LineRow& r : b.rows) {
       const LineStats* l = r.stats;
-      if (l == nullptr || r.pct < 50.0 || l->code.find('(') == std::string::npos) continue;
+      // A loop's statement: not one call holding the run (`trainer.fit(...)`, whose callbacks
+      // are traced and whose rest is the framework's).
+      if (l == nullptr || l->hits < 2 || r.pct < 50.0 || l->code.find('(') == std::string::npos) continue;
       // Stages are split over the line's observed hits (iteration sampling).
       const std::int64_t observed = l->total_ns - l->unobserved_ns > 0 ? l->total_ns - l->unobserved_ns : l->total_ns;
       std::int64_t torch_own = 0;
@@ -265,6 +267,10 @@ std::string callee_hint(const LineTable& t) {
                                       [&](const LineBlock& o) { return &o != &b && 2 * o.total_ns >= r.time_ns; });
       if (traced) continue;
       const std::string file = base_name(b.file);
+      if (brief)
+        return fmt::format("{}:{} holds {:.0f}% of {}() in calls not traced: gnnprof run --lines auto --lines {} -- ... "
+                           "traces them",
+                           file, r.line, r.pct, b.function, file);
       return fmt::format("Line {} of {} takes {:.0f}% of {}() in what it calls, which is not traced: `gnnprof run "
                          "--lines auto --lines {} -- ...` traces every function of {} as well (name the file that "
                          "defines what it calls, if another; FILE:FUNCTION for one function).",

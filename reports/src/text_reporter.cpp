@@ -458,6 +458,8 @@ std::string run_summary(const Report& r) {
                          lines[i]->function);
   }
   if (!heavy.empty()) out += "  heaviest lines: " + heavy + "\n";
+  if (!heavy.empty())
+    if (const std::string hint = callee_hint(build_line_table(p, {}), true); !hint.empty()) out += "  " + hint + "\n";
   if (out.empty()) return "";
   for (const Diagnostic& d : r.diagnostics) {
     const std::size_t end = d.message.find(". ");

@@ -549,6 +549,7 @@ def test_a_line_holding_the_loop_in_untraced_calls_says_how_to_trace_them(gnnpro
     hint = [l for l in text.splitlines() if l.startswith(f"Line {at} of python_in_model.py takes")]
     assert hint, text
     assert "`gnnprof run --lines auto --lines python_in_model.py -- ...`" in hint[0], hint
+    assert f"python_in_model.py:{at} holds" in r.err, r.err  # the run's summary on stderr
     deeper = gnnprof_run(path, str(steps), lines=["auto", "python_in_model.py"])
     assert deeper.rc == 0, deeper.err
     assert deeper.out == r.out

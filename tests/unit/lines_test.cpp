@@ -414,6 +414,8 @@ TEST(LineTable, ALineTakingMostOfItsFunctionInUntracedCallsSaysHowToTraceThem) {
   EXPECT_EQ(hint, "Line 1 of t.py takes 90% of train() in what it calls, which is not traced: `gnnprof run --lines auto "
                   "--lines t.py -- ...` traces every function of t.py as well (name the file that defines what it "
                   "calls, if another; FILE:FUNCTION for one function).");
+  EXPECT_EQ(reports::callee_hint(reports::build_line_table(p, {}), true),
+            "t.py:1 holds 90% of train() in calls not traced: gnnprof run --lines auto --lines t.py -- ... traces them");
   std::ostringstream text;
   ASSERT_TRUE(reports::TextReporter({}).render(p, text));
   EXPECT_NE(text.str().find(hint), std::string::npos) << text.str();

@@ -105,10 +105,11 @@ std::string observer_pace_note(const LineBlock& b);
 /// leaves out; "" when no row says so.
 std::string began_note(const LineBlock& b);
 
-/// A traced Python line that takes half its function's time or more, in a call (the model's
+/// A traced Python line run more than once that takes half its function's time or more, in a call (the model's
 /// forward, a sampler) that no traced function accounts for, and not in backward or the
-/// optimizer: how to trace what it calls (--lines FILE); "" when no line is such.
-std::string callee_hint(const LineTable& t);
+/// optimizer: how to trace what it calls (--lines FILE); "" when no line is such. `brief`: one
+/// clause for the run's summary.
+std::string callee_hint(const LineTable& t, bool brief = false);
 
 /// "82.4 MB" + " pinned" / " pageable" / " mixed" (a cell of the Copied column).
 std::string copied_cell(const LineExtras& e);
