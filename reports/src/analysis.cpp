@@ -899,7 +899,7 @@ const std::vector<std::string>& diagnostic_ids() {
                                             "dropped-events",   "reference-blas",     "thread-oversubscription",
                                             "loader-bound",     "slow-iterations",    "loader-restarts",
                                             "loader-contention", "loader-copy-on-write", "dense-embedding-gradient",
-                                            "failed-run"};
+                                            "python-in-forward", "failed-run"};
   return ids;
 }
 
@@ -1048,6 +1048,41 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
            {"iteration_ns", iteration},
            {"embedding_backward_share", per_iteration / iteration},
            {"optimizer_share", static_cast<double>(optimizer_ns) / iteration}});
+  }
+
+  // python-in-forward: the forward phase mostly outside its ops (its op stages' time over the
+  // run against its own): the model's call runs plain Python, a sampler over Python sets in
+  // graphsage-simple's aggregator, counted as forward (compute), which the what-if does not credit.
+  if (!a.loader_worker && a.iteration_median_ns > 0) {
+    const StageStats* fwd = nullptr;
+    for (const StageStats& s : p.stages)
+      if (s.name == "forward") fwd = &s;
+    std::int64_t nested = 0;
+    for (const StageEdge& e : p.stage_edges)
+      if (e.parent == "forward") nested += e.total_ns;
+    std::int64_t median = 0;
+    for (const IterationStage& s : a.loop_stages)
+      if (s.name == "forward") median = s.median_ns;
+    const double own = fwd != nullptr && fwd->total_ns > 0 && nested > 0
+                           ? static_cast<double>(fwd->self_ns) / static_cast<double>(fwd->total_ns)
+                           : 0;
+    const double python_ns = own * static_cast<double>(median);
+    const double iteration = static_cast<double>(a.iteration_median_ns);
+    if (own >= 0.5 && python_ns >= 0.2 * iteration) {
+      const std::map<std::string, std::string> forward_only{{"forward", "forward"}};
+      add("python-in-forward", Severity::kWarning,
+          fmt::format("the model's forward spends {} per iteration ({:.0f}% of the iteration, {:.0f}% of the forward) with no "
+                      "torch op running{}: plain Python inside the model's call, such as neighbour sampling or index and "
+                      "mask building over Python lists and sets, is data preparation on the critical path that this "
+                      "profile counts as forward, so the what-if credits prefetching none of it (or, with many small ops, "
+                      "the interpreter between them). Move such work out of the model into the data pipeline (a Dataset "
+                      "or collate_fn in DataLoader workers, where it can run ahead) or into tensor ops; the line table "
+                      "shows which lines hold it (--lines FILE traces the model's functions).",
+                      human_ns(static_cast<std::int64_t>(python_ns)), 100 * python_ns / iteration, 100 * own,
+                      line_sentence(p, forward_only, "forward")),
+          {{"python_ns", python_ns}, {"forward_ns", static_cast<double>(median)}, {"iteration_ns", iteration},
+           {"own_share", own}, {"share", python_ns / iteration}});
+    }
   }
 
   // host-sync: a sync stage (loss.item(), synchronize) holding a real share of the iteration.

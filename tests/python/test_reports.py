@@ -557,6 +557,10 @@ def test_a_line_holding_the_loop_in_untraced_calls_says_how_to_trace_them(gnnpro
     picked = [l for l in sample.values() if l["code"].startswith("picked = random.sample")]
     assert picked and picked[0]["hits"] == steps * 512, sample
     assert "in what it calls, which is not traced" not in report("--lines", deeper.path)
+    # The forward is mostly Python with no op running: said, at the sampler's own line once traced.
+    said = [l for l in report(deeper.path).splitlines() if l.startswith("[warning] python-in-forward:")]
+    assert said, report(deeper.path)
+    assert f"python_in_model.py:{line_of(path, 'picked = random.sample')} `picked = random.sample" in said[0], said
 
 
 @needs_torch

@@ -1080,8 +1080,49 @@ TEST(Diagnostics, DenseEmbeddingGradient) {
   EXPECT_FALSE(has(run(sparse), "dense-embedding-gradient"));
 }
 
+// python-in-forward: a forward whose time is mostly outside its ops (graphsage-simple's
+// aggregator sampling over Python sets in the model's call), a real share of the iteration.
+TEST(Diagnostics, PythonInForward) {
+  auto profile = [](std::int64_t ops_ns) {
+    Profile p = loop_profile(false);  // forward 40 ms of a 100 ms iteration
+    for (StageStats& s : p.stages)
+      if (s.name == "forward") {
+        s.total_ns = 20 * 40 * kMs;
+        s.self_ns = s.total_ns - 20 * ops_ns;
+      }
+    p.stages.push_back(stage("aten::linear", "op"));
+    p.stage_edges = {StageEdge{"forward", "aten::linear", 20, 20 * ops_ns, 20 * ops_ns}};
+    LineStats l;
+    l.file = "/w/gs.py";
+    l.line = 71;
+    l.function = "<module>";
+    l.code = "loss = graphsage.loss(nodes, labels)";
+    l.hits = 20;
+    l.total_ns = 20 * 80 * kMs;
+    l.stages = {{"forward", 20 * 40 * kMs}};
+    p.lines = {l};
+    return p;
+  };
+  auto ds = run(profile(10 * kMs));
+  ASSERT_TRUE(has(ds, "python-in-forward"));
+  const auto& d = *std::find_if(ds.begin(), ds.end(), [](const Diagnostic& x) { return x.id == "python-in-forward"; });
+  EXPECT_DOUBLE_EQ(d.evidence.at("own_share"), 0.75);
+  EXPECT_DOUBLE_EQ(d.evidence.at("python_ns"), 30.0 * kMs);
+  EXPECT_NE(d.message.find("spends 30.0 ms per iteration (30% of the iteration, 75% of the forward) with no torch op "
+                           "running; most of it while gs.py:71 `loss = graphsage.loss(nodes, labels)` ran"),
+            std::string::npos)
+      << d.message;
+  EXPECT_FALSE(has(run(profile(30 * kMs)), "python-in-forward"));  // ops hold most of the forward
+  Profile short_forward = profile(kMs);
+  for (auto& it : short_forward.iterations) it.stages["forward"] = 10 * kMs;  // 9 ms of Python: under a fifth
+  EXPECT_FALSE(has(run(short_forward), "python-in-forward"));
+  Profile no_ops = profile(kMs);  // no op stages recorded (GNNPROF_TORCH_OP_STAGES=0): no verdict
+  no_ops.stage_edges.clear();
+  EXPECT_FALSE(has(run(no_ops), "python-in-forward"));
+}
+
 TEST(Diagnostics, EveryRuleHasAStableId) {
-  EXPECT_EQ(diagnostic_ids().size(), 16u);
+  EXPECT_EQ(diagnostic_ids().size(), 17u);
   Profile clean = loop_profile(true);
   EXPECT_TRUE(run(clean).empty());
 }
