@@ -1,6 +1,7 @@
 // launch_profiles.cpp — finding the profiles of one launch and the one that stands for it.
 #include "launch_profiles.h"
 
+#include <algorithm>
 #include <regex>
 
 #include "gnnprof/profile_io.h"
@@ -61,6 +62,21 @@ LaunchProfiles collect_launch_profiles(const fs::path& dir, const std::string& s
     if (p.run.pid == pid && p.recorded_events > 0 && (!p.stages.empty() || !p.lines.empty() || !p.iterations.empty()) &&
         (out.main < 0 || p.recorded_events > found[static_cast<std::size_t>(out.main)].profile.recorded_events))
       out.main = static_cast<int>(i);
+  }
+  // A launcher that forked the training (multiprocessing.Process, Hogwild) and built a model on
+  // the way: the busiest program of its own (no worker) that has iterations, where it has none.
+  auto iterates = [](const Profile& p) {
+    return std::any_of(p.iterations.begin(), p.iterations.end(), [](const IterationStats& it) { return it.complete; });
+  };
+  if (out.main >= 0 && !iterates(found[static_cast<std::size_t>(out.main)].profile)) {
+    int best = -1;
+    for (std::size_t i = 0; i < found.size(); ++i) {
+      const Profile& p = found[i].profile;
+      if (p.run.parent_pid == 0 && iterates(p) &&
+          (best < 0 || p.recorded_events > found[static_cast<std::size_t>(best)].profile.recorded_events))
+        best = static_cast<int>(i);
+    }
+    if (best >= 0) out.main = best;
   }
   auto busier = [&](int m, const FoundProfile& f) {
     const bool worker = f.profile.run.parent_pid != 0, m_worker = m >= 0 && found[m].profile.run.parent_pid != 0;

@@ -35,6 +35,9 @@ GNNPROF_PLUGIN_EXPORT void gnnprof_torch_close_thread(void);
  * fork): the calling thread starts afresh, no phase spans the wait between batches, and op
  * sampling starts over at the first batch. */
 GNNPROF_PLUGIN_EXPORT void gnnprof_torch_become_worker(void);
+/* A fork child that runs a program of its own (a multiprocessing.Process's target that trains):
+ * the loop's rules, not a worker's (a fork child takes a worker's at the fork). */
+GNNPROF_PLUGIN_EXPORT void gnnprof_torch_become_fork_loop(void);
 /* The CUPTI plugin's external-correlation hooks, pushed around each op (NULL to remove). */
 GNNPROF_PLUGIN_EXPORT void gnnprof_torch_set_correlation(void (*push)(unsigned long long), void (*pop)(void));
 /* The preload's poll point for a host without gnnprof threads (NULL to remove). */
@@ -111,6 +114,11 @@ GNNPROF_PLUGIN_EXPORT int gnnprof_preload_torch_configure(int flags);
  * single-threaded; in a spawned process, its session so far dropped (gnnprof_start_worker). 0 on
  * success; -1 without an active preload or outside those two cases. */
 GNNPROF_PLUGIN_EXPORT int gnnprof_preload_start_worker(long parent_pid);
+/* A fork() child's own session as a program of its own (gnnprof_start_in_fork_child), with the
+ * torch observer's loop rules: a multiprocessing.Process forked to train. Threadless while it
+ * is single-threaded. 0 on success; -1 without an active preload or outside a fork child of a
+ * running session. */
+GNNPROF_PLUGIN_EXPORT int gnnprof_preload_start_fork_child(void);
 /* Before a session stops outside the process's exit (a DataLoader worker's finalizer): closes
  * the calling thread's open torch phase and notes the op sampler's final word, as the exit
  * flush does. */

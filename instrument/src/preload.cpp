@@ -231,15 +231,19 @@ extern "C" void gnnprof_preload_close_torch_thread(void) {
   if (TorchCloseThread c = g_torch_close.load()) c();
 }
 
-extern "C" int gnnprof_preload_start_worker(long parent_pid) {
+namespace {
+/// A worker's session (worker) or a fork child's own program's, with the observer's rules for it.
+int start_child_session(long parent_pid, bool worker) {
   try {
     if (!g_active) return -1;
     const bool forked = getpid() != g_owner_pid;
+    if (!worker && !forked) return -1;
     // A fork child has no gnnprof thread (nor an attach thread: torch is attached already); a
     // spawned process keeps the mode it has.
     const bool threadless =
         forked ? host_single_threaded() && gnnprof::config::get_bool("GNNPROF_THREADLESS") : g_threadless.load();
-    if (gnnprof_start_worker(parent_pid, threadless ? 0 : 1) != 0) return -1;
+    const int drainer = threadless ? 0 : 1;
+    if ((worker ? gnnprof_start_worker(parent_pid, drainer) : gnnprof_start_in_fork_child(drainer)) != 0) return -1;
     g_owner_pid = getpid();
     g_threadless.store(threadless);
     if (forked)
@@ -254,10 +258,19 @@ extern "C" int gnnprof_preload_start_worker(long parent_pid) {
       if (forked) g_cuda_done = true;
       (void)scan_and_attach();
     }
-    if (TorchBecomeWorker w = g_torch_worker.load()) w();
+    if (worker) {
+      if (TorchBecomeWorker w = g_torch_worker.load()) w();
+    } else if (TorchBecomeForkLoop l = g_torch_fork_loop.load()) {
+      l();
+    }
     return 0;
   } catch (...) {
     return -1;
   }
 }
+}  // namespace
+
+extern "C" int gnnprof_preload_start_worker(long parent_pid) { return start_child_session(parent_pid, true); }
+
+extern "C" int gnnprof_preload_start_fork_child(void) { return start_child_session(0, false); }
 

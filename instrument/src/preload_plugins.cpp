@@ -35,6 +35,7 @@ namespace gnnprof::instrument::preload {
 
 std::atomic<TorchCloseThread> g_torch_close{nullptr};
 std::atomic<TorchBecomeWorker> g_torch_worker{nullptr};
+std::atomic<TorchBecomeForkLoop> g_torch_fork_loop{nullptr};
 std::atomic<CuptiFlush> g_cupti_flush{nullptr};
 std::mutex g_attach_mu;
 bool g_torch_done = false, g_cuda_done = false;
@@ -139,6 +140,7 @@ void try_torch(const std::string& loaded) {
   g_torch_user_step.store(reinterpret_cast<TorchUserStep>(dlsym(h, "gnnprof_torch_user_step")));
   g_torch_configure.store(reinterpret_cast<TorchConfigure>(dlsym(h, "gnnprof_torch_configure")));
   g_torch_worker.store(reinterpret_cast<TorchBecomeWorker>(dlsym(h, "gnnprof_torch_become_worker")));
+  g_torch_fork_loop.store(reinterpret_cast<TorchBecomeForkLoop>(dlsym(h, "gnnprof_torch_become_fork_loop")));
   if (auto set_poll = reinterpret_cast<TorchSetPoll>(dlsym(h, "gnnprof_torch_set_poll"))) set_poll(gnnprof::instrument::preload_poll);
   note("torch-ops", true, std::string("torch ") + GNNPROF_TORCH_VERSION + " at " + loaded_real, false);
   wire_correlation();

@@ -39,6 +39,7 @@ using TorchUserScope = decltype(&gnnprof_torch_user_scope);
 using TorchUserStep = decltype(&gnnprof_torch_user_step);
 using TorchConfigure = decltype(&gnnprof_torch_configure);
 using TorchBecomeWorker = decltype(&gnnprof_torch_become_worker);
+using TorchBecomeForkLoop = decltype(&gnnprof_torch_become_fork_loop);
 using TorchSetCorrelation = decltype(&gnnprof_torch_set_correlation);
 using TorchSetPoll = decltype(&gnnprof_torch_set_poll);
 using CuptiStart = decltype(&gnnprof_cupti_start);
@@ -47,6 +48,7 @@ using CuptiCorrPush = decltype(&gnnprof_cupti_push_external);
 using CuptiCorrPop = decltype(&gnnprof_cupti_pop_external);
 extern std::atomic<TorchCloseThread> g_torch_close;
 extern std::atomic<TorchBecomeWorker> g_torch_worker;  ///< or null
+extern std::atomic<TorchBecomeForkLoop> g_torch_fork_loop;  ///< or null
 extern std::atomic<CuptiFlush> g_cupti_flush;
 
 extern std::mutex g_attach_mu;            ///< one scan-and-attach at a time (the hook only try_locks it)

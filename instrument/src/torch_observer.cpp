@@ -160,8 +160,8 @@ void note_sampling() {
 SamplerOptions g_sampler_options;
 std::atomic<bool> g_fork_reset{false};  // set in a worker (forked or spawned); its first mark starts sampling afresh
 
-// A fork child (a DataLoader worker marking its batches) has its own loop: it samples from a
-// fresh warm-up, and the ops callback its parent may have disabled for an unobserved
+// A fork child (a DataLoader worker marking its batches, a process forked to train) has its own
+// loop: it samples from a fresh warm-up (a worker's decides early, below), and the ops callback its parent may have disabled for an unobserved
 // iteration comes back. Done at the first mark, not in the atfork handler: enabling a callback
 // takes torch's callback mutex, which another parent thread may have held at the fork.
 // A DataLoader worker (a fork child, or a spawned process since it became one): between
@@ -175,7 +175,7 @@ std::atomic<int>* g_worker_period = nullptr;
 void reset_sampling_after_fork() {
   g_fork_reset = false;
   SamplerOptions so = g_sampler_options;
-  if (so.mode == SamplerOptions::Mode::kAuto) {
+  if (so.mode == SamplerOptions::Mode::kAuto && g_worker) {
     // Decide after 2 batches past the first, from the estimated cost: the observer's cost on a
     // collate of element-wise reads is +300 % per batch, and the loop would wait for it.
     so.warmup = 3;
@@ -1147,6 +1147,15 @@ void gnnprof_torch_become_worker(void) {
   gi::g_loop_tid.store(0, std::memory_order_relaxed);
   gi::g_loop_marks.store(0, std::memory_order_relaxed);
   gi::g_worker = true;
+  gi::g_fork_reset = true;
+}
+
+void gnnprof_torch_become_fork_loop(void) {
+  gi::t_state = nullptr;
+  gi::g_loop_tid.store(0, std::memory_order_relaxed);
+  gi::g_loop_marks.store(0, std::memory_order_relaxed);
+  gi::g_marks_from_ops.store(false, std::memory_order_relaxed);
+  gi::g_worker = false;
   gi::g_fork_reset = true;
 }
 

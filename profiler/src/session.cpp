@@ -588,7 +588,10 @@ int start_drainer() noexcept {
   }
 }
 
-int start_worker(long parent_pid, bool drainer_thread) noexcept {
+namespace {
+/// A fork child's (or a spawned worker's) session: `worker` names parent_pid as the loop it
+/// works for; else the child is a program of its own (a multiprocessing.Process that trains).
+int start_child(long parent_pid, bool drainer_thread, bool worker) noexcept {
   Global& s = g();
   try {
     std::unique_lock<std::mutex> lock(s.mu, std::defer_lock);
@@ -609,11 +612,11 @@ int start_worker(long parent_pid, bool drainer_thread) noexcept {
     forget_open_ranges();
     // Shares the loop's pages until one of them writes them (not a forkserver's child: its
     // parent is the server, parent_pid the loop).
-    s.fork_child = !spawned && (parent_pid <= 0 || parent_pid == static_cast<long>(::getppid()));
+    s.fork_child = worker && !spawned && (parent_pid <= 0 || parent_pid == static_cast<long>(::getppid()));
     s.last_private_ns = -1;
     s.private_cost_ns = 0;
     if (!start_locked(s, cfg) || g_state.load() != kRunning) return -1;
-    s.run.parent_pid = parent_pid > 0 ? parent_pid : ::getppid();
+    s.run.parent_pid = !worker ? 0 : parent_pid > 0 ? parent_pid : ::getppid();
     std::lock_guard<std::mutex> d(s.drain_mu);
     s.agg->set_main_thread_hint(current_thread_index());
     return 0;
@@ -622,9 +625,13 @@ int start_worker(long parent_pid, bool drainer_thread) noexcept {
   }
 }
 
+}  // namespace
+
+int start_worker(long parent_pid, bool drainer_thread) noexcept { return start_child(parent_pid, drainer_thread, true); }
+
 int start_in_fork_child(bool drainer_thread) noexcept {
   if (g_state.load() == kRunning) return -1;  // a fork child's session only, never a restart
-  return start_worker(0, drainer_thread);
+  return start_child(0, drainer_thread, false);
 }
 
 int discard() noexcept {

@@ -41,7 +41,7 @@ except ImportError as e:  # another Python ABI than the one gnnprof was built fo
 
 _state = {"bound": False, "how": "", "lines": "off", "specs": [], "warned": False, "none": False, "auto": False,
           "library": (), "loader_forks": 0, "loader_limit": 0, "lines_warned": False, "worker": False,
-          "started_by": None}
+          "started_by": None, "starting": None, "process_forks": 0}
 
 
 def _note_without_native(reason):
@@ -471,9 +471,50 @@ def _after_fork_in_child():
             if label is not None:
                 _native.set_loader(label)
             return
+        proc = _state["starting"]
+        if (util is not None and proc is not None and _state["process_forks"] < _PROCESS_LIMIT
+                and _native.start_fork_child() == 0):
+            util.register_after_fork(_child_token, _arm_worker)  # its finalizer writes the profile
+            _native.note_collector(
+                "fork-child", True,
+                f"a multiprocessing.Process forked from pid {os.getppid()} to run {_target_name(proc)}: a program of "
+                f"its own, profiled from the fork on (process {_state['process_forks'] + 1} of the run; the first "
+                f"{_PROCESS_LIMIT} are)")
+            if not _state["none"]:
+                _native.set_hook(True)
+            return
         _native.set_hook(False)
     except Exception:  # never into the host's fork
         pass
+
+
+# ---- processes forked to train (multiprocessing.Process, fork start method) ----
+# Hogwild-style training, or a hyperparameter run per process: the child runs the program's own
+# code, and gets a profile of its own (<stem>.<pid>.json, beside the parent's), as a spawned one
+# does. Library processes (a Pool's workers, a Manager's server) record nothing, as before.
+
+_PROCESS_LIMIT = 16
+_child_token = _Token()
+_LIBRARY_PROCESSES = ("multiprocessing", "concurrent.futures", "torch.utils.data", "torch.multiprocessing")
+
+
+def _runs_user_code(proc):
+    """Whether a Process runs the program's own code: a target of its own, or run() overridden
+    outside the standard library and torch."""
+    target = getattr(proc, "_target", None)
+    if target is None:
+        cls = type(proc)
+        module = getattr(cls, "__module__", "") or ""
+        return "run" in cls.__dict__ and not module.startswith(_LIBRARY_PROCESSES)
+    module = getattr(target, "__module__", "") or ""
+    return not module.startswith(_LIBRARY_PROCESSES)
+
+
+def _target_name(proc):
+    target = getattr(proc, "_target", None)
+    if target is None:
+        return f"{type(proc).__qualname__}.run"
+    return getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or repr(target)
 
 
 # ---- DataLoader workers started by spawn or forkserver ----
@@ -515,7 +556,23 @@ def _wrap_process_start():
                     self._gnnprof_loader = _loader_label()
             except Exception:
                 pass
-            result = original(self)  # its own errors pass through unchanged
+            user = False
+            if not loader:
+                try:
+                    user = _runs_user_code(self)
+                except Exception:
+                    pass
+            _state["starting"] = self if user else None  # read by the fork child
+            try:
+                result = original(self)  # its own errors pass through unchanged
+            finally:
+                _state["starting"] = None
+            if user:
+                try:
+                    if getattr(getattr(self, "_popen", None), "method", "fork") == "fork":
+                        _state["process_forks"] += 1
+                except Exception:
+                    pass
             if loader:
                 try:
                     if getattr(getattr(self, "_popen", None), "method", "fork") != "fork":

@@ -43,6 +43,7 @@ typedef struct CoreAbi {
   __typeof__(&gnnprof_preload_poll) poll;     /* the preload's poll when present (it also starts its threads) */
   __typeof__(&gnnprof_preload_attach) attach; /* the preload's "look for torch/CUDA now", or NULL */
   __typeof__(&gnnprof_preload_start_worker) start_worker;               /* or NULL */
+  __typeof__(&gnnprof_preload_start_fork_child) start_fork_child;       /* or NULL */
   int (*discard)(void);                                                 /* or NULL */
   int (*set_rank)(int rank, int local_rank, int world_size);            /* or NULL */
   int (*set_loader)(const char* loader);                                /* or NULL */

@@ -64,6 +64,7 @@ static int resolve(void* h, CoreAbi* t, const char** missing) {
   if (t->poll == NULL) t->poll = preload_poll_fallback;
   *(void**)(&t->attach) = dlsym(h, "gnnprof_preload_attach");
   *(void**)(&t->start_worker) = dlsym(h, "gnnprof_preload_start_worker");
+  *(void**)(&t->start_fork_child) = dlsym(h, "gnnprof_preload_start_fork_child");
   *(void**)(&t->discard) = dlsym(h, "gnnprof_discard");
   *(void**)(&t->set_rank) = dlsym(h, "gnnprof_set_rank");
   *(void**)(&t->set_loader) = dlsym(h, "gnnprof_set_loader");
@@ -376,7 +377,18 @@ static PyObject* py_start_worker(PyObject* self, PyObject* args) {
   if (!PyArg_ParseTuple(args, "|l", &parent_pid)) return NULL;
   if (!g_core_bound || g_core.start_worker == NULL || g_core.start_worker(parent_pid) != 0)
     return PyLong_FromLong(-1);
-  if (tracer_enter_fork_child() != 0) PyErr_Clear(); /* lines are not traced; the session runs */
+  if (tracer_enter_fork_child(1) != 0) PyErr_Clear(); /* lines are not traced; the session runs */
+  return PyLong_FromLong(0);
+}
+
+/* start_fork_child() -> 0, or -1: in a fork child of a running session, a session and profile
+ * of the child's own as a program of its own (a multiprocessing.Process that trains), its line
+ * tracing looking for its own loop. */
+static PyObject* py_start_fork_child(PyObject* self, PyObject* args) {
+  (void)self;
+  (void)args;
+  if (!g_core_bound || g_core.start_fork_child == NULL || g_core.start_fork_child() != 0) return PyLong_FromLong(-1);
+  if (tracer_enter_fork_child(0) != 0) PyErr_Clear();
   return PyLong_FromLong(0);
 }
 
@@ -658,6 +670,7 @@ static PyMethodDef methods[] = {
     {"selected", py_selected, METH_NOARGS, "[(filename, name, qualname or None (3.10), roles, first line)] of the traced code objects"},
     {"set_hook", py_set_hook, METH_O, "the frame hook in (True) or out (False); selections are kept"},
     {"start_worker", py_start_worker, METH_VARARGS, "start_worker(parent_pid=0): a worker's own session: 0, or -1"},
+    {"start_fork_child", py_start_fork_child, METH_NOARGS, "start_fork_child(): a fork child's own session: 0, or -1"},
     {"discard", py_discard, METH_NOARGS, "stop the session without writing its profile"},
     {"set_rank", py_set_rank, METH_VARARGS, "set_rank(rank, local_rank, world_size): -1 leaves a field"},
     {"set_loader", py_set_loader, METH_VARARGS, "set_loader(text): a DataLoader worker's loader (run.loader)"},

@@ -385,8 +385,8 @@ void tracer_on_data_op(void) {
   PyGILState_Release(gil);
 }
 
-int tracer_enter_fork_child(void) {
-  forget_parent();
+int tracer_enter_fork_child(int worker) {
+  forget_parent(worker);
   memset(g_loader_sites, 0, sizeof g_loader_sites);
   return g_auto ? tracer_install() : 0;
 }

@@ -62,11 +62,12 @@ int tracer_resume(void);
 PyObject* tracer_stats(void);
 /* [(filename, name, qualname (None on 3.10), roles, first line)] of every code object selected so far. */
 PyObject* tracer_selected(void);
-/* In a fork child whose own session just started (a DataLoader worker): the parent's open
- * lines are forgotten without events, the user code any data loader calls joins the pipeline
- * (there is no loop here to look for), and the hook goes in when auto selection is on. 0, or -1
- * with an exception set. */
-int tracer_enter_fork_child(void);
+/* In a fork child whose own session just started: the parent's open lines are forgotten
+ * without events, and the hook goes in when auto selection is on. A DataLoader worker
+ * (`worker`): the user code any data loader calls joins the pipeline (there is no loop here to
+ * look for); else (a multiprocessing.Process that trains) auto selection looks for its loop
+ * anew. 0, or -1 with an exception set. */
+int tracer_enter_fork_child(int worker);
 /* Ends the calling thread's open lines (before the session stops). */
 void tracer_close_thread(void);
 /* After sys.settrace(None) on the calling thread (CPython 3.10/3.11 keep the tracer in the

@@ -657,15 +657,16 @@ void adopt_loop(PyFrameObject* fr) {
   PyErr_Clear();
 }
 
-void forget_parent(void) {
+void forget_parent(int worker) {
   ThreadTrace* tt = t_trace;
   if (tt != NULL) { /* the frames the parent was tracing never return here */
     tt->depth = 0;
     memset(tt->suspended, 0, sizeof(tt->suspended));
   }
   if (g_core_bound) (void)g_core.set_line(0);
-  memset(&g_stats, 0, sizeof(g_stats)); /* the worker's own counts, for its profile's note */
-  g_worker = 1;
+  memset(&g_stats, 0, sizeof(g_stats)); /* the child's own counts, for its profile's note */
+  g_worker = worker;
+  if (!worker) tracer_new_session(); /* its own loop, whatever the parent had found */
   __atomic_store_n(&g_loop_epoch, 0, __ATOMIC_RELAXED); /* the parent's loop; no producers here */
   __atomic_store_n(&g_framework_epoch, 0, __ATOMIC_RELAXED);
 }

@@ -134,8 +134,9 @@ int data_may_select(void);
  * thread's sampling or gathering function, ROLE_PIPELINE); a thread stops looking once one is
  * found, or after 16 tries. 1 when a frame was selected. */
 int select_producer(void);
-/* In a fork child: the parent's traced frames and counts are forgotten; a worker from now on. */
-void forget_parent(void);
+/* In a fork child: the parent's traced frames and counts are forgotten; a worker from now on,
+ * or (worker 0) a program whose own loop auto selection looks for. */
+void forget_parent(int worker);
 /* Frames a data loader's call of user code is looked through for the loop it runs for. */
 enum { kLoaderWalk = 16 };
 

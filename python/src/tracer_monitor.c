@@ -455,7 +455,7 @@ void tracer_on_data_op(void) {
   PyGILState_Release(gil);
 }
 
-int tracer_enter_fork_child(void) {
-  forget_parent();
+int tracer_enter_fork_child(int worker) {
+  forget_parent(worker);
   return g_auto ? tracer_install() : 0;
 }

@@ -47,6 +47,9 @@ PyObject* tracer_stats(void) {
                        "loop_packages", PyList_New(0));
 }
 PyObject* tracer_selected(void) { return PyList_New(0); }
-int tracer_enter_fork_child(void) { return 0; }
+int tracer_enter_fork_child(int worker) {
+  (void)worker;
+  return 0;
+}
 void tracer_close_thread(void) {}
 int tracer_retake_thread(void) { return 0; }

@@ -427,6 +427,40 @@ def test_the_run_names_the_loops_profile_not_a_workers_when_the_launched_process
 
 
 @needs_torch
+def test_processes_forked_to_train_write_profiles_of_their_own(gnnprof_run, plain_run):
+    """multiprocessing.Process children forked to train (Hogwild): each writes a profile of its
+    own with its loop's iterations and lines, `gnnprof run -o` names the busiest of them (the
+    launcher built a model but ran no iteration), and a Pool's workers record nothing (before:
+    one empty profile, the training lost)."""
+    path = script("forked_training.py")
+    steps = 24
+    r = gnnprof_run(path, str(steps))
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, str(steps)).out
+    base = r.path[:-len(".json")]
+    others = sorted(glob.glob(base + ".*.json"))
+    assert len(others) == 2, others  # the launcher's and the smaller child's; no Pool worker's
+    profiles = [r.profile]
+    for f in others:
+        with open(f) as fh:
+            profiles.append(json.load(fh))
+    children = [p for p in profiles if any(c["name"] == "fork-child" for c in p["collectors"])]
+    assert len(children) == 2, [p["run"]["pid"] for p in profiles]
+    assert r.profile in children
+    for p in children:
+        assert "parent_pid" not in p["run"], p["run"]
+        note = [c["reason"] for c in p["collectors"] if c["name"] == "fork-child"][0]
+        assert "forked from pid" in note and ("to run train" in note or "to run Trainer.run" in note), note
+        lines = {l["code"] for l in p["lines"] if l["function"] == "train"}
+        assert "opt.step()" in lines, lines
+    complete = sorted(sum(1 for i in p["iterations"] if i["complete"]) for p in children)
+    assert complete[1] >= steps - 1 and complete[0] >= steps // 2 - 1, complete
+    assert sum(1 for i in r.profile["iterations"] if i["complete"]) == complete[1]
+    launcher = [p for p in profiles if p not in children]
+    assert len(launcher) == 1 and not any(i["complete"] for i in launcher[0]["iterations"])
+
+
+@needs_torch
 def test_ranks_started_by_torch_multiprocessing_spawn_are_ranks(gnnprof_run):
     """DDP ranks started by torch.multiprocessing.spawn have no RANK in their environment: their
     init_process_group tells each session its rank, so each profile is a rank's (its run block,

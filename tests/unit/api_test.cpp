@@ -330,6 +330,7 @@ TEST(ForkChild, StartsASessionOfItsOwnWrittenUnderItsPid) {
   auto c = read_profile_file(child_path);
   ASSERT_TRUE(c) << c.status().message();
   EXPECT_EQ(c->run.pid, child);
+  EXPECT_EQ(c->run.parent_pid, 0) << "a program of its own, not a worker of its parent";
   const StageStats* in_child = testing::find_stage(*c, "in child");
   ASSERT_NE(in_child, nullptr);
   for (const auto& e : c->stage_edges) EXPECT_NE(e.child, "in child") << "nested in " << e.parent;

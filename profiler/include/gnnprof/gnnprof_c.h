@@ -110,7 +110,9 @@ GNNPROF_C_API int gnnprof_flush_in_fork_child(long parent_pid);
 /* In a fork() child of a process whose session was running (the child's is stopped at the
  * fork): starts a session of the child's own with the parent's configuration, written to the
  * child's own file (the output pattern's %p) when it stops. The collectors noted so far are
- * kept. 0 on success, -1 elsewhere (not a child of a running session, or already started). */
+ * kept. The child is a program of its own (a multiprocessing.Process that trains): its run names
+ * no parent (gnnprof_start_worker's does). 0 on success, -1 elsewhere (not a child of a running
+ * session, or already started). */
 GNNPROF_C_API int gnnprof_start_in_fork_child(int drainer_thread);
 /* A worker's session from now on, naming parent_pid (the process's parent when <= 0) as the
  * process it works for: in a fork() child of a running session, as gnnprof_start_in_fork_child,
