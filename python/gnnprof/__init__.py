@@ -41,7 +41,7 @@ except ImportError as e:  # another Python ABI than the one gnnprof was built fo
 
 _state = {"bound": False, "how": "", "lines": "off", "specs": [], "warned": False, "none": False, "auto": False,
           "library": (), "loader_forks": 0, "loader_limit": 0, "lines_warned": False, "worker": False,
-          "started_by": None, "starting": None, "process_forks": 0}
+          "started_by": None, "starting": None, "process_forks": 0, "forked_to_train": False}
 
 
 def _note_without_native(reason):
@@ -452,6 +452,8 @@ def _note_worker(how, parent, index, limit):
                            f"GNNPROF_LOADER_WORKERS={limit} profiles the first {limit}, 0: none)")
     # A fork inherits the loop's notes; the optimizer's is the loop's, not the worker's.
     _native.note_collector("torch-optimizer-ops", False, "a data loader's worker runs no optimizer")
+    if _state["forked_to_train"]:  # the loop's own note, when a process forked to train runs it
+        _native.note_collector("fork-child", False, f"a data loader's worker of pid {parent}, which was forked to train")
     _note_lines()
 
 
@@ -475,6 +477,7 @@ def _after_fork_in_child():
         if (util is not None and proc is not None and _state["process_forks"] < _PROCESS_LIMIT
                 and _native.start_fork_child() == 0):
             util.register_after_fork(_child_token, _arm_worker)  # its finalizer writes the profile
+            _state["forked_to_train"] = True
             _native.note_collector(
                 "fork-child", True,
                 f"a multiprocessing.Process forked from pid {os.getppid()} to run {_target_name(proc)}: a program of "

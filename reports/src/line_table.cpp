@@ -259,8 +259,10 @@ std::string callee_hint(const LineTable& t, bool brief) {
       // Stages are split over the line's observed hits (iteration sampling).
       const std::int64_t observed = l->total_ns - l->unobserved_ns > 0 ? l->total_ns - l->unobserved_ns : l->total_ns;
       std::int64_t torch_own = 0;
+      // A DataLoader's __next__ too: its workers' profiles show their work, and auto selection
+      // traces the user code it calls in this process.
       for (const auto& [stage, ns] : l->stages)
-        if (not_callees.count(stage) != 0) torch_own += ns;
+        if (not_callees.count(stage) != 0 || stage.rfind("enumerate(DataLoader)#", 0) == 0) torch_own += ns;
       if (2 * torch_own >= observed) continue;
       // A traced function of comparable time is most likely what it calls.
       const bool traced = std::any_of(t.blocks.begin(), t.blocks.end(),

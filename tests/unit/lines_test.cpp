@@ -432,6 +432,8 @@ TEST(LineTable, ALineTakingMostOfItsFunctionInUntracedCallsSaysHowToTraceThem) {
   // Mostly backward or the optimizer (torch's own work), or no call, or under half: nothing.
   p.lines[0].stages = {{"backward", 50'000'000}};
   EXPECT_EQ(reports::callee_hint(reports::build_line_table(p, {})), "");
+  p.lines[0].stages = {{"enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", 80'000'000}};
+  EXPECT_EQ(reports::callee_hint(reports::build_line_table(p, {})), "");  // waiting for its workers
   p.lines[0].stages = {{"forward", 60'000'000}};
   p.lines[0].code = "x = y";
   EXPECT_EQ(reports::callee_hint(reports::build_line_table(p, {})), "");
