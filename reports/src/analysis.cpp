@@ -331,6 +331,14 @@ std::vector<const IterationStats*> complete_past(const Profile& p, std::size_t s
   return out;
 }
 
+bool python_host(const Profile& p) {
+  for (const auto& col : p.collectors)
+    if (col.name == "python-lines") return true;
+  if (p.run.command.empty()) return false;
+  const std::string& exe = p.run.command.front();
+  return exe.substr(exe.rfind('/') + 1).rfind("python", 0) == 0;
+}
+
 bool holds_traced_functions(const Profile& p, const LineStats& l) {
   if (l.hits > 1) return false;
   std::map<std::pair<std::string, std::string>, std::int64_t> function_ns;
@@ -429,12 +437,8 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   if (others && *others >= 0.10) busy = a.loop_machine_utilization;
   std::optional<double> gil;
   {
-    bool python = false, ops = false;
-    for (const auto& col : p.collectors) python |= col.name == "python-lines";
-    if (!p.run.command.empty()) {
-      const std::string& exe = p.run.command.front();
-      python |= exe.substr(exe.rfind('/') + 1).rfind("python", 0) == 0;
-    }
+    const bool python = python_host(p);
+    bool ops = false;
     std::int64_t self = 0, total = 0;
     for (const auto& s : p.stages) {
       ops |= s.category == "op";
@@ -1053,7 +1057,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   // python-in-forward: the forward phase mostly outside its ops (its op stages' time over the
   // run against its own): the model's call runs plain Python, a sampler over Python sets in
   // graphsage-simple's aggregator, counted as forward (compute), which the what-if does not credit.
-  if (!a.loader_worker && a.iteration_median_ns > 0) {
+  if (!a.loader_worker && a.iteration_median_ns > 0 && python_host(p)) {
     const StageStats* fwd = nullptr;
     for (const StageStats& s : p.stages)
       if (s.name == "forward") fwd = &s;

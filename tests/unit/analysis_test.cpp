@@ -1101,6 +1101,7 @@ TEST(Diagnostics, PythonInForward) {
     l.total_ns = 20 * 80 * kMs;
     l.stages = {{"forward", 20 * 40 * kMs}};
     p.lines = {l};
+    p.run.command = {"/usr/bin/python3", "gs.py"};
     return p;
   };
   auto ds = run(profile(10 * kMs));
@@ -1119,6 +1120,9 @@ TEST(Diagnostics, PythonInForward) {
   Profile no_ops = profile(kMs);  // no op stages recorded (GNNPROF_TORCH_OP_STAGES=0): no verdict
   no_ops.stage_edges.clear();
   EXPECT_FALSE(has(run(no_ops), "python-in-forward"));
+  Profile native = profile(10 * kMs);  // a C++ program's forward: its own code, not Python
+  native.run.command = {"./sage_train"};
+  EXPECT_FALSE(has(run(native), "python-in-forward"));
 }
 
 TEST(Diagnostics, EveryRuleHasAStableId) {

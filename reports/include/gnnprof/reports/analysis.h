@@ -159,6 +159,9 @@ std::vector<const IterationStats*> complete_past(const Profile& profile, std::si
 /// The iterations `a` analysed: the complete ones past its warm-up (`a.skipped`), in order.
 std::vector<const IterationStats*> analysed_iterations(const Profile& profile, const Analysis& a);
 
+/// Whether the profiled process is a Python interpreter (its lines traced, or its command).
+bool python_host(const Profile& profile);
+
 /// Whether traced line `l` is a call that holds other traced functions: run once, all of its
 /// function's time, and at least each other traced function's time (`trainer.fit(...)` around
 /// Lightning's callbacks, `main()` at module level); not a one-line function's hot line.
