@@ -1088,6 +1088,19 @@ int g_install_result = -1;
 
 namespace gi = gnnprof::instrument;
 
+namespace {
+/// The calling thread's state is rebuilt at its next op (the old one leaks, as in a fork
+/// child): its options follow a worker's rules or a loop's; sampling starts afresh.
+void become(bool worker) {
+  gi::t_state = nullptr;
+  gi::g_loop_tid.store(0, std::memory_order_relaxed);
+  gi::g_loop_marks.store(0, std::memory_order_relaxed);
+  if (!worker) gi::g_marks_from_ops.store(false, std::memory_order_relaxed);
+  gi::g_worker = worker;
+  gi::g_fork_reset = true;
+}
+}  // namespace
+
 extern "C" {
 
 int gnnprof_torch_observe(int flags, unsigned long long gather_min_bytes,
@@ -1140,24 +1153,9 @@ int gnnprof_torch_observe(int flags, unsigned long long gather_min_bytes,
   return gi::g_install_result;
 }
 
-void gnnprof_torch_become_worker(void) {
-  // The calling thread's state is rebuilt at its next op (the old one leaks, as in a fork
-  // child): its options follow the worker's rules.
-  gi::t_state = nullptr;
-  gi::g_loop_tid.store(0, std::memory_order_relaxed);
-  gi::g_loop_marks.store(0, std::memory_order_relaxed);
-  gi::g_worker = true;
-  gi::g_fork_reset = true;
-}
+void gnnprof_torch_become_worker(void) { become(true); }
 
-void gnnprof_torch_become_fork_loop(void) {
-  gi::t_state = nullptr;
-  gi::g_loop_tid.store(0, std::memory_order_relaxed);
-  gi::g_loop_marks.store(0, std::memory_order_relaxed);
-  gi::g_marks_from_ops.store(false, std::memory_order_relaxed);
-  gi::g_worker = false;
-  gi::g_fork_reset = true;
-}
+void gnnprof_torch_become_fork_loop(void) { become(false); }
 
 void gnnprof_torch_close_thread(void) {
   try {
