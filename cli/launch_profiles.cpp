@@ -64,9 +64,11 @@ LaunchProfiles collect_launch_profiles(const fs::path& dir, const std::string& s
       out.main = static_cast<int>(i);
   }
   // A launcher that forked the training (multiprocessing.Process, Hogwild) and built a model on
-  // the way: the busiest program of its own (no worker) that has iterations, where it has none.
+  // the way: the busiest of its children forked to train that has iterations, where it has none.
   auto iterates = [](const Profile& p) {
-    return std::any_of(p.iterations.begin(), p.iterations.end(), [](const IterationStats& it) { return it.complete; });
+    return std::any_of(p.iterations.begin(), p.iterations.end(), [](const IterationStats& it) { return it.complete; }) &&
+           std::any_of(p.collectors.begin(), p.collectors.end(),
+                       [](const CollectorInfo& c) { return c.name == "fork-child" && c.enabled; });
   };
   if (out.main >= 0 && !iterates(found[static_cast<std::size_t>(out.main)].profile)) {
     int best = -1;

@@ -833,7 +833,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
         kind != OpKind::kProfilerStep)
       op.any_input_requires_grad = any_requires_grad(fn.inputs());
     if (kind == OpKind::kBackwardOp) ts->params_known = true;
+    // Until its first backward (or the second iteration mark: a linked CUDA program's backward
+    // runs on autograd's device thread, with no wrapper to say so).
     if (top && !ts->params_known && op.grad_enabled && op.any_input_requires_grad &&
+        g_marks.load(std::memory_order_relaxed) < 2 &&
         (kind == OpKind::kPlain || kind == OpKind::kGather))
       note_parameters(fn.inputs(), *ts);
     if (top && ts->params_known && kind == OpKind::kPlain && !op.any_input_requires_grad && !op.in_module &&

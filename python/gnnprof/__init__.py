@@ -18,6 +18,7 @@ process. Imported on its own it loads that library, which starts a session writi
 gnnprof-<pid>.json at exit (GNNPROF_OUTPUT names it; GNNPROF_ENABLED=0 turns it off).
 Line tracing follows GNNPROF_LINES (see gnnprof._lines): by default the training loop.
 """
+import _thread
 import atexit
 import functools
 import itertools
@@ -41,7 +42,8 @@ except ImportError as e:  # another Python ABI than the one gnnprof was built fo
 
 _state = {"bound": False, "how": "", "lines": "off", "specs": [], "warned": False, "none": False, "auto": False,
           "library": (), "loader_forks": 0, "loader_limit": 0, "lines_warned": False, "worker": False,
-          "started_by": None, "starting": None, "process_forks": 0, "forked_to_train": False}
+          "started_by": None, "starting": None, "process_forks": 0, "forked_to_train": False,
+          "armed": 0}
 
 
 def _note_without_native(reason):
@@ -438,7 +440,11 @@ def _stop_worker():
 def _arm_worker(_):
     """multiprocessing's child bootstrap clears the finalizers inherited from the parent, then
     runs the after-fork callbacks; the worker leaves by os._exit after its finalizers (atexit
-    does not run): the worker's profile is written there."""
+    does not run): the worker's profile is written there. Once per process: a worker of a
+    process forked to train also runs the callback that process registered."""
+    if _state["armed"] == os.getpid():
+        return
+    _state["armed"] = os.getpid()
     sys.modules["multiprocessing.util"].Finalize(None, _stop_worker, exitpriority=100)
 
 
@@ -463,6 +469,10 @@ def _after_fork_in_child():
     traced: the run's first GNNPROF_LOADER_WORKERS (16) of them, so that a run of many epochs,
     each forking its workers anew, does not leave a profile per worker per epoch."""
     try:
+        # The process multiprocessing is starting, when this thread's start forked this child;
+        # taken at once, so that no later fork here (a bare os.fork()) takes it for its own.
+        starting, _state["starting"] = _state["starting"], None
+        proc = starting[1] if starting is not None and starting[0] == _thread.get_ident() else None
         util = sys.modules.get("multiprocessing.util")
         limit = _state["loader_limit"]
         if (util is not None and _state["loader_forks"] < limit and _forked_by_loader()
@@ -473,9 +483,9 @@ def _after_fork_in_child():
             if label is not None:
                 _native.set_loader(label)
             return
-        proc = _state["starting"]
-        if (util is not None and proc is not None and _state["process_forks"] < _PROCESS_LIMIT
-                and _native.start_fork_child() == 0):
+        start_fork_child = getattr(_native, "start_fork_child", None)  # a native module of this package's version
+        if (util is not None and proc is not None and start_fork_child is not None
+                and _state["process_forks"] < _PROCESS_LIMIT and start_fork_child() == 0):
             util.register_after_fork(_child_token, _arm_worker)  # its finalizer writes the profile
             _state["forked_to_train"] = True
             _native.note_collector(
@@ -486,8 +496,11 @@ def _after_fork_in_child():
             if not _state["none"]:
                 _native.set_hook(True)
             return
-        _native.set_hook(False)
     except Exception:  # never into the host's fork
+        pass
+    try:
+        _native.set_hook(False)
+    except Exception:
         pass
 
 
@@ -501,10 +514,21 @@ _child_token = _Token()
 _LIBRARY_PROCESSES = ("multiprocessing", "concurrent.futures", "torch.utils.data", "torch.multiprocessing")
 
 
+def _user_target(proc):
+    """The function a Process runs for the program: its target, or the one that
+    torch.multiprocessing's _wrap calls (start_processes(..., start_method="fork"))."""
+    target = getattr(proc, "_target", None)
+    if (getattr(target, "__module__", None) == "torch.multiprocessing.spawn"
+            and getattr(target, "__name__", None) == "_wrap"):
+        args = getattr(proc, "_args", ())
+        return args[0] if args and callable(args[0]) else None
+    return target
+
+
 def _runs_user_code(proc):
     """Whether a Process runs the program's own code: a target of its own, or run() overridden
     outside the standard library and torch."""
-    target = getattr(proc, "_target", None)
+    target = _user_target(proc)
     if target is None:
         cls = type(proc)
         module = getattr(cls, "__module__", "") or ""
@@ -514,7 +538,7 @@ def _runs_user_code(proc):
 
 
 def _target_name(proc):
-    target = getattr(proc, "_target", None)
+    target = _user_target(proc)
     if target is None:
         return f"{type(proc).__qualname__}.run"
     return getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or repr(target)
@@ -565,7 +589,7 @@ def _wrap_process_start():
                     user = _runs_user_code(self)
                 except Exception:
                     pass
-            _state["starting"] = self if user else None  # read by the fork child
+            _state["starting"] = (_thread.get_ident(), self) if user else None  # read by the fork child
             try:
                 result = original(self)  # its own errors pass through unchanged
             finally:

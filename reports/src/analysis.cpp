@@ -1057,13 +1057,16 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   // python-in-forward: the forward phase mostly outside its ops (its op stages' time over the
   // run against its own): the model's call runs plain Python, a sampler over Python sets in
   // graphsage-simple's aggregator, counted as forward (compute), which the what-if does not credit.
-  if (!a.loader_worker && a.iteration_median_ns > 0 && python_host(p)) {
+  // CPU runs only: on a GPU the ops return at launch, and the forward's own time is the Python
+  // between launches (docs/gpu-validation.md).
+  if (!a.loader_worker && a.iteration_median_ns > 0 && python_host(p) && !used_device(p)) {
     const StageStats* fwd = nullptr;
     for (const StageStats& s : p.stages)
       if (s.name == "forward") fwd = &s;
-    std::int64_t nested = 0;
+    std::int64_t nested = 0;  // its op stages' time (not a user scope's, nor gnnprof's own work)
     for (const StageEdge& e : p.stage_edges)
-      if (e.parent == "forward") nested += e.total_ns;
+      if (e.parent == "forward")
+        if (auto c = category.find(e.child); c != category.end() && c->second == "op") nested += e.total_ns;
     std::int64_t median = 0;
     for (const IterationStage& s : a.loop_stages)
       if (s.name == "forward") median = s.median_ns;

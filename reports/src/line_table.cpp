@@ -247,8 +247,9 @@ std::string began_note(const LineBlock& b) {
 
 std::string callee_hint(const LineTable& t, bool brief) {
   // Time in these is torch's (autograd, the optimizer) or a wait, not the program's own calls.
-  static const std::set<std::string> not_callees = {"backward", "optimizer", "parameter update", "sync", "comm wait",
-                                                    "gnnprof (own work)"};
+  static const std::set<std::string> not_callees = {"backward", "optimizer", "parameter update", "sync",
+                                                    "comm wait", "comm",     "h2d",              "d2h",
+                                                    "d2d",       "pin_memory", "materialize",    "gnnprof (own work)"};
   for (const LineBlock& b : t.blocks) {
     if (!b.python) continue;
     for (const LineRow& r : b.rows) {

@@ -439,7 +439,7 @@ def test_processes_forked_to_train_write_profiles_of_their_own(gnnprof_run, plai
     assert r.out == plain_run(path, str(steps)).out
     base = r.path[:-len(".json")]
     others = sorted(glob.glob(base + ".*.json"))
-    assert len(others) == 2, others  # the launcher's and the smaller child's; no Pool worker's
+    assert len(others) == 2, others  # the launcher's and the smaller child's; no Pool worker's, no bare fork's
     profiles = [r.profile]
     for f in others:
         with open(f) as fh:

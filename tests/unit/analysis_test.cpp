@@ -1117,9 +1117,14 @@ TEST(Diagnostics, PythonInForward) {
   Profile short_forward = profile(kMs);
   for (auto& it : short_forward.iterations) it.stages["forward"] = 10 * kMs;  // 9 ms of Python: under a fifth
   EXPECT_FALSE(has(run(short_forward), "python-in-forward"));
-  Profile no_ops = profile(kMs);  // no op stages recorded (GNNPROF_TORCH_OP_STAGES=0): no verdict
-  no_ops.stage_edges.clear();
+  // No op stages recorded (GNNPROF_TORCH_OP_STAGES=0), only gnnprof's own work inside: no verdict.
+  Profile no_ops = profile(kMs);
+  no_ops.stages.push_back(stage("gnnprof (own work)", "profiler"));
+  no_ops.stage_edges = {StageEdge{"forward", "gnnprof (own work)", 20, 20 * kMs, 20 * kMs}};
   EXPECT_FALSE(has(run(no_ops), "python-in-forward"));
+  Profile gpu = profile(10 * kMs);  // ops return at launch: not judged on a device yet
+  gpu.collectors.push_back(CollectorInfo{"cuda-tensors", true, "the loop's tensors are on cuda:0"});
+  EXPECT_FALSE(has(run(gpu), "python-in-forward"));
   Profile native = profile(10 * kMs);  // a C++ program's forward: its own code, not Python
   native.run.command = {"./sage_train"};
   EXPECT_FALSE(has(run(native), "python-in-forward"));

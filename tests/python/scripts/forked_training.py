@@ -1,9 +1,11 @@
 """Training in processes forked by multiprocessing (Hogwild's shape): a Pool's workers square
 numbers first (library processes), then the parent builds a shared model, and two Processes
-train it, one through a target function, one through a subclass's run(). No gnnprof import.
+train it, one through a target function, one through a subclass's run(); the first then forks
+a bare child (os.fork), which records nothing. No gnnprof import.
 
 usage: forked_training.py STEPS"""
 import multiprocessing
+import os
 import sys
 
 import torch
@@ -13,7 +15,7 @@ def square(x):
     return x * x
 
 
-def train(seed, model, steps):
+def train(seed, model, steps, bare_fork=False):
     torch.manual_seed(seed)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     X, Y = torch.randn(1024, 32), torch.randint(0, 2, (1024,))
@@ -22,6 +24,11 @@ def train(seed, model, steps):
         opt.zero_grad()
         torch.nn.functional.cross_entropy(model(X[idx]), Y[idx]).backward()
         opt.step()
+    if bare_fork:
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
 
 
 class Trainer(multiprocessing.Process):
@@ -40,7 +47,7 @@ if __name__ == "__main__":
     steps = int(sys.argv[1])
     model = torch.nn.Linear(32, 2)
     model.share_memory()
-    procs = [ctx.Process(target=train, args=(0, model, steps)), Trainer(model, steps // 2)]
+    procs = [ctx.Process(target=train, args=(0, model, steps, True)), Trainer(model, steps // 2)]
     for p in procs:
         p.start()
     for p in procs:
