@@ -461,6 +461,23 @@ def test_processes_forked_to_train_write_profiles_of_their_own(gnnprof_run, plai
 
 
 @needs_torch
+def test_a_process_forked_to_train_has_its_own_dataloader_workers(gnnprof_run):
+    """The DataLoader workers of a process forked to train work for that process: its report
+    sums them up, and their profiles are workers' (the child's fork-child note is off there)."""
+    r = gnnprof_run(script("forked_loader_training.py"), "32")
+    assert r.rc == 0, r.err
+    assert "exit code 0" in r.out
+    assert {c["name"]: c["enabled"] for c in r.profile["collectors"]}.get("fork-child") is True
+    summary = section(report(r.path), "DataLoader workers")
+    assert "2 DataLoader worker profiles" in summary, summary
+    workers = [w for w in worker_profiles(r) if w["run"].get("parent_pid")]  # not the launcher's
+    assert len(workers) == 2 and all(w["run"]["parent_pid"] == r.profile["run"]["pid"] for w in workers), workers
+    for w in workers:
+        notes = {c["name"]: c for c in w["collectors"]}
+        assert notes["loader-worker"]["enabled"] and not notes["fork-child"]["enabled"], notes
+
+
+@needs_torch
 def test_ranks_started_by_torch_multiprocessing_spawn_are_ranks(gnnprof_run):
     """DDP ranks started by torch.multiprocessing.spawn have no RANK in their environment: their
     init_process_group tells each session its rank, so each profile is a rank's (its run block,
