@@ -161,9 +161,10 @@ SamplerOptions g_sampler_options;
 std::atomic<bool> g_fork_reset{false};  // set in a worker (forked or spawned); its first mark starts sampling afresh
 
 // A fork child (a DataLoader worker marking its batches, a process forked to train) has its own
-// loop: it samples from a fresh warm-up (a worker's decides early, below), and the ops callback its parent may have disabled for an unobserved
-// iteration comes back. Done at the first mark, not in the atfork handler: enabling a callback
-// takes torch's callback mutex, which another parent thread may have held at the fork.
+// loop: it samples from a fresh warm-up (a worker's decides early, below), and the ops callback
+// its parent may have disabled for an unobserved iteration comes back. Done at the first mark,
+// not in the atfork handler: enabling a callback takes torch's callback mutex, which another
+// parent thread may have held at the fork.
 // A DataLoader worker (a fork child, or a spawned process since it became one): between
 // batches it waits for the next index, so no phase spans a gap there.
 std::atomic<bool> g_worker{false};
