@@ -66,15 +66,17 @@ LaunchProfiles collect_launch_profiles(const fs::path& dir, const std::string& s
   // A launcher that forked the training (multiprocessing.Process, Hogwild) and built a model on
   // the way: the busiest of its children forked to train that has iterations, where it has none.
   auto iterates = [](const Profile& p) {
-    return std::any_of(p.iterations.begin(), p.iterations.end(), [](const IterationStats& it) { return it.complete; }) &&
-           std::any_of(p.collectors.begin(), p.collectors.end(),
+    return std::any_of(p.iterations.begin(), p.iterations.end(), [](const IterationStats& it) { return it.complete; });
+  };
+  auto forked_to_train = [](const Profile& p) {
+    return std::any_of(p.collectors.begin(), p.collectors.end(),
                        [](const CollectorInfo& c) { return c.name == "fork-child" && c.enabled; });
   };
   if (out.main >= 0 && !iterates(found[static_cast<std::size_t>(out.main)].profile)) {
     int best = -1;
     for (std::size_t i = 0; i < found.size(); ++i) {
       const Profile& p = found[i].profile;
-      if (p.run.parent_pid == 0 && iterates(p) &&
+      if (p.run.parent_pid == 0 && forked_to_train(p) && iterates(p) &&
           (best < 0 || p.recorded_events > found[static_cast<std::size_t>(best)].profile.recorded_events))
         best = static_cast<int>(i);
     }

@@ -458,6 +458,11 @@ def test_processes_forked_to_train_write_profiles_of_their_own(gnnprof_run, plai
     assert sum(1 for i in r.profile["iterations"] if i["complete"]) == complete[1]
     launcher = [p for p in profiles if p not in children]
     assert len(launcher) == 1 and not any(i["complete"] for i in launcher[0]["iterations"])
+    # A launcher that trains too stands for the run itself.
+    both = gnnprof_run(path, str(steps), "parent")
+    assert both.rc == 0, both.err
+    assert "fork-child" not in {c["name"] for c in both.profile["collectors"]}, both.profile["run"]
+    assert sum(1 for i in both.profile["iterations"] if i["complete"]) >= steps - 1
 
 
 @needs_torch

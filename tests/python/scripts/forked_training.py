@@ -3,7 +3,7 @@ numbers first (library processes), then the parent builds a shared model, and tw
 train it, one through a target function, one through a subclass's run(); the first then forks
 a bare child (os.fork), which records nothing. No gnnprof import.
 
-usage: forked_training.py STEPS"""
+usage: forked_training.py STEPS [parent]  (parent: the launcher trains too, first)"""
 import multiprocessing
 import os
 import sys
@@ -47,6 +47,8 @@ if __name__ == "__main__":
     steps = int(sys.argv[1])
     model = torch.nn.Linear(32, 2)
     model.share_memory()
+    if sys.argv[2:] == ["parent"]:
+        train(2, model, steps)
     procs = [ctx.Process(target=train, args=(0, model, steps, True)), Trainer(model, steps // 2)]
     for p in procs:
         p.start()
