@@ -445,6 +445,8 @@ Profile Aggregator::build(const std::vector<SiteInfo>& sites, std::int64_t end_n
     ls.unobserved_hits = l.unobserved_hits;
     ls.unobserved_ns = l.unobserved;
     ls.began_running = l.began;
+    ls.callee_file = info.callee_file;
+    ls.callee_function = info.callee_function;
     ls.total_ns = l.total;
     ls.max_ns = l.max;
     for (const auto& [stage, ns] : l.stages) ls.stages[site_or_empty(sites, stage).name] += ns;

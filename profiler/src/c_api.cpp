@@ -246,6 +246,14 @@ void gnnprof_set_loop_extent(const char* file, const char* function, unsigned fi
   }
 }
 
+void gnnprof_line_callee(gnnprof_site_t line, const char* file, const char* function) {
+  if (file == nullptr || *file == '\0') return;
+  try {
+    gnnprof::detail::site_registry().set_line_callee(line & ~GNNPROF_DATA_LINE, file, function != nullptr ? function : "");
+  } catch (...) {
+  }
+}
+
 namespace {
 thread_local gnnprof_site_t t_loop_line = 0;
 }

@@ -321,7 +321,9 @@ struct Record<LineStats> {
                  field("unobserved_ns", &L::unobserved_ns, Presence::kWhenSet),
                  field("total_ns", &L::total_ns), field("max_ns", &L::max_ns),  field("stages", &L::stages, Presence::kWhenSet),
                  field("backward_ns", &L::backward_ns, Presence::kWhenSet),     field("gpu_ns", &L::gpu_ns, Presence::kWhenSet),
-                 field("began_running", &L::began_running, Presence::kWhenSet)};
+                 field("began_running", &L::began_running, Presence::kWhenSet),
+                 field("callee_file", &L::callee_file, Presence::kWhenSet),
+                 field("callee_function", &L::callee_function, Presence::kWhenSet)};
 };
 template <>
 struct Record<Diagnostic> {

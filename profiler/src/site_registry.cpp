@@ -52,6 +52,8 @@ void copy_site(To& to, const From& from) {
   to.function = from.function;
   to.code = from.code;
   to.line = from.line;
+  to.callee_file = from.callee_file;
+  to.callee_function = from.callee_function;
 }
 }  // namespace
 
@@ -174,6 +176,15 @@ void SiteRegistry::set_loop_extent(const std::string& file, const std::string& f
   l.function = function;
   l.first = first;
   l.last = last;
+}
+
+void SiteRegistry::set_line_callee(std::uint32_t site, const char* file, const char* function) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (site == 0 || site >= sites_.size()) return;
+  Stored& s = sites_[site];
+  if (s.kind != SiteKind::kLine || !s.callee_file.empty()) return;
+  s.callee_file = file;
+  s.callee_function = function;
 }
 
 }  // namespace gnnprof::detail

@@ -22,6 +22,7 @@ struct SiteInfo {
   std::string function;
   std::string code;
   std::uint32_t line = 0;
+  std::string callee_file, callee_function;  ///< a line's first untraced user callee (set_line_callee)
 };
 
 /// Stage category derived from well-known stage names (docs/architecture.md, "Stages").
@@ -46,16 +47,20 @@ class SiteRegistry {
   /// when that function's loop is known (set_loop_extent), both inside the loop.
   bool line_after(std::uint32_t site, std::uint32_t anchor) const;
   void set_loop_extent(const std::string& file, const std::string& function, std::uint32_t first, std::uint32_t last);
+  /// The first user function a line site called that was not traced (kept once set).
+  void set_line_callee(std::uint32_t site, const char* file, const char* function);
   std::mutex& mutex() { return mu_; }
 
  private:
   // The registry grows while the host's first iterations run: its entries live on a private
   // heap, not between the host's own allocations (private_heap.h).
   struct Stored {
-    explicit Stored(std::pmr::memory_resource* mr) : name(mr), category(mr), file(mr), function(mr), code(mr) {}
+    explicit Stored(std::pmr::memory_resource* mr)
+        : name(mr), category(mr), file(mr), function(mr), code(mr), callee_file(mr), callee_function(mr) {}
     SiteKind kind = SiteKind::kStage;
     std::pmr::string name, category, file, function, code;
     std::uint32_t line = 0;
+    std::pmr::string callee_file, callee_function;
   };
   mutable std::mutex mu_;
   PrivateHeap heap_;  // guarded by mu_, like the tables it holds

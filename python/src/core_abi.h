@@ -58,6 +58,7 @@ typedef struct CoreAbi {
   __typeof__(&gnnprof_preload_torch_loop) torch_loop;                   /* or NULL */
   void (*set_loop_extent)(const char* file, const char* function, unsigned first, unsigned last); /* or NULL */
   void (*set_loop_line)(uint32_t site);                                                          /* or NULL */
+  void (*line_callee)(uint32_t site, const char* file, const char* function);                    /* or NULL */
   /* The block trial (gnnprof/block_trial.h): all NULL for an older core. */
   void* (*trial_new)(int arms, int warmup, int block, int rounds, double min_gain);
   int (*trial_iteration)(void* trial, uint64_t now_ns);

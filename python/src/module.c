@@ -71,6 +71,7 @@ static int resolve(void* h, CoreAbi* t, const char** missing) {
   *(void**)(&t->set_data_hook) = dlsym(h, "gnnprof_set_data_hook");
   *(void**)(&t->set_loop_extent) = dlsym(h, "gnnprof_set_loop_extent");
   *(void**)(&t->set_loop_line) = dlsym(h, "gnnprof_set_loop_line");
+  *(void**)(&t->line_callee) = dlsym(h, "gnnprof_line_callee");
   *(void**)(&t->close_torch_thread) = dlsym(h, "gnnprof_preload_close_torch_thread");
   *(void**)(&t->torch_state) = dlsym(h, "gnnprof_preload_torch_state");
   *(void**)(&t->torch_module) = dlsym(h, "gnnprof_preload_torch_module");

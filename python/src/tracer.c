@@ -181,7 +181,10 @@ static PyObject* eval_hook(PyThreadState* ts, Frame* f, int throwflag) {
       x = tt != NULL ? decide(&tt->deciding, co) : REJECT;
     }
     if (is_library(x) || x == LOADER) want = 0;
-    else if (x == MAYBE || x == MAYBE_LOADED) want = pulled_by_loop(ts, f, x);
+    else if (x == MAYBE || x == MAYBE_LOADED) {
+      want = pulled_by_loop(ts, f, x);
+      if (!want) note_callee(t_trace, co);
+    }
     else if (x == LOADER_SUBSCR)
       want = PY_VERSION_HEX >= 0x030B0000 && runs_for_loop(current_frame(ts)) && loader_trace_due(co);
     else want = 1;

@@ -748,6 +748,30 @@ static void lookup(CodeInfo* ci, int line, int32_t* stmt, uint32_t* site) {
   *site = file != NULL ? g_core.line_site(file, (unsigned)line, fn != NULL ? fn : "", "") : 0;
 }
 
+/* Line sites whose callee the core has (under the GIL): each is passed once. */
+enum { kNotedSites = 1024 };
+static uint32_t g_noted_sites[kNotedSites];
+
+void note_callee(ThreadTrace* tt, PyCodeObject* co) {
+  const Entry* e = top_entry(tt);
+  if (e == NULL || e->site == 0 || g_core.line_callee == NULL) return;
+  const uint32_t site = e->site & ~GNNPROF_DATA_LINE;
+  uint32_t i = (site * 2654435761u) & (kNotedSites - 1);
+  for (int n = 0; g_noted_sites[i] != site; i = (i + 1) & (kNotedSites - 1)) {
+    if (g_noted_sites[i] == 0) break;
+    if (++n == kNotedSites) return; /* full: the lines noted so far keep theirs */
+  }
+  if (g_noted_sites[i] == site) return;
+  g_noted_sites[i] = site;
+  const char* file = PyUnicode_AsUTF8(co->co_filename);
+  const char* fn = file != NULL ? PyUnicode_AsUTF8(CODE_QUALNAME(co)) : NULL;
+  if (fn == NULL) {
+    PyErr_Clear();
+    return;
+  }
+  g_core.line_callee(site, file, fn);
+}
+
 int multi_line(const CodeInfo* ci, int line) {
   const int off = line - ci->first;
   if (ci->state != 1 || off < 0 || off >= ci->n) return 0;

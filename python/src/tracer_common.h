@@ -198,6 +198,10 @@ Entry* push(ThreadTrace* tt, const void* f, CodeInfo* ci, int adopted);
 static inline Entry* top_entry(ThreadTrace* tt) {
   return tt->depth > 0 && tt->depth <= kMaxDepth ? &tt->stack[tt->depth - 1] : NULL;
 }
+/* User code co, not traced, begins under the thread's current traced statement: the core
+ * keeps the first such function per line (gnnprof_line_callee), for the report to name the
+ * file that `--lines` would add. */
+void note_callee(ThreadTrace* tt, PyCodeObject* co);
 /* Ends the entry's current statement at `now` (no new line set). */
 void end_statement(Entry* e, uint64_t now);
 /* As e leaves: the statement of the entry it paused goes on (site restored, no hit); that

@@ -182,7 +182,11 @@ static void* selection(ThreadTrace* tt, PyCodeObject* co) {
   }
   if (is_loader(x)) g_loader_seen = 1;
   if (is_library(x) || is_loader(x)) return REJECT;
-  if (x == MAYBE || x == MAYBE_LOADED) return join_if_pulled(tt, co, x);
+  if (x == MAYBE || x == MAYBE_LOADED) {
+    CodeInfo* joined = join_if_pulled(tt, co, x);
+    if (joined == NULL) note_callee(tt, co);
+    return joined;
+  }
   return x;
 }
 

@@ -257,6 +257,9 @@ std::string callee_hint(const LineTable& t, bool brief) {
       // A loop's statement: not one call holding the run (`trainer.fit(...)`, whose callbacks
       // are traced and whose rest is the framework's).
       if (l == nullptr || l->hits < 2 || r.pct < 50.0 || l->code.find('(') == std::string::npos) continue;
+      // Only user code the tracer saw run under the line untraced: `out = model(x)` over
+      // torch's own modules has its ops in the op tables, and no line to add.
+      if (l->callee_file.empty()) continue;
       // Stages are split over the line's observed hits (iteration sampling).
       const std::int64_t observed = l->total_ns - l->unobserved_ns > 0 ? l->total_ns - l->unobserved_ns : l->total_ns;
       std::int64_t torch_own = 0;
@@ -270,14 +273,16 @@ std::string callee_hint(const LineTable& t, bool brief) {
                                       [&](const LineBlock& o) { return &o != &b && 2 * o.total_ns >= r.time_ns; });
       if (traced) continue;
       const std::string file = base_name(b.file);
+      const std::string callee = base_name(l->callee_file);
       if (brief)
-        return fmt::format("{}:{} holds {:.0f}% of {}() in calls not traced: gnnprof run --lines auto --lines {} -- ... "
-                           "traces them",
-                           file, r.line, r.pct, b.function, file);
-      return fmt::format("Line {} of {} takes {:.0f}% of {}() in what it calls, which is not traced: `gnnprof run "
-                         "--lines auto --lines {} -- ...` traces every function of {} as well (name the file that "
-                         "defines what it calls, if another; FILE:FUNCTION for one function).",
-                         r.line, file, r.pct, b.function, file, file);
+        return fmt::format("{}:{} holds {:.0f}% of {}() in calls not traced ({}() of {}): gnnprof run --lines auto "
+                           "--lines {} -- ... traces them",
+                           file, r.line, r.pct, b.function, l->callee_function, callee, callee);
+      return fmt::format("Line {} of {} takes {:.0f}% of {}() in what it calls, which is not traced: it runs {}() of {}. "
+                         "`gnnprof run --lines auto --lines {} -- ...` traces every function of {} as well "
+                         "(--lines {}:{} that one alone).",
+                         r.line, file, r.pct, b.function, l->callee_function, callee, callee, callee, callee,
+                         l->callee_function);
     }
   }
   return "";

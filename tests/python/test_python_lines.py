@@ -570,6 +570,26 @@ def test_a_spec_that_profile_already_selected_is_matched(gnnprof_run):
     assert {l["function"] for l in r.profile["lines"]} >= {"multiline"}
 
 
+def test_a_line_records_the_first_user_function_it_ran_untraced(gnnprof_run, plain_run):
+    """`spin_module.spin(...)` runs a function of another user file, not traced: the profile's
+    line names it (callee_file, callee_function) and the table says which file `--lines` would
+    add. A line running only the standard library (json) names none. Auto selection on, as by
+    default (with explicit specs alone, other user code is not looked at). No torch: runs on
+    every Python the tracer is built for (3.12+: sys.monitoring)."""
+    path = script("untraced_callee.py")
+    r = gnnprof_run(path, "20", lines=["auto", "untraced_callee.py:loop"])
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "20").out
+    lines = r.lines("loop")
+    spin = lines[line_of(path, "spin_module.spin(0.002)")]
+    assert spin["hits"] == 20, lines
+    assert spin["callee_file"] == os.path.join(os.path.dirname(path), "spin_module.py"), spin
+    assert spin["callee_function"] == "spin", spin
+    assert [l for l in lines.values() if "callee_file" in l] == [spin], lines
+    text = subprocess.run([CLI, "report", r.path, "--lines"], capture_output=True, text=True).stdout
+    assert "it runs spin() of spin_module.py. `gnnprof run --lines auto --lines spin_module.py -- ...`" in text, text
+
+
 # ---- statement shapes (a kernprof-style script: bare @profile) ----
 
 @pytest.fixture(scope="module")

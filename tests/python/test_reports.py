@@ -604,6 +604,7 @@ def test_a_line_holding_the_loop_in_untraced_calls_says_how_to_trace_them(gnnpro
     text = report("--lines", r.path)
     hint = [l for l in text.splitlines() if l.startswith(f"Line {at} of python_in_model.py takes")]
     assert hint, text
+    assert "it runs Sage.loss() of python_in_model.py." in hint[0], hint  # the first user callee
     assert "`gnnprof run --lines auto --lines python_in_model.py -- ...`" in hint[0], hint
     assert f"python_in_model.py:{at} holds" in r.err, r.err  # the run's summary on stderr
     deeper = gnnprof_run(path, str(steps), lines=["auto", "python_in_model.py"])
@@ -617,6 +618,41 @@ def test_a_line_holding_the_loop_in_untraced_calls_says_how_to_trace_them(gnnpro
     said = [l for l in report(deeper.path).splitlines() if l.startswith("[warning] python-in-forward:")]
     assert said, report(deeper.path)
     assert f"python_in_model.py:{line_of(path, 'picked = random.sample')} `picked = random.sample" in said[0], said
+
+
+@needs_torch
+def test_the_untraced_calls_hint_names_the_users_module_and_not_torchs(gnnprof_run, plain_run):
+    """A frozen backbone: `out = model(x)` is 90 %+ of the loop. Over torch's own nn.Sequential
+    there is no line to add (the op tables have its ops): no hint. Over a module of the user's
+    own file, the hint names that file and the function the tracer saw run, and its command
+    traces it."""
+    path = script("frozen_backbone.py")
+    steps = 12
+    at = line_of(path, "out = model(x)")
+    for kind in ("torch", "user"):
+        r = gnnprof_run(path, kind, str(steps))
+        assert r.rc == 0, r.err
+        assert r.out == plain_run(path, kind, str(steps)).out
+        lines = r.lines("<module>")
+        assert lines[at]["total_ns"] > 0.5 * sum(l["total_ns"] for l in lines.values()), lines
+        text = report("--lines", r.path)
+        said = [l for l in text.splitlines() if "in what it calls, which is not traced" in l]
+        if kind == "torch":
+            assert not said, text
+            assert "calls not traced" not in r.err, r.err
+            assert "callee_file" not in lines[at], lines[at]
+            continue
+        assert lines[at]["callee_file"].endswith("/backbone_model.py"), lines[at]
+        assert lines[at]["callee_function"] == "Backbone.forward", lines[at]
+        assert len(said) == 1 and said[0].startswith(f"Line {at} of frozen_backbone.py takes"), text
+        assert "it runs Backbone.forward() of backbone_model.py." in said[0], said
+        assert "`gnnprof run --lines auto --lines backbone_model.py -- ...`" in said[0], said
+        assert "(Backbone.forward() of backbone_model.py): gnnprof run --lines auto --lines backbone_model.py" in r.err
+        deeper = gnnprof_run(path, kind, str(steps), lines=["auto", "backbone_model.py"])
+        assert deeper.rc == 0, deeper.err
+        forward = deeper.lines("Backbone.forward")
+        assert [l["hits"] for l in forward.values()] == [steps, steps], forward
+        assert "in what it calls, which is not traced" not in report("--lines", deeper.path)
 
 
 @needs_torch

@@ -398,7 +398,8 @@ TEST(LineTable, LinesTheObserverSlowedAreNamedWithBothPaces) {
 }
 
 // graphsage-simple's loop: one line, `loss = model.loss(nodes, labels)`, takes 90 % of the loop
-// in the model, whose functions are not traced: the table says how to trace them.
+// in the model, whose functions are not traced: the table names the file that defines the
+// first of them (the tracer saw it run under the line) and how to trace it.
 TEST(LineTable, ALineTakingMostOfItsFunctionInUntracedCallsSaysHowToTraceThem) {
   Profile p;
   auto line = [&](std::uint32_t n, const std::string& code, std::int64_t total, std::map<std::string, std::int64_t> stages) {
@@ -410,12 +411,17 @@ TEST(LineTable, ALineTakingMostOfItsFunctionInUntracedCallsSaysHowToTraceThem) {
   };
   p.lines = {line(1, "loss = model.loss(nodes, labels)", 90'000'000, {{"forward", 60'000'000}}),
              line(2, "loss.backward()", 10'000'000, {{"backward", 10'000'000}})};
+  // Only torch's own modules ran under it (no user callee): the op tables have them.
+  EXPECT_EQ(reports::callee_hint(reports::build_line_table(p, {})), "");
+  p.lines[0].callee_file = "/src/models/sage.py";
+  p.lines[0].callee_function = "SupervisedGraphSage.loss";
   const std::string hint = reports::callee_hint(reports::build_line_table(p, {}));
-  EXPECT_EQ(hint, "Line 1 of t.py takes 90% of train() in what it calls, which is not traced: `gnnprof run --lines auto "
-                  "--lines t.py -- ...` traces every function of t.py as well (name the file that defines what it "
-                  "calls, if another; FILE:FUNCTION for one function).");
+  EXPECT_EQ(hint, "Line 1 of t.py takes 90% of train() in what it calls, which is not traced: it runs "
+                  "SupervisedGraphSage.loss() of sage.py. `gnnprof run --lines auto --lines sage.py -- ...` traces "
+                  "every function of sage.py as well (--lines sage.py:SupervisedGraphSage.loss that one alone).");
   EXPECT_EQ(reports::callee_hint(reports::build_line_table(p, {}), true),
-            "t.py:1 holds 90% of train() in calls not traced: gnnprof run --lines auto --lines t.py -- ... traces them");
+            "t.py:1 holds 90% of train() in calls not traced (SupervisedGraphSage.loss() of sage.py): gnnprof run "
+            "--lines auto --lines sage.py -- ... traces them");
   std::ostringstream text;
   ASSERT_TRUE(reports::TextReporter({}).render(p, text));
   EXPECT_NE(text.str().find(hint), std::string::npos) << text.str();

@@ -216,6 +216,9 @@ GNNPROF_C_API gnnprof_site_t gnnprof_current_line(void);
 GNNPROF_C_API int gnnprof_line_after(gnnprof_site_t line, gnnprof_site_t anchor);
 /* The lines of a function's training loop (the Python tracer, when it selects the loop). */
 GNNPROF_C_API void gnnprof_set_loop_extent(const char* file, const char* function, unsigned first, unsigned last);
+/* While `line` was current, its thread ran `function` of `file`, user code that is not traced
+ * (the Python tracer: what `--lines FILE` would add). The first call per line is kept. */
+GNNPROF_C_API void gnnprof_line_callee(gnnprof_site_t line, const char* file, const char* function);
 /* The calling thread's current line in its training loop's function (the Python tracer sets it
  * at each of that function's lines), 0 if none: the loop's statement that a helper runs under
  * (a Trainer's `loss = self.step(batch)`) while the current line is the helper's. */

@@ -157,6 +157,9 @@ struct LineStats {
   /// Times tracing began during this statement in a frame already running (the auto-selected
   /// loop, found at its first optimizer step): that frame's earlier statements ran untraced.
   std::uint64_t began_running = 0;
+  /// The first user function (its file and qualified name) that ran under this line without
+  /// being traced (traced Python): where `--lines` would look next.
+  std::string callee_file, callee_function;
 };
 
 /// Copies grouped by where they happened and how.
