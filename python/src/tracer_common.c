@@ -763,13 +763,14 @@ void note_callee(ThreadTrace* tt, PyCodeObject* co) {
   }
   if (g_noted_sites[i] == site) return;
   g_noted_sites[i] = site;
+  /* A frame may start with an exception pending (thrown into a generator): kept as it is. */
+  PyObject *et, *ev, *tb;
+  PyErr_Fetch(&et, &ev, &tb);
   const char* file = PyUnicode_AsUTF8(co->co_filename);
   const char* fn = file != NULL ? PyUnicode_AsUTF8(CODE_QUALNAME(co)) : NULL;
-  if (fn == NULL) {
-    PyErr_Clear();
-    return;
-  }
-  g_core.line_callee(site, file, fn);
+  if (fn != NULL) g_core.line_callee(site, file, fn);
+  PyErr_Clear();
+  PyErr_Restore(et, ev, tb);
 }
 
 int multi_line(const CodeInfo* ci, int line) {

@@ -205,6 +205,11 @@ bool gpu_recorded(const Profile& p) {
 
 }  // namespace
 
+bool is_loader_scope(std::string_view stage) noexcept {
+  constexpr std::string_view kPrefix = "enumerate(DataLoader)#";
+  return stage.rfind(kPrefix, 0) == 0;
+}
+
 bool is_worker_wait(std::string_view stage) noexcept {
   return stage.rfind("enumerate(DataLoader)#_MultiProcessing", 0) == 0;
 }
@@ -892,7 +897,7 @@ bool unprefetched_python_loader_loop(const Profile& p) {
   for (const CollectorInfo& c : p.collectors)
     if (c.enabled && (c.name == "prefetch-loaders" || c.name == "prefetch-threads")) return false;
   return std::any_of(p.stages.begin(), p.stages.end(),
-                     [](const StageStats& s) { return s.name.rfind("enumerate(DataLoader)", 0) == 0; });
+                     [](const StageStats& s) { return is_loader_scope(s.name); });
 }
 
 }  // namespace

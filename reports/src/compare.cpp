@@ -427,8 +427,6 @@ void describe_run(const Profile& profile, std::int64_t skip_option, RunRecord& r
 
 namespace {
 
-constexpr const char* kLoaderPrefix = "enumerate(DataLoader)#";
-
 // A DataLoader's batches come from "enumerate(DataLoader)#<its iterator class>.__next__": a
 // side with workers has _MultiProcessingDataLoaderIter's, one without _SingleProcessDataLoaderIter's.
 // When the sides' sets differ, each side's become kLoaderNext: one stage, compared.
@@ -436,7 +434,7 @@ std::set<std::string> loader_next_names(const std::vector<Profile>& side) {
   std::set<std::string> out;
   for (const Profile& p : side)
     for (const auto& s : p.stages)
-      if (s.name.rfind(kLoaderPrefix, 0) == 0 && s.name.size() > 9 && s.name.compare(s.name.size() - 9, 9, ".__next__") == 0)
+      if (is_loader_scope(s.name) && s.name.size() > 9 && s.name.compare(s.name.size() - 9, 9, ".__next__") == 0)
         out.insert(s.name);
   return out;
 }

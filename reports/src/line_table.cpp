@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "gnnprof/reports/analysis.h"
 #include "gnnprof/reports/format.h"
 
 namespace gnnprof::reports {
@@ -266,7 +267,7 @@ std::string callee_hint(const LineTable& t, bool brief) {
       // A DataLoader's __next__ too: its workers' profiles show their work, and auto selection
       // traces the user code it calls in this process.
       for (const auto& [stage, ns] : l->stages)
-        if (not_callees.count(stage) != 0 || stage.rfind("enumerate(DataLoader)#", 0) == 0) torch_own += ns;
+        if (not_callees.count(stage) != 0 || is_loader_scope(stage)) torch_own += ns;
       if (2 * torch_own >= observed) continue;
       // A traced function of comparable time is most likely what it calls.
       const bool traced = std::any_of(t.blocks.begin(), t.blocks.end(),

@@ -225,6 +225,10 @@ std::string sampled_ops_note(const Profile& p, bool gpu_records = false);
 /// The diagnostics rules (docs/diagnostics.md): stable ids, severity, message, evidence.
 std::vector<Diagnostic> diagnose(const Profile& profile, const Analysis& analysis);
 
+/// Whether a stage is a DataLoader's scope around a batch it hands out (torch's
+/// "enumerate(DataLoader)#<its iterator class>.__next__" record_function).
+bool is_loader_scope(std::string_view stage) noexcept;
+
 /// Whether a loop-thread stage is the wait for a multi-process DataLoader's workers (torch's
 /// "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__" scope).
 bool is_worker_wait(std::string_view stage) noexcept;
