@@ -753,6 +753,7 @@ enum { kNotedSites = 1024 };
 static uint32_t g_noted_sites[kNotedSites];
 
 void note_callee(ThreadTrace* tt, PyCodeObject* co) {
+  if (tt == NULL) return; /* a thread that has traced nothing */
   const Entry* e = top_entry(tt);
   if (e == NULL || e->site == 0 || g_core.line_callee == NULL) return;
   const uint32_t site = e->site & ~GNNPROF_DATA_LINE;

@@ -201,7 +201,7 @@ static inline Entry* top_entry(ThreadTrace* tt) {
 /* User code co, not traced, begins under the thread's current traced statement: the core
  * keeps the first such function per line (gnnprof_line_callee), for the report to name the
  * file that `--lines` would add. */
-void note_callee(ThreadTrace* tt, PyCodeObject* co);
+void note_callee(ThreadTrace* tt, PyCodeObject* co); /* tt: NULL, or the thread's */
 /* Ends the entry's current statement at `now` (no new line set). */
 void end_statement(Entry* e, uint64_t now);
 /* As e leaves: the statement of the entry it paused goes on (site restored, no hit); that

@@ -575,7 +575,8 @@ def test_a_line_records_the_first_user_function_it_ran_untraced(gnnprof_run, pla
     line names it (callee_file, callee_function) and the table says which file `--lines` would
     add. A line running only the standard library (json) names none. Auto selection on, as by
     default (with explicit specs alone, other user code is not looked at). No torch: runs on
-    every Python the tracer is built for (3.12+: sys.monitoring)."""
+    every Python the tracer is built for (3.12+: sys.monitoring). Then threads with no trace
+    state start that function (python.prefetch found the segfault this guards against)."""
     path = script("untraced_callee.py")
     r = gnnprof_run(path, "20", lines=["auto", "untraced_callee.py:loop"])
     assert r.rc == 0, r.err
