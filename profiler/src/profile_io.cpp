@@ -292,7 +292,8 @@ struct Record<RunInfo> {
                  field("parent_pid", &R::parent_pid, Presence::kWhenSet),
                  field("loader", &R::loader, Presence::kWhenSet),
                  field("exit_code", &R::exit_code, Presence::kWhenSet),
-                 field("exit_signal", &R::exit_signal, Presence::kWhenSet)};
+                 field("exit_signal", &R::exit_signal, Presence::kWhenSet),
+                 field("process_start_unix_ns", &R::process_start_unix_ns, Presence::kWhenSet)};
 };
 template <>
 struct Record<IterationStats> {

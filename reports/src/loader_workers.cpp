@@ -192,11 +192,14 @@ LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<
     const std::int64_t start = x->run.start_unix_ns, end = start + x->wall_ns;
     // (Not a worker started after the set's first batch: a spawned set's workers start seconds
     // apart, each importing torch, and the first may have fetched by then.)
+    // A spawned worker's session begins after its imports: the set started with its processes.
+    const std::int64_t launched = x->run.process_start_unix_ns > 0 ? std::min(start, x->run.process_start_unix_ns) : start;
     if (w.generations.empty() || start >= first_end || (per_set > 0 && w.generations.back().workers >= per_set)) {
-      w.generations.push_back({start - parent.run.start_unix_ns, 0});
+      w.generations.push_back({launched - parent.run.start_unix_ns, 0});
       first_end = end;
     }
     LoaderWorkers::Generation& g = w.generations.back();
+    g.start_ns = std::min(g.start_ns, launched - parent.run.start_unix_ns);
     ++g.workers;
     first_end = std::min(first_end, end);
     for (const IterationStats& it : x->iterations)

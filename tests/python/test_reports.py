@@ -824,6 +824,26 @@ def test_dataloader_workers_started_anew_each_epoch_are_named_with_their_cost(gn
 
 
 @needs_torch
+def test_spawned_workers_restarts_count_their_imports(gnnprof_run, plain_run):
+    """Spawned workers' sessions begin when torch's worker loop starts, after the new
+    interpreter's imports (a second or so of start-up, each epoch): their profiles carry the
+    process's own start, and loader-restarts counts from it. It did not fire before."""
+    path = script("worker_restarts.py")
+    args = ("0", "2", "12", "0", "spawn")
+    r = gnnprof_run(path, *args)
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, *args).out
+    workers = [json.loads(open(f).read()) for f in glob.glob(r.path[:-len(".json")] + ".*.json")]
+    assert len(workers) == 4, [w["run"]["pid"] for w in workers]
+    for w in workers:
+        began = w["run"]["process_start_unix_ns"]
+        assert 0 < w["run"]["start_unix_ns"] - began < 60e9, w["run"]
+    diags = section(report(r.path), "Diagnostics")
+    assert "[warning] loader-restarts: the DataLoader starts its 2 worker processes anew at each pass over it " \
+           "(2 starts; persistent_workers is off)" in diags, diags
+
+
+@needs_torch
 def test_a_validation_loaders_workers_are_told_from_the_training_loaders(gnnprof_run, plain_run):
     """A validation loader with workers of its own beside the training loader's (each started
     anew at each pass, in the iteration the next epoch's workers start in): every worker's

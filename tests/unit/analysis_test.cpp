@@ -838,6 +838,44 @@ TEST(Diagnostics, LoaderRestarts) {
   EXPECT_FALSE(has(q.diagnostics, "loader-restarts"));
 }
 
+// Spawned sets: each worker's session begins 5 ms before its first batch, after 400 ms of the
+// new interpreter's imports. Counted from the sessions, the restarts cost nothing; from the
+// processes' start (run.process_start_unix_ns), 400 ms less a batch each.
+TEST(Diagnostics, LoaderRestartsOfSpawnedWorkersCountTheirImports) {
+  Profile p = loop_profile(false);
+  p.run.pid = 10;
+  p.run.start_unix_ns = 1000 * kMs;
+  for (auto& it : p.iterations) it.begin_ns = static_cast<std::int64_t>(it.index) * 100 * kMs;
+  for (int i : {8, 16}) p.iterations[i].wall_ns = 500 * kMs;
+  std::vector<Profile> ws;
+  for (int i : {0, 8, 16})
+    for (int w = 0; w < 2; ++w) {
+      Profile x;
+      x.run.pid = 20 + i + w;
+      x.run.parent_pid = 10;
+      x.run.process_start_unix_ns = p.run.start_unix_ns + p.iterations[i].begin_ns + w * kMs;
+      x.run.start_unix_ns = x.run.process_start_unix_ns + 400 * kMs;
+      x.wall_ns = 700 * kMs;
+      IterationStats batch;
+      batch.begin_ns = 0;
+      batch.wall_ns = 5 * kMs;
+      batch.complete = true;
+      x.iterations.push_back(batch);
+      ws.push_back(x);
+    }
+  Report r = make_report(p, {});
+  set_loader_workers(r, summarize_loader_workers(p, ws));
+  ASSERT_EQ(r.workers.generations.size(), 3u);
+  EXPECT_EQ(r.workers.generations[1].start_ns, p.iterations[8].begin_ns);
+  ASSERT_TRUE(has(r.diagnostics, "loader-restarts"));
+  const auto& d = *std::find_if(r.diagnostics.begin(), r.diagnostics.end(), [](const Diagnostic& x) { return x.id == "loader-restarts"; });
+  EXPECT_DOUBLE_EQ(d.evidence.at("restart_excess_ns"), 2 * 400.0 * kMs);
+  for (auto& w : ws) w.run.process_start_unix_ns = 0;  // as profiles without it read
+  Report q = make_report(p, {});
+  set_loader_workers(q, summarize_loader_workers(p, ws));
+  EXPECT_FALSE(has(q.diagnostics, "loader-restarts"));
+}
+
 // Lightning's shape: a training loader's workers (2, started anew each epoch, the last epoch's
 // exiting after the next's start) beside a validation loader's (2 per pass, in the iterations
 // the training sets begin in). The training loader's sets are summarized; a restart costs its

@@ -34,6 +34,10 @@ struct RunInfo {
   std::string start_time;              ///< ISO 8601 UTC, e.g. 2026-11-21T13:48:46Z
   std::int64_t start_unix_ns = 0;      ///< CLOCK_REALTIME at session start
   std::int64_t start_monotonic_ns = 0; ///< CLOCK_MONOTONIC at session start (the time origin)
+  /// CLOCK_REALTIME when the process began (/proc, 10 ms ticks), where that is more than two
+  /// ticks before the session's start (a spawned DataLoader worker's session begins after its
+  /// imports); 0 otherwise.
+  std::int64_t process_start_unix_ns = 0;
   std::optional<std::int64_t> rank, local_rank, world_size;
   /// Names the launch that all ranks of one distributed run share: GNNPROF_RUN_ID (set by
   /// `gnnprof run`), else TORCHELASTIC_RUN_ID unless "none"; "" when unknown.
