@@ -269,9 +269,12 @@ std::string callee_hint(const LineTable& t, bool brief) {
       for (const auto& [stage, ns] : l->stages)
         if (not_callees.count(stage) != 0 || is_loader_scope(stage)) torch_own += ns;
       if (2 * torch_own >= observed) continue;
-      // A traced function of comparable time is most likely what it calls.
-      const bool traced = std::any_of(t.blocks.begin(), t.blocks.end(),
-                                      [&](const LineBlock& o) { return &o != &b && 2 * o.total_ns >= r.time_ns; });
+      // Its callee traced after all, or a traced function of comparable time that fits in the
+      // line's (what it calls, most likely; a caller's time holds the line's).
+      const bool traced = std::any_of(t.blocks.begin(), t.blocks.end(), [&](const LineBlock& o) {
+        return &o != &b && ((o.file == l->callee_file && o.function == l->callee_function) ||
+                            (2 * o.total_ns >= r.time_ns && o.total_ns <= r.time_ns));
+      });
       if (traced) continue;
       const std::string file = base_name(b.file);
       const std::string callee = base_name(l->callee_file);

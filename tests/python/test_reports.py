@@ -656,6 +656,31 @@ def test_the_untraced_calls_hint_names_the_users_module_and_not_torchs(gnnprof_r
 
 
 @needs_torch
+def test_a_full_batch_models_forward_line_names_the_model_over_the_traced_caller(gnnprof_run, plain_run):
+    """PyG's introductory shape: the module's loop calls train(), both traced, the model in the
+    same file. `out = model(x, edge_index)` holds most of train(): the hint names GCN.forward
+    (the traced caller, whose time holds the line's, did not hide it), and its command traces
+    the gather line with the backward it built."""
+    path = script("full_batch_gcn.py")
+    r = gnnprof_run(path, "20")
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "20").out
+    at = line_of(path, "out = model(x, edge_index)")
+    assert r.lines("train")[at]["callee_function"] == "GCN.forward", r.lines("train")[at]
+    text = report("--lines", r.path)
+    said = [l for l in text.splitlines() if "in what it calls, which is not traced" in l]
+    assert len(said) == 1 and said[0].startswith(f"Line {at} of full_batch_gcn.py takes"), text
+    assert "it runs GCN.forward() of full_batch_gcn.py." in said[0], said
+    deeper = gnnprof_run(path, "20", lines=["auto", "full_batch_gcn.py"])
+    assert deeper.rc == 0, deeper.err
+    conv = deeper.lines("GCNConv.forward")
+    gather = conv[line_of(path, "msg = h[edge_index[0]]")]
+    assert gather["hits"] == 2 * (20 + 2), gather  # two layers, 20 train and 2 test passes
+    assert gather.get("backward_ns", 0) > 0, gather
+    assert "in what it calls, which is not traced" not in report("--lines", deeper.path)
+
+
+@needs_torch
 @pytest.mark.parametrize("form", ["iadd", "sub_"])
 def test_a_loop_updating_its_weights_through_data_has_iterations_and_a_line_table(gnnprof_run, plain_run, form):
     """makemore's loop: leaf tensors in a list, no module, optimizer or DataLoader, updated

@@ -435,6 +435,19 @@ TEST(LineTable, ALineTakingMostOfItsFunctionInUntracedCallsSaysHowToTraceThem) {
   p.lines.push_back(callee);
   EXPECT_EQ(reports::callee_hint(reports::build_line_table(p, {})), "");
   p.lines.pop_back();
+  // A traced caller (the script's `loss = train()`, holding the line's time and more) does not
+  // hide it; the named callee traced after all (a later --lines) does, whatever its time.
+  LineStats caller = line(30, "train()", 95'000'000, {});
+  caller.function = "<module>";
+  p.lines.push_back(caller);
+  EXPECT_EQ(reports::callee_hint(reports::build_line_table(p, {})), hint);
+  p.lines.pop_back();
+  LineStats named = line(3, "return self.net(x)", 20'000'000, {{"forward", 20'000'000}});
+  named.file = "/src/models/sage.py";
+  named.function = "SupervisedGraphSage.loss";
+  p.lines.push_back(named);
+  EXPECT_EQ(reports::callee_hint(reports::build_line_table(p, {})), "");
+  p.lines.pop_back();
   // Mostly backward or the optimizer (torch's own work), or no call, or under half: nothing.
   p.lines[0].stages = {{"backward", 50'000'000}};
   EXPECT_EQ(reports::callee_hint(reports::build_line_table(p, {})), "");
