@@ -362,7 +362,6 @@ LineTable build_line_table(const Profile& p, const std::vector<std::string>& sou
         t.wait |= r.extras.wait_ns > 0;
         t.backward |= r.extras.backward_ns > 0;
         t.estimated |= r.extras.estimated;
-        t.unknown |= r.extras.unknown;
       }
       b.rows.push_back(std::move(r));
     };
@@ -375,8 +374,13 @@ LineTable build_line_table(const Profile& p, const std::vector<std::string>& sou
       b.first = lines.front()->line;
       for (const auto& [n, l] : by_line) add(n, l, "");
     }
-    for (LineRow& r : b.rows)
+    for (LineRow& r : b.rows) {
       r.pct = b.paced_ns > 0 ? 100.0 * static_cast<double>(r.time_ns) / static_cast<double>(b.paced_ns) : 0.0;
+      // Whatever a line under 0.1% of its function held is too little to mark (`total = 0`
+      // between epochs, whose hits all fall outside the observed iterations): left blank.
+      if (r.extras.unknown && r.pct < 0.1) r.extras.unknown = false;
+      t.unknown |= r.extras.unknown;
+    }
     t.blocks.push_back(std::move(b));
   }
   // Heaviest function first (ties by file, function), so the order does not depend on where
@@ -399,7 +403,9 @@ std::string extra_columns_legend(const LineTable& t) {
   add(t.backward, "Backward = autograd backward of the graph the line built");
   add(t.estimated, "~ = estimated: torch ops were observed in some iterations only (iteration sampling), so the "
                    "line's figures from its observed hits are scaled to all its hits");
-  add(t.unknown && t.any_extra(), "? = not known: torch ops were observed in none of the line's hits");
+  add(t.unknown && t.any_extra(),
+      "? = not known: torch ops were observed in none of the line's hits (blank where the line took under 0.1% of "
+      "its function)");
   return out;
 }
 

@@ -365,6 +365,12 @@ TEST(LineTable, ExtrasOfPartlyObservedLinesAreScaledAndMarked) {
   EXPECT_NE(line3.find(" ?"), std::string::npos) << line3;
   EXPECT_NE(s.find("from the 1 of 2 iterations whose ops it observed"), std::string::npos) << s;
   EXPECT_NE(html.str().find("estimated: torch ops observed in 4 of the line&apos;s 10 hits"), std::string::npos);
+  // A line under 0.1% of its function (`total = 0` between epochs): blank, not "?".
+  LineStats tiny = train_line(4, 2, 2);
+  tiny.total_ns = 2000;
+  p.lines.push_back(tiny);
+  const reports::LineTable u = reports::build_line_table(p, {});
+  for (const reports::LineRow& r : u.blocks.at(0).rows) EXPECT_EQ(r.extras.unknown, r.line == 3) << r.line;
 }
 
 TEST(LineTable, LinesTheObserverSlowedAreNamedWithBothPaces) {
