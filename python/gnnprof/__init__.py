@@ -116,7 +116,14 @@ if _native is not None:
     class stage(_native.Stage):
         """A stage: `with gnnprof.stage("sample"):` or `@gnnprof.stage("sample")`. The category
         follows the name (sample, gather, h2d... are data; forward, backward, optimizer are
-        compute) unless given."""
+        compute) unless given. Bare, `@gnnprof.stage` names it after the function, category
+        "function" (C++: GNNPROF_FUNCTION())."""
+
+        def __new__(cls, name, category=None):
+            if callable(name) and not isinstance(name, str):
+                label = getattr(_function_of(name), "__qualname__", None) or type(name).__name__
+                return cls(label, "function")(name)
+            return super().__new__(cls)
 
         def __call__(self, fn):
             @functools.wraps(fn)
@@ -126,6 +133,11 @@ if _native is not None:
             return staged
 else:
     class stage:  # no native module: a stage that records nothing
+        def __new__(cls, name, category=None):
+            if callable(name) and not isinstance(name, str):
+                return name
+            return super().__new__(cls)
+
         def __init__(self, name, category=None):
             self.name = name
 
@@ -218,10 +230,26 @@ def record_transfer(nbytes, direction="h2d", memory="pinned", mode="async", dura
         _native.transfer(int(nbytes), _DIRECTIONS[direction], _MEMORY[memory], _MODES[mode], int(duration_ns))
 
 
-def record_materialization(rows, nbytes):
-    """Records a gather of `rows` rows (`nbytes` bytes), attributed to the current stage and line."""
-    if _state["bound"]:
+_materialize_sites = {}
+
+
+def record_materialization(rows, nbytes, name=None):
+    """Records a gather of `rows` rows (`nbytes` bytes), attributed to the current stage and line.
+    With a name (C++: GNNPROF_MATERIALIZE("name", rows, bytes)), the report's materializations
+    list it under that name, at the calling line."""
+    if not _state["bound"]:
+        return
+    if name is None:
         _native.materialize(int(rows), int(nbytes))
+        return
+    caller = sys._getframe(1)
+    key = (str(name), caller.f_code, caller.f_lineno)
+    site = _materialize_sites.get(key)
+    if site is None:
+        code = caller.f_code
+        site = _materialize_sites[key] = _native.materialize_site(
+            key[0], code.co_filename, getattr(code, "co_qualname", code.co_name), caller.f_lineno)
+    _native.materialize_at(site, int(rows), int(nbytes))
 
 
 def set_thread_name(name):

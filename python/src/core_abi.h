@@ -59,6 +59,9 @@ typedef struct CoreAbi {
   void (*set_loop_extent)(const char* file, const char* function, unsigned first, unsigned last); /* or NULL */
   void (*set_loop_line)(uint32_t site);                                                          /* or NULL */
   void (*line_callee)(uint32_t site, const char* file, const char* function);                    /* or NULL */
+  uint32_t (*site_register)(int kind, const char* name, const char* category, const char* file, const char* function,
+                            const char* code, unsigned line); /* or NULL */
+  void (*materialize_at)(uint32_t site, uint64_t rows, uint64_t bytes); /* or NULL */
   /* The block trial (gnnprof/block_trial.h): all NULL for an older core. */
   void* (*trial_new)(int arms, int warmup, int block, int rounds, double min_gain);
   int (*trial_iteration)(void* trial, uint64_t now_ns);

@@ -72,6 +72,9 @@ static int resolve(void* h, CoreAbi* t, const char** missing) {
   *(void**)(&t->set_loop_extent) = dlsym(h, "gnnprof_set_loop_extent");
   *(void**)(&t->set_loop_line) = dlsym(h, "gnnprof_set_loop_line");
   *(void**)(&t->line_callee) = dlsym(h, "gnnprof_line_callee");
+  *(void**)(&t->site_register) = dlsym(h, "gnnprof_site_register");
+  *(void**)(&t->materialize_at) = dlsym(h, "gnnprof_materialize_at");
+  if (t->site_register == NULL || t->materialize_at == NULL) t->site_register = NULL; /* both or neither */
   *(void**)(&t->close_torch_thread) = dlsym(h, "gnnprof_preload_close_torch_thread");
   *(void**)(&t->torch_state) = dlsym(h, "gnnprof_preload_torch_state");
   *(void**)(&t->torch_module) = dlsym(h, "gnnprof_preload_torch_module");
@@ -224,6 +227,28 @@ static PyObject* py_materialize(PyObject* self, PyObject* args) {
   if (!PyArg_ParseTuple(args, "KK", &rows, &bytes)) return NULL;
   REQUIRE_CORE();
   g_core.materialize(rows, bytes);
+  Py_RETURN_NONE;
+}
+
+/* materialize_site(name, file, function, line) -> a named materialization's site at that
+ * place (GNNPROF_MATERIALIZE's), or 0 when the core has none. */
+static PyObject* py_materialize_site(PyObject* self, PyObject* args) {
+  (void)self;
+  const char *name, *file, *function;
+  unsigned line;
+  if (!PyArg_ParseTuple(args, "sssI", &name, &file, &function, &line)) return NULL;
+  if (!g_core_bound || g_core.site_register == NULL) return PyLong_FromLong(0);
+  return PyLong_FromUnsignedLong(g_core.site_register(4 /* SiteKind::kMaterialize */, name, "", file, function, "", line));
+}
+
+static PyObject* py_materialize_at(PyObject* self, PyObject* args) {
+  (void)self;
+  unsigned long site;
+  unsigned long long rows, bytes;
+  if (!PyArg_ParseTuple(args, "kKK", &site, &rows, &bytes)) return NULL;
+  REQUIRE_CORE();
+  if (site != 0 && g_core.site_register != NULL) g_core.materialize_at((uint32_t)site, rows, bytes);
+  else g_core.materialize(rows, bytes);
   Py_RETURN_NONE;
 }
 
@@ -651,6 +676,8 @@ static PyMethodDef methods[] = {
     {"step_end", py_step_end, METH_NOARGS, "end the open iteration"},
     {"transfer", py_transfer, METH_VARARGS, NULL},
     {"materialize", py_materialize, METH_VARARGS, NULL},
+    {"materialize_site", py_materialize_site, METH_VARARGS, "materialize_site(name, file, function, line) -> site or 0"},
+    {"materialize_at", py_materialize_at, METH_VARARGS, "materialize_at(site, rows, bytes): a named gather"},
     {"note_collector", py_note_collector, METH_VARARGS, NULL},
     {"module_enter", py_module_enter, METH_VARARGS, "a module forward pre-hook: the thread enters a torch.nn.Module's call"},
     {"module_exit", py_module_exit, METH_VARARGS, "a module forward hook: the thread leaves a torch.nn.Module's call"},

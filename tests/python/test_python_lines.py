@@ -1252,10 +1252,17 @@ def test_package_joins_the_session_of_gnnprof_run(gnnprof_run, tmp_path):
     assert r.rc == 0, r.err
     assert "how process" in r.out
     assert len(list(tmp_path.glob("*.json"))) == 1  # one profile per process
-    stages = {s["name"] for s in r.profile["stages"]}
-    assert {"prepare", "sum"} <= stages
+    stages = {s["name"]: s for s in r.profile["stages"]}
+    assert {"prepare", "sum"} <= stages.keys()
+    assert stages["checksum"]["category"] == "function" and stages["checksum"]["hits"] == 12, stages.get("checksum")
     assert sum(1 for i in r.profile["iterations"] if i["complete"]) == 12
-    assert r.lines("loop")
+    at = line_of(script("api.py"), 'name="features"')
+    named = [m for m in r.profile["materializations"] if m["name"] == "features"]
+    assert [(m["line"], m["hits"], m["rows"], m["bytes"]) for m in named] == [(at, 12, 1200, 9600)], named
+    assert named[0]["file"].endswith("/api.py"), named
+    assert r.lines("loop")[at]["hits"] == 12
+    text = subprocess.run([CLI, "report", r.path, "--lines"], capture_output=True, text=True).stdout
+    assert "9.4 KiB" in [l for l in text.splitlines() if 'name="features"' in l][0], text
 
 
 def test_package_imported_on_its_own_starts_a_session(standalone_run):
@@ -1305,6 +1312,9 @@ def test_python_without_the_packages_abi_says_why_and_runs(gnnprof_run):
     c = r.collector("python-lines")
     assert c is not None and not c["enabled"]
     assert "does not load" in c["reason"] and ".".join(version.split(".")[:2]) in c["reason"]
+    # The API's stand-ins: stages (the bare decorator too) and records do nothing, the script runs.
+    api = gnnprof_run(script("api.py"), python=exe)
+    assert api.rc == 0 and api.out.splitlines()[0] == "total 59412", api.out + api.err
 
 
 @pytest.mark.skipif(pyenv("3.11") is None, reason="no other Python 3.11 here")
