@@ -94,6 +94,7 @@ void Aggregator::consume(std::uint32_t thread, const RawEvent& e) {
         l.unobserved += dur;
       }
       l.total += dur;
+      if (by_iteration) l.off_loop += dur;
       l.max = std::max(l.max, dur);
       keep_timeline(thread, e.site, e.kind, ts, dur, 0);
       Pending p{thread, e.site, ts, dur, false, true};
@@ -445,6 +446,7 @@ Profile Aggregator::build(const std::vector<SiteInfo>& sites, std::int64_t end_n
     ls.unobserved_hits = l.unobserved_hits;
     ls.unobserved_ns = l.unobserved;
     ls.began_running = l.began;
+    ls.off_loop_ns = l.off_loop;
     ls.callee_file = info.callee_file;
     ls.callee_function = info.callee_function;
     ls.total_ns = l.total;

@@ -91,6 +91,7 @@ class Aggregator {
     std::uint64_t began = 0;            // times tracing began during it, its frame already running
     std::int64_t unobserved = 0;        // the line's time in those iterations
     std::int64_t total = 0, max = 0;
+    std::int64_t off_loop = 0;  // its time on threads other than the loop's (a producer's)
     std::uint32_t stage = 0;
     bool timed = false;  // has had a line event (not only attributed time)
     std::pmr::map<std::uint32_t, std::int64_t> stages;  // outermost stage site -> ns

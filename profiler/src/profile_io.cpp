@@ -324,7 +324,8 @@ struct Record<LineStats> {
                  field("backward_ns", &L::backward_ns, Presence::kWhenSet),     field("gpu_ns", &L::gpu_ns, Presence::kWhenSet),
                  field("began_running", &L::began_running, Presence::kWhenSet),
                  field("callee_file", &L::callee_file, Presence::kWhenSet),
-                 field("callee_function", &L::callee_function, Presence::kWhenSet)};
+                 field("callee_function", &L::callee_function, Presence::kWhenSet),
+                 field("off_loop_ns", &L::off_loop_ns, Presence::kWhenSet)};
 };
 template <>
 struct Record<Diagnostic> {

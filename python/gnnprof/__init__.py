@@ -257,6 +257,13 @@ def set_thread_name(name):
         _native.set_thread_name(name)
 
 
+def _feeds_loop():
+    """The calling thread runs a data loader for the loop (the prefetcher's): the user code the
+    loader calls there joins the traced pipeline, as in a DataLoader worker."""
+    if _state["bound"] and not _state["none"]:
+        _native.feeds_loop()
+
+
 def status():
     """How the package is connected, for diagnostics and tests."""
     out = dict(bound=_state["bound"], how=_state["how"], lines=_state["lines"],

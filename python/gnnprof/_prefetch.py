@@ -169,6 +169,7 @@ def _produce(state, it, prefetcher_ref, api, cuda_device=None):
         if cuda_device is not None:
             sys.modules["torch"].cuda.set_device(cuda_device)
         api.set_thread_name("prefetch-0")
+        api._feeds_loop()  # its loader's user code (a Dataset's __getitem__, a collate_fn) is traced here
         load, prep, h2d = api.stage("load", "data"), api.stage("prepare", "data"), api.stage("h2d", "data")
     except Exception:
         pass

@@ -468,6 +468,12 @@ static PyObject* py_set_auto(PyObject* self, PyObject* arg) {
   Py_RETURN_NONE;
 }
 
+static PyObject* py_feeds_loop(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  tracer_feeds_loop_thread();
+  Py_RETURN_NONE;
+}
+
 static PyObject* py_set_decider(PyObject* self, PyObject* arg) {
   (void)self;
   tracer_set_decider(arg);
@@ -689,6 +695,7 @@ static PyMethodDef methods[] = {
     {"attach", py_attach, METH_NOARGS, "let the preload library look for torch and CUDA now"},
     {"select", py_select, METH_VARARGS, "trace the lines of a code object"},
     {"set_auto", py_set_auto, METH_O, NULL},
+    {"feeds_loop", py_feeds_loop, METH_NOARGS, "the calling thread runs a data loader for the loop (the prefetcher's)"},
     {"set_decider", py_set_decider, METH_O, NULL},
     {"set_preparer", py_set_preparer, METH_O, NULL},
     {"set_excluded", py_set_excluded, METH_O, NULL},

@@ -118,7 +118,7 @@ static void set_tracing(PyThreadState* ts, int on) {
  * always: it exists to run the loader (the parent's frames below its worker loop are not
  * looked at). */
 static int runs_for_loop(Frame* c) {
-  if (g_worker) return 1; /* the process exists to run the loader */
+  if (g_worker || t_feeds_loop) return 1; /* the process (thread) exists to run the loader */
   for (int n = 0; c != NULL && n < kLoaderWalk; c = frame_caller(c), ++n) {
     void* x = extra_of(c->f_code);
     if (x == NULL) x = auto_mark(c->f_code); /* begun before the hook was in */

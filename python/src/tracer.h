@@ -68,6 +68,9 @@ PyObject* tracer_selected(void);
  * look for); else (a multiprocessing.Process that trains) auto selection looks for its loop
  * anew. 0, or -1 with an exception set. */
 int tracer_enter_fork_child(int worker);
+/* The calling thread exists to feed the loop (gnnprof.prefetch's staging thread): the user
+ * code a data loader calls there joins the pipeline, as in a worker process. */
+void tracer_feeds_loop_thread(void);
 /* Ends the calling thread's open lines (before the session stops). */
 void tracer_close_thread(void);
 /* After sys.settrace(None) on the calling thread (CPython 3.10/3.11 keep the tracer in the

@@ -114,6 +114,7 @@ static unsigned g_framework_epoch = 0; /* the g_auto_epoch whose loop a framewor
 PyObject* g_decider = NULL;
 int g_installed = 0;
 int g_worker = 0;
+__thread int t_feeds_loop = 0;
 struct TracerStats g_stats;
 static PyObject* g_preparer = NULL;
 static char** g_excluded = NULL; /* path prefixes of library code */
@@ -990,6 +991,8 @@ void tracer_new_session(void) { __atomic_add_fetch(&g_auto_epoch, 1, __ATOMIC_RE
 /* ---- public settings and views ---- */
 
 void tracer_set_auto(int on) { g_auto = on; }
+
+void tracer_feeds_loop_thread(void) { t_feeds_loop = 1; }
 
 int tracer_set_decider(PyObject* decider) {
   Py_XSETREF(g_decider, decider == Py_None ? NULL : Py_NewRef(decider));

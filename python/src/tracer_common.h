@@ -82,6 +82,7 @@ extern int g_auto;
 extern PyObject* g_decider; /* explicit specs, or NULL */
 extern int g_installed;
 extern int g_worker; /* a data loader's worker process (tracer_enter_fork_child) */
+extern __thread int t_feeds_loop; /* this thread runs a data loader for the loop (tracer_feeds_loop_thread) */
 
 extern struct TracerStats {
   unsigned long long selected, line_events, adopted, polls, foreign, prepare_failed, deep, producers, callbacks, retaken;

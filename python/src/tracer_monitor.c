@@ -100,7 +100,7 @@ static int watch(PyCodeObject* co) {
 /* Whether frame c and those below it, within kLoaderWalk frames, are library code (a data
  * loader) down to a frame of the loop or its pipeline. Always in a data loader's worker. */
 static int runs_for_loop(PyFrameObject* c) {
-  if (g_worker) return 1;
+  if (g_worker || t_feeds_loop) return 1;
   Py_XINCREF(c);
   int result = 0;
   for (int n = 0; c != NULL && n < kLoaderWalk; ++n) {
@@ -144,10 +144,10 @@ static int framework_calls(PyFrameObject* c) {
  * loader running for the loop: the code joins the pipeline; user code that the framework
  * running the loop calls back while it runs: a callback. Returns its CodeInfo, or NULL. */
 static CodeInfo* join_if_pulled(ThreadTrace* tt, PyCodeObject* co, void* mark) {
-  if (!g_worker && tt->depth == 0) return NULL; /* nothing of the loop runs on this thread */
+  if (!g_worker && !t_feeds_loop && tt->depth == 0) return NULL; /* nothing of the loop runs on this thread */
   const int framework = framework_loop();
   /* no loader to call it, nor a framework */
-  if (mark == MAYBE_LOADED && !g_loader_seen && !g_worker && !framework) return NULL;
+  if (mark == MAYBE_LOADED && !g_loader_seen && !g_worker && !t_feeds_loop && !framework) return NULL;
   PyFrameObject* f = PyEval_GetFrame();
   PyFrameObject* caller = f != NULL ? PyFrame_GetBack(f) : NULL;
   if (caller == NULL) return NULL;

@@ -746,6 +746,10 @@ const LineStats* top_line(const Profile& p, const std::map<std::string, std::str
     std::int64_t ns = 0;
     for (const auto& [stage, t] : l.stages)
       if (auto c = category.find(stage); c != category.end() && c->second == cat) ns += t;
+    // Its share on the loop's thread: a producer thread's line (a prefetched collate_fn) hides its time.
+    if (l.off_loop_ns > 0 && l.total_ns > 0)
+      ns = static_cast<std::int64_t>(static_cast<double>(ns) *
+                                     (1.0 - std::min(1.0, static_cast<double>(l.off_loop_ns) / static_cast<double>(l.total_ns))));
     all_ns += ns;
     if (ns > top_ns) {
       top = &l;

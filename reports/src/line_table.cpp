@@ -229,6 +229,19 @@ std::string observer_pace_note(const LineBlock& b) {
                      list, slowed.size() > 3 ? "; ..." : "", human_ns(b.paced_ns), human_ns(b.total_ns));
 }
 
+std::string off_loop_note(const LineBlock& b) {
+  std::int64_t off = 0, all = 0;
+  for (const LineRow& r : b.rows)
+    if (r.stats != nullptr) {
+      off += std::min(r.stats->off_loop_ns, r.stats->total_ns);
+      all += r.stats->total_ns;
+    }
+  if (all <= 0 || 2 * off < all) return "";
+  return fmt::format("{:.0f}% of these lines' time ran on threads other than the loop's (a prefetcher's producer, or "
+                     "the program's own): their Data is hidden behind the loop's iterations, not exposed",
+                     100.0 * static_cast<double>(off) / static_cast<double>(all));
+}
+
 std::string began_note(const LineBlock& b) {
   const LineStats* at = nullptr;
   std::uint64_t calls = 0;

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import CLI, PYDIR, PYTHON, needs_torch, script
+from conftest import CLI, PYDIR, PYTHON, line_of, needs_torch, script
 
 
 # The API without a session in this process (the package starts one when imported and at its
@@ -321,6 +321,28 @@ def test_an_unmodified_dataloader_loop_runs_through_the_prefetcher(gnnprof_run, 
     else:
         assert "loader_wait" not in stages, stages
         assert _loader_next(r.profile) == main, (_loader_next(r.profile), main)
+
+
+@needs_torch
+def test_the_prefetchers_thread_traces_the_loaders_user_code_as_hidden(gnnprof_run):
+    """Zero-code prefetch at depth 2: the collate_fn and the Dataset's __getitem__ run on
+    prefetch-0, where the tracer follows them as it does in a DataLoader worker (before, their
+    lines were gone from the prefetched run's table). Their time is off the loop's thread
+    (off_loop_ns): the table says their Data is hidden. At depth 0 they run inline, on the loop's."""
+    path = script("loader_loop.py")
+    got = {}
+    for depth in ("0", "2"):
+        r = gnnprof_run(path, "30", env={"GNNPROF_PREFETCH_LOADERS": "1", "GNNPROF_PREFETCH": depth})
+        assert r.rc == 0, r.err
+        collate = r.lines("make_collate.<locals>.collate")
+        gather = collate[line_of(path, "x = feats.index_select(")]
+        assert 25 <= gather["hits"] <= 30, gather  # traced from the loop's first step (and those fetched ahead of it)
+        got[depth] = gather.get("off_loop_ns", 0) / gather["total_ns"]
+        assert r.lines("Seeds.__getitem__"), [l["function"] for l in r.profile["lines"]]
+        text = subprocess.run([CLI, "report", r.path, "--lines"], capture_output=True, text=True).stdout
+        hidden = "ran on threads other than the loop's (a prefetcher's producer" in text
+        assert hidden == (depth == "2"), text
+    assert got["0"] == 0 and got["2"] > 0.99, got
 
 
 @needs_torch

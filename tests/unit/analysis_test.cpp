@@ -307,6 +307,15 @@ TEST(Diagnostics, ExposedDataTime) {
   EXPECT_NE(named.message.find("most of it while train.py:103 `x = feats[input_nodes]` ran (93% of the traced lines' data time)"),
             std::string::npos)
       << named.message;
+  // The same gather on a prefetcher's thread (all its time off the loop's): its data time is
+  // hidden, and the loop's own line is named.
+  p.lines[0].total_ns = 300 * kMs;
+  p.lines[0].off_loop_ns = 300 * kMs;
+  const auto& loop_line = exposed(run(p));
+  EXPECT_NE(loop_line.find("most of it while train.py:105 `out = model(blocks, x)` ran (100% of the traced lines' data time)"),
+            std::string::npos)
+      << loop_line;
+  p.lines[0].off_loop_ns = 0;
 
   // A framework's loop (Lightning's): the data time is under the line that called it, which holds
   // all of its function's time, while its callback's lines are traced too.

@@ -373,6 +373,24 @@ TEST(LineTable, ExtrasOfPartlyObservedLinesAreScaledAndMarked) {
   for (const reports::LineRow& r : u.blocks.at(0).rows) EXPECT_EQ(r.extras.unknown, r.line == 3) << r.line;
 }
 
+// A function whose lines ran on a prefetcher's thread: the note says their Data is hidden.
+TEST(LineTable, LinesOffTheLoopThreadAreSaidToBeHidden) {
+  Profile p;
+  LineStats a = train_line(1, 10, 0), b = train_line(2, 10, 0);
+  a.function = b.function = "collate";
+  a.total_ns = 900;
+  b.total_ns = 100;
+  p.lines = {a, b};
+  EXPECT_EQ(reports::off_loop_note(reports::build_line_table(p, {}).blocks.at(0)), "");
+  p.lines[0].off_loop_ns = 900;
+  p.lines[1].off_loop_ns = 50;
+  EXPECT_EQ(reports::off_loop_note(reports::build_line_table(p, {}).blocks.at(0)),
+            "95% of these lines' time ran on threads other than the loop's (a prefetcher's producer, or the program's "
+            "own): their Data is hidden behind the loop's iterations, not exposed");
+  p.lines[0].off_loop_ns = 400;  // under half: nothing to say
+  EXPECT_EQ(reports::off_loop_note(reports::build_line_table(p, {}).blocks.at(0)), "");
+}
+
 TEST(LineTable, LinesTheObserverSlowedAreNamedWithBothPaces) {
   Profile p;
   auto line = [&](std::uint32_t n, std::uint64_t hits, std::uint64_t unobserved, std::int64_t total, std::int64_t unobserved_ns) {

@@ -164,6 +164,9 @@ struct LineStats {
   /// The first user function (its file and qualified name) that ran under this line without
   /// being traced (traced Python): where `--lines` would look next.
   std::string callee_file, callee_function;
+  /// Of total_ns, the time on threads other than the loop's (the one marking iterations): a
+  /// prefetcher's or producer's thread, whose data time is hidden, not exposed.
+  std::int64_t off_loop_ns = 0;
 };
 
 /// Copies grouped by where they happened and how.

@@ -101,6 +101,10 @@ std::int64_t line_time(const LineStats& l, bool* paced = nullptr);
 /// paces and the block's measured time and time at the unobserved pace; "" when none.
 std::string observer_pace_note(const LineBlock& b);
 
+/// The block's lines ran mostly on threads other than the loop's (LineStats::off_loop_ns: a
+/// prefetcher's producer): their Data is hidden, not exposed; "" otherwise.
+std::string off_loop_note(const LineBlock& b);
+
 /// Where tracing began in a frame already running (LineStats::began_running), and what that
 /// leaves out; "" when no row says so.
 std::string began_note(const LineBlock& b);
