@@ -54,6 +54,8 @@ const char* to_string(Verdict v) noexcept {
     case Verdict::kCandidateOnly: return "candidate only";
     case Verdict::kMovedToWorkers: return "moved to workers";
     case Verdict::kMovedToLoop: return "moved to the loop";
+    case Verdict::kMovedOffLoopThread: return "moved off the loop thread";
+    case Verdict::kMovedToLoopThread: return "moved to the loop thread";
   }
   return "no significant change";
 }
@@ -69,7 +71,8 @@ bool from_string(std::string_view text, Match& out) noexcept {
 bool from_string(std::string_view text, Verdict& out) noexcept {
   return detail::enum_from_name(text,
                                 {Verdict::kNoChange, Verdict::kFaster, Verdict::kSlower, Verdict::kLess, Verdict::kMore,
-                                 Verdict::kBaselineOnly, Verdict::kCandidateOnly, Verdict::kMovedToWorkers, Verdict::kMovedToLoop},
+                                 Verdict::kBaselineOnly, Verdict::kCandidateOnly, Verdict::kMovedToWorkers, Verdict::kMovedToLoop,
+                                 Verdict::kMovedOffLoopThread, Verdict::kMovedToLoopThread},
                                 out);
 }
 
@@ -659,6 +662,7 @@ struct SideLine {
   std::vector<std::int64_t> samples;
   std::vector<std::uint32_t> runs;  ///< the profile (run) of each sample: with 3+ runs a side, the runs are the samples
   bool workers = false;  ///< from DataLoader workers' profiles: samples per batch
+  std::int64_t total_ns = 0, off_loop_ns = 0;  ///< over the side's profiles (LineStats)
 };
 
 // File key, function, code and line: a statement written twice in one function is two lines.
@@ -700,6 +704,8 @@ std::map<LineKey, SideLine> side_lines(const std::vector<Profile>& profiles, std
         it->second.workers = workers;
       }
       it->second.hits += l.hits;
+      it->second.total_ns += l.total_ns;
+      it->second.off_loop_ns += std::min(l.off_loop_ns, l.total_ns);
       key_of[i] = &it->first;
       here.insert(it->first);
     }
@@ -780,6 +786,16 @@ std::vector<LineComparison> compare_lines(const std::vector<Profile>& baseline, 
   auto by_line = [](const SideLine* x, const SideLine* y) { return x->line < y->line; };
   for (const auto& fn : functions) {
     std::vector<const SideLine*> x = fa[fn], y = fb[fn];
+    // Whether a side's lines of the function ran mostly off the loop's thread (a prefetcher's).
+    auto off_loop = [](const std::vector<const SideLine*>& v) {
+      std::int64_t off = 0, all = 0;
+      for (const SideLine* l : v) {
+        off += l->off_loop_ns;
+        all += l->total_ns;
+      }
+      return all > 0 && 2 * off >= all;
+    };
+    const bool off_a = off_loop(x), off_b = off_loop(y);
     std::sort(x.begin(), x.end(), by_line);
     std::sort(y.begin(), y.end(), by_line);
     // Longest common subsequence of statement texts: the lines that stayed.
@@ -866,6 +882,8 @@ std::vector<LineComparison> compare_lines(const std::vector<Profile>& baseline, 
       lc.candidate_hits = v != nullptr ? v->hits : 0;
       lc.baseline_in_workers = std::get<2>(fn);  // the table's, on both sides
       lc.candidate_in_workers = crossed.count(fn) != 0 ? !std::get<2>(fn) : std::get<2>(fn);
+      lc.baseline_off_loop = !lc.baseline_in_workers && off_a;
+      lc.candidate_off_loop = !lc.candidate_in_workers && off_b;
       lc.match = u == nullptr                  ? Match::kCandidateOnly
                  : v == nullptr                ? Match::kBaselineOnly
                  : lc.candidate_code.empty()   ? Match::kSame
@@ -896,6 +914,8 @@ std::vector<LineComparison> compare_lines(const std::vector<Profile>& baseline, 
       if (u == nullptr || v == nullptr) lc.metric.verdict = u == nullptr ? Verdict::kCandidateOnly : Verdict::kBaselineOnly;
       else if (lc.baseline_in_workers != lc.candidate_in_workers)
         lc.metric.verdict = lc.candidate_in_workers ? Verdict::kMovedToWorkers : Verdict::kMovedToLoop;
+      else if (!lc.baseline_in_workers && lc.baseline_off_loop != lc.candidate_off_loop)
+        lc.metric.verdict = lc.candidate_off_loop ? Verdict::kMovedOffLoopThread : Verdict::kMovedToLoopThread;
       out.push_back(std::move(lc));
     }
   }

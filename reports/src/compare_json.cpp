@@ -77,6 +77,8 @@ struct Record<reports::LineComparison> {
                  field("sparse", &L::sparse, Presence::kWhenSet),
                  field("baseline_in_workers", &L::baseline_in_workers, Presence::kWhenSet),
                  field("candidate_in_workers", &L::candidate_in_workers, Presence::kWhenSet),
+                 field("baseline_off_loop", &L::baseline_off_loop, Presence::kWhenSet),
+                 field("candidate_off_loop", &L::candidate_off_loop, Presence::kWhenSet),
                  field("metric", &L::metric)};
 };
 }  // namespace gnnprof::detail

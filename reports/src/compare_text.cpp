@@ -102,6 +102,9 @@ std::string line_where(const LineComparison& l) {
   if (l.baseline_in_workers && l.candidate_in_workers) return "in DataLoader workers: per-batch medians, off the loop thread";
   if (l.candidate_in_workers) return "moved to DataLoader workers: the baseline per iteration, the candidate per batch";
   if (l.baseline_in_workers) return "moved from DataLoader workers: the baseline per batch, the candidate per iteration";
+  if (l.baseline_off_loop && l.candidate_off_loop) return "off the loop thread on both sides: hidden behind the loop";
+  if (l.candidate_off_loop) return "moved off the loop thread (a prefetcher's producer): the candidate's time is hidden behind the loop";
+  if (l.baseline_off_loop) return "moved to the loop thread: the baseline's time was hidden behind the loop, the candidate's is not";
   return "";
 }
 
@@ -126,14 +129,39 @@ std::string moved_summary(const Comparison& c) {
   }
   std::string out;
   for (const Moved& m : moved)
-    out += fmt::format("{}{}() {} DataLoader workers ({} lines): {} per iteration on the {}'s loop thread, {} per batch in "
+    out += fmt::format("{}{}() {} DataLoader workers ({} line{}): {} per iteration on the {}'s loop thread, {} per batch in "
                        "the {}'s workers (summed line medians)",
                        out.empty() ? "" : "; ", m.function, m.to_workers ? "moved into" : "moved out of", m.lines,
+                       m.lines == 1 ? "" : "s",
                        human_ns(m.loop_ns), m.to_workers ? "baseline" : "candidate", human_ns(m.worker_ns),
                        m.to_workers ? "candidate" : "baseline");
-  if (out.empty()) return "";
-  return out + ". Worker time is hidden while the workers keep ahead; the loop's wait for batches is its DataLoader "
-               "__next__ row.";
+  if (!out.empty())
+    out += ". Worker time is hidden while the workers keep ahead; the loop's wait for batches is its DataLoader __next__ row.";
+  // Functions whose lines moved to another thread of the process (a prefetcher's producer).
+  std::vector<Moved> threads;
+  for (const auto& l : c.lines) {
+    if (l.metric.verdict != Verdict::kMovedOffLoopThread && l.metric.verdict != Verdict::kMovedToLoopThread) continue;
+    const bool off = l.metric.verdict == Verdict::kMovedOffLoopThread;
+    if (threads.empty() || threads.back().file != l.file || threads.back().function != l.function || threads.back().to_workers != off)
+      threads.push_back({l.file, l.function, off});
+    Moved& m = threads.back();
+    ++m.lines;
+    m.loop_ns += off ? l.metric.baseline_median_ns : l.metric.candidate_median_ns;
+    m.worker_ns += off ? l.metric.candidate_median_ns : l.metric.baseline_median_ns;
+  }
+  std::string moved_threads;
+  for (const Moved& m : threads)
+    moved_threads += fmt::format("{}{}() {} the loop's thread ({} line{}): {} per iteration on the {}'s loop thread, {} on "
+                                 "the {}'s other thread (summed line medians)",
+                                 moved_threads.empty() ? "" : "; ", m.function, m.to_workers ? "moved off" : "moved to", m.lines,
+                                 m.lines == 1 ? "" : "s",
+                                 human_ns(m.loop_ns), m.to_workers ? "baseline" : "candidate", human_ns(m.worker_ns),
+                                 m.to_workers ? "candidate" : "baseline");
+  if (!moved_threads.empty())
+    out += (out.empty() ? "" : " ") + moved_threads +
+           ". Off the loop's thread its time is hidden while that thread keeps ahead (the loop's wait for it is the "
+           "loader_wait row); in Python it still holds the GIL while it runs, which the loop's lines feel.";
+  return out;
 }
 
 std::string comparison_lines_text(const Comparison& c) {

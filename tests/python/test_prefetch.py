@@ -328,11 +328,13 @@ def test_the_prefetchers_thread_traces_the_loaders_user_code_as_hidden(gnnprof_r
     """Zero-code prefetch at depth 2: the collate_fn and the Dataset's __getitem__ run on
     prefetch-0, where the tracer follows them as it does in a DataLoader worker (before, their
     lines were gone from the prefetched run's table). Their time is off the loop's thread
-    (off_loop_ns): the table says their Data is hidden. At depth 0 they run inline, on the loop's."""
+    (off_loop_ns): the table says their Data is hidden. At depth 0 they run inline, on the loop's.
+    `gnnprof compare` of the two says they moved off the loop's thread."""
     path = script("loader_loop.py")
-    got = {}
+    got, paths = {}, {}
     for depth in ("0", "2"):
         r = gnnprof_run(path, "30", env={"GNNPROF_PREFETCH_LOADERS": "1", "GNNPROF_PREFETCH": depth})
+        paths[depth] = r.path
         assert r.rc == 0, r.err
         collate = r.lines("make_collate.<locals>.collate")
         gather = collate[line_of(path, "x = feats.index_select(")]
@@ -343,6 +345,11 @@ def test_the_prefetchers_thread_traces_the_loaders_user_code_as_hidden(gnnprof_r
         hidden = "ran on threads other than the loop's (a prefetcher's producer" in text
         assert hidden == (depth == "2"), text
     assert got["0"] == 0 and got["2"] > 0.99, got
+    # Compared, the collate_fn's lines moved off the loop's thread (not slower or faster there).
+    text = subprocess.run([CLI, "compare", paths["0"], paths["2"]], capture_output=True, text=True).stdout
+    rows = [l for l in text.splitlines() if "x = feats.index_select(" in l]
+    assert len(rows) == 1 and "moved off the loop thread" in rows[0], text
+    assert "make_collate.<locals>.collate() moved off the loop's thread (4 lines)" in text, text
 
 
 @needs_torch

@@ -737,6 +737,43 @@ TEST(LineCompare, NotebookCellsAreOneFile) {
   }
 }
 
+// Zero-code prefetch: the collate_fn's lines stay in the process but run on the prefetcher's
+// thread (off_loop_ns): "moved off the loop thread", and the summary sums them.
+TEST(LineCompare, ACollateMovedOntoAPrefetchThreadIsSaidToBeOffTheLoop) {
+  auto profile = [](bool off, std::int64_t collate_ns) {
+    Profile p = lines_profile({{3, "x = feats[nbrs]"}, {20, "for x in loader:"}}, 30, [=](const std::string& c, int i) {
+      return (c[0] == 'x' ? collate_ns : 200000) + i % 3 * 1000;
+    });
+    p.lines[0].function = "collate";
+    for (LineStats& l : p.lines) l.total_ns = 30 * (l.function == "collate" ? collate_ns : 200000);
+    if (off) p.lines[0].off_loop_ns = p.lines[0].total_ns;
+    return p;
+  };
+  const Profile base = profile(false, 1000000), cand = profile(true, 1500000);
+  reports::Comparison c = reports::compare_profiles({base}, {cand}, {});
+  const auto gather = std::find_if(c.lines.begin(), c.lines.end(), [](const auto& l) { return l.function == "collate"; });
+  ASSERT_NE(gather, c.lines.end());
+  EXPECT_STREQ(to_string(gather->metric.verdict), "moved off the loop thread");
+  EXPECT_FALSE(gather->baseline_off_loop);
+  EXPECT_TRUE(gather->candidate_off_loop);
+  EXPECT_EQ(reports::moved_summary(c).rfind("collate() moved off the loop's thread (1 line): 1.00 ms per iteration on the "
+                                            "baseline's loop thread, 1.50 ms on the candidate's other thread",
+                                            0),
+            0u)
+      << reports::moved_summary(c);
+  EXPECT_NE(reports::comparison_text(c).find("train.py: collate (moved off the loop thread (a prefetcher's producer)"),
+            std::string::npos);
+  auto doc = reports::comparison_from_json(reports::comparison_to_json(c), "mem");
+  ASSERT_TRUE(doc) << doc.status().message();
+  EXPECT_EQ(reports::moved_summary(*doc), reports::moved_summary(c));
+  // Back on the loop's thread: the other way; on both sides off it: compared as usual.
+  reports::Comparison back = reports::compare_profiles({cand}, {base}, {});
+  for (const auto& l : back.lines)
+    if (l.function == "collate") EXPECT_STREQ(to_string(l.metric.verdict), "moved to the loop thread");
+  reports::Comparison same = reports::compare_profiles({cand}, {cand}, {});
+  for (const auto& l : same.lines) EXPECT_STREQ(to_string(l.metric.verdict), "no significant change") << l.code;
+}
+
 // num_workers 0 -> 2: the collate_fn's lines leave the loop's process for the DataLoader
 // workers. They are followed there (per batch, each worker's first batch left out), not listed
 // as gone; the workers' batches are compared too, as hidden time that check does not judge.

@@ -65,7 +65,10 @@ enum class Scope { kLoop, kLoopThread, kOtherThreads, kLine, kWorkers };
 /// and workers, a line in workers on both sides) "more" | "less"; for a line or a stage of one
 /// side only "baseline only" | "candidate only"; for a line that ran in the loop's process on one
 /// side and in DataLoader workers on the other "moved to workers" | "moved to the loop".
-enum class Verdict { kNoChange, kFaster, kSlower, kLess, kMore, kBaselineOnly, kCandidateOnly, kMovedToWorkers, kMovedToLoop };
+enum class Verdict {
+  kNoChange, kFaster, kSlower, kLess, kMore, kBaselineOnly, kCandidateOnly, kMovedToWorkers, kMovedToLoop,
+  kMovedOffLoopThread, kMovedToLoopThread
+};
 /// How a line of the line tables found its twin. JSON: "same" | "edited" (a changed statement
 /// between two matched neighbours) | "baseline only" | "candidate only".
 enum class Match { kSame, kEdited, kBaselineOnly, kCandidateOnly };
@@ -134,6 +137,9 @@ struct LineComparison {
   /// batch, off the loop thread (a collate_fn moved into workers by num_workers 0 -> 2). Set for
   /// the table, so also on a side that lacks this one line.
   bool baseline_in_workers = false, candidate_in_workers = false;
+  /// The side's lines of this table ran mostly on threads other than the loop's, in its process
+  /// (LineStats::off_loop_ns: a prefetcher's producer): hidden behind the loop. Set for the table.
+  bool baseline_off_loop = false, candidate_off_loop = false;
   /// Ran in fewer than half the analyzed iterations on both sides (a validation pass once an
   /// epoch): the metric is over the iterations it ran in, not every one (whose median is 0).
   bool sparse = false;
