@@ -454,9 +454,9 @@ std::string run_summary(const Report& r) {
   for (std::size_t i = 0; i < lines.size() && i < 3 && line_time(*lines[i]) > 0; ++i) {
     const std::string code = lines[i]->code.size() > 40 ? lines[i]->code.substr(0, 37) + "..." : lines[i]->code;
     const std::int64_t fn = function_ns[{lines[i]->file, lines[i]->function}];
-    heavy += fmt::format("{}{}:{} `{}` {:.0f}% of {}()", i ? ", " : "", base_name(lines[i]->file), lines[i]->line, code,
+    heavy += fmt::format("{}{}:{} `{}` {:.0f}% of {}(){}", i ? ", " : "", base_name(lines[i]->file), lines[i]->line, code,
                          100.0 * static_cast<double>(line_time(*lines[i])) / static_cast<double>(std::max<std::int64_t>(1, fn)),
-                         lines[i]->function);
+                         lines[i]->function, 2 * lines[i]->off_loop_ns > lines[i]->total_ns ? " (off the loop's thread)" : "");
   }
   if (!heavy.empty()) out += "  heaviest lines: " + heavy + "\n";
   if (!heavy.empty())

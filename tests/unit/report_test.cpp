@@ -440,6 +440,9 @@ TEST(Report, HeaviestLinesLeaveOutALineThatHoldsTheOthers) {
   p.lines.resize(1);
   const Report one = make_report(p, {});
   EXPECT_NE(run_summary(one).find("heaviest lines: train.py:40"), std::string::npos) << run_summary(one);
+  // A line that ran on a prefetcher's thread is said to be off the loop's.
+  p.lines[0].off_loop_ns = p.lines[0].total_ns;
+  EXPECT_NE(run_summary(make_report(p, {})).find("100% of <module>() (off the loop's thread)"), std::string::npos);
 }
 
 TEST(Report, UnknownFormatNamesTheKnownOnes) {
