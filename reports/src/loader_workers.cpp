@@ -255,6 +255,13 @@ std::string loader_workers_text(const LoaderWorkers& w) {
   out += fmt::format(", {} a batch per worker (median{}), busy {:.0f}% of their time", human_ns(w.batch_median_ns),
                      w.pace_unobserved ? " of the batches whose ops were not observed" : "", 100 * w.busy_share());
   if (w.concurrent > 1) out += fmt::format("; together a batch every {}", human_ns(w.supply_interval_ns()));
+  // Start-up: from a set's first process start (a spawned worker's imports included) to its first batch.
+  std::vector<std::int64_t> startups;
+  for (const LoaderWorkers::Generation& g : w.generations)
+    if (g.first_batch_ns > g.start_ns) startups.push_back(g.first_batch_ns - g.start_ns);
+  if (!startups.empty())
+    out += fmt::format("; from a set's start to its first batch {}{}", human_ns(median_of(startups)),
+                       startups.size() > 1 ? fmt::format(" (median of {} sets)", startups.size()) : "");
   return out + ".";
 }
 

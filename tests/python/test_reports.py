@@ -863,9 +863,13 @@ def test_spawned_workers_restarts_count_their_imports(gnnprof_run, plain_run):
     for w in workers:
         began = w["run"]["process_start_unix_ns"]
         assert 0 < w["run"]["start_unix_ns"] - began < 60e9, w["run"]
-    diags = section(report(r.path), "Diagnostics")
+    text = report(r.path)
+    diags = section(text, "Diagnostics")
     assert "[warning] loader-restarts: the DataLoader starts its 2 worker processes anew at each pass over it " \
            "(2 starts; persistent_workers is off)" in diags, diags
+    # The workers' section gives the sets' start-up, the new interpreter's import of torch included.
+    got = re.search(r"from a set's start to its first batch ([0-9.]+) (s|ms) \(median of 2 sets\)", text)
+    assert got and float(got.group(1)) * (1000 if got.group(2) == "s" else 1) > 200, text
 
 
 @needs_torch

@@ -74,6 +74,9 @@ TEST(LoaderWorkers, PaceBusyShareConcurrencyAndHeaviestLines) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("together a batch every 3.00 ms"), std::string::npos) << text;
+  // Two sets (11 and 12, then 13): each one's first batch 10 ms and 5 ms after its start.
+  EXPECT_NE(text.find("; from a set's start to its first batch "), std::string::npos) << text;
+  EXPECT_NE(text.find(" (median of 2 sets)."), std::string::npos) << text;
   // Rendered in the loop's report, and absent from a report without workers.
   Report r = make_report(loop, {});
   std::ostringstream without, with;
