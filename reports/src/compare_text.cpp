@@ -108,57 +108,54 @@ std::string line_where(const LineComparison& l) {
   return "";
 }
 
-std::string moved_summary(const Comparison& c) {
-  // Per function that changed sides: its lines' summed medians on each.
-  struct Moved {
-    std::string file, function;
-    bool to_workers = true;
-    std::size_t lines = 0;
-    std::int64_t loop_ns = 0, worker_ns = 0;
-  };
+namespace {
+
+// A function whose lines changed sides: its lines' summed medians on each.
+struct Moved {
+  std::string file, function;
+  bool away = true;  ///< off the loop's thread (into workers, or onto another thread); else back
+  std::size_t lines = 0;
+  std::int64_t loop_ns = 0, away_ns = 0;
+};
+
+/// The functions whose lines have the verdict `away` or `back`, in the lines' order.
+std::vector<Moved> moved_functions(const Comparison& c, Verdict away, Verdict back) {
   std::vector<Moved> moved;
   for (const auto& l : c.lines) {
-    if (l.metric.verdict != Verdict::kMovedToWorkers && l.metric.verdict != Verdict::kMovedToLoop) continue;
-    const bool to = l.metric.verdict == Verdict::kMovedToWorkers;
-    if (moved.empty() || moved.back().file != l.file || moved.back().function != l.function || moved.back().to_workers != to)
+    if (l.metric.verdict != away && l.metric.verdict != back) continue;
+    const bool to = l.metric.verdict == away;
+    if (moved.empty() || moved.back().file != l.file || moved.back().function != l.function || moved.back().away != to)
       moved.push_back({l.file, l.function, to});
     Moved& m = moved.back();
     ++m.lines;
     m.loop_ns += to ? l.metric.baseline_median_ns : l.metric.candidate_median_ns;
-    m.worker_ns += to ? l.metric.candidate_median_ns : l.metric.baseline_median_ns;
+    m.away_ns += to ? l.metric.candidate_median_ns : l.metric.baseline_median_ns;
   }
+  return moved;
+}
+
+}  // namespace
+
+std::string moved_summary(const Comparison& c) {
   std::string out;
-  for (const Moved& m : moved)
+  for (const Moved& m : moved_functions(c, Verdict::kMovedToWorkers, Verdict::kMovedToLoop))
     out += fmt::format("{}{}() {} DataLoader workers ({} line{}): {} per iteration on the {}'s loop thread, {} per batch in "
                        "the {}'s workers (summed line medians)",
-                       out.empty() ? "" : "; ", m.function, m.to_workers ? "moved into" : "moved out of", m.lines,
-                       m.lines == 1 ? "" : "s",
-                       human_ns(m.loop_ns), m.to_workers ? "baseline" : "candidate", human_ns(m.worker_ns),
-                       m.to_workers ? "candidate" : "baseline");
+                       out.empty() ? "" : "; ", m.function, m.away ? "moved into" : "moved out of", m.lines,
+                       m.lines == 1 ? "" : "s", human_ns(m.loop_ns), m.away ? "baseline" : "candidate", human_ns(m.away_ns),
+                       m.away ? "candidate" : "baseline");
   if (!out.empty())
     out += ". Worker time is hidden while the workers keep ahead; the loop's wait for batches is its DataLoader __next__ row.";
   // Functions whose lines moved to another thread of the process (a prefetcher's producer).
-  std::vector<Moved> threads;
-  for (const auto& l : c.lines) {
-    if (l.metric.verdict != Verdict::kMovedOffLoopThread && l.metric.verdict != Verdict::kMovedToLoopThread) continue;
-    const bool off = l.metric.verdict == Verdict::kMovedOffLoopThread;
-    if (threads.empty() || threads.back().file != l.file || threads.back().function != l.function || threads.back().to_workers != off)
-      threads.push_back({l.file, l.function, off});
-    Moved& m = threads.back();
-    ++m.lines;
-    m.loop_ns += off ? l.metric.baseline_median_ns : l.metric.candidate_median_ns;
-    m.worker_ns += off ? l.metric.candidate_median_ns : l.metric.baseline_median_ns;
-  }
-  std::string moved_threads;
-  for (const Moved& m : threads)
-    moved_threads += fmt::format("{}{}() {} the loop's thread ({} line{}): {} per iteration on the {}'s loop thread, {} on "
-                                 "the {}'s other thread (summed line medians)",
-                                 moved_threads.empty() ? "" : "; ", m.function, m.to_workers ? "moved off" : "moved to", m.lines,
-                                 m.lines == 1 ? "" : "s",
-                                 human_ns(m.loop_ns), m.to_workers ? "baseline" : "candidate", human_ns(m.worker_ns),
-                                 m.to_workers ? "candidate" : "baseline");
-  if (!moved_threads.empty())
-    out += (out.empty() ? "" : " ") + moved_threads +
+  std::string threads;
+  for (const Moved& m : moved_functions(c, Verdict::kMovedOffLoopThread, Verdict::kMovedToLoopThread))
+    threads += fmt::format("{}{}() {} the loop's thread ({} line{}): {} per iteration on the {}'s loop thread, {} on the {}'s "
+                           "other thread (summed line medians)",
+                           threads.empty() ? "" : "; ", m.function, m.away ? "moved off" : "moved to", m.lines,
+                           m.lines == 1 ? "" : "s", human_ns(m.loop_ns), m.away ? "baseline" : "candidate",
+                           human_ns(m.away_ns), m.away ? "candidate" : "baseline");
+  if (!threads.empty())
+    out += (out.empty() ? "" : " ") + threads +
            ". Off the loop's thread its time is hidden while that thread keeps ahead (the loop's wait for it is the "
            "loader_wait row); in Python it still holds the GIL while it runs, which the loop's lines feel.";
   return out;

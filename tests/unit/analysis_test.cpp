@@ -805,25 +805,36 @@ TEST(Diagnostics, SlowIterations) {
   EXPECT_FALSE(has(run(mild), "slow-iterations"));
 }
 
-// Workers started anew each epoch (three sets of two): the iterations the second and third
-// sets began in are the restarts' cost; set_loader_workers adds loader-restarts.
-TEST(Diagnostics, LoaderRestarts) {
+// The loop (pid 10) of the restart tests: iterations 100 ms apart, 8 and 16 taking 500 ms.
+Profile restarting_loop() {
   Profile p = loop_profile(false);
   p.run.pid = 10;
   p.run.start_unix_ns = 1000 * kMs;
   for (auto& it : p.iterations) it.begin_ns = static_cast<std::int64_t>(it.index) * 100 * kMs;
-  auto at = [&](int i) { return p.run.start_unix_ns + p.iterations[i].begin_ns + 10 * kMs; };
   for (int i : {8, 16}) p.iterations[i].wall_ns = 500 * kMs;
+  return p;
+}
+
+// Three sets of two workers for it, started `after` the iterations 0, 8 and 16 begin.
+std::vector<Profile> worker_sets(const Profile& p, std::int64_t after) {
   std::vector<Profile> ws;
   for (int i : {0, 8, 16})
     for (int w = 0; w < 2; ++w) {
       Profile x;
       x.run.pid = 20 + i + w;
       x.run.parent_pid = 10;
-      x.run.start_unix_ns = at(i) + w * kMs;
+      x.run.start_unix_ns = p.run.start_unix_ns + p.iterations[static_cast<std::size_t>(i)].begin_ns + after + w * kMs;
       x.wall_ns = 700 * kMs;
       ws.push_back(x);
     }
+  return ws;
+}
+
+// Workers started anew each epoch (three sets of two): the iterations the second and third
+// sets began in are the restarts' cost; set_loader_workers adds loader-restarts.
+TEST(Diagnostics, LoaderRestarts) {
+  const Profile p = restarting_loop();
+  std::vector<Profile> ws = worker_sets(p, 10 * kMs);
   Report r = make_report(p, {});
   set_loader_workers(r, summarize_loader_workers(p, ws));
   ASSERT_EQ(r.workers.generations.size(), 3u);
@@ -851,27 +862,15 @@ TEST(Diagnostics, LoaderRestarts) {
 // new interpreter's imports. Counted from the sessions, the restarts cost nothing; from the
 // processes' start (run.process_start_unix_ns), 400 ms less a batch each.
 TEST(Diagnostics, LoaderRestartsOfSpawnedWorkersCountTheirImports) {
-  Profile p = loop_profile(false);
-  p.run.pid = 10;
-  p.run.start_unix_ns = 1000 * kMs;
-  for (auto& it : p.iterations) it.begin_ns = static_cast<std::int64_t>(it.index) * 100 * kMs;
-  for (int i : {8, 16}) p.iterations[i].wall_ns = 500 * kMs;
-  std::vector<Profile> ws;
-  for (int i : {0, 8, 16})
-    for (int w = 0; w < 2; ++w) {
-      Profile x;
-      x.run.pid = 20 + i + w;
-      x.run.parent_pid = 10;
-      x.run.process_start_unix_ns = p.run.start_unix_ns + p.iterations[i].begin_ns + w * kMs;
-      x.run.start_unix_ns = x.run.process_start_unix_ns + 400 * kMs;
-      x.wall_ns = 700 * kMs;
-      IterationStats batch;
-      batch.begin_ns = 0;
-      batch.wall_ns = 5 * kMs;
-      batch.complete = true;
-      x.iterations.push_back(batch);
-      ws.push_back(x);
-    }
+  const Profile p = restarting_loop();
+  std::vector<Profile> ws = worker_sets(p, 400 * kMs);
+  for (Profile& x : ws) {
+    x.run.process_start_unix_ns = x.run.start_unix_ns - 400 * kMs;
+    IterationStats batch;
+    batch.wall_ns = 5 * kMs;
+    batch.complete = true;
+    x.iterations.push_back(batch);
+  }
   Report r = make_report(p, {});
   set_loader_workers(r, summarize_loader_workers(p, ws));
   ASSERT_EQ(r.workers.generations.size(), 3u);
