@@ -45,7 +45,8 @@ bool is_blas_name(const char* path) {
 }
 
 // When this process began, as CLOCK_REALTIME: /proc/self/stat's starttime (clock ticks since
-// boot, CLOCK_BOOTTIME's origin) and the process's age now. 0 when unknown.
+// boot, CLOCK_BOOTTIME's origin) and the process's age now. 0 when unknown or not more than two
+// ticks before now (the resolution: a process whose session began with it).
 std::int64_t process_start_unix_ns(std::int64_t now_unix_ns) {
   char buf[1024];
   if (!read_proc("/proc/self/stat", buf)) return 0;
@@ -58,9 +59,9 @@ std::int64_t process_start_unix_ns(std::int64_t now_unix_ns) {
   const long hz = ::sysconf(_SC_CLK_TCK);
   timespec boot{};
   if (hz <= 0 || ticks == 0 || ::clock_gettime(CLOCK_BOOTTIME, &boot) != 0) return 0;
-  const std::int64_t started = static_cast<std::int64_t>(ticks) * (1000000000LL / hz);
-  const std::int64_t age = static_cast<std::int64_t>(boot.tv_sec) * 1000000000LL + boot.tv_nsec - started;
-  return age > 0 ? now_unix_ns - age : 0;
+  const std::int64_t tick = 1000000000LL / hz;
+  const std::int64_t age = static_cast<std::int64_t>(boot.tv_sec) * 1000000000LL + boot.tv_nsec - static_cast<std::int64_t>(ticks) * tick;
+  return age > 2 * tick ? now_unix_ns - age : 0;
 }
 
 }  // namespace
@@ -101,9 +102,7 @@ RunInfo make_run_info() {
   if (::getcwd(cwd, sizeof(cwd) - 1) != nullptr) r.cwd = cwd;
   r.start_unix_ns = realtime_ns();
   r.start_time = iso8601_utc(r.start_unix_ns);
-  const long hz = ::sysconf(_SC_CLK_TCK);
-  const std::int64_t began = process_start_unix_ns(r.start_unix_ns);
-  if (began > 0 && hz > 0 && r.start_unix_ns - began > 2 * (1000000000LL / hz)) r.process_start_unix_ns = began;
+  r.process_start_unix_ns = process_start_unix_ns(r.start_unix_ns);
   r.rank = env_int("RANK");
   r.local_rank = env_int("LOCAL_RANK");
   r.world_size = env_int("WORLD_SIZE");
