@@ -939,13 +939,16 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
         push(pack_external(ts->sink.context_site(), ts->sink.op_site(op.name), forward_line != 0 ? forward_line : line));
         undo |= kPushedCorr;
       }
-      if (line != 0 && op.grad_enabled && fn.seqNr() >= 0 && kind != OpKind::kBackwardOp && lines_traced()) {
+      if (line != 0 && op.grad_enabled && kind != OpKind::kBackwardOp && lines_traced()) {
+        // An op whose outermost kernel is not autograd's (autocast's casting wrapper) has no
+        // sequence number of its own: the nodes its inner ops make start at the counter.
+        const std::int64_t seq = fn.seqNr() >= 0 ? fn.seqNr() : at::sequence_number::peek();
         // Nodes created between top-level ops (a torch.jit graph's DifferentiableGraphBackward,
         // made by its executor) belong to the line whose op comes next; a few, not the numbers
         // of iterations whose ops were not observed.
-        if (ts->seq_end >= 0 && fn.seqNr() > ts->seq_end && fn.seqNr() - ts->seq_end <= kSeqGapMax)
-          map_seq(ts->seq_end, fn.seqNr(), at::RecordFunction::currentThreadId(), line);
-        ts->marks.push_back(LineMark{fn.seqNr(), line, 0});
+        if (ts->seq_end >= 0 && seq > ts->seq_end && seq - ts->seq_end <= kSeqGapMax)
+          map_seq(ts->seq_end, seq, at::RecordFunction::currentThreadId(), line);
+        ts->marks.push_back(LineMark{seq, line, 0});
         undo |= kForwardLine;
       }
     }
