@@ -791,6 +791,11 @@ def _at_exit():
             print(f"gnnprof: warning: --lines {', '.join(unmatched)}: no function that ran matched; "
                   "nothing traced for it", file=sys.stderr)
     _note_lines(final=True)
+    # An uncaught KeyboardInterrupt (Ctrl-C) ends CPython by SIGINT after this, with its
+    # default action: the C atexit flush never runs. The profile is written now.
+    last = getattr(sys, "last_type", None)
+    if isinstance(last, type) and issubclass(last, KeyboardInterrupt):
+        _native.flush()
 
 
 def _watch_torch_threads():

@@ -45,6 +45,10 @@ mkdir -p "$tmp/sig"
 check "SIGINT: Python's default handler, KeyboardInterrupt, exit 130 (rc $rc)" \
   "[ $rc = 130 ] && grep -q '^handler default' '$tmp/sig.out' && ! grep -q 'not reached' '$tmp/sig.out' && grep -q KeyboardInterrupt '$tmp/sig.err'"
 check "a program that changed directory: its profile at the relative -o" "\"$gnnprof\" report '$tmp/sig/rel.json' > /dev/null"
+# CPython ends an uncaught KeyboardInterrupt by SIGINT with its default action, after atexit but
+# before the C atexit flush: the package writes the profile at its atexit.
+check "KeyboardInterrupt: the profile holds all 5 iterations" \
+  "[ \"\$(json $tmp/sig/rel.json \"sum(1 for i in p['iterations'] if i['complete'])\")\" = 5 ]"
 (trap '' INT; "$gnnprof" run -o "$tmp/sig/ign.json" -- $py -c 'import signal; print(signal.getsignal(signal.SIGINT))' > "$tmp/sig.out" 2>/dev/null)
 check "SIGINT ignored by the launcher's caller stays ignored (nohup, background jobs)" "grep -qxE '1|Handlers.SIG_IGN' '$tmp/sig.out'"
 
