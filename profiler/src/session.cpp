@@ -30,6 +30,7 @@
 #include "gnnprof/internal/load_counts.h"
 #include "gnnprof/gnnprof.h"
 #include "gnnprof/profile_io.h"
+#include "batch_prep.h"
 #include "host_info.h"
 #include "site_registry.h"
 
@@ -393,6 +394,7 @@ Profile build_locked(Global& s, bool in_fork_child) {
     else p.collectors.push_back(n);
   }
   p.environment = environment_info(std::max(s.max_threads, process_threads()), !in_fork_child);
+  attribute_batch_prep(p);
   return p;
 }
 

@@ -293,6 +293,33 @@ def test_a_loop_waiting_for_its_dataloader_workers_is_loader_bound(gnnprof_run, 
     assert "exposed-data-time" in diags and "loader-bound" not in diags, diags
 
 
+@needs_torch
+def test_a_numpy_sampler_in_the_loop_is_exposed_data_time(gnnprof_run, plain_run):
+    """A neighbour sampler in numpy runs no torch op: its time is data by where it runs, from
+    the loop's header to its forward line. It is the data stage "batch prep (Python)", in the
+    sampler line's Data column and in the exposed data time the what-if prefetch uses."""
+    path = script("numpy_sampler.py")
+    r = gnnprof_run(path, "40")
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "40").out
+    prep = next((s for s in r.profile["stages"] if s["name"] == "batch prep (Python)"), None)
+    assert prep and prep["category"] == "data", r.profile["stages"]
+    assert "lines 27, 28, 29, 30 of numpy_sampler.py:<module>" in r.collector("batch-prep")["reason"]
+    lines = r.lines("<module>")
+    sampler = lines[line_of(path, "nbrs = sample(seeds)")]
+    assert sampler["stages"]["batch prep (Python)"] >= 0.9 * sampler["total_ns"], sampler
+    assert "batch prep (Python)" not in lines[line_of(path, "opt.step()")].get("stages", {})
+    text = report(r.path)
+    row = next(l for l in section(text, "Line table").splitlines() if l.rstrip().endswith("nbrs = sample(seeds)"))
+    time_col, data_col = row.split()[2], row.split()[5]
+    assert float(data_col.lstrip("~")) >= 0.9 * float(time_col.lstrip("~")), row
+    # The median iteration's sampler is exposed data time: the analysis counts it.
+    per_iteration = [it["stages"].get("batch prep (Python)", 0) for it in r.profile["iterations"]]
+    assert sum(1 for v in per_iteration if v > 0) >= 30, per_iteration
+    analysis = section(text, "Analysis")
+    assert "Data time exposed (loop waited)" in analysis, analysis
+
+
 def worker_profiles(run):
     """The DataLoader workers' profiles beside the loop's (<output>.<pid>.json), oldest first."""
     base = run.path[:-len(".json")]

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "aggregator.h"  // internal: deterministic synthetic events
+#include "batch_prep.h"
+#include "gnnprof/reports/analysis.h"
 #include "gnnprof/gnnprof_c.h"
 #include "histogram.h"
 #include "gnnprof/internal/private_heap.h"
@@ -536,6 +538,151 @@ TEST(Aggregation, ItsTablesNeverGrowTheHostsMallocHeap) {
   EXPECT_EQ(snap[500].file, infos[499].file);
   EXPECT_EQ(reg.name_of(2), infos[1].name);
   EXPECT_EQ(reg.intern(infos[7]), 8u);
+}
+
+}  // namespace
+}  // namespace gnnprof
+
+namespace gnnprof {
+namespace {
+
+/// A traced Python loop: a numpy sampler (lines 11-12) between the loop's header (10) and its
+/// forward line (13); line 12 also gathers with torch (half its time a data stage).
+Profile numpy_sampler_loop() {
+  Profile p;
+  p.wall_ns = 100'000'000;
+  p.unattributed_ns = 40'000'000;
+  p.stages.push_back(StageStats{"forward", "compute", 10, 20'000'000, 20'000'000, 0, 0, 0, 0, 0, {}});
+  p.stages.push_back(StageStats{"materialize", "data", 10, 5'000'000, 5'000'000, 0, 0, 0, 0, 0, {}});
+  auto line = [&](std::uint32_t n, const char* code, std::uint64_t hits, std::int64_t ns) {
+    LineStats l;
+    l.file = "/w/train.py";
+    l.function = "main";
+    l.line = n;
+    l.code = code;
+    l.hits = hits;
+    l.total_ns = ns;
+    p.lines.push_back(l);
+    return p.lines.size() - 1;
+  };
+  line(9, "model.train()", 1, 1000);
+  const auto header = line(10, "for step in range(10):", 11, 1'000'000);
+  const auto sample = line(11, "nbrs = sample(seeds)", 10, 10'000'000);
+  const auto gather = line(12, "x = feats[nbrs]", 10, 10'000'000);
+  p.lines[gather].stages["materialize"] = 5'000'000;
+  const auto fwd = line(13, "loss = model(x).sum()", 10, 20'000'000);
+  p.lines[fwd].stages["forward"] = 20'000'000;
+  p.lines[fwd].backward_ns = 20'000'000;
+  for (std::uint64_t i = 0; i < 10; ++i) {
+    IterationStats it;
+    it.index = i;
+    it.wall_ns = 6'000'000;
+    it.unattributed_ns = 2'500'000;
+    it.stages = {{"forward", 2'000'000}, {"materialize", 500'000}};
+    it.categories = {{"compute", 2'000'000}, {"data", 500'000}};
+    it.lines = {{static_cast<std::uint32_t>(header), 100'000},
+                {static_cast<std::uint32_t>(sample), 1'000'000},
+                {static_cast<std::uint32_t>(gather), 1'000'000},
+                {static_cast<std::uint32_t>(fwd), 2'000'000}};
+    p.iterations.push_back(it);
+  }
+  return p;
+}
+
+TEST(BatchPrep, ThePythonBeforeTheForwardLineInNoStageIsADataStage) {
+  Profile p = numpy_sampler_loop();
+  detail::attribute_batch_prep(p);
+  const StageStats* prep = nullptr;
+  for (const auto& s : p.stages)
+    if (s.name == kBatchPrepStage) prep = &s;
+  ASSERT_NE(prep, nullptr);
+  EXPECT_EQ(prep->category, "data");
+  // The header's 1 ms, the sampler's 10 ms and the gather's unstaged 5 ms; model.train(),
+  // before the loop, is not the loop's.
+  EXPECT_EQ(prep->total_ns, 16'000'000);
+  EXPECT_EQ(prep->hits, 10u);
+  EXPECT_EQ(prep->p50_ns, 1'600'000);
+  EXPECT_EQ(p.unattributed_ns, 24'000'000);
+  EXPECT_EQ(p.lines[1].stages.at(kBatchPrepStage), 1'000'000);
+  EXPECT_EQ(p.lines[2].stages.at(kBatchPrepStage), 10'000'000);
+  EXPECT_EQ(p.lines[3].stages.at(kBatchPrepStage), 5'000'000);
+  EXPECT_EQ(p.lines[3].stages.at("materialize"), 5'000'000);
+  EXPECT_EQ(p.lines[0].stages.count(kBatchPrepStage), 0u);
+  EXPECT_EQ(p.lines[4].stages.count(kBatchPrepStage), 0u);
+  for (const auto& it : p.iterations) {
+    EXPECT_EQ(it.stages.at(kBatchPrepStage), 1'600'000);
+    EXPECT_EQ(it.categories.at("data"), 2'100'000);
+    EXPECT_EQ(it.unattributed_ns, 900'000);
+  }
+  auto c = std::find_if(p.collectors.begin(), p.collectors.end(), [](const CollectorInfo& x) { return x.name == "batch-prep"; });
+  ASSERT_NE(c, p.collectors.end());
+  EXPECT_NE(c->reason.find("lines 10, 11, 12 of train.py:main"), std::string::npos) << c->reason;
+  // The analysis counts it as the loop's exposed data time: materialize's 0.5 ms and 1.6 ms.
+  const reports::Analysis a = reports::analyze(p, reports::AnalysisOptions{0});
+  EXPECT_EQ(a.exposed_data_ns, 2'100'000);
+  // Once: a profile read back and built again is not attributed twice.
+  const Profile once = p;
+  detail::attribute_batch_prep(p);
+  EXPECT_EQ(p.stages.size(), once.stages.size());
+  EXPECT_EQ(p.iterations[0].stages.at(kBatchPrepStage), 1'600'000);
+}
+
+TEST(BatchPrep, BookkeepingAboveTheForwardIsNotData) {
+  // A statement binding nothing the forward reads (a timer, a log call) is the loop's own.
+  for (const char* code : {"busy(0.002)", "t0 = time.perf_counter()", "log(step, x=nbrs)"}) {
+    Profile p = numpy_sampler_loop();
+    p.lines[2].code = code;
+    detail::attribute_batch_prep(p);
+    auto prep = std::find_if(p.stages.begin(), p.stages.end(), [](const StageStats& s) { return s.name == kBatchPrepStage; });
+    ASSERT_NE(prep, p.stages.end()) << code;
+    EXPECT_EQ(prep->total_ns, 6'000'000) << code;  // the header's 1 ms and the gather's 5 ms
+    EXPECT_EQ(p.lines[2].stages.count(kBatchPrepStage), 0u) << code;
+  }
+  // Bound through a tuple, an item or an attribute, read through a keyword argument: needed.
+  for (const char* code : {"nbrs, _ = sample(seeds)", "nbrs[0] = sample(seeds)", "nbrs.data = sample(seeds)",
+                           "nbrs += sample(seeds)"}) {
+    Profile p = numpy_sampler_loop();
+    p.lines[2].code = code;
+    p.lines[3].code = "x = feats.index_select(0, index=nbrs)";
+    detail::attribute_batch_prep(p);
+    EXPECT_EQ(p.lines[2].stages.count(kBatchPrepStage), 1u) << code;
+  }
+}
+
+TEST(BatchPrep, NothingWhenATracedFunctionRunsUnderTheLoopEveryIteration) {
+  // A traced batch generator runs under the header: its time is in the header's, its stages on
+  // its own lines.
+  Profile p = numpy_sampler_loop();
+  LineStats gen;
+  gen.file = "/w/train.py";
+  gen.function = "batches";
+  gen.line = 3;
+  gen.code = "ids = rng.integers(0, n, 1024)";
+  gen.hits = 10;
+  gen.total_ns = 900'000;
+  p.lines.push_back(gen);
+  for (auto& it : p.iterations) it.lines[static_cast<std::uint32_t>(p.lines.size() - 1)] = 90'000;
+  detail::attribute_batch_prep(p);
+  EXPECT_TRUE(std::none_of(p.stages.begin(), p.stages.end(), [](const StageStats& s) { return s.name == kBatchPrepStage; }));
+}
+
+TEST(BatchPrep, NothingWithoutALoopHeaderAboveTheForwardLineOrUnderOnePercent) {
+  Profile p = numpy_sampler_loop();
+  p.lines[1].code = "batch = next(it)";  // no header: a step function's body
+  detail::attribute_batch_prep(p);
+  EXPECT_TRUE(std::none_of(p.stages.begin(), p.stages.end(), [](const StageStats& s) { return s.name == kBatchPrepStage; }));
+
+  Profile inner = numpy_sampler_loop();
+  inner.lines[1].hits = 40;  // an inner loop's header (`for t in ntypes:`), run more than once a pass
+  detail::attribute_batch_prep(inner);
+  EXPECT_TRUE(std::none_of(inner.stages.begin(), inner.stages.end(), [](const StageStats& s) { return s.name == kBatchPrepStage; }));
+
+  Profile small = numpy_sampler_loop();
+  small.lines[1].total_ns = small.lines[2].total_ns = 10'000;
+  small.lines[3].total_ns = 5'010'000;  // 10 us unstaged a hit
+  for (auto& it : small.iterations) it.lines = {{1u, 1'000}, {2u, 1'000}, {3u, 501'000}};
+  detail::attribute_batch_prep(small);
+  EXPECT_TRUE(std::none_of(small.stages.begin(), small.stages.end(), [](const StageStats& s) { return s.name == kBatchPrepStage; }));
 }
 
 }  // namespace

@@ -108,10 +108,14 @@ struct StageEdge {
   std::int64_t total_ns = 0, self_ns = 0;  ///< the child's time within that parent
 };
 
-/// Iteration `index` spans [begin_ns, begin_ns + wall_ns) between two GNNPROF_STEP marks.
 /// The stage of gnnprof's own work on the host's thread (threadless mode's drains and
 /// periodic flushes): left out of the time of the line it ran under.
 inline constexpr const char* kOwnWorkStage = "gnnprof (own work)";
+/// A data stage derived from traced Python lines: the training loop's header and the statements
+/// above its forward line that bind what it reads, their time in no stage (a numpy sampler).
+inline constexpr const char* kBatchPrepStage = "batch prep (Python)";
+
+/// Iteration `index` spans [begin_ns, begin_ns + wall_ns) between two GNNPROF_STEP marks.
 
 struct IterationStats {
   std::uint64_t index = 0;
