@@ -71,7 +71,7 @@ Names statement_names(std::string_view code) {
   for (std::size_t i = 0; i < code.size();) {
     const char c = code[i];
     if (c == '#') break;
-    if (c == '\'' || c == '"') {  // a string: skipped (a prefix letter was read as a name)
+    if (c == '\'' || c == '"') {  // a string: skipped
       const std::size_t end = code.find(c, i + 1);
       i = end == std::string_view::npos ? code.size() : end + 1;
       toks.push_back({"''", 'o', depth, false});
@@ -184,12 +184,13 @@ void attribute_batch_prep(Profile& p) {
   if (header == nullptr) return;
 
   // The statements the forward needs: what the forward's lines read (from its first line to the
-  // last that built backward: a `with autocast():` line first), and, upward, what the statements
-  // binding those names read. Bookkeeping above the forward (a timer, a log call) binds none.
+  // last that built backward: a `with autocast():` line first; not the logging after the step,
+  // whose forward phase a readback may open), and, upward, what the statements binding those
+  // names read. Bookkeeping above the forward (a timer, a log call) binds none.
   std::set<std::string> needed;
   std::uint32_t forward_end = forward->line;
   for (const LineStats& l : p.lines)
-    if (same_function(l, *forward) && l.line >= forward->line && (l.backward_ns > 0 || forward_ns(l) > 0) && 2 * l.hits >= forward->hits)
+    if (same_function(l, *forward) && l.line >= forward->line && l.backward_ns > 0 && 2 * l.hits >= forward->hits)
       forward_end = std::max(forward_end, l.line);
   for (const LineStats& l : p.lines)
     if (same_function(l, *forward) && l.line >= forward->line && l.line <= forward_end)

@@ -638,6 +638,23 @@ TEST(BatchPrep, BookkeepingAboveTheForwardIsNotData) {
     EXPECT_EQ(prep->total_ns, 6'000'000) << code;  // the header's 1 ms and the gather's 5 ms
     EXPECT_EQ(p.lines[2].stages.count(kBatchPrepStage), 0u) << code;
   }
+  // A timer read by the logging after the step (a line whose readback opened a forward phase)
+  // is not what the forward reads.
+  {
+    Profile p = numpy_sampler_loop();
+    p.lines[2].code = "t0 = time.perf_counter()";
+    LineStats log;
+    log.file = "/w/train.py";
+    log.function = "main";
+    log.line = 15;
+    log.code = "print(loss.item(), time.perf_counter() - t0)";
+    log.hits = 10;
+    log.total_ns = 100'000;
+    log.stages["forward"] = 50'000;
+    p.lines.push_back(log);
+    detail::attribute_batch_prep(p);
+    EXPECT_EQ(p.lines[2].stages.count(kBatchPrepStage), 0u);
+  }
   // Bound through a tuple, an item or an attribute, read through a keyword argument: needed.
   for (const char* code : {"nbrs, _ = sample(seeds)", "nbrs[0] = sample(seeds)", "nbrs.data = sample(seeds)",
                            "nbrs += sample(seeds)"}) {
