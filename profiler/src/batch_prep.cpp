@@ -148,8 +148,8 @@ std::int64_t quantile(std::vector<std::int64_t> v, double q) {
 }  // namespace
 
 void attribute_batch_prep(Profile& p) {
-  for (const auto& s : p.stages)
-    if (s.name == kBatchPrepStage) return;  // already attributed
+  for (const auto& c : p.collectors)
+    if (c.name == "batch-prep") return;  // already attributed (or said why not)
   // The training loop's forward line: of the function whose forward lines built the most
   // backward, its first such line run about as often as its most-run one.
   const LineStats* top = nullptr;
@@ -222,19 +222,6 @@ void attribute_batch_prep(Profile& p) {
     total += std::llround(share * static_cast<double>(l.total_ns));
   }
   if (prep.empty() || total <= 0) return;
-  // A traced function run in most iterations on the loop's thread (a batch generator's body,
-  // a sampler named with --lines) may run under these statements: their time holds its, whose
-  // stages are its own lines'. Not told apart here: nothing is attributed.
-  std::vector<std::size_t> in(p.lines.size());  // iterations each line ran in
-  for (const IterationStats& it : p.iterations)
-    for (const auto& [index, ns] : it.lines)
-      if (index < in.size()) ++in[index];
-  for (std::size_t i = 0; i < p.lines.size(); ++i) {
-    const LineStats& l = p.lines[i];
-    if (same_function(l, *forward) || l.total_ns <= l.off_loop_ns) continue;
-    if (4 * in[i] >= p.iterations.size() && 100 * (l.total_ns - l.off_loop_ns) >= total) return;
-  }
-
   std::vector<std::int64_t> per_iteration, walls;
   for (const IterationStats& it : p.iterations) {
     double ns = 0;
@@ -246,6 +233,25 @@ void attribute_batch_prep(Profile& p) {
   // Under 1 % of an iteration: the loop's own Python, not worth a stage of its own.
   const std::int64_t median_prep = quantile(per_iteration, 0.5);
   if (per_iteration.empty() || median_prep <= 0 || 100 * median_prep < quantile(walls, 0.5)) return;
+
+  // A traced function run in most iterations on the loop's thread (a batch generator's body,
+  // a sampler named with --lines) may run under these statements: their time holds its, whose
+  // stages are its own lines'. Not told apart here: nothing is attributed, and the profile says so.
+  std::vector<std::size_t> in(p.lines.size());  // iterations each line ran in
+  for (const IterationStats& it : p.iterations)
+    for (const auto& [index, ns] : it.lines)
+      if (index < in.size()) ++in[index];
+  for (std::size_t i = 0; i < p.lines.size(); ++i) {
+    const LineStats& l = p.lines[i];
+    if (same_function(l, *forward) || l.total_ns <= l.off_loop_ns) continue;
+    if (4 * in[i] < p.iterations.size() || 100 * (l.total_ns - l.off_loop_ns) < total) continue;
+    p.collectors.push_back(CollectorInfo{
+        "batch-prep", false,
+        "the traced " + l.function + " runs on the loop's thread in most iterations, possibly under the loop's statements "
+        "above its forward line (" + std::to_string(forward->line) + "), whose time then holds its own: their time in no "
+        "stage is not counted as data (its own lines show their data stages)"});
+    return;
+  }
 
   for (std::size_t k = 0; k < p.iterations.size(); ++k) {
     IterationStats& it = p.iterations[k];

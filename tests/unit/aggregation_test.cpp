@@ -681,6 +681,13 @@ TEST(BatchPrep, NothingWhenATracedFunctionRunsUnderTheLoopEveryIteration) {
   for (auto& it : p.iterations) it.lines[static_cast<std::uint32_t>(p.lines.size() - 1)] = 90'000;
   detail::attribute_batch_prep(p);
   EXPECT_TRUE(std::none_of(p.stages.begin(), p.stages.end(), [](const StageStats& s) { return s.name == kBatchPrepStage; }));
+  // The profile says why.
+  auto c = std::find_if(p.collectors.begin(), p.collectors.end(), [](const CollectorInfo& x) { return x.name == "batch-prep"; });
+  ASSERT_NE(c, p.collectors.end());
+  EXPECT_FALSE(c->enabled);
+  EXPECT_NE(c->reason.find("the traced batches runs on the loop's thread"), std::string::npos) << c->reason;
+  detail::attribute_batch_prep(p);
+  EXPECT_EQ(std::count_if(p.collectors.begin(), p.collectors.end(), [](const CollectorInfo& x) { return x.name == "batch-prep"; }), 1);
 }
 
 TEST(BatchPrep, NothingWithoutALoopHeaderAboveTheForwardLineOrUnderOnePercent) {
