@@ -546,6 +546,23 @@ TEST(Aggregation, ItsTablesNeverGrowTheHostsMallocHeap) {
 namespace gnnprof {
 namespace {
 
+LineStats train_py_line(const char* function, std::uint32_t n, const char* code, std::uint64_t hits, std::int64_t ns) {
+  LineStats l;
+  l.file = "/w/train.py";
+  l.function = function;
+  l.line = n;
+  l.code = code;
+  l.hits = hits;
+  l.total_ns = ns;
+  return l;
+}
+
+const CollectorInfo* batch_prep_note(const Profile& p) {
+  for (const auto& c : p.collectors)
+    if (c.name == "batch-prep") return &c;
+  return nullptr;
+}
+
 /// A traced Python loop: a numpy sampler (lines 11-12) between the loop's header (10) and its
 /// forward line (13); line 12 also gathers with torch (half its time a data stage).
 Profile numpy_sampler_loop() {
@@ -555,14 +572,7 @@ Profile numpy_sampler_loop() {
   p.stages.push_back(StageStats{"forward", "compute", 10, 20'000'000, 20'000'000, 0, 0, 0, 0, 0, {}});
   p.stages.push_back(StageStats{"materialize", "data", 10, 5'000'000, 5'000'000, 0, 0, 0, 0, 0, {}});
   auto line = [&](std::uint32_t n, const char* code, std::uint64_t hits, std::int64_t ns) {
-    LineStats l;
-    l.file = "/w/train.py";
-    l.function = "main";
-    l.line = n;
-    l.code = code;
-    l.hits = hits;
-    l.total_ns = ns;
-    p.lines.push_back(l);
+    p.lines.push_back(train_py_line("main", n, code, hits, ns));
     return p.lines.size() - 1;
   };
   line(9, "model.train()", 1, 1000);
@@ -592,9 +602,7 @@ Profile numpy_sampler_loop() {
 TEST(BatchPrep, ThePythonBeforeTheForwardLineInNoStageIsADataStage) {
   Profile p = numpy_sampler_loop();
   detail::attribute_batch_prep(p);
-  const StageStats* prep = nullptr;
-  for (const auto& s : p.stages)
-    if (s.name == kBatchPrepStage) prep = &s;
+  const StageStats* prep = find_stage(p, kBatchPrepStage);
   ASSERT_NE(prep, nullptr);
   EXPECT_EQ(prep->category, "data");
   // The header's 1 ms, the sampler's 10 ms and the gather's unstaged 5 ms; model.train(),
@@ -614,8 +622,8 @@ TEST(BatchPrep, ThePythonBeforeTheForwardLineInNoStageIsADataStage) {
     EXPECT_EQ(it.categories.at("data"), 2'100'000);
     EXPECT_EQ(it.unattributed_ns, 900'000);
   }
-  auto c = std::find_if(p.collectors.begin(), p.collectors.end(), [](const CollectorInfo& x) { return x.name == "batch-prep"; });
-  ASSERT_NE(c, p.collectors.end());
+  const CollectorInfo* c = batch_prep_note(p);
+  ASSERT_NE(c, nullptr);
   EXPECT_NE(c->reason.find("lines 10, 11, 12 of train.py:main"), std::string::npos) << c->reason;
   // The analysis counts it as the loop's exposed data time: materialize's 0.5 ms and 1.6 ms.
   const reports::Analysis a = reports::analyze(p, reports::AnalysisOptions{0});
@@ -633,8 +641,8 @@ TEST(BatchPrep, BookkeepingAboveTheForwardIsNotData) {
     Profile p = numpy_sampler_loop();
     p.lines[2].code = code;
     detail::attribute_batch_prep(p);
-    auto prep = std::find_if(p.stages.begin(), p.stages.end(), [](const StageStats& s) { return s.name == kBatchPrepStage; });
-    ASSERT_NE(prep, p.stages.end()) << code;
+    const StageStats* prep = find_stage(p, kBatchPrepStage);
+    ASSERT_NE(prep, nullptr) << code;
     EXPECT_EQ(prep->total_ns, 6'000'000) << code;  // the header's 1 ms and the gather's 5 ms
     EXPECT_EQ(p.lines[2].stages.count(kBatchPrepStage), 0u) << code;
   }
@@ -643,13 +651,7 @@ TEST(BatchPrep, BookkeepingAboveTheForwardIsNotData) {
   {
     Profile p = numpy_sampler_loop();
     p.lines[2].code = "t0 = time.perf_counter()";
-    LineStats log;
-    log.file = "/w/train.py";
-    log.function = "main";
-    log.line = 15;
-    log.code = "print(loss.item(), time.perf_counter() - t0)";
-    log.hits = 10;
-    log.total_ns = 100'000;
+    LineStats log = train_py_line("main", 15, "print(loss.item(), time.perf_counter() - t0)", 10, 100'000);
     log.stages["forward"] = 50'000;
     p.lines.push_back(log);
     detail::attribute_batch_prep(p);
@@ -670,20 +672,13 @@ TEST(BatchPrep, NothingWhenATracedFunctionRunsUnderTheLoopEveryIteration) {
   // A traced batch generator runs under the header: its time is in the header's, its stages on
   // its own lines.
   Profile p = numpy_sampler_loop();
-  LineStats gen;
-  gen.file = "/w/train.py";
-  gen.function = "batches";
-  gen.line = 3;
-  gen.code = "ids = rng.integers(0, n, 1024)";
-  gen.hits = 10;
-  gen.total_ns = 900'000;
-  p.lines.push_back(gen);
+  p.lines.push_back(train_py_line("batches", 3, "ids = rng.integers(0, n, 1024)", 10, 900'000));
   for (auto& it : p.iterations) it.lines[static_cast<std::uint32_t>(p.lines.size() - 1)] = 90'000;
   detail::attribute_batch_prep(p);
-  EXPECT_TRUE(std::none_of(p.stages.begin(), p.stages.end(), [](const StageStats& s) { return s.name == kBatchPrepStage; }));
+  EXPECT_EQ(find_stage(p, kBatchPrepStage), nullptr);
   // The profile says why.
-  auto c = std::find_if(p.collectors.begin(), p.collectors.end(), [](const CollectorInfo& x) { return x.name == "batch-prep"; });
-  ASSERT_NE(c, p.collectors.end());
+  const CollectorInfo* c = batch_prep_note(p);
+  ASSERT_NE(c, nullptr);
   EXPECT_FALSE(c->enabled);
   EXPECT_NE(c->reason.find("the traced batches runs on the loop's thread"), std::string::npos) << c->reason;
   detail::attribute_batch_prep(p);
@@ -694,19 +689,19 @@ TEST(BatchPrep, NothingWithoutALoopHeaderAboveTheForwardLineOrUnderOnePercent) {
   Profile p = numpy_sampler_loop();
   p.lines[1].code = "batch = next(it)";  // no header: a step function's body
   detail::attribute_batch_prep(p);
-  EXPECT_TRUE(std::none_of(p.stages.begin(), p.stages.end(), [](const StageStats& s) { return s.name == kBatchPrepStage; }));
+  EXPECT_EQ(find_stage(p, kBatchPrepStage), nullptr);
 
   Profile inner = numpy_sampler_loop();
   inner.lines[1].hits = 40;  // an inner loop's header (`for t in ntypes:`), run more than once a pass
   detail::attribute_batch_prep(inner);
-  EXPECT_TRUE(std::none_of(inner.stages.begin(), inner.stages.end(), [](const StageStats& s) { return s.name == kBatchPrepStage; }));
+  EXPECT_EQ(find_stage(inner, kBatchPrepStage), nullptr);
 
   Profile small = numpy_sampler_loop();
   small.lines[1].total_ns = small.lines[2].total_ns = 10'000;
   small.lines[3].total_ns = 5'010'000;  // 10 us unstaged a hit
   for (auto& it : small.iterations) it.lines = {{1u, 1'000}, {2u, 1'000}, {3u, 501'000}};
   detail::attribute_batch_prep(small);
-  EXPECT_TRUE(std::none_of(small.stages.begin(), small.stages.end(), [](const StageStats& s) { return s.name == kBatchPrepStage; }));
+  EXPECT_EQ(find_stage(small, kBatchPrepStage), nullptr);
 }
 
 }  // namespace
