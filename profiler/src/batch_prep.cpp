@@ -1,5 +1,7 @@
 #include "batch_prep.h"
 
+#include "gnnprof/order_stats.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -139,12 +141,6 @@ Names statement_names(std::string_view code) {
   return out;
 }
 
-std::int64_t quantile(std::vector<std::int64_t> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
-}
-
 }  // namespace
 
 void attribute_batch_prep(Profile& p) {
@@ -231,8 +227,8 @@ void attribute_batch_prep(Profile& p) {
     walls.push_back(it.wall_ns);
   }
   // Under 1 % of an iteration: the loop's own Python, not worth a stage of its own.
-  const std::int64_t median_prep = quantile(per_iteration, 0.5);
-  if (per_iteration.empty() || median_prep <= 0 || 100 * median_prep < quantile(walls, 0.5)) return;
+  const std::int64_t median_prep = quantile_of(per_iteration, 0.5);
+  if (per_iteration.empty() || median_prep <= 0 || 100 * median_prep < quantile_of(walls, 0.5)) return;
 
   // A traced function run in most iterations on the loop's thread (a batch generator's body,
   // a sampler named with --lines) may run under these statements: their time holds its, whose
@@ -274,8 +270,8 @@ void attribute_batch_prep(Profile& p) {
   st.hits = std::max<std::uint64_t>(1, hits.size());
   st.total_ns = st.self_ns = total;
   st.mean_ns = total / static_cast<std::int64_t>(st.hits);
-  st.p50_ns = quantile(hits, 0.5);
-  st.p90_ns = quantile(hits, 0.9);
+  st.p50_ns = quantile_of(hits, 0.5);
+  st.p90_ns = quantile_of(hits, 0.9);
   st.max_ns = hits.empty() ? total : *std::max_element(hits.begin(), hits.end());
   st.pct_wall = p.wall_ns > 0 ? 100.0 * static_cast<double>(total) / static_cast<double>(p.wall_ns) : 0.0;
   st.by_thread.push_back(StageThreadStats{p.main_thread, st.hits, total, total});
