@@ -95,6 +95,8 @@ void Aggregator::consume(std::uint32_t thread, const RawEvent& e) {
       }
       l.total += dur;
       if (by_iteration) l.off_loop += dur;
+      if (e.a != 0) l.nested += clock_.ticks_to_ns(e.a);
+      if (l.caller == 0 && (e.flags & kFlagCaller) != 0 && e.line_ctx != e.site) l.caller = e.line_ctx;
       l.max = std::max(l.max, dur);
       keep_timeline(thread, e.site, e.kind, ts, dur, 0);
       Pending p{thread, e.site, ts, dur, false, true};
@@ -447,6 +449,7 @@ Profile Aggregator::build(const std::vector<SiteInfo>& sites, std::int64_t end_n
     ls.unobserved_ns = l.unobserved;
     ls.began_running = l.began;
     ls.off_loop_ns = l.off_loop;
+    ls.nested_ns = std::min(l.nested, l.total);
     ls.callee_file = info.callee_file;
     ls.callee_function = info.callee_function;
     ls.total_ns = l.total;
@@ -467,6 +470,9 @@ Profile Aggregator::build(const std::vector<SiteInfo>& sites, std::int64_t end_n
     line_index[id] = static_cast<std::uint32_t>(p.lines.size());
     p.lines.push_back(std::move(ls));
   }
+  for (const auto& [ls, id] : lines)
+    if (auto l = lines_.find(id); l != lines_.end() && l->second.caller != 0)
+      if (auto c = line_index.find(l->second.caller); c != line_index.end()) p.lines[line_index[id]].caller = c->second;
 
   // Batches of a DataLoader loop marked before the training loop's own marks (an evaluation
   // first): not the loop the run is about.

@@ -92,6 +92,8 @@ class Aggregator {
     std::int64_t unobserved = 0;        // the line's time in those iterations
     std::int64_t total = 0, max = 0;
     std::int64_t off_loop = 0;  // its time on threads other than the loop's (a producer's)
+    std::int64_t nested = 0;    // of total: traced lines that ran under it (its callees, a generator)
+    std::uint32_t caller = 0;   // the first traced statement seen calling it (site), 0: none
     std::uint32_t stage = 0;
     bool timed = false;  // has had a line event (not only attributed time)
     std::pmr::map<std::uint32_t, std::int64_t> stages;  // outermost stage site -> ns

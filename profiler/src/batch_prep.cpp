@@ -32,15 +32,17 @@ std::int64_t forward_ns(const LineStats& l) {
 
 bool same_function(const LineStats& a, const LineStats& b) { return a.file == b.file && a.function == b.function; }
 
-/// Of a line's time, the share in no stage on the loop's thread, from the hits whose torch ops
-/// were observed (in the others the observer's stages are not recorded at all).
+/// Of a line's time, its own (not of traced lines under it) share in no stage on the loop's
+/// thread, from the hits whose torch ops were observed (in the others the observer's stages are
+/// not recorded at all).
 double unstaged_share(const LineStats& l) {
   if (l.total_ns <= 0 || (l.hits > 0 && l.unobserved_hits >= l.hits)) return 0;
   std::int64_t staged = 0;
   for (const auto& [name, ns] : l.stages) staged += ns;
   const std::int64_t seen = l.unobserved_ns > 0 ? l.total_ns - l.unobserved_ns : l.total_ns;
   if (seen <= 0) return 0;
-  const double free = std::clamp(static_cast<double>(seen - staged) / static_cast<double>(seen), 0.0, 1.0);
+  const double nested = static_cast<double>(l.nested_ns) * static_cast<double>(seen) / static_cast<double>(l.total_ns);
+  const double free = std::clamp((static_cast<double>(seen - staged) - nested) / static_cast<double>(seen), 0.0, 1.0);
   const double loop = 1.0 - std::clamp(static_cast<double>(l.off_loop_ns) / static_cast<double>(l.total_ns), 0.0, 1.0);
   return free * loop;
 }
@@ -203,6 +205,19 @@ void attribute_batch_prep(Profile& p) {
     needed.insert(n.uses.begin(), n.uses.end());
   }
 
+  // Traced code those statements run (a batch generator the header resumes, a sampler a
+  // feeding statement calls, what that calls): its lines' own time is batch preparation too.
+  const auto header_index = static_cast<std::uint32_t>(header - p.lines.data());
+  auto prep_statement = [&](std::int64_t i) { return i == header_index || feeding.count(static_cast<std::uint32_t>(i)) != 0; };
+  auto runs_under_prep = [&](std::uint32_t i) {
+    std::int64_t c = p.lines[i].caller;
+    for (int hops = 0; hops < 32 && c >= 0 && c < static_cast<std::int64_t>(p.lines.size()); ++hops) {
+      if (same_function(p.lines[c], *forward)) return prep_statement(c);
+      c = p.lines[c].caller;
+    }
+    return false;
+  };
+
   struct Prep {
     std::uint32_t index;
     double share;
@@ -211,7 +226,7 @@ void attribute_batch_prep(Profile& p) {
   std::int64_t total = 0;
   for (std::uint32_t i = 0; i < p.lines.size(); ++i) {
     const LineStats& l = p.lines[i];
-    if (!same_function(l, *forward) || (&l != header && feeding.count(i) == 0)) continue;
+    if (same_function(l, *forward) ? !prep_statement(i) : !runs_under_prep(i)) continue;
     const double share = unstaged_share(l);
     if (share <= 0) continue;
     prep.push_back({i, share});
@@ -230,14 +245,16 @@ void attribute_batch_prep(Profile& p) {
   const std::int64_t median_prep = quantile_of(per_iteration, 0.5);
   if (per_iteration.empty() || median_prep <= 0 || 100 * median_prep < quantile_of(walls, 0.5)) return;
 
-  // A traced function run in most iterations on the loop's thread (a batch generator's body,
-  // a sampler named with --lines) may run under these statements: their time holds its, whose
-  // stages are its own lines'. Not told apart here: nothing is attributed, and the profile says so.
+  // A profile whose tracer did not report the time of traced lines under each statement
+  // (nested_ns, caller: an older one): a traced function run in most iterations on the loop's
+  // thread may run under these statements, whose time then holds its. Not told apart: nothing
+  // is attributed, and the profile says so.
+  const bool nesting_known = std::any_of(p.lines.begin(), p.lines.end(), [](const LineStats& l) { return l.caller >= 0; });
   std::vector<std::size_t> in(p.lines.size());  // iterations each line ran in
   for (const IterationStats& it : p.iterations)
     for (const auto& [index, ns] : it.lines)
       if (index < in.size()) ++in[index];
-  for (std::size_t i = 0; i < p.lines.size(); ++i) {
+  for (std::size_t i = 0; i < p.lines.size() && !nesting_known; ++i) {
     const LineStats& l = p.lines[i];
     if (same_function(l, *forward) || l.total_ns <= l.off_loop_ns) continue;
     if (4 * in[i] < p.iterations.size() || 100 * (l.total_ns - l.off_loop_ns) < total) continue;
@@ -280,14 +297,35 @@ void attribute_batch_prep(Profile& p) {
                   st);
   p.unattributed_ns = std::max<std::int64_t>(0, p.unattributed_ns - total);
 
-  std::string where = prep.size() == 1 ? "line " : "lines ";
-  for (std::size_t k = 0; k < prep.size(); ++k) where += (k == 0 ? "" : ", ") + std::to_string(p.lines[prep[k].index].line);
-  const std::string file = header->file.substr(header->file.find_last_of('/') + 1);
+  // "line 15 of train.py:main (...) and lines 9, 10 of train.py:batches (...)": per function,
+  // in the order the profile holds them (the loop's function first).
+  auto lines_of = [&](const LineStats& fn) {
+    std::string out;
+    std::size_t n = 0;
+    for (const Prep& q : prep)
+      if (same_function(p.lines[q.index], fn)) out += (n++ == 0 ? "" : ", ") + std::to_string(p.lines[q.index].line);
+    const std::string file = fn.file.substr(fn.file.find_last_of('/') + 1);
+    return (n == 1 ? "line " : "lines ") + out + " of " + file + ":" + fn.function;
+  };
+  std::vector<const LineStats*> fns;  // the functions holding them, the loop's first
+  for (const Prep& q : prep) {
+    const LineStats& l = p.lines[q.index];
+    if (std::none_of(fns.begin(), fns.end(), [&](const LineStats* f) { return same_function(*f, l); })) fns.push_back(&l);
+  }
+  std::stable_partition(fns.begin(), fns.end(), [&](const LineStats* f) { return same_function(*f, *header); });
+  const bool loop_lines = same_function(*fns.front(), *header);
+  const std::string statements = "the statements above its forward line (" + std::to_string(forward->line) + ") that bind what it reads";
+  std::string where;
+  for (std::size_t k = 0; k < fns.size(); ++k) {
+    where += k == 0 ? "" : k + 1 == fns.size() ? " and " : ", ";
+    where += lines_of(*fns[k]);
+    if (k == 0 && loop_lines) where += " (the loop's header and " + statements + ")";
+    else if (k + 1 == fns.size()) where += loop_lines ? " (traced code run under them)" : " (traced code run under the loop's header or " + statements + ")";
+  }
   p.collectors.push_back(CollectorInfo{
       "batch-prep", true,
-      where + " of " + file + ":" + header->function + ": the loop's header and the statements above its forward line (" +
-          std::to_string(forward->line) + ") that bind what it reads; their time in no torch op or stage (Python, numpy, "
-          "a C extension's sampler) is the data stage \"" + kBatchPrepStage + "\""});
+      where + ": their own time in no torch op or stage (Python, numpy, a C extension's sampler) is the data stage \"" +
+          std::string(kBatchPrepStage) + "\""});
 }
 
 }  // namespace gnnprof::detail

@@ -29,7 +29,8 @@ int set_rank(int rank, int local_rank, int world_size) noexcept;
 int set_loader(const char* loader) noexcept;
 std::uint64_t set_line(std::uint32_t site) noexcept;
 void watch_next_line(void (*fn)()) noexcept;
-void line_event(std::uint32_t site, std::uint64_t t0, std::uint64_t t1, bool hit, bool began) noexcept;
+void line_event(std::uint32_t site, std::uint64_t t0, std::uint64_t t1, bool hit, bool began, std::uint64_t nested = 0,
+                std::uint32_t caller = 0) noexcept;
 void line_charge(std::uint32_t line, std::uint32_t stage, std::int64_t begin_mono_ns, std::int64_t end_mono_ns) noexcept;
 std::uint32_t current_line() noexcept;
 bool ext_lines_seen() noexcept;
@@ -226,6 +227,12 @@ void gnnprof_watch_next_line(void (*fn)(void)) { gnnprof::detail::watch_next_lin
 
 void gnnprof_line_event(gnnprof_site_t site, uint64_t begin, uint64_t end, int hit) {
   gnnprof::detail::line_event(site, begin, end, (hit & ~GNNPROF_LINE_BEGAN) != 0, (hit & GNNPROF_LINE_BEGAN) != 0);
+}
+
+void gnnprof_line_event_nested(gnnprof_site_t site, uint64_t begin, uint64_t end, int hit, uint64_t nested,
+                               gnnprof_site_t caller) {
+  gnnprof::detail::line_event(site, begin, end, (hit & ~GNNPROF_LINE_BEGAN) != 0, (hit & GNNPROF_LINE_BEGAN) != 0, nested,
+                              caller & ~GNNPROF_DATA_LINE);
 }
 
 gnnprof_site_t gnnprof_current_line(void) { return gnnprof::detail::current_line(); }

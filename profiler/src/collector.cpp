@@ -435,17 +435,19 @@ void watch_next_line(void (*fn)()) noexcept {
   if (b != nullptr && !b->is_sink()) b->line_watch = fn;
 }
 
-void line_event(std::uint32_t site, std::uint64_t t0, std::uint64_t t1, bool hit, bool began) noexcept {
+void line_event(std::uint32_t site, std::uint64_t t0, std::uint64_t t1, bool hit, bool began, std::uint64_t nested,
+                std::uint32_t caller) noexcept {
   if (site == 0 || t1 < t0) return;
   ThreadBuffer* b = nullptr;
   RawEvent* e = begin_instant(b);
   if (e == nullptr) return;
   e->t0 = t0;
   e->t1 = t1;
+  e->a = nested < t1 - t0 ? nested : t1 - t0;
   e->site = site;
-  e->line_ctx = 0;
+  e->line_ctx = caller;
   e->kind = EventKind::kLine;
-  e->flags = static_cast<std::uint8_t>((hit ? 0 : kFlagNoHit) | (began ? kFlagBegan : 0));
+  e->flags = static_cast<std::uint8_t>((hit ? 0 : kFlagNoHit) | (began ? kFlagBegan : 0) | (caller != 0 ? kFlagCaller : 0));
   b->commit();
 }
 

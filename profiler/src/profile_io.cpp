@@ -325,7 +325,9 @@ struct Record<LineStats> {
                  field("began_running", &L::began_running, Presence::kWhenSet),
                  field("callee_file", &L::callee_file, Presence::kWhenSet),
                  field("callee_function", &L::callee_function, Presence::kWhenSet),
-                 field("off_loop_ns", &L::off_loop_ns, Presence::kWhenSet)};
+                 field("off_loop_ns", &L::off_loop_ns, Presence::kWhenSet),
+                 field("nested_ns", &L::nested_ns, Presence::kWhenSet),
+                 field("caller", &L::caller, Presence::kWhenSet)};
 };
 template <>
 struct Record<Diagnostic> {
@@ -443,6 +445,9 @@ Profile profile_from(const json& j, const Reader& r) {
   for (const auto& it : p.iterations)
     for (const auto& [idx, ns] : it.lines)
       if (idx >= p.lines.size()) r.fail("$.iterations[" + std::to_string(it.index) + "].lines", "line index out of range");
+  for (std::size_t i = 0; i < p.lines.size(); ++i)
+    if (p.lines[i].caller < -1 || p.lines[i].caller >= static_cast<std::int64_t>(p.lines.size()))
+      r.fail("$.lines[" + std::to_string(i) + "].caller", "line index out of range");
   return p;
 }
 

@@ -52,6 +52,9 @@ inline constexpr std::uint8_t kFlagExtLine = 0x40;
 // already running.
 inline constexpr std::uint8_t kFlagRepeated = 0x20;
 inline constexpr std::uint8_t kFlagBegan = 0x20;
+// Bit 4 of kLine: line_ctx is the traced statement that called the line's function (the Python
+// tracer's gnnprof_line_event_nested), not an enclosing GNNPROF_LINE scope.
+inline constexpr std::uint8_t kFlagCaller = 0x10;
 inline std::uint8_t pack_transfer_flags(int dir, int mem, int mode) noexcept {
   return static_cast<std::uint8_t>((dir & 3) | ((mem & 3) << 2) | ((mode & 1) << 4));
 }

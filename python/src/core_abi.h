@@ -59,6 +59,7 @@ typedef struct CoreAbi {
   void (*set_loop_extent)(const char* file, const char* function, unsigned first, unsigned last); /* or NULL */
   void (*set_loop_line)(uint32_t site);                                                          /* or NULL */
   void (*line_callee)(uint32_t site, const char* file, const char* function);                    /* or NULL */
+  void (*line_event_nested)(uint32_t site, uint64_t begin, uint64_t end, int hit, uint64_t nested, uint32_t caller); /* or NULL */
   uint32_t (*site_register)(int kind, const char* name, const char* category, const char* file, const char* function,
                             const char* code, unsigned line); /* or NULL */
   void (*materialize_at)(uint32_t site, uint64_t rows, uint64_t bytes); /* or NULL */

@@ -72,6 +72,7 @@ static int resolve(void* h, CoreAbi* t, const char** missing) {
   *(void**)(&t->set_loop_extent) = dlsym(h, "gnnprof_set_loop_extent");
   *(void**)(&t->set_loop_line) = dlsym(h, "gnnprof_set_loop_line");
   *(void**)(&t->line_callee) = dlsym(h, "gnnprof_line_callee");
+  *(void**)(&t->line_event_nested) = dlsym(h, "gnnprof_line_event_nested");
   *(void**)(&t->site_register) = dlsym(h, "gnnprof_site_register");
   *(void**)(&t->materialize_at) = dlsym(h, "gnnprof_materialize_at");
   if (t->site_register == NULL || t->materialize_at == NULL) t->site_register = NULL; /* both or neither */

@@ -274,11 +274,12 @@ static void on_return(ThreadTrace* tt, Frame* f) {
   /* The training loop's function returned: no loop statement is current any more. */
   if (paused == NULL && e->ci != NULL && e->ci->loop_levels > 0 && g_core.set_loop_line != NULL) g_core.set_loop_line(0);
   if (paused != NULL) paused->t0 = now;
+  charge_caller(tt, e, now);
   if (generator_frame(f)) {
     if (yielded(f)) suspend(tt, f, f->f_code, e);
     else forget_suspended(tt, f); /* finished: its frame may be reused */
   }
-  end_statement(e, now);
+  end_statement(tt, e, now);
   const int adopted = e->adopted;
   --tt->depth;
   /* A frame that was running before tracing began has no hook around it to switch tracing

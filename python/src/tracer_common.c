@@ -810,7 +810,7 @@ Entry* push(ThreadTrace* tt, const void* f, CodeInfo* ci, int adopted) {
     if (o->ci != ci) continue;
     if (o->site != 0) { /* recursion: the outer call's statement stops while this frame runs */
       o->paused_site = o->site;
-      end_statement(o, g_core.now());
+      end_statement(tt, o, g_core.now());
       e->paused_below = i;
     }
     break;
@@ -829,12 +829,25 @@ Entry* unpause(ThreadTrace* tt, Entry* e) {
   return o;
 }
 
-void end_statement(Entry* e, uint64_t now) {
+void end_statement(ThreadTrace* tt, Entry* e, uint64_t now) {
   if (e->site != 0) {
-    g_core.line_event(e->site, e->t0, now, e->hit | (e->began ? GNNPROF_LINE_BEGAN : 0));
+    const int hit = e->hit | (e->began ? GNNPROF_LINE_BEGAN : 0);
+    if (g_core.line_event_nested != NULL)
+      g_core.line_event_nested(e->site, e->t0, now, hit, e->nested, e > tt->stack ? (e - 1)->site : 0);
+    else
+      g_core.line_event(e->site, e->t0, now, hit);
     e->began = 0;
   }
   e->site = 0;
+  e->nested = 0;
+}
+
+void charge_caller(ThreadTrace* tt, const Entry* e, uint64_t now) {
+  if (e->entered == 0 || e <= tt->stack || e >= tt->stack + kMaxDepth) return;
+  Entry* c = &tt->stack[e - tt->stack - 1];
+  if (c->site == 0) return;
+  const uint64_t from = e->entered > c->t0 ? e->entered : c->t0; /* a paused caller went on later */
+  if (now > from) c->nested += now - from;
 }
 
 /* The site to make current for e's statement: a data pipeline's (a batch generator's, a
@@ -858,9 +871,10 @@ Entry* entry_of(ThreadTrace* tt, const void* f) {
       while (tt->depth - 1 > i) {
         Entry* gone = &tt->stack[tt->depth - 1];
         Entry* o = unpause(tt, gone);
-        end_statement(gone, now);
+        end_statement(tt, gone, now);
         --tt->depth;
         if (o != NULL) o->t0 = now;
+        charge_caller(tt, gone, now);
       }
     }
     return &tt->stack[i];
@@ -903,6 +917,7 @@ void resume(ThreadTrace* tt, const void* f, const void* code, Entry* e) {
   e->start = s->start;
   e->hit = 0;
   e->t0 = g_core.set_line(current_site(e, e->site));
+  e->entered = e->t0;
   s->f = NULL;
 }
 
@@ -941,10 +956,11 @@ void on_line_of(ThreadTrace* tt, Entry* e, PyCodeObject* co, int line, int lasti
   const uint64_t now = g_core.set_line(current_site(e, site));
   /* The training loop's own statement, for the torch observer: a helper's ops run under it. */
   if (ci->loop_levels > 0 && g_core.set_loop_line != NULL) g_core.set_loop_line(site);
-  end_statement(e, now);
+  end_statement(tt, e, now);
   e->site = site;
   e->stmt = stmt;
   e->t0 = now;
+  if (e->entered == 0) e->entered = now;
   /* A `with` block leaving: its __exit__'s time is the with line's, but not another hit. */
   e->hit = ci->n_exits > 0 && lasti >= 0 && with_exit(ci, lasti) ? 0 : 1;
   e->lasti = lasti;
@@ -958,7 +974,7 @@ void tracer_close_thread(void) {
   if (tt == NULL || !g_core_bound) return;
   const uint64_t now = g_core.set_line(0);
   const int d = tt->depth < kMaxDepth ? tt->depth : kMaxDepth;
-  for (int i = d - 1; i >= 0; --i) end_statement(&tt->stack[i], now);
+  for (int i = d - 1; i >= 0; --i) end_statement(tt, &tt->stack[i], now);
   tt->depth = 0;
 }
 

@@ -153,6 +153,8 @@ typedef struct Entry {
   int lasti;      /* the instruction of the last line event (-1: not known) */
   int start;      /* the instruction where the statement's current execution began (-1: not known) */
   uint64_t t0;    /* when the current statement began (gnnprof_now) */
+  uint64_t nested; /* of the current statement's time so far, traced frames above this one (callees) */
+  uint64_t entered; /* when this frame's traced time began (its first line, or its resume), 0: not yet */
   uint8_t hit;    /* the current segment began the statement (0: a generator resumed) */
   uint8_t adopted; /* already running when tracing began */
   uint8_t began;   /* adopted, and its first traced statement not yet recorded */
@@ -203,8 +205,11 @@ static inline Entry* top_entry(ThreadTrace* tt) {
  * keeps the first such function per line (gnnprof_line_callee), for the report to name the
  * file that `--lines` would add. */
 void note_callee(ThreadTrace* tt, PyCodeObject* co); /* tt: NULL, or the thread's */
-/* Ends the entry's current statement at `now` (no new line set). */
-void end_statement(Entry* e, uint64_t now);
+/* Ends the entry's current statement at `now` (no new line set); e is in tt's stack. */
+void end_statement(ThreadTrace* tt, Entry* e, uint64_t now);
+/* e, the top entry, leaves at `now`: its time since it began is nested time of its caller's
+ * (the entry below) current statement. */
+void charge_caller(ThreadTrace* tt, const Entry* e, uint64_t now);
 /* As e leaves: the statement of the entry it paused goes on (site restored, no hit); that
  * entry is returned for its t0 to be set once the line is current again, or NULL. */
 Entry* unpause(ThreadTrace* tt, Entry* e);

@@ -254,8 +254,9 @@ static PyObject* leave(PyObject* const* args, Py_ssize_t nargs, int yielded) {
   /* The training loop's function returned: no loop statement is current any more. */
   if (paused == NULL && e->ci != NULL && e->ci->loop_levels > 0 && g_core.set_loop_line != NULL) g_core.set_loop_line(0);
   if (paused != NULL) paused->t0 = now;
+  charge_caller(tt, e, now);
   if (generator && yielded) suspend(tt, f, co, e);
-  end_statement(e, now);
+  end_statement(tt, e, now);
   --tt->depth;
   return answer(none());
 }

@@ -321,6 +321,7 @@ std::string lines_html(const Profile& p, const ReportOptions& opt) {
     o += "</tbody></table></div>";
     if (const std::string pace = observer_pace_note(b); !pace.empty()) o += "<p class=muted>" + esc(pace) + "</p>";
     if (const std::string began = began_note(b); !began.empty()) o += "<p class=muted>" + esc(began) + "</p>";
+    if (const std::string under = caller_note(p, b); !under.empty()) o += "<p class=muted>" + esc(under) + "</p>";
     if (const std::string off = off_loop_note(b); !off.empty()) o += "<p class=muted>" + esc(off) + "</p>";
   }
   if (const std::string hint = callee_hint(t); !hint.empty()) o += "<p id=callee-hint>" + esc(hint) + "</p>";

@@ -242,6 +242,25 @@ std::string off_loop_note(const LineBlock& b) {
                      100.0 * static_cast<double>(off) / static_cast<double>(all));
 }
 
+std::string caller_note(const Profile& p, const LineBlock& b) {
+  std::map<std::int64_t, std::uint64_t> votes;  // caller -> hits of the rows naming it
+  for (const LineRow& r : b.rows) {
+    if (r.stats == nullptr || r.stats->caller < 0 || r.stats->caller >= static_cast<std::int64_t>(p.lines.size())) continue;
+    const LineStats& c = p.lines[static_cast<std::size_t>(r.stats->caller)];
+    if (c.file == b.file && c.function == b.function) continue;  // recursion: the function's own line
+    votes[r.stats->caller] += std::max<std::uint64_t>(1, r.stats->hits);
+  }
+  if (votes.empty()) return "";
+  const auto top = std::max_element(votes.begin(), votes.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+  const LineStats& c = p.lines[static_cast<std::size_t>(top->first)];
+  std::string code = c.code;
+  code.erase(0, code.find_first_not_of(" \t") == std::string::npos ? code.size() : code.find_first_not_of(" \t"));
+  if (code.size() > 60) code = code.substr(0, 57) + "...";
+  return fmt::format("run under {}:{} `{}` in {}(), whose Time includes this function's (a line's time includes what it "
+                     "calls, as in line_profiler)",
+                     base_name(c.file), c.line, code, c.function);
+}
+
 std::string began_note(const LineBlock& b) {
   const LineStats* at = nullptr;
   std::uint64_t calls = 0;
@@ -411,7 +430,8 @@ std::string extra_columns_legend(const LineTable& t) {
   add(t.gathered, "Gathered = feature bytes materialized");
   add(t.gpu, "GPU = kernel time the line launched, its backward's included");
   add(t.data, "Data = time in data stages (sampling, materialization, copies, loader waits, ops needing no grad; "
-              "in the training loop, from its header to its forward line, the time in no torch op: batch prep) "
+              "in the training loop, from its header to its forward line and in traced code run there, the time in no torch op: "
+              "batch prep) "
               "while the line was current (a traced function it calls shows its own): exposed data time");
   add(t.wait, "Wait = host syncs and communication waits");
   add(t.backward, "Backward = autograd backward of the graph the line built");

@@ -93,6 +93,7 @@ void TextReporter::render_line_table(const Profile& p, std::ostream& out) const 
     }
     if (const std::string pace = observer_pace_note(b); !pace.empty()) out << "(" << pace << ")\n";
     if (const std::string began = began_note(b); !began.empty()) out << "(" << began << ")\n";
+    if (const std::string under = caller_note(p, b); !under.empty()) out << "(" << under << ")\n";
     if (const std::string off = off_loop_note(b); !off.empty()) out << "(" << off << ")\n";
   }
   if (const std::string hint = callee_hint(t); !hint.empty()) out << "\n" << hint << "\n";

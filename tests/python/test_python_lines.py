@@ -912,6 +912,34 @@ def test_recursion_counts_the_functions_time_once(gnnprof_run):
     assert lines["busy(0.0002)"]["total_ns"] > 0.9 * total
 
 
+def test_the_time_under_a_statement_and_its_caller(gnnprof_run):
+    """Each statement's time in traced lines under it (nested_ns): the loop's header holds its
+    generator's resumes, the generator's yield line its traced helper; each line names the
+    statement that called its function (caller). Pure Python: every tracer runs it."""
+    path = script("nested_calls.py")
+    r = gnnprof_run(path, "40")
+    assert r.rc == 0, r.err
+    assert r.out == "780\n"
+    lines = r.profile["lines"]
+    index = {(l["function"], l["code"].strip()): i for i, l in enumerate(lines)}
+    header = lines[index[("consume", "for b in batches(n):")]]
+    yield_line = lines[index[("batches", "yield helper(i)")]]
+    gen_ns = sum(l["total_ns"] for l in lines if l["function"] == "batches")
+    helper_ns = sum(l["total_ns"] for l in lines if l["function"] == "helper")
+    assert abs(header["nested_ns"] - gen_ns) <= 0.05 * gen_ns, (header, gen_ns)
+    assert abs(yield_line["nested_ns"] - helper_ns) <= 0.05 * helper_ns, (yield_line, helper_ns)
+    assert helper_ns >= 40 * 400000 and gen_ns >= helper_ns + 40 * 200000, (helper_ns, gen_ns)
+    # The header's own time is its own Python, not the generator's busy-waits.
+    assert header["total_ns"] - header["nested_ns"] < 0.1 * gen_ns, header
+    for l in lines:
+        if l["function"] == "batches":
+            assert l.get("caller") == index[("consume", "for b in batches(n):")], l
+        elif l["function"] == "helper":
+            assert l.get("caller") == index[("batches", "yield helper(i)")], l
+        elif l is not header:
+            assert "caller" not in l and l.get("nested_ns", 0) <= 0.05 * l["total_ns"], l
+
+
 def test_a_comprehension_spanning_lines_is_one_hit(gnnprof_run):
     path = script("comprehension.py")
     r = gnnprof_run(path)

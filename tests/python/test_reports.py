@@ -304,7 +304,8 @@ def test_a_numpy_sampler_in_the_loop_is_exposed_data_time(gnnprof_run, plain_run
     assert r.out == plain_run(path, "40").out
     prep = next((s for s in r.profile["stages"] if s["name"] == "batch prep (Python)"), None)
     assert prep and prep["category"] == "data", r.profile["stages"]
-    assert "lines 27, 28, 29, 30 of numpy_sampler.py:<module>" in r.collector("batch-prep")["reason"]
+    first = line_of(path, "for step in range(")
+    assert f"lines {first}, {first + 1}, {first + 2}, {first + 3} of numpy_sampler.py:<module>" in r.collector("batch-prep")["reason"]
     lines = r.lines("<module>")
     sampler = lines[line_of(path, "nbrs = sample(seeds)")]
     assert sampler["stages"]["batch prep (Python)"] >= 0.9 * sampler["total_ns"], sampler
@@ -318,6 +319,37 @@ def test_a_numpy_sampler_in_the_loop_is_exposed_data_time(gnnprof_run, plain_run
     assert sum(1 for v in per_iteration if v > 0) >= 30, per_iteration
     analysis = section(text, "Analysis")
     assert "Data time exposed (loop waited)" in analysis, analysis
+
+
+@needs_torch
+def test_a_numpy_sampler_in_the_batch_generator_is_exposed_data_time_once(gnnprof_run, plain_run):
+    """The same sampler in a batch generator the loop pulls from (traced with the loop): the
+    generator's lines hold its time, the loop's header holds the generator's as time under it
+    (nested_ns), so the batch prep stage counts the header's own time and the generator's lines,
+    each once."""
+    path = script("numpy_sampler.py")
+    r = gnnprof_run(path, "40", "gen")
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "40", "gen").out
+    reason = r.collector("batch-prep")["reason"]
+    assert "(traced code run under them)" in reason and "of numpy_sampler.py:batches" in reason, reason
+    lines = r.profile["lines"]
+    header = next(i for i, l in enumerate(lines) if l["code"].strip().startswith("for seeds, nbrs in batches("))
+    gen = [l for l in lines if l["function"] == "batches"]
+    gen_ns = sum(l["total_ns"] for l in gen)
+    # What ran under the header is the generator's time (resumes: its lines' segments).
+    assert abs(lines[header]["nested_ns"] - gen_ns) <= 0.02 * gen_ns, (lines[header], gen_ns)
+    assert all(l.get("caller") == header for l in gen), gen
+    yield_line = next(l for l in gen if l["code"].strip() == "yield ids, sample(ids)")
+    assert yield_line["stages"]["batch prep (Python)"] >= 0.9 * yield_line["total_ns"], yield_line
+    prep = next(s for s in r.profile["stages"] if s["name"] == "batch prep (Python)")
+    charged = sum(l.get("stages", {}).get("batch prep (Python)", 0) for l in lines)
+    assert prep["total_ns"] == charged, (prep, charged)
+    # Counted once: the header's share is of its own time only.
+    own = lines[header]["total_ns"] - lines[header]["nested_ns"]
+    assert lines[header]["stages"].get("batch prep (Python)", 0) <= own, lines[header]
+    per_iteration = [it["stages"].get("batch prep (Python)", 0) for it in r.profile["iterations"]]
+    assert sum(1 for v in per_iteration if v > 0) >= 30, per_iteration
 
 
 def worker_profiles(run):

@@ -280,6 +280,24 @@ TEST(Aggregation, LinesDoNotReduceStageSelfTime) {
   EXPECT_LE(p.lines[0].total_ns, s->total_ns);
 }
 
+TEST(Aggregation, NestedLineScopesNameNoCaller) {
+  // A GNNPROF_LINE inside another's statement (a lambda run there) is the enclosing line's
+  // context, not a traced caller: `caller` is the Python tracer's alone.
+  Profile p = profile_of(quiet_config(), [] {
+    auto inner = [] {
+      GNNPROF_LINE(spin_ns(5000));
+    };
+    for (int i = 0; i < 3; ++i) {
+      GNNPROF_LINE(inner());
+    }
+  });
+  ASSERT_EQ(p.lines.size(), 2u);
+  for (const LineStats& l : p.lines) {
+    EXPECT_EQ(l.caller, -1) << l.code;
+    EXPECT_EQ(l.nested_ns, 0) << l.code;
+  }
+}
+
 TEST(Aggregation, TransfersAndMaterializationsCarryStageAndLine) {
   Profile p = profile_of(quiet_config(), [] {
     for (int i = 0; i < 4; ++i) {
@@ -546,16 +564,7 @@ TEST(Aggregation, ItsTablesNeverGrowTheHostsMallocHeap) {
 namespace gnnprof {
 namespace {
 
-LineStats train_py_line(const char* function, std::uint32_t n, const char* code, std::uint64_t hits, std::int64_t ns) {
-  LineStats l;
-  l.file = "/w/train.py";
-  l.function = function;
-  l.line = n;
-  l.code = code;
-  l.hits = hits;
-  l.total_ns = ns;
-  return l;
-}
+using testing::train_py_line;
 
 const CollectorInfo* batch_prep_note(const Profile& p) {
   for (const auto& c : p.collectors)
@@ -683,6 +692,64 @@ TEST(BatchPrep, NothingWhenATracedFunctionRunsUnderTheLoopEveryIteration) {
   EXPECT_NE(c->reason.find("the traced batches runs on the loop's thread"), std::string::npos) << c->reason;
   detail::attribute_batch_prep(p);
   EXPECT_EQ(std::count_if(p.collectors.begin(), p.collectors.end(), [](const CollectorInfo& x) { return x.name == "batch-prep"; }), 1);
+}
+
+TEST(BatchPrep, TracedCodeUnderThoseStatementsCountsOnItsOwnLinesOnce) {
+  // The tracer reports each statement's time in traced lines under it (nested_ns) and each
+  // line's calling statement (caller): a batch generator the header resumes (lines 3-4 of
+  // batches: 3 ms and 6 ms, 2 ms of them a gather), and a model function traced with --lines
+  // under the forward line.
+  Profile p = numpy_sampler_loop();
+  const auto header = 1u, fwd = 4u;
+  p.lines[header].total_ns = 10'000'000;
+  p.lines[header].nested_ns = 9'000'000;
+  auto traced = [&](const char* fn, std::uint32_t n, const char* code, std::int64_t ns, std::int64_t caller) {
+    p.lines.push_back(train_py_line(fn, n, code, 10, ns));
+    p.lines.back().caller = caller;
+    return static_cast<std::uint32_t>(p.lines.size() - 1);
+  };
+  const auto ids = traced("batches", 3, "ids = rng.integers(0, n, 1024)", 3'000'000, header);
+  const auto yield = traced("batches", 4, "yield sample(ids)", 6'000'000, header);
+  p.lines[yield].stages["materialize"] = 2'000'000;
+  const auto layer = traced("Sage.forward", 30, "h = self.norm(h)", 1'000'000, fwd);
+  for (auto& it : p.iterations) {
+    it.lines[header] = 1'000'000;
+    it.lines[ids] = 300'000;
+    it.lines[yield] = 600'000;
+    it.lines[layer] = 100'000;
+  }
+  detail::attribute_batch_prep(p);
+  const StageStats* prep = find_stage(p, kBatchPrepStage);
+  ASSERT_NE(prep, nullptr);
+  // The header's own 1 ms (its 9 ms under it are the generator's), the generator's 3 ms and
+  // its unstaged 4 ms, the sampler's 10 ms, the gather's 5 ms; not the model's line.
+  EXPECT_EQ(p.lines[header].stages.at(kBatchPrepStage), 1'000'000);
+  EXPECT_EQ(p.lines[ids].stages.at(kBatchPrepStage), 3'000'000);
+  EXPECT_EQ(p.lines[yield].stages.at(kBatchPrepStage), 4'000'000);
+  EXPECT_EQ(p.lines[layer].stages.count(kBatchPrepStage), 0u);
+  EXPECT_EQ(prep->total_ns, 23'000'000);
+  for (const auto& it : p.iterations) EXPECT_EQ(it.stages.at(kBatchPrepStage), 2'300'000);
+  const CollectorInfo* c = batch_prep_note(p);
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(c->enabled);
+  EXPECT_NE(c->reason.find("lines 10, 11, 12 of train.py:main (the loop's header and the statements above its forward "
+                           "line (13) that bind what it reads) and lines 3, 4 of train.py:batches (traced code run under them)"),
+            std::string::npos)
+      << c->reason;
+
+  // Called from a line that is not one of them (the forward line), directly or through traced
+  // code it runs (the model's line): not batch preparation.
+  Profile q = p;
+  q.collectors.clear();
+  q.stages.erase(std::remove_if(q.stages.begin(), q.stages.end(), [](const StageStats& s) { return s.name == kBatchPrepStage; }), q.stages.end());
+  for (auto& l : q.lines) l.stages.erase(kBatchPrepStage);
+  for (auto& it : q.iterations) it.stages.erase(kBatchPrepStage);
+  q.lines[ids].caller = fwd;
+  q.lines[yield].caller = layer;
+  detail::attribute_batch_prep(q);
+  EXPECT_EQ(q.lines[ids].stages.count(kBatchPrepStage), 0u);
+  EXPECT_EQ(q.lines[yield].stages.count(kBatchPrepStage), 0u);
+  EXPECT_EQ(q.lines[header].stages.at(kBatchPrepStage), 1'000'000);
 }
 
 TEST(BatchPrep, NothingWithoutALoopHeaderAboveTheForwardLineOrUnderOnePercent) {

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -62,6 +63,70 @@ TEST(Lines, EventsCountHitsAndContinuationsOnlyAddTime) {
   EXPECT_EQ(a->function, "train");
   EXPECT_GE(a->total_ns, 60000);
   EXPECT_GE(b->total_ns, 40000);  // 3 hits of 10 us and the continuation
+}
+
+TEST(Lines, TimeUnderALineAndItsCallerRoundTrip) {
+  // A loop's header resumes a traced generator twice: the generator's line runs under it.
+  Profile p = testing::profile_of(testing::quiet_config(), [] {
+    const gnnprof_site_t header = gnnprof_line_site("train.py", 10, "main", "for x in batches():");
+    const gnnprof_site_t body = gnnprof_line_site("train.py", 3, "batches", "yield sample()");
+    for (int i = 0; i < 2; ++i) {
+      const std::uint64_t t0 = gnnprof_set_line(header);
+      testing::spin_ns(5000);
+      const std::uint64_t t1 = gnnprof_set_line(body | GNNPROF_DATA_LINE);
+      testing::spin_ns(20000);
+      const std::uint64_t t2 = gnnprof_set_line(header);
+      gnnprof_line_event_nested(body, t1, t2, 1, 0, header | GNNPROF_DATA_LINE);
+      gnnprof_line_event_nested(header, t0, gnnprof_set_line(0), 1, t2 - t1, 0);
+    }
+  });
+  const LineStats* header = find_line(p, 10);
+  const LineStats* body = find_line(p, 3);
+  ASSERT_NE(header, nullptr);
+  ASSERT_NE(body, nullptr);
+  EXPECT_GE(header->nested_ns, 40000);
+  EXPECT_LE(header->nested_ns, body->total_ns);
+  EXPECT_LE(header->total_ns - header->nested_ns, header->total_ns / 2);  // its own: 2 x 5 us and the calls
+  EXPECT_EQ(body->nested_ns, 0);
+  EXPECT_EQ(header->caller, -1);
+  ASSERT_GE(body->caller, 0);
+  EXPECT_EQ(&p.lines.at(static_cast<std::size_t>(body->caller)), header);
+  auto back = profile_from_json(profile_to_json(p), "mem");
+  ASSERT_TRUE(back) << back.status().message();
+  EXPECT_EQ(find_line(*back, 10)->nested_ns, header->nested_ns);
+  EXPECT_EQ(find_line(*back, 3)->caller, body->caller);
+  // A caller out of range: a file that is not a profile gnnprof wrote.
+  const std::string foreign = std::regex_replace(profile_to_json(p), std::regex("\"caller\": *[0-9]+"), "\"caller\": 7");
+  ASSERT_NE(foreign, profile_to_json(p));
+  auto bad = profile_from_json(foreign, "mem");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.status().message().find("caller"), std::string::npos) << bad.status().message();
+}
+
+TEST(Lines, AFunctionRunUnderATracedStatementSaysWhichInBothReports) {
+  Profile p;
+  auto line = [&](const char* fn, std::uint32_t n, const char* code, std::int64_t caller) {
+    p.lines.push_back(testing::train_py_line(fn, n, code, 10, 1'000'000));
+    p.lines.back().caller = caller;
+  };
+  line("batches", 3, "    ids = sample(n)", 2);
+  line("batches", 4, "    yield ids", 2);
+  line("main", 20, "    for ids in batches(n):", -1);
+  line("main", 21, "    loss = model(ids)", -1);
+  const reports::LineTable t = reports::build_line_table(p, {});
+  ASSERT_EQ(t.blocks.size(), 2u);
+  const auto& gen = t.blocks[0].function == "batches" ? t.blocks[0] : t.blocks[1];
+  const auto& loop = t.blocks[0].function == "batches" ? t.blocks[1] : t.blocks[0];
+  const std::string note = reports::caller_note(p, gen);
+  EXPECT_EQ(note, "run under train.py:20 `for ids in batches(n):` in main(), whose Time includes this function's (a "
+                  "line's time includes what it calls, as in line_profiler)");
+  EXPECT_EQ(reports::caller_note(p, loop), "");
+  std::ostringstream text;
+  ASSERT_TRUE(reports::TextReporter({}).render(p, text));
+  EXPECT_NE(text.str().find("(" + note + ")"), std::string::npos) << text.str();
+  std::ostringstream html;
+  ASSERT_TRUE(reports::HtmlReporter({}).render(p, html));
+  EXPECT_NE(html.str().find("run under train.py:20 `for ids in batches(n):` in main()"), std::string::npos);
 }
 
 TEST(Lines, OutermostStageTimeIsSplitBetweenTheLinesItSpans) {

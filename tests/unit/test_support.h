@@ -44,4 +44,17 @@ inline void spin_ns(long ns) {
   }
 }
 
+/// A traced Python line of /w/train.py, as the aggregator makes one.
+inline LineStats train_py_line(const char* function, std::uint32_t n, const char* code, std::uint64_t hits,
+                               std::int64_t ns) {
+  LineStats l;
+  l.file = "/w/train.py";
+  l.function = function;
+  l.line = n;
+  l.code = code;
+  l.hits = hits;
+  l.total_ns = ns;
+  return l;
+}
+
 }  // namespace gnnprof::testing

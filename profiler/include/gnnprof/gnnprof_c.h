@@ -208,6 +208,12 @@ GNNPROF_C_API uint64_t gnnprof_set_line(gnnprof_site_t site);
 GNNPROF_C_API void gnnprof_watch_next_line(void (*fn)(void));
 #define GNNPROF_LINE_BEGAN 2
 GNNPROF_C_API void gnnprof_line_event(gnnprof_site_t site, uint64_t begin, uint64_t end, int hit);
+/* gnnprof_line_event with what ran under the statement: `nested`, the part of begin..end (in
+ * gnnprof_now() units) spent in traced lines of functions it called or generators it resumed,
+ * and `caller`, the line site of the traced statement that called this line's function (0:
+ * none), e.g. a loop's header for its batch generator's lines. */
+GNNPROF_C_API void gnnprof_line_event_nested(gnnprof_site_t site, uint64_t begin, uint64_t end, int hit,
+                                             uint64_t nested, gnnprof_site_t caller);
 /* The calling thread's current line (GNNPROF_LINE or gnnprof_set_line), 0 if none. */
 GNNPROF_C_API gnnprof_site_t gnnprof_current_line(void);
 /* 1 when `line` and `anchor` are lines of one function of one file, `line` below `anchor`

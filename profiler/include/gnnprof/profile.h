@@ -171,6 +171,12 @@ struct LineStats {
   /// Of total_ns, the time on threads other than the loop's (the one marking iterations): a
   /// prefetcher's or producer's thread, whose data time is hidden, not exposed.
   std::int64_t off_loop_ns = 0;
+  /// Of total_ns, the time in traced lines that ran under this one on its thread: of functions
+  /// it called, of a generator it resumed (traced Python). total_ns - nested_ns is its own.
+  std::int64_t nested_ns = 0;
+  /// The traced statement that called this line's function (first seen), by index into the
+  /// profile's lines, e.g. a loop's header for its batch generator's lines; -1: none.
+  std::int64_t caller = -1;
 };
 
 /// Copies grouped by where they happened and how.

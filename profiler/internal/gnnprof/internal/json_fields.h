@@ -45,7 +45,7 @@ struct Field {
         if constexpr (requires(const T& v) { v.empty(); }) {
           return !(s.*member).empty();  // a container's default is empty
         } else if constexpr (std::equality_comparable<T>) {
-          static const S defaults{};
+          const S defaults{};  // not a static: profiles are also written at exit, after static objects die
           return !(s.*member == defaults.*member);
         } else {
           return true;

@@ -105,6 +105,11 @@ std::string observer_pace_note(const LineBlock& b);
 /// prefetcher's producer): their Data is hidden, not exposed; "" otherwise.
 std::string off_loop_note(const LineBlock& b);
 
+/// The traced statement of `p` the block's function ran under (LineStats::caller, the one its
+/// lines name most), whose Time holds this function's as line_profiler counts callees: "run
+/// under train.py:32 `for x in batches(n):` ..."; "" when none is known.
+std::string caller_note(const Profile& p, const LineBlock& b);
+
 /// Where tracing began in a frame already running (LineStats::began_running), and what that
 /// leaves out; "" when no row says so.
 std::string began_note(const LineBlock& b);
