@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "gnnprof/profile_io.h"
+#include "gnnprof/reports/analysis.h"
 #include "gnnprof/reports/compare.h"
 #include "gnnprof/reports/format.h"
 #include "child_process.h"
@@ -247,13 +248,23 @@ int run_ab(const AbArgs& a) {
   bool prefetched = false;
   for (const Profile& p : profiles[1])
     for (const auto& s : p.stages) prefetched = prefetched || s.name == "loader_wait";
-  if (!shell_form && !prefetched)
+  if (!shell_form && !prefetched) {
     std::cerr << "gnnprof ab: the candidate never waited on gnnprof's prefetcher (no loader_wait stage): this program does "
                  "not use it (gnnprof.prefetch(loader), gnnprof::Prefetcher"
               << (python_command ? "; nor a `for` over a torch DataLoader in its own code, which ab prefetches: "
                                           "a framework's loop, as Lightning's, is left as it is"
                                         : "")
               << "), so GNNPROF_PREFETCH=2 changed nothing; compare two versions with --baseline 'CMD' --candidate 'CMD'\n";
+    // A loop pulling from the program's own generator: the one-line edit that makes ab's pair differ.
+    std::optional<reports::GeneratorPrefetch> g;
+    for (const Profile& p : profiles[0])
+      if (!g) g = reports::generator_prefetch(p);
+    if (g)
+      std::cerr << "gnnprof ab: the loop pulls its batches from " << g->function << "() of its own code: "
+                << reports::base_name(g->header->file) << ":" << g->header->line << " `" << g->edit
+                << "` (and `import gnnprof`) runs it ahead on a thread at GNNPROF_PREFETCH's depth; rerun ab on the edited "
+                   "script\n";
+  }
   const std::string out = a.out_dir + "/comparison.json";
   if (Status st = write_file_atomic(out, reports::comparison_to_json(c)); !st) {
     std::cerr << "gnnprof ab: " << st.message() << "\n";

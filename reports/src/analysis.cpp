@@ -358,6 +358,50 @@ bool holds_traced_functions(const Profile& p, const LineStats& l) {
 
 std::vector<const IterationStats*> analysed_iterations(const Profile& p, const Analysis& a) { return complete_past(p, a.skipped); }
 
+std::optional<GeneratorPrefetch> generator_prefetch(const Profile& p) {
+  for (const StageStats& s : p.stages)
+    if (s.name == "loader_wait" && s.hits > 0) return std::nullopt;  // already prefetched
+  std::optional<GeneratorPrefetch> best;
+  std::int64_t best_ns = 0;
+  for (std::size_t i = 0; i < p.lines.size(); ++i) {
+    const LineStats& h = p.lines[i];
+    std::string code = h.code;
+    code.erase(0, std::min(code.size(), code.find_first_not_of(" \t")));
+    while (!code.empty() && (code.back() == ' ' || code.back() == '\t')) code.pop_back();
+    if (code.rfind("for ", 0) != 0 || code.back() != ':' || h.hits < 2 || 2 * h.nested_ns < h.total_ns ||
+        h.nested_ns <= best_ns || code.find("prefetch(") != std::string::npos)
+      continue;
+    // ` in ` outside brackets and strings: the iterable's start.
+    std::size_t in = std::string::npos;
+    int depth = 0;
+    char quote = 0;
+    for (std::size_t k = 4; k + 4 <= code.size() && in == std::string::npos; ++k) {
+      const char c = code[k];
+      if (quote != 0) {
+        if (c == quote) quote = 0;
+      } else if (c == '\'' || c == '"') {
+        quote = c;
+      } else if (c == '(' || c == '[' || c == '{') {
+        ++depth;
+      } else if (c == ')' || c == ']' || c == '}') {
+        --depth;
+      } else if (depth == 0 && code.compare(k, 4, " in ") == 0) {
+        in = k;
+      }
+    }
+    if (in == std::string::npos) continue;
+    const auto under = std::find_if(p.lines.begin(), p.lines.end(), [&](const LineStats& l) {
+      return l.caller == static_cast<std::int64_t>(i) && !(l.file == h.file && l.function == h.function);
+    });
+    if (under == p.lines.end()) continue;
+    std::string iterable = code.substr(in + 4, code.size() - 1 - (in + 4));
+    while (!iterable.empty() && iterable.back() == ' ') iterable.pop_back();
+    best = GeneratorPrefetch{&h, under->function, code.substr(0, in + 4) + "gnnprof.prefetch(" + iterable + "):"};
+    best_ns = h.nested_ns;
+  }
+  return best;
+}
+
 Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   Analysis a;
   for (const auto& c : p.collectors) a.loader_worker = a.loader_worker || (c.name == "loader-worker" && c.enabled);
@@ -984,6 +1028,12 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
       expect += fmt::format(". To measure it on the unmodified script: gnnprof ab -- {} (each pass the script's own code makes "
                             "over a torch DataLoader runs through gnnprof's prefetcher, depth 0 against 2)",
                             shell_command(p.run.command));
+    else if (const auto g = generator_prefetch(p); a.whatif_pays && !in_forward && g)
+        expect += fmt::format(". The loop pulls its batches from {}(), which ab cannot wrap unmodified: {}:{} `{}` (and "
+                              "`import gnnprof`) runs it ahead on a thread; then gnnprof ab -- {} measures it (depth 0, "
+                              "inline, against 2)",
+                              g->function, base_name(g->header->file), g->header->line, g->edit,
+                              shell_command(p.run.command));
     add("exposed-data-time", Severity::kWarning,
         fmt::format("data stages take {:.0f}% of each iteration ({} of {}) on the loop thread and nothing overlaps them{}. "
                     "{}.",

@@ -393,6 +393,35 @@ def test_zero_code_prefetch_leaves_a_frameworks_pass_and_is_off_by_default(gnnpr
 
 
 @needs_torch
+def test_ab_on_a_loop_over_a_generator_names_the_edit_that_prefetches_it(tmp_path):
+    """A loop pulling from the script's own batch generator has no DataLoader for ab to wrap:
+    ab says so and gives the header rewritten through gnnprof.prefetch; that edit, run by ab,
+    waits on the prefetcher in the candidate."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    for k in ("GNNPROF_ENABLED", "GNNPROF_PREFETCH", "GNNPROF_PREFETCH_LOADERS"):
+        env.pop(k, None)
+    src = script("numpy_sampler.py")
+    proc = subprocess.run([CLI, "ab", "--repeat", "1", "-o", str(tmp_path / "ab"), "--", PYTHON, src, "30", "gen"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    header = "for seeds, nbrs in batches(int(sys.argv[1]) if GEN else 0):"
+    edit = "for seeds, nbrs in gnnprof.prefetch(batches(int(sys.argv[1]) if GEN else 0)):"
+    n = line_of(src, header)
+    assert f"the loop pulls its batches from batches() of its own code: numpy_sampler.py:{n} `{edit}`" in proc.stderr, \
+        proc.stderr[-2000:]
+    edited = tmp_path / "numpy_sampler.py"
+    with open(src) as f:
+        text = f.read()
+    edited.write_text("import gnnprof\n" + text.replace(header, edit))
+    proc = subprocess.run([CLI, "ab", "--repeat", "1", "-o", str(tmp_path / "ab2"), "--", PYTHON, str(edited), "30", "gen"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "never waited on gnnprof's prefetcher" not in proc.stderr, proc.stderr[-1500:]
+    with open(tmp_path / "ab2" / "candidate-1.json") as f:
+        assert "loader_wait" in {s["name"] for s in json.load(f)["stages"]}
+
+
+@needs_torch
 def test_ab_prefetches_an_unmodified_python_loop(tmp_path):
     """`gnnprof ab -- python3 train.py` on a script that never imports gnnprof: both sides run its
     DataLoader through the prefetcher (GNNPROF_PREFETCH_LOADERS=1), at depth 0 and 2, so the

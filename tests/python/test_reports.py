@@ -350,6 +350,10 @@ def test_a_numpy_sampler_in_the_batch_generator_is_exposed_data_time_once(gnnpro
     assert lines[header]["stages"].get("batch prep (Python)", 0) <= own, lines[header]
     per_iteration = [it["stages"].get("batch prep (Python)", 0) for it in r.profile["iterations"]]
     assert sum(1 for v in per_iteration if v > 0) >= 30, per_iteration
+    # Where prefetching pays, the diagnostic gives the edit that prefetches the generator.
+    diagnostics = section(report(r.path), "Diagnostics")
+    if "Prefetching could bring" in diagnostics:
+        assert "`for seeds, nbrs in gnnprof.prefetch(batches(int(sys.argv[1]) if GEN else 0)):`" in diagnostics, diagnostics
 
 
 def worker_profiles(run):

@@ -167,6 +167,17 @@ bool python_host(const Profile& profile);
 /// Lightning's callbacks, `main()` at module level); not a one-line function's hot line.
 bool holds_traced_functions(const Profile& profile, const LineStats& l);
 
+/// A training loop whose header pulls its batches from traced code of the program's own (a
+/// batch generator, an iterator's __next__: lines whose `caller` is the header, holding half
+/// its time or more), and the header rewritten to pull them through gnnprof's prefetcher.
+struct GeneratorPrefetch {
+  const LineStats* header = nullptr;  ///< `for seeds, nbrs in batches(n):`
+  std::string function;               ///< the function it pulls from: `batches`
+  std::string edit;                   ///< `for seeds, nbrs in gnnprof.prefetch(batches(n)):`
+};
+/// nullopt when the loop is not such, or already pulls through a prefetcher.
+std::optional<GeneratorPrefetch> generator_prefetch(const Profile& profile);
+
 /// The what-if within the machine's limits in one sentence (every renderer prints it):
 /// "Within this machine's limits: 19.9 ms (1.68x): a producer shares the 2 CPUs with ..." or
 /// "Prefetching will not pay here: expected 30.1 ms (1.01x): compute-bound: ...". "" without
