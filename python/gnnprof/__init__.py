@@ -24,6 +24,7 @@ import functools
 import itertools
 import os
 import sys
+import types
 
 from . import _paths
 
@@ -303,7 +304,6 @@ def _select_pipeline(loader, prepare=None):
     baseline and the prefetched run trace the same code."""
     if _native is None or not _state["auto"]:
         return
-    import types
     code = None
     if isinstance(loader, types.GeneratorType):
         code = loader.gi_code
@@ -421,16 +421,49 @@ def _after_fork_in_parent():
         pass
 
 
+def _batch_storages(batch, limit=4096):
+    """The CPU tensor storages a batch holds (in containers and objects' attributes, 4 levels
+    down): a worker's pickler shares each with the loop on its own, so the loop's cost of
+    receiving a batch grows with their number."""
+    torch = sys.modules["torch"]
+    seen, stack, visited = set(), [(batch, 0)], 0
+    while stack and visited < limit:
+        x, depth = stack.pop()
+        visited += 1
+        if isinstance(x, torch.Tensor):
+            if x.device.type == "cpu":
+                try:
+                    store = x.untyped_storage() if hasattr(x, "untyped_storage") else x.storage()
+                    seen.add(store.data_ptr())
+                except Exception:  # a sparse tensor: shared by its parts
+                    seen.add(id(x))
+        elif depth < 4:
+            if isinstance(x, (list, tuple)):
+                stack.extend((y, depth + 1) for y in x)
+            elif isinstance(x, dict):
+                stack.extend((y, depth + 1) for y in x.values())
+            elif hasattr(x, "__dict__") and not isinstance(x, type) and not isinstance(x, types.ModuleType):
+                stack.extend((y, depth + 1) for y in vars(x).values())
+    return len(seen)
+
+
 def _mark_worker_fetches():
     """In a DataLoader worker: each batch it fetches is an iteration. A ProfilerStep#N scope
     around torch's fetcher marks it for the torch observer, whose iteration sampling then works
     here as in the loop (without marks every op of the worker is observed); step_end() after it
-    leaves the wait for the next batch's indices outside the iteration."""
+    leaves the wait for the next batch's indices outside the iteration. The first batches'
+    tensor storages are counted ("tensors per batch (<sharing strategy>)"): the loop's report
+    weighs its wait to receive batches by them."""
     fetch = sys.modules.get("torch.utils.data._utils.fetch")
     profiler = sys.modules.get("torch.autograd.profiler")
     if fetch is None or profiler is None:
         return False
     record_function, count = profiler.record_function, itertools.count()
+    try:
+        strategy = sys.modules["torch"].multiprocessing.get_sharing_strategy()
+    except Exception:
+        strategy = "unknown"
+    storages_name = f"tensors per batch ({strategy})"
 
     def marked(original):
         @functools.wraps(original)
@@ -442,16 +475,23 @@ def _mark_worker_fetches():
                 scope.__enter__()
             except Exception:
                 scope = None
+            batch = None
             try:
-                return original(self, *args, **kwargs)
+                batch = original(self, *args, **kwargs)
+                return batch
             finally:
                 try:
                     if scope is not None:
                         scope.__exit__(None, None, None)
                     step_end()
+                    if batch is not None and counted.get("batches", 0) < 64:
+                        counted["batches"] = counted.get("batches", 0) + 1
+                        counter(storages_name, _batch_storages(batch))
                 except Exception:
                     pass
         return fetch_batch
+
+    counted = {}
 
     marked_any = False
     for name in ("_MapDatasetFetcher", "_IterableDatasetFetcher"):

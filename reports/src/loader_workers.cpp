@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -151,6 +152,8 @@ LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<
                   workers.end());
   }
   std::vector<std::int64_t> all, unobserved;
+  double tensor_sum = 0;
+  std::uint64_t tensor_batches = 0;
   using Key = std::tuple<std::string, std::uint32_t, std::string>;  // file, line, function
   std::map<Key, WorkerLine> lines;
   for (const Profile* pp : workers) {
@@ -174,7 +177,15 @@ LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<
       x.total_ns += l.total_ns;
       w.functions.insert(l.function);
     }
+    for (const CounterStats& c : p.counters)
+      if (c.name.rfind(kBatchTensorsCounterPrefix, 0) == 0 && c.samples > 0 && c.name.back() == ')') {
+        tensor_sum += c.mean * static_cast<double>(c.samples);
+        tensor_batches += c.samples;
+        w.sharing = c.name.substr(std::strlen(kBatchTensorsCounterPrefix),
+                                  c.name.size() - 1 - std::strlen(kBatchTensorsCounterPrefix));
+      }
   }
+  if (tensor_batches > 0) w.tensors_per_batch = tensor_sum / static_cast<double>(tensor_batches);
   // Most workers alive at once: the lifetimes [start, start + wall) overlapping at one start.
   for (const Profile* a : workers) {
     int alive = 0;
@@ -262,6 +273,10 @@ std::string loader_workers_text(const LoaderWorkers& w) {
   if (!startups.empty())
     out += fmt::format("; from a set's start to its first batch {}{}", human_ns(median_of(startups)),
                        startups.size() > 1 ? fmt::format(" (median of {} sets)", startups.size()) : "");
+  if (w.tensors_per_batch > 0)
+    out += fmt::format("; {:.1f} tensors per batch (their first batches' CPU tensor storages, each sent on its own; "
+                       "sharing strategy {})",
+                       w.tensors_per_batch, w.sharing);
   return out + ".";
 }
 

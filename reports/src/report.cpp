@@ -173,19 +173,36 @@ void set_loader_workers(Report& r, LoaderWorkers workers) {
   const Analysis& a = r.analysis;
   const std::int64_t supply = w.supply_interval_ns() > 0 ? w.supply_interval_ns() : w.batch_median_ns;
   if (w.empty() || w.batches == 0 || supply <= 0 || 2 * supply > a.iteration_median_ns || w.busy_share() > 0.6) return;
+  // Each tensor storage a batch holds crosses on its own; with file descriptors (Linux's default
+  // strategy) a socket round trip to the worker each: a cost per tensor besides its bytes.
+  const bool per_tensor = w.sharing == "file_descriptor" && w.tensors_per_batch >= 2;
   for (Diagnostic& d : r.diagnostics) {
     if (d.id != "loader-bound") continue;
+    const std::string why =
+        per_tensor
+            ? fmt::format("the wait is the loop receiving each batch from them: its {:.0f} tensors cross one by one, each "
+                          "as a shared-memory file descriptor passed over a socket to the worker (torch.multiprocessing's "
+                          "sharing strategy file_descriptor, Linux's default), about {} of the wait per tensor here. "
+                          "Return fewer, larger tensors from collate_fn (one per kind of field, concatenated, with offsets), "
+                          "or call torch.multiprocessing.set_sharing_strategy(\"file_system\") before the DataLoader starts "
+                          "(no descriptor per tensor; its shared memory files can outlive a killed process); the DataLoader "
+                          "workers section below has their pace and heaviest lines.",
+                          w.tensors_per_batch,
+                          human_ns(static_cast<std::int64_t>(static_cast<double>(a.worker_wait_ns) / w.tensors_per_batch)))
+            : fmt::format("the wait is the loop receiving each batch from them (unpickling what collate_fn returns: many "
+                          "small tensors or Python objects cost more than a few large tensors) or the workers short of CPU "
+                          "({}, shared with the loop's compute); the DataLoader workers section below has their pace and "
+                          "heaviest lines.",
+                          cpus_text(r.profile->environment.cpus));
     d.message = fmt::format(
         "the loop waits {:.0f}% of each iteration ({} of {}) at its DataLoader's __next__ receiving batches its worker "
         "processes have ready (they keep up: together a batch every {} against an iteration of {}, busy {:.0f}% of their "
-        "time). More workers will not help: the wait is the loop receiving each batch from them (unpickling what collate_fn returns: many small tensors "
-        "or Python objects cost more than a few large tensors) or the workers short of CPU ({}, shared with the loop's "
-        "compute); the DataLoader workers section below has their pace and heaviest lines.",
+        "time). More workers will not help: {}",
         100 * static_cast<double>(a.worker_wait_ns) / static_cast<double>(a.iteration_median_ns), human_ns(a.worker_wait_ns),
-        human_ns(a.iteration_median_ns), human_ns(supply), human_ns(a.iteration_median_ns), 100 * w.busy_share(),
-        cpus_text(r.profile->environment.cpus));
+        human_ns(a.iteration_median_ns), human_ns(supply), human_ns(a.iteration_median_ns), 100 * w.busy_share(), why);
     d.evidence["worker_supply_ns"] = static_cast<double>(supply);
     d.evidence["worker_busy_share"] = w.busy_share();
+    if (w.tensors_per_batch > 0) d.evidence["tensors_per_batch"] = w.tensors_per_batch;
   }
 }
 

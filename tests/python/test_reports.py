@@ -356,6 +356,30 @@ def test_a_numpy_sampler_in_the_batch_generator_is_exposed_data_time_once(gnnpro
         assert "`for seeds, nbrs in gnnprof.prefetch(batches(int(sys.argv[1]) if GEN else 0)):`" in diagnostics, diagnostics
 
 
+@needs_torch
+def test_a_loop_receiving_many_small_tensors_from_its_workers_is_told_the_cost_per_tensor(gnnprof_run, plain_run):
+    """Workers that keep up, batches of 24 small tensors: each crosses as its own file
+    descriptor (Linux's default sharing strategy), and the loader-bound diagnostic says so with
+    the wait per tensor and the two ways out; with the file_system strategy it does not."""
+    path = script("many_tensors_loader.py")
+    r = gnnprof_run(path, "40")
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "40").out
+    counts = [c for w in worker_profiles(r) for c in w["counters"] if c["name"] == "tensors per batch (file_descriptor)"]
+    assert counts and all(c["min"] == c["max"] == 24 for c in counts), counts
+    text = report(r.path)
+    assert "24.0 tensors per batch" in section(text, "DataLoader workers"), section(text, "DataLoader workers")
+    diags = section(text, "Diagnostics")
+    assert "its 24 tensors cross one by one, each as a shared-memory file descriptor" in diags, diags
+    assert 'set_sharing_strategy("file_system")' in diags, diags
+
+    fs = gnnprof_run(path, "40", "file_system")
+    assert fs.rc == 0, fs.err
+    counts = [c for w in worker_profiles(fs) for c in w["counters"] if c["name"].startswith("tensors per batch")]
+    assert counts and all(c["name"] == "tensors per batch (file_system)" for c in counts), counts
+    assert "cross one by one" not in section(report(fs.path), "Diagnostics")
+
+
 def worker_profiles(run):
     """The DataLoader workers' profiles beside the loop's (<output>.<pid>.json), oldest first."""
     base = run.path[:-len(".json")]

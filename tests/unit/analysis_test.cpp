@@ -256,6 +256,38 @@ TEST(Diagnostics, LoaderBoundWithWorkersThatKeepUpSaysSo) {
             std::string::npos)
       << d.message;
   EXPECT_NE(d.message.find("More workers will not help"), std::string::npos);
+  EXPECT_NE(d.message.find("unpickling what collate_fn returns"), std::string::npos) << d.message;
+  // Batches of 30 tensors shared as file descriptors (Linux's default): the wait per tensor,
+  // and the two ways out.
+  {
+    Report many = make_report(p, {});
+    LoaderWorkers t = w;
+    t.tensors_per_batch = 30;
+    t.sharing = "file_descriptor";
+    set_loader_workers(many, t);
+    const auto& m = *std::find_if(many.diagnostics.begin(), many.diagnostics.end(), [](const Diagnostic& x) { return x.id == "loader-bound"; });
+    EXPECT_NE(m.message.find("its 30 tensors cross one by one, each as a shared-memory file descriptor passed over a socket "
+                             "to the worker (torch.multiprocessing's sharing strategy file_descriptor, Linux's default), "
+                             "about 1.50 ms of the wait per tensor here"),
+              std::string::npos)
+        << m.message;
+    EXPECT_NE(m.message.find("set_sharing_strategy(\"file_system\")"), std::string::npos) << m.message;
+    EXPECT_DOUBLE_EQ(m.evidence.at("tensors_per_batch"), 30);
+    // Already file_system, or one tensor a batch: the general reasons.
+    for (auto [tensors, sharing] : {std::pair{30.0, "file_system"}, std::pair{1.0, "file_descriptor"}}) {
+      Report other = make_report(p, {});
+      t.tensors_per_batch = tensors;
+      t.sharing = sharing;
+      set_loader_workers(other, t);
+      const auto& o = *std::find_if(other.diagnostics.begin(), other.diagnostics.end(), [](const Diagnostic& x) { return x.id == "loader-bound"; });
+      EXPECT_EQ(o.message.find("cross one by one"), std::string::npos) << o.message;
+      EXPECT_NE(o.message.find("unpickling what collate_fn returns"), std::string::npos) << o.message;
+    }
+    EXPECT_NE(loader_workers_text(t).find("1.0 tensors per batch (their first batches' CPU tensor storages, each sent on its "
+                                          "own; sharing strategy file_descriptor)"),
+              std::string::npos)
+        << loader_workers_text(t);
+  }
   // Busy workers that fall behind: the advice stands.
   Report slow = make_report(p, {});
   w.batch_median_ns = 400 * kMs;
@@ -884,6 +916,19 @@ std::vector<Profile> worker_sets(const Profile& p, std::int64_t after) {
       ws.push_back(x);
     }
   return ws;
+}
+
+// The workers' counts of tensor storages per batch: their mean over every counted batch, and
+// the sharing strategy named in the counter.
+TEST(LoaderWorkersSummary, TensorsPerBatchAndTheSharingStrategy) {
+  const Profile p = restarting_loop();
+  std::vector<Profile> ws = worker_sets(p, 10 * kMs);
+  ws[0].counters.push_back(CounterStats{"tensors per batch (file_descriptor)", 10, 24, 24, 24, 24});
+  ws[1].counters.push_back(CounterStats{"tensors per batch (file_descriptor)", 30, 20, 28, 28, 28});
+  const LoaderWorkers w = summarize_loader_workers(p, ws);
+  EXPECT_DOUBLE_EQ(w.tensors_per_batch, 27.0);
+  EXPECT_EQ(w.sharing, "file_descriptor");
+  EXPECT_EQ(summarize_loader_workers(p, worker_sets(p, 10 * kMs)).tensors_per_batch, 0.0);  // not counted
 }
 
 // Workers started anew each epoch (three sets of two): the iterations the second and third

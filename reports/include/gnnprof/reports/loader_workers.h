@@ -24,6 +24,9 @@ inline constexpr const char* kLoaderWorkersCounter = "DataLoader workers";
 /// Sampled beside it: torch's intra-op threads in the loop's process (torch.get_num_threads()),
 /// for the rules that weigh compute threads against CPUs.
 inline constexpr const char* kTorchThreadsCounter = "torch threads";
+/// A worker's counter, per batch it returns (its first 64): the CPU tensor storages in it, the
+/// name ending in torch.multiprocessing's sharing strategy in parentheses.
+inline constexpr const char* kBatchTensorsCounterPrefix = "tensors per batch (";
 
 struct WorkerLine {
   std::string file, function, code;
@@ -75,6 +78,13 @@ struct LoaderWorkers {
   std::string loader;
   std::size_t other_loaders = 0, other_profiles = 0;
   std::uint64_t other_batches = 0;
+
+  /// The CPU tensor storages per batch the workers returned (the Python package counts their
+  /// first batches: "tensors per batch (<strategy>)"), mean; 0 when not counted. Each crosses to
+  /// the loop on its own: with `sharing` "file_descriptor" (Linux's default), as a descriptor
+  /// passed over a socket.
+  double tensors_per_batch = 0;
+  std::string sharing;  ///< torch.multiprocessing's sharing strategy in the workers
 
   bool empty() const { return pids.empty(); }
   /// With `concurrent` workers at this pace: a batch every this long (0 when unknown).
