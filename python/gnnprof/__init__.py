@@ -422,9 +422,9 @@ def _after_fork_in_parent():
 
 
 def _batch_storages(batch, limit=4096):
-    """The CPU tensor storages a batch holds (in containers and objects' attributes, 4 levels
+    """The CPU tensor storages a batch holds (in containers and objects' attributes, 8 levels
     down): a worker's pickler shares each with the loop on its own, so the loop's cost of
-    receiving a batch grows with their number."""
+    receiving a batch grows with their number (objects that pickle themselves may hold others)."""
     torch = sys.modules["torch"]
     seen, stack, visited = set(), [(batch, 0)], 0
     while stack and visited < limit:
@@ -437,7 +437,7 @@ def _batch_storages(batch, limit=4096):
                     seen.add(store.data_ptr())
                 except Exception:  # a sparse tensor: shared by its parts
                     seen.add(id(x))
-        elif depth < 4:
+        elif depth < 8:
             if isinstance(x, (list, tuple)):
                 stack.extend((y, depth + 1) for y in x)
             elif isinstance(x, dict):
