@@ -628,12 +628,19 @@ Status HtmlReporter::render(const Report& r, std::ostream& out) const {
   const LineTable lines = build_line_table(p, r.options.source_roots, r.options.max_function_lines);
   const LineRow* heaviest = nullptr;
   const LineBlock* heaviest_in = nullptr;
-  for (const LineBlock& b : lines.blocks)
-    for (const LineRow& row : b.rows)
-      if (row.stats != nullptr && (heaviest == nullptr || row.time_ns > heaviest->time_ns)) {
-        heaviest = &row;
-        heaviest_in = &b;
+  // As the text's heaviest lines: not a line whose time is mostly traced lines under it, unless all are.
+  auto pick = [&](bool skip_holders) {
+    for (const LineBlock& b : lines.blocks)
+      for (const LineRow& row : b.rows) {
+        if (row.stats == nullptr || (skip_holders && holds_traced_lines(*row.stats))) continue;
+        if (heaviest == nullptr || row.time_ns > heaviest->time_ns) {
+          heaviest = &row;
+          heaviest_in = &b;
+        }
       }
+  };
+  pick(true);
+  if (heaviest == nullptr) pick(false);
   if (heaviest != nullptr)
     o += fmt::format("<a class=kpi id=top-line href='#lines' title='{}'><b>{}:{}</b><span>heaviest line: {:.1f}% of {}</span></a>",
                      esc(heaviest->stats->code), esc(base_name(heaviest->stats->file)), heaviest->stats->line,

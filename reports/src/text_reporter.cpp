@@ -448,7 +448,7 @@ std::string run_summary(const Report& r) {
   std::stable_sort(lines.begin(), lines.end(), [](const LineStats* x, const LineStats* y) { return line_time(*x) > line_time(*y); });
   // A line holding other traced functions (`trainer.fit(...)` around Lightning's callbacks,
   // `main()` at module level) says nothing here.
-  const auto holder = [&](const LineStats* l) { return holds_traced_functions(p, *l); };
+  const auto holder = [&](const LineStats* l) { return holds_traced_functions(p, *l) || holds_traced_lines(*l); };
   if (!std::all_of(lines.begin(), lines.end(), holder))
     lines.erase(std::remove_if(lines.begin(), lines.end(), holder), lines.end());
   std::string heavy;

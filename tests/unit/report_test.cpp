@@ -16,6 +16,7 @@
 #include "gnnprof/reports/markdown_reporter.h"
 #include "gnnprof/reports/reporter_factory.h"
 #include "gnnprof/reports/text_reporter.h"
+#include "test_support.h"
 
 namespace gnnprof::reports {
 namespace {
@@ -443,6 +444,31 @@ TEST(Report, HeaviestLinesLeaveOutALineThatHoldsTheOthers) {
   // A line that ran on a prefetcher's thread is said to be off the loop's.
   p.lines[0].off_loop_ns = p.lines[0].total_ns;
   EXPECT_NE(run_summary(make_report(p, {})).find("100% of <module>() (off the loop's thread)"), std::string::npos);
+}
+
+// A loop's header whose time is mostly its traced batch generator's (nested_ns): the
+// generator's lines show that time, in the summary's heaviest lines and the HTML's KPI.
+TEST(Report, HeaviestLinesLeaveOutALineMostlyHoldingTracedLinesUnderIt) {
+  Profile p;
+  auto line = [&](std::uint32_t n, const char* function, std::int64_t ms, const char* code) {
+    p.lines.push_back(gnnprof::testing::train_py_line(function, n, code, 40, ms * 1000000));
+  };
+  line(20, "main", 900, "for x in batches(n):");
+  p.lines.back().nested_ns = 850 * 1000000LL;
+  line(21, "main", 400, "loss = model(x).sum()");
+  line(5, "batches", 800, "ids = sample(n)");
+  p.lines.back().caller = 0;
+  line(6, "batches", 50, "yield feats[ids]");
+  p.lines.back().caller = 0;
+  const std::string s = run_summary(make_report(p, {}));
+  EXPECT_EQ(s.find("train.py:20"), std::string::npos) << s;
+  EXPECT_NE(s.find("heaviest lines: train.py:5 `ids = sample(n)` 94% of batches()"), std::string::npos) << s;
+  std::ostringstream html;
+  ASSERT_TRUE(HtmlReporter({}).render(p, html));
+  EXPECT_NE(html.str().find("<b>train.py:5</b><span>heaviest line: 94.1% of batches</span>"), std::string::npos);
+  // Under half of it nested: its own line.
+  p.lines[0].nested_ns = 300 * 1000000LL;
+  EXPECT_NE(run_summary(make_report(p, {})).find("heaviest lines: train.py:20"), std::string::npos);
 }
 
 TEST(Report, UnknownFormatNamesTheKnownOnes) {

@@ -167,6 +167,10 @@ bool python_host(const Profile& profile);
 /// Lightning's callbacks, `main()` at module level); not a one-line function's hot line.
 bool holds_traced_functions(const Profile& profile, const LineStats& l);
 
+/// Whether half or more of traced line `l`'s time is that of traced lines under it (nested_ns:
+/// a loop's header resuming its traced batch generator): those lines show it, not this one.
+inline bool holds_traced_lines(const LineStats& l) { return l.nested_ns > 0 && 2 * l.nested_ns >= l.total_ns; }
+
 /// A training loop whose header pulls its batches from traced code of the program's own (a
 /// batch generator, an iterator's __next__: lines whose `caller` is the header, holding half
 /// its time or more), and the header rewritten to pull them through gnnprof's prefetcher.
