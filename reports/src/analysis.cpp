@@ -365,9 +365,7 @@ std::optional<GeneratorPrefetch> generator_prefetch(const Profile& p) {
   std::int64_t best_ns = 0;
   for (std::size_t i = 0; i < p.lines.size(); ++i) {
     const LineStats& h = p.lines[i];
-    std::string code = h.code;
-    code.erase(0, std::min(code.size(), code.find_first_not_of(" \t")));
-    while (!code.empty() && (code.back() == ' ' || code.back() == '\t')) code.pop_back();
+    const std::string& code = h.code;  // the statement's text, as the tracer trims it
     if (code.rfind("for ", 0) != 0 || code.back() != ':' || h.hits < 2 || 2 * h.nested_ns < h.total_ns ||
         h.nested_ns <= best_ns || code.find("prefetch(") != std::string::npos)
       continue;

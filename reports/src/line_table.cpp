@@ -253,9 +253,7 @@ std::string caller_note(const Profile& p, const LineBlock& b) {
   if (votes.empty()) return "";
   const auto top = std::max_element(votes.begin(), votes.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
   const LineStats& c = p.lines[static_cast<std::size_t>(top->first)];
-  std::string code = c.code;
-  code.erase(0, code.find_first_not_of(" \t") == std::string::npos ? code.size() : code.find_first_not_of(" \t"));
-  if (code.size() > 60) code = code.substr(0, 57) + "...";
+  const std::string code = c.code.size() > 60 ? c.code.substr(0, 57) + "..." : c.code;
   return fmt::format("run under {}:{} `{}` in {}(), whose Time includes this function's (a line's time includes what it "
                      "calls, as in line_profiler)",
                      base_name(c.file), c.line, code, c.function);

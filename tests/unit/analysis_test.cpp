@@ -390,14 +390,14 @@ TEST(Diagnostics, ExposedDataTimeNamesTheEditForALoopPullingFromAGenerator) {
   header.file = "/home/u/train.py";
   header.function = "train";
   header.line = 15;
-  header.code = "    for i, (x, y) in enumerate(batches(80, \" in \")):  ";
+  header.code = "for i, (x, y) in enumerate(batches(80, \" in \")):";
   header.hits = 21;
   header.total_ns = 600 * kMs;
   header.nested_ns = 580 * kMs;
   LineStats body = header;
   body.function = "batches";
   body.line = 9;
-  body.code = "        yield feats[idx], labels[idx]";
+  body.code = "yield feats[idx], labels[idx]";
   body.nested_ns = 0;
   body.caller = 0;
   p.lines = {header, body};

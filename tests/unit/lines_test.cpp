@@ -109,10 +109,10 @@ TEST(Lines, AFunctionRunUnderATracedStatementSaysWhichInBothReports) {
     p.lines.push_back(testing::train_py_line(fn, n, code, 10, 1'000'000));
     p.lines.back().caller = caller;
   };
-  line("batches", 3, "    ids = sample(n)", 2);
-  line("batches", 4, "    yield ids", 2);
-  line("main", 20, "    for ids in batches(n):", -1);
-  line("main", 21, "    loss = model(ids)", -1);
+  line("batches", 3, "ids = sample(n)", 2);
+  line("batches", 4, "yield ids", 2);
+  line("main", 20, "for ids in batches(n):", -1);
+  line("main", 21, "loss = model(ids)", -1);
   const reports::LineTable t = reports::build_line_table(p, {});
   ASSERT_EQ(t.blocks.size(), 2u);
   const auto& gen = t.blocks[0].function == "batches" ? t.blocks[0] : t.blocks[1];
