@@ -228,6 +228,25 @@ int run_ab(const AbArgs& a) {
       } else {
         std::cerr << ", median iteration " << reports::human_ns(rec.median_iteration_ns) << "\n";
       }
+      // The first baseline run of an unmodified Python loop that pulls its batches from the
+      // program's own generator: no DataLoader to wrap, so both sides wrap that generator's
+      // calls (GNNPROF_PREFETCH_GENERATORS, depth 0 and 2) from now on, and this run is redone.
+      if (python_command && r == 0 && side == 0 && !profiles[0].empty() && !benv.count("GNNPROF_PREFETCH_GENERATORS") &&
+          !cenv.count("GNNPROF_PREFETCH_GENERATORS")) {
+        if (const auto g = reports::generator_prefetch(profiles[0].back()); g && !g->file.empty()) {
+          benv["GNNPROF_PREFETCH_GENERATORS"] = cenv["GNNPROF_PREFETCH_GENERATORS"] = g->file + ":" + g->function;
+          for (int s = 0; s < 2; ++s) sides[s].env.push_back("GNNPROF_PREFETCH_GENERATORS=" + g->file + ":" + g->function);
+          std::cerr << "gnnprof ab: the loop pulls its batches from " << g->function << "() of "
+                    << reports::base_name(g->file) << " (" << reports::base_name(g->header->file) << ":" << g->header->line
+                    << "), no DataLoader: every run wraps its calls in gnnprof.prefetch (depth 0 and 2) from now on, as "
+                       "`"
+                    << g->edit << "` would; baseline run 1 again\n";
+          profiles[0].pop_back();
+          workers[0].clear();
+          --side;  // the same run, wrapped
+          continue;
+        }
+      }
       sides[side].runs.push_back(std::move(rec));
     }
   }

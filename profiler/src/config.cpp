@@ -45,6 +45,7 @@ constexpr Option kOptions[] = {
   {"GNNPROF_LOADER_WORKERS", T::kString, "16", "data loader worker processes (forks) that write a profile of their own: the run's first N (on: 16); later ones and 0/off: record nothing", "python"},
   {"GNNPROF_PREFETCH", T::kCount, "the code's", "prefetch depth K in 0..64 (0: inline, as the baseline)", "prefetch, python", "", 64},
   {"GNNPROF_PREFETCH_LOADERS", T::kBool, "0", "1: zero-code prefetch: each pass the program's own code makes over a torch DataLoader (or a subclass such as DGL's or PyG's loaders) runs through gnnprof.prefetch at GNNPROF_PREFETCH's depth (gnnprof ab sets it for a Python command)", "prefetch, python"},
+  {"GNNPROF_PREFETCH_GENERATORS", T::kString, "", "zero-code prefetch of batch generators: FILE:QUALNAME entries split by ','; each call of those generator functions returns gnnprof.prefetch's iterator over the generator at GNNPROF_PREFETCH's depth (gnnprof ab sets it when its first run found the loop pulling from one; CPython 3.11)", "prefetch, python"},
   {"GNNPROF_PREFETCH_THREADS", T::kChoice, "auto", "compute's threads while a CPU producer prefetches: all cores, or split (cores minus producers: a core of their own); auto tries both on the first prefetched iterations and keeps the faster", "prefetch, python", "auto|all|split"},
   {"GNNPROF_PRELOAD", T::kString, "next to gnnprof", "the libgnnprof_preload.so that gnnprof run injects", "cli"},
   {"GNNPROF_PYTHON_DIR", T::kString, "next to gnnprof", "the directory with the gnnprof Python package that gnnprof run puts on PYTHONPATH", "cli"},

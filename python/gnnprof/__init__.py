@@ -919,3 +919,6 @@ if _state["bound"]:
     if _config.flag("GNNPROF_PREFETCH_LOADERS", False):
         from . import _prefetch
         _attach.after_import("torch.utils.data.dataloader", _prefetch.wrap_dataloader_iter)
+    if _config.string("GNNPROF_PREFETCH_GENERATORS", ""):
+        from . import _prefetch
+        _prefetch.prefetch_generators(_config.string("GNNPROF_PREFETCH_GENERATORS", ""))

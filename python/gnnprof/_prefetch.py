@@ -30,6 +30,7 @@ its own, and profiles itself the way the C++ Prefetcher does.
 import contextlib
 import copy
 import dataclasses
+import os
 import sys
 import threading
 import time
@@ -498,6 +499,52 @@ def prefetch(loader, depth=None, device=None, prepare=None):
     """Wraps any iterable of batches (a DataLoader, a DGL or PyG loader, a generator); see the
     module doc of gnnprof._prefetch."""
     return Prefetcher(loader, depth=depth, device=device, prepare=prepare)
+
+
+# ---- zero-code: GNNPROF_PREFETCH_GENERATORS=FILE:QUALNAME[,...] ----
+
+def prefetch_generators(spec):
+    """Each call of the generator functions named in `spec` (FILE:QUALNAME entries split by ',':
+    gnnprof ab sets it when its first run found the loop pulling from one) returns a Prefetcher's
+    iterator over the generator at GNNPROF_PREFETCH's depth (0: inline, the baseline's code), so
+    that an unmodified script's A/B differs only by overlap. The frame hook of CPython 3.11's
+    tracer replaces the call's result (tracer.c); elsewhere the collector says it is off. The
+    iterator has no send/throw/close: it is meant for a `for` over the generator, as the run
+    that named it showed."""
+    api = sys.modules[__package__]
+    targets = []
+    for item in spec.split(","):
+        path, sep, qualname = item.strip().rpartition(":")
+        if sep and path and qualname:
+            targets.append((path, qualname))
+    names = ", ".join(f"{q}() of {os.path.basename(p)}" for p, q in targets)
+    calls = {"n": 0}
+
+    def wrap(gen):
+        it = iter(Prefetcher(gen))
+        calls["n"] += 1
+        if calls["n"] == 1:
+            api._native.note_collector(
+                "prefetch-generators", True,
+                f"each call of {names} runs through gnnprof.prefetch at depth {it._pf.depth} "
+                f"(GNNPROF_PREFETCH_GENERATORS; GNNPROF_PREFETCH sets the depth, 0: inline)")
+        return it
+
+    why = None
+    try:
+        if not targets:
+            why = f"GNNPROF_PREFETCH_GENERATORS={spec!r} names no FILE:QUALNAME"
+        elif not api._native.prefetch_generators(targets, wrap):
+            why = (f"this Python ({sys.version.split()[0]}) makes a generator where gnnprof's tracer cannot replace "
+                   f"it (CPython 3.11 only); wrap it by hand: gnnprof.prefetch({targets[0][1]}(...))")
+    except Exception as e:  # never into the host
+        why = f"{type(e).__name__}: {e}"
+    if why is not None:
+        sys.stderr.write(f"gnnprof: prefetch-generators: {why}\n")
+        try:
+            api._native.note_collector("prefetch-generators", False, why)
+        except Exception:
+            pass
 
 
 # ---- zero-code: GNNPROF_PREFETCH_LOADERS=1 ----

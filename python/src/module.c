@@ -519,6 +519,16 @@ static PyObject* py_selected(PyObject* self, PyObject* unused) {
 }
 
 /* set_hook(on): the frame hook in or out, selections kept (bench/python_sample_inproc.py). */
+/* prefetch_generators(targets, wrap) -> 1 when set, 0 where this Python's tracer cannot
+ * (tracer_prefetch_generators). */
+static PyObject* py_prefetch_generators(PyObject* self, PyObject* args) {
+  (void)self;
+  PyObject *targets, *wrap;
+  if (!PyArg_ParseTuple(args, "OO", &targets, &wrap)) return NULL;
+  const int r = tracer_prefetch_generators(targets, wrap);
+  return r < 0 ? NULL : PyLong_FromLong(r);
+}
+
 static PyObject* py_set_hook(PyObject* self, PyObject* arg) {
   (void)self;
   const int on = PyObject_IsTrue(arg);
@@ -705,6 +715,8 @@ static PyMethodDef methods[] = {
     {"stats", py_stats, METH_NOARGS, NULL},
     {"selected", py_selected, METH_NOARGS, "[(filename, name, qualname or None (3.10), roles, first line)] of the traced code objects"},
     {"set_hook", py_set_hook, METH_O, "the frame hook in (True) or out (False); selections are kept"},
+    {"prefetch_generators", py_prefetch_generators, METH_VARARGS,
+     "prefetch_generators([(co_filename, co_qualname)], wrap): their calls return wrap(gen); 1, or 0 where unsupported"},
     {"start_worker", py_start_worker, METH_VARARGS, "start_worker(parent_pid=0): a worker's own session: 0, or -1"},
     {"start_fork_child", py_start_fork_child, METH_NOARGS, "start_fork_child(): a fork child's own session: 0, or -1"},
     {"discard", py_discard, METH_NOARGS, "stop the session without writing its profile"},

@@ -71,6 +71,13 @@ int tracer_enter_fork_child(int worker);
 /* The calling thread exists to feed the loop (gnnprof.prefetch's staging thread): the user
  * code a data loader calls there joins the pipeline, as in a worker process. */
 void tracer_feeds_loop_thread(void);
+/* Zero-code prefetch of a batch generator (GNNPROF_PREFETCH_GENERATORS, which gnnprof ab sets
+ * when its first run found the loop pulling from one): each call of a generator function whose
+ * (co_filename, co_qualname) is in `targets` (a list of 2-tuples of str) returns wrap(gen)
+ * instead of the generator, and the hook goes in now. 1 when set; 0 where this tracer cannot
+ * see a generator made (CPython 3.10 makes it without evaluating a frame; 3.12+ has no hook
+ * here); -1 with an exception set. */
+int tracer_prefetch_generators(PyObject* targets, PyObject* wrap);
 /* Ends the calling thread's open lines (before the session stops). */
 void tracer_close_thread(void);
 /* After sys.settrace(None) on the calling thread (CPython 3.10/3.11 keep the tracer in the

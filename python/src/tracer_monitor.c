@@ -389,6 +389,12 @@ static int claim_tool(void) {
   return -1;
 }
 
+/* sys.monitoring sees a generator start, not its making: no call's result can be replaced. */
+int tracer_prefetch_generators(PyObject* targets, PyObject* wrap) {
+  (void)targets, (void)wrap;
+  return 0;
+}
+
 int tracer_install(void) {
   if (g_installed) return 0;
   if (g_mon == NULL || claim_tool() != 0) return -1;

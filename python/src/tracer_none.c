@@ -38,6 +38,10 @@ void tracer_on_optimizer_step(void) {}
 void tracer_on_loader_step(void) {}
 void tracer_on_data_op(void) {}
 int tracer_install(void) { return 0; }
+int tracer_prefetch_generators(PyObject* targets, PyObject* wrap) {
+  (void)targets, (void)wrap;
+  return 0;
+}
 void tracer_uninstall(void) {}
 int tracer_resume(void) { return 0; }
 void tracer_new_session(void) {}

@@ -394,7 +394,7 @@ std::optional<GeneratorPrefetch> generator_prefetch(const Profile& p) {
     if (under == p.lines.end()) continue;
     std::string iterable = code.substr(in + 4, code.size() - 1 - (in + 4));
     while (!iterable.empty() && iterable.back() == ' ') iterable.pop_back();
-    best = GeneratorPrefetch{&h, under->function, code.substr(0, in + 4) + "gnnprof.prefetch(" + iterable + "):"};
+    best = GeneratorPrefetch{&h, under->function, under->file, code.substr(0, in + 4) + "gnnprof.prefetch(" + iterable + "):"};
     best_ns = h.nested_ns;
   }
   return best;
@@ -1027,11 +1027,11 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
                             "over a torch DataLoader runs through gnnprof's prefetcher, depth 0 against 2)",
                             shell_command(p.run.command));
     else if (const auto g = generator_prefetch(p); a.whatif_pays && !in_forward && g)
-        expect += fmt::format(". The loop pulls its batches from {}(), which ab cannot wrap unmodified: {}:{} `{}` (and "
-                              "`import gnnprof`) runs it ahead on a thread; then gnnprof ab -- {} measures it (depth 0, "
-                              "inline, against 2)",
-                              g->function, base_name(g->header->file), g->header->line, g->edit,
-                              shell_command(p.run.command));
+        expect += fmt::format(". To measure it on the unmodified script: gnnprof ab -- {} (the loop pulls its batches "
+                              "from {}(): each call of it runs through gnnprof's prefetcher, depth 0 against 2, as {}:{} `{}` "
+                              "with `import gnnprof` would; on a CPython other than 3.11, make that edit and run the same "
+                              "command)",
+                              shell_command(p.run.command), g->function, base_name(g->header->file), g->header->line, g->edit);
     add("exposed-data-time", Severity::kWarning,
         fmt::format("data stages take {:.0f}% of each iteration ({} of {}) on the loop thread and nothing overlaps them{}. "
                     "{}.",

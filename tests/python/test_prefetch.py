@@ -393,32 +393,40 @@ def test_zero_code_prefetch_leaves_a_frameworks_pass_and_is_off_by_default(gnnpr
 
 
 @needs_torch
-def test_ab_on_a_loop_over_a_generator_names_the_edit_that_prefetches_it(tmp_path):
-    """A loop pulling from the script's own batch generator has no DataLoader for ab to wrap:
-    ab says so and gives the header rewritten through gnnprof.prefetch; that edit, run by ab,
-    waits on the prefetcher in the candidate."""
+def test_ab_prefetches_an_unmodified_loop_over_its_own_generator(tmp_path, plain_run):
+    """A loop pulling from the script's own batch generator has no DataLoader to wrap: ab's first
+    baseline run finds the generator (the header's traced callee), and from then on both sides
+    run each call of it through gnnprof.prefetch (GNNPROF_PREFETCH_GENERATORS, depth 0 and 2;
+    the first run is redone), so the candidate waits on the prefetcher and the generator runs
+    on its thread. The output stays the script's."""
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    for k in ("GNNPROF_ENABLED", "GNNPROF_PREFETCH", "GNNPROF_PREFETCH_LOADERS"):
+    for k in ("GNNPROF_ENABLED", "GNNPROF_PREFETCH", "GNNPROF_PREFETCH_LOADERS", "GNNPROF_PREFETCH_GENERATORS"):
         env.pop(k, None)
     src = script("numpy_sampler.py")
-    proc = subprocess.run([CLI, "ab", "--repeat", "1", "-o", str(tmp_path / "ab"), "--", PYTHON, src, "30", "gen"],
+    out = tmp_path / "ab"
+    proc = subprocess.run([CLI, "ab", "--repeat", "1", "-o", str(out), "--", PYTHON, src, "30", "gen"],
                           capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    header = "for seeds, nbrs in batches(int(sys.argv[1]) if GEN else 0):"
     edit = "for seeds, nbrs in gnnprof.prefetch(batches(int(sys.argv[1]) if GEN else 0)):"
-    n = line_of(src, header)
-    assert f"the loop pulls its batches from batches() of its own code: numpy_sampler.py:{n} `{edit}`" in proc.stderr, \
-        proc.stderr[-2000:]
-    edited = tmp_path / "numpy_sampler.py"
-    with open(src) as f:
-        text = f.read()
-    edited.write_text("import gnnprof\n" + text.replace(header, edit))
-    proc = subprocess.run([CLI, "ab", "--repeat", "1", "-o", str(tmp_path / "ab2"), "--", PYTHON, str(edited), "30", "gen"],
-                          capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    n = line_of(src, "for seeds, nbrs in batches(")
+    assert (f"the loop pulls its batches from batches() of numpy_sampler.py (numpy_sampler.py:{n}), no DataLoader: every "
+            f"run wraps its calls in gnnprof.prefetch (depth 0 and 2) from now on, as `{edit}` would; baseline run 1 "
+            f"again") in proc.stderr, proc.stderr[-2000:]
+    assert proc.stderr.count("baseline run 1/1") == 2, proc.stderr[-2000:]
     assert "never waited on gnnprof's prefetcher" not in proc.stderr, proc.stderr[-1500:]
-    with open(tmp_path / "ab2" / "candidate-1.json") as f:
-        assert "loader_wait" in {s["name"] for s in json.load(f)["stages"]}
+    expected = plain_run(src, "30", "gen").out
+    for side, depth, thread in (("baseline", "0", "main"), ("candidate", "2", "prefetch-0")):
+        with open(out / f"{side}-1.json") as f:
+            p = json.load(f)
+        note = _collectors(p).get("prefetch-generators", {}).get("reason", "")
+        assert f"runs through gnnprof.prefetch at depth {depth}" in note, _collectors(p)
+        gen = [l for l in p["lines"] if l["function"] == "batches"]
+        assert gen, p["lines"]
+        if side == "candidate":
+            assert "loader_wait" in {s["name"] for s in p["stages"]}
+            assert all(l.get("off_loop_ns", 0) >= 0.9 * l["total_ns"] for l in gen if l["total_ns"] > 0), gen
+        with open(out / f"{side}-1.log") as f:
+            assert expected in f.read(), side
 
 
 @needs_torch

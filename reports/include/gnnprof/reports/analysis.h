@@ -176,7 +176,8 @@ inline bool holds_traced_lines(const LineStats& l) { return l.nested_ns > 0 && 2
 /// its time or more), and the header rewritten to pull them through gnnprof's prefetcher.
 struct GeneratorPrefetch {
   const LineStats* header = nullptr;  ///< `for seeds, nbrs in batches(n):`
-  std::string function;               ///< the function it pulls from: `batches`
+  std::string function;               ///< the function it pulls from: `batches` (its qualified name)
+  std::string file;                   ///< that function's file, as the tracer names it
   std::string edit;                   ///< `for seeds, nbrs in gnnprof.prefetch(batches(n)):`
 };
 /// nullopt when the loop is not such, or already pulls through a prefetcher.
