@@ -171,12 +171,12 @@ static int pulled_by_loop(PyThreadState* ts, Frame* f, void* mark) {
 
 /* ---- zero-code prefetch of a batch generator (tracer_prefetch_generators) ---- */
 
+#if PY_VERSION_HEX >= 0x030B0000
 static PyObject* g_gen_targets = NULL; /* [(co_filename, co_qualname)], or NULL: none */
 static PyObject* g_gen_wrap = NULL;
 static Py_ssize_t g_gen_extra = -1; /* a code extra slot of its own: k_gen_target or k_gen_other */
 static char k_gen_target, k_gen_other;
 
-#if PY_VERSION_HEX >= 0x030B0000
 /* Whether generator code co is a target (decided once per code object). */
 static int generator_target(PyCodeObject* co) {
   void* x = NULL;
