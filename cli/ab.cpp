@@ -234,8 +234,9 @@ int run_ab(const AbArgs& a) {
       if (python_command && r == 0 && side == 0 && !profiles[0].empty() && !benv.count("GNNPROF_PREFETCH_GENERATORS") &&
           !cenv.count("GNNPROF_PREFETCH_GENERATORS")) {
         if (const auto g = reports::generator_prefetch(profiles[0].back()); g && !g->file.empty()) {
-          benv["GNNPROF_PREFETCH_GENERATORS"] = cenv["GNNPROF_PREFETCH_GENERATORS"] = g->file + ":" + g->function;
-          for (int s = 0; s < 2; ++s) sides[s].env.push_back("GNNPROF_PREFETCH_GENERATORS=" + g->file + ":" + g->function);
+          const std::string target = g->file + ":" + g->function;
+          benv["GNNPROF_PREFETCH_GENERATORS"] = cenv["GNNPROF_PREFETCH_GENERATORS"] = target;
+          for (reports::Side& s : sides) s.env.push_back("GNNPROF_PREFETCH_GENERATORS=" + target);
           std::cerr << "gnnprof ab: the loop pulls its batches from " << g->function << "() of "
                     << reports::base_name(g->file) << " (" << reports::base_name(g->header->file) << ":" << g->header->line
                     << "), no DataLoader: every run wraps its calls in gnnprof.prefetch (depth 0 and 2) from now on, as "

@@ -437,6 +437,9 @@ class _Epoch:
         self._finalizer()
 
 
+_noted = False  # the collector "prefetch" noted
+
+
 class Prefetcher:
     """An iterable over `loader`'s batches, prepared up to `depth` ahead (see the module doc)."""
 
@@ -476,7 +479,16 @@ class Prefetcher:
         old = self._epoch() if self._epoch is not None else None
         if old is not None:
             old.close()
-        sys.modules[__package__]._select_pipeline(self.loader, self.prepare)
+        api = sys.modules[__package__]
+        api._select_pipeline(self.loader, self.prepare)
+        global _noted
+        if not _noted and api._native is not None:  # the profile says the program uses a prefetcher
+            _noted = True
+            try:
+                api._native.note_collector("prefetch", True, f"the program pulls batches through gnnprof.prefetch (depth "
+                                                             f"{self.depth} at its first pass)")
+            except Exception:
+                pass
         epoch = _Epoch(self)
         self._epoch = weakref.ref(epoch)
         return epoch

@@ -361,6 +361,8 @@ std::vector<const IterationStats*> analysed_iterations(const Profile& p, const A
 std::optional<GeneratorPrefetch> generator_prefetch(const Profile& p) {
   for (const StageStats& s : p.stages)
     if (s.name == "loader_wait" && s.hits > 0) return std::nullopt;  // already prefetched
+  for (const CollectorInfo& c : p.collectors)
+    if (c.name == "prefetch" && c.enabled) return std::nullopt;  // through gnnprof.prefetch, at depth 0 too
   std::optional<GeneratorPrefetch> best;
   std::int64_t best_ns = 0;
   for (std::size_t i = 0; i < p.lines.size(); ++i) {

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import CLI, PYDIR, PYTHON, line_of, needs_torch, script
+from conftest import CLI, HERE, PYDIR, PYTHON, line_of, needs_torch, script
 
 
 # The API without a session in this process (the package starts one when imported and at its
@@ -427,6 +427,27 @@ def test_ab_prefetches_an_unmodified_loop_over_its_own_generator(tmp_path, plain
             assert all(l.get("off_loop_ns", 0) >= 0.9 * l["total_ns"] for l in gen if l["total_ns"] > 0), gen
         with open(out / f"{side}-1.log") as f:
             assert expected in f.read(), side
+
+
+@needs_torch
+def test_ab_leaves_a_loop_through_gnnprofs_own_prefetcher_as_it_is(tmp_path):
+    """The sample pulls its generator through gnnprof.prefetch itself (depth from
+    GNNPROF_PREFETCH, 0: inline): ab's first run finds the collector `prefetch` and wraps
+    nothing more, so the README's `gnnprof ab -- python3 sage_train.py` compares depth 0 and 2
+    of the sample's own prefetcher, with one producer."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    for k in ("GNNPROF_ENABLED", "GNNPROF_PREFETCH", "GNNPROF_PREFETCH_LOADERS", "GNNPROF_PREFETCH_GENERATORS"):
+        env.pop(k, None)
+    sample = os.path.join(HERE, "..", "..", "samples", "python", "sage_train.py")
+    out = tmp_path / "ab"
+    proc = subprocess.run([CLI, "ab", "--repeat", "1", "-o", str(out), "--", PYTHON, sample, "--steps", "6"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "the loop pulls its batches from" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.stderr.count("baseline run 1/1") == 1, proc.stderr[-2000:]
+    with open(out / "baseline-1.json") as f:
+        p = json.load(f)
+    assert "depth 0" in _collectors(p)["prefetch"]["reason"] and "prefetch-generators" not in _collectors(p)
 
 
 @needs_torch

@@ -434,6 +434,9 @@ TEST(Diagnostics, ExposedDataTimeNamesTheEditForALoopPullingFromAGenerator) {
   for (auto& s : q.stages)
     if (s.name == "loader_wait") s.hits = 20;
   EXPECT_FALSE(generator_prefetch(q).has_value());
+  q = p;  // gnnprof.prefetch at depth 0: no wait, but the package noted it
+  q.collectors.push_back(CollectorInfo{"prefetch", true, "the program pulls batches through gnnprof.prefetch (depth 0)"});
+  EXPECT_FALSE(generator_prefetch(q).has_value());
   q = p;
   q.lines[0].code = "while batches:";
   EXPECT_FALSE(generator_prefetch(q).has_value());

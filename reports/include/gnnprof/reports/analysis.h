@@ -180,7 +180,8 @@ struct GeneratorPrefetch {
   std::string file;                   ///< that function's file, as the tracer names it
   std::string edit;                   ///< `for seeds, nbrs in gnnprof.prefetch(batches(n)):`
 };
-/// nullopt when the loop is not such, or already pulls through a prefetcher.
+/// nullopt when the loop is not such, or already pulls through a prefetcher (a loader_wait
+/// stage, or the collector `prefetch` that gnnprof.prefetch notes at any depth).
 std::optional<GeneratorPrefetch> generator_prefetch(const Profile& profile);
 
 /// The what-if within the machine's limits in one sentence (every renderer prints it):
