@@ -519,8 +519,9 @@ def prefetch_generators(spec):
     """Each call of the generator functions named in `spec` (FILE:QUALNAME entries split by ',':
     gnnprof ab sets it when its first run found the loop pulling from one) returns a Prefetcher's
     iterator over the generator at GNNPROF_PREFETCH's depth (0: inline, the baseline's code), so
-    that an unmodified script's A/B differs only by overlap. The frame hook of CPython 3.11's
-    tracer replaces the call's result (tracer.c); elsewhere the collector says it is off. The
+    that an unmodified script's A/B differs only by overlap. A PEP 523 frame hook replaces the
+    call's result (CPython 3.11: the tracer's, tracer.c; 3.12 and 3.13: one of its own,
+    tracer_monitor.c); elsewhere the collector says it is off. The
     iterator has no send/throw/close: it is meant for a `for` over the generator, as the run
     that named it showed."""
     api = sys.modules[__package__]
@@ -548,7 +549,7 @@ def prefetch_generators(spec):
             why = f"GNNPROF_PREFETCH_GENERATORS={spec!r} names no FILE:QUALNAME"
         elif not api._native.prefetch_generators(targets, wrap):
             why = (f"this Python ({sys.version.split()[0]}) makes a generator where gnnprof's tracer cannot replace "
-                   f"it (CPython 3.11 only); wrap it by hand: gnnprof.prefetch({targets[0][1]}(...))")
+                   f"it (CPython 3.11 to 3.13 only); wrap it by hand: gnnprof.prefetch({targets[0][1]}(...))")
     except Exception as e:  # never into the host
         why = f"{type(e).__name__}: {e}"
     if why is not None:

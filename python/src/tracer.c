@@ -171,51 +171,9 @@ static int pulled_by_loop(PyThreadState* ts, Frame* f, void* mark) {
 
 /* ---- zero-code prefetch of a batch generator (tracer_prefetch_generators) ---- */
 
-#if PY_VERSION_HEX >= 0x030B0000
-static PyObject* g_gen_targets = NULL; /* [(co_filename, co_qualname)], or NULL: none */
-static PyObject* g_gen_wrap = NULL;
-static Py_ssize_t g_gen_extra = -1; /* a code extra slot of its own: k_gen_target or k_gen_other */
-static char k_gen_target, k_gen_other;
-
-/* Whether generator code co is a target (decided once per code object). */
-static int generator_target(PyCodeObject* co) {
-  void* x = NULL;
-  if (GNNPROF_CODE_GET_EXTRA((PyObject*)co, g_gen_extra, &x) != 0) {
-    PyErr_Clear();
-    return 0;
-  }
-  if (x != NULL) return x == &k_gen_target;
-  int hit = 0;
-  for (Py_ssize_t i = 0; !hit && i < PyList_GET_SIZE(g_gen_targets); ++i) {
-    PyObject* t = PyList_GET_ITEM(g_gen_targets, i);
-    hit = PyUnicode_Compare(co->co_filename, PyTuple_GET_ITEM(t, 0)) == 0 &&
-          PyUnicode_Compare(co->co_qualname, PyTuple_GET_ITEM(t, 1)) == 0;
-  }
-  PyErr_Clear();
-  if (GNNPROF_CODE_SET_EXTRA((PyObject*)co, g_gen_extra, hit ? &k_gen_target : &k_gen_other) != 0) PyErr_Clear();
-  return hit;
-}
-#endif
-
 int tracer_prefetch_generators(PyObject* targets, PyObject* wrap) {
 #if PY_VERSION_HEX >= 0x030B0000
-  if (!PyList_Check(targets) || !PyCallable_Check(wrap)) {
-    PyErr_SetString(PyExc_TypeError, "prefetch_generators(targets: list, wrap: callable)");
-    return -1;
-  }
-  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(targets); ++i) {
-    PyObject* t = PyList_GET_ITEM(targets, i);
-    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2 || !PyUnicode_Check(PyTuple_GET_ITEM(t, 0)) ||
-        !PyUnicode_Check(PyTuple_GET_ITEM(t, 1))) {
-      PyErr_SetString(PyExc_TypeError, "prefetch_generators: each target is (co_filename, co_qualname)");
-      return -1;
-    }
-  }
-  if (g_gen_extra < 0 && (g_gen_extra = GNNPROF_REQUEST_CODE_EXTRA(NULL)) < 0) return -1;
-  Py_INCREF(targets);
-  Py_INCREF(wrap);
-  Py_XSETREF(g_gen_targets, targets);
-  Py_XSETREF(g_gen_wrap, wrap);
+  if (gen_targets_set(targets, wrap) != 0) return -1;
   return tracer_install() == 0 ? 1 : -1;
 #else
   (void)targets, (void)wrap;
@@ -229,17 +187,8 @@ static PyObject* eval_hook(PyThreadState* ts, Frame* f, int throwflag) {
   /* A target generator being made (its frame's first run, not a resume): the call returns the
    * prefetcher's iterator over it. Never an exception of gnnprof's into the host: on failure,
    * the generator itself. */
-  if (g_gen_targets != NULL && (co->co_flags & CO_GENERATOR) != 0 && !generator_frame(f) && generator_target(co)) {
-    PyObject* gen = g_prev_eval(ts, f, throwflag);
-    if (gen == NULL || !PyGen_Check(gen)) return gen;
-    PyObject* wrapped = PyObject_CallOneArg(g_gen_wrap, gen);
-    if (wrapped == NULL) {
-      PyErr_Clear();
-      return gen;
-    }
-    Py_DECREF(gen);
-    return wrapped;
-  }
+  if ((co->co_flags & CO_GENERATOR) != 0 && !generator_frame(f) && gen_target(co))
+    return gen_wrap(g_prev_eval(ts, f, throwflag));
 #endif
   void* x = extra_of(co);
   int want;

@@ -74,9 +74,9 @@ void tracer_feeds_loop_thread(void);
 /* Zero-code prefetch of a batch generator (GNNPROF_PREFETCH_GENERATORS, which gnnprof ab sets
  * when its first run found the loop pulling from one): each call of a generator function whose
  * (co_filename, co_qualname) is in `targets` (a list of 2-tuples of str) returns wrap(gen)
- * instead of the generator, and the hook goes in now. 1 when set; 0 where this tracer cannot
- * see a generator made (CPython 3.10 makes it without evaluating a frame; 3.12+ has no hook
- * here); -1 with an exception set. */
+ * instead of the generator, and a frame hook goes in now (3.12 and 3.13: one for this alone).
+ * 1 when set; 0 where this tracer cannot see a generator made (CPython 3.10 makes it without
+ * evaluating a frame; 3.14's frames are not read here); -1 with an exception set. */
 int tracer_prefetch_generators(PyObject* targets, PyObject* wrap);
 /* Ends the calling thread's open lines (before the session stops). */
 void tracer_close_thread(void);

@@ -1089,3 +1089,65 @@ PyObject* tracer_stats(void) {
                        "producers", g_stats.producers, "callbacks", g_stats.callbacks, "retaken", g_stats.retaken, "installed", g_installed,
                        "auto", g_auto, "framework", framework_loop(), "loop_packages", packages);
 }
+
+/* ---- zero-code prefetch of a batch generator ---- */
+
+#if PY_VERSION_HEX >= 0x030B0000 /* co_qualname */
+static PyObject* g_gen_targets = NULL; /* [(co_filename, co_qualname)], or NULL: none */
+static PyObject* g_gen_wrap = NULL;
+static Py_ssize_t g_gen_extra = -1; /* a code extra slot of its own: k_gen_target or k_gen_other */
+static char k_gen_target, k_gen_other;
+
+int gen_targets_set(PyObject* targets, PyObject* wrap) {
+  if (!PyList_Check(targets) || !PyCallable_Check(wrap)) {
+    PyErr_SetString(PyExc_TypeError, "prefetch_generators(targets: list, wrap: callable)");
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(targets); ++i) {
+    PyObject* t = PyList_GET_ITEM(targets, i);
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2 || !PyUnicode_Check(PyTuple_GET_ITEM(t, 0)) ||
+        !PyUnicode_Check(PyTuple_GET_ITEM(t, 1))) {
+      PyErr_SetString(PyExc_TypeError, "prefetch_generators: each target is (co_filename, co_qualname)");
+      return -1;
+    }
+  }
+  if (g_gen_extra < 0 && (g_gen_extra = GNNPROF_REQUEST_CODE_EXTRA(NULL)) < 0) return -1;
+  Py_INCREF(targets);
+  Py_INCREF(wrap);
+  Py_XSETREF(g_gen_targets, targets);
+  Py_XSETREF(g_gen_wrap, wrap);
+  return 0;
+}
+
+int gen_targets_any(void) { return g_gen_targets != NULL; }
+
+int gen_target(PyCodeObject* co) {
+  if (g_gen_targets == NULL || (co->co_flags & CO_GENERATOR) == 0) return 0;
+  void* x = NULL;
+  if (GNNPROF_CODE_GET_EXTRA((PyObject*)co, g_gen_extra, &x) != 0) {
+    PyErr_Clear();
+    return 0;
+  }
+  if (x != NULL) return x == &k_gen_target;
+  int hit = 0;
+  for (Py_ssize_t i = 0; !hit && i < PyList_GET_SIZE(g_gen_targets); ++i) {
+    PyObject* t = PyList_GET_ITEM(g_gen_targets, i);
+    hit = PyUnicode_Compare(co->co_filename, PyTuple_GET_ITEM(t, 0)) == 0 &&
+          PyUnicode_Compare(co->co_qualname, PyTuple_GET_ITEM(t, 1)) == 0;
+  }
+  PyErr_Clear();
+  if (GNNPROF_CODE_SET_EXTRA((PyObject*)co, g_gen_extra, hit ? &k_gen_target : &k_gen_other) != 0) PyErr_Clear();
+  return hit;
+}
+
+PyObject* gen_wrap(PyObject* gen) {
+  if (gen == NULL || !PyGen_Check(gen)) return gen;
+  PyObject* wrapped = PyObject_CallOneArg(g_gen_wrap, gen);
+  if (wrapped == NULL) {
+    PyErr_Clear();
+    return gen;
+  }
+  Py_DECREF(gen);
+  return wrapped;
+}
+#endif

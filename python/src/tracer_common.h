@@ -235,4 +235,17 @@ void on_line_of(ThreadTrace* tt, Entry* e, PyCodeObject* co, int line, int lasti
 /* Builds ci's statement map (first line event of a selected code). */
 void prepare(ThreadTrace* tt, CodeInfo* ci, PyCodeObject* co);
 
+/* ---- zero-code prefetch of a batch generator (tracer_prefetch_generators), 3.11+ ---- */
+
+/* Sets the targets and the wrapper after checking their types; 0, or -1 with an exception set. */
+int gen_targets_set(PyObject* targets, PyObject* wrap);
+/* Whether any target is set. */
+int gen_targets_any(void);
+/* Whether generator code co is a target (decided once per code object). Frame hooks call it
+ * on a frame's first evaluation, where a generator function's call makes the generator. */
+int gen_target(PyCodeObject* co);
+/* The call's result for a target: wrap(gen), or gen itself (NULL passes through) when that
+ * fails; never an exception of gnnprof's. Steals gen. */
+PyObject* gen_wrap(PyObject* gen);
+
 #endif /* GNNPROF_PY_TRACER_COMMON_H_ */

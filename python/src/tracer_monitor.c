@@ -2,7 +2,8 @@
  * sys.monitoring (PEP 669); tracer.h says what is traced, tracer_common.c holds the selection
  * and the statement logic both tracers share.
  *
- * Only public API: a tool id (PROFILER_ID, else the next free one), C callbacks, and events.
+ * Public API for tracing: a tool id (PROFILER_ID, else the next free one), C callbacks, and
+ * events. Only zero-code generator prefetch reads frames (gen_hook, a PEP 523 hook).
  * - Global PY_START/PY_RESUME/PY_THROW: a code object's first sight decides its selection; a
  *   rejected one answers DISABLE, so its calls cost nothing from then on.
  * - Selected code objects get local LINE, PY_START, PY_RESUME, PY_RETURN and PY_YIELD events:
@@ -18,6 +19,12 @@
 #include <frameobject.h>
 #include <stdarg.h>
 #include <string.h>
+#if PY_VERSION_HEX < 0x030E0000 /* the frame layout gen_hook reads */
+#define GNNPROF_GEN_HOOK 1
+#define Py_BUILD_CORE 1
+#include <internal/pycore_frame.h>
+#undef Py_BUILD_CORE
+#endif
 
 #include "core_abi.h"
 
@@ -389,13 +396,61 @@ static int claim_tool(void) {
   return -1;
 }
 
-/* sys.monitoring sees a generator start, not its making: no call's result can be replaced. */
+/* ---- zero-code prefetch of a batch generator (tracer_prefetch_generators) ----
+ * sys.monitoring sees a generator start, not its making, so no event can replace a call's
+ * result. A PEP 523 frame hook can, as tracer.c's does on 3.11: a generator function's call
+ * evaluates its frame once (RETURN_GENERATOR), and the hook returns wrap(gen). It goes in only
+ * while targets are set (gnnprof ab sets them on both sides): with it, CPython stops inlining
+ * Python-to-Python calls. 3.12 and 3.13, whose frame layout is read here. */
+#ifdef GNNPROF_GEN_HOOK
+static _PyFrameEvalFunction g_prev_eval = NULL;
+static int g_gen_hook = 0;
+
+static PyObject* gen_hook(PyThreadState* ts, struct _PyInterpreterFrame* f, int throwflag) {
+#if PY_VERSION_HEX >= 0x030D0000
+  PyCodeObject* co = PyCode_Check(f->f_executable) ? (PyCodeObject*)f->f_executable : NULL;
+#else
+  PyCodeObject* co = f->f_code;
+#endif
+  if (co != NULL && (co->co_flags & CO_GENERATOR) != 0 && f->owner != FRAME_OWNED_BY_GENERATOR && gen_target(co))
+    return gen_wrap(g_prev_eval(ts, f, throwflag));
+  return g_prev_eval(ts, f, throwflag);
+}
+#endif
+
+static void gen_hook_in(void) {
+#ifdef GNNPROF_GEN_HOOK
+  if (g_gen_hook || !gen_targets_any()) return;
+  PyInterpreterState* interp = PyInterpreterState_Get();
+  g_prev_eval = _PyInterpreterState_GetEvalFrameFunc(interp);
+  _PyInterpreterState_SetEvalFrameFunc(interp, gen_hook);
+  g_gen_hook = 1;
+#endif
+}
+
+static void gen_hook_out(void) {
+#ifdef GNNPROF_GEN_HOOK
+  if (!g_gen_hook) return;
+  PyInterpreterState* interp = PyInterpreterState_Get();
+  if (_PyInterpreterState_GetEvalFrameFunc(interp) != gen_hook) return; /* another hook came after ours */
+  _PyInterpreterState_SetEvalFrameFunc(interp, g_prev_eval);
+  g_gen_hook = 0;
+#endif
+}
+
 int tracer_prefetch_generators(PyObject* targets, PyObject* wrap) {
+#ifdef GNNPROF_GEN_HOOK
+  if (gen_targets_set(targets, wrap) != 0) return -1;
+  gen_hook_in();
+  return 1;
+#else
   (void)targets, (void)wrap;
   return 0;
+#endif
 }
 
 int tracer_install(void) {
+  gen_hook_in(); /* back after tracer_uninstall, as tracer.c's hook is */
   if (g_installed) return 0;
   if (g_mon == NULL || claim_tool() != 0) return -1;
   if (call_mon(g_set_events, "(il)", g_tool, global_events()) != 0) return -1;
@@ -413,6 +468,7 @@ int tracer_install(void) {
 
 void tracer_uninstall(void) {
   tracer_close_thread(); /* the calling thread's open lines end here */
+  gen_hook_out();
   if (!g_installed) return;
   g_installed = 0; /* other threads' callbacks answer nothing from now on */
   ++g_epoch;       /* and their stacks are forgotten at their next callback after a resume */
