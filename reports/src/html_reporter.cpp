@@ -653,12 +653,13 @@ Status HtmlReporter::render(const Report& r, std::ostream& out) const {
       o += "<table class=sortable><thead><tr><th class=l>line</th><th class=l>function</th><th>hits</th><th>time</th>"
            "<th>% of batch time</th><th class=l>statement</th></tr></thead><tbody>";
       for (const WorkerLine& l : w.top_lines)
-        o += fmt::format("<tr><td class=l>{}</td><td class=l>{}</td><td>{}</td><td data-v={}>{}</td><td>{:.1f}</td>"
+        o += fmt::format("<tr><td class=l>{}</td><td class=l>{}</td><td>{}</td><td data-v={}>{}</td><td data-v={:.4f}>{}</td>"
                          "<td class='l code'>{}</td></tr>",
                          esc(fmt::format("{}:{}", base_name(l.file), l.line)), esc(l.function), l.hits, l.total_ns,
-                         human_ns(l.total_ns), 100 * l.share, esc(l.code));
-      o += "</tbody></table><p class=muted>All workers together; a line's time includes its callees. Each worker's "
-           "own report: <code>gnnprof report</code> of its profile.</p>";
+                         human_ns(l.total_ns), 100 * l.share, esc(worker_line_share(l)), esc(l.code));
+      o += "</tbody></table><p class=muted>All workers together; a line's time includes its callees. " +
+           esc(worker_lines_note(w)) + (worker_lines_note(w).empty() ? "" : " ") +
+           "Each worker's own report: <code>gnnprof report</code> of its profile.</p>";
     }
   }
   o += html::profile_body(r, false);

@@ -245,6 +245,17 @@ LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<
   return w;
 }
 
+std::string worker_line_share(const WorkerLine& l) {
+  return l.share > 1.0 ? std::string(">100%") : fmt::format("{:.1f}%", 100 * l.share);
+}
+
+std::string worker_lines_note(const LoaderWorkers& w) {
+  const bool outside = std::any_of(w.top_lines.begin(), w.top_lines.end(), [](const WorkerLine& l) { return l.share > 1.0; });
+  return outside ? "(>100%: more time than the workers' batches took; the line also runs outside them, at a worker's "
+                   "start (a worker_init_fn, a Dataset's set-up) or between its batches)"
+                 : "";
+}
+
 std::string loader_workers_text(const LoaderWorkers& w) {
   if (w.empty()) return "";
   std::string pids;

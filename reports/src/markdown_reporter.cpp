@@ -70,8 +70,8 @@ Status MarkdownReporter::render(const Report& r, std::ostream& out) const {
     out << "\n**DataLoader workers:** " << cell(loader_workers_text(r.workers));
     if (!r.workers.top_lines.empty()) {
       const WorkerLine& l = r.workers.top_lines.front();
-      out << fmt::format(" Heaviest line: `{}:{}` `{}`, {:.1f}% of their batch time.", code(base_name(l.file)), l.line,
-                         code(l.code), 100 * l.share);
+      out << fmt::format(" Heaviest line: `{}:{}` `{}`, {} of their batch time{}.", code(base_name(l.file)), l.line,
+                         code(l.code), worker_line_share(l), l.share > 1.0 ? " (it also runs outside their batches)" : "");
     }
     out << "\n";
   }

@@ -176,6 +176,7 @@ void set_loader_workers(Report& r, LoaderWorkers workers) {
   // Each tensor storage a batch holds crosses on its own; with file descriptors (Linux's default
   // strategy) a socket round trip to the worker each: a cost per tensor besides its bytes.
   const bool per_tensor = w.sharing == "file_descriptor" && w.tensors_per_batch >= 2;
+  constexpr double kFewTensors = 4;  // bench/loader_sharing.py: file_system pays from about 4 tensors a batch
   for (Diagnostic& d : r.diagnostics) {
     if (d.id != "loader-bound") continue;
     const std::string why =
@@ -183,12 +184,16 @@ void set_loader_workers(Report& r, LoaderWorkers workers) {
             ? fmt::format("the wait is the loop receiving each batch from them: its {:.0f} tensors cross one by one, each "
                           "as a shared-memory file descriptor passed over a socket to the worker (torch.multiprocessing's "
                           "sharing strategy file_descriptor, Linux's default), about {} of the wait per tensor here. "
-                          "Return fewer, larger tensors from collate_fn (one per kind of field, concatenated, with offsets), "
-                          "or call torch.multiprocessing.set_sharing_strategy(\"file_system\") before the DataLoader starts "
+                          "{}all torch.multiprocessing.set_sharing_strategy(\"file_system\") before the DataLoader starts "
                           "(no descriptor per tensor; its shared memory files can outlive a killed process); the DataLoader "
                           "workers section below has their pace and heaviest lines.",
                           w.tensors_per_batch,
-                          human_ns(static_cast<std::int64_t>(static_cast<double>(a.worker_wait_ns) / w.tensors_per_batch)))
+                          human_ns(static_cast<std::int64_t>(static_cast<double>(a.worker_wait_ns) / w.tensors_per_batch)),
+                          // A batch of a few tensors (features and labels) has little to concatenate.
+                          w.tensors_per_batch >= kFewTensors
+                              ? "Return fewer, larger tensors from collate_fn (one per kind of field, concatenated, with "
+                                "offsets), or c"
+                              : "C")
             : fmt::format("the wait is the loop receiving each batch from them (unpickling what collate_fn returns: many "
                           "small tensors or Python objects cost more than a few large tensors) or the workers short of CPU "
                           "({}, shared with the loop's compute); the DataLoader workers section below has their pace and "

@@ -294,8 +294,9 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
     if (!w.top_lines.empty()) {
       out << "Their heaviest lines (all workers; time includes callees, share of their batch time):\n";
       for (const WorkerLine& l : w.top_lines)
-        out << fmt::format("  {:<28} {:>9} hits {:>10} {:>6.1f}%  {}\n", fmt::format("{}:{}", base_name(l.file), l.line), l.hits,
-                           human_ns(l.total_ns), 100 * l.share, l.code);
+        out << fmt::format("  {:<28} {:>9} hits {:>10} {:>7}  {}\n", fmt::format("{}:{}", base_name(l.file), l.line), l.hits,
+                           human_ns(l.total_ns), worker_line_share(l), l.code);
+      if (const std::string note = worker_lines_note(w); !note.empty()) out << note << "\n";
       // Workers trace what their loader calls (a Dataset, a collate_fn), not deeper: a heavy
       // line that calls a function of the user's own (a bare name or a method of self) says
       // how to see inside it.

@@ -272,7 +272,20 @@ TEST(Diagnostics, LoaderBoundWithWorkersThatKeepUpSaysSo) {
               std::string::npos)
         << m.message;
     EXPECT_NE(m.message.find("set_sharing_strategy(\"file_system\")"), std::string::npos) << m.message;
+    EXPECT_NE(m.message.find("Return fewer, larger tensors from collate_fn"), std::string::npos) << m.message;
     EXPECT_DOUBLE_EQ(m.evidence.at("tensors_per_batch"), 30);
+    // Two tensors (features, labels): nothing to concatenate, only the strategy.
+    {
+      Report two = make_report(p, {});
+      LoaderWorkers t2 = t;
+      t2.tensors_per_batch = 2;
+      set_loader_workers(two, t2);
+      const auto& m2 = *std::find_if(two.diagnostics.begin(), two.diagnostics.end(), [](const Diagnostic& x) { return x.id == "loader-bound"; });
+      EXPECT_NE(m2.message.find("its 2 tensors cross one by one"), std::string::npos) << m2.message;
+      EXPECT_NE(m2.message.find("here. Call torch.multiprocessing.set_sharing_strategy(\"file_system\")"), std::string::npos)
+          << m2.message;
+      EXPECT_EQ(m2.message.find("fewer, larger tensors"), std::string::npos) << m2.message;
+    }
     // Already file_system, or one tensor a batch: the general reasons.
     for (auto [tensors, sharing] : {std::pair{30.0, "file_system"}, std::pair{1.0, "file_descriptor"}}) {
       Report other = make_report(p, {});

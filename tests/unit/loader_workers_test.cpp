@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "gnnprof/profile_io.h"
+#include "gnnprof/reports/markdown_reporter.h"
 #include "gnnprof/reports/report.h"
 #include "gnnprof/reports/text_reporter.h"
 
@@ -108,6 +109,22 @@ TEST(LoaderWorkers, PaceBusyShareConcurrencyAndHeaviestLines) {
   r.workers.top_lines.front().code = "x = torch.tanh(x * 1.01)";
   ASSERT_TRUE(TextReporter({}).render(r, none));
   EXPECT_EQ(none.str().find("To see inside"), std::string::npos) << none.str();
+  EXPECT_EQ(none.str().find(">100%"), std::string::npos) << none.str();
+  // A line with more time than the workers' batches (a worker_init_fn's sleep at each start):
+  // no share above 100 %, but what it means.
+  r.workers.top_lines.front().share = 45.6;
+  r.workers.top_lines.front().code = "time.sleep(0.25)";
+  std::ostringstream outside;
+  ASSERT_TRUE(TextReporter({}).render(r, outside));
+  EXPECT_NE(outside.str().find("   >100%  time.sleep(0.25)"), std::string::npos) << outside.str();
+  EXPECT_EQ(outside.str().find("4560.0%"), std::string::npos) << outside.str();
+  EXPECT_NE(outside.str().find("(>100%: more time than the workers' batches took; the line also runs outside them, at a "
+                               "worker's start (a worker_init_fn, a Dataset's set-up) or between its batches)"),
+            std::string::npos)
+      << outside.str();
+  std::ostringstream md;
+  ASSERT_TRUE(MarkdownReporter({}).render(r, md));
+  EXPECT_NE(md.str().find(">100% of their batch time (it also runs outside their batches)."), std::string::npos) << md.str();
   // The loop counted more forks than there are profiles: the cap is named.
   loop.counters.push_back(CounterStats{"DataLoader workers", 40, 2, 2, 2, 2});
   EXPECT_NE(loader_workers_text(summarize_loader_workers(loop, ws)).find("the run started 40 workers; the others wrote no profile"),

@@ -104,5 +104,10 @@ LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<
 
 /// One paragraph: how many workers, their pace and busy share, what they deliver together.
 std::string loader_workers_text(const LoaderWorkers& w);
+/// A worker line's share of the workers' batch time ("12.3%"), or ">100%" for a line that also
+/// runs outside their batches (a worker_init_fn, a Dataset's set-up in the worker).
+std::string worker_line_share(const WorkerLine& l);
+/// The note for the lines worker_line_share shows as ">100%", or "" when none is.
+std::string worker_lines_note(const LoaderWorkers& w);
 
 }  // namespace gnnprof::reports
