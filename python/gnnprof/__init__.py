@@ -475,16 +475,18 @@ def _mark_worker_fetches():
                 scope.__enter__()
             except Exception:
                 scope = None
-            batch = None
+            batch, fetched = None, False
             try:
                 batch = original(self, *args, **kwargs)
+                fetched = True
                 return batch
             finally:
                 try:
                     if scope is not None:
                         scope.__exit__(None, None, None)
-                    step_end()
-                    if batch is not None and counted.get("batches", 0) < 64:
+                    # A fetch that raised (an iterable dataset's end) made no batch: no iteration.
+                    _native.step_end(not fetched)
+                    if fetched and batch is not None and counted.get("batches", 0) < 64:
                         counted["batches"] = counted.get("batches", 0) + 1
                         counter(storages_name, _batch_storages(batch))
                 except Exception:

@@ -11,6 +11,9 @@
 #ifndef GNNPROF_DATA_LINE
 #define GNNPROF_DATA_LINE 0x80000000u /* as in gnnprof_c.h: set_line of a data pipeline's line */
 #endif
+#ifndef GNNPROF_STEP_DROP_OPEN
+#define GNNPROF_STEP_DROP_OPEN 4u /* as in gnnprof_c.h: step_end_flags' "the open iteration was none" */
+#endif
 #ifndef GNNPROF_LINE_BEGAN
 #define GNNPROF_LINE_BEGAN 2 /* as in gnnprof_c.h: or-ed into line_event's hit */
 #endif
@@ -63,6 +66,7 @@ typedef struct CoreAbi {
   uint32_t (*site_register)(int kind, const char* name, const char* category, const char* file, const char* function,
                             const char* code, unsigned line); /* or NULL */
   void (*materialize_at)(uint32_t site, uint64_t rows, uint64_t bytes); /* or NULL */
+  void (*step_end_flags)(unsigned flags);                               /* or NULL */
   /* The block trial (gnnprof/block_trial.h): all NULL for an older core. */
   void* (*trial_new)(int arms, int warmup, int block, int rounds, double min_gain);
   int (*trial_iteration)(void* trial, uint64_t now_ns);

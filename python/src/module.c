@@ -75,6 +75,7 @@ static int resolve(void* h, CoreAbi* t, const char** missing) {
   *(void**)(&t->line_event_nested) = dlsym(h, "gnnprof_line_event_nested");
   *(void**)(&t->site_register) = dlsym(h, "gnnprof_site_register");
   *(void**)(&t->materialize_at) = dlsym(h, "gnnprof_materialize_at");
+  *(void**)(&t->step_end_flags) = dlsym(h, "gnnprof_step_end_flags");
   if (t->site_register == NULL || t->materialize_at == NULL) t->site_register = NULL; /* both or neither */
   *(void**)(&t->close_torch_thread) = dlsym(h, "gnnprof_preload_close_torch_thread");
   *(void**)(&t->torch_state) = dlsym(h, "gnnprof_preload_torch_state");
@@ -205,10 +206,15 @@ static PyObject* py_step(PyObject* self, PyObject* unused) {
   Py_RETURN_NONE;
 }
 
-static PyObject* py_step_end(PyObject* self, PyObject* unused) {
-  (void)self, (void)unused;
+/* step_end(drop=False): drop, the open iteration was none (a worker's fetch that found its
+ * iterable dataset exhausted): its time stays out of the iterations. */
+static PyObject* py_step_end(PyObject* self, PyObject* args) {
+  (void)self;
+  int drop = 0;
+  if (!PyArg_ParseTuple(args, "|p", &drop)) return NULL;
   REQUIRE_CORE();
-  g_core.step_end();
+  if (drop && g_core.step_end_flags != NULL) g_core.step_end_flags(GNNPROF_STEP_DROP_OPEN);
+  else g_core.step_end();
   Py_RETURN_NONE;
 }
 
@@ -690,7 +696,7 @@ static PyMethodDef methods[] = {
     {"counter_site", py_counter_site, METH_VARARGS, NULL},
     {"counter", py_counter, METH_VARARGS, NULL},
     {"step", py_step, METH_NOARGS, "iteration boundary"},
-    {"step_end", py_step_end, METH_NOARGS, "end the open iteration"},
+    {"step_end", py_step_end, METH_VARARGS, "step_end(drop=False): end the open iteration (drop: it was none)"},
     {"transfer", py_transfer, METH_VARARGS, NULL},
     {"materialize", py_materialize, METH_VARARGS, NULL},
     {"materialize_site", py_materialize_site, METH_VARARGS, "materialize_site(name, file, function, line) -> site or 0"},

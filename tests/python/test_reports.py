@@ -380,6 +380,29 @@ def test_a_loop_receiving_many_small_tensors_from_its_workers_is_told_the_cost_p
     assert "cross one by one" not in section(report(fs.path), "Diagnostics")
 
 
+@needs_torch
+def test_an_iterable_dataset_streaming_to_workers_and_a_torchscript_model(gnnprof_run, plain_run):
+    """An IterableDataset whose generator __iter__ is split across 2 workers (batch_size=None)
+    and a TorchScript model: the workers' batches are exactly the stream's (each worker's last
+    fetch, which finds its share exhausted, is no batch), their generator's lines are traced
+    there, and the scripted forward's line gets its backward."""
+    path = script("iterable_stream.py")
+    r = gnnprof_run(path, "2", "40")
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "2", "40").out
+    workers = worker_profiles(r)
+    assert len(workers) == 2, [w["run"]["pid"] for w in workers]
+    assert sorted(sum(1 for i in w["iterations"] if i.get("complete", True)) for w in workers) == [20, 20], \
+        [len(w["iterations"]) for w in workers]
+    assert "DataLoader worker profiles" in section(report(r.path), "DataLoader workers")
+    assert "40 batches" in section(report(r.path), "DataLoader workers"), section(report(r.path), "DataLoader workers")
+    gathered = line_of(path, "x = self.feats[torch.from_numpy(nodes)]")
+    assert any(l["line"] == gathered and l["hits"] == 20 for l in workers[0]["lines"]), workers[0]["lines"]
+    forward = r.lines("main")[line_of(path, "out = model(x, idx)")]
+    # (traced from the first optimizer step on: 39 of the 40 passes)
+    assert forward["hits"] == 39 and forward["backward_ns"] > 0, forward
+
+
 def worker_profiles(run):
     """The DataLoader workers' profiles beside the loop's (<output>.<pid>.json), oldest first."""
     base = run.path[:-len(".json")]
