@@ -64,6 +64,10 @@ GNNPROF_PLUGIN_EXPORT int gnnprof_torch_user_scope(const char* name, const char*
 /* The program's own iteration mark (gnnprof.step()) on the calling thread: the observer's
  * optimizer-step marks stop. 1 when the observer marked it; 0: the caller marks it. */
 GNNPROF_PLUGIN_EXPORT int gnnprof_torch_user_step(void);
+/* Whether the ops of the iteration now running are observed (iteration sampling): 1 or 0; -1
+ * when no session runs. What the program records of its own beside the observer's gathers
+ * (numpy memmap reads) follows it, so that the reports scale both alike. */
+GNNPROF_PLUGIN_EXPORT int gnnprof_torch_observing(void);
 /* A linked program's own observe_ops options, for the preload's observer it records into
  * (GNNPROF_TORCH_NO_PHASES: its stages name the phases; GNNPROF_TORCH_NO_MARKS: it marks its
  * iterations): for threads whose first op comes later, and the calling thread's from now on
@@ -107,6 +111,8 @@ GNNPROF_PLUGIN_EXPORT int gnnprof_preload_torch_loop(int enter);
 GNNPROF_PLUGIN_EXPORT int gnnprof_preload_torch_user_scope(const char* name, const char* category, int enter);
 /* gnnprof_torch_user_step when the observer runs; else 0. */
 GNNPROF_PLUGIN_EXPORT int gnnprof_preload_torch_user_step(void);
+/* gnnprof_torch_observing when the observer runs; else -1. */
+GNNPROF_PLUGIN_EXPORT int gnnprof_preload_torch_observing(void);
 /* gnnprof_torch_configure when the observer runs (after the look for torch): 1; else 0. */
 GNNPROF_PLUGIN_EXPORT int gnnprof_preload_torch_configure(int flags);
 /* A DataLoader worker's own session, written to its own file at stop and naming parent_pid (the

@@ -46,6 +46,7 @@ std::atomic<TorchGradClip> g_torch_grad_clip{nullptr};
 std::atomic<TorchLoop> g_torch_loop{nullptr};
 std::atomic<TorchUserScope> g_torch_user_scope{nullptr};
 std::atomic<TorchUserStep> g_torch_user_step{nullptr};
+std::atomic<TorchObserving> g_torch_observing_now{nullptr};
 std::atomic<TorchConfigure> g_torch_configure{nullptr};
 std::atomic<int> g_force_cupti{kCuptiNone};
 int g_pipe[2] = {-1, -1};
@@ -138,6 +139,7 @@ void try_torch(const std::string& loaded) {
   g_torch_loop.store(reinterpret_cast<TorchLoop>(dlsym(h, "gnnprof_torch_loop")));
   g_torch_user_scope.store(reinterpret_cast<TorchUserScope>(dlsym(h, "gnnprof_torch_user_scope")));
   g_torch_user_step.store(reinterpret_cast<TorchUserStep>(dlsym(h, "gnnprof_torch_user_step")));
+  g_torch_observing_now.store(reinterpret_cast<TorchObserving>(dlsym(h, "gnnprof_torch_observing")));
   g_torch_configure.store(reinterpret_cast<TorchConfigure>(dlsym(h, "gnnprof_torch_configure")));
   g_torch_worker.store(reinterpret_cast<TorchBecomeWorker>(dlsym(h, "gnnprof_torch_become_worker")));
   g_torch_fork_loop.store(reinterpret_cast<TorchBecomeForkLoop>(dlsym(h, "gnnprof_torch_become_fork_loop")));
@@ -315,6 +317,11 @@ extern "C" int gnnprof_preload_torch_user_scope(const char* name, const char* ca
 extern "C" int gnnprof_preload_torch_user_step(void) {
   TorchUserStep s = g_torch_user_step.load(std::memory_order_acquire);
   return s != nullptr ? s() : 0;
+}
+
+extern "C" int gnnprof_preload_torch_observing(void) {
+  TorchObserving o = g_torch_observing_now.load(std::memory_order_acquire);
+  return o != nullptr ? o() : -1;
 }
 
 extern "C" int gnnprof_preload_torch_configure(int flags) {

@@ -37,6 +37,7 @@ using TorchGradClip = decltype(&gnnprof_torch_grad_clip);
 using TorchLoop = decltype(&gnnprof_torch_loop);
 using TorchUserScope = decltype(&gnnprof_torch_user_scope);
 using TorchUserStep = decltype(&gnnprof_torch_user_step);
+using TorchObserving = decltype(&gnnprof_torch_observing);
 using TorchConfigure = decltype(&gnnprof_torch_configure);
 using TorchBecomeWorker = decltype(&gnnprof_torch_become_worker);
 using TorchBecomeForkLoop = decltype(&gnnprof_torch_become_fork_loop);

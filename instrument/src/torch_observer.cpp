@@ -1243,6 +1243,11 @@ int gnnprof_torch_user_step(void) {
   }
 }
 
+int gnnprof_torch_observing(void) {
+  if (gnnprof_is_running() == 0) return -1;
+  return gi::g_ops_enabled.load(std::memory_order_relaxed) ? 1 : 0;
+}
+
 void gnnprof_torch_configure(int flags) {
   gi::g_program_phases.store((flags & GNNPROF_TORCH_NO_PHASES) == 0, std::memory_order_relaxed);
   gi::g_program_marks.store((flags & GNNPROF_TORCH_NO_MARKS) == 0, std::memory_order_relaxed);

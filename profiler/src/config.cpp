@@ -32,7 +32,7 @@ constexpr Option kOptions[] = {
   {"GNNPROF_THREADLESS", T::kBool, "1", "0: keep gnnprof's threads in a single-threaded Python process", "preload"},
   {"GNNPROF_CUPTI", T::kChoice, "auto", "1: start CUPTI at process start; 0: never (auto: when the CUDA runtime loads)", "preload", "0|1"},
   {"GNNPROF_TORCH_OPS", T::kBool, "1", "0: no stage per torch op (phases, copies and gathers still)", "preload"},
-  {"GNNPROF_GATHER_MIN_BYTES", T::kCount, "1048576", "a host gather at least this big is a materialization", "preload"},
+  {"GNNPROF_GATHER_MIN_BYTES", T::kCount, "1048576", "a host gather from a table at least this big is a materialization (a torch tensor's rows; a numpy memmap's, in Python)", "preload, python"},
   {"GNNPROF_TORCH_NESTED", T::kBool, "0", "1: also observe ops nested in other ops", "torch observer"},
   {"GNNPROF_TORCH_FOLD_OPTIMIZER", T::kBool, "1", "0: observe the optimizer's own ops (1: folded into its stage after a first step of plain CPU ops)", "torch observer"},
   {"GNNPROF_TORCH_SAMPLE", T::kString, "auto", "auto, all or N: watch ops in every N-th iteration (auto: when every one costs > 5 %)", "torch observer"},

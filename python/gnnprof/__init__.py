@@ -902,6 +902,17 @@ def _torch_imported():
         print(f"gnnprof: torch-python: module hooks not installed ({type(e).__name__}: {e})", file=sys.stderr)
 
 
+def _numpy_imported():
+    """Once numpy is imported: rows gathered from its memmaps are materializations."""
+    from . import _config, _numpy_hooks
+    try:
+        _state["numpy_memmap"] = _numpy_hooks.install(_native, _config, sys.modules[__name__])
+    except Exception as e:  # never into the host's import; said once, in the collector list
+        _state["numpy_memmap"] = "failed"
+        _native.note_collector("numpy-memmap", False, f"numpy.memmap reads are not recorded: {type(e).__name__}: {e}")
+        print(f"gnnprof: numpy-memmap: not recorded ({type(e).__name__}: {e})", file=sys.stderr)
+
+
 if _state["bound"]:
     from . import _attach, _config
     _configure_lines(_config.string("GNNPROF_LINES", "auto"))
@@ -918,6 +929,7 @@ if _state["bound"]:
             import multiprocessing.process
             _wrap_process_run()
     _attach.after_import("torch", _torch_imported)
+    _attach.after_import("numpy", _numpy_imported)
     if _config.flag("GNNPROF_PREFETCH_LOADERS", False):
         from . import _prefetch
         _attach.after_import("torch.utils.data.dataloader", _prefetch.wrap_dataloader_iter)

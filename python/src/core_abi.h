@@ -58,6 +58,7 @@ typedef struct CoreAbi {
   __typeof__(&gnnprof_preload_torch_grad_clip) torch_grad_clip;         /* or NULL */
   __typeof__(&gnnprof_preload_torch_user_scope) torch_user_scope;       /* or NULL */
   __typeof__(&gnnprof_preload_torch_user_step) torch_user_step;         /* or NULL */
+  __typeof__(&gnnprof_preload_torch_observing) torch_observing;         /* or NULL */
   __typeof__(&gnnprof_preload_torch_loop) torch_loop;                   /* or NULL */
   void (*set_loop_extent)(const char* file, const char* function, unsigned first, unsigned last); /* or NULL */
   void (*set_loop_line)(uint32_t site);                                                          /* or NULL */

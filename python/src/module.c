@@ -84,6 +84,7 @@ static int resolve(void* h, CoreAbi* t, const char** missing) {
   *(void**)(&t->torch_grad_clip) = dlsym(h, "gnnprof_preload_torch_grad_clip");
   *(void**)(&t->torch_user_scope) = dlsym(h, "gnnprof_preload_torch_user_scope");
   *(void**)(&t->torch_user_step) = dlsym(h, "gnnprof_preload_torch_user_step");
+  *(void**)(&t->torch_observing) = dlsym(h, "gnnprof_preload_torch_observing");
   *(void**)(&t->torch_loop) = dlsym(h, "gnnprof_preload_torch_loop");
   *(void**)(&t->set_loader_step_hook) = dlsym(h, "gnnprof_set_loader_step_hook");
   *(void**)(&t->trial_new) = dlsym(h, "gnnprof_trial_new");
@@ -335,6 +336,14 @@ static PyObject* py_trial_state(PyObject* self, PyObject* args) {
   PyObject* out = Py_BuildValue("(iO)", g_core.trial_chosen(t), list);
   Py_DECREF(list);
   return out;
+}
+
+/* torch_observing() -> 1 the op observer observes the ops of the iteration now running, 0 not
+ * (iteration sampling), -1 no observer or no session (gnnprof_preload_torch_observing). */
+static PyObject* py_torch_observing(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  if (!g_core_bound || g_core.torch_observing == NULL) return PyLong_FromLong(-1);
+  return PyLong_FromLong(g_core.torch_observing());
 }
 
 /* torch_state() -> 1 the op observer observes, 2 torch loaded and the observer off, 0 torch not
@@ -706,6 +715,7 @@ static PyMethodDef methods[] = {
     {"module_exit", py_module_exit, METH_VARARGS, "a module forward hook: the thread leaves a torch.nn.Module's call"},
     {"backward_call", py_backward_call, METH_O, "backward_call(entering): the thread enters or leaves torch.autograd.backward"},
     {"grad_clip", py_grad_clip, METH_O, "grad_clip(entering): the thread enters or leaves a gradient clipping call"},
+    {"torch_observing", py_torch_observing, METH_NOARGS, "1/0: this iteration's ops observed or not; -1 no observer"},
     {"torch_state", py_torch_state, METH_NOARGS, "1 the op observer observes, 2 torch loaded and it is off, 0 torch not loaded, -1 unknown"},
     {"set_thread_name", py_set_thread_name, METH_VARARGS, NULL},
     {"line_site", py_line_site, METH_VARARGS, NULL},

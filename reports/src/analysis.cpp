@@ -1420,8 +1420,9 @@ std::string own_session_note(const Profile& p) {
 std::string no_materializations_hint(const Profile& p) {
   (void)p;
   return "No feature materializations: none recorded. The torch observer records a gather of rows from a host tensor "
-         "(index_select/embedding/index, at least GNNPROF_GATHER_MIN_BYTES, outside forward and backward); record "
-         "others with gnnprof.record_materialization() or GNNPROF_MATERIALIZE.";
+         "(index_select/embedding/index, at least GNNPROF_GATHER_MIN_BYTES, outside forward and backward), and the Python "
+         "package one from a numpy memmap (`feats[ids]`); record others with gnnprof.record_materialization() or "
+         "GNNPROF_MATERIALIZE.";
 }
 
 }  // namespace gnnprof::reports

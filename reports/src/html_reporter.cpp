@@ -569,7 +569,8 @@ std::string html::profile_body(const Report& r, bool compact) {
     o += "</tbody></table>";
   }
   if (p.materializations.empty())
-    o += "<h2>Materializations</h2><p class=muted id=no-materializations>" + esc(no_materializations_hint(p)) + "</p>";
+    o += "<h2>Materializations</h2><p class=muted id=no-materializations>" +
+         esc(no_materializations_hint(p) + workers_gathered_note(r.workers)) + "</p>";
   if (!p.materializations.empty()) {
     o += "<h2>Materializations</h2>" + sampled_p + "<table class=sortable><thead><tr><th class=l>name</th><th class=l>stage</th><th class=l>where</th>"
          "<th>hits</th><th>rows</th><th>bytes</th></tr></thead><tbody>";

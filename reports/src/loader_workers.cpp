@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -156,6 +157,7 @@ LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<
   std::uint64_t tensor_batches = 0;
   using Key = std::tuple<std::string, std::uint32_t, std::string>;  // file, line, function
   std::map<Key, WorkerLine> lines;
+  std::map<std::pair<std::string, std::uint32_t>, std::uint64_t> gathers;  // bytes by file, line
   for (const Profile* pp : workers) {
     const Profile& p = *pp;
     w.pids.push_back(p.run.pid);
@@ -166,6 +168,12 @@ LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<
       w.batch_ns += it.wall_ns;
       all.push_back(it.wall_ns);
       if (!it.ops_observed) unobserved.push_back(it.wall_ns);
+      else ++w.observed_batches;
+    }
+    for (const MaterializationStats& m : p.materializations) {
+      w.gathered_bytes += m.bytes;
+      w.gathered_rows += m.rows;
+      gathers[{m.file, m.line}] += m.bytes;
     }
     for (const LineStats& l : p.lines) {
       WorkerLine& x = lines[Key{l.file, l.line, l.function}];
@@ -186,6 +194,9 @@ LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<
       }
   }
   if (tensor_batches > 0) w.tensors_per_batch = tensor_sum / static_cast<double>(tensor_batches);
+  const auto most_gathered = std::max_element(gathers.begin(), gathers.end(),
+                                              [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (most_gathered != gathers.end()) std::tie(w.gather_file, w.gather_line) = most_gathered->first;
   // Most workers alive at once: the lifetimes [start, start + wall) overlapping at one start.
   for (const Profile* a : workers) {
     int alive = 0;
@@ -249,6 +260,13 @@ std::string worker_line_share(const WorkerLine& l) {
   return l.share > 1.0 ? std::string(">100%") : fmt::format("{:.1f}%", 100 * l.share);
 }
 
+std::string workers_gathered_note(const LoaderWorkers& w) {
+  if (w.gathered_bytes == 0 || w.observed_batches == 0) return "";
+  return fmt::format(" Its DataLoader workers gathered {} a batch{}: see the DataLoader workers section.",
+                     human_bytes(w.gathered_bytes / w.observed_batches),
+                     w.gather_file.empty() ? std::string() : fmt::format(" (most at {}:{})", base_name(w.gather_file), w.gather_line));
+}
+
 std::string worker_lines_note(const LoaderWorkers& w) {
   const bool outside = std::any_of(w.top_lines.begin(), w.top_lines.end(), [](const WorkerLine& l) { return l.share > 1.0; });
   return outside ? "(>100%: more time than the workers' batches took; the line also runs outside them, at a worker's "
@@ -288,6 +306,14 @@ std::string loader_workers_text(const LoaderWorkers& w) {
     out += fmt::format("; {:.1f} tensors per batch (their first batches' CPU tensor storages, each sent on its own; "
                        "sharing strategy {})",
                        w.tensors_per_batch, w.sharing);
+  if (w.gathered_bytes > 0 && w.observed_batches > 0) {
+    const double per = 1.0 / static_cast<double>(w.observed_batches);
+    out += fmt::format("; they gathered {} a batch ({:.0f} rows; materializations{}), most at {}",
+                       human_bytes(static_cast<std::uint64_t>(std::llround(static_cast<double>(w.gathered_bytes) * per))),
+                       static_cast<double>(w.gathered_rows) * per,
+                       w.observed_batches < w.batches ? fmt::format(", over the {} batches whose ops were observed", w.observed_batches) : "",
+                       w.gather_file.empty() ? std::string("no traced line") : fmt::format("{}:{}", base_name(w.gather_file), w.gather_line));
+  }
   return out + ".";
 }
 

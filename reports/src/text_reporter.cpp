@@ -366,7 +366,8 @@ Status TextReporter::render(const Report& r, std::ostream& out) const {
     }
     if (shown < rows.size()) out << fmt::format("({} more in the profile's \"kernels\")\n", rows.size() - shown);
   }
-  if (p.materializations.empty()) out << "\n== Materializations ==\n" << no_materializations_hint(p) << "\n";
+  if (p.materializations.empty())
+    out << "\n== Materializations ==\n" << no_materializations_hint(p) << workers_gathered_note(r.workers) << "\n";
   if (!p.materializations.empty()) {
     out << "\n== Materializations ==\n";
     if (!sampled.empty()) out << sampled << "\n";

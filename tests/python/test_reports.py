@@ -403,6 +403,46 @@ def test_an_iterable_dataset_streaming_to_workers_and_a_torchscript_model(gnnpro
     assert forward["hits"] == 39 and forward["backward_ns"] > 0, forward
 
 
+@needs_torch
+def test_rows_gathered_from_a_numpy_memmap_are_materializations(gnnprof_run, plain_run, tmp_path):
+    """Features in a float16 numpy memmap gathered by node ids in a collate_fn (DGL's MAG240M
+    example): numpy runs no torch op, yet the read is a materialization with its exact rows and
+    bytes on its line, in the loop's process and in each worker; a row or a slice of the memmap
+    (a view, nothing read yet) is none. The output stays the script's."""
+    path = script("memmap_features.py")
+    gather = line_of(path, "x = torch.from_numpy(self.feats[nodes.numpy()].astype(np.float32))")
+    views = {line_of(path, "first = self.feats[0]"), line_of(path, "block = self.feats[100:110]")}
+    per_batch_rows, per_batch_bytes = 128 * 5, 128 * 5 * 64 * 2
+    r = gnnprof_run(path, str(tmp_path), "20", "0")
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, str(tmp_path), "20", "0").out
+    at = [m for m in r.profile["materializations"] if m["line"] == gather]
+    assert at and all(m["stage"] == "materialize" and m["rows"] == m["hits"] * per_batch_rows
+                      and m["bytes"] == m["hits"] * per_batch_bytes for m in at), r.profile["materializations"]
+    assert not [m for m in r.profile["materializations"] if m["line"] in views]
+    assert r.collector("numpy-memmap")["enabled"], r.profile["collectors"]
+    # Recorded in the iterations whose torch ops were observed, as the observer's gathers, so the
+    # line table's estimate for all hits is the batches' exact size.
+    hits = r.lines("Collate.__call__")[gather]["hits"]
+    text = report(r.path, "--lines")
+    row = next(l for l in text.splitlines() if l.split()[:1] == [str(gather)])
+    assert f"{hits * per_batch_bytes / 2**20:.1f} MiB" in row, row
+
+    w = gnnprof_run(path, str(tmp_path), "20", "2")
+    assert w.rc == 0, w.err
+    assert w.out == plain_run(path, str(tmp_path), "20", "2").out
+    workers = worker_profiles(w)
+    assert len(workers) == 2
+    for p in workers:
+        at = [m for m in p["materializations"] if m["line"] == gather]
+        assert at and all(m["bytes"] == m["hits"] * per_batch_bytes for m in at), p["materializations"]
+    text = report(w.path)
+    assert "they gathered 80.0 KiB a batch (640 rows; materializations" in section(text, "DataLoader workers"), \
+        section(text, "DataLoader workers")
+    assert "Its DataLoader workers gathered 80.0 KiB a batch (most at memmap_features.py:" in \
+        section(text, "Materializations"), section(text, "Materializations")
+
+
 def worker_profiles(run):
     """The DataLoader workers' profiles beside the loop's (<output>.<pid>.json), oldest first."""
     base = run.path[:-len(".json")]

@@ -132,6 +132,42 @@ TEST(LoaderWorkers, PaceBusyShareConcurrencyAndHeaviestLines) {
   EXPECT_EQ(loader_workers_text(w).find("the run started"), std::string::npos);
 }
 
+TEST(LoaderWorkers, WhatTheWorkersGatheredPerObservedBatch) {
+  // 3 observed batches of 5; gathers recorded in those only (the observer's and numpy memmap
+  // reads alike): 2 MiB at data.py:30 and 1 MiB at data.py:31 over them.
+  std::vector<Profile> ws = {worker(12, 10, 1000 * kMs, 100 * kMs, {{10, true}, {6, false}, {6, true}}),
+                             worker(11, 10, 1001 * kMs, 100 * kMs, {{10, true}, {8, false}})};
+  ws[0].materializations.push_back({"", "materialize", "/w/data.py", 30, 2, 2000, 2u << 20});
+  ws[1].materializations.push_back({"", "materialize", "/w/data.py", 31, 1, 1000, 1u << 20});
+  Profile loop;
+  loop.run.pid = 10;
+  const LoaderWorkers w = summarize_loader_workers(loop, ws);
+  EXPECT_EQ(w.observed_batches, 3u);
+  EXPECT_EQ(w.gathered_bytes, 3u << 20);
+  EXPECT_EQ(w.gathered_rows, 3000u);
+  EXPECT_EQ(w.gather_file, "/w/data.py");
+  EXPECT_EQ(w.gather_line, 30u);
+  EXPECT_NE(loader_workers_text(w).find("; they gathered 1.0 MiB a batch (1000 rows; materializations, over the 3 batches "
+                                        "whose ops were observed), most at data.py:30."),
+            std::string::npos)
+      << loader_workers_text(w);
+  EXPECT_EQ(workers_gathered_note(w), " Its DataLoader workers gathered 1.0 MiB a batch (most at data.py:30): see the "
+                                      "DataLoader workers section.");
+  // Rendered under the loop's empty Materializations section.
+  Report r = make_report(loop, {});
+  r.workers = w;
+  std::ostringstream text;
+  ASSERT_TRUE(TextReporter({}).render(r, text));
+  EXPECT_NE(text.str().find("GNNPROF_MATERIALIZE. Its DataLoader workers gathered 1.0 MiB a batch"), std::string::npos)
+      << text.str();
+  // Workers that gathered nothing: no such note.
+  ws[0].materializations.clear();
+  ws[1].materializations.clear();
+  const LoaderWorkers none = summarize_loader_workers(loop, ws);
+  EXPECT_EQ(workers_gathered_note(none), "");
+  EXPECT_EQ(loader_workers_text(none).find("gathered"), std::string::npos);
+}
+
 TEST(LoaderWorkers, OnlyTheLoopsOwnWorkersProfilesAreRead) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(::testing::TempDir()) / "gnnprof_loader_workers";

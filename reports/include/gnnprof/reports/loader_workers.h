@@ -86,6 +86,13 @@ struct LoaderWorkers {
   double tensors_per_batch = 0;
   std::string sharing;  ///< torch.multiprocessing's sharing strategy in the workers
 
+  /// Feature gathers the workers recorded (materializations: torch gathers, numpy memmap
+  /// reads), over their batches whose ops were observed (`observed_batches`; every batch
+  /// without iteration sampling); the place that gathered the most bytes.
+  std::uint64_t gathered_bytes = 0, gathered_rows = 0, observed_batches = 0;
+  std::string gather_file;
+  std::uint32_t gather_line = 0;
+
   bool empty() const { return pids.empty(); }
   /// With `concurrent` workers at this pace: a batch every this long (0 when unknown).
   std::int64_t supply_interval_ns() const { return concurrent > 0 ? batch_median_ns / concurrent : 0; }
@@ -107,6 +114,8 @@ std::string loader_workers_text(const LoaderWorkers& w);
 /// A worker line's share of the workers' batch time ("12.3%"), or ">100%" for a line that also
 /// runs outside their batches (a worker_init_fn, a Dataset's set-up in the worker).
 std::string worker_line_share(const WorkerLine& l);
+/// For a loop whose own process gathered nothing: what its workers gathered, or "".
+std::string workers_gathered_note(const LoaderWorkers& w);
 /// The note for the lines worker_line_share shows as ">100%", or "" when none is.
 std::string worker_lines_note(const LoaderWorkers& w);
 
