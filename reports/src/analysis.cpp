@@ -1031,7 +1031,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
     else if (const auto g = generator_prefetch(p); a.whatif_pays && !in_forward && g)
         expect += fmt::format(". To measure it on the unmodified script: gnnprof ab -- {} (the loop pulls its batches "
                               "from {}(): each call of it runs through gnnprof's prefetcher, depth 0 against 2, as {}:{} `{}` "
-                              "with `import gnnprof` would; on a CPython other than 3.11, make that edit and run the same "
+                              "with `import gnnprof` would; on a CPython before 3.11 or after 3.13, make that edit and run the same "
                               "command)",
                               shell_command(p.run.command), g->function, base_name(g->header->file), g->header->line, g->edit);
     add("exposed-data-time", Severity::kWarning,

@@ -426,7 +426,7 @@ TEST(Diagnostics, ExposedDataTimeNamesTheEditForALoopPullingFromAGenerator) {
   EXPECT_NE(m.find("To measure it on the unmodified script: gnnprof ab -- /usr/bin/python3 train.py (the loop pulls its "
                    "batches from batches(): each call of it runs through gnnprof's prefetcher, depth 0 against 2, as "
                    "train.py:15 `for i, (x, y) in gnnprof.prefetch(enumerate(batches(80, \" in \"))):` with `import "
-                   "gnnprof` would; on a CPython other than 3.11, make that edit and run the same command)"),
+                   "gnnprof` would; on a CPython before 3.11 or after 3.13, make that edit and run the same command)"),
             std::string::npos)
       << m;
   EXPECT_EQ(g->file, "/home/u/train.py");
