@@ -104,7 +104,11 @@ std::string stage_chart(const Hierarchy& h, const std::map<std::string, std::str
                        label, y, bw, bar_h, c == colors.end() ? "#999" : c->second,
                        s->hidden ? " opacity='.45'" : d > 0 ? " opacity='.7'" : "", esc(s->name), human_ns(s->median_ns),
                        d > 0 ? esc(", inside " + s->parent + " (part of its bar)") : "");
-    svg += fmt::format("<text x='{}' y='{}'>{} ({:.1f}%)</text>", label + bw + 6, y + 13, human_ns(s->median_ns), 100 * s->share);
+    // A stage of a few iterations only (an evaluation's, a restart's): its median is 0, its mean says how much.
+    svg += s->median_ns == 0 && s->mean_ns > 0
+               ? fmt::format("<text x='{}' y='{}'>0 ns median (in half the iterations or fewer: mean {})</text>", label + bw + 6, y + 13,
+                             human_ns(s->mean_ns))
+               : fmt::format("<text x='{}' y='{}'>{} ({:.1f}%)</text>", label + bw + 6, y + 13, human_ns(s->median_ns), 100 * s->share);
     y += bar_h + gap;
   }
   return svg + "</svg>";
