@@ -662,9 +662,9 @@ Status HtmlReporter::render(const Report& r, std::ostream& out) const {
                          "<td class='l code'>{}</td></tr>",
                          esc(fmt::format("{}:{}", base_name(l.file), l.line)), esc(l.function), l.hits, l.total_ns,
                          human_ns(l.total_ns), 100 * l.share, esc(worker_line_share(l)), esc(l.code));
-      o += "</tbody></table><p class=muted>All workers together; a line's time includes its callees. " +
-           esc(worker_lines_note(w)) + (worker_lines_note(w).empty() ? "" : " ") +
-           "Each worker's own report: <code>gnnprof report</code> of its profile.</p>";
+      const std::string note = worker_lines_note(w);
+      o += "</tbody></table><p class=muted>All workers together; a line's time includes its callees. " + esc(note) +
+           (note.empty() ? "" : " ") + "Each worker's own report: <code>gnnprof report</code> of its profile.</p>";
     }
   }
   o += html::profile_body(r, false);

@@ -263,7 +263,7 @@ std::string worker_line_share(const WorkerLine& l) {
 std::string workers_gathered_note(const LoaderWorkers& w) {
   if (w.gathered_bytes == 0 || w.observed_batches == 0) return "";
   return fmt::format(" Its DataLoader workers gathered {} a batch{}: see the DataLoader workers section.",
-                     human_bytes(w.gathered_bytes / w.observed_batches),
+                     human_bytes(static_cast<std::uint64_t>(std::llround(w.gathered_bytes_per_batch()))),
                      w.gather_file.empty() ? std::string() : fmt::format(" (most at {}:{})", base_name(w.gather_file), w.gather_line));
 }
 
@@ -307,10 +307,9 @@ std::string loader_workers_text(const LoaderWorkers& w) {
                        "sharing strategy {})",
                        w.tensors_per_batch, w.sharing);
   if (w.gathered_bytes > 0 && w.observed_batches > 0) {
-    const double per = 1.0 / static_cast<double>(w.observed_batches);
     out += fmt::format("; they gathered {} a batch ({:.0f} rows; materializations{}), most at {}",
-                       human_bytes(static_cast<std::uint64_t>(std::llround(static_cast<double>(w.gathered_bytes) * per))),
-                       static_cast<double>(w.gathered_rows) * per,
+                       human_bytes(static_cast<std::uint64_t>(std::llround(w.gathered_bytes_per_batch()))),
+                       w.gathered_rows_per_batch(),
                        w.observed_batches < w.batches ? fmt::format(", over the {} batches whose ops were observed", w.observed_batches) : "",
                        w.gather_file.empty() ? std::string("no traced line") : fmt::format("{}:{}", base_name(w.gather_file), w.gather_line));
   }

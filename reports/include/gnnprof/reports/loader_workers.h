@@ -94,6 +94,13 @@ struct LoaderWorkers {
   std::uint32_t gather_line = 0;
 
   bool empty() const { return pids.empty(); }
+  /// Bytes and rows gathered per observed batch (0 when none).
+  double gathered_bytes_per_batch() const {
+    return observed_batches > 0 ? static_cast<double>(gathered_bytes) / static_cast<double>(observed_batches) : 0;
+  }
+  double gathered_rows_per_batch() const {
+    return observed_batches > 0 ? static_cast<double>(gathered_rows) / static_cast<double>(observed_batches) : 0;
+  }
   /// With `concurrent` workers at this pace: a batch every this long (0 when unknown).
   std::int64_t supply_interval_ns() const { return concurrent > 0 ? batch_median_ns / concurrent : 0; }
   double busy_share() const { return wall_ns > 0 ? static_cast<double>(batch_ns) / static_cast<double>(wall_ns) : 0; }
