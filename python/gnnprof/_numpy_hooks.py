@@ -8,8 +8,14 @@ read, on the current line and stage, as the observer records a torch gather. A b
 int, a slice) reads nothing yet and passes through; so does everything while no session runs,
 and in an iteration whose torch ops the observer leaves unobserved (iteration sampling): the
 reports scale a line's gathers from its observed hits, the observer's and these alike.
+
+Each recorded read also samples the counter "memmap major faults": the calling thread's major
+page faults during it (getrusage(RUSAGE_THREAD)), the pages it had to read from storage, which
+the loop's report quotes for its DataLoader workers (a loader that waits on the disk).
 """
 import sys
+
+MAJOR_FAULTS_COUNTER = "memmap major faults"  # reports/loader_workers.h: kMemmapFaultsCounter
 
 
 def _picks_rows(index):
@@ -36,6 +42,13 @@ def install(native, config, api):
         return "installed"
     min_bytes = config.count("GNNPROF_GATHER_MIN_BYTES", 1 << 20)
     stage = native.Stage("materialize", "data")
+    try:
+        import resource
+        usage, who = resource.getrusage, resource.RUSAGE_THREAD
+        usage(who)
+    except (ImportError, AttributeError, OSError, ValueError):  # not Linux: no fault counts
+        usage = who = None
+    faults_site = native.counter_site(MAJOR_FAULTS_COUNTER) if usage is not None else 0
     noted = []
     state = api._state
 
@@ -45,8 +58,14 @@ def install(native, config, api):
                 or native.torch_observing() == 0:
             return original(self, index)
         with stage:
+            try:
+                before = usage(who).ru_majflt if usage is not None else None
+            except Exception:  # never into the host's read
+                before = None
             res = original(self, index)
             try:
+                if before is not None:
+                    native.counter(faults_site, float(usage(who).ru_majflt - before))
                 shape = getattr(res, "shape", ())
                 native.materialize(int(shape[0]) if shape else 1, int(res.nbytes))
                 if not noted:

@@ -12,6 +12,7 @@
 #include <set>
 #include <tuple>
 
+#include "gnnprof/gnnprof_c.h"
 #include "gnnprof/order_stats.h"
 #include "gnnprof/profile_io.h"
 #include "gnnprof/reports/format.h"
@@ -186,6 +187,10 @@ LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<
       w.functions.insert(l.function);
     }
     for (const CounterStats& c : p.counters)
+      if (c.name == kMemmapFaultsCounter) w.memmap_faults += c.mean * static_cast<double>(c.samples);
+      else if (c.name == GNNPROF_OFF_CPU_COUNTER_PREFIX "materialize")
+        w.materialize_off_cpu_ns += c.mean * static_cast<double>(c.samples);
+    for (const CounterStats& c : p.counters)
       if (c.name.rfind(kBatchTensorsCounterPrefix, 0) == 0 && c.samples > 0 && c.name.back() == ')') {
         tensor_sum += c.mean * static_cast<double>(c.samples);
         tensor_batches += c.samples;
@@ -312,6 +317,9 @@ std::string loader_workers_text(const LoaderWorkers& w) {
                        w.gathered_rows_per_batch(),
                        w.observed_batches < w.batches ? fmt::format(", over the {} batches whose ops were observed", w.observed_batches) : "",
                        w.gather_file.empty() ? std::string("no traced line") : fmt::format("{}:{}", base_name(w.gather_file), w.gather_line));
+    if (w.memmap_faults_per_batch() >= 0.5)
+      out += fmt::format(", their numpy memmap reads waiting on {:.0f} major page faults a batch (pages read from storage)",
+                         w.memmap_faults_per_batch());
   }
   return out + ".";
 }

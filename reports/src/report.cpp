@@ -164,6 +164,10 @@ void copy_on_write_diagnostic(Report& r) {
 
 }  // namespace
 
+// Major page faults per batch in the workers' memmap reads worth a sentence (a few pages of a
+// batch's rows; less is the first touches of a file that is otherwise in memory).
+constexpr double kFaultsWorthSaying = 8;
+
 void set_loader_workers(Report& r, LoaderWorkers workers) {
   r.workers = std::move(workers);
   restart_diagnostic(r);
@@ -172,7 +176,28 @@ void set_loader_workers(Report& r, LoaderWorkers workers) {
   const LoaderWorkers& w = r.workers;
   const Analysis& a = r.analysis;
   const std::int64_t supply = w.supply_interval_ns() > 0 ? w.supply_interval_ns() : w.batch_median_ns;
-  if (w.empty() || w.batches == 0 || supply <= 0 || 2 * supply > a.iteration_median_ns || w.busy_share() > 0.6) return;
+  if (w.empty() || w.batches == 0 || supply <= 0) return;
+  if (2 * supply > a.iteration_median_ns || w.busy_share() > 0.6) {
+    // Workers that cannot keep up, reading features from a memory-mapped file that is not in
+    // memory: a worker waiting on storage holds no core, so more workers than cores still help.
+    if (w.memmap_faults_per_batch() < kFaultsWorthSaying) return;
+    for (Diagnostic& d : r.diagnostics) {
+      if (d.id != "loader-bound") continue;
+      d.message += fmt::format(
+          " Their numpy memmap reads wait on storage: {:.0f} major page faults a batch (pages not in memory, read from "
+          "disk{}){}. A worker waiting on the disk holds no core, so more workers overlap more of those reads even beyond "
+          "the cores; features that fit in memory read faster loaded (np.load without mmap_mode, or a copy to RAM at "
+          "start), else from faster storage.",
+          w.memmap_faults_per_batch(),
+          w.gather_file.empty() ? std::string() : fmt::format(", most gathered at {}:{}", base_name(w.gather_file), w.gather_line),
+          w.materialize_off_cpu_ns > 0
+              ? fmt::format(", their gathers {} a batch off the CPU of a worker's {}",
+                            human_ns(std::llround(w.materialize_off_cpu_per_batch_ns())), human_ns(w.batch_median_ns))
+              : "");
+      d.evidence["memmap_faults_per_batch"] = w.memmap_faults_per_batch();
+    }
+    return;
+  }
   // Each tensor storage a batch holds crosses on its own; with file descriptors (Linux's default
   // strategy) a socket round trip to the worker each: a cost per tensor besides its bytes.
   const bool per_tensor = w.sharing == "file_descriptor" && w.tensors_per_batch >= 2;

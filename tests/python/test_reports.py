@@ -442,6 +442,17 @@ def test_rows_gathered_from_a_numpy_memmap_are_materializations(gnnprof_run, pla
     assert "Its DataLoader workers gathered 80.0 KiB a batch (most at memmap_features.py:" in \
         section(text, "Materializations"), section(text, "Materializations")
 
+    # The file's pages dropped from the page cache first: each recorded read samples the worker's
+    # major page faults during it, and some read from storage (the kernel's read-around brings
+    # the neighbouring pages in with one fault, and a page the other worker is reading waits as a
+    # minor one, so fewer than the pages read).
+    cold = gnnprof_run(path, str(tmp_path), "20", "2", "cold")
+    assert cold.rc == 0, cold.err
+    assert cold.out == w.out
+    faults = [c for p in worker_profiles(cold) for c in p["counters"] if c["name"] == "memmap major faults"]
+    assert len(faults) == 2 and all(c["samples"] >= 1 for c in faults), faults
+    assert sum(c["mean"] * c["samples"] for c in faults) >= 1, faults
+
 
 def worker_profiles(run):
     """The DataLoader workers' profiles beside the loop's (<output>.<pid>.json), oldest first."""

@@ -308,6 +308,33 @@ TEST(Diagnostics, LoaderBoundWithWorkersThatKeepUpSaysSo) {
   set_loader_workers(slow, w);
   const auto& e = *std::find_if(slow.diagnostics.begin(), slow.diagnostics.end(), [](const Diagnostic& x) { return x.id == "loader-bound"; });
   EXPECT_NE(e.message.find("Make the per-sample work (__getitem__, collate_fn) cheaper"), std::string::npos) << e.message;
+  EXPECT_EQ(e.message.find("memmap"), std::string::npos) << e.message;
+  // ... reading features from a memory-mapped file that is not in memory: waits on storage, which
+  // more workers overlap even beyond the cores.
+  {
+    Report disk = make_report(p, {});
+    LoaderWorkers d = w;
+    d.observed_batches = 10;
+    d.memmap_faults = 400;
+    d.gather_file = "/w/train.py";
+    d.gather_line = 42;
+    d.materialize_off_cpu_ns = 2500.0 * kMs;
+    set_loader_workers(disk, d);
+    const auto& m = *std::find_if(disk.diagnostics.begin(), disk.diagnostics.end(), [](const Diagnostic& x) { return x.id == "loader-bound"; });
+    EXPECT_NE(m.message.find("Their numpy memmap reads wait on storage: 40 major page faults a batch (pages not in memory, read "
+                             "from disk, most gathered at train.py:42), their gathers 250 ms a batch off the CPU of a worker's "
+                             "400 ms. A worker waiting on the disk holds no core, so more "
+                             "workers overlap more of those reads even beyond the cores"),
+              std::string::npos)
+        << m.message;
+    EXPECT_DOUBLE_EQ(m.evidence.at("memmap_faults_per_batch"), 40);
+    // A few faults a batch (a file otherwise in memory): nothing said.
+    Report few = make_report(p, {});
+    d.memmap_faults = 30;
+    set_loader_workers(few, d);
+    const auto& f = *std::find_if(few.diagnostics.begin(), few.diagnostics.end(), [](const Diagnostic& x) { return x.id == "loader-bound"; });
+    EXPECT_EQ(f.message.find("memmap"), std::string::npos) << f.message;
+  }
 }
 
 TEST(Diagnostics, ExposedDataTime) {

@@ -139,6 +139,8 @@ TEST(LoaderWorkers, WhatTheWorkersGatheredPerObservedBatch) {
                              worker(11, 10, 1001 * kMs, 100 * kMs, {{10, true}, {8, false}})};
   ws[0].materializations.push_back({"", "materialize", "/w/data.py", 30, 2, 2000, 2u << 20});
   ws[1].materializations.push_back({"", "materialize", "/w/data.py", 31, 1, 1000, 1u << 20});
+  ws[0].counters.push_back(CounterStats{kMemmapFaultsCounter, 2, 10, 30, 20, 30});  // 40 major faults
+  ws[1].counters.push_back(CounterStats{kMemmapFaultsCounter, 1, 50, 50, 50, 50});  // 50
   Profile loop;
   loop.run.pid = 10;
   const LoaderWorkers w = summarize_loader_workers(loop, ws);
@@ -147,8 +149,10 @@ TEST(LoaderWorkers, WhatTheWorkersGatheredPerObservedBatch) {
   EXPECT_EQ(w.gathered_rows, 3000u);
   EXPECT_EQ(w.gather_file, "/w/data.py");
   EXPECT_EQ(w.gather_line, 30u);
+  EXPECT_DOUBLE_EQ(w.memmap_faults_per_batch(), 30);
   EXPECT_NE(loader_workers_text(w).find("; they gathered 1.0 MiB a batch (1000 rows; materializations, over the 3 batches "
-                                        "whose ops were observed), most at data.py:30."),
+                                        "whose ops were observed), most at data.py:30, their numpy memmap reads waiting on 30 "
+                                        "major page faults a batch (pages read from storage)."),
             std::string::npos)
       << loader_workers_text(w);
   EXPECT_EQ(workers_gathered_note(w), " Its DataLoader workers gathered 1.0 MiB a batch (most at data.py:30): see the "
@@ -163,6 +167,8 @@ TEST(LoaderWorkers, WhatTheWorkersGatheredPerObservedBatch) {
   // Workers that gathered nothing: no such note.
   ws[0].materializations.clear();
   ws[1].materializations.clear();
+  ws[0].counters.clear();
+  ws[1].counters.clear();
   const LoaderWorkers none = summarize_loader_workers(loop, ws);
   EXPECT_EQ(workers_gathered_note(none), "");
   EXPECT_EQ(loader_workers_text(none).find("gathered"), std::string::npos);

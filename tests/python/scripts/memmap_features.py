@@ -1,8 +1,9 @@
 """Features kept on disk in a float16 numpy memmap and gathered by node ids in a collate_fn,
 as DGL's MAG240M example does (`torch.FloatTensor(self.feats[input_nodes])`): numpy runs no
-torch op. Plain PyTorch and numpy, no gnnprof import.
+torch op. With "cold", the file's pages are dropped from the page cache before the loop, so
+the reads fault them in from storage. Plain PyTorch and numpy, no gnnprof import.
 
-usage: memmap_features.py DIR STEPS WORKERS"""
+usage: memmap_features.py DIR STEPS WORKERS [cold]"""
 import os
 import sys
 
@@ -10,7 +11,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-N, F, B, FANOUT = 20000, 64, 128, 4
+N, F, B, FANOUT = 200000, 64, 128, 4
 
 
 class Collate:
@@ -19,7 +20,7 @@ class Collate:
 
     def __call__(self, seeds):
         seeds = torch.tensor(seeds)
-        nodes = torch.cat([seeds, (seeds[:, None] * 7 + torch.arange(FANOUT)).flatten() % N])
+        nodes = torch.cat([seeds, (seeds[:, None] * 7919 + torch.arange(FANOUT) * 104729).flatten() % N])
         x = torch.from_numpy(self.feats[nodes.numpy()].astype(np.float32))
         first = self.feats[0]  # a row: a view, read later; no gather
         block = self.feats[100:110]  # a slice: the same
@@ -33,6 +34,11 @@ def main():
     mm[:] = np.random.default_rng(0).standard_normal((N, F)).astype(np.float16)
     mm.flush()
     del mm
+    if sys.argv[4:] == ["cold"]:
+        fd = os.open(path, os.O_RDONLY)
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
     feats = np.load(path, mmap_mode="r")
     labels = torch.randint(0, 4, (N,), generator=torch.Generator().manual_seed(0))
     loader = DataLoader(range(steps * B), batch_size=B, collate_fn=Collate(feats, labels), num_workers=workers)

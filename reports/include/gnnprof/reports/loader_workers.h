@@ -27,6 +27,9 @@ inline constexpr const char* kTorchThreadsCounter = "torch threads";
 /// A worker's counter, per batch it returns (its first 64): the CPU tensor storages in it, the
 /// name ending in torch.multiprocessing's sharing strategy in parentheses.
 inline constexpr const char* kBatchTensorsCounterPrefix = "tensors per batch (";
+/// The Python package's counter sampled at each numpy memmap read it records: the reading
+/// thread's major page faults during it (pages read from storage; python/gnnprof/_numpy_hooks.py).
+inline constexpr const char* kMemmapFaultsCounter = "memmap major faults";
 
 struct WorkerLine {
   std::string file, function, code;
@@ -92,6 +95,12 @@ struct LoaderWorkers {
   std::uint64_t gathered_bytes = 0, gathered_rows = 0, observed_batches = 0;
   std::string gather_file;
   std::uint32_t gather_line = 0;
+  /// Major page faults during those gathers' numpy memmap reads (kMemmapFaultsCounter), over
+  /// the same batches: pages the workers waited for from storage.
+  double memmap_faults = 0;
+  /// The workers' time off the CPU in their "materialize" stages (the observer's counter "off-CPU
+  /// ns: materialize"), over the same batches: waiting, for storage or for a core.
+  double materialize_off_cpu_ns = 0;
 
   bool empty() const { return pids.empty(); }
   /// Bytes and rows gathered per observed batch (0 when none).
@@ -100,6 +109,12 @@ struct LoaderWorkers {
   }
   double gathered_rows_per_batch() const {
     return observed_batches > 0 ? static_cast<double>(gathered_rows) / static_cast<double>(observed_batches) : 0;
+  }
+  double memmap_faults_per_batch() const {
+    return observed_batches > 0 ? memmap_faults / static_cast<double>(observed_batches) : 0;
+  }
+  double materialize_off_cpu_per_batch_ns() const {
+    return observed_batches > 0 ? materialize_off_cpu_ns / static_cast<double>(observed_batches) : 0;
   }
   /// With `concurrent` workers at this pace: a batch every this long (0 when unknown).
   std::int64_t supply_interval_ns() const { return concurrent > 0 ? batch_median_ns / concurrent : 0; }
