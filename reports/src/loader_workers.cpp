@@ -187,11 +187,11 @@ LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<
       w.functions.insert(l.function);
     }
     for (const CounterStats& c : p.counters)
-      if (c.name == kMemmapFaultsCounter) w.memmap_faults += c.mean * static_cast<double>(c.samples);
-      else if (c.name == GNNPROF_OFF_CPU_COUNTER_PREFIX "materialize")
+      if (c.name == kMemmapFaultsCounter) {
+        w.memmap_faults += c.mean * static_cast<double>(c.samples);
+      } else if (c.name == GNNPROF_OFF_CPU_COUNTER_PREFIX "materialize") {
         w.materialize_off_cpu_ns += c.mean * static_cast<double>(c.samples);
-    for (const CounterStats& c : p.counters)
-      if (c.name.rfind(kBatchTensorsCounterPrefix, 0) == 0 && c.samples > 0 && c.name.back() == ')') {
+      } else if (c.name.rfind(kBatchTensorsCounterPrefix, 0) == 0 && c.samples > 0 && c.name.back() == ')') {
         tensor_sum += c.mean * static_cast<double>(c.samples);
         tensor_batches += c.samples;
         w.sharing = c.name.substr(std::strlen(kBatchTensorsCounterPrefix),

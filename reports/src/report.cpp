@@ -162,11 +162,11 @@ void copy_on_write_diagnostic(Report& r) {
        {"loop_rss_bytes", static_cast<double>(loop_rss)}}});
 }
 
-}  // namespace
-
 // Major page faults per batch in the workers' memmap reads worth a sentence (a few pages of a
 // batch's rows; less is the first touches of a file that is otherwise in memory).
 constexpr double kFaultsWorthSaying = 8;
+
+}  // namespace
 
 void set_loader_workers(Report& r, LoaderWorkers workers) {
   r.workers = std::move(workers);
