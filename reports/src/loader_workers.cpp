@@ -261,19 +261,23 @@ LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<
   return w;
 }
 
+std::string LoaderWorkers::most_gathered_at() const {
+  return gather_file.empty() ? std::string() : fmt::format("{}:{}", base_name(gather_file), gather_line);
+}
+
 std::string worker_line_share(const WorkerLine& l) {
-  return l.share > 1.0 ? std::string(">100%") : fmt::format("{:.1f}%", 100 * l.share);
+  return l.beyond_batches() ? std::string(">100%") : fmt::format("{:.1f}%", 100 * l.share);
 }
 
 std::string workers_gathered_note(const LoaderWorkers& w) {
   if (w.gathered_bytes == 0 || w.observed_batches == 0) return "";
   return fmt::format(" Its DataLoader workers gathered {} a batch{}: see the DataLoader workers section.",
                      human_bytes(static_cast<std::uint64_t>(std::llround(w.gathered_bytes_per_batch()))),
-                     w.gather_file.empty() ? std::string() : fmt::format(" (most at {}:{})", base_name(w.gather_file), w.gather_line));
+                     w.most_gathered_at().empty() ? std::string() : " (most at " + w.most_gathered_at() + ")");
 }
 
 std::string worker_lines_note(const LoaderWorkers& w) {
-  const bool outside = std::any_of(w.top_lines.begin(), w.top_lines.end(), [](const WorkerLine& l) { return l.share > 1.0; });
+  const bool outside = std::any_of(w.top_lines.begin(), w.top_lines.end(), [](const WorkerLine& l) { return l.beyond_batches(); });
   return outside ? "(>100%: more time than the workers' batches took; the line also runs outside them, at a worker's "
                    "start (a worker_init_fn, a Dataset's set-up) or between its batches)"
                  : "";
@@ -316,7 +320,7 @@ std::string loader_workers_text(const LoaderWorkers& w) {
                        human_bytes(static_cast<std::uint64_t>(std::llround(w.gathered_bytes_per_batch()))),
                        w.gathered_rows_per_batch(),
                        w.observed_batches < w.batches ? fmt::format(", over the {} batches whose ops were observed", w.observed_batches) : "",
-                       w.gather_file.empty() ? std::string("no traced line") : fmt::format("{}:{}", base_name(w.gather_file), w.gather_line));
+                       w.most_gathered_at().empty() ? std::string("no traced line") : w.most_gathered_at());
     if (w.memmap_faults_per_batch() >= 0.5)
       out += fmt::format(", their numpy memmap reads waiting on {:.0f} major page faults a batch (pages read from storage)",
                          w.memmap_faults_per_batch());

@@ -71,7 +71,7 @@ Status MarkdownReporter::render(const Report& r, std::ostream& out) const {
     if (!r.workers.top_lines.empty()) {
       const WorkerLine& l = r.workers.top_lines.front();
       out << fmt::format(" Heaviest line: `{}:{}` `{}`, {} of their batch time{}.", code(base_name(l.file)), l.line,
-                         code(l.code), worker_line_share(l), l.share > 1.0 ? " (it also runs outside their batches)" : "");
+                         code(l.code), worker_line_share(l), l.beyond_batches() ? " (it also runs outside their batches)" : "");
     }
     out << "\n";
   }

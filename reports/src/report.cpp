@@ -189,7 +189,7 @@ void set_loader_workers(Report& r, LoaderWorkers workers) {
           "the cores; features that fit in memory read faster loaded (np.load without mmap_mode, or a copy to RAM at "
           "start), else from faster storage.",
           w.memmap_faults_per_batch(),
-          w.gather_file.empty() ? std::string() : fmt::format(", most gathered at {}:{}", base_name(w.gather_file), w.gather_line),
+          w.most_gathered_at().empty() ? std::string() : ", most gathered at " + w.most_gathered_at(),
           w.materialize_off_cpu_ns > 0
               ? fmt::format(", their gathers {} a batch off the CPU of a worker's {}",
                             human_ns(std::llround(w.materialize_off_cpu_per_batch_ns())), human_ns(w.batch_median_ns))

@@ -37,6 +37,8 @@ struct WorkerLine {
   std::uint64_t hits = 0;
   std::int64_t total_ns = 0;  ///< over all workers, callees included
   double share = 0;           ///< of the workers' batch time
+  /// More time than the workers' batches took: the line also runs outside them (a worker's start).
+  bool beyond_batches() const { return share > 1.0; }
 };
 
 struct LoaderWorkers {
@@ -110,6 +112,8 @@ struct LoaderWorkers {
   double gathered_rows_per_batch() const {
     return observed_batches > 0 ? static_cast<double>(gathered_rows) / static_cast<double>(observed_batches) : 0;
   }
+  /// Where the most bytes were gathered, "file.py:LINE" (base name), or "" when not known.
+  std::string most_gathered_at() const;
   double memmap_faults_per_batch() const {
     return observed_batches > 0 ? memmap_faults / static_cast<double>(observed_batches) : 0;
   }
