@@ -913,6 +913,17 @@ def _numpy_imported():
         print(f"gnnprof: numpy-memmap: not recorded ({type(e).__name__}: {e})", file=sys.stderr)
 
 
+def _fetcher_imported():
+    """Once torch's fetchers are imported: batches fetched item by item are counted."""
+    from . import _loader_fetch
+    try:
+        _state["loader_fetch"] = _loader_fetch.install(_native, sys.modules[__name__])
+    except Exception as e:  # never into the host's import; said once, in the collector list
+        _state["loader_fetch"] = "failed"
+        _native.note_collector("loader-fetch", False, f"item-by-item DataLoader fetches are not counted: {type(e).__name__}: {e}")
+        print(f"gnnprof: loader-fetch: not counted ({type(e).__name__}: {e})", file=sys.stderr)
+
+
 if _state["bound"]:
     from . import _attach, _config
     _configure_lines(_config.string("GNNPROF_LINES", "auto"))
@@ -930,6 +941,7 @@ if _state["bound"]:
             _wrap_process_run()
     _attach.after_import("torch", _torch_imported)
     _attach.after_import("numpy", _numpy_imported)
+    _attach.after_import("torch.utils.data._utils.fetch", _fetcher_imported)
     if _config.flag("GNNPROF_PREFETCH_LOADERS", False):
         from . import _prefetch
         _attach.after_import("torch.utils.data.dataloader", _prefetch.wrap_dataloader_iter)

@@ -2,6 +2,7 @@
 `gnnprof run`), that library cannot see Python load torch, so the package tells it once torch
 is imported; and multiprocessing's process class is wrapped when it is imported (gnnprof's
 DataLoader workers under spawn and forkserver)."""
+import functools
 import importlib.abc
 import importlib.util
 import sys
@@ -54,3 +55,12 @@ def after_import(name, then):
             pass
     elif not any(getattr(f, "name", None) == name and type(f).__name__ == "_ImportWatcher" for f in sys.meta_path):
         sys.meta_path.insert(0, _ImportWatcher(name, then))
+
+
+def replace_method(cls, name, wrapper, original):
+    """Puts `wrapper` in place of `original` as cls.<name>: it looks like the original (name,
+    qualname, doc, `__wrapped__`) and is marked gnnprof's (`_gnnprof`), so that a reloaded
+    package or a forked process finds it installed."""
+    functools.update_wrapper(wrapper, original)
+    wrapper._gnnprof = True
+    setattr(cls, name, wrapper)

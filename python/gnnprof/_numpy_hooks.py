@@ -15,6 +15,8 @@ the loop's report quotes for its DataLoader workers (a loader that waits on the 
 """
 import sys
 
+from . import _attach
+
 MAJOR_FAULTS_COUNTER = "memmap major faults"  # reports/loader_workers.h: kMemmapFaultsCounter
 
 
@@ -76,9 +78,5 @@ def install(native, config, api):
                 pass
         return res
 
-    __getitem__._gnnprof = True
-    __getitem__.__wrapped__ = original
-    __getitem__.__name__, __getitem__.__qualname__ = original.__name__, original.__qualname__
-    __getitem__.__doc__ = original.__doc__
-    cls.__getitem__ = __getitem__
+    _attach.replace_method(cls, "__getitem__", __getitem__, original)
     return "installed"

@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "core_abi.h"
 #include "tracer.h"
@@ -642,6 +643,72 @@ static PyObject* stage_get_name(StageObject* self, void* closure) {
   return Py_NewRef(self->name != NULL ? self->name : Py_None);
 }
 
+/* ---- Timed: a callable that times the call it forwards ---- */
+
+/* `Timed(fn)`: calling it calls fn and keeps the call's wall time in `ns`. A C callable, so the
+ * callee's frame has its real caller above it (the line tracer's data-pipeline selection looks
+ * at that frame): the loader-fetch wrapper times a DataLoader's collate_fn with it. */
+typedef struct {
+  PyObject_HEAD PyObject* fn;
+  long long ns;
+} TimedObject;
+
+static int timed_init(TimedObject* self, PyObject* args, PyObject* kwds) {
+  PyObject* fn = NULL;
+  if (kwds != NULL && PyDict_GET_SIZE(kwds) > 0) {
+    PyErr_SetString(PyExc_TypeError, "Timed(fn) takes no keyword arguments");
+    return -1;
+  }
+  if (!PyArg_ParseTuple(args, "O", &fn)) return -1;
+  Py_XSETREF(self->fn, Py_NewRef(fn));
+  self->ns = 0;
+  return 0;
+}
+
+static void timed_dealloc(TimedObject* self) {
+  Py_XDECREF(self->fn);
+  Py_TYPE(self)->tp_free((PyObject*)self);
+}
+
+static long long monotonic_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static PyObject* timed_call(TimedObject* self, PyObject* args, PyObject* kwds) {
+  if (self->fn == NULL) {
+    PyErr_SetString(PyExc_TypeError, "Timed: no function");
+    return NULL;
+  }
+  const long long start = monotonic_ns();
+  PyObject* out = PyObject_Call(self->fn, args, kwds);
+  self->ns = monotonic_ns() - start;
+  return out;
+}
+
+static PyObject* timed_get_ns(TimedObject* self, void* closure) {
+  (void)closure;
+  return PyLong_FromLongLong(self->ns);
+}
+
+static PyGetSetDef timed_getset[] = {
+    {"ns", (getter)timed_get_ns, NULL, "the last call's wall time (CLOCK_MONOTONIC), ns", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject TimedType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gnnprof._native.Timed",
+    .tp_basicsize = sizeof(TimedObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Timed(fn): calls fn, keeping the call's wall time in `ns`.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)timed_init,
+    .tp_dealloc = (destructor)timed_dealloc,
+    .tp_call = (ternaryfunc)timed_call,
+    .tp_getset = timed_getset,
+};
+
 /* ---- the GNNPROF_* table (profiler/config.*): one parser, one warning per bad value ---- */
 
 static PyObject* py_config_count(PyObject* self, PyObject* args) {
@@ -757,10 +824,11 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "gnnprof._native", NU
 
 PyMODINIT_FUNC PyInit__native(void) {
   if (tracer_init() != 0) return NULL;
-  if (PyType_Ready(&StageType) < 0) return NULL;
+  if (PyType_Ready(&StageType) < 0 || PyType_Ready(&TimedType) < 0) return NULL;
   PyObject* m = PyModule_Create(&module);
   if (m == NULL) return NULL;
   if (PyModule_AddObjectRef(m, "Stage", (PyObject*)&StageType) < 0 ||
+      PyModule_AddObjectRef(m, "Timed", (PyObject*)&TimedType) < 0 ||
       PyModule_AddIntConstant(m, "ROLE_EXPLICIT", ROLE_EXPLICIT) < 0 ||
       PyModule_AddIntConstant(m, "ROLE_LOOP", ROLE_LOOP) < 0 ||
       PyModule_AddIntConstant(m, "ROLE_PIPELINE", ROLE_PIPELINE) < 0 ||
