@@ -11,6 +11,7 @@
 #include "gnnprof/gnnprof_c.h"
 #include "gnnprof/reports/format.h"
 #include "gnnprof/reports/line_table.h"
+#include "gnnprof/reports/loader_fetch.h"
 #include "gnnprof/reports/loader_workers.h"
 #include "gnnprof/order_stats.h"
 
@@ -956,7 +957,7 @@ const std::vector<std::string>& diagnostic_ids() {
                                             "dropped-events",   "reference-blas",     "thread-oversubscription",
                                             "loader-bound",     "slow-iterations",    "loader-restarts",
                                             "loader-contention", "loader-copy-on-write", "dense-embedding-gradient",
-                                            "python-in-forward", "failed-run"};
+                                            "python-in-forward", "item-by-item-fetch", "failed-run"};
   return ids;
 }
 
@@ -1045,6 +1046,29 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
          {"exposed_share", a.exposed_data_share},
          {"whatif_predicted_ns", static_cast<double>(a.whatif_predicted_ns)},
          {"whatif_expected_ns", static_cast<double>(a.whatif_expected_ns)}});
+  }
+
+  // item-by-item-fetch: a DataLoader with a batch_size calls dataset[i] once per item, then collates
+  // the items; a dataset that takes a list of indices fetches the batch in one call instead.
+  if (!a.loader_worker && a.iteration_median_ns > 0 && !p.iterations.empty()) {
+    const std::vector<ItemFetch> fetches = item_fetches(p);
+    if (!fetches.empty()) {
+      const ItemFetch& f = fetches.front();
+      const double per_iteration = f.removable_ns() * static_cast<double>(f.batches) / static_cast<double>(p.iterations.size());
+      const double share = per_iteration / static_cast<double>(a.iteration_median_ns);
+      if (f.items >= 16 && share >= 0.05 && (f.takes_indices || f.per_item_ns() <= kCheapItemNs)) {
+        add("item-by-item-fetch", Severity::kWarning,
+            fmt::format("the DataLoader fetches each batch item by item: {}, {} a batch on average{} ({:.0f}% of the iteration). {}",
+                        describe_fetch(f), human_ns(static_cast<std::int64_t>(f.fetch_ns + f.collate_ns)),
+                        f.default_collate() ? "" : fmt::format(", {} of it the calls", human_ns(static_cast<std::int64_t>(f.fetch_ns))),
+                        100 * share, batch_in_one_call(f)),
+            {{"items", static_cast<double>(f.items)},
+             {"fetch_ns", f.fetch_ns},
+             {"collate_ns", f.collate_ns},
+             {"batches", static_cast<double>(f.batches)},
+             {"share", share}});
+      }
+    }
   }
 
   // materialize-in-compute: a gather recorded inside a compute stage (lazy features), or, where

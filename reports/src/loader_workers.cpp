@@ -153,6 +153,9 @@ LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<
     workers.erase(std::remove_if(workers.begin(), workers.end(), [&](const Profile* p) { return p->run.loader != w.loader; }),
                   workers.end());
   }
+  std::vector<std::vector<ItemFetch>> fetches;
+  for (const Profile* p : workers) fetches.push_back(item_fetches(*p));
+  w.fetches = merge_item_fetches(fetches);
   std::vector<std::int64_t> all, unobserved;
   double tensor_sum = 0;
   std::uint64_t tensor_batches = 0;

@@ -178,6 +178,20 @@ void set_loader_workers(Report& r, LoaderWorkers workers) {
   const std::int64_t supply = w.supply_interval_ns() > 0 ? w.supply_interval_ns() : w.batch_median_ns;
   if (w.empty() || w.batches == 0 || supply <= 0) return;
   if (2 * supply > a.iteration_median_ns || w.busy_share() > 0.6) {
+    // Workers that cannot keep up, fetching each batch item by item: most of a batch can be the
+    // calls and the stacking, which one dataset[indices] a batch removes.
+    if (!w.fetches.empty() && w.batch_median_ns > 0) {
+      const ItemFetch& f = w.fetches.front();
+      const double share = f.removable_ns() / static_cast<double>(w.batch_median_ns);
+      if (f.items >= 16 && share >= 0.2 && (f.takes_indices || f.per_item_ns() <= kCheapItemNs))
+        for (Diagnostic& d : r.diagnostics)
+          if (d.id == "loader-bound") {
+            d.message += fmt::format(" Each worker fetches its batches item by item: {}, {:.0f}% of a worker's {} batch. {}",
+                                     describe_fetch(f), 100 * std::min(share, 1.0), human_ns(w.batch_median_ns),
+                                     batch_in_one_call(f));
+            d.evidence["item_fetch_share"] = share;
+          }
+    }
     // Workers that cannot keep up, reading features from a memory-mapped file that is not in
     // memory: a worker waiting on storage holds no core, so more workers than cores still help.
     if (w.memmap_faults_per_batch() < kFaultsWorthSaying) return;

@@ -454,6 +454,60 @@ def test_rows_gathered_from_a_numpy_memmap_are_materializations(gnnprof_run, pla
     assert sum(c["mean"] * c["samples"] for c in faults) >= 1, faults
 
 
+@needs_torch
+def test_a_dataloader_fetching_a_tensordataset_item_by_item_is_told_to_batch_it(gnnprof_run, plain_run, tmp_path):
+    """DataLoader(TensorDataset(src, dst), batch_size=1024, shuffle=True), as plain link-prediction
+    scripts write it: torch's fetcher calls dataset[i] 1024 times a batch and default_collate
+    stacks the items. The fetch wrapper counts the items and times the calls and the collate;
+    item-by-item-fetch gives them and the BatchSampler loader that fetches a batch in one call.
+    The script, edited that way, fetches in one call: nothing is counted and the rule is quiet.
+    The output stays the script's either way."""
+    path = script("edge_batches.py")
+    r = gnnprof_run(path, "30", "0")
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "30", "0").out
+    assert r.collector("loader-fetch")["enabled"], r.profile["collectors"]
+    counters = {c["name"]: c for c in r.profile["counters"]}
+    label = "TensorDataset with default_collate"
+    items = [c for n, c in counters.items() if n.startswith("DataLoader fetch items") and n.endswith(": " + label)]
+    assert items and sum(c["samples"] for c in items) == 30 and all(c["max"] == 1024 for c in items), counters.keys()
+    for prefix in ("DataLoader fetch ns", "DataLoader collate ns"):
+        assert any(n.startswith(prefix) and n.endswith(": " + label) and c["min"] > 0 for n, c in counters.items()), prefix
+    def diagnostics(run):
+        out = str(tmp_path / "report.json")
+        report(run.path, "--json", out)
+        with open(out) as f:
+            return json.load(f)["diagnostics"]
+
+    d = next((x for x in diagnostics(r) if x["id"] == "item-by-item-fetch"), None)
+    assert d is not None, [x["id"] for x in diagnostics(r)]
+    assert d["evidence"]["items"] == 1024 and d["evidence"]["share"] >= 0.05, d["evidence"]
+    assert "1024 dataset[i] calls on its TensorDataset" in d["message"], d["message"]
+    assert ("DataLoader(dataset, batch_size=None, sampler=BatchSampler(RandomSampler(dataset), batch_size=1024, "
+            "drop_last=False))") in d["message"], d["message"]
+
+    b = gnnprof_run(path, "30", "0", "batched")
+    assert b.rc == 0, b.err
+    assert b.out == r.out  # the same batches, in the same order
+    assert not [c for c in b.profile["counters"] if c["name"].startswith("DataLoader fetch")], b.profile["counters"]
+    assert "item-by-item-fetch" not in [x["id"] for x in diagnostics(b)]
+
+    # In a DataLoader worker (one: it cannot keep up with a loop this light, whatever the load):
+    # it counts its own fetches, and the loop, waiting on it (loader-bound), is told that most of
+    # its batch is the item-by-item fetch.
+    w = gnnprof_run(path, "30", "1")
+    assert w.rc == 0, w.err
+    assert w.out == plain_run(path, "30", "1").out
+    workers = worker_profiles(w)
+    assert len(workers) == 1
+    assert any(c["name"].startswith("DataLoader fetch items") for c in workers[0]["counters"]), workers[0]["counters"]
+    bound = next((x for x in diagnostics(w) if x["id"] == "loader-bound"), None)
+    assert bound is not None, [x["id"] for x in diagnostics(w)]
+    assert "Each worker fetches its batches item by item: 1024 dataset[i] calls on its TensorDataset" in bound["message"], \
+        bound["message"]
+    assert "item-by-item-fetch" not in [x["id"] for x in diagnostics(w)]
+
+
 def worker_profiles(run):
     """The DataLoader workers' profiles beside the loop's (<output>.<pid>.json), oldest first."""
     base = run.path[:-len(".json")]

@@ -1,5 +1,6 @@
 // Analysis and diagnostics: each rule on a profile that triggers it and on one that must not.
 #include "gnnprof/reports/analysis.h"
+#include "gnnprof/reports/loader_fetch.h"
 
 #include "gnnprof/gnnprof_c.h"
 #include "gnnprof/profile_io.h"
@@ -334,6 +335,37 @@ TEST(Diagnostics, LoaderBoundWithWorkersThatKeepUpSaysSo) {
     set_loader_workers(few, d);
     const auto& f = *std::find_if(few.diagnostics.begin(), few.diagnostics.end(), [](const Diagnostic& x) { return x.id == "loader-bound"; });
     EXPECT_EQ(f.message.find("memmap"), std::string::npos) << f.message;
+  }
+  // ... fetching each batch item by item from a TensorDataset: the calls and the stacking are
+  // most of a worker's batch, which one dataset[indices] removes.
+  {
+    ItemFetch f;
+    f.dataset = "TensorDataset";
+    f.collate = "default_collate";
+    f.takes_indices = true;
+    f.batches = 40;
+    f.items = 1024;
+    f.fetch_ns = 200.0 * kMs;
+    f.collate_ns = 100.0 * kMs;
+    LoaderWorkers i = w;
+    i.fetches = {f};
+    Report items = make_report(p, {});
+    set_loader_workers(items, i);
+    const auto& m = *std::find_if(items.diagnostics.begin(), items.diagnostics.end(), [](const Diagnostic& x) { return x.id == "loader-bound"; });
+    EXPECT_NE(m.message.find("Each worker fetches its batches item by item: 1024 dataset[i] calls on its TensorDataset (200 ms, "
+                             "195 us an item) and default_collate stacking the 1024 items (100 ms), 75% of a worker's 400 ms "
+                             "batch. A TensorDataset takes a list of indices at once: DataLoader(dataset, batch_size=None, "
+                             "sampler=BatchSampler(RandomSampler(dataset), batch_size=1024, drop_last=False))"),
+              std::string::npos)
+        << m.message;
+    EXPECT_DOUBLE_EQ(m.evidence.at("item_fetch_share"), 0.75);
+    // A small share of the batch: nothing said.
+    i.fetches[0].fetch_ns = 40.0 * kMs;
+    i.fetches[0].collate_ns = 20.0 * kMs;
+    Report small = make_report(p, {});
+    set_loader_workers(small, i);
+    const auto& n = *std::find_if(small.diagnostics.begin(), small.diagnostics.end(), [](const Diagnostic& x) { return x.id == "loader-bound"; });
+    EXPECT_EQ(n.message.find("item by item"), std::string::npos) << n.message;
   }
 }
 
@@ -1272,6 +1304,73 @@ TEST(Diagnostics, DenseEmbeddingGradient) {
   EXPECT_FALSE(has(run(sparse), "dense-embedding-gradient"));
 }
 
+// item-by-item-fetch: a DataLoader with a batch_size over a TensorDataset calls dataset[i] per
+// item and stacks the items; the counters of the Python package's fetch wrapper say how long.
+TEST(Diagnostics, ItemByItemFetch) {
+  // 20 batches of 1024 items, one an iteration of 100 ms; `slowest`: one batch's calls that long.
+  auto profile = [](std::string label, double fetch_ms, double collate_ms, bool observed = false) {
+    Profile p = loop_profile(false);
+    const std::string tail = std::string(observed ? kOpsObserved : "") + ": " + label;
+    auto counter = [&](std::string name, double min, double mean, double max) {
+      CounterStats c;
+      c.name = std::move(name);
+      c.samples = 20;
+      c.min = c.last = min;
+      c.mean = mean;
+      c.max = max;
+      p.counters.push_back(c);
+    };
+    counter(kFetchItemsCounter + tail, 1000, 1020, 1024);  // the last batch is short
+    // 19 batches of fetch_ms and one of 40 ms (the pass's first): the slowest is left out.
+    counter(kFetchNsCounter + tail, fetch_ms * kMs, (19 * fetch_ms + 40) / 20 * kMs, 40.0 * kMs);
+    counter(kCollateNsCounter + tail, collate_ms * kMs, collate_ms * kMs, collate_ms * kMs);
+    return p;
+  };
+  auto find = [](const std::vector<Diagnostic>& ds) {
+    auto it = std::find_if(ds.begin(), ds.end(), [](const Diagnostic& x) { return x.id == "item-by-item-fetch"; });
+    return it == ds.end() ? std::optional<Diagnostic>() : std::optional<Diagnostic>(*it);
+  };
+  const auto d = find(run(profile("TensorDataset with default_collate", 4, 2)));
+  ASSERT_TRUE(d);
+  EXPECT_DOUBLE_EQ(d->evidence.at("items"), 1024);
+  EXPECT_NEAR(d->evidence.at("fetch_ns"), 4.0 * kMs, 1);
+  EXPECT_NEAR(d->evidence.at("share"), 0.06, 1e-9);  // (4 + 2) ms of 100 ms
+  EXPECT_NE(d->message.find("1024 dataset[i] calls on its TensorDataset (4.00 ms, 3.91 us an item) and default_collate "
+                            "stacking the 1024 items (2.00 ms), 6.00 ms a batch on average (6% of the iteration)"),
+            std::string::npos)
+      << d->message;
+  EXPECT_NE(d->message.find("A TensorDataset takes a list of indices at once: DataLoader(dataset, batch_size=None, "
+                            "sampler=BatchSampler(RandomSampler(dataset), batch_size=1024, drop_last=False))"),
+            std::string::npos)
+      << d->message;
+  EXPECT_NE(d->message.find("one index per tensor, with no stacking."), std::string::npos) << d->message;
+  // Under 5 % of the iteration: nothing to say.
+  EXPECT_FALSE(find(run(profile("TensorDataset with default_collate", 2, 1))));
+  // A collate function of the program's own stays: only the calls count, and it gets the batch.
+  EXPECT_FALSE(find(run(profile("Tensor with sample_blocks", 4, 30))));
+  const auto own = find(run(profile("Tensor with sample_blocks", 6, 30)));
+  ASSERT_TRUE(own);
+  EXPECT_NE(own->message.find("sample_blocks over the list of 1024 items (30.0 ms), 36.0 ms a batch on average, 6.00 ms of "
+                              "it the calls (6% of the iteration)"),
+            std::string::npos)
+      << own->message;
+  EXPECT_NE(own->message.find("one index; sample_blocks then receives that batch instead of a list of its items."),
+            std::string::npos)
+      << own->message;
+  // A dataset with its own __getitem__: only where an item costs little more than the call.
+  const auto cheap = find(run(profile(std::string("NodeIds") + kOwnGetitem + " with default_collate", 6, 2)));
+  ASSERT_TRUE(cheap);
+  EXPECT_NE(cheap->message.find("on its NodeIds (6.00 ms"), std::string::npos) << cheap->message;
+  EXPECT_NE(cheap->message.find("If NodeIds.__getitem__ can take a list of indices"), std::string::npos) << cheap->message;
+  EXPECT_FALSE(find(run(profile(std::string("Graphs") + kOwnGetitem + " with default_collate", 12, 2))));  // 11.7 us an item
+  // Only batches whose ops were observed: their figures, as they are.
+  EXPECT_TRUE(find(run(profile("TensorDataset with default_collate", 4, 2, true))));
+  // A DataLoader worker's profile is no loop.
+  Profile worker = profile("TensorDataset with default_collate", 4, 2);
+  worker.collectors.push_back(CollectorInfo{"loader-worker", true, "a data loader's worker process"});
+  EXPECT_FALSE(find(run(worker)));
+}
+
 // python-in-forward: a forward whose time is mostly outside its ops (graphsage-simple's
 // aggregator sampling over Python sets in the model's call), a real share of the iteration.
 TEST(Diagnostics, PythonInForward) {
@@ -1323,7 +1422,7 @@ TEST(Diagnostics, PythonInForward) {
 }
 
 TEST(Diagnostics, EveryRuleHasAStableId) {
-  EXPECT_EQ(diagnostic_ids().size(), 17u);
+  EXPECT_EQ(diagnostic_ids().size(), 18u);
   Profile clean = loop_profile(true);
   EXPECT_TRUE(run(clean).empty());
 }

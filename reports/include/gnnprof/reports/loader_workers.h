@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gnnprof/profile.h"
+#include "gnnprof/reports/loader_fetch.h"
 
 namespace gnnprof::reports {
 
@@ -103,6 +104,8 @@ struct LoaderWorkers {
   /// The workers' time off the CPU in their "materialize" stages (the observer's counter "off-CPU
   /// ns: materialize"), over the same batches: waiting, for storage or for a core.
   double materialize_off_cpu_ns = 0;
+  /// The workers' item-by-item fetches (python/gnnprof/_loader_fetch.py), most batches first.
+  std::vector<ItemFetch> fetches;
 
   bool empty() const { return pids.empty(); }
   /// Bytes and rows gathered per observed batch (0 when none).
