@@ -10,7 +10,8 @@ three counters, named after what fetches (the dataset's kind and the collate fun
     DataLoader collate ns: <dataset> with <collate>     the collate function
 
 <dataset> is TensorDataset, Tensor, ndarray or "Subset of" one of them, which take a list of
-indices as they are; any other dataset is "<class> (its own __getitem__)". A fetch in an
+indices as they are; any other dataset is "<class> (its own __getitem__)". A list, tuple or
+range of ids is not counted (cheap items, no list index). A fetch in an
 iteration whose torch ops the observer watches (its per-op cost is in the time) samples the
 same counters with "(ops observed)" after "fetch items", "fetch ns" and "collate ns"; the
 report takes the unobserved ones where there are enough. The report's
@@ -50,7 +51,10 @@ def _batchable(ds, depth=0):
 
 def _per_item(ds):
     """Whether torch's fetcher indexes `ds` once per item (no __getitems__ of its own; a Subset's
-    __getitems__ of torch 2 loops over its items where its dataset has none)."""
+    __getitems__ of torch 2 loops over its items where its dataset has none). A builtin sequence
+    (a range or list of ids) is left out: its items cost little, and it takes no list of indices."""
+    if isinstance(ds, (list, tuple, range)):
+        return False
     if not getattr(ds, "__getitems__", None):
         return True
     data = sys.modules.get("torch.utils.data")
