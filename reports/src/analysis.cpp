@@ -1035,17 +1035,42 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
                               "with `import gnnprof` would; on a CPython before 3.11 or after 3.13, make that edit and run the same "
                               "command)",
                               shell_command(p.run.command), g->function, base_name(g->header->file), g->header->line, g->edit);
+    // The loop's own numpy memmap reads waiting on storage (the features of the seed's MAG240M
+    // run, on disk): the waits hold no core, so a producer thread overlaps them.
+    // Over the run, the slowest read left out: a file's first read brings in whole read-ahead
+    // windows, and a small file is then all in memory.
+    const std::uint64_t observed = observed_complete_iterations(p);
+    auto per_iteration = [&](const std::string& name) {
+      for (const CounterStats& c : p.counters)
+        if (c.name == name && c.samples >= 2 && observed > 0)
+          return (c.mean * static_cast<double>(c.samples) - c.max) / static_cast<double>(c.samples - 1) *
+                 static_cast<double>(c.samples) / static_cast<double>(observed);
+      return 0.0;
+    };
+    const double faults = per_iteration(kMemmapFaultsCounter);
+    const double materialize_off_cpu = per_iteration(GNNPROF_OFF_CPU_COUNTER_PREFIX "materialize");
+    std::string storage;
+    if (faults >= kMemmapFaultsWorthSaying)
+      storage = fmt::format(
+          " Its numpy memmap reads wait on storage: {:.0f} major page faults an iteration (pages not in memory, read from "
+          "disk){}. A thread waiting on the disk holds no core, and numpy's row copy releases the GIL, so a producer "
+          "thread overlaps those waits with compute; features that fit in memory read faster loaded (np.load without "
+          "mmap_mode, or a copy to RAM at start), else from faster storage.",
+          faults,
+          materialize_off_cpu > 0 ? fmt::format(", the gathers {} an iteration off the CPU", human_ns(std::llround(materialize_off_cpu)))
+              : std::string());
     add("exposed-data-time", Severity::kWarning,
         fmt::format("data stages take {:.0f}% of each iteration ({} of {}) on the loop thread and nothing overlaps them{}. "
-                    "{}.",
+                    "{}.{}",
                     100 * a.exposed_data_share, human_ns(a.exposed_data_ns), human_ns(a.iteration_median_ns),
-                    line_sentence(p, category, "data"), expect),
+                    line_sentence(p, category, "data"), expect, storage),
         {{"exposed_data_ns", static_cast<double>(a.exposed_data_ns)},
          {"compute_ns", static_cast<double>(a.compute_ns)},
          {"iteration_ns", static_cast<double>(a.iteration_median_ns)},
          {"exposed_share", a.exposed_data_share},
          {"whatif_predicted_ns", static_cast<double>(a.whatif_predicted_ns)},
          {"whatif_expected_ns", static_cast<double>(a.whatif_expected_ns)}});
+    if (!storage.empty()) out.back().evidence["memmap_faults_per_iteration"] = faults;
   }
 
   // item-by-item-fetch: a DataLoader with a batch_size calls dataset[i] once per item, then collates

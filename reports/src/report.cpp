@@ -162,9 +162,6 @@ void copy_on_write_diagnostic(Report& r) {
        {"loop_rss_bytes", static_cast<double>(loop_rss)}}});
 }
 
-// Major page faults per batch in the workers' memmap reads worth a sentence (a few pages of a
-// batch's rows; less is the first touches of a file that is otherwise in memory).
-constexpr double kFaultsWorthSaying = 8;
 
 }  // namespace
 
@@ -194,7 +191,7 @@ void set_loader_workers(Report& r, LoaderWorkers workers) {
     }
     // Workers that cannot keep up, reading features from a memory-mapped file that is not in
     // memory: a worker waiting on storage holds no core, so more workers than cores still help.
-    if (w.memmap_faults_per_batch() < kFaultsWorthSaying) return;
+    if (w.memmap_faults_per_batch() < kMemmapFaultsWorthSaying) return;
     for (Diagnostic& d : r.diagnostics) {
       if (d.id != "loader-bound") continue;
       d.message += fmt::format(

@@ -369,6 +369,39 @@ TEST(Diagnostics, LoaderBoundWithWorkersThatKeepUpSaysSo) {
   }
 }
 
+// exposed-data-time, where the loop's own numpy memmap reads fault pages in from storage (its
+// features on disk): the waits hold no core, which a producer thread overlaps.
+TEST(Diagnostics, ExposedDataTimeSaysTheLoopsMemmapReadsWaitOnStorage) {
+  auto profile = [](double faults_per_read) {
+    Profile p = loop_profile(false);  // 20 iterations, every one observed
+    CounterStats faults;
+    faults.name = kMemmapFaultsCounter;
+    faults.samples = 20;  // and a first read of 200 (whole read-ahead windows): left out
+    faults.max = 200;
+    faults.mean = (19 * faults_per_read + 200) / 20;
+    p.counters.push_back(faults);
+    CounterStats off;
+    off.name = GNNPROF_OFF_CPU_COUNTER_PREFIX "materialize";
+    off.samples = 20;
+    off.max = 500.0 * kMs;
+    off.mean = (19 * 9.0 * kMs + 500.0 * kMs) / 20;
+    p.counters.push_back(off);
+    return p;
+  };
+  auto ds = run(profile(40));
+  const auto& d = *std::find_if(ds.begin(), ds.end(), [](const Diagnostic& x) { return x.id == "exposed-data-time"; });
+  EXPECT_NE(d.message.find("Its numpy memmap reads wait on storage: 40 major page faults an iteration (pages not in memory, "
+                           "read from disk), the gathers 9.00 ms an iteration off the CPU. A thread waiting on the disk "
+                           "holds no core, and numpy's row copy releases the GIL, so a producer thread overlaps those waits"),
+            std::string::npos)
+      << d.message;
+  EXPECT_DOUBLE_EQ(d.evidence.at("memmap_faults_per_iteration"), 40);
+  ds = run(profile(3));  // a few first touches of a file otherwise in memory
+  const auto& few = *std::find_if(ds.begin(), ds.end(), [](const Diagnostic& x) { return x.id == "exposed-data-time"; });
+  EXPECT_EQ(few.message.find("memmap"), std::string::npos) << few.message;
+  EXPECT_EQ(few.evidence.count("memmap_faults_per_iteration"), 0u);
+}
+
 TEST(Diagnostics, ExposedDataTime) {
   EXPECT_TRUE(has(run(loop_profile(false)), "exposed-data-time"));
   EXPECT_FALSE(has(run(loop_profile(true)), "exposed-data-time"));

@@ -31,6 +31,9 @@ inline constexpr const char* kBatchTensorsCounterPrefix = "tensors per batch (";
 /// The Python package's counter sampled at each numpy memmap read it records: the reading
 /// thread's major page faults during it (pages read from storage; python/gnnprof/_numpy_hooks.py).
 inline constexpr const char* kMemmapFaultsCounter = "memmap major faults";
+/// Major page faults per batch (per iteration, in the loop) worth a sentence: a few pages of a
+/// batch's rows; fewer are the first touches of a file that is otherwise in memory.
+inline constexpr double kMemmapFaultsWorthSaying = 8;
 
 struct WorkerLine {
   std::string file, function, code;
