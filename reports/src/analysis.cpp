@@ -1083,10 +1083,17 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
       const double share = per_iteration / static_cast<double>(a.iteration_median_ns);
       if (f.items >= 16 && share >= 0.05 && (f.takes_indices || f.per_item_ns() <= kCheapItemNs)) {
         add("item-by-item-fetch", Severity::kWarning,
-            fmt::format("the DataLoader fetches each batch item by item: {}, {} a batch on average{} ({:.0f}% of the iteration). {}",
+            fmt::format("the DataLoader fetches each batch item by item: {}, {} a batch on average{} ({}). {}",
                         describe_fetch(f), human_ns(static_cast<std::int64_t>(f.fetch_ns + f.collate_ns)),
                         f.default_collate() ? "" : fmt::format(", {} of it the calls", human_ns(static_cast<std::int64_t>(f.fetch_ns))),
-                        100 * share, batch_in_one_call(f)),
+                        // Data stages on other threads: a prefetcher's producer fetches, off the
+                        // critical path, yet on a core and holding the GIL.
+                        a.hidden_data_ns > 0
+                            ? fmt::format("{:.0f}% of the iteration's length, on a thread beside the loop: hidden, yet it keeps "
+                                          "a core busy and its Python holds the GIL the loop needs",
+                                          100 * share)
+                            : fmt::format("{:.0f}% of the iteration", 100 * share),
+                        batch_in_one_call(f)),
             {{"items", static_cast<double>(f.items)},
              {"fetch_ns", f.fetch_ns},
              {"collate_ns", f.collate_ns},

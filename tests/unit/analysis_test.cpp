@@ -1377,6 +1377,15 @@ TEST(Diagnostics, ItemByItemFetch) {
             std::string::npos)
       << d->message;
   EXPECT_NE(d->message.find("one index per tensor, with no stacking."), std::string::npos) << d->message;
+  // Fetched by a prefetcher's producer (data stages on another thread): hidden, and said so.
+  Profile beside = profile("TensorDataset with default_collate", 4, 2);
+  for (auto& it : beside.iterations) it.other_threads["sample"] = 6 * kMs;
+  const auto hidden = find(run(beside));
+  ASSERT_TRUE(hidden);
+  EXPECT_NE(hidden->message.find("6.00 ms a batch on average (6% of the iteration's length, on a thread beside the loop: "
+                                 "hidden, yet it keeps a core busy and its Python holds the GIL the loop needs)"),
+            std::string::npos)
+      << hidden->message;
   // Under 5 % of the iteration: nothing to say.
   EXPECT_FALSE(find(run(profile("TensorDataset with default_collate", 2, 1))));
   // A collate function of the program's own stays: only the calls count, and it gets the batch.
