@@ -929,8 +929,10 @@ def test_the_time_under_a_statement_and_its_caller(gnnprof_run):
     assert abs(header["nested_ns"] - gen_ns) <= 0.05 * gen_ns, (header, gen_ns)
     assert abs(yield_line["nested_ns"] - helper_ns) <= 0.05 * helper_ns, (yield_line, helper_ns)
     assert helper_ns >= 40 * 400000 and gen_ns >= helper_ns + 40 * 200000, (helper_ns, gen_ns)
-    # The header's own time is its own Python, not the generator's busy-waits.
-    assert header["total_ns"] - header["nested_ns"] < 0.1 * gen_ns, header
+    # The header's own time is its own Python, not the generator's busy-waits (those would be
+    # all of gen_ns); the margin holds a preemption or two on a loaded machine (3.9 ms once, on
+    # 3.13 beside the other Python tests).
+    assert header["total_ns"] - header["nested_ns"] < 0.25 * gen_ns, header
     for l in lines:
         if l["function"] == "batches":
             assert l.get("caller") == index[("consume", "for b in batches(n):")], l
