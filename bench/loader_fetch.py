@@ -10,8 +10,8 @@ _MapDatasetFetcher.fetch (python/gnnprof/_loader_fetch.py) costs a batch.
    median time a batch of each, and their ratio.
 2. Under `gnnprof run --lines none` (the package and its wrapper in; torch's RecordFunction off
    for the thread, so that no op is observed): one fetcher's hooked fetch against the original
-   it wraps (`__wrapped__`), alternating blocks: batches of 2 items of a list of ints (the
-   wrapper's fixed cost stands out) and of 1024 items of the TensorDataset. Prints the
+   it wraps (`__wrapped__`), alternating blocks: batches of 2 items (the wrapper's fixed cost
+   stands out) and of 1024 items of the TensorDataset. Prints the
    difference a batch.
 
     /usr/bin/python3 bench/loader_fetch.py --gnnprof build/cli/gnnprof --rounds 20
@@ -68,7 +68,7 @@ def child(rounds):
         sys.exit("torch's _MapDatasetFetcher.fetch is not gnnprof's: run under gnnprof run")
     torch._C._autograd._enable_record_function(False)
     tensors = datasets(torch)["TensorDataset"]
-    for what, ds, b, n in (("a list of ints", list(range(N)), 2, 5000), ("a TensorDataset", tensors, 1024, 20)):
+    for what, ds, b, n in (("a TensorDataset", tensors, 2, 5000), ("a TensorDataset", tensors, 1024, 20)):
         f = fetch._MapDatasetFetcher(ds, True, collate.default_collate, False)
         ids = [torch.randint(0, N, (b,)).tolist() for _ in range(16)]
         got = {"hooked": [], "original": []}

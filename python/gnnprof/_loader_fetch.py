@@ -87,8 +87,11 @@ def install(native, api):
         # caller, which the line tracer's data-pipeline selection looks at.
         collate = timed = None
         try:
-            if state["bound"] and self.auto_collation and native.is_running() and _per_item(self.dataset):
-                collate = self.collate_fn
+            collate = self.collate_fn
+            # A Timed already there: another thread's fetch on this fetcher is running; this one
+            # passes through rather than take it for the collate function.
+            if (state["bound"] and self.auto_collation and native.is_running() and not isinstance(collate, native.Timed)
+                    and _per_item(self.dataset)):
                 timed = native.Timed(collate)
         except Exception:  # never into the host's fetch
             timed = None

@@ -681,9 +681,11 @@ static PyObject* timed_call(TimedObject* self, PyObject* args, PyObject* kwds) {
     PyErr_SetString(PyExc_TypeError, "Timed: no function");
     return NULL;
   }
+  PyObject* fn = Py_NewRef(self->fn); /* held: a call that re-inits this object keeps its function */
   const long long start = monotonic_ns();
-  PyObject* out = PyObject_Call(self->fn, args, kwds);
+  PyObject* out = PyObject_Call(fn, args, kwds);
   self->ns = monotonic_ns() - start;
+  Py_DECREF(fn);
   return out;
 }
 

@@ -939,6 +939,16 @@ std::optional<Diagnostic> slow_iterations(const Profile& p, const Analysis& a) {
                      {"stage_growth_ns", named ? static_cast<double>(stage.second) : 0.0}}};
 }
 
+/// Whether a torch DataLoader's passes ran mostly on threads other than the loop's (a
+/// prefetcher's producer pulls them).
+bool loader_beside_loop(const Profile& p) {
+  std::int64_t on_loop = 0, beside = 0;
+  for (const StageStats& s : p.stages)
+    if (is_loader_scope(s.name))
+      for (const StageThreadStats& t : s.by_thread) (t.thread == p.main_thread ? on_loop : beside) += t.total_ns;
+  return beside > on_loop;
+}
+
 /// A Python program whose loop pulls a torch DataLoader (its __next__ is a stage) and ran without
 /// gnnprof's prefetcher around it: `gnnprof ab -- CMD` prefetches it without code changes.
 bool unprefetched_python_loader_loop(const Profile& p) {
@@ -1086,12 +1096,13 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
             fmt::format("the DataLoader fetches each batch item by item: {}, {} a batch on average{} ({}). {}",
                         describe_fetch(f), human_ns(static_cast<std::int64_t>(f.fetch_ns + f.collate_ns)),
                         f.default_collate() ? "" : fmt::format(", {} of it the calls", human_ns(static_cast<std::int64_t>(f.fetch_ns))),
-                        // Data stages on other threads: a prefetcher's producer fetches, off the
-                        // critical path, yet on a core and holding the GIL.
-                        a.hidden_data_ns > 0
-                            ? fmt::format("{:.0f}% of the iteration's length, on a thread beside the loop: hidden, yet it keeps "
-                                          "a core busy and its Python holds the GIL the loop needs",
-                                          100 * share)
+                        // The DataLoader's passes on another thread (a prefetcher's producer):
+                        // off the critical path, yet on a core and holding the GIL.
+                        loader_beside_loop(p)
+                            ? fmt::format("{:.0f}% of the iteration's length, on a thread beside the loop: {}, and its Python "
+                                          "holds the GIL the loop needs",
+                                          100 * share,
+                                          share < 1 ? "hidden, yet it keeps a core busy" : "longer than the loop's iteration")
                             : fmt::format("{:.0f}% of the iteration", 100 * share),
                         batch_in_one_call(f)),
             {{"items", static_cast<double>(f.items)},

@@ -60,9 +60,11 @@ std::vector<ItemFetch> item_fetches(const Profile& p) {
         f.batches += s.c[o][0]->samples;
         f.items = std::max(f.items, static_cast<std::uint64_t>(std::max(0.0, s.c[o][0]->max)));
       }
-    const bool clean = s.c[0][0] != nullptr && s.c[0][0]->samples >= 3 && s.c[0][1] != nullptr && s.c[0][2] != nullptr;
-    const int side = clean ? 0 : 1;
-    if (s.c[side][1] == nullptr || s.c[side][2] == nullptr) continue;
+    // The batches whose ops were not observed, unless too few of them and the others are there.
+    auto complete = [&](int o) { return s.c[o][0] != nullptr && s.c[o][1] != nullptr && s.c[o][2] != nullptr; };
+    const int side = complete(0) && (s.c[0][0]->samples >= 3 || !complete(1)) ? 0 : 1;
+    if (!complete(side)) continue;
+    f.mean_items = s.c[side][0]->mean;
     f.fetch_ns = typical(*s.c[side][1]);
     f.collate_ns = typical(*s.c[side][2]);
     if (f.batches > 0) out.push_back(std::move(f));
@@ -80,6 +82,7 @@ std::vector<ItemFetch> merge_item_fetches(const std::vector<std::vector<ItemFetc
       if (before + more <= 0) continue;
       m.fetch_ns = (m.fetch_ns * before + f.fetch_ns * more) / (before + more);
       m.collate_ns = (m.collate_ns * before + f.collate_ns * more) / (before + more);
+      m.mean_items = (m.mean_items * before + f.mean_items * more) / (before + more);
       m.dataset = f.dataset;
       m.collate = f.collate;
       m.takes_indices = f.takes_indices;
@@ -104,7 +107,7 @@ std::string describe_fetch(const ItemFetch& f) {
 std::string batch_in_one_call(const ItemFetch& f) {
   const std::string loader = fmt::format(
       "DataLoader(dataset, batch_size=None, sampler=BatchSampler(RandomSampler(dataset), batch_size={}, drop_last=False)) "
-      "(SequentialSampler(dataset) where shuffle is off)",
+      "(SequentialSampler(dataset) where shuffle is off, drop_last as the loader had it)",
       f.items);
   const bool tensors = f.dataset == "TensorDataset" || f.dataset.rfind("Subset of TensorDataset", 0) == 0;
   const std::string after = f.default_collate()

@@ -345,6 +345,7 @@ TEST(Diagnostics, LoaderBoundWithWorkersThatKeepUpSaysSo) {
     f.takes_indices = true;
     f.batches = 40;
     f.items = 1024;
+    f.mean_items = 1024;
     f.fetch_ns = 200.0 * kMs;
     f.collate_ns = 100.0 * kMs;
     LoaderWorkers i = w;
@@ -1368,7 +1369,7 @@ TEST(Diagnostics, ItemByItemFetch) {
   EXPECT_DOUBLE_EQ(d->evidence.at("items"), 1024);
   EXPECT_NEAR(d->evidence.at("fetch_ns"), 4.0 * kMs, 1);
   EXPECT_NEAR(d->evidence.at("share"), 0.06, 1e-9);  // (4 + 2) ms of 100 ms
-  EXPECT_NE(d->message.find("1024 dataset[i] calls on its TensorDataset (4.00 ms, 3.91 us an item) and default_collate "
+  EXPECT_NE(d->message.find("1024 dataset[i] calls on its TensorDataset (4.00 ms, 3.92 us an item) and default_collate "
                             "stacking the 1024 items (2.00 ms), 6.00 ms a batch on average (6% of the iteration)"),
             std::string::npos)
       << d->message;
@@ -1377,13 +1378,20 @@ TEST(Diagnostics, ItemByItemFetch) {
             std::string::npos)
       << d->message;
   EXPECT_NE(d->message.find("one index per tensor, with no stacking."), std::string::npos) << d->message;
-  // Fetched by a prefetcher's producer (data stages on another thread): hidden, and said so.
+  // Fetched by a prefetcher's producer (the DataLoader's passes on another thread): hidden, and
+  // said so; other data stages beside the loop are not the fetch.
+  Profile other = profile("TensorDataset with default_collate", 4, 2);
+  for (auto& it : other.iterations) it.other_threads["sample"] = 6 * kMs;
+  ASSERT_TRUE(find(run(other)));
+  EXPECT_EQ(find(run(other))->message.find("beside the loop"), std::string::npos);
   Profile beside = profile("TensorDataset with default_collate", 4, 2);
-  for (auto& it : beside.iterations) it.other_threads["sample"] = 6 * kMs;
+  StageStats scope = stage("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "data");
+  scope.by_thread = {StageThreadStats{0, 20, 10 * kMs, 10 * kMs}, StageThreadStats{1, 20, 120 * kMs, 120 * kMs}};
+  beside.stages.push_back(scope);
   const auto hidden = find(run(beside));
   ASSERT_TRUE(hidden);
   EXPECT_NE(hidden->message.find("6.00 ms a batch on average (6% of the iteration's length, on a thread beside the loop: "
-                                 "hidden, yet it keeps a core busy and its Python holds the GIL the loop needs)"),
+                                 "hidden, yet it keeps a core busy, and its Python holds the GIL the loop needs)"),
             std::string::npos)
       << hidden->message;
   // Under 5 % of the iteration: nothing to say.
@@ -1405,6 +1413,12 @@ TEST(Diagnostics, ItemByItemFetch) {
   EXPECT_NE(cheap->message.find("on its NodeIds (6.00 ms"), std::string::npos) << cheap->message;
   EXPECT_NE(cheap->message.find("If NodeIds.__getitem__ can take a list of indices"), std::string::npos) << cheap->message;
   EXPECT_FALSE(find(run(profile(std::string("Graphs") + kOwnGetitem + " with default_collate", 12, 2))));  // 11.7 us an item
+  // Two batches only, none observed (a short worker): their figures, rather than none.
+  {
+    Profile two = profile("TensorDataset with default_collate", 4, 2);
+    for (CounterStats& c : two.counters) c.samples = 2;
+    EXPECT_EQ(item_fetches(two).size(), 1u);
+  }
   // Only batches whose ops were observed: their figures, as they are.
   EXPECT_TRUE(find(run(profile("TensorDataset with default_collate", 4, 2, true))));
   // A DataLoader worker's profile is no loop.

@@ -34,7 +34,8 @@ struct ItemFetch {
   double fetch_ns = 0;
   double collate_ns = 0;
   bool default_collate() const { return collate == "default_collate"; }
-  double per_item_ns() const { return items > 0 ? fetch_ns / static_cast<double>(items) : 0; }
+  double mean_items = 0;          ///< items a batch, mean over the same batches as the times
+  double per_item_ns() const { return mean_items > 0 ? fetch_ns / mean_items : 0; }
   /// What a fetch in one call removes: the calls, and default_collate's stacking (batch_size=None
   /// converts instead); another collate function still runs, on the batch.
   double removable_ns() const { return fetch_ns + (default_collate() ? collate_ns : 0); }
