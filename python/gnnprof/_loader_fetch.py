@@ -19,6 +19,7 @@ item-by-item-fetch rule reads them (reports/src/analysis.cpp). A fetch that runs
 loop (no batch_size; a dataset with its own __getitems__) passes through, as does every fetch
 while no session runs.
 """
+import os
 import sys
 import time
 
@@ -80,7 +81,8 @@ def install(native, api):
     if getattr(original, "_gnnprof", False):
         return "installed"
     state, clock = api._state, time.perf_counter_ns
-    sites = {}  # label -> (items, fetch ns, collate ns) counter sites
+    sites = {}  # (label, observed) -> (items, fetch ns, collate ns) counter sites
+    os.register_at_fork(after_in_child=sites.clear)  # a worker's own profile notes the collector too
 
     def fetch_batch(self, possibly_batched_index):
         # A C callable times the collate: the collate function's frame keeps torch's fetch as its

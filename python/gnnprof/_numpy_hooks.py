@@ -13,6 +13,7 @@ Each recorded read also samples the counter "memmap major faults": the calling t
 page faults during it (getrusage(RUSAGE_THREAD)), the pages it had to read from storage, which
 the loop's report quotes for its DataLoader workers (a loader that waits on the disk).
 """
+import os
 import sys
 
 from . import _attach
@@ -52,6 +53,7 @@ def install(native, config, api):
         usage = who = None
     faults_site = native.counter_site(MAJOR_FAULTS_COUNTER) if usage is not None else 0
     noted = []
+    os.register_at_fork(after_in_child=noted.clear)  # a worker's own profile notes it too
     state = api._state
 
     def __getitem__(self, index):

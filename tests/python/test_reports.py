@@ -501,6 +501,7 @@ def test_a_dataloader_fetching_a_tensordataset_item_by_item_is_told_to_batch_it(
     workers = worker_profiles(w)
     assert len(workers) == 1
     assert any(c["name"].startswith("DataLoader fetch items") for c in workers[0]["counters"]), workers[0]["counters"]
+    assert any(c["name"] == "loader-fetch" and c["enabled"] for c in workers[0]["collectors"]), workers[0]["collectors"]
     bound = next((x for x in diagnostics(w) if x["id"] == "loader-bound"), None)
     assert bound is not None, [x["id"] for x in diagnostics(w)]
     assert "Each worker fetches its batches item by item: 1024 dataset[i] calls on its TensorDataset" in bound["message"], \
