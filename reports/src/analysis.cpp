@@ -1052,9 +1052,8 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
     const std::uint64_t observed = observed_complete_iterations(p);
     auto per_iteration = [&](const std::string& name) {
       for (const CounterStats& c : p.counters)
-        if (c.name == name && c.samples >= 2 && observed > 0)
-          return (c.mean * static_cast<double>(c.samples) - c.max) / static_cast<double>(c.samples - 1) *
-                 static_cast<double>(c.samples) / static_cast<double>(observed);
+        if (c.name == name && observed > 0)
+          return mean_without_max(c) * static_cast<double>(c.samples) / static_cast<double>(observed);
       return 0.0;
     };
     const double faults = per_iteration(kMemmapFaultsCounter);

@@ -13,14 +13,13 @@ namespace {
 
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
-/// A batch's mean with the slowest one left out (a pass's first batch: the sampler's start).
-double typical(const CounterStats& c) {
+}  // namespace
+
+double mean_without_max(const CounterStats& c) {
   if (c.samples < 3) return c.mean;
   const double n = static_cast<double>(c.samples);
   return std::max(0.0, (c.mean * n - c.max) / (n - 1));
 }
-
-}  // namespace
 
 std::vector<ItemFetch> item_fetches(const Profile& p) {
   struct Sides {
@@ -65,8 +64,8 @@ std::vector<ItemFetch> item_fetches(const Profile& p) {
     const int side = complete(0) && (s.c[0][0]->samples >= 3 || !complete(1)) ? 0 : 1;
     if (!complete(side)) continue;
     f.mean_items = s.c[side][0]->mean;
-    f.fetch_ns = typical(*s.c[side][1]);
-    f.collate_ns = typical(*s.c[side][2]);
+    f.fetch_ns = mean_without_max(*s.c[side][1]);
+    f.collate_ns = mean_without_max(*s.c[side][2]);
     if (f.batches > 0) out.push_back(std::move(f));
   }
   std::stable_sort(out.begin(), out.end(), [](const ItemFetch& a, const ItemFetch& b) { return a.batches > b.batches; });

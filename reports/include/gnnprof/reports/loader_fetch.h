@@ -41,6 +41,10 @@ struct ItemFetch {
   double removable_ns() const { return fetch_ns + (default_collate() ? collate_ns : 0); }
 };
 
+/// A counter's mean with its largest sample left out, from 3 samples on (a pass's first batch,
+/// a file's first read); its mean below that.
+double mean_without_max(const CounterStats& c);
+
 /// The profile's item-by-item fetches, most batches first.
 std::vector<ItemFetch> item_fetches(const Profile& p);
 /// `fetches` of several processes (a loader's workers) as one per kind: batches added, the
