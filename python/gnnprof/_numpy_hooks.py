@@ -11,7 +11,8 @@ reports scale a line's gathers from its observed hits, the observer's and these 
 
 Each recorded read also samples the counter "memmap major faults": the calling thread's major
 page faults during it (getrusage(RUSAGE_THREAD)), the pages it had to read from storage, which
-the loop's report quotes for its DataLoader workers (a loader that waits on the disk).
+the loop's report quotes for its DataLoader workers (loader-bound) and for its own reads
+(exposed-data-time): a loader that waits on the disk.
 """
 import os
 import sys
