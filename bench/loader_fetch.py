@@ -62,27 +62,17 @@ def advice(rounds):
 def child(rounds):
     import torch
     from torch.utils.data._utils import collate, fetch
-    hooked = fetch._MapDatasetFetcher.fetch
-    raw = getattr(hooked, "__wrapped__", None)
-    if raw is None or not getattr(hooked, "_gnnprof", False):
-        sys.exit("torch's _MapDatasetFetcher.fetch is not gnnprof's: run under gnnprof run")
+    from hook_blocks import alternate, wrapped
+    hooked, raw = wrapped(fetch._MapDatasetFetcher.fetch, "torch's _MapDatasetFetcher.fetch")
     torch._C._autograd._enable_record_function(False)
     tensors = datasets(torch)["TensorDataset"]
     for what, ds, b, n in (("a TensorDataset", tensors, 2, 5000), ("a TensorDataset", tensors, 1024, 20)):
         f = fetch._MapDatasetFetcher(ds, True, collate.default_collate, False)
         ids = [torch.randint(0, N, (b,)).tolist() for _ in range(16)]
-        got = {"hooked": [], "original": []}
-        for r in range(rounds):
-            for which, fn in (("hooked", hooked), ("original", raw)) if r % 2 else (("original", raw), ("hooked", hooked)):
-                t = time.perf_counter()
-                for i in range(n):
-                    fn(f, ids[i & 15])
-                got[which].append((time.perf_counter() - t) / n)
-        o, h = statistics.median(got["original"]), statistics.median(got["hooked"])
-        diffs = sorted(x - y for x, y in zip(got["hooked"], got["original"]))
+        o, h, q1, q3 = alternate(hooked, raw, lambda fn, i: fn(f, ids[i & 15]), rounds, n)
         print(f"fetch of {b:4} items of {what:15}: original {o * 1e6:8.1f} us  hooked {h * 1e6:8.1f} us  difference "
               f"{(h - o) * 1e6:+6.2f} us ({100 * (h / o - 1):+.1f} %; round differences "
-              f"{diffs[len(diffs) // 4] * 1e6:+.2f}..{diffs[3 * len(diffs) // 4] * 1e6:+.2f} us, quartiles)")
+              f"{q1 * 1e6:+.2f}..{q3 * 1e6:+.2f} us, quartiles)")
 
 
 def main():

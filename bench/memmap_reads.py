@@ -12,7 +12,6 @@ read of each, and the difference.
 """
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,10 +22,8 @@ ROWS, COLS = 1 << 18, 128  # 64 MiB of float16
 
 def child(path, rounds):
     import numpy as np
-    hooked = np.memmap.__getitem__
-    raw = getattr(hooked, "__wrapped__", None)
-    if raw is None or not getattr(hooked, "_gnnprof", False):
-        sys.exit("numpy.memmap.__getitem__ is not gnnprof's: run under gnnprof run")
+    from hook_blocks import alternate, wrapped
+    hooked, raw = wrapped(np.memmap.__getitem__, "numpy.memmap.__getitem__")
     mm = np.load(path, mmap_mode="r")
     np.asarray(mm).sum(dtype=np.float64)
     rng = np.random.default_rng(0)
@@ -34,18 +31,9 @@ def child(path, rounds):
     cases = {"row mm[i] (view)": (lambda i: i & (ROWS - 1), 20000),
              "gather mm[ids], 640 rows": (lambda i: ids[i & 63], 500)}
     for name, (index, n) in cases.items():
-        got = {"hooked": [], "original": []}
-        for r in range(rounds):
-            for which, f in (("hooked", hooked), ("original", raw)) if r % 2 else (("original", raw), ("hooked", hooked)):
-                t = time.perf_counter()
-                for i in range(n):
-                    f(mm, index(i))
-                got[which].append((time.perf_counter() - t) / n)
-        o, h = statistics.median(got["original"]), statistics.median(got["hooked"])
-        diffs = sorted(a - b for a, b in zip(got["hooked"], got["original"]))
+        o, h, q1, q3 = alternate(hooked, raw, lambda f, i: f(mm, index(i)), rounds, n)
         print(f"{name:26} original {o * 1e9:8.0f} ns  hooked {h * 1e9:8.0f} ns  difference {(h - o) * 1e9:+6.0f} ns "
-              f"({100 * (h / o - 1):+.1f} %; round differences {diffs[len(diffs) // 4] * 1e9:+.0f}.."
-              f"{diffs[3 * len(diffs) // 4] * 1e9:+.0f} ns, quartiles)")
+              f"({100 * (h / o - 1):+.1f} %; round differences {q1 * 1e9:+.0f}..{q3 * 1e9:+.0f} ns, quartiles)")
 
 
 def main():

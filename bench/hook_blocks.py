@@ -1,0 +1,30 @@
+"""The in-process measurement the hook benches share (bench/memmap_reads.py,
+bench/loader_fetch.py): a method gnnprof wraps, timed through its wrapper and through the
+original the wrapper keeps (`__wrapped__`), in blocks whose order alternates round to round."""
+import statistics
+import sys
+import time
+
+
+def wrapped(method, what):
+    """(the hook, the original it wraps); exits naming `what` when `method` is not gnnprof's."""
+    raw = getattr(method, "__wrapped__", None)
+    if raw is None or not getattr(method, "_gnnprof", False):
+        sys.exit(f"{what} is not gnnprof's: run under gnnprof run")
+    return method, raw
+
+
+def alternate(hooked, original, call, rounds, n):
+    """call(fn, i) for i in range(n), fn the hook and then the original (or the other way round,
+    every other round), `rounds` times. Returns (original, hooked, q1, q3): the median time a call
+    of each, and the quartiles of the rounds' differences (hooked - original), in seconds."""
+    got = {"hooked": [], "original": []}
+    for r in range(rounds):
+        for which, fn in (("hooked", hooked), ("original", original)) if r % 2 else (("original", original), ("hooked", hooked)):
+            t = time.perf_counter()
+            for i in range(n):
+                call(fn, i)
+            got[which].append((time.perf_counter() - t) / n)
+    diffs = sorted(a - b for a, b in zip(got["hooked"], got["original"]))
+    return (statistics.median(got["original"]), statistics.median(got["hooked"]), diffs[len(diffs) // 4],
+            diffs[3 * len(diffs) // 4])
