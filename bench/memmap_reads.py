@@ -15,7 +15,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 ROWS, COLS = 1 << 18, 128  # 64 MiB of float16
 
