@@ -57,6 +57,20 @@ def after_import(name, then):
         sys.meta_path.insert(0, _ImportWatcher(name, then))
 
 
+def method_to_wrap(module, cls_name, name, missing):
+    """(cls, original, None) for the method `name` that class `cls_name` of the imported module
+    `module` defines itself; (None, None, missing) where there is none, and (None, None,
+    "installed") where gnnprof's wrapper is there already (a reloaded package, a forked process)."""
+    mod = sys.modules.get(module)
+    cls = getattr(mod, cls_name, None) if mod is not None else None
+    original = cls.__dict__.get(name) if isinstance(cls, type) else None
+    if original is None:
+        return None, None, missing
+    if getattr(original, "_gnnprof", False):
+        return None, None, "installed"
+    return cls, original, None
+
+
 def replace_method(cls, name, wrapper, original):
     """Puts `wrapper` in place of `original` as cls.<name>: it looks like the original (name,
     qualname, doc, `__wrapped__`) and is marked gnnprof's (`_gnnprof`), so that a reloaded

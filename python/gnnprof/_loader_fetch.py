@@ -73,13 +73,10 @@ def _label(fetcher):
 def install(native, api):
     """Wraps torch's _MapDatasetFetcher.fetch once per process (a reloaded package or a fork
     finds it wrapped). Returns what was done, for the tests."""
-    fetch = sys.modules.get("torch.utils.data._utils.fetch")
-    cls = getattr(fetch, "_MapDatasetFetcher", None) if fetch is not None else None
-    original = cls.__dict__.get("fetch") if isinstance(cls, type) else None
-    if original is None:
-        return "no fetcher"
-    if getattr(original, "_gnnprof", False):
-        return "installed"
+    cls, original, done = _attach.method_to_wrap("torch.utils.data._utils.fetch", "_MapDatasetFetcher", "fetch",
+                                                 "no fetcher")
+    if done:
+        return done
     state, clock = api._state, time.perf_counter_ns
     sites = {}  # (label, observed) -> (items, fetch ns, collate ns) counter sites
     os.register_at_fork(after_in_child=sites.clear)  # a worker's own profile notes the collector too

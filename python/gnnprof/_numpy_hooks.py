@@ -15,7 +15,6 @@ the loop's report quotes for its DataLoader workers (loader-bound) and for its o
 (exposed-data-time): a loader that waits on the disk.
 """
 import os
-import sys
 
 from . import _attach
 
@@ -37,13 +36,9 @@ def _picks_rows(index):
 def install(native, config, api):
     """Wraps numpy.memmap.__getitem__ once per process (a reloaded package finds it wrapped).
     Returns what was done, for the tests."""
-    np = sys.modules.get("numpy")
-    cls = getattr(np, "memmap", None) if np is not None else None
-    original = cls.__dict__.get("__getitem__") if isinstance(cls, type) else None
-    if original is None:
-        return "no memmap"
-    if getattr(original, "_gnnprof", False):
-        return "installed"
+    cls, original, done = _attach.method_to_wrap("numpy", "memmap", "__getitem__", "no memmap")
+    if done:
+        return done
     min_bytes = config.count("GNNPROF_GATHER_MIN_BYTES", 1 << 20)
     stage = native.Stage("materialize", "data")
     try:
