@@ -894,34 +894,33 @@ def _torch_imported():
         _watch_torch_threads()
     except Exception:  # a torch without set_num_threads: the report goes without its count
         pass
+    _install_hooks("torch_modules", "torch-python", "torch's module hooks were not installed", "module hooks not installed",
+                   lambda: _torch_hooks.install(_native, _config))
+
+
+def _install_hooks(key, collector, why, short, install):
+    """_state[key] = install(); where it raises, never into the host's import: said once, in the
+    collector list (`why`) and on stderr (`short`)."""
     try:
-        _state["torch_modules"] = _torch_hooks.install(_native, _config)
-    except Exception as e:  # never into the host's import; said once, in the collector list
-        _state["torch_modules"] = "failed"
-        _native.note_collector("torch-python", False, f"torch's module hooks were not installed: {type(e).__name__}: {e}")
-        print(f"gnnprof: torch-python: module hooks not installed ({type(e).__name__}: {e})", file=sys.stderr)
+        _state[key] = install()
+    except Exception as e:
+        _state[key] = "failed"
+        _native.note_collector(collector, False, f"{why}: {type(e).__name__}: {e}")
+        print(f"gnnprof: {collector}: {short} ({type(e).__name__}: {e})", file=sys.stderr)
 
 
 def _numpy_imported():
     """Once numpy is imported: rows gathered from its memmaps are materializations."""
     from . import _config, _numpy_hooks
-    try:
-        _state["numpy_memmap"] = _numpy_hooks.install(_native, _config, sys.modules[__name__])
-    except Exception as e:  # never into the host's import; said once, in the collector list
-        _state["numpy_memmap"] = "failed"
-        _native.note_collector("numpy-memmap", False, f"numpy.memmap reads are not recorded: {type(e).__name__}: {e}")
-        print(f"gnnprof: numpy-memmap: not recorded ({type(e).__name__}: {e})", file=sys.stderr)
+    _install_hooks("numpy_memmap", "numpy-memmap", "numpy.memmap reads are not recorded", "not recorded",
+                   lambda: _numpy_hooks.install(_native, _config, sys.modules[__name__]))
 
 
 def _fetcher_imported():
     """Once torch's fetchers are imported: batches fetched item by item are counted."""
     from . import _loader_fetch
-    try:
-        _state["loader_fetch"] = _loader_fetch.install(_native, sys.modules[__name__])
-    except Exception as e:  # never into the host's import; said once, in the collector list
-        _state["loader_fetch"] = "failed"
-        _native.note_collector("loader-fetch", False, f"item-by-item DataLoader fetches are not counted: {type(e).__name__}: {e}")
-        print(f"gnnprof: loader-fetch: not counted ({type(e).__name__}: {e})", file=sys.stderr)
+    _install_hooks("loader_fetch", "loader-fetch", "item-by-item DataLoader fetches are not counted", "not counted",
+                   lambda: _loader_fetch.install(_native, sys.modules[__name__]))
 
 
 if _state["bound"]:
