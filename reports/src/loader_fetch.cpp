@@ -52,7 +52,8 @@ std::vector<ItemFetch> item_fetches(const Profile& p) {
     if (!f.takes_indices) f.dataset.resize(f.dataset.size() - own.size());
   }
   std::vector<ItemFetch> out;
-  for (auto& [label, s] : by_label) {
+  for (auto& entry : by_label) {
+    Sides& s = entry.second;  // not a structured binding: a lambda below captures it
     ItemFetch& f = s.f;
     for (int o = 0; o < 2; ++o)
       if (s.c[o][0] != nullptr) {
