@@ -1,7 +1,9 @@
 """The in-process measurement the hook benches share (bench/memmap_reads.py,
 bench/loader_fetch.py): a method gnnprof wraps, timed through its wrapper and through the
 original the wrapper keeps (`__wrapped__`), in blocks whose order alternates round to round."""
+import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -28,3 +30,16 @@ def alternate(hooked, original, call, rounds, n):
     diffs = sorted(a - b for a, b in zip(got["hooked"], got["original"]))
     return (statistics.median(got["original"]), statistics.median(got["hooked"]), diffs[len(diffs) // 4],
             diffs[3 * len(diffs) // 4])
+
+
+def under_gnnprof(gnnprof, script, args, out_dir):
+    """Runs `script ARGS` under `gnnprof run --lines none` (the package and its hooks in, no
+    tracer), its profile in out_dir; passes its stdout on (and its stderr where it failed) and
+    returns its exit code."""
+    cmd = [gnnprof, "run", "--lines", "none", "-o", os.path.join(out_dir, "p.json"), "--", sys.executable,
+           os.path.abspath(script), *args]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    sys.stdout.write(out.stdout)
+    if out.returncode != 0:
+        sys.stderr.write(out.stderr)
+    return out.returncode

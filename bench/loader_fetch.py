@@ -17,9 +17,7 @@ _MapDatasetFetcher.fetch (python/gnnprof/_loader_fetch.py) costs a batch.
     /usr/bin/python3 bench/loader_fetch.py --gnnprof build/cli/gnnprof --rounds 20
 """
 import argparse
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -84,14 +82,9 @@ def main():
     if a.child:
         return child(a.child)
     advice(a.rounds)
+    from hook_blocks import under_gnnprof
     with tempfile.TemporaryDirectory() as d:
-        cmd = [a.gnnprof, "run", "--lines", "none", "-o", os.path.join(d, "p.json"), "--", sys.executable,
-               os.path.abspath(__file__), "--child", str(a.rounds)]
-        out = subprocess.run(cmd, capture_output=True, text=True)
-        sys.stdout.write(out.stdout)
-        if out.returncode != 0:
-            sys.stderr.write(out.stderr)
-        return out.returncode
+        return under_gnnprof(a.gnnprof, __file__, ["--child", str(a.rounds)], d)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ read of each, and the difference.
 """
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -50,13 +49,8 @@ def main():
         mm[:] = 1
         mm.flush()
         del mm
-        cmd = [a.gnnprof, "run", "--lines", "none", "-o", os.path.join(d, "p.json"), "--", sys.executable,
-               os.path.abspath(__file__), "--child", path, str(a.rounds)]
-        out = subprocess.run(cmd, capture_output=True, text=True)
-        sys.stdout.write(out.stdout)
-        if out.returncode != 0:
-            sys.stderr.write(out.stderr)
-        return out.returncode
+        from hook_blocks import under_gnnprof
+        return under_gnnprof(a.gnnprof, __file__, ["--child", path, str(a.rounds)], d)
 
 
 if __name__ == "__main__":
