@@ -923,6 +923,13 @@ def _fetcher_imported():
                    lambda: _loader_fetch.install(_native, sys.modules[__name__]))
 
 
+def _install_producer_waits():
+    """The main thread's waits for the program's own producers are a data stage."""
+    from . import _config, _producer_waits
+    _install_hooks("producer_waits", "producer-waits", "the loop's waits for its producers are not recorded",
+                   "not recorded", lambda: _producer_waits.install(_native, sys.modules[__name__], _config))
+
+
 if _state["bound"]:
     from . import _attach, _config
     _configure_lines(_config.string("GNNPROF_LINES", "auto"))
@@ -941,6 +948,7 @@ if _state["bound"]:
     _attach.after_import("torch", _torch_imported)
     _attach.after_import("numpy", _numpy_imported)
     _attach.after_import("torch.utils.data._utils.fetch", _fetcher_imported)
+    _install_producer_waits()
     if _config.flag("GNNPROF_PREFETCH_LOADERS", False):
         from . import _prefetch
         _attach.after_import("torch.utils.data.dataloader", _prefetch.wrap_dataloader_iter)

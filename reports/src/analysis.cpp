@@ -57,9 +57,11 @@ std::vector<IterationStage> stage_rows(const std::vector<const IterationStats*>&
   return rows;
 }
 
-/// The loop waiting for other workers: a prefetcher's queue, a DataLoader's worker processes.
-/// Data time, but not the loop's own Python.
-bool is_data_wait(std::string_view stage) { return stage == "loader_wait" || is_worker_wait(stage); }
+/// The loop waiting for other workers: a prefetcher's queue, a DataLoader's worker processes,
+/// the program's own producers. Data time, but not the loop's own Python.
+bool is_data_wait(std::string_view stage) {
+  return stage == "loader_wait" || stage == kProducerWaitStage || is_worker_wait(stage);
+}
 
 /// Whether torch computes on fewer threads than CPUs (the Python package's last "torch threads"
 /// sample) and the process keeps about that many busy: short iterations then are not CPUs idle
@@ -515,14 +517,16 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
     if (python && ops && total > 0) gil = static_cast<double>(std::max<std::int64_t>(0, self - off)) / static_cast<double>(total);
   }
 
-  std::vector<std::int64_t> walls, d, h, c, r, worker_waits, predicted, expected;
+  std::vector<std::int64_t> walls, d, h, c, r, worker_waits, producer_waits, predicted, expected;
   for (const auto* it : its) {
-    std::int64_t di = 0, hi = 0, ci = 0, wi = 0;
-    // The loop's wait for a DataLoader's worker processes: data time, but the batches already
-    // load ahead in other processes; what the loop still waits is their shortfall, which a
-    // prefetcher does not hide.
-    for (const auto& [n, v] : it->stages)
+    std::int64_t di = 0, hi = 0, ci = 0, wi = 0, pi = 0;
+    // The loop's wait for a DataLoader's worker processes, or for the program's own producers:
+    // data time, but the batches already load ahead on other threads or processes; what the
+    // loop still waits is their shortfall, which a prefetcher does not hide.
+    for (const auto& [n, v] : it->stages) {
       if (is_worker_wait(n)) wi += v;
+      if (n == kProducerWaitStage) pi += v;
+    }
     if (!it->categories.empty() || !it->other_categories.empty()) {
       // Nested stages of one category counted once (the collector's per-category totals).
       auto at = [](const std::map<std::string, std::int64_t>& m, const char* k) {
@@ -546,13 +550,16 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
     }
     const std::int64_t ri = std::max<std::int64_t>(0, it->wall_ns - di - ci);
     wi = std::min(wi, di);
+    pi = std::min(pi, di - wi);
+    producer_waits.push_back(pi);
+    wi += pi;
     const std::int64_t oi = di - wi;  // the data a prefetcher could overlap with compute
     walls.push_back(it->wall_ns);
     d.push_back(di);
     h.push_back(hi);
     c.push_back(ci);
     r.push_back(ri);
-    worker_waits.push_back(wi);
+    worker_waits.push_back(wi - pi);
     predicted.push_back(std::max(oi, ci) + ri + wi);
     double e = static_cast<double>(std::max(oi, ci));
     // The same CPU work on P CPUs cannot take less than work / P.
@@ -576,6 +583,7 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   a.compute_ns = median(c);
   a.rest_ns = median(r);
   a.worker_wait_ns = median(worker_waits);
+  a.producer_wait_ns = median(producer_waits);
   a.exposed_data_share = a.iteration_median_ns > 0 ? static_cast<double>(a.exposed_data_ns) / static_cast<double>(a.iteration_median_ns) : 0;
   // The median iteration less the median per-iteration saving: on a noisy host (another
   // tenant, bimodal iterations) the median of the predictions can sit far from the median
@@ -631,6 +639,10 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
       add(fmt::format("{} of the data time per iteration is the loop waiting for its DataLoader's worker processes, "
                       "which already load ahead: their shortfall, which a prefetcher does not hide",
                       human_ns(a.worker_wait_ns)));
+    if (a.producer_wait_ns > 0 && 20 * a.producer_wait_ns >= a.iteration_median_ns)
+      add(fmt::format("{} of the data time per iteration is the loop waiting for batches that the program's own threads "
+                      "or processes make ahead of it: their shortfall, which a prefetcher does not hide (producer-bound)",
+                      human_ns(a.producer_wait_ns)));
     a.whatif_note = why;
   }
 
@@ -768,8 +780,13 @@ std::string other_processes_text(const Analysis& a) {
 }
 
 std::string whatif_formula(const Analysis& a) {
-  if (a.worker_wait_ns <= 0) return "max(data, compute) + rest";
-  return fmt::format("max(data - worker wait, compute) + worker wait {} + rest", human_ns(a.worker_wait_ns));
+  if (a.worker_wait_ns <= 0 && a.producer_wait_ns <= 0) return "max(data, compute) + rest";
+  if (a.producer_wait_ns <= 0)
+    return fmt::format("max(data - worker wait, compute) + worker wait {} + rest", human_ns(a.worker_wait_ns));
+  if (a.worker_wait_ns <= 0)
+    return fmt::format("max(data - producer wait, compute) + producer wait {} + rest", human_ns(a.producer_wait_ns));
+  return fmt::format("max(data - waits, compute) + worker wait {} + producer wait {} + rest", human_ns(a.worker_wait_ns),
+                     human_ns(a.producer_wait_ns));
 }
 
 // ---- diagnostics ----
@@ -967,7 +984,8 @@ const std::vector<std::string>& diagnostic_ids() {
                                             "dropped-events",   "reference-blas",     "thread-oversubscription",
                                             "loader-bound",     "slow-iterations",    "loader-restarts",
                                             "loader-contention", "loader-copy-on-write", "dense-embedding-gradient",
-                                            "python-in-forward", "item-by-item-fetch", "failed-run"};
+                                            "python-in-forward", "item-by-item-fetch", "producer-bound",
+                                            "failed-run"};
   return ids;
 }
 
@@ -978,6 +996,76 @@ std::optional<std::pair<std::int64_t, std::int64_t>> loop_window(const Profile& 
   const auto its = analysed_iterations(p, a);
   if (its.empty() || (its.front()->begin_ns == 0 && its.back()->begin_ns == 0)) return std::nullopt;
   return std::pair{its.front()->begin_ns, its.back()->begin_ns + its.back()->wall_ns};
+}
+}  // namespace
+
+namespace {
+/// producer-bound: the loop waits for batches the program's own threads or processes make ahead
+/// of it (the stage "producer wait"), which cannot keep up: where it waits, and the traced
+/// function that ran most off the loop's thread (the producer), with its heaviest line.
+std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a) {
+  if (a.loader_worker || a.iterations_used == 0 || a.iteration_median_ns <= 0) return std::nullopt;
+  const double share = static_cast<double>(a.producer_wait_ns) / static_cast<double>(a.iteration_median_ns);
+  if (share <= 0.20) return std::nullopt;
+  const LineStats* waits = nullptr;
+  std::int64_t most = 0;
+  for (const LineStats& l : p.lines)
+    if (auto f = l.stages.find(kProducerWaitStage); f != l.stages.end() && f->second > most) {
+      most = f->second;
+      waits = &l;
+    }
+  // The producer: the traced function with the most time on other threads than the loop's.
+  std::map<std::pair<std::string, std::string>, std::int64_t> off_loop;
+  for (const LineStats& l : p.lines)
+    if (2 * l.off_loop_ns > l.total_ns) off_loop[{l.file, l.function}] += l.total_ns;
+  const std::pair<std::string, std::string>* producer = nullptr;
+  std::int64_t producer_ns = 0;
+  for (const auto& [key, ns] : off_loop)
+    if (ns > producer_ns) {
+      producer_ns = ns;
+      producer = &key;
+    }
+  std::string what;
+  if (producer != nullptr) {
+    const LineStats* heaviest = nullptr;
+    for (const LineStats& l : p.lines)
+      if (l.file == producer->first && l.function == producer->second && (heaviest == nullptr || l.total_ns > heaviest->total_ns))
+        heaviest = &l;
+    const auto n = static_cast<double>(p.iterations.size());
+    what = fmt::format(" Beside the loop, {}() of {} takes {} per iteration", producer->second, base_name(producer->first),
+                       human_ns(std::llround(static_cast<double>(producer_ns) / n)));
+    if (heaviest != nullptr && 4 * heaviest->total_ns >= producer_ns)
+      what += fmt::format(", {} of it at line {} `{}`", human_ns(std::llround(static_cast<double>(heaviest->total_ns) / n)),
+                          heaviest->line, quoted_code(heaviest->code));
+    what += fmt::format(", against the loop's {} of compute.", human_ns(a.compute_ns));
+  } else {
+    what = " No traced function ran beside the loop: a producer process writes its own profile under `gnnprof run` "
+           "(<output>.<pid>.json), and `--lines FILE:FUNCTION` traces the producer's function, there or on a thread.";
+  }
+  std::set<std::string> pool;  // a ThreadPoolExecutor's threads, by name
+  for (const ThreadInfo& t : p.threads)
+    if (t.name.rfind("ThreadPoolExecutor-", 0) == 0) pool.insert(t.name);
+  const std::string more =
+      pool.empty() ? "Make more batches at once: more producer threads (their sleeps, I/O and torch ops release the GIL) "
+                     "or processes for Python-heavy work (DataLoader worker processes), or shorten the producer's work"
+                   : fmt::format("Make more batches at once: a larger max_workers than its thread pool's {} thread{}, with as "
+                                 "many futures in flight (their sleeps, I/O and torch ops release the GIL; Python-heavy work "
+                                 "needs processes: DataLoader worker processes), or shorten the producer's work",
+                                 pool.size(), pool.size() == 1 ? "" : "s");
+  return Diagnostic{
+      "producer-bound", Severity::kWarning,
+      fmt::format("the loop waits {:.0f}% of each iteration ({} of {}){} for batches that the program's own threads or "
+                  "processes make ahead of it: they cannot keep up, and a prefetcher would not help.{} {}.",
+                  100 * share, human_ns(a.producer_wait_ns), human_ns(a.iteration_median_ns),
+                  waits != nullptr ? fmt::format(" at {}:{} `{}`", base_name(waits->file), waits->line, quoted_code(waits->code))
+                                   : std::string(),
+                  what, more),
+      {{"producer_wait_ns", static_cast<double>(a.producer_wait_ns)},
+       {"iteration_ns", static_cast<double>(a.iteration_median_ns)},
+       {"wait_share", share},
+       {"compute_ns", static_cast<double>(a.compute_ns)},
+       {"producer_ns_per_iteration",
+        producer != nullptr ? static_cast<double>(producer_ns) / static_cast<double>(p.iterations.size()) : 0.0}}};
 }
 }  // namespace
 
@@ -1011,9 +1099,9 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   // exposed-data-time: data stages on the critical path, nothing overlapped (a wait for a
   // DataLoader's worker processes is loader-bound's, below).
   const double own_data_share =
-      a.iteration_median_ns > 0
-          ? static_cast<double>(a.exposed_data_ns - a.worker_wait_ns) / static_cast<double>(a.iteration_median_ns)
-          : 0;
+      a.iteration_median_ns > 0 ? static_cast<double>(a.exposed_data_ns - a.worker_wait_ns - a.producer_wait_ns) /
+                                      static_cast<double>(a.iteration_median_ns)
+                                : 0;
   if (!a.loader_worker && a.iterations_used > 0 && own_data_share > 0.20 && a.hidden_data_ns == 0) {
     // The same expectation as the Analysis' (the ideal overlap and what this machine allows).
     const bool limited = a.whatif_expected_ns > a.whatif_predicted_ns * 102 / 100;
@@ -1346,7 +1434,8 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
           {{"gpu_utilization", *a.gpu_busy}, {"gpu_ns", static_cast<double>(*a.gpu_ns)},
            {"iteration_ns", static_cast<double>(a.iteration_median_ns)}});
   } else if (const std::optional<double> util = a.loop_cpu_utilization ? a.loop_cpu_utilization : a.cpu_utilization;
-             !a.loader_worker && a.worker_wait_ns == 0 && util && *util < 0.5 && a.iterations_used > 0 &&
+             !a.loader_worker && a.worker_wait_ns == 0 && 5 * a.producer_wait_ns <= a.iteration_median_ns && util &&
+             *util < 0.5 && a.iterations_used > 0 &&
              a.iteration_median_ns < 20000000 &&
              // A process that never had more threads than it kept busy (torch on one thread of
              // two CPUs) is not idle for want of work per iteration.
@@ -1444,6 +1533,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
          {"compute_ns", static_cast<double>(a.compute_ns)},
          {"cpus", static_cast<double>(p.environment.cpus)}});
 
+  if (auto d = producer_bound(p, a)) out.push_back(std::move(*d));
   if (auto d = slow_iterations(p, a)) out.push_back(std::move(*d));
   return out;
 }

@@ -427,7 +427,7 @@ std::string extra_columns_legend(const LineTable& t) {
   add(t.copied, "Copied = bytes copied between host and device (pinned or pageable host memory)");
   add(t.gathered, "Gathered = feature bytes materialized");
   add(t.gpu, "GPU = kernel time the line launched, its backward's included");
-  add(t.data, "Data = time in data stages (sampling, materialization, copies, loader waits, ops needing no grad; "
+  add(t.data, "Data = time in data stages (sampling, materialization, copies, waits for loaders and producers, ops needing no grad; "
               "in the training loop, from its header to its forward line and in traced code run there, the time in no torch op: "
               "batch prep) "
               "while the line was current (a traced function it calls shows its own): exposed data time");

@@ -1204,3 +1204,67 @@ def test_a_lightning_scripts_training_step_is_traced(gnnprof_run):
     assert len(done) >= 2 * batches - 2, len(done)
     phases = {s["name"] for s in r.profile["stages"] if s["category"] != "op"}
     assert {"forward", "backward", "optimizer"} <= phases, phases
+
+
+@needs_torch
+def test_a_loop_waiting_for_its_own_producers_is_told_they_cannot_keep_up(gnnprof_run, plain_run, tmp_path):
+    """A loop fed by a ThreadPoolExecutor of the program's own (`futures[step].result()`), or by
+    sampler processes through a multiprocessing.Queue (`q.get()`), with no gnnprof import. With
+    one producer whose batch takes 40 ms against a few ms of compute, the loop's waits are the
+    data stage "producer wait" on that line, and producer-bound says so: where it waits, the
+    producer's traced function and heaviest line, and more producers, not a prefetcher. Eight
+    producers keep up: no rule. A producer's exception reaches the loop as it would; the output
+    stays the script's; GNNPROF_PRODUCER_WAITS=0 records nothing."""
+    path = script("pool_producer.py")
+
+    def diagnostics(run):
+        out = str(tmp_path / "report.json")
+        report(run.path, "--json", out)
+        with open(out) as f:
+            return {d["id"]: d for d in json.load(f)["diagnostics"]}
+
+    def waits(run):
+        return next((s for s in run.profile["stages"] if s["name"] == "producer wait"), None)
+
+    r = gnnprof_run(path, "30", "1", "40")
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "30", "1", "40").out
+    assert r.collector("producer-waits")["enabled"], r.profile["collectors"]
+    stage = waits(r)
+    assert stage is not None and stage["category"] == "data" and stage["hits"] >= 20, stage
+    result = line_of(path, "yield futures[step].result()")
+    line = r.lines("batches_from_threads")[result]
+    assert line["stages"].get("producer wait", 0) >= 0.8 * line["total_ns"], line
+    ds = diagnostics(r)
+    assert "producer-bound" in ds, list(ds)
+    assert not {"exposed-data-time", "low-utilization", "loader-bound"} & set(ds), list(ds)
+    message = ds["producer-bound"]["message"]
+    for part in (f"at pool_producer.py:{result} `yield futures[step].result()` for batches that the program's own threads",
+                 "sample() of pool_producer.py takes", "`time.sleep(sleep_ms / 1000)`",
+                 "a larger max_workers than its thread pool's 1 thread"):
+        assert part in message, (part, message)
+    assert ds["producer-bound"]["evidence"]["wait_share"] > 0.2, ds["producer-bound"]
+
+    kept_up = gnnprof_run(path, "30", "8", "40")
+    assert kept_up.rc == 0, kept_up.err
+    assert kept_up.out == r.out  # the same batches in the same order
+    assert "producer-bound" not in diagnostics(kept_up)
+
+    failing = gnnprof_run(path, "30", "1", "5", "raise")
+    assert failing.rc == 0, failing.err
+    assert failing.out == plain_run(path, "30", "1", "5", "raise").out
+    assert "skipped 5 seed 13" in failing.out
+
+    p = gnnprof_run(path, "30", "1", "40", "process")
+    assert p.rc == 0, p.err
+    assert p.out == r.out
+    get = line_of(path, "s, batch = q.get()")
+    assert p.lines("batches_from_processes")[get]["stages"].get("producer wait", 0) > 0
+    pb = diagnostics(p).get("producer-bound")
+    assert pb is not None and f"at pool_producer.py:{get} `s, batch = q.get()`" in pb["message"], pb
+    assert "a producer process writes its own profile under `gnnprof run`" in pb["message"], pb["message"]
+
+    off = gnnprof_run(path, "30", "1", "5", env={"GNNPROF_PRODUCER_WAITS": "0"})
+    assert off.rc == 0, off.err
+    assert waits(off) is None
+    assert not off.collector("producer-waits")["enabled"]

@@ -236,6 +236,91 @@ TEST(Diagnostics, LoaderBound) {
   EXPECT_TRUE(has(run(both), "loader-bound"));
 }
 
+/// loop_profile(false) whose 15 ms "sample" stage is the main thread's wait for the program's
+/// own producer ("producer wait", the Python package's), with `wait_ms` in place of 15; the
+/// loop's line that waits, and a producer function traced on a thread pool's thread.
+Profile producer_loop_profile(std::int64_t wait_ms) {
+  Profile p = loop_profile(false);
+  for (auto& s : p.stages)
+    if (s.name == "sample") s.name = kProducerWaitStage;
+  for (auto& it : p.iterations) {
+    it.stages.erase("sample");
+    it.stages[kProducerWaitStage] = wait_ms * kMs;
+    it.wall_ns += (wait_ms - 15) * kMs;
+  }
+  p.run.command = {"/usr/bin/python3", "train.py"};
+  LineStats wait;
+  wait.file = "/w/train.py";
+  wait.function = "main";
+  wait.line = 41;
+  wait.code = "x, y = futures[step].result()";
+  wait.hits = 20;
+  wait.total_ns = 20 * wait_ms * kMs;
+  wait.stages[kProducerWaitStage] = wait.total_ns;
+  p.lines.push_back(wait);
+  for (auto [line, code, ms] : {std::tuple{19u, "time.sleep(0.05)", 50}, std::tuple{20u, "x = feats[nodes]", 30}}) {
+    LineStats l;
+    l.file = "/w/train.py";
+    l.function = "sample";
+    l.line = line;
+    l.code = code;
+    l.hits = 20;
+    l.total_ns = l.off_loop_ns = 20 * ms * kMs;
+    p.lines.push_back(l);
+  }
+  p.threads.push_back(ThreadInfo{1, 2, "ThreadPoolExecutor-0_0", 0, 0});
+  return p;
+}
+
+TEST(Diagnostics, ProducerBound) {
+  // 130 ms: a 45 ms wait for the program's thread pool (35 %) and 15 ms of the loop's own
+  // materialize. The wait stays on the critical path: max(15, 60) + 45 + 10 = 115 ms.
+  const Profile p = producer_loop_profile(45);
+  const Analysis a = analyze(p, {});
+  EXPECT_EQ(a.producer_wait_ns, 45 * kMs);
+  EXPECT_EQ(a.worker_wait_ns, 0);
+  EXPECT_EQ(a.exposed_data_ns, 60 * kMs);
+  EXPECT_EQ(a.whatif_predicted_ns, 115 * kMs);
+  EXPECT_EQ(whatif_formula(a), "max(data - producer wait, compute) + producer wait 45.0 ms + rest");
+  EXPECT_NE(whatif_expectation(a).find("45.0 ms of the data time per iteration is the loop waiting for batches that the "
+                                       "program's own threads or processes make ahead of it"),
+            std::string::npos)
+      << whatif_expectation(a);
+  const auto ds = diagnose(p, a);
+  EXPECT_FALSE(has(ds, "exposed-data-time"));  // the loop's own 15 ms is 12 %
+  EXPECT_FALSE(has(ds, "loader-bound"));
+  const auto d = std::find_if(ds.begin(), ds.end(), [](const Diagnostic& x) { return x.id == "producer-bound"; });
+  ASSERT_NE(d, ds.end());
+  EXPECT_EQ(d->severity, Severity::kWarning);
+  EXPECT_DOUBLE_EQ(d->evidence.at("producer_wait_ns"), 45.0 * kMs);
+  EXPECT_DOUBLE_EQ(d->evidence.at("producer_ns_per_iteration"), 80.0 * kMs);  // 20 x 80 ms over 20 iterations
+  for (const char* part : {"the loop waits 35% of each iteration (45.0 ms of 130 ms) at train.py:41 "
+                           "`x, y = futures[step].result()` for batches that the program's own threads or processes make "
+                           "ahead of it: they cannot keep up, and a prefetcher would not help.",
+                           "sample() of train.py takes 80.0 ms per iteration, 50.0 ms of it at line 19 `time.sleep(0.05)`, "
+                           "against the loop's 60.0 ms of compute.",
+                           "a larger max_workers than its thread pool's 1 thread"})
+    EXPECT_NE(d->message.find(part), std::string::npos) << part << "\n" << d->message;
+  // A producer of its own process: nothing traced beside the loop.
+  Profile process = producer_loop_profile(45);
+  process.lines.resize(1);
+  process.threads.resize(1);
+  const auto ps = run(process);
+  const auto e = std::find_if(ps.begin(), ps.end(), [](const Diagnostic& x) { return x.id == "producer-bound"; });
+  ASSERT_NE(e, ps.end());
+  EXPECT_NE(e->message.find("a producer process writes its own profile under `gnnprof run`"), std::string::npos) << e->message;
+  EXPECT_NE(e->message.find("more producer threads"), std::string::npos) << e->message;
+  // A short wait (15 of 100 ms) is not; the loop's own data beside a wait is exposed-data-time's.
+  EXPECT_FALSE(has(run(producer_loop_profile(15)), "producer-bound"));
+  Profile both = producer_loop_profile(45);
+  for (auto& it : both.iterations) {
+    it.stages["materialize"] = 40 * kMs;
+    it.wall_ns += 25 * kMs;
+  }
+  EXPECT_TRUE(has(run(both), "exposed-data-time"));
+  EXPECT_TRUE(has(run(both), "producer-bound"));
+}
+
 // Workers that deliver a batch every 20 ms against a 130 ms iteration, idle most of the time:
 // the loop's 45 ms at __next__ is not their shortfall, and "Raise num_workers" would not help.
 TEST(Diagnostics, LoaderBoundWithWorkersThatKeepUpSaysSo) {
@@ -1478,7 +1563,7 @@ TEST(Diagnostics, PythonInForward) {
 }
 
 TEST(Diagnostics, EveryRuleHasAStableId) {
-  EXPECT_EQ(diagnostic_ids().size(), 18u);
+  EXPECT_EQ(diagnostic_ids().size(), 19u);
   Profile clean = loop_profile(true);
   EXPECT_TRUE(run(clean).empty());
 }

@@ -89,6 +89,10 @@ struct Analysis {
   /// Of exposed_data_ns: the loop waiting for a DataLoader's worker processes (median). They
   /// already load ahead, so the what-if leaves it on the critical path.
   std::int64_t worker_wait_ns = 0;
+  /// Of exposed_data_ns: the loop waiting for batches the program's own threads or processes
+  /// make ahead of it (the stage "producer wait": Queue.get, Future.result; median). Left on
+  /// the critical path by the what-if, as worker_wait_ns.
+  std::int64_t producer_wait_ns = 0;
   /// The profile of a DataLoader worker process (collector "loader-worker"): its iterations
   /// are batches fetched, so the loop's figures (exposed data, the what-if) and rules
   /// (exposed-data-time, loader-bound, low-utilization) do not apply to it.
