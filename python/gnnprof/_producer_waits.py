@@ -6,12 +6,16 @@ The loop blocked there is exposed data time, yet no torch op and no Python runs:
 was "batch prep (Python)", taken for the loop's own Python holding the GIL, and a prefetcher
 was advised where the program already prefetches and its producer cannot keep up.
 
-Every blocking wait of the main thread in `threading.Condition.wait` (Queue.get, Future.result,
-Event.wait, Barrier.wait and Condition.wait_for call it) and in `multiprocessing.Queue.get` is
-the data stage "producer wait" (reports: a wait that a prefetcher does not hide, and the
-producer-bound rule). Not counted: waits under torch's DataLoader (its own stage) and
-gnnprof's prefetcher (loader_wait), a thread's start, a wait with a zero timeout, other
-threads' waits (a producer waiting for room), and every wait while no session runs.
+Every blocking wait of the loop's thread in `threading.Condition.wait` (Queue.get,
+Future.result, Event.wait, Barrier.wait and Condition.wait_for call it) and in
+`multiprocessing.Queue.get` is the data stage "producer wait" (reports: a wait that a
+prefetcher does not hide, and the producer-bound rule). The loop's thread: where auto selection
+found the loop (its first optimizer step: waits before it are before the loop's first
+iteration), else the main thread (no auto selection, or no tracer).
+Not counted: waits under torch's DataLoader (its own stage) and gnnprof's prefetcher
+(loader_wait), a thread's start, a wait with a zero timeout, other threads' waits (a producer
+waiting for room, a main thread waiting for a training thread once the loop is found there),
+and every wait while no session runs.
 """
 import os
 import sys
@@ -46,9 +50,13 @@ def install(native, api, config):
     main_thread, getframe = threading.main_thread, sys._getframe
 
     def counted(depth):
-        """Whether the wait whose caller is `depth` frames up is the main thread's, for work
-        the program's own threads or processes do."""
-        if not state["bound"] or threading.current_thread() is not main_thread() or not native.is_running():
+        """Whether the wait whose caller is `depth` frames up is the training loop's (its thread
+        once auto selection found it, the main thread until then), for work the program's own
+        threads or processes do."""
+        if not state["bound"] or not native.is_running():
+            return False
+        loop = native.loop_thread()  # 1 here, 0 elsewhere, -2 not yet found, -1 no auto selection
+        if loop == 0 or loop == -2 or (loop == -1 and threading.current_thread() is not main_thread()):
             return False
         f = getframe(depth)
         while f is not None:

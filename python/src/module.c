@@ -491,6 +491,11 @@ static PyObject* py_feeds_loop(PyObject* self, PyObject* unused) {
   Py_RETURN_NONE;
 }
 
+static PyObject* py_loop_thread(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  return PyLong_FromLong(tracer_loop_thread());
+}
+
 static PyObject* py_set_decider(PyObject* self, PyObject* arg) {
   (void)self;
   tracer_set_decider(arg);
@@ -792,6 +797,7 @@ static PyMethodDef methods[] = {
     {"select", py_select, METH_VARARGS, "trace the lines of a code object"},
     {"set_auto", py_set_auto, METH_O, NULL},
     {"feeds_loop", py_feeds_loop, METH_NOARGS, "the calling thread runs a data loader for the loop (the prefetcher's)"},
+    {"loop_thread", py_loop_thread, METH_NOARGS, "1: the training loop was found on this thread; 0: on another; -2: not yet found; -1: not known"},
     {"set_decider", py_set_decider, METH_O, NULL},
     {"set_preparer", py_set_preparer, METH_O, NULL},
     {"set_excluded", py_set_excluded, METH_O, NULL},

@@ -71,6 +71,9 @@ int tracer_enter_fork_child(int worker);
 /* The calling thread exists to feed the loop (gnnprof.prefetch's staging thread): the user
  * code a data loader calls there joins the pipeline, as in a worker process. */
 void tracer_feeds_loop_thread(void);
+/* Whether auto selection found the training loop on the calling thread: 1 yes, 0 on another
+ * thread, -2 not yet (it looks for it), -1 not known (no auto selection, or no tracer). */
+int tracer_loop_thread(void);
 /* Zero-code prefetch of a batch generator (GNNPROF_PREFETCH_GENERATORS, which gnnprof ab sets
  * when its first run found the loop pulling from one): each call of a generator function whose
  * (co_filename, co_qualname) is in `targets` (a list of 2-tuples of str) returns wrap(gen)

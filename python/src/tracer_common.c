@@ -1010,6 +1010,12 @@ void tracer_set_auto(int on) { g_auto = on; }
 
 void tracer_feeds_loop_thread(void) { t_feeds_loop = 1; }
 
+int tracer_loop_thread(void) {
+  const unsigned epoch = __atomic_load_n(&g_loop_epoch, __ATOMIC_RELAXED);
+  if (epoch == 0) return g_auto ? -2 : -1;
+  return t_trace != NULL && t_trace->loop_epoch == epoch;
+}
+
 int tracer_set_decider(PyObject* decider) {
   Py_XSETREF(g_decider, decider == Py_None ? NULL : Py_NewRef(decider));
   return 0;

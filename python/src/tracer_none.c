@@ -13,6 +13,7 @@ int tracer_select(PyObject* code, int role) {
 void tracer_selected_function(PyObject* function) { (void)function; }
 void tracer_set_auto(int on) { (void)on; }
 void tracer_feeds_loop_thread(void) {}
+int tracer_loop_thread(void) { return -1; }
 int tracer_set_decider(PyObject* decider) {
   (void)decider;
   return 0;

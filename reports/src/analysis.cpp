@@ -536,6 +536,10 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
       di = at(it->categories, "data");
       ci = at(it->categories, "compute");
       hi = at(it->other_categories, "data");
+      // A wait on another thread hides no data (a main thread waiting for a training thread).
+      for (const auto& [n, v] : it->other_threads)
+        if (is_data_wait(n)) hi -= v;
+      hi = std::max<std::int64_t>(0, hi);
     } else {
       for (const auto& [n, v] : it->stages) {
         auto cat = category.find(n);
@@ -545,7 +549,7 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
       }
       for (const auto& [n, v] : it->other_threads) {
         auto cat = category.find(n);
-        if (cat != category.end() && cat->second == "data") hi += v;
+        if (cat != category.end() && cat->second == "data" && !is_data_wait(n)) hi += v;
       }
     }
     const std::int64_t ri = std::max<std::int64_t>(0, it->wall_ns - di - ci);

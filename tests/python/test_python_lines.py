@@ -1640,3 +1640,25 @@ def test_training_on_a_thread_of_its_own_is_the_loop(gnnprof_run, plain_run, obs
     text = subprocess.run([CLI, "report", r.path], capture_output=True, text=True).stdout
     assert f"unattributed = loop thread (#{trainer['index']})" in text, text
     assert "No complete iterations" not in text
+
+
+@needs_torch
+def test_a_main_thread_polling_a_training_thread_waits_for_no_producer(gnnprof_run, plain_run, tmp_path):
+    """Training in a ThreadPoolExecutor while the main thread polls its future (a watchdog):
+    those waits are no loop waiting for its batches. Once auto selection found the loop on the
+    trainer's thread, the main thread's waits are not "producer wait" (before it, no wait is):
+    no such stage, no hidden data from them, no producer-bound."""
+    path = script("thread_loop.py")
+    r = gnnprof_run(path, "40", "--poll")
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "40", "--poll").out
+    p = r.profile
+    trainer = next(t for t in p["threads"] if t["name"].startswith("trainer"))
+    assert p["main_thread"] == trainer["index"], (p["main_thread"], p["threads"])
+    assert "producer wait" not in {s["name"] for s in p["stages"]}, p["stages"]
+    out = str(tmp_path / "report.json")
+    subprocess.run([CLI, "report", r.path, "--json", out], check=True, capture_output=True)
+    with open(out) as f:
+        assert "producer-bound" not in {d["id"] for d in json.load(f)["diagnostics"]}
+    text = subprocess.run([CLI, "report", r.path], capture_output=True, text=True).stdout
+    assert "hidden (other threads): 0 ns" in text, text

@@ -1,7 +1,8 @@
 """Training in a threading.Thread while the main thread waits for it (a service, a watchdog):
 no gnnprof import. The model is built on the main thread, whose last torch work is the
 parameters' initialisation, or, with --sanity, a forward with grad (a shape check, a lazy
-module's set-up)."""
+module's set-up). With --poll, the training runs in a ThreadPoolExecutor and the main thread
+polls its future every 20 ms (a watchdog)."""
 import sys
 import threading
 import time
@@ -32,9 +33,20 @@ def main():
     if "--sanity" in sys.argv:
         print(f"out {tuple(model(torch.randn(4, 64)).shape)}")
     out = []
-    t = threading.Thread(target=train, args=(model, opt, steps, out), name="trainer")
-    t.start()
-    t.join()
+    if "--poll" in sys.argv:
+        from concurrent.futures import ThreadPoolExecutor, TimeoutError
+        with ThreadPoolExecutor(1, thread_name_prefix="trainer") as pool:
+            future = pool.submit(train, model, opt, steps, out)
+            while True:
+                try:
+                    future.result(timeout=0.02)
+                    break
+                except TimeoutError:
+                    pass
+    else:
+        t = threading.Thread(target=train, args=(model, opt, steps, out), name="trainer")
+        t.start()
+        t.join()
     print(f"loss {out[0]:.4f}")
 
 
