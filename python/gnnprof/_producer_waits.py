@@ -71,7 +71,7 @@ def install(native, api, config):
 
     def note():
         noted[0] = True
-        native.note_collector("producer-waits", True, "the main thread's blocking waits for the program's own threads "
+        native.note_collector("producer-waits", True, "the training loop's blocking waits for the program's own threads "
                               "or processes (Queue.get, Future.result, Event.wait: threading.Condition.wait; "
                               "multiprocessing Queue.get) are the data stage \"producer wait\"")
 

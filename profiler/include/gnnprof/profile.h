@@ -114,7 +114,7 @@ inline constexpr const char* kOwnWorkStage = "gnnprof (own work)";
 /// A data stage derived from traced Python lines: the training loop's header and the statements
 /// above its forward line that bind what it reads, their time in no stage (a numpy sampler).
 inline constexpr const char* kBatchPrepStage = "batch prep (Python)";
-/// A data stage the Python package records: the main thread blocked waiting for the program's
+/// A data stage the Python package records: the loop's thread blocked waiting for the program's
 /// own threads or processes (Queue.get, Future.result, Event.wait, multiprocessing Queue.get).
 inline constexpr const char* kProducerWaitStage = "producer wait";
 
