@@ -924,7 +924,7 @@ def _fetcher_imported():
 
 
 def _install_producer_waits():
-    """The main thread's waits for the program's own producers are a data stage."""
+    """The training loop's waits for the program's own producers are a data stage."""
     from . import _config, _producer_waits
     _install_hooks("producer_waits", "producer-waits", "the loop's waits for its producers are not recorded",
                    "not recorded", lambda: _producer_waits.install(_native, sys.modules[__name__], _config))

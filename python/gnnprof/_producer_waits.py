@@ -6,16 +6,23 @@ The loop blocked there is exposed data time, yet no torch op and no Python runs:
 was "batch prep (Python)", taken for the loop's own Python holding the GIL, and a prefetcher
 was advised where the program already prefetches and its producer cannot keep up.
 
-Every blocking wait of the loop's thread in `threading.Condition.wait` (Queue.get,
-Future.result, Event.wait, Barrier.wait and Condition.wait_for call it) and in
-`multiprocessing.Queue.get` is the data stage "producer wait" (reports: a wait that a
-prefetcher does not hide, and the producer-bound rule). The loop's thread: where auto selection
-found the loop (its first optimizer step: waits before it are before the loop's first
-iteration), else the main thread (no auto selection, or no tracer).
-Not counted: waits under torch's DataLoader (its own stage) and gnnprof's prefetcher
-(loader_wait), a thread's start, a wait with a zero timeout, other threads' waits (a producer
-waiting for room, a main thread waiting for a training thread once the loop is found there),
-and every wait while no session runs.
+`threading.Condition.wait` (under every blocking wait of threading, queue and
+concurrent.futures) and `multiprocessing.queues.Queue.get` are wrapped. A blocking wait is the
+data stage "producer wait" (reports: a wait that a prefetcher does not hide, and the
+producer-bound rule) when all of these hold:
+- it runs on the loop's thread: where auto selection found the loop (its first optimizer step:
+  waits before it are before the loop's first iteration), else the main thread (no auto
+  selection, or no tracer);
+- the program's own code called it (the first frame outside the standard library is in no
+  third-party package: not torch's DataLoader, DGL's prefetching iterator or gnnprof's
+  prefetcher, which have their own stages, nor a library's flush or compile queue);
+- it is a consumer's wait, the call the program made being one of CONSUMER_WAITS (Queue.get,
+  Future.result, Event.wait, concurrent.futures.wait, a Pool's map or a result's get,
+  multiprocessing's Queue.get) or Condition.wait / wait_for itself; not a Queue.put waiting for room, a join or
+  a Semaphore;
+- its timeout is None or positive.
+Not seen: a C `queue.SimpleQueue`, multiprocessing's SimpleQueue, Pipe, Manager proxies and
+Event, Thread.join, asyncio. Nothing is counted while no session runs.
 """
 import os
 import sys
@@ -26,12 +33,25 @@ from . import _attach
 STAGE = "producer wait"  # reports/src/analysis.cpp: is_data_wait
 
 
+# The standard library's calls a consumer makes to wait for a producer, by the file under the
+# standard library's directory and the function's name.
+CONSUMER_WAITS = {
+    "queue.py": ("get",),
+    "threading.py": ("wait", "wait_for"),  # Event, Barrier, Condition
+    os.path.join("concurrent", "futures", "_base.py"): ("result", "exception", "wait", "as_completed"),
+    os.path.join("multiprocessing", "pool.py"): ("get", "wait", "next", "map", "starmap", "apply"),
+    os.path.join("multiprocessing", "queues.py"): ("get",),
+}
+
+
 def _stdlib_waiters():
     """The standard library's directories and files whose frames sit between a wait and its
-    caller (without importing them: the program may never)."""
+    caller (without importing them: the program may never), and the consumer waits by path."""
     lib = os.path.dirname(threading.__file__)
-    return (os.path.join(lib, "concurrent") + os.sep, os.path.join(lib, "multiprocessing") + os.sep), \
-        (threading.__file__, os.path.join(lib, "queue.py"))
+    dirs = (os.path.join(lib, "concurrent") + os.sep, os.path.join(lib, "multiprocessing") + os.sep)
+    files = (threading.__file__, os.path.join(lib, "queue.py"))
+    consumer = {os.path.join(lib, f): names for f, names in CONSUMER_WAITS.items()}
+    return dirs, files, consumer
 
 
 def install(native, api, config):
@@ -41,32 +61,35 @@ def install(native, api, config):
     if not config.flag("GNNPROF_PRODUCER_WAITS", True):
         native.note_collector("producer-waits", False, "GNNPROF_PRODUCER_WAITS=0")
         return "off"
-    state = api._state
     stage = native.Stage(STAGE, "data")
-    dirs, files = _stdlib_waiters()
-    skip = (os.path.join("torch", "utils", "data") + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
+    dirs, files, consumer = _stdlib_waiters()
+    others = ("/site-packages/", "/dist-packages/", os.path.dirname(os.path.abspath(__file__)) + os.sep)
     noted = [False]
-    os.register_at_fork(after_in_child=lambda: noted.__setitem__(0, False))  # a child's own profile says it too
-    main_thread, getframe = threading.main_thread, sys._getframe
+    main_thread, getframe, ident = threading.main_thread, sys._getframe, threading.get_ident
 
     def counted(depth):
         """Whether the wait whose caller is `depth` frames up is the training loop's (its thread
-        once auto selection found it, the main thread until then), for work the program's own
-        threads or processes do."""
-        if not state["bound"] or not native.is_running():
+        once auto selection found it, the main thread without auto selection) for work the
+        program's own threads or processes do."""
+        if not api._state["bound"] or not native.is_running():  # the module's dict: a reload's too
             return False
         loop = native.loop_thread()  # 1 here, 0 elsewhere, -2 not yet found, -1 no auto selection
-        if loop == 0 or loop == -2 or (loop == -1 and threading.current_thread() is not main_thread()):
+        if loop == 0 or loop == -2 or (loop == -1 and ident() != main_thread().ident):
             return False
-        f = getframe(depth)
+        f, called = getframe(depth), None
         while f is not None:
-            name = f.f_code.co_filename
+            code = f.f_code
+            name = code.co_filename
             if name.startswith(dirs) or name in files:
-                if name == threading.__file__ and f.f_code.co_name == "start":
+                if name == threading.__file__ and code.co_name == "start":
                     return False  # Thread.start waits for the thread to run
+                called = code
                 f = f.f_back
                 continue
-            return not any(s in name for s in skip)
+            if any(o in name for o in others):
+                return False
+            # The program's own frame: it waited on a Condition itself, or made a consumer's call.
+            return called is None or called.co_name in consumer.get(called.co_filename, ())
         return False
 
     def note():
@@ -75,15 +98,15 @@ def install(native, api, config):
                               "or processes (Queue.get, Future.result, Event.wait: threading.Condition.wait; "
                               "multiprocessing Queue.get) are the data stage \"producer wait\"")
 
-    def waited(original, blocking, *args):
+    def waited(original, timeout, *args):
         try:
-            on = blocking and counted(3)
+            on = (timeout is None or timeout > 0) and counted(3)
+            if on and not noted[0]:
+                note()
         except Exception:  # never into the host's wait
             on = False
         if not on:
             return original(*args)
-        if not noted[0]:
-            note()
         with stage:
             return original(*args)
 
@@ -91,8 +114,9 @@ def install(native, api, config):
     cls, original, why = _attach.method_to_wrap("threading", "Condition", "wait", "no threading.Condition.wait")
     if cls is not None:
         def wait(self, timeout=None):
-            return waited(original, timeout != 0, self, timeout)
+            return waited(original, timeout, self, timeout)
         _attach.replace_method(cls, "wait", wait, original)
+        os.register_at_fork(after_in_child=lambda: noted.__setitem__(0, False))  # a child's profile says it too
         done.append("Condition.wait")
     elif why == "installed":
         done.append("Condition.wait")
@@ -103,7 +127,7 @@ def install(native, api, config):
             return
 
         def get(self, block=True, timeout=None):
-            return waited(original, block and timeout != 0, self, block, timeout)
+            return waited(original, timeout if block else 0, self, block, timeout)
         _attach.replace_method(cls, "get", get, original)
 
     _attach.after_import("multiprocessing.queues", wrap_queue_get)

@@ -1011,8 +1011,9 @@ void tracer_set_auto(int on) { g_auto = on; }
 void tracer_feeds_loop_thread(void) { t_feeds_loop = 1; }
 
 int tracer_loop_thread(void) {
-  const unsigned epoch = __atomic_load_n(&g_loop_epoch, __ATOMIC_RELAXED);
-  if (epoch == 0) return g_auto ? -2 : -1;
+  const unsigned epoch = __atomic_load_n(&g_auto_epoch, __ATOMIC_RELAXED);
+  /* Not found in this session (a notebook's next one looks anew): not yet, or not known. */
+  if (epoch == 0 || __atomic_load_n(&g_loop_epoch, __ATOMIC_RELAXED) != epoch) return g_auto ? -2 : -1;
   return t_trace != NULL && t_trace->loop_epoch == epoch;
 }
 

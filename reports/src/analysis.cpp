@@ -536,9 +536,10 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
       di = at(it->categories, "data");
       ci = at(it->categories, "compute");
       hi = at(it->other_categories, "data");
-      // A wait on another thread hides no data (a main thread waiting for a training thread).
+      // A producer wait on another thread hides no data (a main thread waiting for a training
+      // thread, where the package could not tell the loop's thread).
       for (const auto& [n, v] : it->other_threads)
-        if (is_data_wait(n)) hi -= v;
+        if (n == kProducerWaitStage) hi -= v;
       hi = std::max<std::int64_t>(0, hi);
     } else {
       for (const auto& [n, v] : it->stages) {
@@ -549,7 +550,7 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
       }
       for (const auto& [n, v] : it->other_threads) {
         auto cat = category.find(n);
-        if (cat != category.end() && cat->second == "data" && !is_data_wait(n)) hi += v;
+        if (cat != category.end() && cat->second == "data" && n != kProducerWaitStage) hi += v;
       }
     }
     const std::int64_t ri = std::max<std::int64_t>(0, it->wall_ns - di - ci);
@@ -588,6 +589,12 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   a.rest_ns = median(r);
   a.worker_wait_ns = median(worker_waits);
   a.producer_wait_ns = median(producer_waits);
+  a.producer_wait_mean_ns = mean(producer_waits);
+  {
+    std::int64_t waited = 0, wall = 0;
+    for (std::size_t i = 0; i < walls.size(); ++i) waited += producer_waits[i], wall += walls[i];
+    a.producer_wait_share = wall > 0 ? static_cast<double>(waited) / static_cast<double>(wall) : 0;
+  }
   a.exposed_data_share = a.iteration_median_ns > 0 ? static_cast<double>(a.exposed_data_ns) / static_cast<double>(a.iteration_median_ns) : 0;
   // The median iteration less the median per-iteration saving: on a noisy host (another
   // tenant, bimodal iterations) the median of the predictions can sit far from the median
@@ -643,10 +650,11 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
       add(fmt::format("{} of the data time per iteration is the loop waiting for its DataLoader's worker processes, "
                       "which already load ahead: their shortfall, which a prefetcher does not hide",
                       human_ns(a.worker_wait_ns)));
-    if (a.producer_wait_ns > 0 && 20 * a.producer_wait_ns >= a.iteration_median_ns)
-      add(fmt::format("{} of the data time per iteration is the loop waiting for batches that the program's own threads "
-                      "or processes make ahead of it: their shortfall, which a prefetcher does not hide (producer-bound)",
-                      human_ns(a.producer_wait_ns)));
+    if (a.producer_wait_share >= 0.05)
+      add(fmt::format("{} of the data time per iteration on average ({:.0f}% of the loop's time) is the loop waiting for "
+                      "batches that the program's own threads or processes make ahead of it: their shortfall, which a "
+                      "prefetcher does not hide (producer-bound)",
+                      human_ns(a.producer_wait_mean_ns), 100 * a.producer_wait_share));
     a.whatif_note = why;
   }
 
@@ -784,13 +792,13 @@ std::string other_processes_text(const Analysis& a) {
 }
 
 std::string whatif_formula(const Analysis& a) {
-  if (a.worker_wait_ns <= 0 && a.producer_wait_ns <= 0) return "max(data, compute) + rest";
-  if (a.producer_wait_ns <= 0)
+  if (a.worker_wait_ns <= 0 && a.producer_wait_mean_ns <= 0) return "max(data, compute) + rest";
+  if (a.producer_wait_mean_ns <= 0)
     return fmt::format("max(data - worker wait, compute) + worker wait {} + rest", human_ns(a.worker_wait_ns));
   if (a.worker_wait_ns <= 0)
-    return fmt::format("max(data - producer wait, compute) + producer wait {} + rest", human_ns(a.producer_wait_ns));
-  return fmt::format("max(data - waits, compute) + worker wait {} + producer wait {} + rest", human_ns(a.worker_wait_ns),
-                     human_ns(a.producer_wait_ns));
+    return fmt::format("max(data - producer wait, compute) + producer wait {} (mean) + rest", human_ns(a.producer_wait_mean_ns));
+  return fmt::format("max(data - waits, compute) + worker wait {} + producer wait {} (mean) + rest",
+                     human_ns(a.worker_wait_ns), human_ns(a.producer_wait_mean_ns));
 }
 
 // ---- diagnostics ----
@@ -1006,10 +1014,10 @@ std::optional<std::pair<std::int64_t, std::int64_t>> loop_window(const Profile& 
 namespace {
 /// producer-bound: the loop waits for batches the program's own threads or processes make ahead
 /// of it (the stage "producer wait"), which cannot keep up: where it waits, and the traced
-/// function that ran most off the loop's thread (the producer), with its heaviest line.
+/// function with the most own time off the loop's thread (the producer), with its heaviest line.
 std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a) {
-  if (a.loader_worker || a.iterations_used == 0 || a.iteration_median_ns <= 0) return std::nullopt;
-  const double share = static_cast<double>(a.producer_wait_ns) / static_cast<double>(a.iteration_median_ns);
+  if (a.loader_worker || a.iterations_used == 0 || a.iteration_mean_ns <= 0) return std::nullopt;
+  const double share = a.producer_wait_share;  // sum over sum: a pool's waits come in bursts
   if (share <= 0.20) return std::nullopt;
   const LineStats* waits = nullptr;
   std::int64_t most = 0;
@@ -1018,10 +1026,11 @@ std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a) {
       most = f->second;
       waits = &l;
     }
-  // The producer: the traced function with the most time on other threads than the loop's.
+  // The producer: the traced function with the most own time (traced callees apart) on other
+  // threads than the loop's, over the run.
   std::map<std::pair<std::string, std::string>, std::int64_t> off_loop;
   for (const LineStats& l : p.lines)
-    if (2 * l.off_loop_ns > l.total_ns) off_loop[{l.file, l.function}] += l.total_ns;
+    if (2 * l.off_loop_ns > l.total_ns) off_loop[{l.file, l.function}] += std::max<std::int64_t>(0, l.total_ns - l.nested_ns);
   const std::pair<std::string, std::string>* producer = nullptr;
   std::int64_t producer_ns = 0;
   for (const auto& [key, ns] : off_loop)
@@ -1029,47 +1038,53 @@ std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a) {
       producer_ns = ns;
       producer = &key;
     }
+  const auto complete = static_cast<double>(
+      std::max<std::ptrdiff_t>(1, std::count_if(p.iterations.begin(), p.iterations.end(), [](const IterationStats& it) { return it.complete; })));
   std::string what;
   if (producer != nullptr) {
     const LineStats* heaviest = nullptr;
     for (const LineStats& l : p.lines)
       if (l.file == producer->first && l.function == producer->second && (heaviest == nullptr || l.total_ns > heaviest->total_ns))
         heaviest = &l;
-    const auto n = static_cast<double>(p.iterations.size());
-    what = fmt::format(" Beside the loop, {}() of {} takes {} per iteration", producer->second, base_name(producer->first),
-                       human_ns(std::llround(static_cast<double>(producer_ns) / n)));
+    what = fmt::format(" Beside the loop, {}() of {} ran {} per iteration (its time over the run, over the loop's {:.0f} "
+                       "iterations)",
+                       producer->second, base_name(producer->first),
+                       human_ns(std::llround(static_cast<double>(producer_ns) / complete)), complete);
     if (heaviest != nullptr && 4 * heaviest->total_ns >= producer_ns)
-      what += fmt::format(", {} of it at line {} `{}`", human_ns(std::llround(static_cast<double>(heaviest->total_ns) / n)),
+      what += fmt::format(", {} of it at line {} `{}`", human_ns(std::llround(static_cast<double>(heaviest->total_ns) / complete)),
                           heaviest->line, quoted_code(heaviest->code));
     what += fmt::format(", against the loop's {} of compute.", human_ns(a.compute_ns));
   } else {
     what = " No traced function ran beside the loop: a producer process writes its own profile under `gnnprof run` "
            "(<output>.<pid>.json), and `--lines FILE:FUNCTION` traces the producer's function, there or on a thread.";
   }
-  std::set<std::string> pool;  // a ThreadPoolExecutor's threads, by name
+  // A ThreadPoolExecutor's threads are named "<prefix>-<pool>_<n>": the largest pool's count
+  // (one made per epoch, or a library's, is another pool).
+  std::map<std::string, int> pools;
   for (const ThreadInfo& t : p.threads)
-    if (t.name.rfind("ThreadPoolExecutor-", 0) == 0) pool.insert(t.name);
+    if (t.name.rfind("ThreadPoolExecutor-", 0) == 0) ++pools[t.name.substr(0, t.name.rfind('_'))];
+  int pool = 0;
+  for (const auto& [name, n] : pools) pool = std::max(pool, n);
   const std::string more =
-      pool.empty() ? "Make more batches at once: more producer threads (their sleeps, I/O and torch ops release the GIL) "
-                     "or processes for Python-heavy work (DataLoader worker processes), or shorten the producer's work"
-                   : fmt::format("Make more batches at once: a larger max_workers than its thread pool's {} thread{}, with as "
-                                 "many futures in flight (their sleeps, I/O and torch ops release the GIL; Python-heavy work "
-                                 "needs processes: DataLoader worker processes), or shorten the producer's work",
-                                 pool.size(), pool.size() == 1 ? "" : "s");
+      pool == 0 ? "Make more batches at once: more producer threads (their sleeps, I/O and torch ops release the GIL) "
+                  "or processes for Python-heavy work (DataLoader worker processes), or shorten the producer's work"
+                : fmt::format("Make more batches at once: a larger max_workers than its thread pool's {} thread{}, with as "
+                              "many futures in flight (their sleeps, I/O and torch ops release the GIL; Python-heavy work "
+                              "needs processes: DataLoader worker processes), or shorten the producer's work",
+                              pool, pool == 1 ? "" : "s");
   return Diagnostic{
       "producer-bound", Severity::kWarning,
-      fmt::format("the loop waits {:.0f}% of each iteration ({} of {}){} for batches that the program's own threads or "
-                  "processes make ahead of it: they cannot keep up, and a prefetcher would not help.{} {}.",
-                  100 * share, human_ns(a.producer_wait_ns), human_ns(a.iteration_median_ns),
+      fmt::format("the loop waits {:.0f}% of its time ({} an iteration of {}, means){} for batches that the program's own "
+                  "threads or processes make ahead of it: they cannot keep up, and a prefetcher would not help.{} {}.",
+                  100 * share, human_ns(a.producer_wait_mean_ns), human_ns(a.iteration_mean_ns),
                   waits != nullptr ? fmt::format(" at {}:{} `{}`", base_name(waits->file), waits->line, quoted_code(waits->code))
                                    : std::string(),
                   what, more),
-      {{"producer_wait_ns", static_cast<double>(a.producer_wait_ns)},
-       {"iteration_ns", static_cast<double>(a.iteration_median_ns)},
+      {{"producer_wait_ns", static_cast<double>(a.producer_wait_mean_ns)},
+       {"iteration_ns", static_cast<double>(a.iteration_mean_ns)},
        {"wait_share", share},
        {"compute_ns", static_cast<double>(a.compute_ns)},
-       {"producer_ns_per_iteration",
-        producer != nullptr ? static_cast<double>(producer_ns) / static_cast<double>(p.iterations.size()) : 0.0}}};
+       {"producer_ns_per_iteration", producer != nullptr ? static_cast<double>(producer_ns) / complete : 0.0}}};
 }
 }  // namespace
 
@@ -1438,7 +1453,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
           {{"gpu_utilization", *a.gpu_busy}, {"gpu_ns", static_cast<double>(*a.gpu_ns)},
            {"iteration_ns", static_cast<double>(a.iteration_median_ns)}});
   } else if (const std::optional<double> util = a.loop_cpu_utilization ? a.loop_cpu_utilization : a.cpu_utilization;
-             !a.loader_worker && a.worker_wait_ns == 0 && 5 * a.producer_wait_ns <= a.iteration_median_ns && util &&
+             !a.loader_worker && a.worker_wait_ns == 0 && a.producer_wait_share <= 0.20 && util &&
              *util < 0.5 && a.iterations_used > 0 &&
              a.iteration_median_ns < 20000000 &&
              // A process that never had more threads than it kept busy (torch on one thread of

@@ -1240,7 +1240,7 @@ def test_a_loop_waiting_for_its_own_producers_is_told_they_cannot_keep_up(gnnpro
     assert not {"exposed-data-time", "low-utilization", "loader-bound"} & set(ds), list(ds)
     message = ds["producer-bound"]["message"]
     for part in (f"at pool_producer.py:{result} `yield futures[step].result()` for batches that the program's own threads",
-                 "sample() of pool_producer.py takes", "`time.sleep(sleep_ms / 1000)`",
+                 "sample() of pool_producer.py ran", "`time.sleep(sleep_ms / 1000)`",
                  "a larger max_workers than its thread pool's 1 thread"):
         assert part in message, (part, message)
     assert ds["producer-bound"]["evidence"]["wait_share"] > 0.2, ds["producer-bound"]

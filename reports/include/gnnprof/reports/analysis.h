@@ -93,6 +93,10 @@ struct Analysis {
   /// make ahead of it (the stage "producer wait": Queue.get, Future.result; median). Left on
   /// the critical path by the what-if, as worker_wait_ns.
   std::int64_t producer_wait_ns = 0;
+  /// The same as a mean, and as a share of the analysed iterations' time (sum over sum): a
+  /// thread pool's waits come in bursts (N futures done at once), so their median may be 0.
+  std::int64_t producer_wait_mean_ns = 0;
+  double producer_wait_share = 0;
   /// The profile of a DataLoader worker process (collector "loader-worker"): its iterations
   /// are batches fetched, so the loop's figures (exposed data, the what-if) and rules
   /// (exposed-data-time, loader-bound, low-utilization) do not apply to it.

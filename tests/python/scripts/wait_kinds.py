@@ -1,0 +1,46 @@
+"""The main thread's blocking waits of each kind, with no torch and no gnnprof import, each
+WAIT_MS long (a helper thread releases it), in this order: a Queue.get, a Future.result, an
+Event.wait (a consumer's, for the program's own producers), then a Queue.put on a full queue, a
+Semaphore.acquire and a Queue.get made by a library (layerlib.py under a site-packages
+directory on PYTHONPATH), which are not. Prints what each returned.
+
+usage: wait_kinds.py WAIT_MS"""
+import queue
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import layerlib
+
+WAIT = float(sys.argv[1]) / 1000
+
+
+def later(fn, *args):
+    def run():
+        time.sleep(WAIT)
+        fn(*args)
+    threading.Thread(target=run, daemon=True).start()
+
+
+def main():
+    q = queue.Queue(maxsize=1)
+    later(q.put, "got")
+    print("queue", q.get())
+    with ThreadPoolExecutor(1) as pool:
+        print("future", pool.submit(lambda: time.sleep(WAIT) or "done").result())
+    ev = threading.Event()
+    later(ev.set)
+    print("event", ev.wait(10))
+    q.put("full")
+    later(q.get)
+    q.put("room")  # waits for room: not a consumer's wait
+    print("put", q.get())
+    sem = threading.Semaphore(0)
+    later(sem.release)
+    print("semaphore", sem.acquire())
+    later(q.put, "library")
+    print("library", layerlib.take(q))
+
+
+main()
