@@ -1055,8 +1055,9 @@ std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a) {
                           heaviest->line, quoted_code(heaviest->code));
     what += fmt::format(", against the loop's {} of compute.", human_ns(a.compute_ns));
   } else {
-    what = " No traced function ran beside the loop: a producer process writes its own profile under `gnnprof run` "
-           "(<output>.<pid>.json), and `--lines FILE:FUNCTION` traces the producer's function, there or on a thread.";
+    what = " No traced function ran beside the loop: `gnnprof run --lines auto --lines FILE:FUNCTION` traces the "
+           "producer's function too, on a thread or in a producer process, which writes its own profile "
+           "(<output>.<pid>.json).";
   }
   // A ThreadPoolExecutor's threads are named "<prefix>-<pool>_<n>": the largest pool's count
   // (one made per epoch, or a library's, is another pool).

@@ -1262,7 +1262,14 @@ def test_a_loop_waiting_for_its_own_producers_is_told_they_cannot_keep_up(gnnpro
     assert p.lines("batches_from_processes")[get]["stages"].get("producer wait", 0) > 0
     pb = diagnostics(p).get("producer-bound")
     assert pb is not None and f"at pool_producer.py:{get} `s, batch = q.get()`" in pb["message"], pb
-    assert "a producer process writes its own profile under `gnnprof run`" in pb["message"], pb["message"]
+    assert "`gnnprof run --lines auto --lines FILE:FUNCTION` traces the producer's function too" in pb["message"], \
+        pb["message"]
+    # As it says: the producer process's own profile then has sample()'s lines.
+    traced = gnnprof_run(path, "30", "1", "40", "process", lines=["auto", "pool_producer.py:sample"])
+    assert traced.rc == 0, traced.err
+    producers = [json.load(open(f)) for f in glob.glob(traced.path[:-len(".json")] + ".*.json")]
+    assert any(l["function"] == "sample" and l["hits"] == 30 for q in producers for l in q["lines"]), \
+        [q["lines"] for q in producers]
 
     off = gnnprof_run(path, "30", "1", "5", env={"GNNPROF_PRODUCER_WAITS": "0"})
     assert off.rc == 0, off.err
