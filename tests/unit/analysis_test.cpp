@@ -159,10 +159,8 @@ TEST(Analysis, WhatIfWithinTheMachinesLimits) {
   EXPECT_NEAR(*w.whatif_gil_share, 0.4, 1e-9);  // materialize's 800 of the 2000 ns; the wait's self is not Python
 }
 
-/// loop_profile(false) whose 15 ms "sample" stage is the wait for a DataLoader's worker
-/// processes (their shortfall), with `wait_ms` in place of 15.
-Profile worker_loop_profile(std::int64_t wait_ms) {
-  const std::string wait = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
+/// loop_profile(false) whose 15 ms "sample" stage is the wait `wait` instead, `wait_ms` long.
+Profile waiting_loop_profile(const std::string& wait, std::int64_t wait_ms) {
   Profile p = loop_profile(false);
   for (auto& s : p.stages)
     if (s.name == "sample") s.name = wait;
@@ -172,6 +170,11 @@ Profile worker_loop_profile(std::int64_t wait_ms) {
     it.wall_ns += (wait_ms - 15) * kMs;
   }
   return p;
+}
+
+/// The loop waiting for a DataLoader's worker processes (their shortfall), `wait_ms` a batch.
+Profile worker_loop_profile(std::int64_t wait_ms) {
+  return waiting_loop_profile("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", wait_ms);
 }
 
 TEST(Analysis, AWaitForDataLoaderWorkersStaysOnTheCriticalPath) {
@@ -236,18 +239,11 @@ TEST(Diagnostics, LoaderBound) {
   EXPECT_TRUE(has(run(both), "loader-bound"));
 }
 
-/// loop_profile(false) whose 15 ms "sample" stage is the main thread's wait for the program's
-/// own producer ("producer wait", the Python package's), with `wait_ms` in place of 15; the
-/// loop's line that waits, and a producer function traced on a thread pool's thread.
+/// The loop waiting for the program's own producer ("producer wait", the Python package's),
+/// `wait_ms` a batch; the loop's line that waits, and a producer function traced on a thread
+/// pool's thread.
 Profile producer_loop_profile(std::int64_t wait_ms) {
-  Profile p = loop_profile(false);
-  for (auto& s : p.stages)
-    if (s.name == "sample") s.name = kProducerWaitStage;
-  for (auto& it : p.iterations) {
-    it.stages.erase("sample");
-    it.stages[kProducerWaitStage] = wait_ms * kMs;
-    it.wall_ns += (wait_ms - 15) * kMs;
-  }
+  Profile p = waiting_loop_profile(kProducerWaitStage, wait_ms);
   p.run.command = {"/usr/bin/python3", "train.py"};
   LineStats wait;
   wait.file = "/w/train.py";
