@@ -517,7 +517,7 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
     if (python && ops && total > 0) gil = static_cast<double>(std::max<std::int64_t>(0, self - off)) / static_cast<double>(total);
   }
 
-  std::vector<std::int64_t> walls, d, h, c, r, worker_waits, producer_waits, predicted, expected;
+  std::vector<std::int64_t> walls, d, h, c, r, worker_waits, producer_waits, own, predicted, expected;
   for (const auto* it : its) {
     std::int64_t di = 0, hi = 0, ci = 0, wi = 0, pi = 0;
     // The loop's wait for a DataLoader's worker processes, or for the program's own producers:
@@ -559,6 +559,7 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
     producer_waits.push_back(pi);
     wi += pi;
     const std::int64_t oi = di - wi;  // the data a prefetcher could overlap with compute
+    own.push_back(oi);
     walls.push_back(it->wall_ns);
     d.push_back(di);
     h.push_back(hi);
@@ -590,6 +591,7 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   a.worker_wait_ns = median(worker_waits);
   a.producer_wait_ns = median(producer_waits);
   a.producer_wait_mean_ns = mean(producer_waits);
+  a.own_data_ns = median(own);
   {
     std::int64_t waited = 0, wall = 0;
     for (std::size_t i = 0; i < walls.size(); ++i) waited += producer_waits[i], wall += walls[i];
@@ -1117,11 +1119,10 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
          {"pageable_share", static_cast<double>(pageable) / static_cast<double>(h2d)}});
 
   // exposed-data-time: data stages on the critical path, nothing overlapped (a wait for a
-  // DataLoader's worker processes is loader-bound's, below).
+  // DataLoader's worker processes is loader-bound's, below; one for the program's own
+  // producers producer-bound's).
   const double own_data_share =
-      a.iteration_median_ns > 0 ? static_cast<double>(a.exposed_data_ns - a.worker_wait_ns - a.producer_wait_ns) /
-                                      static_cast<double>(a.iteration_median_ns)
-                                : 0;
+      a.iteration_median_ns > 0 ? static_cast<double>(a.own_data_ns) / static_cast<double>(a.iteration_median_ns) : 0;
   if (!a.loader_worker && a.iterations_used > 0 && own_data_share > 0.20 && a.hidden_data_ns == 0) {
     // The same expectation as the Analysis' (the ideal overlap and what this machine allows).
     const bool limited = a.whatif_expected_ns > a.whatif_predicted_ns * 102 / 100;

@@ -336,6 +336,8 @@ TEST(Diagnostics, ProducerBound) {
   const auto b = std::find_if(bs.begin(), bs.end(), [](const Diagnostic& x) { return x.id == "producer-bound"; });
   ASSERT_NE(b, bs.end());
   EXPECT_NE(b->message.find("a larger max_workers than its thread pool's 4 threads"), std::string::npos) << b->message;
+  EXPECT_EQ(ba.own_data_ns, 15 * kMs);  // each iteration's data less its wait
+  EXPECT_FALSE(has(bs, "exposed-data-time"));
 
   // With the collector's per-category totals: a producer wait on another thread (a main thread
   // waiting for a training thread) hides no data; another thread's data work does, and so does

@@ -97,6 +97,9 @@ struct Analysis {
   /// thread pool's waits come in bursts (N futures done at once), so their median may be 0.
   std::int64_t producer_wait_mean_ns = 0;
   double producer_wait_share = 0;
+  /// The loop's own data time: exposed less both waits, per iteration (median). What a
+  /// prefetcher could overlap with compute.
+  std::int64_t own_data_ns = 0;
   /// The profile of a DataLoader worker process (collector "loader-worker"): its iterations
   /// are batches fetched, so the loop's figures (exposed data, the what-if) and rules
   /// (exposed-data-time, loader-bound, low-utilization) do not apply to it.
