@@ -262,18 +262,24 @@ std::string caller_note(const Profile& p, const LineBlock& b) {
 std::string began_note(const LineBlock& b) {
   const LineStats* at = nullptr;
   std::uint64_t calls = 0;
+  std::int64_t total = 0, off_loop = 0;
   for (const LineRow& r : b.rows)
-    if (r.stats != nullptr && r.stats->began_running > 0) {
+    if (r.stats != nullptr) {
+      total += r.stats->total_ns;
+      off_loop += r.stats->off_loop_ns;
+      if (r.stats->began_running == 0) continue;
       if (at == nullptr) at = r.stats;
       calls += r.stats->began_running;
     }
   if (at == nullptr) return "";
-  return fmt::format("tracing began at line {} in {} already running, as it does where the training loop is found "
-                     "at its first optimizer step (or hand-written parameter update): the statements {} ran before "
-                     "are not counted, such as a loop's "
-                     "first pass up to line {}",
-                     at->line, calls == 1 ? "a call" : fmt::format("{} calls", calls), calls == 1 ? "that call" : "those calls",
-                     at->line);
+  // A function beside the loop is a producer thread's, found at its first feature gather.
+  const char* found = 2 * off_loop > total ? "a producer thread's function is found at its first feature gather"
+                                           : "the training loop is found at its first optimizer step (or hand-written "
+                                             "parameter update)";
+  return fmt::format("tracing began at line {} in {} already running, as it does where {}: the statements {} ran before "
+                     "are not counted, such as a loop's first pass up to line {}",
+                     at->line, calls == 1 ? "a call" : fmt::format("{} calls", calls), found,
+                     calls == 1 ? "that call" : "those calls", at->line);
 }
 
 std::string callee_hint(const LineTable& t, bool brief) {

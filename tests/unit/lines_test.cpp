@@ -574,6 +574,16 @@ TEST(Lines, WhereTracingBeganInARunningFrameIsCountedAndSaid) {
   const std::string note = reports::began_note(t.blocks[0]);
   EXPECT_NE(note.find("tracing began at line 12 in a call already running"), std::string::npos) << note;
   EXPECT_NE(note.find("such as a loop's first pass up to line 12"), std::string::npos) << note;
+  EXPECT_NE(note.find("where the training loop is found at its first optimizer step"), std::string::npos) << note;
+  {  // The same function on a thread beside the loop: a producer's, found at a gather.
+    Profile producer = p;
+    for (auto& l : producer.lines) l.off_loop_ns = l.total_ns;
+    const std::string beside = reports::began_note(reports::build_line_table(producer, {}).blocks.at(0));
+    EXPECT_NE(beside.find("as it does where a producer thread's function is found at its first feature gather: the "
+                          "statements that call ran before are not counted"),
+              std::string::npos)
+        << beside;
+  }
   std::ostringstream text;
   ASSERT_TRUE(reports::TextReporter({}).render(p, text));
   EXPECT_NE(text.str().find("(" + note + ")"), std::string::npos) << text.str();
