@@ -970,8 +970,8 @@ std::optional<Diagnostic> slow_iterations(const Profile& p, const Analysis& a) {
                      {"stage_growth_ns", named ? static_cast<double>(stage.second) : 0.0}}};
 }
 
-/// Whether a torch DataLoader's passes ran mostly on threads other than the loop's (a
-/// prefetcher's producer pulls them).
+}  // namespace
+
 bool loader_beside_loop(const Profile& p) {
   std::int64_t on_loop = 0, beside = 0;
   for (const StageStats& s : p.stages)
@@ -979,6 +979,8 @@ bool loader_beside_loop(const Profile& p) {
       for (const StageThreadStats& t : s.by_thread) (t.thread == p.main_thread ? on_loop : beside) += t.total_ns;
   return beside > on_loop;
 }
+
+namespace {
 
 /// A Python program whose loop pulls a torch DataLoader (its __next__ is a stage) and ran without
 /// gnnprof's prefetcher around it: `gnnprof ab -- CMD` prefetches it without code changes.
@@ -1042,6 +1044,12 @@ std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a) {
     }
   const auto complete = static_cast<double>(
       std::max<std::ptrdiff_t>(1, std::count_if(p.iterations.begin(), p.iterations.end(), [](const IterationStats& it) { return it.complete; })));
+  // A thread of the program's own pulling a torch DataLoader: with worker processes or without.
+  const bool loader = loader_beside_loop(p);
+  bool workers = false;
+  for (const StageStats& s : p.stages)
+    if (is_worker_wait(s.name))
+      for (const StageThreadStats& t : s.by_thread) workers |= t.thread != p.main_thread && t.total_ns > 0;
   std::string what;
   if (producer != nullptr) {
     const LineStats* heaviest = nullptr;
@@ -1056,6 +1064,9 @@ std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a) {
       what += fmt::format(", {} of it at line {} `{}`", human_ns(std::llround(static_cast<double>(heaviest->total_ns) / complete)),
                           heaviest->line, quoted_code(heaviest->code));
     what += fmt::format(", against the loop's {} of compute.", human_ns(a.compute_ns));
+  } else if (loader) {
+    what = fmt::format(" Beside the loop, a thread of the program's own pulls a torch DataLoader{}.",
+                       workers ? " from its worker processes" : " that loads in that thread (num_workers=0)");
   } else {
     what = " No traced function ran beside the loop: `gnnprof run --lines auto --lines FILE:FUNCTION` traces the "
            "producer's function too, on a thread or in a producer process, which writes its own profile "
@@ -1069,7 +1080,11 @@ std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a) {
   int pool = 0;
   for (const auto& [name, n] : pools) pool = std::max(pool, n);
   const std::string more =
-      pool == 0 ? "Make more batches at once: more producer threads (their sleeps, I/O and torch ops release the GIL) "
+      loader && workers ? "Raise the DataLoader's num_workers or make its per-sample work (__getitem__, collate_fn) cheaper: "
+                          "another thread would pull the same workers' batches"
+      : loader          ? "Give the DataLoader worker processes (num_workers > 0: its __getitem__ and collate_fn then run in "
+                          "processes of their own) or make its per-sample work cheaper"
+      : pool == 0 ? "Make more batches at once: more producer threads (their sleeps, I/O and torch ops release the GIL) "
                   "or processes for Python-heavy work (DataLoader worker processes), or shorten the producer's work"
                 : fmt::format("Make more batches at once: a larger max_workers than its thread pool's {} thread{}, with as "
                               "many futures in flight (their sleeps, I/O and torch ops release the GIL; Python-heavy work "

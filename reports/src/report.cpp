@@ -174,6 +174,19 @@ void set_loader_workers(Report& r, LoaderWorkers workers) {
   const Analysis& a = r.analysis;
   const std::int64_t supply = w.supply_interval_ns() > 0 ? w.supply_interval_ns() : w.batch_median_ns;
   if (w.empty() || w.batches == 0 || supply <= 0) return;
+  // A thread of the program's own pulls the DataLoader and the loop waits for that thread: the
+  // workers behind it are what cannot keep up.
+  if ((2 * supply > a.iteration_median_ns || w.busy_share() > 0.6) && loader_beside_loop(*r.profile))
+    for (Diagnostic& d : r.diagnostics)
+      if (d.id == "producer-bound") {
+        d.message += fmt::format(
+            " Its {} worker process{} cannot keep up: together a batch every {} against an iteration of {}, busy {:.0f}% "
+            "of their time (this machine has {}); the DataLoader workers section below has their pace and heaviest lines.",
+            w.concurrent, w.concurrent == 1 ? "" : "es", human_ns(supply), human_ns(a.iteration_median_ns),
+            100 * w.busy_share(), cpus_text(r.profile->environment.cpus));
+        d.evidence["worker_supply_ns"] = static_cast<double>(supply);
+        d.evidence["worker_busy_share"] = w.busy_share();
+      }
   if (2 * supply > a.iteration_median_ns || w.busy_share() > 0.6) {
     // Workers that cannot keep up, fetching each batch item by item: most of a batch can be the
     // calls and the stacking, which one dataset[indices] a batch removes.

@@ -1275,3 +1275,34 @@ def test_a_loop_waiting_for_its_own_producers_is_told_they_cannot_keep_up(gnnpro
     assert off.rc == 0, off.err
     assert waits(off) is None
     assert not off.collector("producer-waits")["enabled"]
+
+
+@needs_torch
+def test_a_loop_fed_by_its_own_thread_around_a_dataloader_is_told_about_the_loader(gnnprof_run, plain_run, tmp_path):
+    """A thread of the program's own iterates a DataLoader and feeds the loop through a queue:
+    the loop waits in q.get() ("producer wait"), and what cannot keep up is the DataLoader
+    behind that thread. With one worker process, producer-bound says so with the workers' pace
+    (from their profiles) and advises num_workers; with none, that the thread loads itself."""
+    path = script("loader_thread.py")
+
+    def bound(run):
+        out = str(tmp_path / "report.json")
+        report(run.path, "--json", out)
+        with open(out) as f:
+            return next((d for d in json.load(f)["diagnostics"] if d["id"] == "producer-bound"), None)
+
+    w = gnnprof_run(path, "1")
+    assert w.rc == 0, w.err
+    assert w.out == plain_run(path, "1").out
+    d = bound(w)
+    assert d is not None, w.profile["stages"]
+    for part in ("Beside the loop, a thread of the program's own pulls a torch DataLoader from its worker processes.",
+                 "Raise the DataLoader's num_workers", "Its 1 worker process cannot keep up: together a batch every"):
+        assert part in d["message"], (part, d["message"])
+    assert d["evidence"]["worker_busy_share"] > 0.5, d["evidence"]
+
+    z = gnnprof_run(path, "0")
+    assert z.rc == 0, z.err
+    assert z.out == w.out
+    d = bound(z)
+    assert d is not None and "pulls a torch DataLoader that loads in that thread (num_workers=0)" in d["message"], d

@@ -308,6 +308,19 @@ TEST(Diagnostics, ProducerBound) {
             std::string::npos)
       << e->message;
   EXPECT_NE(e->message.find("more producer threads"), std::string::npos) << e->message;
+  // A thread of the program's own pulling a DataLoader from its workers: the loader's advice.
+  Profile pulled = process;
+  StageStats pass = stage("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", "data");
+  pass.by_thread.push_back(StageThreadStats{1, 40, 800 * kMs, 800 * kMs});
+  pulled.stages.push_back(pass);
+  const auto ls = run(pulled);
+  const auto l = std::find_if(ls.begin(), ls.end(), [](const Diagnostic& x) { return x.id == "producer-bound"; });
+  ASSERT_NE(l, ls.end());
+  EXPECT_NE(l->message.find("Beside the loop, a thread of the program's own pulls a torch DataLoader from its worker "
+                            "processes. Raise the DataLoader's num_workers"),
+            std::string::npos)
+      << l->message;
+  EXPECT_FALSE(has(ls, "loader-bound"));  // the loop itself waits for no worker
   // A short wait (15 of 100 ms) is not; the loop's own data beside a wait is exposed-data-time's.
   EXPECT_FALSE(has(run(producer_loop_profile(15)), "producer-bound"));
   Profile both = producer_loop_profile(45);

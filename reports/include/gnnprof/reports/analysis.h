@@ -257,6 +257,10 @@ std::vector<Diagnostic> diagnose(const Profile& profile, const Analysis& analysi
 /// "enumerate(DataLoader)#<its iterator class>.__next__" record_function).
 bool is_loader_scope(std::string_view stage) noexcept;
 
+/// Whether a torch DataLoader's passes ran mostly on threads other than the loop's (a
+/// prefetcher's producer, or a thread of the program's own, pulls them).
+bool loader_beside_loop(const Profile& p);
+
 /// Whether a loop-thread stage is the wait for a multi-process DataLoader's workers (torch's
 /// "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__" scope).
 bool is_worker_wait(std::string_view stage) noexcept;
