@@ -174,9 +174,11 @@ void set_loader_workers(Report& r, LoaderWorkers workers) {
   const Analysis& a = r.analysis;
   const std::int64_t supply = w.supply_interval_ns() > 0 ? w.supply_interval_ns() : w.batch_median_ns;
   if (w.empty() || w.batches == 0 || supply <= 0) return;
+  // The workers cannot keep up: together a batch every more than half an iteration, or busy.
+  const bool behind = 2 * supply > a.iteration_median_ns || w.busy_share() > 0.6;
   // A thread of the program's own pulls the DataLoader and the loop waits for that thread: the
   // workers behind it are what cannot keep up.
-  if ((2 * supply > a.iteration_median_ns || w.busy_share() > 0.6) && loader_beside_loop(*r.profile))
+  if (behind && loader_beside_loop(*r.profile))
     for (Diagnostic& d : r.diagnostics)
       if (d.id == "producer-bound") {
         d.message += fmt::format(
@@ -187,7 +189,7 @@ void set_loader_workers(Report& r, LoaderWorkers workers) {
         d.evidence["worker_supply_ns"] = static_cast<double>(supply);
         d.evidence["worker_busy_share"] = w.busy_share();
       }
-  if (2 * supply > a.iteration_median_ns || w.busy_share() > 0.6) {
+  if (behind) {
     // Workers that cannot keep up, fetching each batch item by item: most of a batch can be the
     // calls and the stacking, which one dataset[indices] a batch removes.
     if (!w.fetches.empty() && w.batch_median_ns > 0) {
