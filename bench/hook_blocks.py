@@ -32,11 +32,11 @@ def alternate(hooked, original, call, rounds, n):
             diffs[3 * len(diffs) // 4])
 
 
-def under_gnnprof(gnnprof, script, args, out_dir):
+def under_gnnprof(gnnprof, script, args, out_dir, lines="none"):
     """Runs `script ARGS` under `gnnprof run --lines none` (the package and its hooks in, no
-    tracer), its profile in out_dir; passes its stdout on (and its stderr where it failed) and
-    returns its exit code."""
-    cmd = [gnnprof, "run", "--lines", "none", "-o", os.path.join(out_dir, "p.json"), "--", sys.executable,
+    tracer; `lines` another selection), its profile in out_dir; passes its stdout on (and its
+    stderr where it failed) and returns its exit code."""
+    cmd = [gnnprof, "run", "--lines", lines, "-o", os.path.join(out_dir, "p.json"), "--", sys.executable,
            os.path.abspath(script), *args]
     out = subprocess.run(cmd, capture_output=True, text=True)
     sys.stdout.write(out.stdout)

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""What gnnprof's wrapper of threading.Condition.wait (python/gnnprof/_producer_waits.py) costs
-a wait (docs/performance.md, "Waits for the program's own producers").
+"""What gnnprof's wrappers of threading.Condition.wait (python/gnnprof/_producer_waits.py) and
+Condition.notify (python/gnnprof/_producers.py) cost a hand-over (docs/performance.md, "Waits
+for the program's own producers").
 
 Under `gnnprof run --lines none` (the package and its hooks in, no tracer): the main thread and
 a producer thread pass a token back and forth through two queue.Queue(maxsize=1), so that each
@@ -9,7 +10,12 @@ round trip blocks both once in Condition.wait: the main thread's wait is recorde
 alternate between the wrapper installed and the original it wraps (`__wrapped__`). Prints the
 median round trip of each and the difference.
 
-    /usr/bin/python3 bench/producer_waits.py --gnnprof build/cli/gnnprof --rounds 20
+`--hand-over`: both wrappers swapped together (each round trip also makes four notify calls:
+two puts, two gets), under `--lines auto` with the loop found on the main thread first (the
+test trigger of auto selection), so that the producer thread's first put selects its function
+as a producer's and every later notify on it takes the path a producer thread's does.
+
+    /usr/bin/python3 bench/producer_waits.py --gnnprof build/cli/gnnprof --rounds 20 [--hand-over]
 """
 import argparse
 import sys
@@ -21,9 +27,14 @@ import hook_blocks
 TRIPS = 2000
 
 
-def child(rounds):
+def child(rounds, hand_over):
     import queue
     hooked, original = hook_blocks.wrapped(threading.Condition.wait, "threading.Condition.wait")
+    if hand_over:
+        import gnnprof
+        gnnprof._native.optimizer_step()  # this function is the loop, found on this thread
+        notify, raw_notify = hook_blocks.wrapped(threading.Condition.notify, "threading.Condition.notify")
+        hooked, original = (hooked, notify), (original, raw_notify)
     ask, answer = queue.Queue(maxsize=1), queue.Queue(maxsize=1)
 
     def producer():
@@ -37,7 +48,10 @@ def child(rounds):
     t.start()
 
     def install(fn):
-        threading.Condition.wait = fn
+        if hand_over:
+            threading.Condition.wait, threading.Condition.notify = fn
+        else:
+            threading.Condition.wait = fn
 
     def trip(fn, i):
         if i == 0:
@@ -49,7 +63,11 @@ def child(rounds):
     install(hooked)
     ask.put(None)
     t.join()
-    print(f"round trip (2 blocking waits)  original {plain * 1e6:7.2f} us  wrapped {wrapped * 1e6:7.2f} us  "
+    what = "2 blocking waits, 4 notify" if hand_over else "2 blocking waits"
+    if hand_over:
+        import gnnprof
+        print(f"producer functions selected: {gnnprof._native.stats()['producers']}")
+    print(f"round trip ({what})  original {plain * 1e6:7.2f} us  wrapped {wrapped * 1e6:7.2f} us  "
           f"difference {(wrapped - plain) * 1e6:+.2f} us (quartiles {q1 * 1e6:+.2f}..{q3 * 1e6:+.2f})")
 
 
@@ -57,13 +75,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--gnnprof", default="build/cli/gnnprof")
     ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--hand-over", action="store_true", help="the notify wrapper too, the loop found (--lines auto)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        child(a.rounds)
+        child(a.rounds, a.hand_over)
         return 0
+    args = ["--child", "--rounds", str(a.rounds)] + (["--hand-over"] if a.hand_over else [])
     with tempfile.TemporaryDirectory() as d:
-        return hook_blocks.under_gnnprof(a.gnnprof, __file__, ["--child", "--rounds", str(a.rounds)], d)
+        return hook_blocks.under_gnnprof(a.gnnprof, __file__, args, d, "auto" if a.hand_over else "none")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ int start_worker(long parent_pid, bool drainer_thread) noexcept;
 int discard() noexcept;
 int set_rank(int rank, int local_rank, int world_size) noexcept;
 int set_loader(const char* loader) noexcept;
+int set_feeds(long pid) noexcept;
 std::uint64_t set_line(std::uint32_t site) noexcept;
 void watch_next_line(void (*fn)()) noexcept;
 void line_event(std::uint32_t site, std::uint64_t t0, std::uint64_t t1, bool hit, bool began, std::uint64_t nested = 0,
@@ -58,11 +59,10 @@ std::atomic<void (*)(void)> g_optimizer_step_hook{nullptr};
 std::atomic<void (*)(void)> g_loader_step_hook{nullptr};
 std::atomic<void (*)(void)> g_data_hook{nullptr};
 
-/// A gather or copy on a thread with no traced line: the Python tracer may look for the user
-/// code doing it (a producer thread's).
+/// A gather or copy: the Python tracer may look for the user code doing it (a producer
+/// thread's; its own checks, thread-local reads, come first).
 void data_op() {
-  if (auto hook = g_data_hook.load(std::memory_order_acquire))
-    if (gnnprof::detail::current_line() == 0) hook();
+  if (auto hook = g_data_hook.load(std::memory_order_acquire)) hook();
 }
 
 const char* or_empty(const char* s) { return s != nullptr ? s : ""; }
@@ -190,6 +190,7 @@ int gnnprof_set_rank(int rank, int local_rank, int world_size) {
 }
 
 int gnnprof_set_loader(const char* loader) { return gnnprof::detail::set_loader(loader); }
+int gnnprof_set_feeds(long pid) { return gnnprof::detail::set_feeds(pid); }
 
 void gnnprof_note_collector(const char* name, int enabled, const char* reason) {
   gnnprof::detail::note_collector(name, enabled != 0, reason);

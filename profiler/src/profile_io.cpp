@@ -291,6 +291,7 @@ struct Record<RunInfo> {
                  field("run_id", &R::run_id, Presence::kWhenSet),
                  field("parent_pid", &R::parent_pid, Presence::kWhenSet),
                  field("loader", &R::loader, Presence::kWhenSet),
+                 field("feeds_pid", &R::feeds_pid, Presence::kWhenSet),
                  field("exit_code", &R::exit_code, Presence::kWhenSet),
                  field("exit_signal", &R::exit_signal, Presence::kWhenSet),
                  field("process_start_unix_ns", &R::process_start_unix_ns, Presence::kWhenSet)};

@@ -689,6 +689,19 @@ int set_loader(const char* loader) noexcept {
   }
 }
 
+int set_feeds(long pid) noexcept {
+  Global& s = g();
+  try {
+    std::unique_lock<std::mutex> lock(s.mu, std::defer_lock);
+    if (!lock_within(lock, 2000)) return -1;
+    if (g_state.load() != kRunning || s.owner_pid != ::getpid() || pid <= 0) return -1;
+    s.run.feeds_pid = pid;
+    return 0;
+  } catch (...) {
+    return -1;
+  }
+}
+
 int flush_in_forked_child(long parent_pid) noexcept {
   Global& s = g();
   try {

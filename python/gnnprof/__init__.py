@@ -335,7 +335,12 @@ def _note_lines(final=False):
     st = _native.stats()
     reason = f"{mode}; {st['selected']} code objects traced"
     if st.get("producers"):
-        reason += f" ({st['producers']} on a producer thread)"
+        feeds = _state.get("feeds")
+        reason += (f" ({st['producers']} producer function: this process hands batches to pid {feeds} through a "
+                   "multiprocessing.Queue)" if feeds and st["producers"] == 1 else
+                   f" ({st['producers']} producer functions: this process hands batches to pid {feeds} through a "
+                   "multiprocessing.Queue)" if feeds else
+                   f" ({st['producers']} on a producer thread or submitted to a thread pool)")
     if st.get("callbacks"):
         reason += f" ({st['callbacks']} called back by the framework running the loop)"
     if final:
@@ -930,6 +935,13 @@ def _install_producer_waits():
                    "not recorded", lambda: _producer_waits.install(_native, sys.modules[__name__], _config))
 
 
+def _install_producers():
+    """Auto selection traces the program's own producers where they hand a batch over."""
+    from . import _producers
+    _install_hooks("producers", "python-lines", "the program's own producers are found only at a torch gather or copy",
+                   "producers found only at a torch gather or copy", lambda: _producers.install(_native, sys.modules[__name__]))
+
+
 if _state["bound"]:
     from . import _attach, _config
     _configure_lines(_config.string("GNNPROF_LINES", "auto"))
@@ -949,6 +961,7 @@ if _state["bound"]:
     _attach.after_import("numpy", _numpy_imported)
     _attach.after_import("torch.utils.data._utils.fetch", _fetcher_imported)
     _install_producer_waits()
+    _install_producers()
     if _config.flag("GNNPROF_PREFETCH_LOADERS", False):
         from . import _prefetch
         _attach.after_import("torch.utils.data.dataloader", _prefetch.wrap_dataloader_iter)

@@ -50,6 +50,7 @@ typedef struct CoreAbi {
   int (*discard)(void);                                                 /* or NULL */
   int (*set_rank)(int rank, int local_rank, int world_size);            /* or NULL */
   int (*set_loader)(const char* loader);                                /* or NULL */
+  int (*set_feeds)(long pid);                                           /* or NULL */
   void (*set_data_hook)(void (*hook)(void));                            /* or NULL */
   __typeof__(&gnnprof_preload_close_torch_thread) close_torch_thread;   /* or NULL */
   __typeof__(&gnnprof_preload_torch_state) torch_state;                 /* or NULL */

@@ -69,6 +69,7 @@ static int resolve(void* h, CoreAbi* t, const char** missing) {
   *(void**)(&t->discard) = dlsym(h, "gnnprof_discard");
   *(void**)(&t->set_rank) = dlsym(h, "gnnprof_set_rank");
   *(void**)(&t->set_loader) = dlsym(h, "gnnprof_set_loader");
+  *(void**)(&t->set_feeds) = dlsym(h, "gnnprof_set_feeds");
   *(void**)(&t->set_data_hook) = dlsym(h, "gnnprof_set_data_hook");
   *(void**)(&t->set_loop_extent) = dlsym(h, "gnnprof_set_loop_extent");
   *(void**)(&t->set_loop_line) = dlsym(h, "gnnprof_set_loop_line");
@@ -454,6 +455,15 @@ static PyObject* py_set_loader(PyObject* self, PyObject* args) {
   return PyLong_FromLong(g_core.set_loader(loader));
 }
 
+/* set_feeds(pid): a producer process's, as its profile's run.feeds_pid -> 0, or -1. */
+static PyObject* py_set_feeds(PyObject* self, PyObject* args) {
+  (void)self;
+  long pid = 0;
+  if (!PyArg_ParseTuple(args, "l", &pid)) return NULL;
+  if (!g_core_bound || g_core.set_feeds == NULL) return PyLong_FromLong(-1);
+  return PyLong_FromLong(g_core.set_feeds(pid));
+}
+
 /* discard(): the session stops, its profile not written; the frame hook out. */
 static PyObject* py_discard(PyObject* self, PyObject* unused) {
   (void)self, (void)unused;
@@ -494,6 +504,26 @@ static PyObject* py_feeds_loop(PyObject* self, PyObject* unused) {
 static PyObject* py_loop_thread(PyObject* self, PyObject* unused) {
   (void)self, (void)unused;
   return PyLong_FromLong(tracer_loop_thread());
+}
+
+/* producer_call(child): the program's own producer call on this thread (tracer_on_producer_call). */
+static PyObject* py_producer_call(PyObject* self, PyObject* arg) {
+  (void)self;
+  const int child = PyObject_IsTrue(arg);
+  if (child < 0) return NULL;
+  return PyBool_FromLong(tracer_on_producer_call(child));
+}
+
+static PyObject* py_producer_may(PyObject* self, PyObject* arg) {
+  (void)self;
+  const int child = PyObject_IsTrue(arg);
+  if (child < 0) return NULL;
+  return PyBool_FromLong(tracer_producer_may_select(child));
+}
+
+static PyObject* py_submitted(PyObject* self, PyObject* code) {
+  (void)self;
+  return PyBool_FromLong(tracer_on_submitted(code));
 }
 
 static PyObject* py_set_decider(PyObject* self, PyObject* arg) {
@@ -798,6 +828,9 @@ static PyMethodDef methods[] = {
     {"set_auto", py_set_auto, METH_O, NULL},
     {"feeds_loop", py_feeds_loop, METH_NOARGS, "the calling thread runs a data loader for the loop (the prefetcher's)"},
     {"loop_thread", py_loop_thread, METH_NOARGS, "1: the training loop was found on this thread; 0: on another; -2: not yet found; -1: not known"},
+    {"producer_call", py_producer_call, METH_O, "producer_call(child): the program's own Queue.put/Event.set/notify here; True when its function was selected"},
+    {"producer_may", py_producer_may, METH_O, "producer_may(child): whether this thread still looks for its producer function"},
+    {"submitted", py_submitted, METH_O, "submitted(code): a function given to a thread pool; True when selected"},
     {"set_decider", py_set_decider, METH_O, NULL},
     {"set_preparer", py_set_preparer, METH_O, NULL},
     {"set_excluded", py_set_excluded, METH_O, NULL},
@@ -813,6 +846,7 @@ static PyMethodDef methods[] = {
     {"discard", py_discard, METH_NOARGS, "stop the session without writing its profile"},
     {"set_rank", py_set_rank, METH_VARARGS, "set_rank(rank, local_rank, world_size): -1 leaves a field"},
     {"set_loader", py_set_loader, METH_VARARGS, "set_loader(text): a DataLoader worker's loader (run.loader)"},
+    {"set_feeds", py_set_feeds, METH_VARARGS, "set_feeds(pid): the process a producer process feeds (run.feeds_pid)"},
     {"close_thread", py_close_thread, METH_NOARGS, "end the calling thread's open lines"},
     {"retake_thread", py_retake_thread, METH_NOARGS, "after sys.settrace(None): tracing goes on where a traced frame runs (3.10/3.11)"},
     {"optimizer_step", py_optimizer_step, METH_NOARGS, "the optimizer-step trigger of auto selection (tests)"},

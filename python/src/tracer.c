@@ -408,6 +408,12 @@ void tracer_on_data_op(void) {
   PyGILState_Release(gil);
 }
 
+int tracer_on_producer_call(int child) {
+  if (!producer_may_select(child) || !select_handed()) return 0;
+  trace_running_frame(); /* the producer's frame, running */
+  return 1;
+}
+
 int tracer_enter_fork_child(int worker) {
   forget_parent(worker);
   memset(g_loader_sites, 0, sizeof g_loader_sites);

@@ -44,10 +44,21 @@ void tracer_on_optimizer_step(void);
 /* The core's loader-step hook: a DataLoader's __next__ began an iteration of a loop with no
  * optimizer so far; selects that loop as an optimizer step would (until one comes). */
 void tracer_on_loader_step(void);
-/* The core's data hook (a gather or host-to-device copy on a thread with no current line):
- * once the loop is found, a thread without traced frames gets its innermost user function
- * traced from then on (a producer thread's), once per thread and session. */
+/* The core's data hook (a gather or host-to-device copy): once the loop is found, a thread
+ * without traced frames (or only a producer's found at a hand-over) gets its innermost user
+ * function traced from then on (a producer thread's), once per thread and session. */
 void tracer_on_data_op(void);
+/* The program's own producer call on this thread, GIL held (a Queue.put, Event.set or
+ * Condition.notify that user code made): as tracer_on_data_op, its innermost user function
+ * traced from then on. `child`: in a process of the program's that feeds the loop's process
+ * (a multiprocessing.Queue.put there), where no loop is looked for. 1 when one was selected. */
+int tracer_on_producer_call(int child);
+/* Whether this thread still looks for its producer function (tracer_on_producer_call's checks
+ * alone: the caller's frame walk can be skipped when not). */
+int tracer_producer_may_select(int child);
+/* A function submitted to a thread pool once the loop is found: its code, when it is the
+ * user's, is traced wherever it runs (ROLE_PIPELINE). 1 when selected now. */
+int tracer_on_submitted(PyObject* code);
 /* Installs the frame-evaluation hook (idempotent); 0, or -1 with an exception set when another
  * hook that gnnprof cannot chain is present. */
 int tracer_install(void);

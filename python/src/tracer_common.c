@@ -466,30 +466,87 @@ int data_may_select(void) {
   if (__atomic_load_n(&g_loop_epoch, __ATOMIC_RELAXED) != epoch) return 0; /* no loop found yet */
   ThreadTrace* tt = t_trace;
   if (tt == NULL) return 1; /* a thread the tracer has not seen: looked at under the GIL */
-  if (tt->depth > 0 || tt->loop_epoch == epoch || tt->deciding) return 0; /* the loop's thread */
+  if (tt->loop_epoch == epoch || tt->deciding) return 0; /* the loop's thread */
+  /* Traced frames here: only a producer's found at a hand-over, whose callee may gather. */
+  if (tt->depth > 0 && tt->handed_found != epoch) return 0;
   return producer_tries_left(tt, epoch);
 }
 
-int select_producer(void) {
-  ThreadTrace* tt = thread_trace();
-  if (tt == NULL) return 0;
-  if (!producer_tries_left(tt, __atomic_load_n(&g_auto_epoch, __ATOMIC_RELAXED))) return 0;
+/* Selects the innermost user frame that is not module code (ROLE_PIPELINE): 1 when selected
+ * now, 2 when it was a producer's already, 0 when there is none. */
+static int select_innermost(void) {
   PyFrameObject* fr = PyEval_GetFrame();
   Py_XINCREF(fr);
   int found = 0;
   for (; fr != NULL && !found; fr = caller_of(fr)) {
     PyCodeObject* co = PyFrame_GetCode(fr);
     /* Module code is a script's top level, not a producer's function. */
-    if (user_file(co->co_filename) && PyUnicode_CompareWithASCIIString(co->co_name, "<module>") != 0)
-      found = tracer_select((PyObject*)co, ROLE_PIPELINE) == 0;
+    if (user_file(co->co_filename) && PyUnicode_CompareWithASCIIString(co->co_name, "<module>") != 0) {
+      const CodeInfo* ci = info_of(co);
+      found = ci != NULL && (ci->roles & ROLE_PIPELINE) ? 2 : tracer_select((PyObject*)co, ROLE_PIPELINE) == 0;
+    }
     Py_DECREF(co);
   }
   Py_XDECREF(fr);
   PyErr_Clear();
+  if (found == 1) ++g_stats.producers;
+  return found;
+}
+
+int select_producer(void) {
+  ThreadTrace* tt = thread_trace();
+  if (tt == NULL) return 0;
+  if (!producer_tries_left(tt, __atomic_load_n(&g_auto_epoch, __ATOMIC_RELAXED))) return 0;
+  const int found = select_innermost();
   /* Found: this thread is done for the session; else one try used. */
   tt->data_tries = found ? kProducerTries : tt->data_tries + 1;
-  if (found) ++g_stats.producers;
   return found;
+}
+
+/* The looks a thread gets at its hand-overs per session, apart from those at its gathers. */
+static int handed_tries_left(ThreadTrace* tt, unsigned epoch) {
+  if (tt->handed_epoch != epoch) tt->handed_epoch = epoch, tt->handed_tries = 0;
+  return tt->handed_tries < kProducerTries;
+}
+
+int select_handed(void) {
+  ThreadTrace* tt = thread_trace();
+  if (tt == NULL) return 0;
+  const unsigned epoch = __atomic_load_n(&g_auto_epoch, __ATOMIC_RELAXED);
+  if (!handed_tries_left(tt, epoch)) return 0;
+  const int found = select_innermost();
+  tt->handed_tries = found ? kProducerTries : tt->handed_tries + 1;
+  if (found) tt->handed_found = epoch; /* a gather in what it calls still selects that */
+  return found;
+}
+
+int producer_may_select(int child) {
+  if (!g_auto || g_worker || !Py_IsInitialized() || GNNPROF_IS_FINALIZING()) return 0;
+  const unsigned epoch = __atomic_load_n(&g_auto_epoch, __ATOMIC_RELAXED);
+  if (!child && __atomic_load_n(&g_loop_epoch, __ATOMIC_RELAXED) != epoch) return 0; /* no loop found yet */
+  ThreadTrace* tt = t_trace;
+  if (tt == NULL) return 1;
+  if (tt->depth > 0 || tt->loop_epoch == epoch || tt->deciding) return 0; /* under traced code, or the loop's */
+  return handed_tries_left(tt, epoch);
+}
+
+int tracer_producer_may_select(int child) { return producer_may_select(child); }
+
+int tracer_on_submitted(PyObject* code) {
+  if (!g_auto || g_worker || !PyCode_Check(code)) return 0;
+  const unsigned epoch = __atomic_load_n(&g_auto_epoch, __ATOMIC_RELAXED);
+  if (__atomic_load_n(&g_loop_epoch, __ATOMIC_RELAXED) != epoch) return 0; /* its later submits */
+  PyCodeObject* co = (PyCodeObject*)code;
+  CodeInfo* ci = info_of(co);
+  if ((ci != NULL && (ci->roles & ROLE_PIPELINE)) || !user_file(co->co_filename) ||
+      PyUnicode_CompareWithASCIIString(co->co_name, "<module>") == 0)
+    return 0;
+  if (tracer_select(code, ROLE_PIPELINE) != 0) {
+    PyErr_Clear();
+    return 0;
+  }
+  ++g_stats.producers;
+  return 1;
 }
 
 /* The directory (or module file) of the third-party package that file f belongs to, as a

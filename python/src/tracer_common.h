@@ -127,14 +127,22 @@ int auto_selects_at_step(void);
  * a loop that calls the step itself) is returned in *adopt (a new reference) for adopt_loop
  * once the tracer holds the thread. 1 when a frame was selected. */
 int select_loop(PyFrameObject** adopt);
-/* On a gather or host-to-device copy on a thread with no current line, before taking the GIL:
+/* On a gather or host-to-device copy before taking the GIL:
  * whether to look for that thread's user code (auto on, not a worker process; the loop found
- * this session, on another thread; no traced frame here; tries left on this thread). */
+ * this session, on another thread; no traced frame here, or only a producer's found at a
+ * hand-over; tries left on this thread). */
 int data_may_select(void);
 /* There (GIL held): selects the innermost user frame that is not module code (a producer
  * thread's sampling or gathering function, ROLE_PIPELINE); a thread stops looking once one is
  * found, or after 16 tries. 1 when a frame was selected. */
 int select_producer(void);
+/* At the program's own producer call (GIL held): data_may_select, or in a process of the
+ * program's that feeds the loop's (`child`: no loop is needed here) the same without it. */
+int producer_may_select(int child);
+/* There (GIL held): select_producer's selection with looks of its own (a thread's gathers and
+ * hand-overs each find their function: the producer's loop that puts, the callee that
+ * gathers); once found, a gather under it may still select its callee. 1 when found. */
+int select_handed(void);
 /* In a fork child: the parent's traced frames and counts are forgotten; a worker from now on,
  * or (worker 0) a program whose own loop auto selection looks for. */
 void forget_parent(int worker);
@@ -183,6 +191,9 @@ typedef struct ThreadTrace {
   unsigned data_epoch; /* the g_auto_epoch whose producer code this thread looks for */
   unsigned data_tries; /* its looks so far in that session */
   unsigned loop_epoch; /* the g_auto_epoch whose loop was found on this thread */
+  unsigned handed_epoch; /* the g_auto_epoch whose hand-overs this thread looks at */
+  unsigned handed_tries; /* its looks so far in that session */
+  unsigned handed_found; /* the g_auto_epoch in which a hand-over selected its function */
   int loader_loop; /* that look was at a DataLoader's __next__: an optimizer step looks again */
   int deciding; /* inside the explicit decider or the preparer: no decisions */
   unsigned epoch; /* tracer_monitor.c: the g_epoch its stack belongs to */

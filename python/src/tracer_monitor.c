@@ -522,6 +522,12 @@ void tracer_on_data_op(void) {
   PyGILState_Release(gil);
 }
 
+int tracer_on_producer_call(int child) {
+  const int found = producer_may_select(child) && select_handed(); /* its frame's events begin at once */
+  PyErr_Clear();
+  return found;
+}
+
 int tracer_enter_fork_child(int worker) {
   forget_parent(worker);
   return g_auto ? tracer_install() : 0;

@@ -38,6 +38,18 @@ int tracer_set_frameworks(PyObject* fragments, PyObject* neutral) {
 void tracer_on_optimizer_step(void) {}
 void tracer_on_loader_step(void) {}
 void tracer_on_data_op(void) {}
+int tracer_on_producer_call(int child) {
+  (void)child;
+  return 0;
+}
+int tracer_producer_may_select(int child) {
+  (void)child;
+  return 0;
+}
+int tracer_on_submitted(PyObject* code) {
+  (void)code;
+  return 0;
+}
 int tracer_install(void) { return 0; }
 int tracer_prefetch_generators(PyObject* targets, PyObject* wrap) {
   (void)targets, (void)wrap;

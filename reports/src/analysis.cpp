@@ -1016,10 +1016,33 @@ std::optional<std::pair<std::int64_t, std::int64_t>> loop_window(const Profile& 
 }  // namespace
 
 namespace {
+}  // namespace
+
+ProducerProcesses summarize_producer_processes(const std::vector<Profile>& producers) {
+  ProducerProcesses out;
+  std::map<std::pair<std::string, std::string>, std::int64_t> own;
+  for (const Profile& q : producers) {
+    out.pids.push_back(q.run.pid);
+    for (const LineStats& l : q.lines) own[{l.file, l.function}] += std::max<std::int64_t>(0, l.total_ns - l.nested_ns);
+  }
+  std::sort(out.pids.begin(), out.pids.end());
+  for (const auto& [key, ns] : own)
+    if (ns > out.own_ns) out.file = key.first, out.function = key.second, out.own_ns = ns;
+  std::map<std::uint32_t, std::int64_t> by_line;
+  for (const Profile& q : producers)
+    for (const LineStats& l : q.lines)
+      if (l.file == out.file && l.function == out.function) {
+        by_line[l.line] += l.total_ns;
+        if (by_line[l.line] > out.line_ns) out.line = l.line, out.line_ns = by_line[l.line], out.code = l.code;
+      }
+  return out;
+}
+
 /// producer-bound: the loop waits for batches the program's own threads or processes make ahead
 /// of it (the stage "producer wait"), which cannot keep up: where it waits, and the traced
-/// function with the most own time off the loop's thread (the producer), with its heaviest line.
-std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a) {
+/// function with the most own time off the loop's thread (the producer), with its heaviest line;
+/// else, where its producer processes' profiles were read, theirs.
+std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a, const ProducerProcesses& processes) {
   if (a.loader_worker || a.iterations_used == 0 || a.iteration_mean_ns <= 0) return std::nullopt;
   const double share = a.producer_wait_share;  // sum over sum: a pool's waits come in bursts
   if (share <= 0.20) return std::nullopt;
@@ -1050,8 +1073,14 @@ std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a) {
   for (const StageStats& s : p.stages)
     if (is_worker_wait(s.name))
       for (const StageThreadStats& t : s.by_thread) workers |= t.thread != p.main_thread && t.total_ns > 0;
+  const bool in_processes = producer == nullptr && !loader && !processes.empty() && processes.own_ns > 0;
   std::string what;
-  if (producer != nullptr) {
+  if (loader) {  // the loader behind the thread is what cannot keep up, whatever thread function is traced
+    what = fmt::format(" Beside the loop, a thread of the program's own{} pulls a torch DataLoader{}.",
+                       producer != nullptr ? fmt::format(" ({}() of {})", producer->second, base_name(producer->first))
+                                           : std::string(),
+                       workers ? " from its worker processes" : " that loads in that thread (num_workers=0)");
+  } else if (producer != nullptr) {
     const LineStats* heaviest = nullptr;
     for (const LineStats& l : p.lines)
       if (l.file == producer->first && l.function == producer->second && (heaviest == nullptr || l.total_ns > heaviest->total_ns))
@@ -1064,9 +1093,19 @@ std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a) {
       what += fmt::format(", {} of it at line {} `{}`", human_ns(std::llround(static_cast<double>(heaviest->total_ns) / complete)),
                           heaviest->line, quoted_code(heaviest->code));
     what += fmt::format(", against the loop's {} of compute.", human_ns(a.compute_ns));
-  } else if (loader) {
-    what = fmt::format(" Beside the loop, a thread of the program's own pulls a torch DataLoader{}.",
-                       workers ? " from its worker processes" : " that loads in that thread (num_workers=0)");
+  } else if (in_processes) {
+    const std::size_t n = processes.pids.size();
+    what = fmt::format(" Beside the loop, {} producer process{} (pid{} {}) ran {}() of {}: {} per iteration (its time in "
+                       "{} over the run, over the loop's {:.0f} iterations)",
+                       n, n == 1 ? "" : "es", n == 1 ? "" : "s", fmt::join(processes.pids, ", "), processes.function,
+                       base_name(processes.file), human_ns(std::llround(static_cast<double>(processes.own_ns) / complete)),
+                       n == 1 ? "that process" : "those processes", complete);
+    if (4 * processes.line_ns >= processes.own_ns)
+      what += fmt::format(", {} of it at line {} `{}`", human_ns(std::llround(static_cast<double>(processes.line_ns) / complete)),
+                          processes.line, quoted_code(processes.code));
+    what += fmt::format(", against the loop's {} of compute; {} (<output>.{}.json).", human_ns(a.compute_ns),
+                        n == 1 ? "its line table is in its own profile" : "their line tables are in their own profiles",
+                        n == 1 ? std::to_string(processes.pids[0]) : std::string("<pid>"));
   } else {
     what = " No traced function ran beside the loop: `gnnprof run --lines auto --lines FILE:FUNCTION` traces the "
            "producer's function too, on a thread or in a producer process, which writes its own profile "
@@ -1080,7 +1119,10 @@ std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a) {
   int pool = 0;
   for (const auto& [name, n] : pools) pool = std::max(pool, n);
   const std::string more =
-      loader && workers ? "Raise the DataLoader's num_workers or make its per-sample work (__getitem__, collate_fn) cheaper: "
+      in_processes ? fmt::format("Make more batches at once: more producer processes than {} (with room in the queue for "
+                                 "as many batches), or shorten the producer's work",
+                                 processes.pids.size())
+      : loader && workers ? "Raise the DataLoader's num_workers or make its per-sample work (__getitem__, collate_fn) cheaper: "
                           "another thread would pull the same workers' batches"
       : loader          ? "Give the DataLoader worker processes (num_workers > 0: its __getitem__ and collate_fn then run in "
                           "processes of their own) or make its per-sample work cheaper"
@@ -1102,9 +1144,11 @@ std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a) {
        {"iteration_ns", static_cast<double>(a.iteration_mean_ns)},
        {"wait_share", share},
        {"compute_ns", static_cast<double>(a.compute_ns)},
-       {"producer_ns_per_iteration", producer != nullptr ? static_cast<double>(producer_ns) / complete : 0.0}}};
+       {"producer_ns_per_iteration",
+        producer != nullptr ? static_cast<double>(producer_ns) / complete
+        : in_processes      ? static_cast<double>(processes.own_ns) / complete
+                            : 0.0}}};
 }
-}  // namespace
 
 std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   std::vector<Diagnostic> out;
@@ -1569,7 +1613,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
          {"compute_ns", static_cast<double>(a.compute_ns)},
          {"cpus", static_cast<double>(p.environment.cpus)}});
 
-  if (auto d = producer_bound(p, a)) out.push_back(std::move(*d));
+  if (auto d = producer_bound(p, a, ProducerProcesses{})) out.push_back(std::move(*d));
   if (auto d = slow_iterations(p, a)) out.push_back(std::move(*d));
   return out;
 }

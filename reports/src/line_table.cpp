@@ -272,10 +272,13 @@ std::string began_note(const LineBlock& b) {
       calls += r.stats->began_running;
     }
   if (at == nullptr) return "";
-  // A function beside the loop is a producer thread's, found at its first feature gather.
-  const char* found = 2 * off_loop > total ? "a producer thread's function is found at its first feature gather"
-                                           : "the training loop is found at its first optimizer step (or hand-written "
-                                             "parameter update)";
+  // A function beside the loop is a producer's, found at its first feature gather or hand-over.
+  const char* found =
+      b.producer_process ? "a producer process's function is found at its first multiprocessing.Queue.put"
+      : 2 * off_loop > total
+          ? "a producer thread's function is found at its first feature gather or hand-over of a batch (Queue.put, "
+            "Event.set)"
+          : "the training loop is found at its first optimizer step (or hand-written parameter update)";
   return fmt::format("tracing began at line {} in {} already running, as it does where {}: the statements {} ran before "
                      "are not counted, such as a loop's first pass up to line {}",
                      at->line, calls == 1 ? "a call" : fmt::format("{} calls", calls), found,
@@ -349,6 +352,7 @@ LineTable build_line_table(const Profile& p, const std::vector<std::string>& sou
     LineBlock b;
     b.file = key.first;
     b.function = key.second;
+    b.producer_process = p.run.feeds_pid != 0;
     b.python = is_python_file(b.file);
     std::sort(lines.begin(), lines.end(), [](const LineStats* x, const LineStats* y) { return x->line < y->line; });
     for (const auto* l : lines) {

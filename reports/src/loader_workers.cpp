@@ -36,17 +36,16 @@ bool names_parent(const fs::path& path, const std::string& key) {
   return false;
 }
 
-}  // namespace
-
-std::vector<Profile> read_loader_worker_profiles(const std::string& parent_path, const Profile& parent,
-                                                 std::size_t limit, std::size_t* more) {
+/// The profiles beside `parent_path` whose run.<field> (`name` in the JSON) is parent's pid.
+std::vector<Profile> read_child_profiles(const std::string& parent_path, const Profile& parent, const char* name,
+                                         std::int64_t RunInfo::*field, std::size_t limit, std::size_t* more) {
   std::vector<Profile> out;
   if (more != nullptr) *more = 0;
   if (parent.run.pid <= 0) return out;
   std::error_code ec;
   const fs::path self = fs::path(parent_path);
   const fs::path dir = self.has_parent_path() ? self.parent_path() : fs::path(".");
-  const std::string key = "\"parent_pid\": " + std::to_string(parent.run.pid);
+  const std::string key = fmt::format("\"{}\": {}", name, parent.run.pid);
   std::size_t seen = 0;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     if (++seen > 20000) break;  // not a profile directory
@@ -59,7 +58,7 @@ std::vector<Profile> read_loader_worker_profiles(const std::string& parent_path,
     }
     Result<Profile> p = read_profile_file(path.string());
     // The same launch: same host and run id, started while the loop ran (pids are reused).
-    if (!p || p->run.parent_pid != parent.run.pid || p->run.host != parent.run.host ||
+    if (!p || (p->run).*field != parent.run.pid || p->run.host != parent.run.host ||
         p->run.start_unix_ns < parent.run.start_unix_ns ||
         (parent.wall_ns > 0 && p->run.start_unix_ns > parent.run.start_unix_ns + parent.wall_ns) ||
         (!parent.run.run_id.empty() && !p->run.run_id.empty() && p->run.run_id != parent.run.run_id))
@@ -68,6 +67,17 @@ std::vector<Profile> read_loader_worker_profiles(const std::string& parent_path,
   }
   std::sort(out.begin(), out.end(), [](const Profile& a, const Profile& b) { return a.run.pid < b.run.pid; });
   return out;
+}
+
+}  // namespace
+
+std::vector<Profile> read_loader_worker_profiles(const std::string& parent_path, const Profile& parent,
+                                                 std::size_t limit, std::size_t* more) {
+  return read_child_profiles(parent_path, parent, "parent_pid", &RunInfo::parent_pid, limit, more);
+}
+
+std::vector<Profile> read_producer_profiles(const std::string& parent_path, const Profile& parent, std::size_t limit) {
+  return read_child_profiles(parent_path, parent, "feeds_pid", &RunInfo::feeds_pid, limit, nullptr);
 }
 
 namespace {

@@ -165,6 +165,14 @@ void copy_on_write_diagnostic(Report& r) {
 
 }  // namespace
 
+void set_producer_processes(Report& r, ProducerProcesses processes) {
+  r.producers = std::move(processes);
+  if (r.producers.empty()) return;
+  for (Diagnostic& d : r.diagnostics)
+    if (d.id == "producer-bound")
+      if (auto again = producer_bound(*r.profile, r.analysis, r.producers)) d = std::move(*again);
+}
+
 void set_loader_workers(Report& r, LoaderWorkers workers) {
   r.workers = std::move(workers);
   restart_diagnostic(r);

@@ -1262,9 +1262,11 @@ def test_a_loop_waiting_for_its_own_producers_is_told_they_cannot_keep_up(gnnpro
     assert p.lines("batches_from_processes")[get]["stages"].get("producer wait", 0) > 0
     pb = diagnostics(p).get("producer-bound")
     assert pb is not None and f"at pool_producer.py:{get} `s, batch = q.get()`" in pb["message"], pb
-    assert "`gnnprof run --lines auto --lines FILE:FUNCTION` traces the producer's function too" in pb["message"], \
-        pb["message"]
-    # As it says: the producer process's own profile then has sample()'s lines.
+    # The sampler process's function, found at its first q.put, traced there; its profile read.
+    for part in ("Beside the loop, 1 producer process (pid ", "ran sampler_process() of pool_producer.py",
+                 "more producer processes than 1"):
+        assert part in pb["message"], (part, pb["message"])
+    # --lines FILE:FUNCTION also traces what it calls: sample()'s lines in its own profile.
     traced = gnnprof_run(path, "30", "1", "40", "process", lines=["auto", "pool_producer.py:sample"])
     assert traced.rc == 0, traced.err
     producers = [json.load(open(f)) for f in glob.glob(traced.path[:-len(".json")] + ".*.json")]
@@ -1275,6 +1277,62 @@ def test_a_loop_waiting_for_its_own_producers_is_told_they_cannot_keep_up(gnnpro
     assert off.rc == 0, off.err
     assert waits(off) is None
     assert not off.collector("producer-waits")["enabled"]
+
+
+@needs_torch
+def test_a_producer_that_makes_no_torch_op_is_traced_where_it_hands_a_batch_over(gnnprof_run, plain_run, tmp_path):
+    """A producer that samples and gathers with numpy alone makes no torch gather for the tracer
+    to find it by. Auto selection finds it where it hands a batch over: a thread's first
+    queue.Queue.put, a function submitted to a ThreadPoolExecutor once the loop is found, a
+    producer process's first multiprocessing.Queue.put (its profile names the loop's process,
+    run.feeds_pid, and the loop's report reads it). producer-bound then names the producer and
+    its heaviest line in each case; the output stays the script's."""
+    path = script("numpy_producer.py")
+
+    def bound(run):
+        out = str(tmp_path / "report.json")
+        report(run.path, "--json", out)
+        with open(out) as f:
+            return next((d for d in json.load(f)["diagnostics"] if d["id"] == "producer-bound"), None)
+
+    handed = line_of(path, "x, y = sample_batch(rng)")
+    t = gnnprof_run(path, "30", "thread")
+    assert t.rc == 0, t.err
+    assert t.out == plain_run(path, "30", "thread").out
+    assert t.lines("producer")[handed]["hits"] >= 25, t.lines("producer")
+    assert "on a producer thread or submitted to a thread pool" in t.collector("python-lines")["reason"]
+    d = bound(t)
+    assert d is not None, t.profile["stages"]
+    assert "producer() of numpy_producer.py ran" in d["message"] and f"at line {handed} `x, y = sample_batch(rng)`" \
+        in d["message"], d["message"]
+
+    pool = gnnprof_run(path, "30", "pool")
+    assert pool.rc == 0, pool.err
+    assert pool.out == t.out
+    lines = pool.lines("sample_batch")
+    unique = line_of(path, "uniq, inv = np.unique(hop2, return_inverse=True)")
+    assert lines[unique]["hits"] >= 25 and lines[unique]["off_loop_ns"] > 0, lines
+    d = bound(pool)
+    assert d is not None and "sample_batch() of numpy_producer.py ran" in d["message"], d
+    assert "a larger max_workers than its thread pool's 1 thread" in d["message"], d["message"]
+
+    p = gnnprof_run(path, "30", "process")
+    assert p.rc == 0, p.err
+    assert p.out == t.out
+    assert not p.lines("producer"), "the producer's lines are in its own process's profile"
+    producers = [json.load(open(f)) for f in glob.glob(p.path[:-len(".json")] + ".*.json")]
+    fed = [q for q in producers if q["run"].get("feeds_pid") == p.profile["run"]["pid"]]
+    assert len(fed) == 1, [q["run"] for q in producers]
+    assert any(l["function"] == "producer" and l["line"] == handed and l["hits"] >= 25 for l in fed[0]["lines"]), \
+        fed[0]["lines"]
+    reason = next(c for c in fed[0]["collectors"] if c["name"] == "python-lines")["reason"]
+    assert f"this process hands batches to pid {p.profile['run']['pid']} through a multiprocessing.Queue" in reason, reason
+    d = bound(p)
+    assert d is not None, p.profile["stages"]
+    for part in (f"1 producer process (pid {fed[0]['run']['pid']}) ran producer() of numpy_producer.py",
+                 f"at line {handed} `x, y = sample_batch(rng)`", f"(<output>.{fed[0]['run']['pid']}.json)",
+                 "more producer processes than 1"):
+        assert part in d["message"], (part, d["message"])
 
 
 @needs_torch
@@ -1296,7 +1354,8 @@ def test_a_loop_fed_by_its_own_thread_around_a_dataloader_is_told_about_the_load
     assert w.out == plain_run(path, "1").out
     d = bound(w)
     assert d is not None, w.profile["stages"]
-    for part in ("Beside the loop, a thread of the program's own pulls a torch DataLoader from its worker processes.",
+    for part in ("Beside the loop, a thread of the program's own (producer() of loader_thread.py) pulls a torch "
+                 "DataLoader from its worker processes.",
                  "Raise the DataLoader's num_workers", "Its 1 worker process cannot keep up: together a batch every"):
         assert part in d["message"], (part, d["message"])
     assert d["evidence"]["worker_busy_share"] > 0.5, d["evidence"]

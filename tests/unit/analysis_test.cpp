@@ -308,6 +308,37 @@ TEST(Diagnostics, ProducerBound) {
             std::string::npos)
       << e->message;
   EXPECT_NE(e->message.find("more producer threads"), std::string::npos) << e->message;
+  // With that producer process's own profile read (run.feeds_pid): its traced function.
+  Profile fed;
+  fed.run.pid = 77;
+  fed.run.feeds_pid = p.run.pid;
+  for (auto [line, code, ms, nested] : {std::tuple{30u, "for step in range(steps):", 2, 0},
+                                        std::tuple{31u, "q.put(sample(graph, step))", 70, 0}}) {
+    LineStats l;
+    l.file = "/w/train.py";
+    l.function = "sampler_process";
+    l.line = line;
+    l.code = code;
+    l.hits = 20;
+    l.total_ns = 20 * ms * kMs;
+    l.nested_ns = nested;
+    fed.lines.push_back(l);
+  }
+  const ProducerProcesses procs = summarize_producer_processes({fed});
+  EXPECT_EQ(procs.pids, std::vector<std::int64_t>{77});
+  EXPECT_EQ(procs.function, "sampler_process");
+  EXPECT_EQ(procs.line, 31u);
+  const auto named = producer_bound(process, analyze(process, {}), procs);
+  ASSERT_TRUE(named.has_value());
+  for (const char* part : {"Beside the loop, 1 producer process (pid 77) ran sampler_process() of train.py: 72.0 ms per "
+                           "iteration (its time in that process over the run, over the loop's 20 iterations), 70.0 ms of it "
+                           "at line 31 `q.put(sample(graph, step))`, against the loop's 60.0 ms of compute; its line table "
+                           "is in its own profile (<output>.77.json).",
+                           "more producer processes than 1"})
+    EXPECT_NE(named->message.find(part), std::string::npos) << part << "\n" << named->message;
+  EXPECT_DOUBLE_EQ(named->evidence.at("producer_ns_per_iteration"), 72.0 * kMs);
+  // A traced thread producer in the loop's own process comes first.
+  EXPECT_EQ(producer_bound(p, a, procs)->message, d->message);
   // A thread of the program's own pulling a DataLoader from its workers: the loader's advice.
   Profile pulled = process;
   StageStats pass = stage("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", "data");

@@ -579,10 +579,17 @@ TEST(Lines, WhereTracingBeganInARunningFrameIsCountedAndSaid) {
     Profile producer = p;
     for (auto& l : producer.lines) l.off_loop_ns = l.total_ns;
     const std::string beside = reports::began_note(reports::build_line_table(producer, {}).blocks.at(0));
-    EXPECT_NE(beside.find("as it does where a producer thread's function is found at its first feature gather: the "
-                          "statements that call ran before are not counted"),
+    EXPECT_NE(beside.find("as it does where a producer thread's function is found at its first feature gather or "
+                          "hand-over of a batch (Queue.put, Event.set): the statements that call ran before are not counted"),
               std::string::npos)
         << beside;
+    // In a producer process's own profile: found where it first hands a batch over.
+    producer.run.feeds_pid = 4242;
+    const std::string process = reports::began_note(reports::build_line_table(producer, {}).blocks.at(0));
+    EXPECT_NE(process.find("as it does where a producer process's function is found at its first "
+                           "multiprocessing.Queue.put: "),
+              std::string::npos)
+        << process;
   }
   std::ostringstream text;
   ASSERT_TRUE(reports::TextReporter({}).render(p, text));

@@ -135,6 +135,11 @@ GNNPROF_C_API int gnnprof_set_rank(int rank, int local_rank, int world_size);
  * -1 where no session of this process runs. */
 GNNPROF_C_API int gnnprof_set_loader(const char* loader);
 
+/* A producer process of the program's own: the pid of the process it hands its batches to, as
+ * its profile's run.feeds_pid, so that the loop's report reads this profile beside its own.
+ * 0 on success, -1 where no session of this process runs. */
+GNNPROF_C_API int gnnprof_set_feeds(long pid);
+
 /* Declares a collector in the profile's "collectors" list (replacing one of the same name),
  * e.g. ("cupti", 0, "no CUDA driver (cuptiActivityEnable: CUPTI_ERROR_UNKNOWN)"). May be called
  * before the session starts. */
@@ -253,9 +258,9 @@ GNNPROF_C_API void gnnprof_optimizer_step(void);
  * hook set with gnnprof_set_loader_step_hook() (NULL: none). */
 GNNPROF_C_API void gnnprof_set_loader_step_hook(void (*hook)(void));
 GNNPROF_C_API void gnnprof_loader_step(void);
-/* Called by gnnprof_materialize() and by gnnprof_transfer() of a host-to-device copy on a
- * thread with no current line (the Python tracer looks for the user code of a producer thread
- * there); NULL: none. */
+/* Called by gnnprof_materialize() and by gnnprof_transfer() of a host-to-device copy (the
+ * Python tracer looks for the user code of a producer thread there; its own thread-local
+ * checks come first); NULL: none. */
 GNNPROF_C_API void gnnprof_set_data_hook(void (*hook)(void));
 /* gnnprof_lane_kernel() with the line that launched the kernel (0 if unknown). */
 GNNPROF_C_API void gnnprof_lane_kernel_at(gnnprof_lane_t lane, gnnprof_site_t kernel, gnnprof_site_t stage,

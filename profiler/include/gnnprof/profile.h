@@ -50,6 +50,11 @@ struct RunInfo {
   /// "" when unknown. The Python package writes "<dataset class> at <dataset id>, batch_size <n>,
   /// <num_workers> workers" (the report reads the count).
   std::string loader;
+  /// A producer process of the program's own (a multiprocessing.Process that makes batches and
+  /// hands them over through a multiprocessing.Queue): the process it feeds, the one that
+  /// started it. The Python package sets it where auto selection found its producer function;
+  /// the loop's report reads such profiles beside its own. 0 otherwise.
+  std::int64_t feeds_pid = 0;
   /// How the launched command ended, written in by its launcher (`gnnprof run`, `python3 -m
   /// gnnprof`) once it exited: its exit code, or 128 + the signal that killed it; absent when no
   /// launcher saw it end (a linked or imported session, a worker's profile).

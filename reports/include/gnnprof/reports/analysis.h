@@ -253,6 +253,25 @@ std::string sampled_ops_note(const Profile& p, bool gpu_records = false);
 /// The diagnostics rules (docs/diagnostics.md): stable ids, severity, message, evidence.
 std::vector<Diagnostic> diagnose(const Profile& profile, const Analysis& analysis);
 
+/// A loop's producer processes, from their own profiles (read_producer_profiles): processes of
+/// the program's own that hand it batches through a multiprocessing.Queue, whose producer
+/// function auto selection traced there.
+struct ProducerProcesses {
+  std::vector<std::int64_t> pids;  ///< ascending
+  /// The traced function with the most own time over them (traced callees apart), and its
+  /// heaviest line; empty when none traced anything.
+  std::string file, function, code;
+  std::int64_t own_ns = 0;
+  std::uint32_t line = 0;
+  std::int64_t line_ns = 0;
+  bool empty() const { return pids.empty(); }
+};
+ProducerProcesses summarize_producer_processes(const std::vector<Profile>& producers);
+
+/// producer-bound (docs/diagnostics.md) with the loop's producer processes: where no traced
+/// function ran beside the loop in its own process, the processes' producer is named.
+std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a, const ProducerProcesses& processes);
+
 /// Whether a stage is a DataLoader's scope around a batch it hands out (torch's
 /// "enumerate(DataLoader)#<its iterator class>.__next__" record_function).
 bool is_loader_scope(std::string_view stage) noexcept;

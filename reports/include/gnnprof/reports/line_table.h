@@ -57,6 +57,7 @@ struct LineBlock {
   bool python = false;       ///< traced Python (a .py file): rows span the whole function
   bool source_found = false; ///< rows are the source's lines; else only the statements
   bool source_changed = false;  ///< the file's lines are not the recorded statements (edited since)
+  bool producer_process = false;  ///< in a producer process's profile (run.feeds_pid)
   std::vector<LineRow> rows;
 };
 

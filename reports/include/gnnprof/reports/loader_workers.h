@@ -138,6 +138,11 @@ struct LoaderWorkers {
 std::vector<Profile> read_loader_worker_profiles(const std::string& parent_path, const Profile& parent,
                                                  std::size_t limit = 64, std::size_t* more = nullptr);
 
+/// The same for the profiles of `parent`'s producer processes (run.feeds_pid = parent's pid):
+/// processes of the program's own that hand it batches through a multiprocessing.Queue.
+std::vector<Profile> read_producer_profiles(const std::string& parent_path, const Profile& parent,
+                                            std::size_t limit = 16);
+
 /// The summary of `parent`'s `workers` (the profiles above); `top` lines at most.
 LoaderWorkers summarize_loader_workers(const Profile& parent, const std::vector<Profile>& workers, std::size_t top = 5);
 

@@ -40,6 +40,8 @@ struct Report {
   /// The loop's DataLoader workers, from their own profiles (left empty by make_report: the
   /// caller that knows where the profile lies reads them, read_loader_worker_profiles).
   LoaderWorkers workers;
+  /// The loop's producer processes, from their own profiles (also left empty by make_report).
+  ProducerProcesses producers;
 };
 
 /// Analyses `profile` once (options.skip), runs the diagnostics rules and builds the hierarchy.
@@ -49,5 +51,10 @@ Report make_report(const Profile& profile, const ReportOptions& options);
 /// an iteration, idle most of the time) yet the loop waits at __next__, loader-bound says the
 /// wait is the loop receiving batches or the workers short of CPU, not too few workers.
 void set_loader_workers(Report& r, LoaderWorkers workers);
+
+/// Sets the report's producer processes (summarize_producer_processes of
+/// read_producer_profiles): producer-bound then names their producer function where no traced
+/// function ran beside the loop in its own process. Before set_loader_workers, which adds to it.
+void set_producer_processes(Report& r, ProducerProcesses processes);
 
 }  // namespace gnnprof::reports

@@ -1,0 +1,135 @@
+"""The program's own producers, found where they hand a batch over: their lines are traced.
+
+A hand-written pipeline makes batches on a thread of its own, in a thread pool or in a
+process, and hands them to the loop through a queue, a Future or an Event. The tracer finds a
+producer thread's function at its first torch gather or host-to-device copy; one that samples
+with numpy, reads files or builds Python lists makes none. So the hand-over selects it too:
+- `threading.Condition.notify` (under Queue.put, Event.set, Future.set_result and
+  multiprocessing.Queue.put), wrapped: when the program's own code made the call (PRODUCER_CALLS,
+  or notify itself) on a thread other than the loop's once auto selection found the loop, the
+  innermost user function running there is traced from then on, as a producer thread's is;
+  in a process started by multiprocessing (not a DataLoader worker) a multiprocessing.Queue.put
+  does the same before any loop is found: that process feeds the loop's process.
+- `ThreadPoolExecutor.submit`, wrapped: once the loop is found, a submitted function of the
+  user's files is traced wherever it runs (functools.partial and bound methods unwrapped).
+Auto selection only (the native side checks); a thread stops looking once one is found.
+"""
+import functools
+import os
+import sys
+import threading
+
+from . import _attach
+
+# The standard library's calls a producer makes to hand a batch over, by the file under the
+# standard library's directory and the function's name.
+PRODUCER_CALLS = {
+    "queue.py": ("put", "put_nowait"),
+    "threading.py": ("set", "notify", "notify_all"),  # Event.set, Condition.notify
+    os.path.join("concurrent", "futures", "_base.py"): ("set_result", "set_exception"),
+    os.path.join("multiprocessing", "queues.py"): ("put", "put_nowait"),
+}
+MP_QUEUES = os.path.join("multiprocessing", "queues.py")
+
+
+def _code_of(fn):
+    """The code object a callable runs first: a function's, through partials and bound methods."""
+    for _ in range(8):
+        if isinstance(fn, functools.partial):
+            fn = fn.func
+        elif hasattr(fn, "__func__"):
+            fn = fn.__func__
+        else:
+            break
+    return getattr(fn, "__code__", None)
+
+
+def install(native, api):
+    """Wraps Condition.notify now and ThreadPoolExecutor.submit once concurrent.futures is
+    imported (once per process). Returns what was done, for the tests."""
+    if not hasattr(native, "producer_call"):
+        return "none"
+    lib = os.path.dirname(threading.__file__)
+    dirs = (os.path.join(lib, "concurrent") + os.sep, os.path.join(lib, "multiprocessing") + os.sep)
+    files = (threading.__file__, os.path.join(lib, "queue.py"))
+    calls = {os.path.join(lib, f): names for f, names in PRODUCER_CALLS.items()}
+    mp_queues = os.path.join(lib, MP_QUEUES)
+    others = ("/site-packages/", "/dist-packages/", os.path.dirname(os.path.abspath(__file__)) + os.sep)
+    getframe = sys._getframe
+
+    def in_child():
+        """A process that multiprocessing started (not the loop's own)."""
+        mp = sys.modules.get("multiprocessing.process")
+        return mp is not None and mp.parent_process() is not None
+
+    def handed_over(depth):
+        """The standard library's call the program made above `depth` frames, when the
+        program's own code made a producer's call (else None)."""
+        f, called = getframe(depth), None
+        while f is not None:
+            code = f.f_code
+            name = code.co_filename
+            if name.startswith(dirs) or name in files:
+                called = code
+                f = f.f_back
+                continue
+            if any(o in name for o in others):
+                return None
+            if called is None:
+                return "notify"  # the program notified a Condition itself
+            return called if called.co_name in calls.get(called.co_filename, ()) else None
+        return None
+
+    def look():
+        if not api._state["bound"] or not native.is_running():
+            return
+        loop = native.loop_thread()  # 1 here, 0 elsewhere, -2 not yet found, -1 no auto selection
+        if loop == 1 or loop == -1:
+            return
+        child = loop == -2
+        if (child and not in_child()) or not native.producer_may(child):
+            return
+        called = handed_over(3)
+        if called is None:
+            return
+        if not child:
+            native.producer_call(False)
+        elif getattr(called, "co_filename", None) == mp_queues and native.producer_call(True):
+            feeds = sys.modules["multiprocessing.process"].parent_process().pid
+            if native.set_feeds(feeds) == 0:
+                api._state["feeds"] = feeds
+
+    done = []
+    cls, original, why = _attach.method_to_wrap("threading", "Condition", "notify", "no threading.Condition.notify")
+    if cls is not None:
+        def notify(self, n=1):
+            try:
+                look()
+            except Exception:  # never into the host's hand-over
+                pass
+            return original(self, n)
+        _attach.replace_method(cls, "notify", notify, original)
+        done.append("Condition.notify")
+    elif why == "installed":
+        done.append("Condition.notify")
+
+    def wrap_submit():
+        cls, original, _ = _attach.method_to_wrap("concurrent.futures.thread", "ThreadPoolExecutor", "submit",
+                                                   "no ThreadPoolExecutor.submit")
+        if cls is None:
+            return
+
+        def submit(self, fn, /, *args, **kwargs):
+            try:
+                if api._state["bound"] and native.loop_thread() in (0, 1):
+                    code = _code_of(fn)
+                    if code is not None:
+                        native.submitted(code)
+            except Exception:  # never into the host's submit
+                pass
+            return original(self, fn, *args, **kwargs)
+        _attach.replace_method(cls, "submit", submit, original)
+
+    _attach.after_import("concurrent.futures.thread", wrap_submit)
+    done.append("ThreadPoolExecutor.submit (once imported)")
+    return ", ".join(done)

@@ -1,0 +1,79 @@
+"""A training loop fed by a producer of the program's own that samples neighbours and gathers
+their features with numpy alone (no torch op until the loop's torch.from_numpy): a thread and a
+queue.Queue (`thread`), a ThreadPoolExecutor (`pool`), or a process and a multiprocessing.Queue
+(`process`). Plain PyTorch, no gnnprof import; the producer makes no torch gather for the tracer
+to find it by.
+
+usage: numpy_producer.py STEPS [thread|pool|process]"""
+import multiprocessing as mp
+import queue
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+N, D, FANOUT, BATCH = 20000, 64, 10, 512
+_rng = np.random.default_rng(0)
+FEATS = _rng.standard_normal((N, D), dtype=np.float32)
+NBRS = _rng.integers(0, N, (N, FANOUT))
+LABELS = _rng.integers(0, 5, N)
+
+
+def sample_batch(rng):
+    seeds = rng.integers(0, N, BATCH)
+    hop2 = NBRS[NBRS[seeds].reshape(-1)].reshape(-1)
+    uniq, inv = np.unique(hop2, return_inverse=True)
+    x = FEATS[uniq][inv].reshape(BATCH, FANOUT * FANOUT, D).mean(1)
+    return x, LABELS[seeds]
+
+
+def producer(q, steps, seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        x, y = sample_batch(rng)
+        q.put((x, y))
+    q.put(None)
+
+
+def batches(steps, mode):
+    if mode == "pool":
+        rng = np.random.default_rng(1)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            futures = [pool.submit(sample_batch, rng)]
+            for step in range(steps):
+                if step + 1 < steps:
+                    futures.append(pool.submit(sample_batch, rng))
+                yield futures[step].result()
+        return
+    if mode == "process":
+        ctx = mp.get_context("fork")
+        q = ctx.Queue(maxsize=4)
+        worker = ctx.Process(target=producer, args=(q, steps, 1), daemon=True)
+    else:
+        q = queue.Queue(maxsize=4)
+        worker = threading.Thread(target=producer, args=(q, steps, 1), daemon=True)
+    worker.start()
+    while (item := q.get()) is not None:
+        yield item
+    worker.join()
+
+
+def main(steps, mode):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(D, 128), torch.nn.ReLU(), torch.nn.Linear(128, 5))
+    opt = torch.optim.Adam(model.parameters())
+    n = 0
+    for x, y in batches(steps, mode):
+        loss = F.cross_entropy(model(torch.from_numpy(x)), torch.from_numpy(y))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        n += 1
+    print("steps", n)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else "thread")
