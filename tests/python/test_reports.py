@@ -1279,6 +1279,15 @@ def test_a_loop_waiting_for_its_own_producers_is_told_they_cannot_keep_up(gnnpro
     assert not off.collector("producer-waits")["enabled"]
 
 
+def producer_bound(run, tmp_path):
+    """The producer-bound diagnostic of `gnnprof report --json` of a run (with its producer
+    processes' and DataLoader workers' profiles read), or None."""
+    out = str(tmp_path / "report.json")
+    report(run.path, "--json", out)
+    with open(out) as f:
+        return next((d for d in json.load(f)["diagnostics"] if d["id"] == "producer-bound"), None)
+
+
 @needs_torch
 def test_a_producer_that_makes_no_torch_op_is_traced_where_it_hands_a_batch_over(gnnprof_run, plain_run, tmp_path):
     """A producer that samples and gathers with numpy alone makes no torch gather for the tracer
@@ -1289,19 +1298,13 @@ def test_a_producer_that_makes_no_torch_op_is_traced_where_it_hands_a_batch_over
     its heaviest line in each case; the output stays the script's."""
     path = script("numpy_producer.py")
 
-    def bound(run):
-        out = str(tmp_path / "report.json")
-        report(run.path, "--json", out)
-        with open(out) as f:
-            return next((d for d in json.load(f)["diagnostics"] if d["id"] == "producer-bound"), None)
-
     handed = line_of(path, "x, y = sample_batch(rng)")
     t = gnnprof_run(path, "30", "thread")
     assert t.rc == 0, t.err
     assert t.out == plain_run(path, "30", "thread").out
     assert t.lines("producer")[handed]["hits"] >= 25, t.lines("producer")
     assert "on a producer thread or submitted to a thread pool" in t.collector("python-lines")["reason"]
-    d = bound(t)
+    d = producer_bound(t, tmp_path)
     assert d is not None, t.profile["stages"]
     assert "producer() of numpy_producer.py ran" in d["message"] and f"at line {handed} `x, y = sample_batch(rng)`" \
         in d["message"], d["message"]
@@ -1312,7 +1315,7 @@ def test_a_producer_that_makes_no_torch_op_is_traced_where_it_hands_a_batch_over
     lines = pool.lines("sample_batch")
     unique = line_of(path, "uniq, inv = np.unique(hop2, return_inverse=True)")
     assert lines[unique]["hits"] >= 25 and lines[unique]["off_loop_ns"] > 0, lines
-    d = bound(pool)
+    d = producer_bound(pool, tmp_path)
     assert d is not None and "sample_batch() of numpy_producer.py ran" in d["message"], d
     assert "a larger max_workers than its thread pool's 1 thread" in d["message"], d["message"]
 
@@ -1327,7 +1330,7 @@ def test_a_producer_that_makes_no_torch_op_is_traced_where_it_hands_a_batch_over
         fed[0]["lines"]
     reason = next(c for c in fed[0]["collectors"] if c["name"] == "python-lines")["reason"]
     assert f"this process hands batches to pid {p.profile['run']['pid']} through a multiprocessing.Queue" in reason, reason
-    d = bound(p)
+    d = producer_bound(p, tmp_path)
     assert d is not None, p.profile["stages"]
     for part in (f"1 producer process (pid {fed[0]['run']['pid']}) ran producer() of numpy_producer.py",
                  f"at line {handed} `x, y = sample_batch(rng)`", f"(<output>.{fed[0]['run']['pid']}.json)",
@@ -1343,16 +1346,10 @@ def test_a_loop_fed_by_its_own_thread_around_a_dataloader_is_told_about_the_load
     (from their profiles) and advises num_workers; with none, that the thread loads itself."""
     path = script("loader_thread.py")
 
-    def bound(run):
-        out = str(tmp_path / "report.json")
-        report(run.path, "--json", out)
-        with open(out) as f:
-            return next((d for d in json.load(f)["diagnostics"] if d["id"] == "producer-bound"), None)
-
     w = gnnprof_run(path, "1")
     assert w.rc == 0, w.err
     assert w.out == plain_run(path, "1").out
-    d = bound(w)
+    d = producer_bound(w, tmp_path)
     assert d is not None, w.profile["stages"]
     for part in ("Beside the loop, a thread of the program's own (producer() of loader_thread.py) pulls a torch "
                  "DataLoader from its worker processes.",
@@ -1363,5 +1360,5 @@ def test_a_loop_fed_by_its_own_thread_around_a_dataloader_is_told_about_the_load
     z = gnnprof_run(path, "0")
     assert z.rc == 0, z.err
     assert z.out == w.out
-    d = bound(z)
+    d = producer_bound(z, tmp_path)
     assert d is not None and "pulls a torch DataLoader that loads in that thread (num_workers=0)" in d["message"], d

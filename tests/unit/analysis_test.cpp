@@ -239,29 +239,30 @@ TEST(Diagnostics, LoaderBound) {
   EXPECT_TRUE(has(run(both), "loader-bound"));
 }
 
+/// A line of train.py run 20 times for `ms` each.
+LineStats train_line(const char* function, std::uint32_t line, const char* code, std::int64_t ms) {
+  LineStats l;
+  l.file = "/w/train.py";
+  l.function = function;
+  l.line = line;
+  l.code = code;
+  l.hits = 20;
+  l.total_ns = 20 * ms * kMs;
+  return l;
+}
+
 /// The loop waiting for the program's own producer ("producer wait", the Python package's),
 /// `wait_ms` a batch; the loop's line that waits, and a producer function traced on a thread
 /// pool's thread.
 Profile producer_loop_profile(std::int64_t wait_ms) {
   Profile p = waiting_loop_profile(kProducerWaitStage, wait_ms);
   p.run.command = {"/usr/bin/python3", "train.py"};
-  LineStats wait;
-  wait.file = "/w/train.py";
-  wait.function = "main";
-  wait.line = 41;
-  wait.code = "x, y = futures[step].result()";
-  wait.hits = 20;
-  wait.total_ns = 20 * wait_ms * kMs;
+  LineStats wait = train_line("main", 41, "x, y = futures[step].result()", wait_ms);
   wait.stages[kProducerWaitStage] = wait.total_ns;
   p.lines.push_back(wait);
   for (auto [line, code, ms] : {std::tuple{19u, "time.sleep(0.05)", 50}, std::tuple{20u, "x = feats[nodes]", 30}}) {
-    LineStats l;
-    l.file = "/w/train.py";
-    l.function = "sample";
-    l.line = line;
-    l.code = code;
-    l.hits = 20;
-    l.total_ns = l.off_loop_ns = 20 * ms * kMs;
+    LineStats l = train_line("sample", line, code, ms);
+    l.off_loop_ns = l.total_ns;
     p.lines.push_back(l);
   }
   p.threads.push_back(ThreadInfo{1, 2, "ThreadPoolExecutor-0_0", 0, 0});
@@ -312,18 +313,8 @@ TEST(Diagnostics, ProducerBound) {
   Profile fed;
   fed.run.pid = 77;
   fed.run.feeds_pid = p.run.pid;
-  for (auto [line, code, ms, nested] : {std::tuple{30u, "for step in range(steps):", 2, 0},
-                                        std::tuple{31u, "q.put(sample(graph, step))", 70, 0}}) {
-    LineStats l;
-    l.file = "/w/train.py";
-    l.function = "sampler_process";
-    l.line = line;
-    l.code = code;
-    l.hits = 20;
-    l.total_ns = 20 * ms * kMs;
-    l.nested_ns = nested;
-    fed.lines.push_back(l);
-  }
+  fed.lines = {train_line("sampler_process", 30, "for step in range(steps):", 2),
+               train_line("sampler_process", 31, "q.put(sample(graph, step))", 70)};
   const ProducerProcesses procs = summarize_producer_processes({fed});
   EXPECT_EQ(procs.pids, std::vector<std::int64_t>{77});
   EXPECT_EQ(procs.function, "sampler_process");
