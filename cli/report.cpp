@@ -28,7 +28,7 @@ int run_report(const ReportArgs& a) {
       gnnprof::reports::summarize_loader_workers(*p, gnnprof::reports::read_loader_worker_profiles(a.profile, *p, 64, &more));
   workers.not_read = more;
   gnnprof::reports::set_producer_processes(
-      report, gnnprof::reports::summarize_producer_processes(gnnprof::reports::read_producer_profiles(a.profile, *p)));
+      report, gnnprof::reports::summarize_producer_processes(*p, gnnprof::reports::read_producer_profiles(a.profile, *p)));
   gnnprof::reports::set_loader_workers(report, std::move(workers));
   gnnprof::reports::TextReporter text(opt);
   if (a.lines_only) {

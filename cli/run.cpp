@@ -273,7 +273,7 @@ int run_run(const RunArgs& args) {
       std::vector<Profile> producers;
       for (const auto& f : found)
         if (f.profile.run.feeds_pid == main->profile.run.pid && f.profile.run.feeds_pid != 0) producers.push_back(f.profile);
-      reports::set_producer_processes(*report, reports::summarize_producer_processes(producers));
+      reports::set_producer_processes(*report, reports::summarize_producer_processes(main->profile, producers));
       reports::set_loader_workers(*report, reports::summarize_loader_workers(main->profile, workers));
       // What a line_profiler or Scalene user expects at the end of the run: the gist, on stderr.
       if (const std::string gist = reports::run_summary(*report); !gist.empty() && !config::get_bool("GNNPROF_QUIET"))

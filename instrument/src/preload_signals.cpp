@@ -47,7 +47,7 @@ void flush_in_child() {
 
 /// Writes the profile before the process ends without its atexit flush: the attach thread
 /// stops the session (threads mode), or a _Fork()ed child writes it. Once per process; bounded.
-void flush_before_end(int sig, bool any_mode) {
+void flush_before_end(int sig) {
   if (g_in_signal.exchange(true)) return;
   if (g_attach_running.load()) {
     char c = static_cast<char>(sig);
@@ -56,14 +56,14 @@ void flush_before_end(int sig, bool any_mode) {
       timespec ts{0, 5 * 1000 * 1000};
       for (int i = 0; i < 600 && g_signal_flushed.load() == 0; ++i) nanosleep(&ts, nullptr);
     }
-  } else if ((any_mode || g_threadless.load()) && getpid() == g_owner_pid) {
+  } else if (getpid() == g_owner_pid) {  // threadless, or a fork child's session (no attach thread)
     flush_in_child();
   }
 }
 
 void on_fatal_signal(int sig) {
   const int saved = errno;
-  flush_before_end(sig, false);
+  flush_before_end(sig);
   // Restore the default action and let the (blocked, pending) signal kill us as it would have.
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
@@ -101,7 +101,7 @@ namespace {
   using namespace gnnprof::instrument::preload;
   if (g_active && getpid() == g_owner_pid && gnnprof_is_running() == 1) {
     const int saved = errno;
-    flush_before_end(0, true);
+    flush_before_end(0);
     errno = saved;
   }
   for (;;) syscall(SYS_exit_group, status);

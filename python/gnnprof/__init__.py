@@ -565,6 +565,23 @@ def _after_fork_in_child():
             if label is not None:
                 _native.set_loader(label)
             return
+        if (util is not None and proc is not None and _is_pool_target(getattr(proc, "_target", None))
+                and _state["process_forks"] < _PROCESS_LIMIT and _native.start_pool_child() == 0):
+            util.register_after_fork(_child_token, _arm_worker)  # its finalizer writes the profile
+            _state["forked_to_train"] = False
+            _state["feeds"] = os.getppid()
+            _native.set_feeds(os.getppid())
+            from . import _lines
+            _native.set_loaders(_lines.LOADERS + _lines.POOLS)
+            _native.note_collector(
+                "fork-child", True,
+                f"a process pool's worker ({proc._target.__module__}.{proc._target.__name__}) forked from pid "
+                f"{os.getppid()}: the program's functions "
+                f"it runs are traced, and the loop's report reads this profile as a producer's (run.feeds_pid; process "
+                f"{_state['process_forks'] + 1} of the run; the first {_PROCESS_LIMIT} are)")
+            if not _state["none"]:
+                _native.set_hook(True)
+            return
         start_fork_child = getattr(_native, "start_fork_child", None)  # a native module of this package's version
         if (util is not None and proc is not None and start_fork_child is not None
                 and _state["process_forks"] < _PROCESS_LIMIT and start_fork_child() == 0):
@@ -589,7 +606,8 @@ def _after_fork_in_child():
 # ---- processes forked to train (multiprocessing.Process, fork start method) ----
 # Hogwild-style training, or a hyperparameter run per process: the child runs the program's own
 # code, and gets a profile of its own (<stem>.<pid>.json, beside the parent's), as a spawned one
-# does. Library processes (a Pool's workers, a Manager's server) record nothing, as before.
+# does. A process pool's workers are producers of the program's own (their profiles name the
+# loop's process); other library processes (a Manager's server) record nothing, as before.
 
 _PROCESS_LIMIT = 16
 _child_token = _Token()
@@ -617,6 +635,12 @@ def _runs_user_code(proc):
         return "run" in cls.__dict__ and not module.startswith(_LIBRARY_PROCESSES)
     module = getattr(target, "__module__", "") or ""
     return not module.startswith(_LIBRARY_PROCESSES)
+
+
+def _is_pool_target(target):
+    """A process pool's worker loop: multiprocessing.Pool's, or ProcessPoolExecutor's."""
+    return (getattr(target, "__module__", None), getattr(target, "__name__", None)) in (
+        ("multiprocessing.pool", "worker"), ("concurrent.futures.process", "_process_worker"))
 
 
 def _target_name(proc):
@@ -668,7 +692,7 @@ def _wrap_process_start():
             user = False
             if not loader:
                 try:
-                    user = _runs_user_code(self)
+                    user = _runs_user_code(self) or _is_pool_target(getattr(self, "_target", None))
                 except Exception:
                     pass
             _state["starting"] = (_thread.get_ident(), self) if user else None  # read by the fork child

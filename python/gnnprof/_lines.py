@@ -24,6 +24,9 @@ import sys
 # the loop (within a few library frames of it) is the loop's data pipeline.
 LOADERS = ("/torch/utils/data/", "/torch_geometric/loader/", "/torch_geometric/sampler/", "/dgl/dataloading/",
            "/dgl/graphbolt/")
+# In a process pool's worker process (a producer of the program's own), the pool's code too: the
+# functions the program gives the pool are what that process runs for the loop.
+POOLS = ("/multiprocessing/pool.py", "/concurrent/futures/process.py")
 
 # Third-party packages, as path fragments, and those among them that are no framework (the
 # start of the path after the last such fragment: a venv at /opt/torch/.venv holds Lightning):

@@ -436,6 +436,17 @@ static PyObject* py_start_fork_child(PyObject* self, PyObject* args) {
   return PyLong_FromLong(0);
 }
 
+/* start_pool_child() -> 0, or -1: in a process pool's worker forked from a running session, a
+ * session and profile of its own, its line tracing as in a DataLoader worker's (the user code
+ * its pool calls), with no loop to look for. */
+static PyObject* py_start_pool_child(PyObject* self, PyObject* args) {
+  (void)self;
+  (void)args;
+  if (!g_core_bound || g_core.start_fork_child == NULL || g_core.start_fork_child() != 0) return PyLong_FromLong(-1);
+  if (tracer_enter_fork_child(1) != 0) PyErr_Clear();
+  return PyLong_FromLong(0);
+}
+
 /* set_rank(rank, local_rank, world_size): the process's place in a distributed run (-1: as
  * it is) -> 0, or -1. */
 static PyObject* py_set_rank(PyObject* self, PyObject* args) {
@@ -842,6 +853,7 @@ static PyMethodDef methods[] = {
     {"prefetch_generators", py_prefetch_generators, METH_VARARGS,
      "prefetch_generators([(co_filename, co_qualname)], wrap): their calls return wrap(gen); 1, or 0 where unsupported"},
     {"start_worker", py_start_worker, METH_VARARGS, "start_worker(parent_pid=0): a worker's own session: 0, or -1"},
+    {"start_pool_child", py_start_pool_child, METH_NOARGS, "start_pool_child(): a process pool worker's own session: 0, or -1"},
     {"start_fork_child", py_start_fork_child, METH_NOARGS, "start_fork_child(): a fork child's own session: 0, or -1"},
     {"discard", py_discard, METH_NOARGS, "stop the session without writing its profile"},
     {"set_rank", py_set_rank, METH_VARARGS, "set_rank(rank, local_rank, world_size): -1 leaves a field"},

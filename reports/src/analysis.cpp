@@ -1018,10 +1018,23 @@ std::optional<std::pair<std::int64_t, std::int64_t>> loop_window(const Profile& 
 namespace {
 }  // namespace
 
-ProducerProcesses summarize_producer_processes(const std::vector<Profile>& producers) {
+ProducerProcesses summarize_producer_processes(const Profile& loop, const std::vector<Profile>& all) {
   ProducerProcesses out;
+  // The loop's complete iterations' span, in ns since its session began.
+  std::int64_t first = -1, last = -1;
+  for (const IterationStats& it : loop.iterations)
+    if (it.complete) {
+      if (first < 0) first = it.begin_ns;
+      last = std::max(last, it.begin_ns + it.wall_ns);
+    }
+  std::vector<const Profile*> producers;
+  for (const Profile& q : all) {
+    const std::int64_t from = q.run.start_unix_ns - loop.run.start_unix_ns, to = from + q.wall_ns;
+    if (first < 0 || (to > first && from < last)) producers.push_back(&q);
+  }
   std::map<std::pair<std::string, std::string>, std::int64_t> own;
-  for (const Profile& q : producers) {
+  for (const Profile* pq : producers) {
+    const Profile& q = *pq;
     out.pids.push_back(q.run.pid);
     for (const LineStats& l : q.lines) own[{l.file, l.function}] += std::max<std::int64_t>(0, l.total_ns - l.nested_ns);
   }
@@ -1029,8 +1042,8 @@ ProducerProcesses summarize_producer_processes(const std::vector<Profile>& produ
   for (const auto& [key, ns] : own)
     if (ns > out.own_ns) out.file = key.first, out.function = key.second, out.own_ns = ns;
   std::map<std::uint32_t, std::int64_t> by_line;
-  for (const Profile& q : producers)
-    for (const LineStats& l : q.lines)
+  for (const Profile* q : producers)
+    for (const LineStats& l : q->lines)
       if (l.file == out.file && l.function == out.function) {
         by_line[l.line] += l.total_ns;
         if (by_line[l.line] > out.line_ns) out.line = l.line, out.line_ns = by_line[l.line], out.code = l.code;
@@ -1119,8 +1132,8 @@ std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a, co
   int pool = 0;
   for (const auto& [name, n] : pools) pool = std::max(pool, n);
   const std::string more =
-      in_processes ? fmt::format("Make more batches at once: more producer processes than {} (with room in the queue for "
-                                 "as many batches), or shorten the producer's work",
+      in_processes ? fmt::format("Make more batches at once: more producer processes than {} (a larger process pool, or "
+                                 "more processes with room in the queue for as many batches), or shorten the producer's work",
                                  processes.pids.size())
       : loader && workers ? "Raise the DataLoader's num_workers or make its per-sample work (__getitem__, collate_fn) cheaper: "
                           "another thread would pull the same workers' batches"

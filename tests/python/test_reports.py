@@ -646,8 +646,9 @@ def test_the_run_names_the_loops_profile_not_a_workers_when_the_launched_process
 def test_processes_forked_to_train_write_profiles_of_their_own(gnnprof_run, plain_run):
     """multiprocessing.Process children forked to train (Hogwild): each writes a profile of its
     own with its loop's iterations and lines, `gnnprof run -o` names the busiest of them (the
-    launcher built a model but ran no iteration), and a Pool's workers record nothing (before:
-    one empty profile, the training lost)."""
+    launcher built a model but ran no iteration; before: one empty profile, the training lost).
+    The Pool's workers that ran before them are producers of the program's own: a profile each
+    with the function the pool called, naming the launcher (run.feeds_pid), no iteration."""
     path = script("forked_training.py")
     steps = 24
     r = gnnprof_run(path, str(steps))
@@ -655,11 +656,17 @@ def test_processes_forked_to_train_write_profiles_of_their_own(gnnprof_run, plai
     assert r.out == plain_run(path, str(steps)).out
     base = r.path[:-len(".json")]
     others = sorted(glob.glob(base + ".*.json"))
-    assert len(others) == 2, others  # the launcher's and the smaller child's; no Pool worker's, no bare fork's
     profiles = [r.profile]
     for f in others:
         with open(f) as fh:
             profiles.append(json.load(fh))
+    pool = [p for p in profiles if "feeds_pid" in p["run"]]
+    assert len(pool) == 2, [p["run"] for p in profiles]
+    for p in pool:
+        assert {l["function"] for l in p["lines"]} == {"square"}, p["lines"]
+        assert not any(i["complete"] for i in p["iterations"]), p["iterations"]
+    profiles = [p for p in profiles if p not in pool]
+    assert len(others) == 4, others  # the launcher's, the smaller child's and the Pool's two; no bare fork's
     children = [p for p in profiles if any(c["name"] == "fork-child" for c in p["collectors"])]
     assert len(children) == 2, [p["run"]["pid"] for p in profiles]
     assert r.profile in children
@@ -1336,6 +1343,23 @@ def test_a_producer_that_makes_no_torch_op_is_traced_where_it_hands_a_batch_over
                  f"at line {handed} `x, y = sample_batch(rng)`", f"(<output>.{fed[0]['run']['pid']}.json)",
                  "more producer processes than 1"):
         assert part in d["message"], (part, d["message"])
+
+    # A process pool's worker: the function the pool runs (as a DataLoader worker's, not what
+    # that calls), traced in the worker's own profile (also where the pool's `with` terminates
+    # its worker with SIGTERM).
+    seeded = line_of(path, "return sample_batch(np.random.default_rng(seed))")
+    for mode, env in (("mp-pool", {}), ("process-pool", {}), ("mp-pool", {"GNNPROF_THREADLESS": "0"})):
+        q = gnnprof_run(path, "30", mode, env=env)
+        assert q.rc == 0, q.err
+        assert q.out == t.out
+        workers = [json.load(open(f)) for f in glob.glob(q.path[:-len(".json")] + ".*.json")]
+        fed = [w for w in workers if w["run"].get("feeds_pid") == q.profile["run"]["pid"]]
+        assert len(fed) == 1, (mode, [w["run"] for w in workers])
+        assert any(l["function"] == "seeded_batch" and l["line"] == seeded and l["hits"] == 30 for l in fed[0]["lines"]), \
+            (mode, fed[0]["lines"])
+        d = producer_bound(q, tmp_path)
+        assert d is not None and f"1 producer process (pid {fed[0]['run']['pid']}) ran seeded_batch() of " \
+            "numpy_producer.py" in d["message"], (mode, d)
 
 
 @needs_torch

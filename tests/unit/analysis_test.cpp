@@ -315,7 +315,9 @@ TEST(Diagnostics, ProducerBound) {
   fed.run.feeds_pid = p.run.pid;
   fed.lines = {train_line("sampler_process", 30, "for step in range(steps):", 2),
                train_line("sampler_process", 31, "q.put(sample(graph, step))", 70)};
-  const ProducerProcesses procs = summarize_producer_processes({fed});
+  fed.run.start_unix_ns = process.run.start_unix_ns + 1;
+  fed.wall_ns = 1000 * kMs;
+  const ProducerProcesses procs = summarize_producer_processes(process, {fed});
   EXPECT_EQ(procs.pids, std::vector<std::int64_t>{77});
   EXPECT_EQ(procs.function, "sampler_process");
   EXPECT_EQ(procs.line, 31u);
@@ -328,6 +330,12 @@ TEST(Diagnostics, ProducerBound) {
                            "more producer processes than 1"})
     EXPECT_NE(named->message.find(part), std::string::npos) << part << "\n" << named->message;
   EXPECT_DOUBLE_EQ(named->evidence.at("producer_ns_per_iteration"), 72.0 * kMs);
+  // One that ended before the loop's first iteration (a pool that preprocessed) is left out.
+  Profile before = fed;
+  before.run.pid = 78;
+  before.run.start_unix_ns = process.run.start_unix_ns - 10'000 * kMs;
+  before.wall_ns = 5'000 * kMs;
+  EXPECT_EQ(summarize_producer_processes(process, {fed, before}).pids, std::vector<std::int64_t>{77});
   // A traced thread producer in the loop's own process comes first.
   EXPECT_EQ(producer_bound(p, a, procs)->message, d->message);
   // A thread of the program's own pulling a DataLoader from its workers: the loader's advice.

@@ -1,5 +1,5 @@
 """Training in processes forked by multiprocessing (Hogwild's shape): a Pool's workers square
-numbers first (library processes), then the parent builds a shared model, and two Processes
+numbers first (a process pool of the program's own), then the parent builds a shared model, and two Processes
 train it, one through a target function, one through a subclass's run(); the first then forks
 a bare child (os.fork), which records nothing. No gnnprof import.
 

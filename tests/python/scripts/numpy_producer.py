@@ -1,15 +1,16 @@
 """A training loop fed by a producer of the program's own that samples neighbours and gathers
 their features with numpy alone (no torch op until the loop's torch.from_numpy): a thread and a
-queue.Queue (`thread`), a ThreadPoolExecutor (`pool`), or a process and a multiprocessing.Queue
-(`process`). Plain PyTorch, no gnnprof import; the producer makes no torch gather for the tracer
-to find it by.
+queue.Queue (`thread`), a ThreadPoolExecutor (`pool`), a process and a multiprocessing.Queue
+(`process`), a multiprocessing.Pool's imap, the pool ended by its `with` (terminate: SIGTERM to
+its worker) (`mp-pool`), or a ProcessPoolExecutor (`process-pool`). Plain PyTorch, no gnnprof
+import; the producer makes no torch gather for the tracer to find it by.
 
-usage: numpy_producer.py STEPS [thread|pool|process]"""
+usage: numpy_producer.py STEPS [thread|pool|process|mp-pool|process-pool]"""
 import multiprocessing as mp
 import queue
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -30,6 +31,10 @@ def sample_batch(rng):
     return x, LABELS[seeds]
 
 
+def seeded_batch(seed):
+    return sample_batch(np.random.default_rng(seed))
+
+
 def producer(q, steps, seed):
     rng = np.random.default_rng(seed)
     for _ in range(steps):
@@ -46,6 +51,18 @@ def batches(steps, mode):
             for step in range(steps):
                 if step + 1 < steps:
                     futures.append(pool.submit(sample_batch, rng))
+                yield futures[step].result()
+        return
+    if mode == "mp-pool":
+        with mp.get_context("fork").Pool(1) as pool:
+            yield from pool.imap(seeded_batch, range(steps))
+        return
+    if mode == "process-pool":
+        with ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("fork")) as pool:
+            futures = [pool.submit(seeded_batch, s) for s in range(min(2, steps))]
+            for step in range(steps):
+                if step + 2 < steps:
+                    futures.append(pool.submit(seeded_batch, step + 2))
                 yield futures[step].result()
         return
     if mode == "process":

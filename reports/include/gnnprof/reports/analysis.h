@@ -266,7 +266,9 @@ struct ProducerProcesses {
   std::int64_t line_ns = 0;
   bool empty() const { return pids.empty(); }
 };
-ProducerProcesses summarize_producer_processes(const std::vector<Profile>& producers);
+/// Over those of `producers` that ran while the loop's complete iterations did (a pool that
+/// preprocessed before the loop began is left out).
+ProducerProcesses summarize_producer_processes(const Profile& loop, const std::vector<Profile>& producers);
 
 /// producer-bound (docs/diagnostics.md) with the loop's producer processes: where no traced
 /// function ran beside the loop in its own process, the processes' producer is named.
