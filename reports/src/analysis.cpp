@@ -1089,10 +1089,13 @@ std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a, co
   const bool in_processes = producer == nullptr && !loader && !processes.empty() && processes.own_ns > 0;
   std::string what;
   if (loader) {  // the loader behind the thread is what cannot keep up, whatever thread function is traced
-    what = fmt::format(" Beside the loop, a thread of the program's own{} pulls a torch DataLoader{}.",
-                       producer != nullptr ? fmt::format(" ({}() of {})", producer->second, base_name(producer->first))
-                                           : std::string(),
+    what = fmt::format(" Beside the loop, a thread of the program's own pulls a torch DataLoader{}.",
                        workers ? " from its worker processes" : " that loads in that thread (num_workers=0)");
+    if (producer != nullptr)
+      what += fmt::format(" Off the loop's thread, {}() of {} ran {} per iteration (its own time over the run, over the "
+                          "loop's {:.0f} iterations).",
+                          producer->second, base_name(producer->first),
+                          human_ns(std::llround(static_cast<double>(producer_ns) / complete)), complete);
   } else if (producer != nullptr) {
     const LineStats* heaviest = nullptr;
     for (const LineStats& l : p.lines)

@@ -1375,8 +1375,7 @@ def test_a_loop_fed_by_its_own_thread_around_a_dataloader_is_told_about_the_load
     assert w.out == plain_run(path, "1").out
     d = producer_bound(w, tmp_path)
     assert d is not None, w.profile["stages"]
-    for part in ("Beside the loop, a thread of the program's own (producer() of loader_thread.py) pulls a torch "
-                 "DataLoader from its worker processes.",
+    for part in ("Beside the loop, a thread of the program's own pulls a torch DataLoader from its worker processes.",
                  "Raise the DataLoader's num_workers", "Its 1 worker process cannot keep up: together a batch every"):
         assert part in d["message"], (part, d["message"])
     assert d["evidence"]["worker_busy_share"] > 0.5, d["evidence"]
@@ -1386,3 +1385,5 @@ def test_a_loop_fed_by_its_own_thread_around_a_dataloader_is_told_about_the_load
     assert z.out == w.out
     d = producer_bound(z, tmp_path)
     assert d is not None and "pulls a torch DataLoader that loads in that thread (num_workers=0)" in d["message"], d
+    # Its __getitem__, traced where that thread's DataLoader calls it, is what the thread spends.
+    assert "Off the loop's thread, Slow.__getitem__() of loader_thread.py ran" in d["message"], d["message"]
