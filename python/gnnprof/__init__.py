@@ -569,18 +569,8 @@ def _after_fork_in_child():
                 and _state["process_forks"] < _PROCESS_LIMIT and _native.start_pool_child() == 0):
             util.register_after_fork(_child_token, _arm_worker)  # its finalizer writes the profile
             _state["forked_to_train"] = False
-            _state["feeds"] = os.getppid()
-            _native.set_feeds(os.getppid())
-            from . import _lines
-            _native.set_loaders(_lines.LOADERS + _lines.POOLS)
-            _native.note_collector(
-                "fork-child", True,
-                f"a process pool's worker ({proc._target.__module__}.{proc._target.__name__}) forked from pid "
-                f"{os.getppid()}: the program's functions "
-                f"it runs are traced, and the loop's report reads this profile as a producer's (run.feeds_pid; process "
-                f"{_state['process_forks'] + 1} of the run; the first {_PROCESS_LIMIT} are)")
-            if not _state["none"]:
-                _native.set_hook(True)
+            _become_pool_worker(proc, os.getppid(), f"forked from pid {os.getppid()}",
+                                f"process {_state['process_forks'] + 1} of the run; the first {_PROCESS_LIMIT} are")
             return
         start_fork_child = getattr(_native, "start_fork_child", None)  # a native module of this package's version
         if (util is not None and proc is not None and start_fork_child is not None
@@ -641,6 +631,22 @@ def _is_pool_target(target):
     """A process pool's worker loop: multiprocessing.Pool's, or ProcessPoolExecutor's."""
     return (getattr(target, "__module__", None), getattr(target, "__name__", None)) in (
         ("multiprocessing.pool", "worker"), ("concurrent.futures.process", "_process_worker"))
+
+
+def _become_pool_worker(proc, parent, how, which):
+    """A process pool's worker whose session runs: it feeds `parent` (run.feeds_pid), and the
+    user code its pool calls is traced, as a DataLoader worker's loader's."""
+    from . import _lines
+    _state["feeds"] = parent
+    _native.set_feeds(parent)
+    _native.set_loaders(_lines.LOADERS + _lines.POOLS)
+    target = proc._target
+    _native.note_collector(
+        "fork-child", True,
+        f"a process pool's worker ({target.__module__}.{target.__name__}) {how}: the program's functions it runs are "
+        f"traced, and the loop's report reads this profile as a producer's (run.feeds_pid; {which})")
+    if not _state["none"]:
+        _native.set_hook(True)
 
 
 def _target_name(proc):
@@ -737,6 +743,11 @@ def _arm_started_worker(proc):
     and the loop's side marked it, the worker's session starts (or, past the run's first
     GNNPROF_LOADER_WORKERS, the process's session is dropped)."""
     try:
+        if (not _state["worker"] and _is_pool_target(getattr(proc, "_target", None))
+                and _native.start_pool_child(True) == 0):  # its own session goes on: written at its exit
+            _become_pool_worker(proc, proc._parent_pid, f"started by {_state['started_by']} for pid {proc._parent_pid}",
+                                "its whole process")
+            return
         index = proc.__dict__.get("_gnnprof_worker")
         if _state["worker"] or not isinstance(index, int) or not _is_loader_target(getattr(proc, "_target", None)):
             return

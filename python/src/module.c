@@ -436,13 +436,15 @@ static PyObject* py_start_fork_child(PyObject* self, PyObject* args) {
   return PyLong_FromLong(0);
 }
 
-/* start_pool_child() -> 0, or -1: in a process pool's worker forked from a running session, a
- * session and profile of its own, its line tracing as in a DataLoader worker's (the user code
- * its pool calls), with no loop to look for. */
+/* start_pool_child(spawned=False) -> 0, or -1: in a process pool's worker forked from a running
+ * session, a session and profile of its own (spawned: the process's own session goes on), its
+ * line tracing as in a DataLoader worker's (the user code its pool calls), no loop looked for. */
 static PyObject* py_start_pool_child(PyObject* self, PyObject* args) {
   (void)self;
-  (void)args;
-  if (!g_core_bound || g_core.start_fork_child == NULL || g_core.start_fork_child() != 0) return PyLong_FromLong(-1);
+  int spawned = 0;
+  if (!PyArg_ParseTuple(args, "|p", &spawned)) return NULL;
+  if (!spawned && (!g_core_bound || g_core.start_fork_child == NULL || g_core.start_fork_child() != 0))
+    return PyLong_FromLong(-1);
   if (tracer_enter_fork_child(1) != 0) PyErr_Clear();
   return PyLong_FromLong(0);
 }
@@ -853,7 +855,7 @@ static PyMethodDef methods[] = {
     {"prefetch_generators", py_prefetch_generators, METH_VARARGS,
      "prefetch_generators([(co_filename, co_qualname)], wrap): their calls return wrap(gen); 1, or 0 where unsupported"},
     {"start_worker", py_start_worker, METH_VARARGS, "start_worker(parent_pid=0): a worker's own session: 0, or -1"},
-    {"start_pool_child", py_start_pool_child, METH_NOARGS, "start_pool_child(): a process pool worker's own session: 0, or -1"},
+    {"start_pool_child", py_start_pool_child, METH_VARARGS, "start_pool_child(spawned=False): a process pool worker's own session: 0, or -1"},
     {"start_fork_child", py_start_fork_child, METH_NOARGS, "start_fork_child(): a fork child's own session: 0, or -1"},
     {"discard", py_discard, METH_NOARGS, "stop the session without writing its profile"},
     {"set_rank", py_set_rank, METH_VARARGS, "set_rank(rank, local_rank, world_size): -1 leaves a field"},

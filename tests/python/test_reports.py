@@ -1329,6 +1329,12 @@ def test_a_producer_that_makes_no_torch_op_is_traced_where_it_hands_a_batch_over
     p = gnnprof_run(path, "30", "process")
     assert p.rc == 0, p.err
     assert p.out == t.out
+    spawned = gnnprof_run(path, "30", "process", "spawn")
+    assert spawned.rc == 0, spawned.err
+    assert spawned.out == t.out
+    d = producer_bound(spawned, tmp_path)
+    assert d is not None and "1 producer process (pid " in d["message"] and "ran producer() of numpy_producer.py" \
+        in d["message"], d
     assert not p.lines("producer"), "the producer's lines are in its own process's profile"
     producers = [json.load(open(f)) for f in glob.glob(p.path[:-len(".json")] + ".*.json")]
     fed = [q for q in producers if q["run"].get("feeds_pid") == p.profile["run"]["pid"]]
@@ -1348,8 +1354,9 @@ def test_a_producer_that_makes_no_torch_op_is_traced_where_it_hands_a_batch_over
     # that calls), traced in the worker's own profile (also where the pool's `with` terminates
     # its worker with SIGTERM).
     seeded = line_of(path, "return sample_batch(np.random.default_rng(seed))")
-    for mode, env in (("mp-pool", {}), ("process-pool", {}), ("mp-pool", {"GNNPROF_THREADLESS": "0"})):
-        q = gnnprof_run(path, "30", mode, env=env)
+    for mode, start, env in (("mp-pool", "fork", {}), ("process-pool", "fork", {}),
+                             ("mp-pool", "fork", {"GNNPROF_THREADLESS": "0"}), ("process-pool", "spawn", {})):
+        q = gnnprof_run(path, "30", mode, start, env=env)
         assert q.rc == 0, q.err
         assert q.out == t.out
         workers = [json.load(open(f)) for f in glob.glob(q.path[:-len(".json")] + ".*.json")]

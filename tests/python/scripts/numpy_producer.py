@@ -5,7 +5,7 @@ queue.Queue (`thread`), a ThreadPoolExecutor (`pool`), a process and a multiproc
 its worker) (`mp-pool`), or a ProcessPoolExecutor (`process-pool`). Plain PyTorch, no gnnprof
 import; the producer makes no torch gather for the tracer to find it by.
 
-usage: numpy_producer.py STEPS [thread|pool|process|mp-pool|process-pool]"""
+usage: numpy_producer.py STEPS [thread|pool|process|mp-pool|process-pool] [fork|spawn]"""
 import multiprocessing as mp
 import queue
 import sys
@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 N, D, FANOUT, BATCH = 20000, 64, 10, 512
+START = sys.argv[3] if len(sys.argv) > 3 else "fork"  # the processes' start method
 _rng = np.random.default_rng(0)
 FEATS = _rng.standard_normal((N, D), dtype=np.float32)
 NBRS = _rng.integers(0, N, (N, FANOUT))
@@ -54,11 +55,11 @@ def batches(steps, mode):
                 yield futures[step].result()
         return
     if mode == "mp-pool":
-        with mp.get_context("fork").Pool(1) as pool:
+        with mp.get_context(START).Pool(1) as pool:
             yield from pool.imap(seeded_batch, range(steps))
         return
     if mode == "process-pool":
-        with ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("fork")) as pool:
+        with ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context(START)) as pool:
             futures = [pool.submit(seeded_batch, s) for s in range(min(2, steps))]
             for step in range(steps):
                 if step + 2 < steps:
@@ -66,7 +67,7 @@ def batches(steps, mode):
                 yield futures[step].result()
         return
     if mode == "process":
-        ctx = mp.get_context("fork")
+        ctx = mp.get_context(START)
         q = ctx.Queue(maxsize=4)
         worker = ctx.Process(target=producer, args=(q, steps, 1), daemon=True)
     else:
