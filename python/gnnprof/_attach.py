@@ -8,11 +8,20 @@ import importlib.util
 import sys
 
 
+def _key(then):
+    """What names a callback across reloads of the package (whose functions are new objects)."""
+    return getattr(then, "__module__", None), getattr(then, "__qualname__", None) or repr(then)
+
+
 class _ImportWatcher(importlib.abc.MetaPathFinder):
     def __init__(self, name, then):
         self.name = name
-        self.then = then
+        self.thens = [then]
         self.busy = False
+
+    def add(self, then):
+        if all(_key(t) != _key(then) for t in self.thens):
+            self.thens.append(then)
 
     def find_spec(self, name, path=None, target=None):
         if name != self.name or self.busy:
@@ -24,7 +33,7 @@ class _ImportWatcher(importlib.abc.MetaPathFinder):
             self.busy = False
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return None
-        loader, then, watcher = spec.loader, self.then, self
+        loader, watcher = spec.loader, self
 
         class _Loader(importlib.abc.Loader):
             def create_module(self, s):
@@ -36,10 +45,11 @@ class _ImportWatcher(importlib.abc.MetaPathFinder):
                 finally:
                     if watcher in sys.meta_path:
                         sys.meta_path.remove(watcher)
-                    try:
-                        then()
-                    except Exception:  # never into the host's import
-                        pass
+                    for then in watcher.thens:
+                        try:
+                            then()
+                        except Exception:  # never into the host's import
+                            pass
 
         spec.loader = _Loader()
         return spec
@@ -47,14 +57,19 @@ class _ImportWatcher(importlib.abc.MetaPathFinder):
 
 def after_import(name, then):
     """then() now if `name` is imported, else right after its import, once (a reloaded package
-    does not watch twice)."""
+    does not watch twice: callbacks are told apart by module and qualified name)."""
     if name in sys.modules:
         try:
             then()
         except Exception:  # never into the host
             pass
-    elif not any(getattr(f, "name", None) == name and type(f).__name__ == "_ImportWatcher" for f in sys.meta_path):
-        sys.meta_path.insert(0, _ImportWatcher(name, then))
+        return
+    for f in sys.meta_path:
+        if getattr(f, "name", None) == name and type(f).__name__ == "_ImportWatcher":
+            if hasattr(f, "add"):
+                f.add(then)
+            return
+    sys.meta_path.insert(0, _ImportWatcher(name, then))
 
 
 def method_to_wrap(module, cls_name, name, missing):

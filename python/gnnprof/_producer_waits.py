@@ -21,8 +21,9 @@ producer-bound rule) when all of these hold:
   multiprocessing's Queue.get) or Condition.wait / wait_for itself; not a Queue.put waiting for room, a join or
   a Semaphore;
 - its timeout is None or positive.
-Not seen: a C `queue.SimpleQueue`, multiprocessing's SimpleQueue, Pipe, Manager proxies and
-Event, Thread.join, asyncio. Nothing is counted while no session runs.
+multiprocessing's SimpleQueue.get too (it waits on a pipe, not a Condition).
+Not seen: a C `queue.SimpleQueue`, multiprocessing's Pipe, Manager proxies and Event,
+Thread.join, asyncio. Nothing is counted while no session runs.
 """
 import os
 import sys
@@ -96,7 +97,7 @@ def install(native, api, config):
         noted[0] = True
         native.note_collector("producer-waits", True, "the training loop's blocking waits for the program's own threads "
                               "or processes (Queue.get, Future.result, Event.wait: threading.Condition.wait; "
-                              "multiprocessing Queue.get) are the data stage \"producer wait\"")
+                              "multiprocessing Queue.get, SimpleQueue.get) are the data stage \"producer wait\"")
 
     def waited(original, timeout, *args):
         try:
@@ -123,13 +124,16 @@ def install(native, api, config):
 
     def wrap_queue_get():
         cls, original, _ = _attach.method_to_wrap("multiprocessing.queues", "Queue", "get", "no Queue.get")
-        if cls is None:
-            return
-
-        def get(self, block=True, timeout=None):
-            return waited(original, timeout if block else 0, self, block, timeout)
-        _attach.replace_method(cls, "get", get, original)
+        if cls is not None:
+            def get(self, block=True, timeout=None):
+                return waited(original, timeout if block else 0, self, block, timeout)
+            _attach.replace_method(cls, "get", get, original)
+        simple, simple_get, _ = _attach.method_to_wrap("multiprocessing.queues", "SimpleQueue", "get", "no SimpleQueue.get")
+        if simple is not None:
+            def get_simple(self):  # always blocks
+                return waited(simple_get, None, self)
+            _attach.replace_method(simple, "get", get_simple, simple_get)
 
     _attach.after_import("multiprocessing.queues", wrap_queue_get)
-    done.append("multiprocessing Queue.get (once imported)")
+    done.append("multiprocessing Queue.get and SimpleQueue.get (once imported)")
     return ", ".join(done) or "none"

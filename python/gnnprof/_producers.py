@@ -9,7 +9,8 @@ with numpy, reads files or builds Python lists makes none. So the hand-over sele
   or notify itself) on a thread other than the loop's once auto selection found the loop, the
   innermost user function running there is traced from then on, as a producer thread's is;
   in a process started by multiprocessing (not a DataLoader worker) a multiprocessing.Queue.put
-  does the same before any loop is found: that process feeds the loop's process.
+  or SimpleQueue.put (wrapped too: it notifies nothing) does the same before any loop is found:
+  that process feeds the loop's process.
 - `ThreadPoolExecutor.submit`, wrapped: once the loop is found, a submitted function of the
   user's files is traced wherever it runs (functools.partial and bound methods unwrapped).
 Auto selection only (the native side checks); a thread stops looking once one is found.
@@ -80,7 +81,8 @@ def install(native, api):
             return called if called.co_name in calls.get(called.co_filename, ()) else None
         return None
 
-    def look():
+    def look(ipc=False):
+        """At a notify (`ipc`: at a multiprocessing.SimpleQueue.put, which notifies nothing)."""
         if not api._state["bound"] or not native.is_running():
             return
         loop = native.loop_thread()  # 1 here, 0 elsewhere, -2 not yet found, -1 no auto selection
@@ -94,7 +96,7 @@ def install(native, api):
             return
         if not child:
             native.producer_call(False)
-        elif getattr(called, "co_filename", None) == mp_queues and native.producer_call(True):
+        elif (ipc or getattr(called, "co_filename", None) == mp_queues) and native.producer_call(True):
             feeds = sys.modules["multiprocessing.process"].parent_process().pid
             if native.set_feeds(feeds) == 0:
                 api._state["feeds"] = feeds
@@ -130,6 +132,22 @@ def install(native, api):
             return original(self, fn, *args, **kwargs)
         _attach.replace_method(cls, "submit", submit, original)
 
+    def wrap_simple_put():
+        cls, original, _ = _attach.method_to_wrap("multiprocessing.queues", "SimpleQueue", "put",
+                                                   "no SimpleQueue.put")
+        if cls is None:
+            return
+
+        def put(self, obj):
+            try:
+                look(True)
+            except Exception:  # never into the host's hand-over
+                pass
+            return original(self, obj)
+        _attach.replace_method(cls, "put", put, original)
+
+    _attach.after_import("multiprocessing.queues", wrap_simple_put)
+    done.append("multiprocessing SimpleQueue.put (once imported)")
     _attach.after_import("concurrent.futures.thread", wrap_submit)
     done.append("ThreadPoolExecutor.submit (once imported)")
     return ", ".join(done)

@@ -1687,3 +1687,28 @@ def test_only_a_consumers_wait_for_the_programs_own_producers_is_a_producer_wait
         assert waited >= 30e6, (text, lines[line_of(path, text)])
     for text in ('q.put("room")', 'print("semaphore", sem.acquire())', 'print("library", layerlib.take(q))'):
         assert "producer wait" not in lines[line_of(path, text)].get("stages", {}), (text, lines[line_of(path, text)])
+
+
+def test_after_import_runs_every_callback_for_a_module_once(tmp_path):
+    """Two parts of the package wait for the same module (multiprocessing.queues: the consumer's
+    get and the producer's put): each callback runs once at its import; registering one again
+    (a reloaded package's new function of the same name) adds nothing."""
+    (tmp_path / "watched_mod.py").write_text("VALUE = 1\n")
+    code = (
+        "import os\n"
+        "os.environ['GNNPROF_ENABLED'] = '0'\n"
+        "from gnnprof import _attach\n"
+        "calls = []\n"
+        "def first(): calls.append('first')\n"
+        "def second(): calls.append('second')\n"
+        "_attach.after_import('watched_mod', first)\n"
+        "_attach.after_import('watched_mod', second)\n"
+        "def second(): calls.append('second again')\n"
+        "_attach.after_import('watched_mod', second)\n"
+        "import watched_mod\n"
+        "_attach.after_import('watched_mod', first)  # imported: at once\n"
+        "print(calls)\n")
+    out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": PYDIR + os.pathsep + str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['first', 'second', 'first']", out.stdout

@@ -1329,6 +1329,13 @@ def test_a_producer_that_makes_no_torch_op_is_traced_where_it_hands_a_batch_over
     p = gnnprof_run(path, "30", "process")
     assert p.rc == 0, p.err
     assert p.out == t.out
+    simple = gnnprof_run(path, "30", "simple-queue")
+    assert simple.rc == 0, simple.err
+    assert simple.out == t.out
+    wait = line_of(path, "while (item := q.get()) is not None:")
+    assert simple.lines("batches")[wait]["stages"].get("producer wait", 0) > 0, simple.lines("batches")
+    d = producer_bound(simple, tmp_path)
+    assert d is not None and "ran producer() of numpy_producer.py" in d["message"], d
     spawned = gnnprof_run(path, "30", "process", "spawn")
     assert spawned.rc == 0, spawned.err
     assert spawned.out == t.out

@@ -1,11 +1,11 @@
 """A training loop fed by a producer of the program's own that samples neighbours and gathers
 their features with numpy alone (no torch op until the loop's torch.from_numpy): a thread and a
 queue.Queue (`thread`), a ThreadPoolExecutor (`pool`), a process and a multiprocessing.Queue
-(`process`), a multiprocessing.Pool's imap, the pool ended by its `with` (terminate: SIGTERM to
+(`process`; `simple-queue`: a multiprocessing.SimpleQueue), a multiprocessing.Pool's imap, the pool ended by its `with` (terminate: SIGTERM to
 its worker) (`mp-pool`), or a ProcessPoolExecutor (`process-pool`). Plain PyTorch, no gnnprof
 import; the producer makes no torch gather for the tracer to find it by.
 
-usage: numpy_producer.py STEPS [thread|pool|process|mp-pool|process-pool] [fork|spawn]"""
+usage: numpy_producer.py STEPS [thread|pool|process|simple-queue|mp-pool|process-pool] [fork|spawn]"""
 import multiprocessing as mp
 import queue
 import sys
@@ -66,9 +66,9 @@ def batches(steps, mode):
                     futures.append(pool.submit(seeded_batch, step + 2))
                 yield futures[step].result()
         return
-    if mode == "process":
+    if mode in ("process", "simple-queue"):
         ctx = mp.get_context(START)
-        q = ctx.Queue(maxsize=4)
+        q = ctx.Queue(maxsize=4) if mode == "process" else ctx.SimpleQueue()
         worker = ctx.Process(target=producer, args=(q, steps, 1), daemon=True)
     else:
         q = queue.Queue(maxsize=4)
