@@ -973,7 +973,7 @@ def _install_producer_waits():
 def _install_producers():
     """Auto selection traces the program's own producers where they hand a batch over."""
     from . import _producers
-    _install_hooks("producers", "python-lines", "the program's own producers are found only at a torch gather or copy",
+    _install_hooks("producers", "producer-hand-overs", "the program's own producers are found only at a torch gather or copy",
                    "producers found only at a torch gather or copy", lambda: _producers.install(_native, sys.modules[__name__]))
 
 

@@ -1086,6 +1086,7 @@ std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a, co
   for (const StageStats& s : p.stages)
     if (is_worker_wait(s.name))
       for (const StageThreadStats& t : s.by_thread) workers |= t.thread != p.main_thread && t.total_ns > 0;
+  const auto per_iteration = [&](std::int64_t ns) { return human_ns(std::llround(static_cast<double>(ns) / complete)); };
   const bool in_processes = producer == nullptr && !loader && !processes.empty() && processes.own_ns > 0;
   std::string what;
   if (loader) {  // the loader behind the thread is what cannot keep up, whatever thread function is traced
@@ -1095,7 +1096,7 @@ std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a, co
       what += fmt::format(" Off the loop's thread, {}() of {} ran {} per iteration (its own time over the run, over the "
                           "loop's {:.0f} iterations).",
                           producer->second, base_name(producer->first),
-                          human_ns(std::llround(static_cast<double>(producer_ns) / complete)), complete);
+                          per_iteration(producer_ns), complete);
   } else if (producer != nullptr) {
     const LineStats* heaviest = nullptr;
     for (const LineStats& l : p.lines)
@@ -1104,9 +1105,9 @@ std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a, co
     what = fmt::format(" Beside the loop, {}() of {} ran {} per iteration (its time over the run, over the loop's {:.0f} "
                        "iterations)",
                        producer->second, base_name(producer->first),
-                       human_ns(std::llround(static_cast<double>(producer_ns) / complete)), complete);
+                       per_iteration(producer_ns), complete);
     if (heaviest != nullptr && 4 * heaviest->total_ns >= producer_ns)
-      what += fmt::format(", {} of it at line {} `{}`", human_ns(std::llround(static_cast<double>(heaviest->total_ns) / complete)),
+      what += fmt::format(", {} of it at line {} `{}`", per_iteration(heaviest->total_ns),
                           heaviest->line, quoted_code(heaviest->code));
     what += fmt::format(", against the loop's {} of compute.", human_ns(a.compute_ns));
   } else if (in_processes) {
@@ -1114,10 +1115,10 @@ std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a, co
     what = fmt::format(" Beside the loop, {} producer process{} (pid{} {}) ran {}() of {}: {} per iteration (its time in "
                        "{} over the run, over the loop's {:.0f} iterations)",
                        n, n == 1 ? "" : "es", n == 1 ? "" : "s", fmt::join(processes.pids, ", "), processes.function,
-                       base_name(processes.file), human_ns(std::llround(static_cast<double>(processes.own_ns) / complete)),
+                       base_name(processes.file), per_iteration(processes.own_ns),
                        n == 1 ? "that process" : "those processes", complete);
     if (4 * processes.line_ns >= processes.own_ns)
-      what += fmt::format(", {} of it at line {} `{}`", human_ns(std::llround(static_cast<double>(processes.line_ns) / complete)),
+      what += fmt::format(", {} of it at line {} `{}`", per_iteration(processes.line_ns),
                           processes.line, quoted_code(processes.code));
     what += fmt::format(", against the loop's {} of compute; {} (<output>.{}.json).", human_ns(a.compute_ns),
                         n == 1 ? "its line table is in its own profile" : "their line tables are in their own profiles",
