@@ -412,6 +412,10 @@ std::string run_summary(const Report& r) {
   const Profile& p = *r.profile;
   const Analysis& a = r.analysis;
   std::string out;
+  if (p.run.feeds_pid != 0)
+    out += fmt::format("  a producer process of pid {}: the batches it makes feed that process's loop, whose report reads "
+                       "this profile (producer-bound)\n",
+                       p.run.feeds_pid);
   if (a.iterations_used > 0 && !a.loader_worker) {
     // The mean beside the median when slow iterations pull it well above (an epoch's first batch).
     const std::vector<const IterationStats*> used = analysed_iterations(p, a);

@@ -590,6 +590,8 @@ TEST(Lines, WhereTracingBeganInARunningFrameIsCountedAndSaid) {
                            "multiprocessing.Queue.put: "),
               std::string::npos)
         << process;
+    const std::string gist = reports::run_summary(reports::make_report(producer, {}));
+    EXPECT_EQ(gist.rfind("  a producer process of pid 4242: the batches it makes feed that process's loop", 0), 0u) << gist;
   }
   std::ostringstream text;
   ASSERT_TRUE(reports::TextReporter({}).render(p, text));
