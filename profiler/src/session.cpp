@@ -753,6 +753,18 @@ Status start(const Config& cfg) {
 
 Status stop() {
   auto& s = detail::g();
+  // A termination signal from here until the profile is written waits until it is (a pool's
+  // worker ending on its own while the pool terminates it): then it kills as it would have.
+  // Blocked before the lock: the SIGTERM handler's flush takes that lock in a copy of this
+  // process, where a lock held here stays held.
+  sigset_t term, old;
+  sigemptyset(&term);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&term, sig);
+  pthread_sigmask(SIG_BLOCK, &term, &old);
+  struct RestoreMask {
+    sigset_t mask;
+    ~RestoreMask() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
+  } restore{old};
   try {
     std::unique_lock<std::mutex> lock(s.mu, std::defer_lock);
     // Bounded wait: stop() also runs from atexit, where waiting forever on a lock held by a
@@ -766,16 +778,6 @@ Status stop() {
       return f->flush() == 0 ? Status::ok() : Status::error("gnnprof: profile not written");
     }
     if (detail::g_state.load() != detail::kRunning) return Status::ok();
-    // A termination signal while the profile is built and written waits until it is (a pool's
-    // worker ending on its own while the pool terminates it): then it kills as it would have.
-    sigset_t term, old;
-    sigemptyset(&term);
-    for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&term, sig);
-    pthread_sigmask(SIG_BLOCK, &term, &old);
-    struct RestoreMask {
-      sigset_t mask;
-      ~RestoreMask() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
-    } restore{old};
     detail::g_state.store(detail::kStopped);
     detail::stop_drainer(s);
     Profile p;

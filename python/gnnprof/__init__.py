@@ -511,12 +511,24 @@ def _mark_worker_fetches():
 
 
 def _stop_worker():
+    """A child's profile, written at its exit. A termination signal meanwhile (a pool's
+    terminate() while its worker ends on its own) waits until the file is written: the preload's
+    flush for it would take, in a copy of this process, a lock these calls may hold."""
+    import signal
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGTERM, signal.SIGINT, signal.SIGHUP))
+    except (AttributeError, OSError, ValueError):
+        old = None
     try:
         _native.close_thread()
         _native.close_torch_thread()
         _note_lines(final=True)
     finally:
-        stop()
+        try:
+            stop()
+        finally:
+            if old is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _arm_worker(_):
