@@ -661,12 +661,14 @@ def test_processes_forked_to_train_write_profiles_of_their_own(gnnprof_run, plai
         with open(f) as fh:
             profiles.append(json.load(fh))
     pool = [p for p in profiles if "feeds_pid" in p["run"]]
-    assert len(pool) == 2, [p["run"] for p in profiles]
-    for p in pool:
-        assert {l["function"] for l in p["lines"]} == {"square"}, p["lines"]
+    assert 1 <= len(pool) <= 2, [p["run"] for p in profiles]  # an idle worker may record nothing to write
+    for p in pool:  # one worker may take every chunk of the map
+        assert {l["function"] for l in p["lines"]} <= {"square"}, p["lines"]
         assert not any(i["complete"] for i in p["iterations"]), p["iterations"]
+    squared = line_of(path, "return x * x")
+    assert sum(l["hits"] for p in pool for l in p["lines"] if l["line"] == squared) == 10, [p["lines"] for p in pool]
     profiles = [p for p in profiles if p not in pool]
-    assert len(others) == 4, others  # the launcher's, the smaller child's and the Pool's two; no bare fork's
+    assert len(others) == 2 + len(pool), others  # the launcher's, the smaller child's and the Pool's; no bare fork's
     children = [p for p in profiles if any(c["name"] == "fork-child" for c in p["collectors"])]
     assert len(children) == 2, [p["run"]["pid"] for p in profiles]
     assert r.profile in children
