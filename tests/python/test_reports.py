@@ -1311,7 +1311,8 @@ def test_a_producer_that_makes_no_torch_op_is_traced_where_it_hands_a_batch_over
     t = gnnprof_run(path, "30", "thread")
     assert t.rc == 0, t.err
     assert t.out == plain_run(path, "30", "thread").out
-    assert t.lines("producer")[handed]["hits"] >= 25, t.lines("producer")
+    # From its first put after the loop's first step: up to 6 batches made before (the queue holds 4).
+    assert t.lines("producer")[handed]["hits"] >= 24, t.lines("producer")
     assert "on a producer thread or submitted to a thread pool" in t.collector("python-lines")["reason"]
     d = producer_bound(t, tmp_path)
     assert d is not None, t.profile["stages"]
