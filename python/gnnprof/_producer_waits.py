@@ -45,14 +45,35 @@ CONSUMER_WAITS = {
 }
 
 
-def _stdlib_waiters():
-    """The standard library's directories and files whose frames sit between a wait and its
-    caller (without importing them: the program may never), and the consumer waits by path."""
+def stdlib_calls(table):
+    """A reader of the call the program made into threading, queue, concurrent.futures or
+    multiprocessing (without importing them: the program may never), for `table` (names by file
+    under the standard library's directory, as CONSUMER_WAITS): program_call(frame) walks out
+    from `frame` through those modules' frames and, where the program's own code made that
+    call, returns (the outermost of their code objects, or None where there is none: the
+    program called at `frame` itself; whether `table` lists its name for its file); None where
+    a third-party package's or gnnprof's code made it."""
     lib = os.path.dirname(threading.__file__)
     dirs = (os.path.join(lib, "concurrent") + os.sep, os.path.join(lib, "multiprocessing") + os.sep)
     files = (threading.__file__, os.path.join(lib, "queue.py"))
-    consumer = {os.path.join(lib, f): names for f, names in CONSUMER_WAITS.items()}
-    return dirs, files, consumer
+    listed = {os.path.join(lib, f): names for f, names in table.items()}
+    others = ("/site-packages/", "/dist-packages/", os.path.dirname(os.path.abspath(__file__)) + os.sep)
+
+    def program_call(f):
+        called = None
+        while f is not None:
+            code = f.f_code
+            name = code.co_filename
+            if name.startswith(dirs) or name in files:
+                called = code
+                f = f.f_back
+                continue
+            if any(o in name for o in others):
+                return None
+            return called, called is not None and called.co_name in listed.get(called.co_filename, ())
+        return None
+
+    return program_call
 
 
 def install(native, api, config):
@@ -63,8 +84,7 @@ def install(native, api, config):
         native.note_collector("producer-waits", False, "GNNPROF_PRODUCER_WAITS=0")
         return "off"
     stage = native.Stage(STAGE, "data")
-    dirs, files, consumer = _stdlib_waiters()
-    others = ("/site-packages/", "/dist-packages/", os.path.dirname(os.path.abspath(__file__)) + os.sep)
+    program_call = stdlib_calls(CONSUMER_WAITS)
     noted = [False]
     main_thread, getframe, ident = threading.main_thread, sys._getframe, threading.get_ident
 
@@ -77,21 +97,10 @@ def install(native, api, config):
         loop = native.loop_thread()  # 1 here, 0 elsewhere, -2 not yet found, -1 no auto selection
         if loop == 0 or loop == -2 or (loop == -1 and ident() != main_thread().ident):
             return False
-        f, called = getframe(depth), None
-        while f is not None:
-            code = f.f_code
-            name = code.co_filename
-            if name.startswith(dirs) or name in files:
-                if name == threading.__file__ and code.co_name == "start":
-                    return False  # Thread.start waits for the thread to run
-                called = code
-                f = f.f_back
-                continue
-            if any(o in name for o in others):
-                return False
-            # The program's own frame: it waited on a Condition itself, or made a consumer's call.
-            return called is None or called.co_name in consumer.get(called.co_filename, ())
-        return False
+        # The program's own frame waited on a Condition itself, or made a consumer's call (not
+        # Thread.start, which waits for the thread to run).
+        call = program_call(getframe(depth))
+        return call is not None and (call[0] is None or call[1])
 
     def note():
         noted[0] = True

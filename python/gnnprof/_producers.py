@@ -20,7 +20,7 @@ import os
 import sys
 import threading
 
-from . import _attach
+from . import _attach, _producer_waits
 
 # The standard library's calls a producer makes to hand a batch over, by the file under the
 # standard library's directory and the function's name.
@@ -50,12 +50,8 @@ def install(native, api):
     imported (once per process). Returns what was done, for the tests."""
     if not hasattr(native, "producer_call"):
         return "none"
-    lib = os.path.dirname(threading.__file__)
-    dirs = (os.path.join(lib, "concurrent") + os.sep, os.path.join(lib, "multiprocessing") + os.sep)
-    files = (threading.__file__, os.path.join(lib, "queue.py"))
-    calls = {os.path.join(lib, f): names for f, names in PRODUCER_CALLS.items()}
-    mp_queues = os.path.join(lib, MP_QUEUES)
-    others = ("/site-packages/", "/dist-packages/", os.path.dirname(os.path.abspath(__file__)) + os.sep)
+    program_call = _producer_waits.stdlib_calls(PRODUCER_CALLS)
+    mp_queues = os.path.join(os.path.dirname(threading.__file__), MP_QUEUES)
     getframe = sys._getframe
 
     def in_child():
@@ -64,22 +60,13 @@ def install(native, api):
         return mp is not None and mp.parent_process() is not None
 
     def handed_over(depth):
-        """The standard library's call the program made above `depth` frames, when the
-        program's own code made a producer's call (else None)."""
-        f, called = getframe(depth), None
-        while f is not None:
-            code = f.f_code
-            name = code.co_filename
-            if name.startswith(dirs) or name in files:
-                called = code
-                f = f.f_back
-                continue
-            if any(o in name for o in others):
-                return None
-            if called is None:
-                return "notify"  # the program notified a Condition itself
-            return called if called.co_name in calls.get(called.co_filename, ()) else None
-        return None
+        """The standard library's code the program called above `depth` frames when the
+        program's own code made a producer's call ("notify": it notified a Condition itself),
+        else None."""
+        call = program_call(getframe(depth))
+        if call is None or (call[0] is not None and not call[1]):
+            return None
+        return call[0] or "notify"
 
     def look(ipc=False):
         """At a notify (`ipc`: at a multiprocessing.SimpleQueue.put, which notifies nothing)."""
