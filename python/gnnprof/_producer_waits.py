@@ -17,7 +17,7 @@ producer-bound rule) when all of these hold:
   third-party package: not torch's DataLoader, DGL's prefetching iterator or gnnprof's
   prefetcher, which have their own stages, nor a library's flush or compile queue);
 - it is a consumer's wait, the call the program made being one of CONSUMER_WAITS (Queue.get,
-  Future.result, Event.wait, concurrent.futures.wait, a Pool's map or a result's get,
+  Future.result, Event.wait, concurrent.futures.wait, an Executor's map, a Pool's map or a result's get,
   multiprocessing's Queue.get) or Condition.wait / wait_for itself; not a Queue.put waiting for room, a join or
   a Semaphore;
 - its timeout is None or positive.
@@ -39,7 +39,9 @@ STAGE = "producer wait"  # reports/src/analysis.cpp: is_data_wait
 CONSUMER_WAITS = {
     "queue.py": ("get",),
     "threading.py": ("wait", "wait_for"),  # Event, Barrier, Condition
-    os.path.join("concurrent", "futures", "_base.py"): ("result", "exception", "wait", "as_completed"),
+    # result_iterator: Executor.map's results; _chain_from_iterable_of_lists: ProcessPoolExecutor.map's
+    os.path.join("concurrent", "futures", "_base.py"): ("result", "exception", "wait", "as_completed", "result_iterator"),
+    os.path.join("concurrent", "futures", "process.py"): ("_chain_from_iterable_of_lists",),
     os.path.join("multiprocessing", "pool.py"): ("get", "wait", "next", "map", "starmap", "apply"),
     os.path.join("multiprocessing", "queues.py"): ("get",),
 }

@@ -12,7 +12,9 @@ with numpy, reads files or builds Python lists makes none. So the hand-over sele
   or SimpleQueue.put (wrapped too: it notifies nothing) does the same before any loop is found:
   that process feeds the loop's process.
 - `ThreadPoolExecutor.submit`, wrapped: once the loop is found, a submitted function of the
-  user's files is traced wherever it runs (functools.partial and bound methods unwrapped).
+  user's files is traced wherever it runs (functools.partial and bound methods unwrapped). One
+  submitted before (`Executor.map` submits every item up front) waits in `early` until the
+  first notify or submit after the loop is found (a pool thread's set_result notifies).
 Auto selection only (the native side checks); a thread stops looking once one is found.
 """
 import functools
@@ -31,6 +33,7 @@ PRODUCER_CALLS = {
     os.path.join("multiprocessing", "queues.py"): ("put", "put_nowait"),
 }
 MP_QUEUES = os.path.join("multiprocessing", "queues.py")
+EARLY = 16  # distinct functions submitted before the loop is found, kept to select then
 
 
 def _code_of(fn):
@@ -68,11 +71,25 @@ def install(native, api):
             return None
         return call[0] or "notify"
 
+    # Code objects submitted to a ThreadPoolExecutor before the loop was found (at most EARLY).
+    early = {}
+
+    def submitted_early(loop):
+        """Selects what was submitted before the loop was found, once it is."""
+        if loop in (0, 1):
+            for code in list(early):
+                native.submitted(code)
+            early.clear()
+        elif loop == -1:
+            early.clear()
+
     def look(ipc=False):
         """At a notify (`ipc`: at a multiprocessing.SimpleQueue.put, which notifies nothing)."""
         if not api._state["bound"] or not native.is_running():
             return
         loop = native.loop_thread()  # 1 here, 0 elsewhere, -2 not yet found, -1 no auto selection
+        if early:
+            submitted_early(loop)
         if loop == 1 or loop == -1:
             return
         child = loop == -2
@@ -110,9 +127,14 @@ def install(native, api):
 
         def submit(self, fn, /, *args, **kwargs):
             try:
-                if api._state["bound"] and native.loop_thread() in (0, 1):
+                if api._state["bound"]:
+                    loop = native.loop_thread()
                     code = _code_of(fn)
-                    if code is not None:
+                    if loop == -2 and code is not None and len(early) < EARLY:
+                        early[code] = True
+                    elif early:
+                        submitted_early(loop)
+                    if loop in (0, 1) and code is not None:
                         native.submitted(code)
             except Exception:  # never into the host's submit
                 pass

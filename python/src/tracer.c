@@ -39,6 +39,11 @@ static inline Frame* frame_of(PyFrameObject* fo) { return fo->f_frame; }
 static inline int frame_lasti(Frame* f) { return _PyInterpreterFrame_LASTI(f) * (int)sizeof(_Py_CODEUNIT); }
 static inline int generator_frame(Frame* f) { return f->owner == FRAME_OWNED_BY_GENERATOR; }
 static inline int yielded(Frame* f) { return _Py_OPCODE(*f->prev_instr) == YIELD_VALUE; }
+/* At a generator frame's call event: a resume (its RESUME's oparg: 0 at the first run). */
+static inline int resuming(Frame* f) {
+  const int op = _Py_OPCODE(*f->prev_instr);
+  return (op == RESUME || op == RESUME_QUICK) && _Py_OPARG(*f->prev_instr) != 0;
+}
 static inline PyObject* frame_function(Frame* f) { return (PyObject*)f->f_func; }
 static inline void update_tracing(PyThreadState* ts) { _PyThreadState_UpdateTracingState(ts); }
 #else /* 3.10: frames are objects; the hook runs before the new frame becomes the thread's */
@@ -49,6 +54,7 @@ static inline Frame* frame_of(PyFrameObject* fo) { return fo; }
 static inline int frame_lasti(Frame* f) { return f->f_lasti * (int)sizeof(_Py_CODEUNIT); }
 static inline int generator_frame(Frame* f) { return f->f_gen != NULL; }
 static inline int yielded(Frame* f) { return f->f_state == FRAME_SUSPENDED; }
+static inline int resuming(Frame* f) { return f->f_lasti >= 0; }
 static inline PyObject* frame_function(Frame* f) { return NULL; } /* nothing is inlined on 3.10 */
 static inline void update_tracing(PyThreadState* ts) {
   ts->cframe->use_tracing = ts->c_tracefunc != NULL || ts->c_profilefunc != NULL;
@@ -240,12 +246,13 @@ static CodeInfo* called_info(ThreadTrace* tt, Frame* f) {
   return ci;
 }
 
-static void on_call(ThreadTrace* tt, Frame* f) {
+static void on_call(ThreadTrace* tt, PyFrameObject* frame, Frame* f) {
   CodeInfo* ci = called_info(tt, f);
   if (ci == NULL) return;
   Entry* e = push(tt, f, ci, 0);
   /* resumed at its yield: the same statement goes on, without a hit */
-  if (e != NULL && generator_frame(f)) resume(tt, f, f->f_code, e);
+  if (e != NULL && generator_frame(f) && !resume(tt, f, f->f_code, e) && resuming(f))
+    resume_unsaved(tt, e, f->f_code, PyFrame_GetLineNumber(frame), frame_lasti(f));
 }
 
 static void on_line(ThreadTrace* tt, PyFrameObject* frame, Frame* f) {
@@ -325,7 +332,7 @@ static int trace_fn(PyObject* obj, PyFrameObject* frame, int what, PyObject* arg
   Frame* f = frame_of(frame);
   switch (what) {
     case PyTrace_LINE: on_line(tt, frame, f); break;
-    case PyTrace_CALL: on_call(tt, f); break;
+    case PyTrace_CALL: on_call(tt, frame, f); break;
     case PyTrace_RETURN: on_return(tt, f); break;
     default: break;
   }

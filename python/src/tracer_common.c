@@ -965,9 +965,9 @@ void suspend(ThreadTrace* tt, const void* f, const void* code, const Entry* e) {
   s->start = e->start;
 }
 
-void resume(ThreadTrace* tt, const void* f, const void* code, Entry* e) {
+int resume(ThreadTrace* tt, const void* f, const void* code, Entry* e) {
   Suspended* s = find_suspended(tt, f, code);
-  if (s == NULL) return;
+  if (s == NULL) return 0;
   e->site = s->site;
   e->stmt = s->stmt;
   e->lasti = s->lasti;
@@ -976,6 +976,13 @@ void resume(ThreadTrace* tt, const void* f, const void* code, Entry* e) {
   e->t0 = g_core.set_line(current_site(e, e->site));
   e->entered = e->t0;
   s->f = NULL;
+  return 1;
+}
+
+void resume_unsaved(ThreadTrace* tt, Entry* e, PyCodeObject* co, int line, int lasti) {
+  if (line <= 0) return;
+  on_line_of(tt, e, co, line, lasti);
+  e->hit = 0;
 }
 
 static void maybe_poll(ThreadTrace* tt) {

@@ -231,8 +231,12 @@ Entry* entry_of(ThreadTrace* tt, const void* f);
 Suspended* find_suspended(ThreadTrace* tt, const void* f, const void* code);
 /* Saves e's statement for generator frame f (of code) suspended at a yield. */
 void suspend(ThreadTrace* tt, const void* f, const void* code, const Entry* e);
-/* Restores a resumed generator's statement into e (no hit); forgets it. */
-void resume(ThreadTrace* tt, const void* f, const void* code, Entry* e);
+/* Restores a resumed generator's statement into e (no hit); forgets it. 0 when none was
+ * saved (it yielded while not traced). */
+int resume(ThreadTrace* tt, const void* f, const void* code, Entry* e);
+/* A generator resumed that yielded while not traced (selected since, as the loop's batch
+ * generator suspended in a `yield from`): its statement at `line` goes on from now, no hit. */
+void resume_unsaved(ThreadTrace* tt, Entry* e, PyCodeObject* co, int line, int lasti);
 /* Forgets a generator frame's saved statement (it finished, or its frame is reused). */
 void forget_suspended(ThreadTrace* tt, const void* f);
 /* Whether `line` of ci belongs to a statement spanning several lines (map built). */

@@ -210,8 +210,9 @@ static PyObject* enter(PyObject* const* args, Py_ssize_t nargs, int resumed) {
   Entry* e = push(tt, co, (CodeInfo*)x, 0);
   if (e != NULL && (co->co_flags & kGeneratorFlags) != 0) {
     PyFrameObject* f = PyEval_GetFrame();
-    if (resumed) resume(tt, f, co, e); /* at its yield: the same statement goes on, without a hit */
-    else forget_suspended(tt, f);      /* a frame object reused from a generator gone */
+    if (!resumed) forget_suspended(tt, f); /* a frame object reused from a generator gone */
+    /* at its yield: the same statement goes on, without a hit */
+    else if (!resume(tt, f, co, e) && f != NULL) resume_unsaved(tt, e, co, PyFrame_GetLineNumber(f), PyFrame_GetLasti(f));
   }
   return answer(none());
 }

@@ -53,12 +53,14 @@ class Run:
         return None
 
 
-def line_of(path, text):
-    """1-based number of the first line of `path` containing `text`."""
+def line_of(path, text, nth=1):
+    """1-based number of the `nth` line of `path` containing `text` (the first by default)."""
     with open(path) as f:
         for n, line in enumerate(f, 1):
             if text in line:
-                return n
+                nth -= 1
+                if nth == 0:
+                    return n
     raise AssertionError(f"{text!r} not in {path}")
 
 

@@ -1031,6 +1031,22 @@ def test_generator_and_coroutine_edges_have_the_same_table_on_every_tracer(gnnpr
     assert got == want
 
 
+def test_a_generator_selected_while_suspended_in_a_yield_from_charges_its_resumes(gnnprof_run):
+    """Resumed inside `yield from` (no line event follows), a generator that yielded while not
+    traced (as a loop's batch generator, selected at the loop's first step) still has a current
+    statement: each resume's time is that line's, with no hit."""
+    path = script("yield_from.py")
+    r = gnnprof_run(path)
+    assert r.rc == 0, r.err
+    assert r.out == "0 20\n"
+    lines = r.lines("batches")
+    delegated = lines[line_of(path, "yield from map(work, range(n))")]
+    assert delegated["hits"] == 0, lines
+    assert delegated["total_ns"] >= 19 * 2_000_000, lines  # 19 resumes, each sleeping 2 ms in work()
+    assert lines[line_of(path, "total += 1")]["hits"] == 1
+    assert lines[line_of(path, "yield total")]["hits"] == 1
+
+
 def test_recursion_deeper_than_the_traced_stack_leaves_the_thread_traced(gnnprof_run):
     path = script("deep_recursion.py")
     r = gnnprof_run(path)

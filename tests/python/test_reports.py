@@ -1298,6 +1298,43 @@ def producer_bound(run, tmp_path):
 
 
 @needs_torch
+def test_an_executor_map_is_a_producer_wait_and_its_function_is_traced(gnnprof_run, plain_run, tmp_path):
+    """`for batch in executor.map(fn, items)` submits every item before the loop's first step
+    and waits inside the map's result iterator: both the wait (a producer wait at the loop's
+    line) and the submitted function (traced once the loop is found, in the thread pool; in a
+    process pool's worker, its own profile) are the program's own producer's."""
+    path = script("numpy_producer.py")
+    expected = plain_run(path, "30", "pool-map").out
+    wait = line_of(path, "yield from pool.map(seeded_batch, range(steps))", 1)
+    seeded = line_of(path, "return sample_batch(np.random.default_rng(seed))")
+
+    # The pool runs from before the loop's first step; once in 20 runs or so its thread took
+    # the GIL from the loop's first iterations until every batch was made, and nothing waited.
+    for _ in range(3):
+        t = gnnprof_run(path, "30", "pool-map")
+        assert t.rc == 0, t.err
+        if (t.lines("batches").get(wait, {}).get("stages") or {}).get("producer wait"):
+            break
+    assert t.out == expected
+    # The wait is the generator's `yield from` line's (resumed there, selected while suspended).
+    assert t.lines("batches")[wait]["stages"].get("producer wait", 0) > 0, t.lines("batches")
+    # Submitted before the loop was found; selected at the pool thread's first set_result after.
+    assert t.lines("seeded_batch")[seeded]["hits"] >= 10, t.lines("seeded_batch")
+    assert t.lines("seeded_batch")[seeded]["off_loop_ns"] > 0
+    d = producer_bound(t, tmp_path)
+    assert d is not None and "seeded_batch() of numpy_producer.py ran" in d["message"], d
+
+    p = gnnprof_run(path, "30", "process-pool-map")
+    assert p.rc == 0, p.err
+    assert p.out == expected
+    wait = line_of(path, "yield from pool.map(seeded_batch, range(steps))", 2)
+    assert p.lines("batches")[wait]["stages"].get("producer wait", 0) > 0, p.lines("batches")
+    d = producer_bound(p, tmp_path)
+    assert d is not None and "1 producer process (pid " in d["message"] and "ran seeded_batch() of numpy_producer.py" \
+        in d["message"], d
+
+
+@needs_torch
 def test_a_producer_that_makes_no_torch_op_is_traced_where_it_hands_a_batch_over(gnnprof_run, plain_run, tmp_path):
     """A producer that samples and gathers with numpy alone makes no torch gather for the tracer
     to find it by. Auto selection finds it where it hands a batch over: a thread's first

@@ -2,10 +2,12 @@
 their features with numpy alone (no torch op until the loop's torch.from_numpy): a thread and a
 queue.Queue (`thread`), a ThreadPoolExecutor (`pool`), a process and a multiprocessing.Queue
 (`process`; `simple-queue`: a multiprocessing.SimpleQueue), a multiprocessing.Pool's imap, the pool ended by its `with` (terminate: SIGTERM to
-its worker) (`mp-pool`), or a ProcessPoolExecutor (`process-pool`). Plain PyTorch, no gnnprof
-import; the producer makes no torch gather for the tracer to find it by.
+its worker) (`mp-pool`), or a ProcessPoolExecutor (`process-pool`); or the map of a
+ThreadPoolExecutor or a ProcessPoolExecutor, which submits every batch before the loop's first
+step (`pool-map`, `process-pool-map`). Plain PyTorch, no gnnprof import; the producer makes no
+torch gather for the tracer to find it by.
 
-usage: numpy_producer.py STEPS [thread|pool|process|simple-queue|mp-pool|process-pool] [fork|spawn]"""
+usage: numpy_producer.py STEPS [thread|pool|process|simple-queue|mp-pool|process-pool|pool-map|process-pool-map] [fork|spawn]"""
 import multiprocessing as mp
 import queue
 import sys
@@ -53,6 +55,14 @@ def batches(steps, mode):
                 if step + 1 < steps:
                     futures.append(pool.submit(sample_batch, rng))
                 yield futures[step].result()
+        return
+    if mode == "pool-map":
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            yield from pool.map(seeded_batch, range(steps))
+        return
+    if mode == "process-pool-map":
+        with ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context(START)) as pool:
+            yield from pool.map(seeded_batch, range(steps))
         return
     if mode == "mp-pool":
         with mp.get_context(START).Pool(1) as pool:
