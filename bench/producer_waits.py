@@ -15,7 +15,11 @@ two puts, two gets), under `--lines auto` with the loop found on the main thread
 test trigger of auto selection), so that the producer thread's first put selects its function
 as a producer's and every later notify on it takes the path a producer thread's does.
 
-    /usr/bin/python3 bench/producer_waits.py --gnnprof build/cli/gnnprof --rounds 20 [--hand-over]
+`--join`: threading.Thread.start and Thread.join swapped together, under `--lines auto` with the
+loop found: each round trip starts a thread (its target selected as a producer's at the first
+start, looked at again at each) and joins it (the join recorded as a producer wait).
+
+    /usr/bin/python3 bench/producer_waits.py --gnnprof build/cli/gnnprof --rounds 20 [--hand-over | --join]
 """
 import argparse
 import sys
@@ -25,6 +29,29 @@ import threading
 import hook_blocks
 
 TRIPS = 2000
+
+
+def joins(rounds):
+    import gnnprof
+    gnnprof._native.optimizer_step()  # this function is the loop, found on this thread
+    start, raw_start = hook_blocks.wrapped(threading.Thread.start, "threading.Thread.start")
+    join, raw_join = hook_blocks.wrapped(threading.Thread.join, "threading.Thread.join")
+
+    def work():
+        pass
+
+    def trip(fns, i):
+        if i == 0:
+            threading.Thread.start, threading.Thread.join = fns
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+
+    plain, wrapped, q1, q3 = hook_blocks.alternate((start, join), (raw_start, raw_join), trip, rounds, TRIPS // 4)
+    threading.Thread.start, threading.Thread.join = start, join
+    print(f"producer functions selected: {gnnprof._native.stats()['producers']}")
+    print(f"round trip (a thread started and joined)  original {plain * 1e6:7.2f} us  wrapped {wrapped * 1e6:7.2f} us  "
+          f"difference {(wrapped - plain) * 1e6:+.2f} us (quartiles {q1 * 1e6:+.2f}..{q3 * 1e6:+.2f})")
 
 
 def child(rounds, hand_over):
@@ -76,14 +103,15 @@ def main():
     ap.add_argument("--gnnprof", default="build/cli/gnnprof")
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--hand-over", action="store_true", help="the notify wrapper too, the loop found (--lines auto)")
+    ap.add_argument("--join", action="store_true", help="Thread.start and Thread.join, the loop found (--lines auto)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        child(a.rounds, a.hand_over)
+        joins(a.rounds) if a.join else child(a.rounds, a.hand_over)
         return 0
-    args = ["--child", "--rounds", str(a.rounds)] + (["--hand-over"] if a.hand_over else [])
+    args = ["--child", "--rounds", str(a.rounds)] + (["--hand-over"] if a.hand_over else []) + (["--join"] if a.join else [])
     with tempfile.TemporaryDirectory() as d:
-        return hook_blocks.under_gnnprof(a.gnnprof, __file__, args, d, "auto" if a.hand_over else "none")
+        return hook_blocks.under_gnnprof(a.gnnprof, __file__, args, d, "auto" if a.hand_over or a.join else "none")
 
 
 if __name__ == "__main__":

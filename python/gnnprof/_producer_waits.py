@@ -1,7 +1,8 @@
 """The loop's waits for batches that the program's own threads or processes make ahead of it.
 
 A hand-written pipeline feeds the loop from a thread pool (`futures[i].result()`), a thread and
-a `queue.Queue` (`q.get()`), an `Event`, or sampler processes and a `multiprocessing.Queue`.
+a `queue.Queue` (`q.get()`), an `Event`, a thread started for the next batch and joined
+(`t.join()`), or sampler processes and a `multiprocessing.Queue`.
 The loop blocked there is exposed data time, yet no torch op and no Python runs: left alone it
 was "batch prep (Python)", taken for the loop's own Python holding the GIL, and a prefetcher
 was advised where the program already prefetches and its producer cannot keep up.
@@ -21,9 +22,11 @@ producer-bound rule) when all of these hold:
   multiprocessing's Queue.get) or Condition.wait / wait_for itself; not a Queue.put waiting for room, a join or
   a Semaphore;
 - its timeout is None or positive.
-multiprocessing's SimpleQueue.get too (it waits on a pipe, not a Condition).
+multiprocessing's SimpleQueue.get too (it waits on a pipe, not a Condition), and
+`threading.Thread.join` where the program's own code called it (it waits on a lock): the loop
+joining a thread of its own waits for that thread's work.
 Not seen: a C `queue.SimpleQueue`, multiprocessing's Pipe, Manager proxies and Event,
-Thread.join, asyncio. Nothing is counted while no session runs.
+asyncio. Nothing is counted while no session runs.
 """
 import os
 import sys
@@ -108,7 +111,8 @@ def install(native, api, config):
         noted[0] = True
         native.note_collector("producer-waits", True, "the training loop's blocking waits for the program's own threads "
                               "or processes (Queue.get, Future.result, Event.wait: threading.Condition.wait; "
-                              "multiprocessing Queue.get, SimpleQueue.get) are the data stage \"producer wait\"")
+                              "Thread.join; multiprocessing Queue.get, SimpleQueue.get) are the data stage "
+                              "\"producer wait\"")
 
     def waited(original, timeout, *args):
         try:
@@ -132,6 +136,15 @@ def install(native, api, config):
         done.append("Condition.wait")
     elif why == "installed":
         done.append("Condition.wait")
+
+    cls, joined, why = _attach.method_to_wrap("threading", "Thread", "join", "no threading.Thread.join")
+    if cls is not None:
+        def join(self, timeout=None):
+            return waited(joined, timeout, self, timeout)
+        _attach.replace_method(cls, "join", join, joined)
+        done.append("Thread.join")
+    elif why == "installed":
+        done.append("Thread.join")
 
     def wrap_queue_get():
         cls, original, _ = _attach.method_to_wrap("multiprocessing.queues", "Queue", "get", "no Queue.get")

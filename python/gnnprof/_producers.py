@@ -15,6 +15,9 @@ with numpy, reads files or builds Python lists makes none. So the hand-over sele
   user's files is traced wherever it runs (functools.partial and bound methods unwrapped). One
   submitted before (`Executor.map` submits every item up front) waits in `early` until the
   first notify or submit after the loop is found (a pool thread's set_result notifies).
+- `threading.Thread.start`, wrapped: a thread the loop's thread starts once the loop is found
+  (the next batch loaded while this one trains, then joined) runs a producer: its target (or
+  its class's own `run`) of the user's files is traced, as a submitted function is.
 Auto selection only (the native side checks); a thread stops looking once one is found.
 """
 import functools
@@ -118,6 +121,26 @@ def install(native, api):
         done.append("Condition.notify")
     elif why == "installed":
         done.append("Condition.notify")
+
+    cls, started, why = _attach.method_to_wrap("threading", "Thread", "start", "no threading.Thread.start")
+    if cls is not None:
+        base_run = threading.Thread.run
+
+        def start(self):
+            try:
+                if api._state["bound"] and native.loop_thread() == 1:
+                    target = getattr(self, "_target", None)
+                    run = type(self).run
+                    code = _code_of(target) if target is not None else None if run is base_run else _code_of(run)
+                    if code is not None:
+                        native.submitted(code)
+            except Exception:  # never into the host's start
+                pass
+            return started(self)
+        _attach.replace_method(cls, "start", start, started)
+        done.append("Thread.start")
+    elif why == "installed":
+        done.append("Thread.start")
 
     def wrap_submit():
         cls, original, _ = _attach.method_to_wrap("concurrent.futures.thread", "ThreadPoolExecutor", "submit",

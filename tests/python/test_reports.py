@@ -1335,6 +1335,25 @@ def test_an_executor_map_is_a_producer_wait_and_its_function_is_traced(gnnprof_r
 
 
 @needs_torch
+def test_a_thread_started_for_the_next_batch_and_joined_is_a_producer(gnnprof_run, plain_run, tmp_path):
+    """A hand-written prefetch: a thread loads the next batch while this one trains, and the
+    loop joins it. The join is a producer wait (a lock, no Condition), and the thread's target,
+    started from the loop's thread once the loop is found, is traced; producer-bound names it.
+    Before, the join's time was no stage and the report said "compute-bound"."""
+    path = script("numpy_producer.py")
+    r = gnnprof_run(path, "30", "thread-join")
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "30", "thread-join").out
+    join = line_of(path, "loader.join()")
+    assert r.lines("batches")[join]["stages"].get("producer wait", 0) > 0, r.lines("batches")
+    load = r.lines("load_into")[line_of(path, 'out["batch"] = seeded_batch(seed)')]
+    assert load["hits"] >= 25 and load["off_loop_ns"] > 0, load  # started after the loop's first step
+    d = producer_bound(r, tmp_path)
+    assert d is not None and "load_into() of numpy_producer.py ran" in d["message"], d
+    assert "Thread.join" in r.collector("producer-waits")["reason"]
+
+
+@needs_torch
 def test_a_producer_that_makes_no_torch_op_is_traced_where_it_hands_a_batch_over(gnnprof_run, plain_run, tmp_path):
     """A producer that samples and gathers with numpy alone makes no torch gather for the tracer
     to find it by. Auto selection finds it where it hands a batch over: a thread's first

@@ -4,10 +4,12 @@ queue.Queue (`thread`), a ThreadPoolExecutor (`pool`), a process and a multiproc
 (`process`; `simple-queue`: a multiprocessing.SimpleQueue), a multiprocessing.Pool's imap, the pool ended by its `with` (terminate: SIGTERM to
 its worker) (`mp-pool`), or a ProcessPoolExecutor (`process-pool`); or the map of a
 ThreadPoolExecutor or a ProcessPoolExecutor, which submits every batch before the loop's first
-step (`pool-map`, `process-pool-map`). Plain PyTorch, no gnnprof import; the producer makes no
+step (`pool-map`, `process-pool-map`); or a thread started for the next batch while this one
+trains, then joined (`thread-join`). Plain PyTorch, no gnnprof import; the producer makes no
 torch gather for the tracer to find it by.
 
-usage: numpy_producer.py STEPS [thread|pool|process|simple-queue|mp-pool|process-pool|pool-map|process-pool-map] [fork|spawn]"""
+usage: numpy_producer.py STEPS [thread|pool|process|simple-queue|mp-pool|process-pool|pool-map|process-pool-map|
+                                 thread-join] [fork|spawn]"""
 import multiprocessing as mp
 import queue
 import sys
@@ -38,6 +40,10 @@ def seeded_batch(seed):
     return sample_batch(np.random.default_rng(seed))
 
 
+def load_into(seed, out):
+    out["batch"] = seeded_batch(seed)
+
+
 def producer(q, steps, seed):
     rng = np.random.default_rng(seed)
     for _ in range(steps):
@@ -55,6 +61,18 @@ def batches(steps, mode):
                 if step + 1 < steps:
                     futures.append(pool.submit(sample_batch, rng))
                 yield futures[step].result()
+        return
+    if mode == "thread-join":
+        nxt = {}
+        loader = threading.Thread(target=load_into, args=(0, nxt))
+        loader.start()
+        for step in range(steps):
+            loader.join()
+            cur, nxt = nxt, {}
+            if step + 1 < steps:
+                loader = threading.Thread(target=load_into, args=(step + 1, nxt))
+                loader.start()
+            yield cur["batch"]
         return
     if mode == "pool-map":
         with ThreadPoolExecutor(max_workers=1) as pool:

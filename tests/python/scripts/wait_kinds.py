@@ -1,6 +1,7 @@
 """The main thread's blocking waits of each kind, with no torch and no gnnprof import, each
 WAIT_MS long (a helper thread releases it), in this order: a Queue.get, a Future.result, an
-Event.wait (a consumer's, for the program's own producers), then a Queue.put on a full queue, a
+Event.wait, a Thread.join (a consumer's, for the program's own producers; the thread pool's
+shutdown joins its thread too, which is not), then a Queue.put on a full queue, a
 Semaphore.acquire and a Queue.get made by a library (layerlib.py under a site-packages
 directory on PYTHONPATH), which are not. Prints what each returned.
 
@@ -32,6 +33,9 @@ def main():
     ev = threading.Event()
     later(ev.set)
     print("event", ev.wait(10))
+    loader = threading.Thread(target=time.sleep, args=(WAIT,))
+    loader.start()
+    print("join", loader.join())
     q.put("full")
     later(q.get)
     q.put("room")  # waits for room: not a consumer's wait
