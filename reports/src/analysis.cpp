@@ -1161,7 +1161,7 @@ std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a, co
        {"iteration_ns", static_cast<double>(a.iteration_mean_ns)},
        {"wait_share", share},
        {"compute_ns", static_cast<double>(a.compute_ns)},
-       {"producer_ns_per_iteration",
+       {"producer_per_iteration_ns",
         producer != nullptr ? static_cast<double>(producer_ns) / complete
         : in_processes      ? static_cast<double>(processes.own_ns) / complete
                             : 0.0}}};

@@ -290,7 +290,7 @@ TEST(Diagnostics, ProducerBound) {
   ASSERT_NE(d, ds.end());
   EXPECT_EQ(d->severity, Severity::kWarning);
   EXPECT_DOUBLE_EQ(d->evidence.at("producer_wait_ns"), 45.0 * kMs);
-  EXPECT_DOUBLE_EQ(d->evidence.at("producer_ns_per_iteration"), 80.0 * kMs);  // 20 x 80 ms over 20 iterations
+  EXPECT_DOUBLE_EQ(d->evidence.at("producer_per_iteration_ns"), 80.0 * kMs);  // 20 x 80 ms over 20 iterations
   for (const char* part : {"the loop waits 35% of its time (45.0 ms an iteration of 130 ms, means) at train.py:41 "
                            "`x, y = futures[step].result()` for batches that the program's own threads or processes make "
                            "ahead of it: they cannot keep up, and a prefetcher would not help.",
@@ -329,7 +329,7 @@ TEST(Diagnostics, ProducerBound) {
                            "is in its own profile (<output>.77.json).",
                            "more producer processes than 1"})
     EXPECT_NE(named->message.find(part), std::string::npos) << part << "\n" << named->message;
-  EXPECT_DOUBLE_EQ(named->evidence.at("producer_ns_per_iteration"), 72.0 * kMs);
+  EXPECT_DOUBLE_EQ(named->evidence.at("producer_per_iteration_ns"), 72.0 * kMs);
   // One that ended before the loop's first iteration (a pool that preprocessed) is left out.
   Profile before = fed;
   before.run.pid = 78;
