@@ -19,7 +19,12 @@ as a producer's and every later notify on it takes the path a producer thread's 
 loop found: each round trip starts a thread (its target selected as a producer's at the first
 start, looked at again at each) and joins it (the join recorded as a producer wait).
 
-    /usr/bin/python3 bench/producer_waits.py --gnnprof build/cli/gnnprof --rounds 20 [--hand-over | --join]
+`--pipe`: a multiprocessing Connection's recv and send (both ends of two one-way Pipes, between
+the main thread and a second one) swapped together, under `--lines auto` with the loop found:
+the main thread's recv is recorded as a producer wait, the other thread's first send selects its
+function as a producer's.
+
+    /usr/bin/python3 bench/producer_waits.py --gnnprof build/cli/gnnprof --rounds 20 [--hand-over | --join | --pipe]
 """
 import argparse
 import sys
@@ -51,6 +56,45 @@ def joins(rounds):
     threading.Thread.start, threading.Thread.join = start, join
     print(f"producer functions selected: {gnnprof._native.stats()['producers']}")
     print(f"round trip (a thread started and joined)  original {plain * 1e6:7.2f} us  wrapped {wrapped * 1e6:7.2f} us  "
+          f"difference {(wrapped - plain) * 1e6:+.2f} us (quartiles {q1 * 1e6:+.2f}..{q3 * 1e6:+.2f})")
+
+
+def pipes(rounds):
+    import multiprocessing.connection as mc
+    import gnnprof
+    gnnprof._native.optimizer_step()  # this function is the loop, found on this thread
+    names = ("recv", "recv_bytes", "send", "send_bytes")
+    pairs = [hook_blocks.wrapped(getattr(mc._ConnectionBase, n), "Connection." + n) for n in names]
+    hooked, original = tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+    ask_r, ask_w = mc.Pipe(duplex=False)
+    answer_r, answer_w = mc.Pipe(duplex=False)
+
+    def producer():
+        while True:
+            token = ask_r.recv()
+            if token is None:
+                return
+            answer_w.send(token)
+
+    t = threading.Thread(target=producer, daemon=True)
+    t.start()
+
+    def install(fns):
+        for n, fn in zip(names, fns):
+            setattr(mc._ConnectionBase, n, fn)
+
+    def trip(fns, i):
+        if i == 0:
+            install(fns)
+        ask_w.send(i)
+        answer_r.recv()
+
+    plain, wrapped, q1, q3 = hook_blocks.alternate(hooked, original, trip, rounds, TRIPS)
+    install(hooked)
+    ask_w.send(None)
+    t.join()
+    print(f"producer functions selected: {gnnprof._native.stats()['producers']}")
+    print(f"round trip (2 recv, 2 send)  original {plain * 1e6:7.2f} us  wrapped {wrapped * 1e6:7.2f} us  "
           f"difference {(wrapped - plain) * 1e6:+.2f} us (quartiles {q1 * 1e6:+.2f}..{q3 * 1e6:+.2f})")
 
 
@@ -104,14 +148,20 @@ def main():
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--hand-over", action="store_true", help="the notify wrapper too, the loop found (--lines auto)")
     ap.add_argument("--join", action="store_true", help="Thread.start and Thread.join, the loop found (--lines auto)")
+    ap.add_argument("--pipe", action="store_true", help="a Connection's recv and send, the loop found (--lines auto)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        joins(a.rounds) if a.join else child(a.rounds, a.hand_over)
+        if a.pipe:
+            pipes(a.rounds)
+        elif a.join:
+            joins(a.rounds)
+        else:
+            child(a.rounds, a.hand_over)
         return 0
-    args = ["--child", "--rounds", str(a.rounds)] + (["--hand-over"] if a.hand_over else []) + (["--join"] if a.join else [])
+    args = ["--child", "--rounds", str(a.rounds)] + (["--hand-over"] if a.hand_over else []) + (["--join"] if a.join else []) + (["--pipe"] if a.pipe else [])
     with tempfile.TemporaryDirectory() as d:
-        return hook_blocks.under_gnnprof(a.gnnprof, __file__, args, d, "auto" if a.hand_over or a.join else "none")
+        return hook_blocks.under_gnnprof(a.gnnprof, __file__, args, d, "auto" if a.hand_over or a.join or a.pipe else "none")
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ constexpr Option kOptions[] = {
   {"GNNPROF_LINES", T::kString, "auto", "Python lines to trace: auto, none, or FILE[:FUNCTION] entries split by ';'", "python, cli"},
   {"GNNPROF_TORCH_MODULES", T::kBool, "1", "0: no torch module hooks (ops on tensors needing no grad in a model's call, such as its input's dropout, are then not its forward)", "python"},
   {"GNNPROF_TORCH_PYTHON", T::kBool, "1", "0: no Python-side phases where the op observer is off (another torch than gnnprof's)", "python"},
-  {"GNNPROF_PRODUCER_WAITS", T::kBool, "1", "0: the training loop's blocking waits for the program's own threads or processes (Queue.get, Future.result, Event.wait, Thread.join, a multiprocessing Queue.get) are not the data stage \"producer wait\"", "python"},
+  {"GNNPROF_PRODUCER_WAITS", T::kBool, "1", "0: the training loop's blocking waits for the program's own threads or processes (Queue.get, Future.result, Event.wait, Thread.join, a multiprocessing Queue.get, a Pipe's recv) are not the data stage \"producer wait\"", "python"},
   {"GNNPROF_LOADER_WORKERS", T::kString, "16", "data loader worker processes (forks) that write a profile of their own: the run's first N (on: 16); later ones and 0/off: record nothing", "python"},
   {"GNNPROF_PREFETCH", T::kCount, "the code's", "prefetch depth K in 0..64 (0: inline, as the baseline)", "prefetch, python", "", 64},
   {"GNNPROF_PREFETCH_LOADERS", T::kBool, "0", "1: zero-code prefetch: each pass the program's own code makes over a torch DataLoader (or a subclass such as DGL's or PyG's loaders) runs through gnnprof.prefetch at GNNPROF_PREFETCH's depth (gnnprof ab sets it for a Python command)", "prefetch, python"},

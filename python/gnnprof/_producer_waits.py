@@ -22,12 +22,13 @@ producer-bound rule) when all of these hold:
   multiprocessing's Queue.get) or Condition.wait / wait_for itself; not a Queue.put waiting for room, a join or
   a Semaphore;
 - its timeout is None or positive.
-multiprocessing's SimpleQueue.get too (it waits on a pipe, not a Condition), and
+multiprocessing's SimpleQueue.get too (it waits on a pipe, not a Condition), a `Pipe`'s
+`Connection.recv`/`recv_bytes` where the program's own code called it, and
 `threading.Thread.join` where the program's own code called it (it waits on a lock): the loop
 joining a thread of its own waits for that thread's work.
-Not seen: a C `queue.SimpleQueue`, multiprocessing's Pipe, Manager proxies and Event,
-asyncio. Nothing is counted while no session runs.
+Not seen: a C `queue.SimpleQueue`, Manager proxies and Event, asyncio. Nothing is counted while no session runs.
 """
+import functools
 import os
 import sys
 import threading
@@ -93,10 +94,11 @@ def install(native, api, config):
     noted = [False]
     main_thread, getframe, ident = threading.main_thread, sys._getframe, threading.get_ident
 
-    def counted(depth):
+    def counted(depth, direct=False):
         """Whether the wait whose caller is `depth` frames up is the training loop's (its thread
         once auto selection found it, the main thread without auto selection) for work the
-        program's own threads or processes do."""
+        program's own threads or processes do (`direct`: only where the program's own code made
+        this very call, not a consumer's call of the standard library that makes it)."""
         if not api._state["bound"] or not native.is_running():  # the module's dict: a reload's too
             return False
         loop = native.loop_thread()  # 1 here, 0 elsewhere, -2 not yet found, -1 no auto selection
@@ -105,18 +107,19 @@ def install(native, api, config):
         # The program's own frame waited on a Condition itself, or made a consumer's call (not
         # Thread.start, which waits for the thread to run).
         call = program_call(getframe(depth))
-        return call is not None and (call[0] is None or call[1])
+        return call is not None and (call[0] is None or (call[1] and not direct))
 
     def note():
         noted[0] = True
         native.note_collector("producer-waits", True, "the training loop's blocking waits for the program's own threads "
                               "or processes (Queue.get, Future.result, Event.wait: threading.Condition.wait; "
-                              "Thread.join; multiprocessing Queue.get, SimpleQueue.get) are the data stage "
+                              "Thread.join; multiprocessing Queue.get, SimpleQueue.get, a Pipe's recv) are the "
+                              "data stage "
                               "\"producer wait\"")
 
-    def waited(original, timeout, *args):
+    def waited(original, timeout, *args, direct=False):
         try:
-            on = (timeout is None or timeout > 0) and counted(3)
+            on = (timeout is None or timeout > 0) and counted(3, direct)
             if on and not noted[0]:
                 note()
         except Exception:  # never into the host's wait
@@ -158,6 +161,19 @@ def install(native, api, config):
                 return waited(simple_get, None, self)
             _attach.replace_method(simple, "get", get_simple, simple_get)
 
+    def recv_of(original):
+        def recv(self, *args, **kwargs):  # counted only as the program's own call: not under Queue.get
+            return waited(functools.partial(original, **kwargs) if kwargs else original, None, self, *args, direct=True)
+        return recv
+
+    def wrap_connection_recv():
+        for name in ("recv", "recv_bytes"):
+            cls, original, _ = _attach.method_to_wrap("multiprocessing.connection", "_ConnectionBase", name,
+                                                       "no Connection." + name)
+            if cls is not None:
+                _attach.replace_method(cls, name, recv_of(original), original)
+
     _attach.after_import("multiprocessing.queues", wrap_queue_get)
-    done.append("multiprocessing Queue.get and SimpleQueue.get (once imported)")
+    _attach.after_import("multiprocessing.connection", wrap_connection_recv)
+    done.append("multiprocessing Queue.get, SimpleQueue.get and a Connection's recv (once imported)")
     return ", ".join(done) or "none"

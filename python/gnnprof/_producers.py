@@ -9,8 +9,9 @@ with numpy, reads files or builds Python lists makes none. So the hand-over sele
   or notify itself) on a thread other than the loop's once auto selection found the loop, the
   innermost user function running there is traced from then on, as a producer thread's is;
   in a process started by multiprocessing (not a DataLoader worker) a multiprocessing.Queue.put
-  or SimpleQueue.put (wrapped too: it notifies nothing) does the same before any loop is found:
-  that process feeds the loop's process.
+  or SimpleQueue.put, or a `Pipe`'s Connection.send made by the program's own code (wrapped
+  too: they notify nothing) does the same before any loop is found: that process feeds the
+  loop's process.
 - `ThreadPoolExecutor.submit`, wrapped: once the loop is found, a submitted function of the
   user's files is traced wherever it runs (functools.partial and bound methods unwrapped). One
   submitted before (`Executor.map` submits every item up front) waits in `early` until the
@@ -65,12 +66,12 @@ def install(native, api):
         mp = sys.modules.get("multiprocessing.process")
         return mp is not None and mp.parent_process() is not None
 
-    def handed_over(depth):
+    def handed_over(depth, direct=False):
         """The standard library's code the program called above `depth` frames when the
-        program's own code made a producer's call ("notify": it notified a Condition itself),
-        else None."""
+        program's own code made a producer's call ("notify": it made the wrapped call itself),
+        else None (`direct`: only where it made the wrapped call itself)."""
         call = program_call(getframe(depth))
-        if call is None or (call[0] is not None and not call[1]):
+        if call is None or (call[0] is not None and (direct or not call[1])):
             return None
         return call[0] or "notify"
 
@@ -86,8 +87,9 @@ def install(native, api):
         elif loop == -1:
             early.clear()
 
-    def look(ipc=False):
-        """At a notify (`ipc`: at a multiprocessing.SimpleQueue.put, which notifies nothing)."""
+    def look(ipc=False, direct=False):
+        """At a notify (`ipc`: at a multiprocessing.SimpleQueue.put or Connection.send, which
+        notify nothing; `direct`: only the program's own call of it counts)."""
         if not api._state["bound"] or not native.is_running():
             return
         loop = native.loop_thread()  # 1 here, 0 elsewhere, -2 not yet found, -1 no auto selection
@@ -98,7 +100,7 @@ def install(native, api):
         child = loop == -2
         if (child and not in_child()) or not native.producer_may(child):
             return
-        called = handed_over(3)
+        called = handed_over(3, direct)
         if called is None:
             return
         if not child:
@@ -178,6 +180,24 @@ def install(native, api):
             return original(self, obj)
         _attach.replace_method(cls, "put", put, original)
 
+    def wrap_connection_send():
+        for name in ("send", "send_bytes"):
+            cls, original, _ = _attach.method_to_wrap("multiprocessing.connection", "_ConnectionBase", name,
+                                                       "no Connection." + name)
+            if cls is not None:
+                _attach.replace_method(cls, name, send_of(original), original)
+
+    def send_of(original):
+        def send(self, *args, **kwargs):
+            try:
+                look(True, direct=True)
+            except Exception:  # never into the host's hand-over
+                pass
+            return original(self, *args, **kwargs)
+        return send
+
+    _attach.after_import("multiprocessing.connection", wrap_connection_send)
+    done.append("a multiprocessing Connection's send (once imported)")
     _attach.after_import("multiprocessing.queues", wrap_simple_put)
     done.append("multiprocessing SimpleQueue.put (once imported)")
     _attach.after_import("concurrent.futures.thread", wrap_submit)

@@ -1685,7 +1685,7 @@ def test_a_main_thread_polling_a_training_thread_waits_for_no_producer(gnnprof_r
 
 def test_only_a_consumers_wait_for_the_programs_own_producers_is_a_producer_wait(gnnprof_run, plain_run):
     """The loop's thread (here the main thread: no auto selection) blocked in a Queue.get, a
-    Future.result, an Event.wait and a Thread.join for the program's own threads: the data
+    Future.result, an Event.wait, a Thread.join and a Pipe's recv for the program's own threads: the data
     stage "producer wait", on each line. Blocked in a Queue.put waiting for room, a Semaphore,
     a library's Queue.get (a site-packages module's), or a thread pool's shutdown joining its
     thread: not. Any CPython with the package (3.10 to 3.13)."""
@@ -1696,10 +1696,10 @@ def test_only_a_consumers_wait_for_the_programs_own_producers_is_a_producer_wait
     assert r.out == plain_run(path, "40", env=env).out
     assert r.collector("producer-waits")["enabled"], r.profile["collectors"]
     stage = next(s for s in r.profile["stages"] if s["name"] == "producer wait")
-    assert stage["hits"] == 4 and stage["category"] == "data", stage
+    assert stage["hits"] == 5 and stage["category"] == "data", stage
     lines = r.lines("main")
     for text in ('print("queue", q.get())', 'print("future", pool.submit(lambda: time.sleep(WAIT) or "done").result())',
-                 'print("event", ev.wait(10))', 'print("join", loader.join())'):
+                 'print("event", ev.wait(10))', 'print("join", loader.join())', 'print("pipe", receiver.recv())'):
         waited = lines[line_of(path, text)]["stages"].get("producer wait", 0)
         assert waited >= 30e6, (text, lines[line_of(path, text)])
     for text in ('q.put("room")', 'print("semaphore", sem.acquire())', 'print("library", layerlib.take(q))'):

@@ -1354,6 +1354,35 @@ def test_a_thread_started_for_the_next_batch_and_joined_is_a_producer(gnnprof_ru
 
 
 @needs_torch
+def test_a_producer_process_feeding_a_pipe_is_found_at_its_send(gnnprof_run, plain_run, tmp_path):
+    """A sampler process and a one-way multiprocessing.Pipe: the loop's `recv()` is a producer
+    wait (it made that call itself; a Queue.get's own recv is not counted twice), and the
+    process's first `conn.send` selects its function there, whose profile names the loop's."""
+    path = script("numpy_producer.py")
+    r = gnnprof_run(path, "30", "pipe")
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "30", "pipe").out
+    recv = line_of(path, "while (item := receiver.recv()) is not None:")
+    assert r.lines("batches")[recv]["stages"].get("producer wait", 0) > 0, r.lines("batches")
+    stage = next(s for s in r.profile["stages"] if s["name"] == "producer wait")
+    assert stage["hits"] <= 31, stage  # one per recv
+    producers = [json.load(open(f)) for f in glob.glob(r.path[:-len(".json")] + ".*.json")]
+    fed = [q for q in producers if q["run"].get("feeds_pid") == r.profile["run"]["pid"]]
+    assert len(fed) == 1, [q["run"] for q in producers]
+    sent = line_of(path, "conn.send(sample_batch(rng))")
+    assert any(l["function"] == "pipe_producer" and l["line"] == sent and l["hits"] >= 25 for l in fed[0]["lines"]), \
+        fed[0]["lines"]
+    d = producer_bound(r, tmp_path)
+    assert d is not None and f"1 producer process (pid {fed[0]['run']['pid']}) ran pipe_producer() of " \
+        "numpy_producer.py" in d["message"], d
+    # A multiprocessing.Queue's get (which receives through a Connection) is one wait, not two.
+    q = gnnprof_run(path, "30", "process")
+    assert q.rc == 0, q.err
+    stage = next(s for s in q.profile["stages"] if s["name"] == "producer wait")
+    assert stage["hits"] <= 31, stage
+
+
+@needs_torch
 def test_a_producer_that_makes_no_torch_op_is_traced_where_it_hands_a_batch_over(gnnprof_run, plain_run, tmp_path):
     """A producer that samples and gathers with numpy alone makes no torch gather for the tracer
     to find it by. Auto selection finds it where it hands a batch over: a thread's first

@@ -5,11 +5,12 @@ queue.Queue (`thread`), a ThreadPoolExecutor (`pool`), a process and a multiproc
 its worker) (`mp-pool`), or a ProcessPoolExecutor (`process-pool`); or the map of a
 ThreadPoolExecutor or a ProcessPoolExecutor, which submits every batch before the loop's first
 step (`pool-map`, `process-pool-map`); or a thread started for the next batch while this one
-trains, then joined (`thread-join`). Plain PyTorch, no gnnprof import; the producer makes no
+trains, then joined (`thread-join`); or a process and a one-way `multiprocessing.Pipe`
+(`pipe`). Plain PyTorch, no gnnprof import; the producer makes no
 torch gather for the tracer to find it by.
 
 usage: numpy_producer.py STEPS [thread|pool|process|simple-queue|mp-pool|process-pool|pool-map|process-pool-map|
-                                 thread-join] [fork|spawn]"""
+                                 thread-join|pipe] [fork|spawn]"""
 import multiprocessing as mp
 import queue
 import sys
@@ -44,6 +45,13 @@ def load_into(seed, out):
     out["batch"] = seeded_batch(seed)
 
 
+def pipe_producer(conn, steps, seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        conn.send(sample_batch(rng))
+    conn.send(None)
+
+
 def producer(q, steps, seed):
     rng = np.random.default_rng(seed)
     for _ in range(steps):
@@ -73,6 +81,15 @@ def batches(steps, mode):
                 loader = threading.Thread(target=load_into, args=(step + 1, nxt))
                 loader.start()
             yield cur["batch"]
+        return
+    if mode == "pipe":
+        ctx = mp.get_context(START)
+        receiver, sender = ctx.Pipe(duplex=False)
+        worker = ctx.Process(target=pipe_producer, args=(sender, steps, 1), daemon=True)
+        worker.start()
+        while (item := receiver.recv()) is not None:
+            yield item
+        worker.join()
         return
     if mode == "pool-map":
         with ThreadPoolExecutor(max_workers=1) as pool:

@@ -1,11 +1,12 @@
 """The main thread's blocking waits of each kind, with no torch and no gnnprof import, each
 WAIT_MS long (a helper thread releases it), in this order: a Queue.get, a Future.result, an
-Event.wait, a Thread.join (a consumer's, for the program's own producers; the thread pool's
-shutdown joins its thread too, which is not), then a Queue.put on a full queue, a
+Event.wait, a Thread.join, a Pipe's recv (a consumer's, for the program's own producers; the
+thread pool's shutdown joins its thread too, which is not), then a Queue.put on a full queue, a
 Semaphore.acquire and a Queue.get made by a library (layerlib.py under a site-packages
 directory on PYTHONPATH), which are not. Prints what each returned.
 
 usage: wait_kinds.py WAIT_MS"""
+import multiprocessing
 import queue
 import sys
 import threading
@@ -36,6 +37,9 @@ def main():
     loader = threading.Thread(target=time.sleep, args=(WAIT,))
     loader.start()
     print("join", loader.join())
+    receiver, sender = multiprocessing.Pipe(duplex=False)
+    later(sender.send, "piped")
+    print("pipe", receiver.recv())
     q.put("full")
     later(q.get)
     q.put("room")  # waits for room: not a consumer's wait
