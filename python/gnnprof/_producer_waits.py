@@ -16,7 +16,9 @@ producer-bound rule) when all of these hold:
   selection, or no tracer);
 - the program's own code called it (the first frame outside the standard library is in no
   third-party package: not torch's DataLoader, DGL's prefetching iterator or gnnprof's
-  prefetcher, which have their own stages, nor a library's flush or compile queue);
+  prefetcher, which have their own stages, nor a library's flush or compile queue), or a
+  third-party iterator the program pulls from did (prefetch_generator's BackgroundGenerator:
+  the user's generator it holds is then traced on the library's thread);
 - it is a consumer's wait, the call the program made being one of CONSUMER_WAITS (Queue.get,
   Future.result, Event.wait, concurrent.futures.wait, an Executor's map, a Pool's map or a result's get,
   multiprocessing's Queue.get) or Condition.wait / wait_for itself; not a Queue.put waiting for room, a join or
@@ -51,32 +53,53 @@ CONSUMER_WAITS = {
 }
 
 
-def stdlib_calls(table):
+# Packages whose iterators have stages of their own (torch's DataLoader, DGL's and PyG's loaders).
+OWN_STAGES = ("/torch/", "/dgl/", "/torch_geometric/")
+ITERATOR_METHODS = ("__next__", "next", "__iter__")
+CO_GENERATOR = 0x20
+
+
+def stdlib_calls(table, iterators=False):
     """A reader of the call the program made into threading, queue, concurrent.futures or
     multiprocessing (without importing them: the program may never), for `table` (names by file
     under the standard library's directory, as CONSUMER_WAITS): program_call(frame) walks out
     from `frame` through those modules' frames and, where the program's own code made that
     call, returns (the outermost of their code objects, or None where there is none: the
-    program called at `frame` itself; whether `table` lists its name for its file); None where
-    a third-party package's or gnnprof's code made it."""
+    program called at `frame` itself; whether `table` lists its name for its file; the
+    third-party frames walked through, below); None where a third-party package's or gnnprof's
+    code made it. With `iterators`, a third-party iterator that the program pulls from
+    (`__next__`, `next`, `__iter__` or a generator of a package other than OWN_STAGES', as
+    prefetch_generator's BackgroundGenerator, through tqdm's) counts as the program's call:
+    its frames are the third element."""
     lib = os.path.dirname(threading.__file__)
     dirs = (os.path.join(lib, "concurrent") + os.sep, os.path.join(lib, "multiprocessing") + os.sep)
     files = (threading.__file__, os.path.join(lib, "queue.py"))
     listed = {os.path.join(lib, f): names for f, names in table.items()}
     others = ("/site-packages/", "/dist-packages/", os.path.dirname(os.path.abspath(__file__)) + os.sep)
 
+    def library_iterator(code):
+        name = code.co_filename
+        return ("/site-packages/" in name or "/dist-packages/" in name) and not any(o in name for o in OWN_STAGES) \
+            and (code.co_name in ITERATOR_METHODS or code.co_flags & CO_GENERATOR)
+
     def program_call(f):
-        called = None
+        called, through = None, ()
         while f is not None:
             code = f.f_code
             name = code.co_filename
             if name.startswith(dirs) or name in files:
+                if through:  # the standard library above a library's iterator
+                    return None
                 called = code
+                f = f.f_back
+                continue
+            if iterators and called is not None and library_iterator(code):
+                through += (f,)
                 f = f.f_back
                 continue
             if any(o in name for o in others):
                 return None
-            return called, called is not None and called.co_name in listed.get(called.co_filename, ())
+            return called, called is not None and called.co_name in listed.get(called.co_filename, ()), through
         return None
 
     return program_call
@@ -90,8 +113,9 @@ def install(native, api, config):
         native.note_collector("producer-waits", False, "GNNPROF_PRODUCER_WAITS=0")
         return "off"
     stage = native.Stage(STAGE, "data")
-    program_call = stdlib_calls(CONSUMER_WAITS)
+    program_call = stdlib_calls(CONSUMER_WAITS, iterators=True)
     noted = [False]
+    looks = [0]  # library iterators looked into for the user's iterator they pull from (at most 4)
     main_thread, getframe, ident = threading.main_thread, sys._getframe, threading.get_ident
 
     def counted(depth, direct=False):
@@ -107,7 +131,25 @@ def install(native, api, config):
         # The program's own frame waited on a Condition itself, or made a consumer's call (not
         # Thread.start, which waits for the thread to run).
         call = program_call(getframe(depth))
-        return call is not None and (call[0] is None or (call[1] and not direct))
+        if call is None or not (call[0] is None or (call[1] and not direct)):
+            return False
+        if call[2] and looks[0] < 4:
+            looks[0] += 1
+            select_wrapped(call[2])
+        return True
+
+    def select_wrapped(frames):
+        """The user's generator or iterator that a library's iterator pulls from (its attribute:
+        prefetch_generator's `generator`), traced where it runs: the library's thread."""
+        for fr in frames:
+            owner = fr.f_locals.get("self")
+            for v in getattr(owner, "__dict__", {}).values():
+                code = getattr(v, "gi_code", None)
+                if code is None:
+                    nxt = getattr(type(v), "__next__", None)
+                    code = getattr(nxt, "__code__", None)
+                if code is not None:
+                    native.submitted(code)
 
     def note():
         noted[0] = True

@@ -1354,6 +1354,28 @@ def test_a_thread_started_for_the_next_batch_and_joined_is_a_producer(gnnprof_ru
 
 
 @needs_torch
+def test_a_librarys_background_generator_is_a_producer(gnnprof_run, plain_run, tmp_path):
+    """prefetch_generator's BackgroundGenerator runs the user's generator on the library's
+    thread and hands its items over through a queue.Queue. The loop's wait in the library's
+    `__next__` (directly, or through a tqdm-like bar's generators) is a producer wait, and the
+    user's generator it holds is traced on that thread: producer-bound names it. Before, the
+    wait was "batch prep (Python)", taken for the loader's own Python holding the GIL."""
+    path = script("background_generator.py")
+    env = {"PYTHONPATH": os.path.join(os.path.dirname(path), "site-packages")}
+    header = line_of(path, "for x, y in progress.bar(loader) if bar else loader:")
+    gathered = line_of(path, "uniq, inv = np.unique(hop2, return_inverse=True)")
+    for args in (("30",), ("30", "bar")):
+        r = gnnprof_run(path, *args, env=env)
+        assert r.rc == 0, r.err
+        assert r.out == plain_run(path, *args, env=env).out
+        assert r.lines("main")[header]["stages"].get("producer wait", 0) > 0, (args, r.lines("main"))
+        line = r.lines("batches")[gathered]
+        assert line["hits"] >= 20 and line["off_loop_ns"] > 0, (args, line)
+        d = producer_bound(r, tmp_path)
+        assert d is not None and "batches() of background_generator.py ran" in d["message"], (args, d)
+
+
+@needs_torch
 def test_a_producer_process_feeding_a_pipe_is_found_at_its_send(gnnprof_run, plain_run, tmp_path):
     """A sampler process and a one-way multiprocessing.Pipe: the loop's `recv()` is a producer
     wait (it made that call itself; a Queue.get's own recv is not counted twice), and the
