@@ -53,7 +53,8 @@ CONSUMER_WAITS = {
 }
 
 
-# Packages whose iterators have stages of their own (torch's DataLoader, DGL's and PyG's loaders).
+# Packages whose iterators have stages of their own (torch's DataLoader, DGL's and PyG's loaders;
+# gnnprof's prefetcher, wherever the package is installed, too).
 OWN_STAGES = ("/torch/", "/dgl/", "/torch_geometric/")
 ITERATOR_METHODS = ("__next__", "next", "__iter__")
 CO_GENERATOR = 0x20
@@ -79,8 +80,8 @@ def stdlib_calls(table, iterators=False):
 
     def library_iterator(code):
         name = code.co_filename
-        return ("/site-packages/" in name or "/dist-packages/" in name) and not any(o in name for o in OWN_STAGES) \
-            and (code.co_name in ITERATOR_METHODS or code.co_flags & CO_GENERATOR)
+        return ("/site-packages/" in name or "/dist-packages/" in name) and not name.startswith(others[2]) \
+            and not any(o in name for o in OWN_STAGES) and (code.co_name in ITERATOR_METHODS or code.co_flags & CO_GENERATOR)
 
     def program_call(f):
         called, through = None, ()
