@@ -333,13 +333,19 @@ def _note_lines(final=False):
         _native.note_collector("python-lines", False, reason)
         return
     st = _native.stats()
+    if _state.get("pool_worker") and not final:
+        # Selected as the pool calls them, natively; a worker that its pool's terminate() ends
+        # keeps this note (the signal's flush runs no Python), a count there would be stale.
+        _native.note_collector("python-lines", True, f"{mode}; a process pool's worker: the program's functions its "
+                               "pool calls are traced as they run (counted here when the worker exits)")
+        return
     reason = f"{mode}; {st['selected']} code objects traced"
     if st.get("producers"):
         feeds = _state.get("feeds")
         reason += (f" ({st['producers']} producer function: this process hands batches to pid {feeds} through a "
-                   "multiprocessing.Queue)" if feeds and st["producers"] == 1 else
+                   "multiprocessing queue or pipe)" if feeds and st["producers"] == 1 else
                    f" ({st['producers']} producer functions: this process hands batches to pid {feeds} through a "
-                   "multiprocessing.Queue)" if feeds else
+                   "multiprocessing queue or pipe)" if feeds else
                    f" ({st['producers']} on a producer thread or submitted to a thread pool)")
     if st.get("callbacks"):
         reason += f" ({st['callbacks']} called back by the framework running the loop)"
@@ -659,6 +665,8 @@ def _become_pool_worker(proc, parent, how, which):
         f"traced, and the loop's report reads this profile as a producer's (run.feeds_pid; {which})")
     if not _state["none"]:
         _native.set_hook(True)
+    _state["pool_worker"] = True
+    _note_lines()
 
 
 def _target_name(proc):
