@@ -568,6 +568,7 @@ def _after_fork_in_child():
     gets a session and a profile of its own instead, with the user code its loader calls
     traced: the run's first GNNPROF_LOADER_WORKERS (16) of them, so that a run of many epochs,
     each forking its workers anew, does not leave a profile per worker per epoch."""
+    _state["pool_worker"] = False  # a fork of a pool's worker is none, unless it becomes one below
     try:
         # The process multiprocessing is starting, when this thread's start forked this child;
         # taken at once, so that no later fork here (a bare os.fork()) takes it for its own.

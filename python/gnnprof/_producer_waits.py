@@ -26,14 +26,16 @@ producer-bound rule) when all of these hold:
 - its timeout is None or positive.
 multiprocessing's SimpleQueue.get too (it waits on a pipe, not a Condition), a `Pipe`'s
 `Connection.recv`/`recv_bytes` where the program's own code called it, and
-`threading.Thread.join` where the program's own code called it (it waits on a lock): the loop
-joining a thread of its own waits for that thread's work.
+`threading.Thread.join` where the program's own code called it on a thread the loop's thread
+started (it waits on a lock): the loop joining such a thread waits for that thread's work, and
+the thread's target is then traced in the threads started after.
 Not seen: a C `queue.SimpleQueue`, Manager proxies and Event, asyncio. Nothing is counted while no session runs.
 """
 import functools
 import os
 import sys
 import threading
+import types
 
 from . import _attach
 
@@ -51,6 +53,32 @@ CONSUMER_WAITS = {
     os.path.join("multiprocessing", "pool.py"): ("get", "wait", "next", "map", "starmap", "apply"),
     os.path.join("multiprocessing", "queues.py"): ("get",),
 }
+
+
+# Set on a Thread that the loop's thread started once the loop was found (_producers.py): its
+# join is a wait for the program's producer, its target the producer's function.
+LOOP_STARTED = "_gnnprof_started_by_loop"
+
+
+def code_of(fn):
+    """The code object a callable runs first: a function's, through partials and bound methods."""
+    for _ in range(8):
+        if isinstance(fn, functools.partial):
+            fn = fn.func
+        elif isinstance(fn, types.MethodType):
+            fn = fn.__func__
+        else:
+            break
+    return fn.__code__ if isinstance(fn, types.FunctionType) else None
+
+
+def static_next(obj):
+    """The Python `__next__` of obj's class, looked up without running the host's code."""
+    for k in type(obj).__mro__:
+        f = k.__dict__.get("__next__")
+        if f is not None:
+            return f.__code__ if isinstance(f, types.FunctionType) else None
+    return None
 
 
 # Packages whose iterators have stages of their own (torch's DataLoader, DGL's and PyG's loaders;
@@ -117,6 +145,8 @@ def install(native, api, config):
     program_call = stdlib_calls(CONSUMER_WAITS, iterators=True)
     noted = [False]
     looks = [0]  # library iterators looked into for the user's iterator they pull from (at most 4)
+    stdlib = os.path.dirname(threading.__file__) + os.sep
+    getframe_ = sys._getframe
     main_thread, getframe, ident = threading.main_thread, sys._getframe, threading.get_ident
 
     def counted(depth, direct=False):
@@ -141,14 +171,17 @@ def install(native, api, config):
 
     def select_wrapped(frames):
         """The user's generator or iterator that a library's iterator pulls from (its attribute:
-        prefetch_generator's `generator`), traced where it runs: the library's thread."""
+        prefetch_generator's `generator`), traced where it runs: the library's thread. Runs
+        under the Condition's lock: nothing of the host's runs here (no getattr on its objects:
+        its __getattr__ could take that lock)."""
         for fr in frames:
             owner = fr.f_locals.get("self")
-            for v in getattr(owner, "__dict__", {}).values():
-                code = getattr(v, "gi_code", None)
-                if code is None:
-                    nxt = getattr(type(v), "__next__", None)
-                    code = getattr(nxt, "__code__", None)
+            try:
+                d = object.__getattribute__(owner, "__dict__")
+            except Exception:  # no instance dict (slots), or no self
+                continue
+            for v in list(d.values()):
+                code = v.gi_code if isinstance(v, types.GeneratorType) else static_next(v)
                 if code is not None:
                     native.submitted(code)
 
@@ -160,11 +193,13 @@ def install(native, api, config):
                               "data stage "
                               "\"producer wait\"")
 
-    def waited(original, timeout, *args, direct=False):
+    def waited(original, timeout, *args, direct=False, then=None):
         try:
             on = (timeout is None or timeout > 0) and counted(3, direct)
             if on and not noted[0]:
                 note()
+            if on and then is not None:
+                then()
         except Exception:  # never into the host's wait
             on = False
         if not on:
@@ -178,15 +213,37 @@ def install(native, api, config):
         def wait(self, timeout=None):
             return waited(original, timeout, self, timeout)
         _attach.replace_method(cls, "wait", wait, original)
-        os.register_at_fork(after_in_child=lambda: noted.__setitem__(0, False))  # a child's profile says it too
+        # A child's profile says it too; its library iterators are looked into again.
+        os.register_at_fork(after_in_child=lambda: (noted.__setitem__(0, False), looks.__setitem__(0, 0)))
         done.append("Condition.wait")
     elif why == "installed":
         done.append("Condition.wait")
 
+    def select_target(thread):
+        """A thread the loop started and joins runs the producer: its target (or its class's
+        own run) is traced, in the threads started after."""
+        target = thread.__dict__.get("_target")
+        code = code_of(target) if target is not None else static_run(thread)
+        if code is not None:
+            native.submitted(code)
+
+    def static_run(thread):
+        for k in type(thread).__mro__:
+            f = k.__dict__.get("run")
+            if f is not None:
+                return f.__code__ if k is not threading.Thread and isinstance(f, types.FunctionType) else None
+        return None
+
     cls, joined, why = _attach.method_to_wrap("threading", "Thread", "join", "no threading.Thread.join")
     if cls is not None:
         def join(self, timeout=None):
-            return waited(joined, timeout, self, timeout)
+            try:
+                mine = self.__dict__.get(LOOP_STARTED, False)
+            except Exception:
+                mine = False
+            if not mine:  # only a thread the loop's thread started
+                return joined(self, timeout)
+            return waited(joined, timeout, self, timeout, then=lambda: select_target(self))
         _attach.replace_method(cls, "join", join, joined)
         done.append("Thread.join")
     elif why == "installed":
@@ -206,6 +263,12 @@ def install(native, api, config):
 
     def recv_of(original):
         def recv(self, *args, **kwargs):  # counted only as the program's own call: not under Queue.get
+            try:  # the standard library's own receives (a Queue's get, a Pool's handlers) pass at once
+                passing = getframe_(1).f_code.co_filename.startswith(stdlib)
+            except Exception:
+                passing = True
+            if passing:
+                return original(self, *args, **kwargs)
             return waited(functools.partial(original, **kwargs) if kwargs else original, None, self, *args, direct=True)
         return recv
 

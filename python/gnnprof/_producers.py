@@ -17,11 +17,11 @@ with numpy, reads files or builds Python lists makes none. So the hand-over sele
   submitted before (`Executor.map` submits every item up front) waits in `early` until the
   first notify or submit after the loop is found (a pool thread's set_result notifies).
 - `threading.Thread.start`, wrapped: a thread the loop's thread starts once the loop is found
-  (the next batch loaded while this one trains, then joined) runs a producer: its target (or
-  its class's own `run`) of the user's files is traced, as a submitted function is.
+  is marked (LOOP_STARTED); its join on the loop's thread (the next batch loaded while this
+  one trains, then joined) is a producer wait, and selects its target (or its class's own
+  `run`) of the user's files, traced in the threads started after, as a submitted function is.
 Auto selection only (the native side checks); a thread stops looking once one is found.
 """
-import functools
 import os
 import sys
 import threading
@@ -40,16 +40,7 @@ MP_QUEUES = os.path.join("multiprocessing", "queues.py")
 EARLY = 16  # distinct functions submitted before the loop is found, kept to select then
 
 
-def _code_of(fn):
-    """The code object a callable runs first: a function's, through partials and bound methods."""
-    for _ in range(8):
-        if isinstance(fn, functools.partial):
-            fn = fn.func
-        elif hasattr(fn, "__func__"):
-            fn = fn.__func__
-        else:
-            break
-    return getattr(fn, "__code__", None)
+_code_of = _producer_waits.code_of
 
 
 def install(native, api):
@@ -75,17 +66,23 @@ def install(native, api):
             return None
         return call[0] or "notify"
 
-    # Code objects submitted to a ThreadPoolExecutor before the loop was found (at most EARLY).
-    early = {}
+    # Code objects of the user's files submitted to a ThreadPoolExecutor before the loop was
+    # found (at most EARLY), in early[0]: swapped out whole when taken.
+    early = [{}]
+    library = ("/site-packages/", "/dist-packages/", os.path.dirname(os.path.abspath(__file__)) + os.sep)
+    stdlib = os.path.dirname(threading.__file__) + os.sep
+
+    def users(code):
+        name = code.co_filename
+        return not name.startswith(stdlib) and not any(p in name for p in library)
 
     def submitted_early(loop):
         """Selects what was submitted before the loop was found, once it is."""
-        if loop in (0, 1):
-            for code in list(early):
-                native.submitted(code)
-            early.clear()
-        elif loop == -1:
-            early.clear()
+        if loop in (0, 1, -1):
+            codes, early[0] = early[0], {}
+            if loop != -1:
+                for code in codes:
+                    native.submitted(code)
 
     def look(ipc=False, direct=False):
         """At a notify (`ipc`: at a multiprocessing.SimpleQueue.put or Connection.send, which
@@ -93,7 +90,7 @@ def install(native, api):
         if not api._state["bound"] or not native.is_running():
             return
         loop = native.loop_thread()  # 1 here, 0 elsewhere, -2 not yet found, -1 no auto selection
-        if early:
+        if early[0]:
             submitted_early(loop)
         if loop == 1 or loop == -1:
             return
@@ -126,16 +123,12 @@ def install(native, api):
 
     cls, started, why = _attach.method_to_wrap("threading", "Thread", "start", "no threading.Thread.start")
     if cls is not None:
-        base_run = threading.Thread.run
-
         def start(self):
             try:
-                if api._state["bound"] and native.loop_thread() == 1:
-                    target = getattr(self, "_target", None)
-                    run = type(self).run
-                    code = _code_of(target) if target is not None else None if run is base_run else _code_of(run)
-                    if code is not None:
-                        native.submitted(code)
+                # the loop's thread: where auto selection found it, else the main thread (as the waits')
+                loop = native.loop_thread() if api._state["bound"] else 0
+                if loop == 1 or (loop == -1 and threading.get_ident() == threading.main_thread().ident):
+                    self.__dict__[_producer_waits.LOOP_STARTED] = True
             except Exception:  # never into the host's start
                 pass
             return started(self)
@@ -155,9 +148,9 @@ def install(native, api):
                 if api._state["bound"]:
                     loop = native.loop_thread()
                     code = _code_of(fn)
-                    if loop == -2 and code is not None and len(early) < EARLY:
-                        early[code] = True
-                    elif early:
+                    if loop == -2 and code is not None and len(early[0]) < EARLY and users(code):
+                        early[0][code] = True
+                    elif early[0]:
                         submitted_early(loop)
                     if loop in (0, 1) and code is not None:
                         native.submitted(code)
@@ -189,8 +182,9 @@ def install(native, api):
 
     def send_of(original):
         def send(self, *args, **kwargs):
-            try:
-                look(True, direct=True)
+            try:  # the standard library's own sends (a Queue's feeder thread, a Pool's) pass at once
+                if not getframe(1).f_code.co_filename.startswith(stdlib):
+                    look(True, direct=True)
             except Exception:  # never into the host's hand-over
                 pass
             return original(self, *args, **kwargs)

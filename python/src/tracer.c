@@ -39,11 +39,14 @@ static inline Frame* frame_of(PyFrameObject* fo) { return fo->f_frame; }
 static inline int frame_lasti(Frame* f) { return _PyInterpreterFrame_LASTI(f) * (int)sizeof(_Py_CODEUNIT); }
 static inline int generator_frame(Frame* f) { return f->owner == FRAME_OWNED_BY_GENERATOR; }
 static inline int yielded(Frame* f) { return _Py_OPCODE(*f->prev_instr) == YIELD_VALUE; }
-/* At a generator frame's call event: a resume (its RESUME's oparg: 0 at the first run). */
-static inline int resuming(Frame* f) {
+/* At a generator frame's call event: its first run (its RESUME's oparg 0), a resume (1, 2), or
+ * neither (a throw into it: prev_instr is still its YIELD_VALUE). */
+static inline int resume_oparg(Frame* f) {
   const int op = _Py_OPCODE(*f->prev_instr);
-  return (op == RESUME || op == RESUME_QUICK) && _Py_OPARG(*f->prev_instr) != 0;
+  return op == RESUME || op == RESUME_QUICK ? _Py_OPARG(*f->prev_instr) : -1;
 }
+static inline int first_run(Frame* f) { return resume_oparg(f) == 0; }
+static inline int resuming(Frame* f) { return resume_oparg(f) > 0; }
 static inline PyObject* frame_function(Frame* f) { return (PyObject*)f->f_func; }
 static inline void update_tracing(PyThreadState* ts) { _PyThreadState_UpdateTracingState(ts); }
 #else /* 3.10: frames are objects; the hook runs before the new frame becomes the thread's */
@@ -54,6 +57,7 @@ static inline Frame* frame_of(PyFrameObject* fo) { return fo; }
 static inline int frame_lasti(Frame* f) { return f->f_lasti * (int)sizeof(_Py_CODEUNIT); }
 static inline int generator_frame(Frame* f) { return f->f_gen != NULL; }
 static inline int yielded(Frame* f) { return f->f_state == FRAME_SUSPENDED; }
+static inline int first_run(Frame* f) { return f->f_lasti < 0; }
 static inline int resuming(Frame* f) { return f->f_lasti >= 0; }
 static inline PyObject* frame_function(Frame* f) { return NULL; } /* nothing is inlined on 3.10 */
 static inline void update_tracing(PyThreadState* ts) {
@@ -250,8 +254,11 @@ static void on_call(ThreadTrace* tt, PyFrameObject* frame, Frame* f) {
   CodeInfo* ci = called_info(tt, f);
   if (ci == NULL) return;
   Entry* e = push(tt, f, ci, 0);
+  if (e == NULL || !generator_frame(f)) return;
+  /* A first run has nothing saved: one left by a frame at the same address is another's. */
+  if (first_run(f)) forget_suspended(tt, f);
   /* resumed at its yield: the same statement goes on, without a hit */
-  if (e != NULL && generator_frame(f) && !resume(tt, f, f->f_code, e) && resuming(f))
+  else if (!resume(tt, f, f->f_code, e) && resuming(f))
     resume_unsaved(tt, e, f->f_code, PyFrame_GetLineNumber(frame), frame_lasti(f));
 }
 
