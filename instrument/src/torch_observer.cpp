@@ -278,9 +278,10 @@ class CApiSink final : public OpSink {
     sites_.push_back(site);
     const bool op = std::strcmp(category, "op") == 0;
     contexts_.push_back(op && !contexts_.empty() ? contexts_.back() : op ? 0 : site);
-    if (track_off_cpu_ && !op && off_n_ < kOffFrames && is_data(site, stage)) {
+    if (track_off_cpu_ && !op && off_n_ < kOffFrames && off_cpu_tracked(site, stage)) {
       // A data stage's own time off the CPU: a data stage nested in it (a DataLoader's wait in
-      // the program's "data" stage) pauses it and has its own.
+      // the program's "data" stage) pauses it and has its own. The forward phase's too: a loop
+      // thread waiting for the GIL that another thread's Python holds is off the CPU there.
       const std::int64_t wall = mono_ns(), cpu = thread_cpu_ns();
       if (off_n_ > 0) pause(off_[off_n_ - 1], wall, cpu);
       off_[off_n_++] = OffFrame{sites_.size(), off_counter_, wall, cpu, 0};
@@ -339,12 +340,13 @@ class CApiSink final : public OpSink {
     if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return -1;
     return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
   }
-  /// Whether `site` is a data stage; its off-CPU counter in off_counter_ when it is.
-  bool is_data(std::uint32_t site, std::string_view name) {
+  /// Whether `site` is a data stage or the forward phase; its off-CPU counter in off_counter_
+  /// when it is.
+  bool off_cpu_tracked(std::uint32_t site, std::string_view name) {
     auto it = data_sites_.find(site);
     if (it == data_sites_.end()) {
       std::uint32_t counter = 0;
-      if (gnnprof_stage_is_data(site) == 1) {
+      if (gnnprof_stage_is_data(site) == 1 || name == "forward") {
         const std::string n = GNNPROF_OFF_CPU_COUNTER_PREFIX + std::string(name);
         counter = gnnprof_counter_site(n.c_str());
       }
@@ -367,7 +369,7 @@ class CApiSink final : public OpSink {
   bool track_off_cpu_ = false;
   std::array<OffFrame, kOffFrames> off_{};
   std::size_t off_n_ = 0;
-  std::uint32_t off_counter_ = 0;  // is_data()'s answer for the site it was asked about
+  std::uint32_t off_counter_ = 0;  // off_cpu_tracked()'s answer for the site it was asked about
   std::uint32_t site_of(std::string_view name, const char* category) {
     // A record_function scope takes the category its name implies ("sample" is data, ...).
     return intern(sites_by_name_, name, std::strcmp(category, "user") == 0 ? nullptr : category);
@@ -388,7 +390,7 @@ class CApiSink final : public OpSink {
   std::pmr::deque<std::pmr::string> names_{heap_.resource()};  // stable storage for the map's keys
   std::pmr::unordered_map<std::string_view, std::uint32_t> sites_by_name_{heap_.resource()};
   std::pmr::unordered_map<std::string_view, std::uint32_t> op_sites_{heap_.resource()};
-  std::pmr::unordered_map<std::uint32_t, std::uint32_t> data_sites_{heap_.resource()};  // stage site -> off-CPU counter (0: not data)
+  std::pmr::unordered_map<std::uint32_t, std::uint32_t> data_sites_{heap_.resource()};  // stage site -> off-CPU counter (0: none)
   std::pmr::vector<std::uint32_t> sites_{heap_.resource()};
   std::pmr::vector<std::uint32_t> contexts_{heap_.resource()};
 };

@@ -509,7 +509,8 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
     for (const auto& ctr : p.counters)
       if (ctr.name.rfind(prefix, 0) == 0) {
         const std::string stage = ctr.name.substr(prefix.size());
-        if (!is_data_wait(stage)) off += static_cast<std::int64_t>(ctr.mean * static_cast<double>(ctr.samples));
+        // (the forward phase's is python-in-forward's: a loop thread waiting for the GIL there)
+        if (!is_data_wait(stage) && stage != "forward") off += static_cast<std::int64_t>(ctr.mean * static_cast<double>(ctr.samples));
       }
     a.data_off_cpu_ns = off;
     // The data stages' time outside torch ops (and outside waits) is their own Python: it holds
@@ -1385,7 +1386,30 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
                            : 0;
     const double python_ns = own * static_cast<double>(median);
     const double iteration = static_cast<double>(a.iteration_median_ns);
-    if (own >= 0.5 && python_ns >= 0.2 * iteration) {
+    // The loop thread's time off the CPU in the forward phase (the observer's counter, over the
+    // run), as a share of the phase's own time: waiting for the GIL that another thread's Python
+    // holds (a background generator's, a DataLoader pulled on a thread), not running Python.
+    double off_share = 0;
+    for (const CounterStats& c : p.counters)
+      if (c.name == GNNPROF_OFF_CPU_COUNTER_PREFIX "forward" && fwd != nullptr && fwd->self_ns > 0)
+        off_share = std::min(1.0, c.mean * static_cast<double>(c.samples) / static_cast<double>(fwd->self_ns));
+    std::size_t threads = 0;  // that recorded anything: another one beside the loop's
+    for (const ThreadInfo& t : p.threads) threads += t.recorded_events > 0 ? 1 : 0;
+    const bool waiting = off_share >= 0.5 && threads > 1;
+    if (own >= 0.5 && python_ns >= 0.2 * iteration && waiting) {
+      const std::map<std::string, std::string> forward_only{{"forward", "forward"}};
+      add("python-in-forward", Severity::kWarning,
+          fmt::format("the model's forward spends {} per iteration ({:.0f}% of the iteration, {:.0f}% of the forward) with no "
+                      "torch op running{}, and {:.0f}% of that with the loop's thread off the CPU: it waited, most likely "
+                      "for the GIL (or for a core), which another thread of this process held while running Python (a background "
+                      "generator's, a DataLoader's pulled on a thread, a thread pool's task). Python beside the loop on "
+                      "threads slows the loop's own Python and ops' dispatch: run that work in processes (DataLoader "
+                      "worker processes, num_workers > 0) or as tensor ops, which release the GIL.",
+                      human_ns(static_cast<std::int64_t>(python_ns)), 100 * python_ns / iteration, 100 * own,
+                      line_sentence(p, forward_only, "forward"), 100 * off_share),
+          {{"python_ns", python_ns}, {"forward_ns", static_cast<double>(median)}, {"iteration_ns", iteration},
+           {"own_share", own}, {"share", python_ns / iteration}, {"off_cpu_share", off_share}});
+    } else if (own >= 0.5 && python_ns >= 0.2 * iteration) {
       const std::map<std::string, std::string> forward_only{{"forward", "forward"}};
       add("python-in-forward", Severity::kWarning,
           fmt::format("the model's forward spends {} per iteration ({:.0f}% of the iteration, {:.0f}% of the forward) with no "

@@ -1375,6 +1375,22 @@ def test_a_librarys_background_generator_is_a_producer(gnnprof_run, plain_run, t
         d = producer_bound(r, tmp_path)
         assert d is not None and "batches() of background_generator.py ran" in d["message"], (args, d)
 
+    # A DataLoader whose Dataset runs Python per item, pulled on the library's thread: the loop's
+    # forward waits for the GIL. python-in-forward says so (the loop's thread off the CPU there),
+    # not "plain Python inside the model's call". (On a machine busy with other work the library's
+    # thread falls behind instead, and the loop waits for it: producer-bound.)
+    r = gnnprof_run(path, "30", "loader", env=env)
+    assert r.rc == 0, r.err
+    out = str(tmp_path / "loader.json")
+    report(r.path, "--json", out)
+    with open(out) as f:
+        said = {d["id"]: d for d in json.load(f)["diagnostics"]}
+    d = said.get("python-in-forward")
+    assert d is not None or "producer-bound" in said, said
+    if d is not None:
+        assert d["evidence"]["off_cpu_share"] >= 0.5, d
+        assert "most likely for the GIL" in d["message"] and "plain Python inside the model's call" not in d["message"], d
+
 
 @needs_torch
 def test_a_producer_process_feeding_a_pipe_is_found_at_its_send(gnnprof_run, plain_run, tmp_path):

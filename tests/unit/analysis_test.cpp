@@ -1652,6 +1652,24 @@ TEST(Diagnostics, PythonInForward) {
   Profile native = profile(10 * kMs);  // a C++ program's forward: its own code, not Python
   native.run.command = {"./sage_train"};
   EXPECT_FALSE(has(run(native), "python-in-forward"));
+  // The loop's thread off the CPU for most of that time, another thread recording beside it: it
+  // waited for the GIL (a background generator's Python), which is no Python of the model's.
+  Profile gil = profile(10 * kMs);
+  gil.counters.push_back(CounterStats{"off-CPU ns: forward", 20, 0, 0, 0.8 * 30 * kMs, 0});  // 80% of the own 30 ms
+  gil.threads = {ThreadInfo{0, 1, "main", 100, 0}, ThreadInfo{1, 2, "", 50, 0}};
+  ds = run(gil);
+  const auto g = std::find_if(ds.begin(), ds.end(), [](const Diagnostic& x) { return x.id == "python-in-forward"; });
+  ASSERT_NE(g, ds.end());
+  EXPECT_NEAR(g->evidence.at("off_cpu_share"), 0.8, 1e-9);
+  EXPECT_NE(g->message.find("and 80% of that with the loop's thread off the CPU: it waited, most likely for the GIL"),
+            std::string::npos)
+      << g->message;
+  EXPECT_EQ(g->message.find("plain Python inside the model's call"), std::string::npos);
+  gil.threads.resize(1);  // no other thread: the same time is the model's Python
+  ds = run(gil);
+  const auto alone = std::find_if(ds.begin(), ds.end(), [](const Diagnostic& x) { return x.id == "python-in-forward"; });
+  ASSERT_NE(alone, ds.end());
+  EXPECT_NE(alone->message.find("plain Python inside the model's call"), std::string::npos);
 }
 
 TEST(Diagnostics, EveryRuleHasAStableId) {

@@ -1,10 +1,12 @@
 """A loop pulling its batches through prefetch_generator's BackgroundGenerator (a library's
 thread runs the user's generator ahead of the loop and hands its items over through a
 queue.Queue; the stand-in under site-packages/), with `bar` through a tqdm-like bar too. The
-generator samples neighbours and gathers features with numpy alone. Plain PyTorch, no gnnprof
-import.
+generator samples neighbours and gathers features with numpy alone. With `loader`, the library
+pulls a torch DataLoader instead (the common `DataLoaderX.__iter__` override) whose Dataset
+runs a Python loop per item: on the library's thread it holds the GIL, and the loop's forward
+waits for it. Plain PyTorch, no gnnprof import.
 
-usage: background_generator.py STEPS [bar]"""
+usage: background_generator.py STEPS [bar|loader]"""
 import sys
 
 import numpy as np
@@ -29,14 +31,32 @@ def batches(steps):
         yield FEATS[uniq][inv].reshape(BATCH, FANOUT * FANOUT, D).mean(1), LABELS[seeds]
 
 
-def main(steps, bar):
+class Items(torch.utils.data.Dataset):
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        s = 0.0
+        for k in range(2000):  # per-item Python (parsing, augmenting): it holds the GIL
+            s += k * 0.5
+        return torch.from_numpy(FEATS[i % N]), int(LABELS[i % N])
+
+
+def main(steps, mode):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(D, 128), torch.nn.ReLU(), torch.nn.Linear(128, 5))
     opt = torch.optim.Adam(model.parameters())
-    loader = BackgroundGenerator(batches(steps), max_prefetch=4)
+    bar = mode == "bar"
+    if mode == "loader":
+        loader = BackgroundGenerator(iter(torch.utils.data.DataLoader(Items(64 * steps), batch_size=64)))
+    else:
+        loader = BackgroundGenerator(batches(steps), max_prefetch=4)
     n = 0
     for x, y in progress.bar(loader) if bar else loader:
-        loss = F.cross_entropy(model(torch.from_numpy(x)), torch.from_numpy(y))
+        loss = F.cross_entropy(model(torch.as_tensor(x)), torch.as_tensor(y))
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -45,4 +65,4 @@ def main(steps, bar):
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), sys.argv[2:] == ["bar"])
+    main(int(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else "")
