@@ -86,6 +86,15 @@ def method_to_wrap(module, cls_name, name, missing):
     return cls, original, None
 
 
+def wrap_each(module, cls_name, names, make):
+    """Each method of `names` that class `cls_name` of the imported `module` defines itself,
+    replaced by make(original) (once: one already gnnprof's is left as it is)."""
+    for name in names:
+        cls, original, _ = method_to_wrap(module, cls_name, name, None)
+        if cls is not None:
+            replace_method(cls, name, make(original), original)
+
+
 def replace_method(cls, name, wrapper, original):
     """Puts `wrapper` in place of `original` as cls.<name>: it looks like the original (name,
     qualname, doc, `__wrapped__`) and is marked gnnprof's (`_gnnprof`), so that a reloaded

@@ -72,6 +72,15 @@ def code_of(fn):
     return fn.__code__ if isinstance(fn, types.FunctionType) else None
 
 
+STDLIB = os.path.dirname(threading.__file__) + os.sep
+
+
+def stdlib_caller(frame):
+    """Whether `frame` runs the standard library's code (a Queue's get or its feeder thread, a
+    Pool's handlers: their own use of a Connection)."""
+    return frame.f_code.co_filename.startswith(STDLIB)
+
+
 def static_next(obj):
     """The Python `__next__` of obj's class, looked up without running the host's code."""
     for k in type(obj).__mro__:
@@ -145,7 +154,6 @@ def install(native, api, config):
     program_call = stdlib_calls(CONSUMER_WAITS, iterators=True)
     noted = [False]
     looks = [0]  # library iterators looked into for the user's iterator they pull from (at most 4)
-    stdlib = os.path.dirname(threading.__file__) + os.sep
     getframe_ = sys._getframe
     main_thread, getframe, ident = threading.main_thread, sys._getframe, threading.get_ident
 
@@ -263,8 +271,8 @@ def install(native, api, config):
 
     def recv_of(original):
         def recv(self, *args, **kwargs):  # counted only as the program's own call: not under Queue.get
-            try:  # the standard library's own receives (a Queue's get, a Pool's handlers) pass at once
-                passing = getframe_(1).f_code.co_filename.startswith(stdlib)
+            try:  # the standard library's own receives pass at once
+                passing = stdlib_caller(getframe_(1))
             except Exception:
                 passing = True
             if passing:
@@ -273,11 +281,7 @@ def install(native, api, config):
         return recv
 
     def wrap_connection_recv():
-        for name in ("recv", "recv_bytes"):
-            cls, original, _ = _attach.method_to_wrap("multiprocessing.connection", "_ConnectionBase", name,
-                                                       "no Connection." + name)
-            if cls is not None:
-                _attach.replace_method(cls, name, recv_of(original), original)
+        _attach.wrap_each("multiprocessing.connection", "_ConnectionBase", ("recv", "recv_bytes"), recv_of)
 
     _attach.after_import("multiprocessing.queues", wrap_queue_get)
     _attach.after_import("multiprocessing.connection", wrap_connection_recv)

@@ -70,7 +70,7 @@ def install(native, api):
     # found (at most EARLY), in early[0]: swapped out whole when taken.
     early = [{}]
     library = ("/site-packages/", "/dist-packages/", os.path.dirname(os.path.abspath(__file__)) + os.sep)
-    stdlib = os.path.dirname(threading.__file__) + os.sep
+    stdlib = _producer_waits.STDLIB
 
     def users(code):
         name = code.co_filename
@@ -174,16 +174,12 @@ def install(native, api):
         _attach.replace_method(cls, "put", put, original)
 
     def wrap_connection_send():
-        for name in ("send", "send_bytes"):
-            cls, original, _ = _attach.method_to_wrap("multiprocessing.connection", "_ConnectionBase", name,
-                                                       "no Connection." + name)
-            if cls is not None:
-                _attach.replace_method(cls, name, send_of(original), original)
+        _attach.wrap_each("multiprocessing.connection", "_ConnectionBase", ("send", "send_bytes"), send_of)
 
     def send_of(original):
         def send(self, *args, **kwargs):
-            try:  # the standard library's own sends (a Queue's feeder thread, a Pool's) pass at once
-                if not getframe(1).f_code.co_filename.startswith(stdlib):
+            try:  # the standard library's own sends pass at once
+                if not _producer_waits.stdlib_caller(getframe(1)):
                     look(True, direct=True)
             except Exception:  # never into the host's hand-over
                 pass

@@ -1289,6 +1289,13 @@ def test_a_loop_waiting_for_its_own_producers_is_told_they_cannot_keep_up(gnnpro
     assert not off.collector("producer-waits")["enabled"]
 
 
+def fed_by(run):
+    """The profiles beside a run's that name its process as the one they feed (run.feeds_pid),
+    and all the profiles beside it."""
+    beside = [json.load(open(f)) for f in glob.glob(run.path[:-len(".json")] + ".*.json")]
+    return [q for q in beside if q["run"].get("feeds_pid") == run.profile["run"]["pid"]], beside
+
+
 def producer_bound(run, tmp_path):
     """The producer-bound diagnostic of `gnnprof report --json` of a run (with its producer
     processes' and DataLoader workers' profiles read), or None."""
@@ -1405,8 +1412,7 @@ def test_a_producer_process_feeding_a_pipe_is_found_at_its_send(gnnprof_run, pla
     assert r.lines("batches")[recv]["stages"].get("producer wait", 0) > 0, r.lines("batches")
     stage = next(s for s in r.profile["stages"] if s["name"] == "producer wait")
     assert stage["hits"] <= 31, stage  # one per recv
-    producers = [json.load(open(f)) for f in glob.glob(r.path[:-len(".json")] + ".*.json")]
-    fed = [q for q in producers if q["run"].get("feeds_pid") == r.profile["run"]["pid"]]
+    fed, producers = fed_by(r)
     assert len(fed) == 1, [q["run"] for q in producers]
     sent = line_of(path, "conn.send(sample_batch(rng))")
     assert any(l["function"] == "pipe_producer" and l["line"] == sent and l["hits"] >= 25 for l in fed[0]["lines"]), \
@@ -1470,8 +1476,7 @@ def test_a_producer_that_makes_no_torch_op_is_traced_where_it_hands_a_batch_over
     assert d is not None and "1 producer process (pid " in d["message"] and "ran producer() of numpy_producer.py" \
         in d["message"], d
     assert not p.lines("producer"), "the producer's lines are in its own process's profile"
-    producers = [json.load(open(f)) for f in glob.glob(p.path[:-len(".json")] + ".*.json")]
-    fed = [q for q in producers if q["run"].get("feeds_pid") == p.profile["run"]["pid"]]
+    fed, producers = fed_by(p)
     assert len(fed) == 1, [q["run"] for q in producers]
     assert any(l["function"] == "producer" and l["line"] == handed and l["hits"] >= 25 for l in fed[0]["lines"]), \
         fed[0]["lines"]
@@ -1493,8 +1498,7 @@ def test_a_producer_that_makes_no_torch_op_is_traced_where_it_hands_a_batch_over
         q = gnnprof_run(path, "30", mode, start, env=env)
         assert q.rc == 0, q.err
         assert q.out == t.out
-        workers = [json.load(open(f)) for f in glob.glob(q.path[:-len(".json")] + ".*.json")]
-        fed = [w for w in workers if w["run"].get("feeds_pid") == q.profile["run"]["pid"]]
+        fed, workers = fed_by(q)
         assert len(fed) == 1, (mode, [w["run"] for w in workers])
         assert any(l["function"] == "seeded_batch" and l["line"] == seeded and l["hits"] == 30 for l in fed[0]["lines"]), \
             (mode, fed[0]["lines"])
