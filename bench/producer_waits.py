@@ -16,8 +16,9 @@ test trigger of auto selection), so that the producer thread's first put selects
 as a producer's and every later notify on it takes the path a producer thread's does.
 
 `--join`: threading.Thread.start and Thread.join swapped together, under `--lines auto` with the
-loop found: each round trip starts a thread (its target selected as a producer's at the first
-start, looked at again at each) and joins it (the join recorded as a producer wait).
+loop found: each round trip starts a thread (marked as the loop's) and joins it (the join
+recorded as a producer wait; its target selected as a producer's at the first, looked at again
+at each).
 
 `--pipe`: a multiprocessing Connection's recv and send (both ends of two one-way Pipes, between
 the main thread and a second one) swapped together, under `--lines auto` with the loop found:
