@@ -37,6 +37,11 @@ import hook_blocks
 TRIPS = 2000
 
 
+def say(what, plain, wrapped, q1, q3):
+    print(f"round trip ({what})  original {plain * 1e6:7.2f} us  wrapped {wrapped * 1e6:7.2f} us  "
+          f"difference {(wrapped - plain) * 1e6:+.2f} us (quartiles {q1 * 1e6:+.2f}..{q3 * 1e6:+.2f})")
+
+
 def joins(rounds):
     import gnnprof
     gnnprof._native.optimizer_step()  # this function is the loop, found on this thread
@@ -56,8 +61,7 @@ def joins(rounds):
     plain, wrapped, q1, q3 = hook_blocks.alternate((start, join), (raw_start, raw_join), trip, rounds, TRIPS // 4)
     threading.Thread.start, threading.Thread.join = start, join
     print(f"producer functions selected: {gnnprof._native.stats()['producers']}")
-    print(f"round trip (a thread started and joined)  original {plain * 1e6:7.2f} us  wrapped {wrapped * 1e6:7.2f} us  "
-          f"difference {(wrapped - plain) * 1e6:+.2f} us (quartiles {q1 * 1e6:+.2f}..{q3 * 1e6:+.2f})")
+    say("a thread started and joined", plain, wrapped, q1, q3)
 
 
 def pipes(rounds):
@@ -95,8 +99,7 @@ def pipes(rounds):
     ask_w.send(None)
     t.join()
     print(f"producer functions selected: {gnnprof._native.stats()['producers']}")
-    print(f"round trip (2 recv, 2 send)  original {plain * 1e6:7.2f} us  wrapped {wrapped * 1e6:7.2f} us  "
-          f"difference {(wrapped - plain) * 1e6:+.2f} us (quartiles {q1 * 1e6:+.2f}..{q3 * 1e6:+.2f})")
+    say("2 recv, 2 send", plain, wrapped, q1, q3)
 
 
 def child(rounds, hand_over):
@@ -139,8 +142,7 @@ def child(rounds, hand_over):
     if hand_over:
         import gnnprof
         print(f"producer functions selected: {gnnprof._native.stats()['producers']}")
-    print(f"round trip ({what})  original {plain * 1e6:7.2f} us  wrapped {wrapped * 1e6:7.2f} us  "
-          f"difference {(wrapped - plain) * 1e6:+.2f} us (quartiles {q1 * 1e6:+.2f}..{q3 * 1e6:+.2f})")
+    say(what, plain, wrapped, q1, q3)
 
 
 def main():

@@ -73,6 +73,14 @@ def code_of(fn):
 
 
 STDLIB = os.path.dirname(threading.__file__) + os.sep
+PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep  # gnnprof's own code
+PACKAGES = ("/site-packages/", "/dist-packages/")  # third-party code
+
+
+def users_code(code):
+    """Whether `code` is of the user's files: not the standard library's, a package's or gnnprof's."""
+    name = code.co_filename
+    return not name.startswith(STDLIB) and not name.startswith(PACKAGE) and not any(p in name for p in PACKAGES)
 
 
 def stdlib_caller(frame):
@@ -81,10 +89,13 @@ def stdlib_caller(frame):
     return frame.f_code.co_filename.startswith(STDLIB)
 
 
-def static_next(obj):
-    """The Python `__next__` of obj's class, looked up without running the host's code."""
-    for k in type(obj).__mro__:
-        f = k.__dict__.get("__next__")
+def static_code(cls, name, stop=None):
+    """The code of the Python method `name` that class `cls` has (through its bases, up to
+    `stop`), looked up without running the host's code; None where it is none or C."""
+    for k in cls.__mro__:
+        if k is stop:
+            return None
+        f = k.__dict__.get(name)
         if f is not None:
             return f.__code__ if isinstance(f, types.FunctionType) else None
     return None
@@ -113,11 +124,11 @@ def stdlib_calls(table, iterators=False):
     dirs = (os.path.join(lib, "concurrent") + os.sep, os.path.join(lib, "multiprocessing") + os.sep)
     files = (threading.__file__, os.path.join(lib, "queue.py"))
     listed = {os.path.join(lib, f): names for f, names in table.items()}
-    others = ("/site-packages/", "/dist-packages/", os.path.dirname(os.path.abspath(__file__)) + os.sep)
+    others = PACKAGES + (PACKAGE,)
 
     def library_iterator(code):
         name = code.co_filename
-        return ("/site-packages/" in name or "/dist-packages/" in name) and not name.startswith(others[2]) \
+        return any(p in name for p in PACKAGES) and not name.startswith(PACKAGE) \
             and not any(o in name for o in OWN_STAGES) and (code.co_name in ITERATOR_METHODS or code.co_flags & CO_GENERATOR)
 
     def program_call(f):
@@ -154,7 +165,6 @@ def install(native, api, config):
     program_call = stdlib_calls(CONSUMER_WAITS, iterators=True)
     noted = [False]
     looks = [0]  # library iterators looked into for the user's iterator they pull from (at most 4)
-    getframe_ = sys._getframe
     main_thread, getframe, ident = threading.main_thread, sys._getframe, threading.get_ident
 
     def counted(depth, direct=False):
@@ -189,7 +199,7 @@ def install(native, api, config):
             except Exception:  # no instance dict (slots), or no self
                 continue
             for v in list(d.values()):
-                code = v.gi_code if isinstance(v, types.GeneratorType) else static_next(v)
+                code = v.gi_code if isinstance(v, types.GeneratorType) else static_code(type(v), "__next__")
                 if code is not None:
                     native.submitted(code)
 
@@ -198,8 +208,7 @@ def install(native, api, config):
         native.note_collector("producer-waits", True, "the training loop's blocking waits for the program's own threads "
                               "or processes (Queue.get, Future.result, Event.wait: threading.Condition.wait; "
                               "Thread.join; multiprocessing Queue.get, SimpleQueue.get, a Pipe's recv) are the "
-                              "data stage "
-                              "\"producer wait\"")
+                              "data stage \"producer wait\"")
 
     def waited(original, timeout, *args, direct=False, then=None):
         try:
@@ -231,16 +240,9 @@ def install(native, api, config):
         """A thread the loop started and joins runs the producer: its target (or its class's
         own run) is traced, in the threads started after."""
         target = thread.__dict__.get("_target")
-        code = code_of(target) if target is not None else static_run(thread)
+        code = code_of(target) if target is not None else static_code(type(thread), "run", stop=threading.Thread)
         if code is not None:
             native.submitted(code)
-
-    def static_run(thread):
-        for k in type(thread).__mro__:
-            f = k.__dict__.get("run")
-            if f is not None:
-                return f.__code__ if k is not threading.Thread and isinstance(f, types.FunctionType) else None
-        return None
 
     cls, joined, why = _attach.method_to_wrap("threading", "Thread", "join", "no threading.Thread.join")
     if cls is not None:
@@ -272,7 +274,7 @@ def install(native, api, config):
     def recv_of(original):
         def recv(self, *args, **kwargs):  # counted only as the program's own call: not under Queue.get
             try:  # the standard library's own receives pass at once
-                passing = stdlib_caller(getframe_(1))
+                passing = stdlib_caller(getframe(1))
             except Exception:
                 passing = True
             if passing:

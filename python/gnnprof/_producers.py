@@ -40,8 +40,6 @@ MP_QUEUES = os.path.join("multiprocessing", "queues.py")
 EARLY = 16  # distinct functions submitted before the loop is found, kept to select then
 
 
-_code_of = _producer_waits.code_of
-
 
 def install(native, api):
     """Wraps Condition.notify now and ThreadPoolExecutor.submit once concurrent.futures is
@@ -69,12 +67,6 @@ def install(native, api):
     # Code objects of the user's files submitted to a ThreadPoolExecutor before the loop was
     # found (at most EARLY), in early[0]: swapped out whole when taken.
     early = [{}]
-    library = ("/site-packages/", "/dist-packages/", os.path.dirname(os.path.abspath(__file__)) + os.sep)
-    stdlib = _producer_waits.STDLIB
-
-    def users(code):
-        name = code.co_filename
-        return not name.startswith(stdlib) and not any(p in name for p in library)
 
     def submitted_early(loop):
         """Selects what was submitted before the loop was found, once it is."""
@@ -147,8 +139,8 @@ def install(native, api):
             try:
                 if api._state["bound"]:
                     loop = native.loop_thread()
-                    code = _code_of(fn)
-                    if loop == -2 and code is not None and len(early[0]) < EARLY and users(code):
+                    code = _producer_waits.code_of(fn)
+                    if loop == -2 and code is not None and len(early[0]) < EARLY and _producer_waits.users_code(code):
                         early[0][code] = True
                     elif early[0]:
                         submitted_early(loop)

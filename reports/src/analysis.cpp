@@ -1396,33 +1396,30 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
     std::size_t threads = 0;  // that recorded anything: another one beside the loop's
     for (const ThreadInfo& t : p.threads) threads += t.recorded_events > 0 ? 1 : 0;
     const bool waiting = off_share >= 0.5 && threads > 1;
-    if (own >= 0.5 && python_ns >= 0.2 * iteration && waiting) {
+    if (own >= 0.5 && python_ns >= 0.2 * iteration) {
       const std::map<std::string, std::string> forward_only{{"forward", "forward"}};
+      std::map<std::string, double> evidence{{"python_ns", python_ns}, {"forward_ns", static_cast<double>(median)},
+                                             {"iteration_ns", iteration}, {"own_share", own}, {"share", python_ns / iteration}};
+      if (waiting) evidence["off_cpu_share"] = off_share;
+      const std::string why =
+          waiting ? fmt::format(", and {:.0f}% of that with the loop's thread off the CPU: it waited, most likely for the GIL (or "
+                                "for a core), which another thread of this process held while running Python (a background "
+                                "generator's, a DataLoader's pulled on a thread, a thread pool's task). Python beside the loop "
+                                "on threads slows the loop's own Python and ops' dispatch: run that work in processes "
+                                "(DataLoader worker processes, num_workers > 0) or as tensor ops, which release the GIL.",
+                                100 * off_share)
+                  : std::string(": plain Python inside the model's call, such as neighbour sampling or index and mask building "
+                                "over Python lists and sets, is data preparation on the critical path that this profile counts "
+                                "as forward, so the what-if credits prefetching none of it (or, with many small ops, the "
+                                "interpreter between them). Move such work out of the model into the data pipeline (a Dataset "
+                                "or collate_fn in DataLoader workers, where it can run ahead) or into tensor ops; the line "
+                                "table shows which lines hold it (--lines FILE traces the model's functions).");
       add("python-in-forward", Severity::kWarning,
           fmt::format("the model's forward spends {} per iteration ({:.0f}% of the iteration, {:.0f}% of the forward) with no "
-                      "torch op running{}, and {:.0f}% of that with the loop's thread off the CPU: it waited, most likely "
-                      "for the GIL (or for a core), which another thread of this process held while running Python (a background "
-                      "generator's, a DataLoader's pulled on a thread, a thread pool's task). Python beside the loop on "
-                      "threads slows the loop's own Python and ops' dispatch: run that work in processes (DataLoader "
-                      "worker processes, num_workers > 0) or as tensor ops, which release the GIL.",
+                      "torch op running{}{}",
                       human_ns(static_cast<std::int64_t>(python_ns)), 100 * python_ns / iteration, 100 * own,
-                      line_sentence(p, forward_only, "forward"), 100 * off_share),
-          {{"python_ns", python_ns}, {"forward_ns", static_cast<double>(median)}, {"iteration_ns", iteration},
-           {"own_share", own}, {"share", python_ns / iteration}, {"off_cpu_share", off_share}});
-    } else if (own >= 0.5 && python_ns >= 0.2 * iteration) {
-      const std::map<std::string, std::string> forward_only{{"forward", "forward"}};
-      add("python-in-forward", Severity::kWarning,
-          fmt::format("the model's forward spends {} per iteration ({:.0f}% of the iteration, {:.0f}% of the forward) with no "
-                      "torch op running{}: plain Python inside the model's call, such as neighbour sampling or index and "
-                      "mask building over Python lists and sets, is data preparation on the critical path that this "
-                      "profile counts as forward, so the what-if credits prefetching none of it (or, with many small ops, "
-                      "the interpreter between them). Move such work out of the model into the data pipeline (a Dataset "
-                      "or collate_fn in DataLoader workers, where it can run ahead) or into tensor ops; the line table "
-                      "shows which lines hold it (--lines FILE traces the model's functions).",
-                      human_ns(static_cast<std::int64_t>(python_ns)), 100 * python_ns / iteration, 100 * own,
-                      line_sentence(p, forward_only, "forward")),
-          {{"python_ns", python_ns}, {"forward_ns", static_cast<double>(median)}, {"iteration_ns", iteration},
-           {"own_share", own}, {"share", python_ns / iteration}});
+                      line_sentence(p, forward_only, "forward"), why),
+          std::move(evidence));
     }
   }
 
