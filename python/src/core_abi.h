@@ -14,6 +14,10 @@
 #ifndef GNNPROF_STEP_DROP_OPEN
 #define GNNPROF_STEP_DROP_OPEN 4u /* as in gnnprof_c.h: step_end_flags' "the open iteration was none" */
 #endif
+#ifndef GNNPROF_OFF_CPU_COUNTER_PREFIX
+#define GNNPROF_OFF_CPU_COUNTER_PREFIX "off-CPU ns: " /* as in gnnprof_c.h */
+#endif
+#define GNNPROF_AWAIT_STAGE "await" /* as gnnprof/profile.h's kAwaitStage */
 #ifndef GNNPROF_LINE_BEGAN
 #define GNNPROF_LINE_BEGAN 2 /* as in gnnprof_c.h: or-ed into line_event's hit */
 #endif

@@ -254,12 +254,14 @@ static void on_call(ThreadTrace* tt, PyFrameObject* frame, Frame* f) {
   CodeInfo* ci = called_info(tt, f);
   if (ci == NULL) return;
   Entry* e = push(tt, f, ci, 0);
-  if (e == NULL || !generator_frame(f)) return;
-  /* A first run has nothing saved: one left by a frame at the same address is another's. */
-  if (first_run(f)) forget_suspended(tt, f);
-  /* resumed at its yield: the same statement goes on, without a hit */
-  else if (!resume(tt, f, f->f_code, e) && resuming(f))
-    resume_unsaved(tt, e, f->f_code, PyFrame_GetLineNumber(frame), frame_lasti(f));
+  if (e != NULL && generator_frame(f)) {
+    /* A first run has nothing saved: one left by a frame at the same address is another's. */
+    if (first_run(f)) forget_suspended(tt, f);
+    /* resumed at its yield: the same statement goes on, without a hit */
+    else if (!resume(tt, f, f->f_code, e) && resuming(f))
+      resume_unsaved(tt, e, f->f_code, PyFrame_GetLineNumber(frame), frame_lasti(f));
+  }
+  await_end(tt, f); /* the loop's coroutine back from its await */
 }
 
 static void on_line(ThreadTrace* tt, PyFrameObject* frame, Frame* f) {
@@ -303,15 +305,15 @@ static void on_return(ThreadTrace* tt, Frame* f) {
     return;
   }
   Entry* paused = unpause(tt, e); /* recursion: the outer call's statement goes on */
+  const int suspends = generator_frame(f) && yielded(f);
+  if (suspends && paused == NULL && loop_awaits(tt, e, f->f_code)) await_begin(tt, f, e);
   const uint64_t now = g_core.set_line(site_below(tt));
   /* The training loop's function returned: no loop statement is current any more. */
   if (paused == NULL && e->ci != NULL && e->ci->loop_levels > 0 && g_core.set_loop_line != NULL) g_core.set_loop_line(0);
   if (paused != NULL) paused->t0 = now;
   charge_caller(tt, e, now);
-  if (generator_frame(f)) {
-    if (yielded(f)) suspend(tt, f, f->f_code, e);
-    else forget_suspended(tt, f); /* finished: its frame may be reused */
-  }
+  if (suspends) suspend(tt, f, f->f_code, e, now);
+  else if (generator_frame(f)) forget_suspended(tt, f); /* finished: its frame may be reused */
   end_statement(tt, e, now);
   const int adopted = e->adopted;
   --tt->depth;

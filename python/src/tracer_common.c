@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core_abi.h"
 
@@ -720,6 +721,9 @@ void forget_parent(int worker) {
   if (tt != NULL) { /* the frames the parent was tracing never return here */
     tt->depth = 0;
     memset(tt->suspended, 0, sizeof(tt->suspended));
+    tt->await_f = NULL; /* the parent's stage: this process's core has its own */
+    tt->await_site = 0;
+    tt->await_open = 0;
   }
   if (g_core_bound) (void)g_core.set_line(0);
   memset(&g_stats, 0, sizeof(g_stats)); /* the child's own counts, for its profile's note */
@@ -916,7 +920,7 @@ static uint32_t current_site(const Entry* e, uint32_t site) {
 
 uint32_t site_below(ThreadTrace* tt) {
   const int d = tt->depth < kMaxDepth ? tt->depth : kMaxDepth;
-  return d >= 2 ? current_site(&tt->stack[d - 2], tt->stack[d - 2].site) : 0;
+  return d >= 2 ? current_site(&tt->stack[d - 2], tt->stack[d - 2].site) : tt->await_site;
 }
 
 Entry* entry_of(ThreadTrace* tt, const void* f) {
@@ -950,7 +954,8 @@ void forget_suspended(ThreadTrace* tt, const void* f) {
     if (tt->suspended[i].f == f) tt->suspended[i].f = NULL;
 }
 
-void suspend(ThreadTrace* tt, const void* f, const void* code, const Entry* e) {
+void suspend(ThreadTrace* tt, const void* f, PyCodeObject* co, const Entry* e, uint64_t now) {
+  const void* code = co;
   Suspended* s = find_suspended(tt, f, NULL);
   if (s == NULL) {
     for (int i = 0; i < kMaxSuspended && s == NULL; ++i)
@@ -963,6 +968,8 @@ void suspend(ThreadTrace* tt, const void* f, const void* code, const Entry* e) {
   s->stmt = e->stmt;
   s->lasti = e->lasti;
   s->start = e->start;
+  s->at = now;
+  s->coroutine = (co->co_flags & CO_COROUTINE) != 0;
 }
 
 int resume(ThreadTrace* tt, const void* f, const void* code, Entry* e) {
@@ -975,8 +982,50 @@ int resume(ThreadTrace* tt, const void* f, const void* code, Entry* e) {
   e->hit = 0;
   e->t0 = g_core.set_line(current_site(e, e->site));
   e->entered = e->t0;
+  if (s->coroutine && s->at != 0 && s->at < e->t0) e->t0 = s->at; /* its await's time */
   s->f = NULL;
   return 1;
+}
+
+/* ---- the training loop's coroutine suspended at an await ---- */
+
+static uint64_t clock_ns(clockid_t clock) {
+  struct timespec ts;
+  if (clock_gettime(clock, &ts) != 0) return 0;
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int loop_awaits(const ThreadTrace* tt, const Entry* e, PyCodeObject* co) {
+  return (co->co_flags & CO_COROUTINE) != 0 && tt->depth == 1 && e->ci != NULL && (e->ci->roles & ROLE_LOOP) != 0 &&
+         e->site != 0;
+}
+
+void await_begin(ThreadTrace* tt, const void* f, const Entry* e) {
+  static uint32_t stage;
+  if (tt->await_f != NULL) await_end(tt, NULL); /* one left open: its coroutine never resumed here */
+  if (stage == 0) stage = g_core.stage_site(GNNPROF_AWAIT_STAGE, "data");
+  tt->await_f = f;
+  tt->await_site = current_site(e, e->site);
+  /* The same line again first: the torch observer ends a phase left open on it at a line
+   * change, which must not be the stage opened here. */
+  (void)g_core.set_line(tt->await_site);
+  tt->await_open = stage != 0 && g_core.stage_begin(stage) != 0;
+  tt->await_at = clock_ns(CLOCK_MONOTONIC); /* (g_core.now() counts ticks) */
+  tt->await_cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+void await_end(ThreadTrace* tt, const void* f) {
+  static uint32_t off_cpu;
+  if (tt->await_f == NULL || (f != NULL && f != tt->await_f)) return;
+  if (tt->await_open) { /* (the clocks first: a reschedule at their syscall is the stage's) */
+    const uint64_t wall = clock_ns(CLOCK_MONOTONIC) - tt->await_at, cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID) - tt->await_cpu;
+    g_core.stage_end();
+    if (off_cpu == 0) off_cpu = g_core.counter_site(GNNPROF_OFF_CPU_COUNTER_PREFIX GNNPROF_AWAIT_STAGE);
+    if (off_cpu != 0 && tt->await_cpu != 0 && tt->await_at != 0) g_core.counter(off_cpu, wall > cpu ? (double)(wall - cpu) : 0.0);
+  }
+  tt->await_f = NULL;
+  tt->await_site = 0;
+  tt->await_open = 0;
 }
 
 void resume_unsaved(ThreadTrace* tt, Entry* e, PyCodeObject* co, int line, int lasti) {
@@ -1036,6 +1085,7 @@ void on_line_of(ThreadTrace* tt, Entry* e, PyCodeObject* co, int line, int lasti
 void tracer_close_thread(void) {
   ThreadTrace* tt = t_trace;
   if (tt == NULL || !g_core_bound) return;
+  await_end(tt, NULL);
   const uint64_t now = g_core.set_line(0);
   const int d = tt->depth < kMaxDepth ? tt->depth : kMaxDepth;
   for (int i = d - 1; i >= 0; --i) end_statement(tt, &tt->stack[i], now);

@@ -179,6 +179,8 @@ typedef struct Suspended {
   uint32_t site;
   int32_t stmt;
   int lasti, start;
+  uint64_t at;       /* when it suspended */
+  uint8_t coroutine; /* at an await: its statement's time goes on across the suspension */
 } Suspended;
 
 typedef struct ThreadTrace {
@@ -196,6 +198,13 @@ typedef struct ThreadTrace {
   unsigned handed_found; /* the g_auto_epoch in which a hand-over selected its function */
   int loader_loop; /* that look was at a DataLoader's __next__: an optimizer step looks again */
   int deciding; /* inside the explicit decider or the preparer: no decisions */
+  /* The training loop's coroutine suspended at an await, with no traced frame below it: the
+   * stage "await" is open (await_open) and its statement (await_site) is the thread's line
+   * while no traced frame runs (site_below). */
+  const void* await_f;
+  uint32_t await_site;
+  int await_open;
+  uint64_t await_at, await_cpu;
   unsigned epoch; /* tracer_monitor.c: the g_epoch its stack belongs to */
 } ThreadTrace;
 
@@ -229,14 +238,24 @@ uint32_t site_below(ThreadTrace* tt);
 /* The topmost entry of frame key f; entries above it (frames that left unseen) end now. */
 Entry* entry_of(ThreadTrace* tt, const void* f);
 Suspended* find_suspended(ThreadTrace* tt, const void* f, const void* code);
-/* Saves e's statement for generator frame f (of code) suspended at a yield. */
-void suspend(ThreadTrace* tt, const void* f, const void* code, const Entry* e);
+/* Saves e's statement for generator frame f (of code co) suspended at a yield at `now`. */
+void suspend(ThreadTrace* tt, const void* f, PyCodeObject* co, const Entry* e, uint64_t now);
 /* Restores a resumed generator's statement into e (no hit); forgets it. 0 when none was
- * saved (it yielded while not traced). */
+ * saved (it yielded while not traced). A coroutine's statement goes on from its suspension:
+ * the time of `x = await task` is what the coroutine waited, as its caller sees a call's. */
 int resume(ThreadTrace* tt, const void* f, const void* code, Entry* e);
 /* A generator resumed that yielded while not traced (selected since, as the loop's batch
  * generator suspended in a `yield from`): its statement at `line` goes on from now, no hit. */
 void resume_unsaved(ThreadTrace* tt, Entry* e, PyCodeObject* co, int line, int lasti);
+/* Whether entry e (the top one, of code co) suspending at a yield is the training loop's
+ * coroutine at an await with no traced frame below it. */
+int loop_awaits(const ThreadTrace* tt, const Entry* e, PyCodeObject* co);
+/* Before its line changes: opens the stage "await" (data) for frame key f, whose statement
+ * stays the thread's line while no traced frame runs. */
+void await_begin(ThreadTrace* tt, const void* f, const Entry* e);
+/* Frame key f resumed or the thread's tracing ends (f NULL: whichever): the stage it opened
+ * ends, with its time off the CPU as the counter "off-CPU ns: await". */
+void await_end(ThreadTrace* tt, const void* f);
 /* Forgets a generator frame's saved statement (it finished, or its frame is reused). */
 void forget_suspended(ThreadTrace* tt, const void* f);
 /* Whether `line` of ci belongs to a statement spanning several lines (map built). */

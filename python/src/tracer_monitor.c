@@ -208,11 +208,13 @@ static PyObject* enter(PyObject* const* args, Py_ssize_t nargs, int resumed) {
   if (x == REJECT) return answer(Py_NewRef(g_disable));
   if (x == NULL) return answer(none());
   Entry* e = push(tt, co, (CodeInfo*)x, 0);
-  if (e != NULL && (co->co_flags & kGeneratorFlags) != 0) {
+  if ((co->co_flags & kGeneratorFlags) != 0) {
     PyFrameObject* f = PyEval_GetFrame();
-    if (!resumed) forget_suspended(tt, f); /* a frame object reused from a generator gone */
+    if (e != NULL && !resumed) forget_suspended(tt, f); /* a frame object reused from a generator gone */
     /* at its yield: the same statement goes on, without a hit */
-    else if (!resume(tt, f, co, e) && f != NULL) resume_unsaved(tt, e, co, PyFrame_GetLineNumber(f), PyFrame_GetLasti(f));
+    else if (e != NULL && !resume(tt, f, co, e) && f != NULL)
+      resume_unsaved(tt, e, co, PyFrame_GetLineNumber(f), PyFrame_GetLasti(f));
+    if (f != NULL) await_end(tt, f); /* the loop's coroutine back from its await */
   }
   return answer(none());
 }
@@ -258,12 +260,13 @@ static PyObject* leave(PyObject* const* args, Py_ssize_t nargs, int yielded) {
     return answer(none());
   }
   Entry* paused = unpause(tt, e); /* recursion: the outer call's statement goes on */
+  if (generator && yielded && paused == NULL && loop_awaits(tt, e, co)) await_begin(tt, f, e);
   const uint64_t now = g_core.set_line(site_below(tt));
   /* The training loop's function returned: no loop statement is current any more. */
   if (paused == NULL && e->ci != NULL && e->ci->loop_levels > 0 && g_core.set_loop_line != NULL) g_core.set_loop_line(0);
   if (paused != NULL) paused->t0 = now;
   charge_caller(tt, e, now);
-  if (generator && yielded) suspend(tt, f, co, e);
+  if (generator && yielded) suspend(tt, f, co, e, now);
   end_statement(tt, e, now);
   --tt->depth;
   return answer(none());

@@ -60,7 +60,7 @@ std::vector<IterationStage> stage_rows(const std::vector<const IterationStats*>&
 /// The loop waiting for other workers: a prefetcher's queue, a DataLoader's worker processes,
 /// the program's own producers. Data time, but not the loop's own Python.
 bool is_data_wait(std::string_view stage) {
-  return stage == "loader_wait" || stage == kProducerWaitStage || is_worker_wait(stage);
+  return stage == "loader_wait" || stage == kProducerWaitStage || stage == kAwaitStage || is_worker_wait(stage);
 }
 
 /// Whether torch computes on fewer threads than CPUs (the Python package's last "torch threads"
@@ -518,15 +518,16 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
     if (python && ops && total > 0) gil = static_cast<double>(std::max<std::int64_t>(0, self - off)) / static_cast<double>(total);
   }
 
-  std::vector<std::int64_t> walls, d, h, c, r, worker_waits, producer_waits, own, predicted, expected;
+  std::vector<std::int64_t> walls, d, h, c, r, worker_waits, producer_waits, awaits, own, predicted, expected;
   for (const auto* it : its) {
-    std::int64_t di = 0, hi = 0, ci = 0, wi = 0, pi = 0;
+    std::int64_t di = 0, hi = 0, ci = 0, wi = 0, pi = 0, ai = 0;
     // The loop's wait for a DataLoader's worker processes, or for the program's own producers:
     // data time, but the batches already load ahead on other threads or processes; what the
     // loop still waits is their shortfall, which a prefetcher does not hide.
     for (const auto& [n, v] : it->stages) {
       if (is_worker_wait(n)) wi += v;
       if (n == kProducerWaitStage) pi += v;
+      if (n == kAwaitStage) ai += v;  // the loop's coroutine at an await: the same, on its own thread
     }
     if (!it->categories.empty() || !it->other_categories.empty()) {
       // Nested stages of one category counted once (the collector's per-category totals).
@@ -540,7 +541,7 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
       // A producer wait on another thread hides no data (a main thread waiting for a training
       // thread, where the package could not tell the loop's thread).
       for (const auto& [n, v] : it->other_threads)
-        if (n == kProducerWaitStage) hi -= v;
+        if (n == kProducerWaitStage || n == kAwaitStage) hi -= v;
       hi = std::max<std::int64_t>(0, hi);
     } else {
       for (const auto& [n, v] : it->stages) {
@@ -551,14 +552,16 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
       }
       for (const auto& [n, v] : it->other_threads) {
         auto cat = category.find(n);
-        if (cat != category.end() && cat->second == "data" && n != kProducerWaitStage) hi += v;
+        if (cat != category.end() && cat->second == "data" && n != kProducerWaitStage && n != kAwaitStage) hi += v;
       }
     }
     const std::int64_t ri = std::max<std::int64_t>(0, it->wall_ns - di - ci);
     wi = std::min(wi, di);
     pi = std::min(pi, di - wi);
+    ai = std::min(ai, di - wi - pi);
     producer_waits.push_back(pi);
-    wi += pi;
+    awaits.push_back(ai);
+    wi += pi + ai;
     const std::int64_t oi = di - wi;  // the data a prefetcher could overlap with compute
     own.push_back(oi);
     walls.push_back(it->wall_ns);
@@ -566,7 +569,7 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
     h.push_back(hi);
     c.push_back(ci);
     r.push_back(ri);
-    worker_waits.push_back(wi - pi);
+    worker_waits.push_back(wi - pi - ai);
     predicted.push_back(std::max(oi, ci) + ri + wi);
     double e = static_cast<double>(std::max(oi, ci));
     // The same CPU work on P CPUs cannot take less than work / P.
@@ -593,10 +596,20 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
   a.producer_wait_ns = median(producer_waits);
   a.producer_wait_mean_ns = mean(producer_waits);
   a.own_data_ns = median(own);
+  a.await_mean_ns = mean(awaits);
   {
-    std::int64_t waited = 0, wall = 0;
-    for (std::size_t i = 0; i < walls.size(); ++i) waited += producer_waits[i], wall += walls[i];
+    std::int64_t waited = 0, awaited = 0, wall = 0;
+    for (std::size_t i = 0; i < walls.size(); ++i) waited += producer_waits[i], awaited += awaits[i], wall += walls[i];
     a.producer_wait_share = wall > 0 ? static_cast<double>(waited) / static_cast<double>(wall) : 0;
+    a.await_share = wall > 0 ? static_cast<double>(awaited) / static_cast<double>(wall) : 0;
+  }
+  {
+    std::int64_t stage = 0;
+    for (const auto& s : p.stages)
+      if (s.name == kAwaitStage) stage = s.total_ns;
+    for (const auto& ctr : p.counters)
+      if (ctr.name == std::string(GNNPROF_OFF_CPU_COUNTER_PREFIX) + kAwaitStage && stage > 0)
+        a.await_off_cpu_share = std::clamp(ctr.mean * static_cast<double>(ctr.samples) / static_cast<double>(stage), 0.0, 1.0);
   }
   a.exposed_data_share = a.iteration_median_ns > 0 ? static_cast<double>(a.exposed_data_ns) / static_cast<double>(a.iteration_median_ns) : 0;
   // The median iteration less the median per-iteration saving: on a noisy host (another
@@ -658,6 +671,10 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
                       "batches that the program's own threads or processes make ahead of it: their shortfall, which a "
                       "prefetcher does not hide (producer-bound)",
                       human_ns(a.producer_wait_mean_ns), 100 * a.producer_wait_share));
+    if (a.await_share >= 0.05)
+      add(fmt::format("{} of the data time per iteration on average ({:.0f}% of the loop's time) is the loop's coroutine "
+                      "suspended at an await, which a prefetcher does not hide (await-bound)",
+                      human_ns(a.await_mean_ns), 100 * a.await_share));
     a.whatif_note = why;
   }
 
@@ -795,13 +812,14 @@ std::string other_processes_text(const Analysis& a) {
 }
 
 std::string whatif_formula(const Analysis& a) {
-  if (a.worker_wait_ns <= 0 && a.producer_wait_mean_ns <= 0) return "max(data, compute) + rest";
-  if (a.producer_wait_mean_ns <= 0)
-    return fmt::format("max(data - worker wait, compute) + worker wait {} + rest", human_ns(a.worker_wait_ns));
-  if (a.worker_wait_ns <= 0)
-    return fmt::format("max(data - producer wait, compute) + producer wait {} (mean) + rest", human_ns(a.producer_wait_mean_ns));
-  return fmt::format("max(data - waits, compute) + worker wait {} + producer wait {} (mean) + rest",
-                     human_ns(a.worker_wait_ns), human_ns(a.producer_wait_mean_ns));
+  std::vector<std::pair<std::string, std::string>> waits;  // name, figure
+  if (a.worker_wait_ns > 0) waits.emplace_back("worker wait", human_ns(a.worker_wait_ns));
+  if (a.producer_wait_mean_ns > 0) waits.emplace_back("producer wait", human_ns(a.producer_wait_mean_ns) + " (mean)");
+  if (a.await_mean_ns > 0) waits.emplace_back("await", human_ns(a.await_mean_ns) + " (mean)");
+  if (waits.empty()) return "max(data, compute) + rest";
+  std::string out = fmt::format("max(data - {}, compute)", waits.size() == 1 ? waits[0].first : "waits");
+  for (const auto& [name, figure] : waits) out += fmt::format(" + {} {}", name, figure);
+  return out + " + rest";
 }
 
 // ---- diagnostics ----
@@ -1002,7 +1020,7 @@ const std::vector<std::string>& diagnostic_ids() {
                                             "loader-bound",     "slow-iterations",    "loader-restarts",
                                             "loader-contention", "loader-copy-on-write", "dense-embedding-gradient",
                                             "python-in-forward", "item-by-item-fetch", "producer-bound",
-                                            "failed-run"};
+                                            "await-bound",      "failed-run"};
   return ids;
 }
 
@@ -1167,6 +1185,58 @@ std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a, co
         : in_processes      ? static_cast<double>(processes.own_ns) / complete
                             : 0.0}}};
 }
+
+namespace {
+
+/// await-bound: the training loop is a coroutine that waits at an await (the stage "await")
+/// for a large share of its time: the event loop, blocked while the step computes, runs the
+/// task the loop awaits (its I/O, its own code) only then. Where it waits, how much of it the
+/// loop's thread was off the CPU, and what lets the two overlap.
+std::optional<Diagnostic> await_bound(const Profile& p, const Analysis& a) {
+  if (a.loader_worker || a.iterations_used == 0 || a.iteration_mean_ns <= 0 || a.await_share <= 0.20) return std::nullopt;
+  const LineStats* at = nullptr;
+  std::int64_t most = 0;
+  for (const LineStats& l : p.lines)
+    if (auto f = l.stages.find(kAwaitStage); f != l.stages.end() && f->second > most) {
+      most = f->second;
+      at = &l;
+    }
+  const std::optional<double> off = a.await_off_cpu_share;
+  std::string split, advice;
+  if (off)
+    split = fmt::format(": {:.0f}% of it off the CPU (the event loop idle until I/O or a timer), {:.0f}% running other "
+                        "tasks' code on the loop's thread",
+                        100 * *off, 100 * (1 - *off));
+  // Idle: the awaited I/O not done yet. Busy: the other tasks' own code, on this thread.
+  const std::string overlap =
+      "Overlap its waits with the step: create the next batch's task before the step's work (asyncio.create_task) and "
+      "`await asyncio.sleep(0)` right after, which runs it up to its first await, so that its I/O starts before the step; "
+      "where that I/O takes longer than a step, keep more batches in flight (tasks for the next few batches, or fetching "
+      "tasks that fill an asyncio.Queue)";
+  const std::string move_off =
+      "Move the other tasks' code off the event loop, where it runs one task at a time with the step (asyncio.to_thread "
+      "or loop.run_in_executor: numpy and torch ops release the GIL; a ProcessPoolExecutor for Python-heavy work)";
+  if (!off || *off >= 0.25) advice = overlap;
+  if (!off || *off <= 0.75) advice += (advice.empty() ? "" : ". ") + move_off;
+  std::map<std::string, double> evidence{{"await_ns", static_cast<double>(a.await_mean_ns)},
+                                         {"iteration_ns", static_cast<double>(a.iteration_mean_ns)},
+                                         {"wait_share", a.await_share},
+                                         {"compute_ns", static_cast<double>(a.compute_ns)}};
+  if (off) evidence["off_cpu_share"] = *off;
+  return Diagnostic{
+      "await-bound", Severity::kWarning,
+      fmt::format("the training loop is a coroutine and waits {:.0f}% of its time ({} an iteration of {}, means) suspended "
+                  "at an await{}{}. The event loop runs other tasks only while the loop awaits: the step's own work ({} of "
+                  "compute) blocks it, so a task created ahead (asyncio.create_task) makes no progress until then, and a "
+                  "prefetcher would not help. {}.",
+                  100 * a.await_share, human_ns(a.await_mean_ns), human_ns(a.iteration_mean_ns),
+                  at != nullptr ? fmt::format(", at {}:{} `{}`", base_name(at->file), at->line, quoted_code(at->code))
+                                : std::string(),
+                  split, human_ns(a.compute_ns), advice),
+      std::move(evidence)};
+}
+
+}  // namespace
 
 std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
   std::vector<Diagnostic> out;
@@ -1552,7 +1622,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
           {{"gpu_utilization", *a.gpu_busy}, {"gpu_ns", static_cast<double>(*a.gpu_ns)},
            {"iteration_ns", static_cast<double>(a.iteration_median_ns)}});
   } else if (const std::optional<double> util = a.loop_cpu_utilization ? a.loop_cpu_utilization : a.cpu_utilization;
-             !a.loader_worker && a.worker_wait_ns == 0 && a.producer_wait_share <= 0.20 && util &&
+             !a.loader_worker && a.worker_wait_ns == 0 && a.producer_wait_share <= 0.20 && a.await_share <= 0.20 && util &&
              *util < 0.5 && a.iterations_used > 0 &&
              a.iteration_median_ns < 20000000 &&
              // A process that never had more threads than it kept busy (torch on one thread of
@@ -1652,6 +1722,7 @@ std::vector<Diagnostic> diagnose(const Profile& p, const Analysis& a) {
          {"cpus", static_cast<double>(p.environment.cpus)}});
 
   if (auto d = producer_bound(p, a, ProducerProcesses{})) out.push_back(std::move(*d));
+  if (auto d = await_bound(p, a)) out.push_back(std::move(*d));
   if (auto d = slow_iterations(p, a)) out.push_back(std::move(*d));
   return out;
 }

@@ -1047,6 +1047,33 @@ def test_a_generator_selected_while_suspended_in_a_yield_from_charges_its_resume
     assert lines[line_of(path, "yield total")]["hits"] == 1
 
 
+def test_a_coroutines_await_is_its_lines_time_and_the_loops_is_the_await_stage(gnnprof_run):
+    """A coroutine's time suspended at an await is its line's (as a call's time is the calling
+    line's; line_profiler counts none of it), without another hit. The training loop's own
+    coroutine suspended with nothing traced below it is also the data stage "await", on its
+    line, with its time off the CPU as a counter: the loop blocked there, whatever the event
+    loop ran meanwhile."""
+    path = script("async_hook_loop.py")
+    awaited, slept = line_of(path, "x = await task"), line_of(path, "await asyncio.sleep(0.005)")
+    for specs in (("auto",), ("auto", path + ":fetch")):
+        r = gnnprof_run(path, "20", lines=specs)
+        assert r.rc == 0, r.err
+        assert r.out == "total 19000\n"
+        loop = r.lines("train")[awaited]
+        assert loop["hits"] == 19, loop  # selected at the first step: the 19 awaits after it
+        assert loop["total_ns"] >= 19 * 5_000_000, loop  # each waits for a fetch's 5 ms sleep
+        assert loop["stages"]["await"] >= 0.9 * loop["total_ns"], loop
+        stage = next(s for s in r.profile["stages"] if s["name"] == "await")
+        assert stage["hits"] == 19 and stage["category"] == "data", stage
+        off = next(c for c in r.profile["counters"] if c["name"] == "off-CPU ns: await")
+        assert off["samples"] == 19 and off["mean"] >= 2_500_000, off  # the sleep holds no CPU
+        if len(specs) > 1:
+            fetch = r.lines("fetch")[slept]
+            assert fetch["hits"] == 20 and fetch["total_ns"] >= 20 * 5_000_000, fetch
+        else:
+            assert "fetch" not in {e["function"] for e in r.profile["lines"]}
+
+
 def test_recursion_deeper_than_the_traced_stack_leaves_the_thread_traced(gnnprof_run):
     path = script("deep_recursion.py")
     r = gnnprof_run(path)

@@ -1296,13 +1296,17 @@ def fed_by(run):
     return [q for q in beside if q["run"].get("feeds_pid") == run.profile["run"]["pid"]], beside
 
 
-def producer_bound(run, tmp_path):
-    """The producer-bound diagnostic of `gnnprof report --json` of a run (with its producer
-    processes' and DataLoader workers' profiles read), or None."""
+def diagnostic(run, tmp_path, rule):
+    """The diagnostic `rule` of `gnnprof report --json` of a run (with its producer processes'
+    and DataLoader workers' profiles read), or None."""
     out = str(tmp_path / "report.json")
     report(run.path, "--json", out)
     with open(out) as f:
-        return next((d for d in json.load(f)["diagnostics"] if d["id"] == "producer-bound"), None)
+        return next((d for d in json.load(f)["diagnostics"] if d["id"] == rule), None)
+
+
+def producer_bound(run, tmp_path):
+    return diagnostic(run, tmp_path, "producer-bound")
 
 
 @needs_torch
@@ -1425,6 +1429,43 @@ def test_a_producer_process_feeding_a_pipe_is_found_at_its_send(gnnprof_run, pla
     assert q.rc == 0, q.err
     stage = next(s for s in q.profile["stages"] if s["name"] == "producer wait")
     assert stage["hits"] <= 31, stage
+
+
+@needs_torch
+def test_a_training_loop_coroutine_waiting_at_an_await_is_await_bound(gnnprof_run, plain_run, tmp_path):
+    """An asyncio training loop awaits a task created one step ahead, which sleeps (a feature
+    store's latency) and gathers with numpy. The loop's time suspended at the await is its
+    line's and the data stage "await", which the what-if leaves on the critical path; await-bound
+    says where, how much of it the loop's thread was off the CPU, and what lets the task overlap
+    the step. Awaited directly (`await fetch_ids(perm[...])`), the slice's op phase on that line
+    ends before the await's stage begins. Before, the report said "compute-bound" with 80 % of
+    the loop unattributed."""
+    path = script("async_loop.py")
+    waits = {}
+    for mode in ("io", "cpu", "direct"):
+        r = gnnprof_run(path, "30", mode)
+        assert r.rc == 0, r.err
+        assert r.out == plain_run(path, "30", mode).out
+        code = "x, y = await fetch_ids(perm[step * BATCH:(step + 1) * BATCH])" if mode == "direct" else "x, y = await task"
+        awaited = line_of(path, code)
+        line = r.lines("main")[awaited]
+        if mode == "direct":  # its fetch's gather runs inline after the sleep: the loop's own batch prep
+            assert line["stages"].get("await", 0) >= 0.5 * line["total_ns"] > 0, line
+            assert line["stages"].get("ops (no grad)", 0) > 0, line  # the slice's, ended before the await's
+        else:
+            assert line["stages"].get("await", 0) >= 0.9 * line["total_ns"] > 0, line
+        if mode != "cpu":  # every await waits for a fetch's 4 ms sleep, begun at that await
+            assert line["total_ns"] >= line["hits"] * 4_000_000, line
+        d = diagnostic(r, tmp_path, "await-bound")
+        assert d is not None, r.profile["stages"]
+        assert f"async_loop.py:{awaited} `{code[:36]}" in d["message"], d["message"]
+        assert diagnostic(r, tmp_path, "exposed-data-time") is None
+        waits[mode] = d
+    # Idle while the task sleeps: start it before the step; busy running its gather: move it off.
+    assert waits["io"]["evidence"]["off_cpu_share"] >= 0.5, waits["io"]
+    assert "and `await asyncio.sleep(0)` right after" in waits["io"]["message"]
+    assert waits["cpu"]["evidence"]["off_cpu_share"] < 0.75, waits["cpu"]
+    assert "Move the other tasks' code off the event loop" in waits["cpu"]["message"]
 
 
 @needs_torch

@@ -413,6 +413,74 @@ TEST(Analysis, WorkerAndProducerWaitsBothStayOnTheCriticalPath) {
   EXPECT_EQ(whatif_formula(a), "max(data - waits, compute) + worker wait 15.0 ms + producer wait 15.0 ms (mean) + rest");
 }
 
+/// A coroutine training loop suspended `wait_ms` an iteration at `x, y = await task` (the
+/// stage "await"), `off_share` of it off the CPU (the tracer's counter), 20 iterations.
+Profile await_loop_profile(std::int64_t wait_ms, double off_share) {
+  Profile p = waiting_loop_profile(kAwaitStage, wait_ms);
+  p.run.command = {"/usr/bin/python3", "train.py"};
+  for (auto& s : p.stages)
+    if (s.name == kAwaitStage) s.total_ns = 20 * wait_ms * kMs, s.hits = 20;
+  LineStats at = train_line("main", 35, "x, y = await task", wait_ms);
+  at.stages[kAwaitStage] = at.total_ns;
+  p.lines.push_back(at);
+  const double off = off_share * static_cast<double>(wait_ms * kMs);
+  p.counters.push_back(CounterStats{std::string(GNNPROF_OFF_CPU_COUNTER_PREFIX) + kAwaitStage, 20, off, off, off, off});
+  return p;
+}
+
+TEST(Diagnostics, AwaitBound) {
+  // 130 ms: the loop's coroutine suspended 45 ms (35 %) and 15 ms of its own materialize. The
+  // await stays on the critical path: max(15, 60) + 45 + 10 = 115 ms.
+  const Profile p = await_loop_profile(45, 0.8);
+  const Analysis a = analyze(p, {});
+  EXPECT_EQ(a.await_mean_ns, 45 * kMs);
+  EXPECT_EQ(a.producer_wait_ns, 0);
+  EXPECT_EQ(a.exposed_data_ns, 60 * kMs);
+  EXPECT_EQ(a.whatif_predicted_ns, 115 * kMs);
+  ASSERT_TRUE(a.await_off_cpu_share.has_value());
+  EXPECT_NEAR(*a.await_off_cpu_share, 0.8, 1e-9);
+  EXPECT_EQ(whatif_formula(a), "max(data - await, compute) + await 45.0 ms (mean) + rest");
+  EXPECT_NE(whatif_expectation(a).find("45.0 ms of the data time per iteration on average (35% of the loop's time) is the "
+                                       "loop's coroutine suspended at an await, which a prefetcher does not hide (await-bound)"),
+            std::string::npos)
+      << whatif_expectation(a);
+  const auto ds = diagnose(p, a);
+  EXPECT_FALSE(has(ds, "exposed-data-time"));  // the loop's own 15 ms is 12 %
+  EXPECT_FALSE(has(ds, "producer-bound"));
+  EXPECT_FALSE(has(ds, "low-utilization"));
+  const auto d = std::find_if(ds.begin(), ds.end(), [](const Diagnostic& x) { return x.id == "await-bound"; });
+  ASSERT_NE(d, ds.end());
+  EXPECT_EQ(d->severity, Severity::kWarning);
+  EXPECT_DOUBLE_EQ(d->evidence.at("await_ns"), 45.0 * kMs);
+  EXPECT_DOUBLE_EQ(d->evidence.at("off_cpu_share"), 0.8);
+  for (const char* part : {"the training loop is a coroutine and waits 35% of its time (45.0 ms an iteration of 130 ms, "
+                           "means) suspended at an await, at train.py:35 `x, y = await task`: 80% of it off the CPU",
+                           "20% running other tasks' code on the loop's thread",
+                           "the step's own work (60.0 ms of compute) blocks it",
+                           "create the next batch's task before the step's work (asyncio.create_task) and `await "
+                           "asyncio.sleep(0)` right after"})
+    EXPECT_NE(d->message.find(part), std::string::npos) << part << "\n" << d->message;
+  EXPECT_EQ(d->message.find("Move the other tasks' code off the event loop"), std::string::npos) << d->message;
+  // The other tasks' own code on the loop's thread: move it off; both when the split is even.
+  for (auto [share, overlap, move] : {std::tuple{0.1, false, true}, std::tuple{0.5, true, true}}) {
+    const auto es = run(await_loop_profile(45, share));
+    const auto e = std::find_if(es.begin(), es.end(), [](const Diagnostic& x) { return x.id == "await-bound"; });
+    ASSERT_NE(e, es.end());
+    EXPECT_EQ(e->message.find("asyncio.sleep(0)") != std::string::npos, overlap) << e->message;
+    EXPECT_EQ(e->message.find("Move the other tasks' code off the event loop") != std::string::npos, move) << e->message;
+  }
+  // No counter: both, and no split. Under 20 % of the loop's time: nothing.
+  Profile bare = await_loop_profile(45, 0);
+  bare.counters.clear();
+  const auto bs = run(bare);
+  const auto b = std::find_if(bs.begin(), bs.end(), [](const Diagnostic& x) { return x.id == "await-bound"; });
+  ASSERT_NE(b, bs.end());
+  EXPECT_EQ(b->evidence.count("off_cpu_share"), 0u);
+  EXPECT_EQ(b->message.find("off the CPU"), std::string::npos) << b->message;
+  EXPECT_NE(b->message.find("Move the other tasks' code"), std::string::npos) << b->message;
+  EXPECT_FALSE(has(run(await_loop_profile(20, 0.8)), "await-bound"));  // 20 of 105 ms
+}
+
 // Workers that deliver a batch every 20 ms against a 130 ms iteration, idle most of the time:
 // the loop's 45 ms at __next__ is not their shortfall, and "Raise num_workers" would not help.
 TEST(Diagnostics, LoaderBoundWithWorkersThatKeepUpSaysSo) {
@@ -1673,7 +1741,7 @@ TEST(Diagnostics, PythonInForward) {
 }
 
 TEST(Diagnostics, EveryRuleHasAStableId) {
-  EXPECT_EQ(diagnostic_ids().size(), 19u);
+  EXPECT_EQ(diagnostic_ids().size(), 20u);
   Profile clean = loop_profile(true);
   EXPECT_TRUE(run(clean).empty());
 }

@@ -122,6 +122,10 @@ inline constexpr const char* kBatchPrepStage = "batch prep (Python)";
 /// A data stage the Python package records: the loop's thread blocked waiting for the program's
 /// own threads or processes (Queue.get, Future.result, Event.wait, multiprocessing Queue.get).
 inline constexpr const char* kProducerWaitStage = "producer wait";
+/// A data stage the Python tracer records: the training loop's coroutine suspended at an await
+/// (the event loop running other tasks, or idle until I/O or a timer); its time off the CPU is
+/// the counter "off-CPU ns: await".
+inline constexpr const char* kAwaitStage = "await";
 
 /// Iteration `index` spans [begin_ns, begin_ns + wall_ns) between two GNNPROF_STEP marks.
 

@@ -97,6 +97,14 @@ struct Analysis {
   /// thread pool's waits come in bursts (N futures done at once), so their median may be 0.
   std::int64_t producer_wait_mean_ns = 0;
   double producer_wait_share = 0;
+  /// Of exposed_data_ns: the training loop's coroutine suspended at an await (the stage "await":
+  /// the event loop running other tasks, or idle until I/O or a timer), as a mean and a share of
+  /// the analysed iterations' time (sum over sum). Left on the critical path by the what-if.
+  std::int64_t await_mean_ns = 0;
+  double await_share = 0;
+  /// Of the stage "await"'s time over the run, the share off the loop thread's CPU (the
+  /// tracer's counter "off-CPU ns: await"); unset without it.
+  std::optional<double> await_off_cpu_share;
   /// The loop's own data time: exposed less both waits, per iteration (median). What a
   /// prefetcher could overlap with compute.
   std::int64_t own_data_ns = 0;
