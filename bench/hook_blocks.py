@@ -34,10 +34,12 @@ def alternate(hooked, original, call, rounds, n):
 
 def under_gnnprof(gnnprof, script, args, out_dir, lines="none"):
     """Runs `script ARGS` under `gnnprof run --lines none` (the package and its hooks in, no
-    tracer; `lines` another selection), its profile in out_dir; passes its stdout on (and its
-    stderr where it failed) and returns its exit code."""
-    cmd = [gnnprof, "run", "--lines", lines, "-o", os.path.join(out_dir, "p.json"), "--", sys.executable,
-           os.path.abspath(script), *args]
+    tracer; `lines` another selection, or a list of them), its profile in out_dir; passes its
+    stdout on (and its stderr where it failed) and returns its exit code."""
+    cmd = [gnnprof, "run"]
+    for spec in [lines] if isinstance(lines, str) else lines:
+        cmd += ["--lines", spec]
+    cmd += ["-o", os.path.join(out_dir, "p.json"), "--", sys.executable, os.path.abspath(script), *args]
     out = subprocess.run(cmd, capture_output=True, text=True)
     sys.stdout.write(out.stdout)
     if out.returncode != 0:

@@ -1010,6 +1010,13 @@ void await_begin(ThreadTrace* tt, const void* f, const Entry* e) {
    * change, which must not be the stage opened here. */
   (void)g_core.set_line(tt->await_site);
   tt->await_open = stage != 0 && g_core.stage_begin(stage) != 0;
+  tt->await_at = tt->await_cpu = 0;
+  if (!tt->await_open) return;
+  if (tt->await_draw == 0) tt->await_draw = 0x9e3779b9u ^ (uint32_t)(uintptr_t)tt;
+  tt->await_draw ^= tt->await_draw << 13; /* xorshift32 */
+  tt->await_draw ^= tt->await_draw >> 17;
+  tt->await_draw ^= tt->await_draw << 5;
+  if (tt->await_n++ >= 16 && (tt->await_draw & 7) != 0) return;
   tt->await_at = clock_ns(CLOCK_MONOTONIC); /* (g_core.now() counts ticks) */
   tt->await_cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
@@ -1017,11 +1024,14 @@ void await_begin(ThreadTrace* tt, const void* f, const Entry* e) {
 void await_end(ThreadTrace* tt, const void* f) {
   static uint32_t off_cpu;
   if (tt->await_f == NULL || (f != NULL && f != tt->await_f)) return;
-  if (tt->await_open) { /* (the clocks first: a reschedule at their syscall is the stage's) */
+  if (tt->await_open && tt->await_at != 0 && tt->await_cpu != 0) {
+    /* (the clocks first: a reschedule at their syscall is the stage's) */
     const uint64_t wall = clock_ns(CLOCK_MONOTONIC) - tt->await_at, cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID) - tt->await_cpu;
     g_core.stage_end();
     if (off_cpu == 0) off_cpu = g_core.counter_site(GNNPROF_OFF_CPU_COUNTER_PREFIX GNNPROF_AWAIT_STAGE);
-    if (off_cpu != 0 && tt->await_cpu != 0 && tt->await_at != 0) g_core.counter(off_cpu, wall > cpu ? (double)(wall - cpu) : 0.0);
+    if (off_cpu != 0) g_core.counter(off_cpu, wall > cpu ? (double)(wall - cpu) : 0.0);
+  } else if (tt->await_open) {
+    g_core.stage_end();
   }
   tt->await_f = NULL;
   tt->await_site = 0;

@@ -200,11 +200,15 @@ typedef struct ThreadTrace {
   int deciding; /* inside the explicit decider or the preparer: no decisions */
   /* The training loop's coroutine suspended at an await, with no traced frame below it: the
    * stage "await" is open (await_open) and its statement (await_site) is the thread's line
-   * while no traced frame runs (site_below). */
+   * while no traced frame runs (site_below). Its time off the CPU is measured at the first 16
+   * awaits and one in 8 after, drawn at random (await_at: 0 when not: the thread's CPU clock
+   * costs a syscall, ~0.5 us here, twice). */
   const void* await_f;
   uint32_t await_site;
   int await_open;
   uint64_t await_at, await_cpu;
+  unsigned await_n;
+  uint32_t await_draw;
   unsigned epoch; /* tracer_monitor.c: the g_epoch its stack belongs to */
 } ThreadTrace;
 

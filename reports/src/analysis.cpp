@@ -604,12 +604,15 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
     a.await_share = wall > 0 ? static_cast<double>(awaited) / static_cast<double>(wall) : 0;
   }
   {
-    std::int64_t stage = 0;
+    // The tracer measures some of the awaits (the first 16, then one in 8 drawn at random): their
+    // mean off the CPU over the stage's mean.
+    const StageStats* stage = nullptr;
     for (const auto& s : p.stages)
-      if (s.name == kAwaitStage) stage = s.total_ns;
+      if (s.name == kAwaitStage && s.hits > 0 && s.total_ns > 0) stage = &s;
     for (const auto& ctr : p.counters)
-      if (ctr.name == std::string(GNNPROF_OFF_CPU_COUNTER_PREFIX) + kAwaitStage && stage > 0)
-        a.await_off_cpu_share = std::clamp(ctr.mean * static_cast<double>(ctr.samples) / static_cast<double>(stage), 0.0, 1.0);
+      if (ctr.name == std::string(GNNPROF_OFF_CPU_COUNTER_PREFIX) + kAwaitStage && stage != nullptr && ctr.samples > 0)
+        a.await_off_cpu_share = std::clamp(
+            ctr.mean * static_cast<double>(stage->hits) / static_cast<double>(stage->total_ns), 0.0, 1.0);
   }
   a.exposed_data_share = a.iteration_median_ns > 0 ? static_cast<double>(a.exposed_data_ns) / static_cast<double>(a.iteration_median_ns) : 0;
   // The median iteration less the median per-iteration saving: on a noisy host (another

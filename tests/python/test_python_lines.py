@@ -1066,7 +1066,8 @@ def test_a_coroutines_await_is_its_lines_time_and_the_loops_is_the_await_stage(g
         stage = next(s for s in r.profile["stages"] if s["name"] == "await")
         assert stage["hits"] == 19 and stage["category"] == "data", stage
         off = next(c for c in r.profile["counters"] if c["name"] == "off-CPU ns: await")
-        assert off["samples"] == 19 and off["mean"] >= 2_500_000, off  # the sleep holds no CPU
+        # measured at the first 16 awaits, then one in 8; the sleep holds no CPU
+        assert 16 <= off["samples"] <= 19 and off["mean"] >= 2_500_000, off
         if len(specs) > 1:
             fetch = r.lines("fetch")[slept]
             assert fetch["hits"] == 20 and fetch["total_ns"] >= 20 * 5_000_000, fetch
