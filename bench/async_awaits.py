@@ -12,7 +12,10 @@ hook out (nothing traced), plain_block traced, loop_block traced. Prints the med
 of each and the differences: traced less untraced (four line events and a suspension kept on
 its line), and the loop's less the plain one's (the stage, its clocks and counter).
 
-    /usr/bin/python3 bench/async_awaits.py --gnnprof build/cli/gnnprof --rounds 20
+`--torch`: torch imported and an op run first, so that the torch observer runs: the stage is
+then its scope, and the observer times its off-CPU time at every await.
+
+    /usr/bin/python3 bench/async_awaits.py --gnnprof build/cli/gnnprof --rounds 20 [--torch]
 """
 import argparse
 import asyncio
@@ -46,8 +49,11 @@ async def plain_block(n, step=None):
     return x
 
 
-async def child(rounds):
+async def child(rounds, with_torch):
     from gnnprof import _native
+    if with_torch:
+        import torch
+        torch.ones(2).sum()  # the observer's state for this thread
     await loop_block(10, _native.optimizer_step)
     kinds = ("off", "plain", "loop")
     got = {k: [] for k in kinds}
@@ -65,7 +71,8 @@ async def child(rounds):
         d = sorted(x - y for x, y in zip(got[a], got[b]))
         return f"{(med[a] - med[b]) * 1e9:+.0f} ns (quartiles of the rounds {d[len(d) // 4] * 1e9:+.0f}..{d[3 * len(d) // 4] * 1e9:+.0f})"
 
-    print(f"iteration (an await of asyncio.sleep(0) and three lines), {rounds} rounds of {ITERATIONS}:")
+    print(f"iteration (an await of asyncio.sleep(0) and three lines), {rounds} rounds of {ITERATIONS}"
+          f"{', the torch observer running' if with_torch else ''}:")
     print(f"  untraced {med['off'] * 1e6:.2f} us  traced {med['plain'] * 1e6:.2f} us  "
           f"traced as the training loop {med['loop'] * 1e6:.2f} us")
     print(f"  traced less untraced: {diff('plain', 'off')}")
@@ -76,14 +83,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--gnnprof", default="build/cli/gnnprof")
     ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--torch", action="store_true", help="the torch observer running (the stage its scope)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        asyncio.run(child(a.rounds))
+        asyncio.run(child(a.rounds, a.torch))
         return 0
     with tempfile.TemporaryDirectory() as d:
-        return hook_blocks.under_gnnprof(a.gnnprof, __file__, ["--child", "--rounds", str(a.rounds)], d,
-                                         lines=["auto", __file__ + ":plain_block"])
+        return hook_blocks.under_gnnprof(a.gnnprof, __file__, ["--child", "--rounds", str(a.rounds)] + ["--torch"] * a.torch,
+                                         d, lines=["auto", __file__ + ":plain_block"])
 
 
 if __name__ == "__main__":

@@ -346,7 +346,8 @@ class CApiSink final : public OpSink {
     auto it = data_sites_.find(site);
     if (it == data_sites_.end()) {
       std::uint32_t counter = 0;
-      if (gnnprof_stage_is_data(site) == 1 || name == "forward") {
+      // (not the Python tracer's await scope: it samples that counter itself, a syscall less)
+      if ((gnnprof_stage_is_data(site) == 1 && name != GNNPROF_AWAIT_STAGE) || name == "forward") {
         const std::string n = GNNPROF_OFF_CPU_COUNTER_PREFIX + std::string(name);
         counter = gnnprof_counter_site(n.c_str());
       }

@@ -17,7 +17,9 @@
 #ifndef GNNPROF_OFF_CPU_COUNTER_PREFIX
 #define GNNPROF_OFF_CPU_COUNTER_PREFIX "off-CPU ns: " /* as in gnnprof_c.h */
 #endif
-#define GNNPROF_AWAIT_STAGE "await" /* as gnnprof/profile.h's kAwaitStage */
+#ifndef GNNPROF_AWAIT_STAGE
+#define GNNPROF_AWAIT_STAGE "await" /* as in gnnprof_c.h (gnnprof/profile.h: kAwaitStage) */
+#endif
 #ifndef GNNPROF_LINE_BEGAN
 #define GNNPROF_LINE_BEGAN 2 /* as in gnnprof_c.h: or-ed into line_event's hit */
 #endif

@@ -313,7 +313,10 @@ static void on_return(ThreadTrace* tt, Frame* f) {
   if (paused != NULL) paused->t0 = now;
   charge_caller(tt, e, now);
   if (suspends) suspend(tt, f, f->f_code, e, now);
-  else if (generator_frame(f)) forget_suspended(tt, f); /* finished: its frame may be reused */
+  else if (generator_frame(f)) { /* finished (closed while suspended too): its frame may be reused */
+    forget_suspended(tt, f);
+    await_end(tt, f);
+  }
   end_statement(tt, e, now);
   const int adopted = e->adopted;
   --tt->depth;

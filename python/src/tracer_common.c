@@ -721,9 +721,7 @@ void forget_parent(int worker) {
   if (tt != NULL) { /* the frames the parent was tracing never return here */
     tt->depth = 0;
     memset(tt->suspended, 0, sizeof(tt->suspended));
-    tt->await_f = NULL; /* the parent's stage: this process's core has its own */
-    tt->await_site = 0;
-    tt->await_open = 0;
+    await_forget(tt); /* the parent's stage: this process's core has its own */
   }
   if (g_core_bound) (void)g_core.set_line(0);
   memset(&g_stats, 0, sizeof(g_stats)); /* the child's own counts, for its profile's note */
@@ -982,7 +980,8 @@ int resume(ThreadTrace* tt, const void* f, const void* code, Entry* e) {
   e->hit = 0;
   e->t0 = g_core.set_line(current_site(e, e->site));
   e->entered = e->t0;
-  if (s->coroutine && s->at != 0 && s->at < e->t0) e->t0 = s->at; /* its await's time */
+  /* its await's time, the caller's (a coroutine that awaited this one) nested time too */
+  if (s->coroutine && s->at != 0 && s->at < e->t0) e->t0 = e->entered = s->at;
   s->f = NULL;
   return 1;
 }
@@ -1002,14 +1001,17 @@ int loop_awaits(const ThreadTrace* tt, const Entry* e, PyCodeObject* co) {
 
 void await_begin(ThreadTrace* tt, const void* f, const Entry* e) {
   static uint32_t stage;
-  if (tt->await_f != NULL) await_end(tt, NULL); /* one left open: its coroutine never resumed here */
   if (stage == 0) stage = g_core.stage_site(GNNPROF_AWAIT_STAGE, "data");
+  const uint32_t site = current_site(e, e->site);
+  /* The same line again first: the torch observer ends the phases it ends at a line change. */
+  (void)g_core.set_line(site);
+  if (tt->await_f != NULL) await_end(tt, NULL); /* one left open: its coroutine never resumed here */
   tt->await_f = f;
-  tt->await_site = current_site(e, e->site);
-  /* The same line again first: the torch observer ends a phase left open on it at a line
-   * change, which must not be the stage opened here. */
-  (void)g_core.set_line(tt->await_site);
-  tt->await_open = stage != 0 && g_core.stage_begin(stage) != 0;
+  tt->await_site = site;
+  /* With the torch observer, its scope (as gnnprof.stage's): its phases, open below or begun
+   * by the ops the event loop runs meanwhile, nest around or in it instead of ending it. */
+  tt->await_scope = g_core.torch_user_scope != NULL && g_core.torch_user_scope(GNNPROF_AWAIT_STAGE, "data", 1) != 0;
+  tt->await_open = tt->await_scope || (stage != 0 && g_core.stage_begin(stage) != 0);
   tt->await_at = tt->await_cpu = 0;
   if (!tt->await_open) return;
   if (tt->await_draw == 0) tt->await_draw = 0x9e3779b9u ^ (uint32_t)(uintptr_t)tt;
@@ -1021,21 +1023,30 @@ void await_begin(ThreadTrace* tt, const void* f, const Entry* e) {
   tt->await_cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
+static void await_stage_end(const ThreadTrace* tt) {
+  if (!tt->await_scope || g_core.torch_user_scope == NULL || g_core.torch_user_scope(GNNPROF_AWAIT_STAGE, "data", 0) == 0)
+    g_core.stage_end();
+}
+
 void await_end(ThreadTrace* tt, const void* f) {
   static uint32_t off_cpu;
   if (tt->await_f == NULL || (f != NULL && f != tt->await_f)) return;
   if (tt->await_open && tt->await_at != 0 && tt->await_cpu != 0) {
     /* (the clocks first: a reschedule at their syscall is the stage's) */
     const uint64_t wall = clock_ns(CLOCK_MONOTONIC) - tt->await_at, cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID) - tt->await_cpu;
-    g_core.stage_end();
+    await_stage_end(tt);
     if (off_cpu == 0) off_cpu = g_core.counter_site(GNNPROF_OFF_CPU_COUNTER_PREFIX GNNPROF_AWAIT_STAGE);
     if (off_cpu != 0) g_core.counter(off_cpu, wall > cpu ? (double)(wall - cpu) : 0.0);
   } else if (tt->await_open) {
-    g_core.stage_end();
+    await_stage_end(tt);
   }
+  await_forget(tt);
+}
+
+void await_forget(ThreadTrace* tt) {
   tt->await_f = NULL;
   tt->await_site = 0;
-  tt->await_open = 0;
+  tt->await_open = tt->await_scope = 0;
 }
 
 void resume_unsaved(ThreadTrace* tt, Entry* e, PyCodeObject* co, int line, int lasti) {
@@ -1100,6 +1111,8 @@ void tracer_close_thread(void) {
   const int d = tt->depth < kMaxDepth ? tt->depth : kMaxDepth;
   for (int i = d - 1; i >= 0; --i) end_statement(tt, &tt->stack[i], now);
   tt->depth = 0;
+  /* a coroutine resumed after tracing resumes would take the time between for its await's */
+  memset(tt->suspended, 0, sizeof(tt->suspended));
 }
 
 CodeInfo* select_code(PyObject* code, int roles, void** was) {

@@ -205,7 +205,7 @@ typedef struct ThreadTrace {
    * costs a syscall, ~0.5 us here, twice). */
   const void* await_f;
   uint32_t await_site;
-  int await_open;
+  int await_open, await_scope; /* await_scope: begun as the torch observer's scope */
   uint64_t await_at, await_cpu;
   unsigned await_n;
   uint32_t await_draw;
@@ -257,9 +257,11 @@ int loop_awaits(const ThreadTrace* tt, const Entry* e, PyCodeObject* co);
 /* Before its line changes: opens the stage "await" (data) for frame key f, whose statement
  * stays the thread's line while no traced frame runs. */
 void await_begin(ThreadTrace* tt, const void* f, const Entry* e);
-/* Frame key f resumed or the thread's tracing ends (f NULL: whichever): the stage it opened
- * ends, with its time off the CPU as the counter "off-CPU ns: await". */
+/* Frame key f resumed or finished, or the thread's tracing ends (f NULL: whichever): the stage
+ * it opened ends, with its time off the CPU as the counter "off-CPU ns: await". */
 void await_end(ThreadTrace* tt, const void* f);
+/* Forgets an open await without ending its stage (a new session's stack is not its). */
+void await_forget(ThreadTrace* tt);
 /* Forgets a generator frame's saved statement (it finished, or its frame is reused). */
 void forget_suspended(ThreadTrace* tt, const void* f);
 /* Whether `line` of ci belongs to a statement spanning several lines (map built). */

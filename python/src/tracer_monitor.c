@@ -80,6 +80,7 @@ static ThreadTrace* ready_thread(void) {
     if (tt->epoch != 0) {
       tt->depth = 0;
       memset(tt->suspended, 0, sizeof(tt->suspended));
+      await_forget(tt);
       (void)g_core.set_line(0);
     }
     tt->epoch = g_epoch;
@@ -252,7 +253,10 @@ static PyObject* leave(PyObject* const* args, Py_ssize_t nargs, int yielded) {
      * with no resume before it (CPython 3.13+), and must not pop a live frame of its code. */
     e = top_entry(tt);
     if (e != NULL && e->f != co) e = NULL;
-    if (e == NULL || !yielded) forget_suspended(tt, f); /* finished: its frame may be reused */
+    if (e == NULL || !yielded) { /* finished: its frame may be reused */
+      forget_suspended(tt, f);
+      if (!yielded) await_end(tt, f);
+    }
     if (e == NULL && tt->depth <= kMaxDepth) return answer(none());
   }
   if (e == NULL) {

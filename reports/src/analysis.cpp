@@ -676,7 +676,8 @@ Analysis analyze(const Profile& p, const AnalysisOptions& options) {
                       human_ns(a.producer_wait_mean_ns), 100 * a.producer_wait_share));
     if (a.await_share >= 0.05)
       add(fmt::format("{} of the data time per iteration on average ({:.0f}% of the loop's time) is the loop's coroutine "
-                      "suspended at an await, which a prefetcher does not hide (await-bound)",
+                      "suspended at an await, where the event loop runs the awaited work: a prefetcher of the loop's batches does "
+                      "not reach it (await-bound)",
                       human_ns(a.await_mean_ns), 100 * a.await_share));
     a.whatif_note = why;
   }
@@ -1231,7 +1232,7 @@ std::optional<Diagnostic> await_bound(const Profile& p, const Analysis& a) {
       fmt::format("the training loop is a coroutine and waits {:.0f}% of its time ({} an iteration of {}, means) suspended "
                   "at an await{}{}. The event loop runs other tasks only while the loop awaits: the step's own work ({} of "
                   "compute) blocks it, so a task created ahead (asyncio.create_task) makes no progress until then, and a "
-                  "prefetcher would not help. {}.",
+                  "prefetcher of the loop's batches would not reach it. {}.",
                   100 * a.await_share, human_ns(a.await_mean_ns), human_ns(a.iteration_mean_ns),
                   at != nullptr ? fmt::format(", at {}:{} `{}`", base_name(at->file), at->line, quoted_code(at->code))
                                 : std::string(),

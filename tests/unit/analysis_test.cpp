@@ -442,7 +442,7 @@ TEST(Diagnostics, AwaitBound) {
   EXPECT_NEAR(*a.await_off_cpu_share, 0.8, 1e-9);
   EXPECT_EQ(whatif_formula(a), "max(data - await, compute) + await 45.0 ms (mean) + rest");
   EXPECT_NE(whatif_expectation(a).find("45.0 ms of the data time per iteration on average (35% of the loop's time) is the "
-                                       "loop's coroutine suspended at an await, which a prefetcher does not hide (await-bound)"),
+                                       "loop's coroutine suspended at an await, where the event loop runs the awaited work"),
             std::string::npos)
       << whatif_expectation(a);
   const auto ds = diagnose(p, a);

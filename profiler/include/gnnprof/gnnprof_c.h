@@ -242,6 +242,9 @@ GNNPROF_C_API int gnnprof_stage_is_data(gnnprof_site_t stage);
  * thread (the loop's), its own wall time less the thread's CPU time in it, a data stage nested
  * in it left to its own counter (sleeping, blocked in I/O): time that holds no GIL. */
 #define GNNPROF_OFF_CPU_COUNTER_PREFIX "off-CPU ns: "
+/* The Python tracer's data stage of a training loop's coroutine suspended at an await (the
+ * observer's scope where it runs): the tracer samples its off-CPU counter itself. */
+#define GNNPROF_AWAIT_STAGE "await"
 /* 1 once any thread has set a line with gnnprof_set_line(). */
 GNNPROF_C_API int gnnprof_lines_traced(void);
 /* Charges the time of stage `stage` from begin to end (CLOCK_MONOTONIC ns) to `line`, e.g. an

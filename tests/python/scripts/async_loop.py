@@ -3,7 +3,8 @@
 with numpy. Modes: io (as written), early (an `await asyncio.sleep(0)` after create_task: the
 task starts its wait before the step), cpu (no latency: the task's gather is all its time),
 direct (no task: the loop awaits the fetch of a slice of a torch permutation, an op on the
-awaiting line before it suspends)."""
+awaiting line before it suspends), torch (the task encodes its batch with torch ops under
+no_grad, and the loop yields to the event loop once between its forward and backward)."""
 import asyncio
 import sys
 
@@ -17,6 +18,8 @@ FEATS = _rng.standard_normal((N, D), dtype=np.float32)
 NBRS = _rng.integers(0, N, (N, FANOUT))
 LABELS = _rng.integers(0, 5, N)
 MODE = sys.argv[2] if len(sys.argv) > 2 else "io"
+torch.manual_seed(1)
+ENCODER = torch.nn.Linear(D, D)
 
 
 async def fetch(seed):
@@ -25,6 +28,9 @@ async def fetch(seed):
     rng = np.random.default_rng(seed)
     seeds = rng.integers(0, N, BATCH * (4 if MODE == "cpu" else 1))
     x = FEATS[NBRS[seeds].reshape(-1)].reshape(len(seeds), FANOUT, D).mean(1)
+    if MODE == "torch":
+        with torch.no_grad():
+            x = ENCODER(torch.from_numpy(x)).numpy()
     return x[:BATCH], LABELS[seeds[:BATCH]]
 
 
@@ -51,6 +57,8 @@ async def main(steps):
             if MODE == "early":
                 await asyncio.sleep(0)
         loss = F.cross_entropy(model(torch.from_numpy(x)), torch.from_numpy(y))
+        if MODE == "torch":
+            await asyncio.sleep(0)
         opt.zero_grad()
         loss.backward()
         opt.step()
