@@ -1018,9 +1018,10 @@ def test_an_evaluation_between_epochs_is_no_iteration(gnnprof_run, mode):
     train_s = float(r.out.split()[1])
     done = [i for i in r.profile["iterations"] if i["complete"]]
     walls = [i["wall_ns"] / 1e9 for i in done]
-    # No iteration holds an evaluation (30 ms busy). The first, which none can precede, is left
-    # out: torch's first backward starts its engine (200 ms on a CUDA torch 2.11, a loaded CPU).
-    assert max(walls[1:], default=0) < 0.03, sorted(walls)[-5:]
+    # No iteration holds an evaluation (30 ms busy, beside its own training work). The first,
+    # which none can precede, is left out: torch's first backward starts its engine (200 ms on a
+    # CUDA torch 2.11, a loaded CPU). (A loaded 2-core VM stretches an iteration to 17-37 ms.)
+    assert max(walls[1:], default=0) < 0.03 + min(walls), sorted(walls)[-5:]
     evaluate = [k for k, l in enumerate(r.profile["lines"]) if l["function"] == "main" and "evaluate(" in l["code"]]
     assert evaluate, [l["code"] for l in r.profile["lines"]]
     assert all(str(evaluate[0]) not in i["lines"] for i in done)
