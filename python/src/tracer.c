@@ -297,7 +297,7 @@ static int selected_caller(Frame* f) {
   return 0;
 }
 
-static void on_return(ThreadTrace* tt, Frame* f) {
+static void on_return(ThreadTrace* tt, Frame* f, PyObject* value) {
   if (info_of(f->f_code) == NULL) return;
   Entry* e = entry_of(tt, f);
   if (e == NULL) {
@@ -312,7 +312,7 @@ static void on_return(ThreadTrace* tt, Frame* f) {
   if (paused == NULL && e->ci != NULL && e->ci->loop_levels > 0 && g_core.set_loop_line != NULL) g_core.set_loop_line(0);
   if (paused != NULL) paused->t0 = now;
   charge_caller(tt, e, now);
-  if (suspends) suspend(tt, f, f->f_code, e, now);
+  if (suspends) suspend(tt, f, f->f_code, e, now, value);
   else if (generator_frame(f)) { /* finished (closed while suspended too): its frame may be reused */
     forget_suspended(tt, f);
     await_end(tt, f);
@@ -332,7 +332,6 @@ static void on_return(ThreadTrace* tt, Frame* f) {
 
 static int trace_fn(PyObject* obj, PyFrameObject* frame, int what, PyObject* arg) {
   (void)obj;
-  (void)arg;
   if (!g_core_bound) return 0;
   ThreadTrace* tt = thread_trace();
   if (tt == NULL) return 0;
@@ -345,7 +344,7 @@ static int trace_fn(PyObject* obj, PyFrameObject* frame, int what, PyObject* arg
   switch (what) {
     case PyTrace_LINE: on_line(tt, frame, f); break;
     case PyTrace_CALL: on_call(tt, frame, f); break;
-    case PyTrace_RETURN: on_return(tt, f); break;
+    case PyTrace_RETURN: on_return(tt, f, arg); break;
     default: break;
   }
   return 0;

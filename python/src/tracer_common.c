@@ -174,15 +174,17 @@ static int user_file(PyObject* filename) {
   return 1;
 }
 
-/* A generator or an iterator's __next__/__iter__: what a loop pulls batches from. Not a
- * generator expression: one line of the loop's own function (`" ".join(str(t) for t in
- * times)` after the loop), whose block would repeat that function's source. */
+/* A generator or an iterator's __next__/__iter__, or their async kin (an async generator,
+ * __anext__: `async for batch in batches()`): what a loop pulls batches from. Not a generator
+ * expression: one line of the loop's own function (`" ".join(str(t) for t in times)` after
+ * the loop), whose block would repeat that function's source. */
 static int iterator_shaped(PyCodeObject* co) {
   if (!PyUnicode_Check(co->co_name)) return 0;
   if (PyUnicode_CompareWithASCIIString(co->co_name, "<genexpr>") == 0) return 0;
-  if ((co->co_flags & (CO_GENERATOR | CO_ITERABLE_COROUTINE)) != 0) return 1;
+  if ((co->co_flags & (CO_GENERATOR | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR)) != 0) return 1;
   return PyUnicode_CompareWithASCIIString(co->co_name, "__next__") == 0 ||
-         PyUnicode_CompareWithASCIIString(co->co_name, "__iter__") == 0;
+         PyUnicode_CompareWithASCIIString(co->co_name, "__iter__") == 0 ||
+         PyUnicode_CompareWithASCIIString(co->co_name, "__anext__") == 0;
 }
 
 static int contains_any(const char* f, char** fragments, Py_ssize_t n) {
@@ -952,7 +954,16 @@ void forget_suspended(ThreadTrace* tt, const void* f) {
     if (tt->suspended[i].f == f) tt->suspended[i].f = NULL;
 }
 
-void suspend(ThreadTrace* tt, const void* f, PyCodeObject* co, const Entry* e, uint64_t now) {
+/* Whether a frame of co that yielded `value` waits at an await: a coroutine always; an async
+ * generator unless it yields an item to its consumer (CPython wraps those, `yield x`, in an
+ * async_generator_wrapped_value, 3.10 to 3.13). */
+static int awaits(PyCodeObject* co, PyObject* value) {
+  if ((co->co_flags & CO_COROUTINE) != 0) return 1;
+  if ((co->co_flags & CO_ASYNC_GENERATOR) == 0 || value == NULL) return 0;
+  return strcmp(Py_TYPE(value)->tp_name, "async_generator_wrapped_value") != 0;
+}
+
+void suspend(ThreadTrace* tt, const void* f, PyCodeObject* co, const Entry* e, uint64_t now, PyObject* value) {
   const void* code = co;
   Suspended* s = find_suspended(tt, f, NULL);
   if (s == NULL) {
@@ -967,7 +978,7 @@ void suspend(ThreadTrace* tt, const void* f, PyCodeObject* co, const Entry* e, u
   s->lasti = e->lasti;
   s->start = e->start;
   s->at = now;
-  s->coroutine = (co->co_flags & CO_COROUTINE) != 0;
+  s->coroutine = awaits(co, value);
 }
 
 int resume(ThreadTrace* tt, const void* f, const void* code, Entry* e) {

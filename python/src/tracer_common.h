@@ -242,8 +242,9 @@ uint32_t site_below(ThreadTrace* tt);
 /* The topmost entry of frame key f; entries above it (frames that left unseen) end now. */
 Entry* entry_of(ThreadTrace* tt, const void* f);
 Suspended* find_suspended(ThreadTrace* tt, const void* f, const void* code);
-/* Saves e's statement for generator frame f (of code co) suspended at a yield at `now`. */
-void suspend(ThreadTrace* tt, const void* f, PyCodeObject* co, const Entry* e, uint64_t now);
+/* Saves e's statement for generator frame f (of code co) suspended at a yield at `now`;
+ * `value`: what it yielded (NULL: not known). */
+void suspend(ThreadTrace* tt, const void* f, PyCodeObject* co, const Entry* e, uint64_t now, PyObject* value);
 /* Restores a resumed generator's statement into e (no hit); forgets it. 0 when none was
  * saved (it yielded while not traced). A coroutine's statement goes on from its suspension:
  * the time of `x = await task` is what the coroutine waited, as its caller sees a call's. */

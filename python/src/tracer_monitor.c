@@ -270,7 +270,7 @@ static PyObject* leave(PyObject* const* args, Py_ssize_t nargs, int yielded) {
   if (paused == NULL && e->ci != NULL && e->ci->loop_levels > 0 && g_core.set_loop_line != NULL) g_core.set_loop_line(0);
   if (paused != NULL) paused->t0 = now;
   charge_caller(tt, e, now);
-  if (generator && yielded) suspend(tt, f, co, e, now);
+  if (generator && yielded) suspend(tt, f, co, e, now, nargs >= 3 ? args[2] : NULL); /* (code, offset, value) */
   end_statement(tt, e, now);
   --tt->depth;
   return answer(none());

@@ -1074,6 +1074,19 @@ def test_a_coroutines_await_is_its_lines_time_and_the_loops_is_the_await_stage(g
         else:
             assert "fetch" not in {e["function"] for e in r.profile["lines"]}
 
+    # An async generator the loop pulls from (`async for`) is traced with it: its awaits are its
+    # lines' time, its yields to the loop are not; the loop's header waits in the stage.
+    r = gnnprof_run(path, "20", "stream")
+    assert r.rc == 0, r.err
+    assert r.out == "total 19000\n"
+    header = r.lines("train_stream")[line_of(path, "async for x in stream(steps):")]
+    assert header["stages"]["await"] >= 18 * 5_000_000, header
+    lines = r.lines("stream")
+    slept, built = lines[line_of(path, "await asyncio.sleep(0.005)", 2)], lines[line_of(path, "batch = [i] * 100", 2)]
+    assert slept["hits"] == 19 and slept["total_ns"] >= 19 * 5_000_000, lines  # from the loop's first step
+    assert built["total_ns"] < 19 * 1_000_000, lines
+    assert lines[line_of(path, "yield batch")]["total_ns"] < 19 * 1_000_000, lines
+
 
 def test_recursion_deeper_than_the_traced_stack_leaves_the_thread_traced(gnnprof_run):
     path = script("deep_recursion.py")
