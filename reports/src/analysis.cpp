@@ -1074,6 +1074,49 @@ ProducerProcesses summarize_producer_processes(const Profile& loop, const std::v
   return out;
 }
 
+namespace {
+
+/// The traced function with the most own time (traced callees apart) on other threads than the
+/// loop's, over the run, with its heaviest line: a producer thread's, a pool's.
+struct OffLoopProducer {
+  std::string file, function;
+  std::int64_t ns = 0;
+  const LineStats* heaviest = nullptr;
+};
+
+std::optional<OffLoopProducer> off_loop_producer(const Profile& p) {
+  std::map<std::pair<std::string, std::string>, std::int64_t> off_loop;
+  for (const LineStats& l : p.lines)
+    if (2 * l.off_loop_ns > l.total_ns) off_loop[{l.file, l.function}] += std::max<std::int64_t>(0, l.total_ns - l.nested_ns);
+  std::optional<OffLoopProducer> out;
+  for (const auto& [key, ns] : off_loop)
+    if (ns > 0 && (!out || ns > out->ns)) out = OffLoopProducer{key.first, key.second, ns, nullptr};
+  if (out)
+    for (const LineStats& l : p.lines)
+      if (l.file == out->file && l.function == out->function && (out->heaviest == nullptr || l.total_ns > out->heaviest->total_ns))
+        out->heaviest = &l;
+  return out;
+}
+
+double complete_iterations(const Profile& p) {
+  return static_cast<double>(std::max<std::ptrdiff_t>(
+      1, std::count_if(p.iterations.begin(), p.iterations.end(), [](const IterationStats& it) { return it.complete; })));
+}
+
+/// " Beside the loop, f() of file ran X per iteration (...), Y of it at line N `code`", or "".
+std::string producer_sentence(const OffLoopProducer& producer, double complete) {
+  const auto per_iteration = [&](std::int64_t ns) { return human_ns(std::llround(static_cast<double>(ns) / complete)); };
+  std::string what = fmt::format(" Beside the loop, {}() of {} ran {} per iteration (its time over the run, over the loop's {:.0f} "
+                                 "iterations)",
+                                 producer.function, base_name(producer.file), per_iteration(producer.ns), complete);
+  if (producer.heaviest != nullptr && 4 * producer.heaviest->total_ns >= producer.ns)
+    what += fmt::format(", {} of it at line {} `{}`", per_iteration(producer.heaviest->total_ns), producer.heaviest->line,
+                        quoted_code(producer.heaviest->code));
+  return what;
+}
+
+}  // namespace
+
 /// producer-bound: the loop waits for batches the program's own threads or processes make ahead
 /// of it (the stage "producer wait"), which cannot keep up: where it waits, and the traced
 /// function with the most own time off the loop's thread (the producer), with its heaviest line;
@@ -1089,20 +1132,9 @@ std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a, co
       most = f->second;
       waits = &l;
     }
-  // The producer: the traced function with the most own time (traced callees apart) on other
-  // threads than the loop's, over the run.
-  std::map<std::pair<std::string, std::string>, std::int64_t> off_loop;
-  for (const LineStats& l : p.lines)
-    if (2 * l.off_loop_ns > l.total_ns) off_loop[{l.file, l.function}] += std::max<std::int64_t>(0, l.total_ns - l.nested_ns);
-  const std::pair<std::string, std::string>* producer = nullptr;
-  std::int64_t producer_ns = 0;
-  for (const auto& [key, ns] : off_loop)
-    if (ns > producer_ns) {
-      producer_ns = ns;
-      producer = &key;
-    }
-  const auto complete = static_cast<double>(
-      std::max<std::ptrdiff_t>(1, std::count_if(p.iterations.begin(), p.iterations.end(), [](const IterationStats& it) { return it.complete; })));
+  const std::optional<OffLoopProducer> producer = off_loop_producer(p);
+  const std::int64_t producer_ns = producer ? producer->ns : 0;
+  const double complete = complete_iterations(p);
   // A thread of the program's own pulling a torch DataLoader: with worker processes or without.
   const bool loader = loader_beside_loop(p);
   bool workers = false;
@@ -1110,29 +1142,18 @@ std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a, co
     if (is_worker_wait(s.name))
       for (const StageThreadStats& t : s.by_thread) workers |= t.thread != p.main_thread && t.total_ns > 0;
   const auto per_iteration = [&](std::int64_t ns) { return human_ns(std::llround(static_cast<double>(ns) / complete)); };
-  const bool in_processes = producer == nullptr && !loader && !processes.empty() && processes.own_ns > 0;
+  const bool in_processes = !producer && !loader && !processes.empty() && processes.own_ns > 0;
   std::string what;
   if (loader) {  // the loader behind the thread is what cannot keep up, whatever thread function is traced
     what = fmt::format(" Beside the loop, a thread of the program's own pulls a torch DataLoader{}.",
                        workers ? " from its worker processes" : " that loads in that thread (num_workers=0)");
-    if (producer != nullptr)
+    if (producer)
       what += fmt::format(" Off the loop's thread, {}() of {} ran {} per iteration (its own time over the run, over the "
                           "loop's {:.0f} iterations).",
-                          producer->second, base_name(producer->first),
+                          producer->function, base_name(producer->file),
                           per_iteration(producer_ns), complete);
-  } else if (producer != nullptr) {
-    const LineStats* heaviest = nullptr;
-    for (const LineStats& l : p.lines)
-      if (l.file == producer->first && l.function == producer->second && (heaviest == nullptr || l.total_ns > heaviest->total_ns))
-        heaviest = &l;
-    what = fmt::format(" Beside the loop, {}() of {} ran {} per iteration (its time over the run, over the loop's {:.0f} "
-                       "iterations)",
-                       producer->second, base_name(producer->first),
-                       per_iteration(producer_ns), complete);
-    if (heaviest != nullptr && 4 * heaviest->total_ns >= producer_ns)
-      what += fmt::format(", {} of it at line {} `{}`", per_iteration(heaviest->total_ns),
-                          heaviest->line, quoted_code(heaviest->code));
-    what += fmt::format(", against the loop's {} of compute.", human_ns(a.compute_ns));
+  } else if (producer) {
+    what = producer_sentence(*producer, complete) + fmt::format(", against the loop's {} of compute.", human_ns(a.compute_ns));
   } else if (in_processes) {
     const std::size_t n = processes.pids.size();
     what = fmt::format(" Beside the loop, {} producer process{} (pid{} {}) ran {}() of {}: {} per iteration (its time in "
@@ -1185,7 +1206,7 @@ std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a, co
        {"wait_share", share},
        {"compute_ns", static_cast<double>(a.compute_ns)},
        {"producer_per_iteration_ns",
-        producer != nullptr ? static_cast<double>(producer_ns) / complete
+        producer ? static_cast<double>(producer_ns) / complete
         : in_processes      ? static_cast<double>(processes.own_ns) / complete
                             : 0.0}}};
 }
@@ -1206,8 +1227,15 @@ std::optional<Diagnostic> await_bound(const Profile& p, const Analysis& a) {
       at = &l;
     }
   const std::optional<double> off = a.await_off_cpu_share;
+  // The awaited work on a thread (loop.run_in_executor, asyncio.to_thread): it runs beside the
+  // step already, and what the loop waits is its shortfall, as a producer thread's.
+  const double complete = complete_iterations(p);
+  std::optional<OffLoopProducer> producer = off_loop_producer(p);
+  if (producer && static_cast<double>(producer->ns) / complete < 0.5 * static_cast<double>(a.await_mean_ns)) producer.reset();
   std::string split, advice;
-  if (off)
+  if (off && producer)
+    split = fmt::format(": {:.0f}% of it off the CPU", 100 * *off);
+  else if (off)
     split = fmt::format(": {:.0f}% of it off the CPU (the event loop idle until I/O or a timer), {:.0f}% running other "
                         "tasks' code on the loop's thread",
                         100 * *off, 100 * (1 - *off));
@@ -1220,23 +1248,36 @@ std::optional<Diagnostic> await_bound(const Profile& p, const Analysis& a) {
   const std::string move_off =
       "Move the other tasks' code off the event loop, where it runs one task at a time with the step (asyncio.to_thread "
       "or loop.run_in_executor: numpy and torch ops release the GIL; a ProcessPoolExecutor for Python-heavy work)";
-  if (!off || *off >= 0.25) advice = overlap;
-  if (!off || *off <= 0.75) advice += (advice.empty() ? "" : ". ") + move_off;
+  if (producer) {
+    advice = producer_sentence(*producer, complete).substr(1) +
+             fmt::format(": the awaited work runs on a thread (loop.run_in_executor, asyncio.to_thread), beside the step, "
+                         "and cannot keep up with the loop's {} of compute. Keep more batches in flight (futures for the next "
+                         "few batches, with as many executor threads; processes for Python-heavy work), or shorten that work",
+                         human_ns(a.compute_ns));
+  } else {
+    if (!off || *off >= 0.25) advice = overlap;
+    if (!off || *off <= 0.75) advice += (advice.empty() ? "" : ". ") + move_off;
+  }
   std::map<std::string, double> evidence{{"await_ns", static_cast<double>(a.await_mean_ns)},
                                          {"iteration_ns", static_cast<double>(a.iteration_mean_ns)},
                                          {"wait_share", a.await_share},
                                          {"compute_ns", static_cast<double>(a.compute_ns)}};
   if (off) evidence["off_cpu_share"] = *off;
+  evidence["producer_per_iteration_ns"] = producer ? static_cast<double>(producer->ns) / complete : 0.0;
+  const std::string why =
+      producer ? std::string()
+               : fmt::format(" The event loop runs other tasks only while the loop awaits: the step's own work ({} of compute) "
+                             "blocks it, so a task created ahead (asyncio.create_task) makes no progress until then, and a "
+                             "prefetcher of the loop's batches would not reach it.",
+                             human_ns(a.compute_ns));
   return Diagnostic{
       "await-bound", Severity::kWarning,
       fmt::format("the training loop is a coroutine and waits {:.0f}% of its time ({} an iteration of {}, means) suspended "
-                  "at an await{}{}. The event loop runs other tasks only while the loop awaits: the step's own work ({} of "
-                  "compute) blocks it, so a task created ahead (asyncio.create_task) makes no progress until then, and a "
-                  "prefetcher of the loop's batches would not reach it. {}.",
+                  "at an await{}{}.{} {}.",
                   100 * a.await_share, human_ns(a.await_mean_ns), human_ns(a.iteration_mean_ns),
                   at != nullptr ? fmt::format(", at {}:{} `{}`", base_name(at->file), at->line, quoted_code(at->code))
                                 : std::string(),
-                  split, human_ns(a.compute_ns), advice),
+                  split, why, advice),
       std::move(evidence)};
 }
 

@@ -1470,6 +1470,17 @@ def test_a_training_loop_coroutine_waiting_at_an_await_is_await_bound(gnnprof_ru
     assert "and `await asyncio.sleep(0)` right after" in waits["io"]["message"]
     assert cpu > 0.75 or "Move the other tasks' code off the event loop" in waits["cpu"]["message"], waits["cpu"]
 
+    # The batch made on the event loop's thread pool (run_in_executor): it runs beside the step
+    # already; the function submitted is traced there, and the advice is more batches in flight.
+    r = gnnprof_run(path, "30", "executor")
+    assert r.rc == 0, r.err
+    assert r.out == plain_run(path, "30", "executor").out
+    d = diagnostic(r, tmp_path, "await-bound")
+    assert d is not None, r.profile["stages"]
+    assert "fetch_sync() of async_loop.py ran" in d["message"] and "runs on a thread" in d["message"], d["message"]
+    assert d["evidence"]["producer_per_iteration_ns"] >= 4_000_000, d
+    assert "asyncio.sleep(0)" not in d["message"], d["message"]
+
     # The task's no-grad encoder and a yield between forward and backward: the observer's
     # phases nest in the await or around it (it is the observer's scope) and none ends it.
     r = gnnprof_run(path, "30", "torch")

@@ -480,6 +480,26 @@ TEST(Diagnostics, AwaitBound) {
   EXPECT_EQ(b->message.find("off the CPU"), std::string::npos) << b->message;
   EXPECT_NE(b->message.find("Move the other tasks' code"), std::string::npos) << b->message;
   EXPECT_FALSE(has(run(await_loop_profile(20, 0.8)), "await-bound"));  // 20 of 105 ms
+  EXPECT_DOUBLE_EQ(d->evidence.at("producer_per_iteration_ns"), 0.0);
+  // The awaited work traced on another thread (loop.run_in_executor): a producer beside the
+  // step, whose shortfall the loop waits; at least half the wait an iteration to be named.
+  for (auto [ms, named] : {std::tuple{30, true}, std::tuple{20, false}}) {
+    Profile executor = await_loop_profile(45, 0.95);
+    LineStats work = train_line("make_batch", 16, "time.sleep(0.004)", ms);
+    work.off_loop_ns = work.total_ns;
+    executor.lines.push_back(work);
+    const auto xs = run(executor);
+    const auto x = std::find_if(xs.begin(), xs.end(), [](const Diagnostic& y) { return y.id == "await-bound"; });
+    ASSERT_NE(x, xs.end());
+    EXPECT_EQ(x->message.find("Beside the loop, make_batch() of train.py ran " + std::to_string(ms) + ".0 ms per iteration") !=
+                  std::string::npos,
+              named)
+        << x->message;
+    EXPECT_EQ(x->message.find("runs on a thread (loop.run_in_executor, asyncio.to_thread)") != std::string::npos, named)
+        << x->message;
+    EXPECT_EQ(x->message.find("asyncio.sleep(0)") == std::string::npos, named) << x->message;
+    EXPECT_DOUBLE_EQ(x->evidence.at("producer_per_iteration_ns"), named ? ms * 1e6 : 0.0);
+  }
 }
 
 // Workers that deliver a batch every 20 ms against a 130 ms iteration, idle most of the time:
