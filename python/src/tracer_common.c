@@ -978,7 +978,7 @@ void suspend(ThreadTrace* tt, const void* f, PyCodeObject* co, const Entry* e, u
   s->lasti = e->lasti;
   s->start = e->start;
   s->at = now;
-  s->coroutine = awaits(co, value);
+  s->awaiting = awaits(co, value);
 }
 
 int resume(ThreadTrace* tt, const void* f, const void* code, Entry* e) {
@@ -992,7 +992,7 @@ int resume(ThreadTrace* tt, const void* f, const void* code, Entry* e) {
   e->t0 = g_core.set_line(current_site(e, e->site));
   e->entered = e->t0;
   /* its await's time, the caller's (a coroutine that awaited this one) nested time too */
-  if (s->coroutine && s->at != 0 && s->at < e->t0) e->t0 = e->entered = s->at;
+  if (s->awaiting && s->at != 0 && s->at < e->t0) e->t0 = e->entered = s->at;
   s->f = NULL;
   return 1;
 }

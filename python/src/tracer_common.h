@@ -180,7 +180,7 @@ typedef struct Suspended {
   int32_t stmt;
   int lasti, start;
   uint64_t at;       /* when it suspended */
-  uint8_t coroutine; /* at an await: its statement's time goes on across the suspension */
+  uint8_t awaiting; /* at an await: its statement's time goes on across the suspension */
 } Suspended;
 
 typedef struct ThreadTrace {
