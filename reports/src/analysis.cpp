@@ -1103,7 +1103,7 @@ double complete_iterations(const Profile& p) {
       1, std::count_if(p.iterations.begin(), p.iterations.end(), [](const IterationStats& it) { return it.complete; })));
 }
 
-/// " Beside the loop, f() of file ran X per iteration (...), Y of it at line N `code`", or "".
+/// " Beside the loop, f() of file ran X per iteration (...)[, Y of it at line N `code`]".
 std::string producer_sentence(const OffLoopProducer& producer, double complete) {
   const auto per_iteration = [&](std::int64_t ns) { return human_ns(std::llround(static_cast<double>(ns) / complete)); };
   std::string what = fmt::format(" Beside the loop, {}() of {} ran {} per iteration (its time over the run, over the loop's {:.0f} "
