@@ -1098,6 +1098,19 @@ std::optional<OffLoopProducer> off_loop_producer(const Profile& p) {
   return out;
 }
 
+/// The traced line with the most time in stage `stage` (the waiting line), or nullptr.
+const LineStats* line_most_in(const Profile& p, std::string_view stage) {
+  const std::string key(stage);
+  const LineStats* out = nullptr;
+  std::int64_t most = 0;
+  for (const LineStats& l : p.lines)
+    if (auto f = l.stages.find(key); f != l.stages.end() && f->second > most) {
+      most = f->second;
+      out = &l;
+    }
+  return out;
+}
+
 double complete_iterations(const Profile& p) {
   return static_cast<double>(std::max<std::ptrdiff_t>(
       1, std::count_if(p.iterations.begin(), p.iterations.end(), [](const IterationStats& it) { return it.complete; })));
@@ -1125,13 +1138,7 @@ std::optional<Diagnostic> producer_bound(const Profile& p, const Analysis& a, co
   if (a.loader_worker || a.iterations_used == 0 || a.iteration_mean_ns <= 0) return std::nullopt;
   const double share = a.producer_wait_share;  // sum over sum: a pool's waits come in bursts
   if (share <= 0.20) return std::nullopt;
-  const LineStats* waits = nullptr;
-  std::int64_t most = 0;
-  for (const LineStats& l : p.lines)
-    if (auto f = l.stages.find(kProducerWaitStage); f != l.stages.end() && f->second > most) {
-      most = f->second;
-      waits = &l;
-    }
+  const LineStats* waits = line_most_in(p, kProducerWaitStage);
   const std::optional<OffLoopProducer> producer = off_loop_producer(p);
   const std::int64_t producer_ns = producer ? producer->ns : 0;
   const double complete = complete_iterations(p);
@@ -1219,13 +1226,7 @@ namespace {
 /// loop's thread was off the CPU, and what lets the two overlap.
 std::optional<Diagnostic> await_bound(const Profile& p, const Analysis& a) {
   if (a.loader_worker || a.iterations_used == 0 || a.iteration_mean_ns <= 0 || a.await_share <= 0.20) return std::nullopt;
-  const LineStats* at = nullptr;
-  std::int64_t most = 0;
-  for (const LineStats& l : p.lines)
-    if (auto f = l.stages.find(kAwaitStage); f != l.stages.end() && f->second > most) {
-      most = f->second;
-      at = &l;
-    }
+  const LineStats* at = line_most_in(p, kAwaitStage);
   const std::optional<double> off = a.await_off_cpu_share;
   // The awaited work on a thread (loop.run_in_executor, asyncio.to_thread): it runs beside the
   // step already, and what the loop waits is its shortfall, as a producer thread's.
